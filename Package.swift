@@ -1,0 +1,51 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "BlueLibrary",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "bluelibrary", targets: ["bluelibrary"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+    ],
+    targets: [
+        // System libraries (Debian packages), wrapped once each.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+
+        // The reusable floor: knows nothing about albums.
+        .target(name: "HTTPServer", swiftSettings: strict),
+
+        // The HTTP face and composition root.
+        .target(
+            name: "BlueLibraryServer",
+            dependencies: ["HTTPServer"],
+            resources: [.copy("Resources/openapi.yaml")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "bluelibrary",
+            dependencies: ["BlueLibraryServer"],
+            swiftSettings: strict
+        ),
+
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+        .testTarget(
+            name: "BlueLibraryServerTests",
+            dependencies: ["BlueLibraryServer", "HTTPServer"],
+            swiftSettings: strict
+        ),
+    ]
+)

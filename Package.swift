@@ -25,8 +25,11 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
 
+        // Linux system calls (epoll, eventfd, sendfile) that the Glibc module does not export.
+        .systemLibrary(name: "CLinux"),
+
         // The reusable floor: knows nothing about albums.
-        .target(name: "HTTPServer", swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CLinux"], swiftSettings: strict),
 
         // The HTTP face and composition root.
         .target(

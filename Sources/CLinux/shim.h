@@ -1,0 +1,24 @@
+#ifndef BLUELIBRARY_CLINUX_SHIM_H
+#define BLUELIBRARY_CLINUX_SHIM_H
+/* Linux-only system calls that Swift's Glibc module leaves out. */
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* accept4 is a GNU extension that the Glibc module hides; declared here with its real signature. */
+extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+
+/* CPUs in this process's affinity mask, via the raw system call (cpu_set_t and CPU_COUNT need
+   _GNU_SOURCE, which the Glibc module was built without). Returns 0 if unknown. */
+static inline int bl_available_cpus(void) {
+    unsigned long mask[64];
+    long bytes = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+    if (bytes <= 0) return 0;
+    int count = 0;
+    for (long i = 0; i < bytes / (long)sizeof(unsigned long); i++) count += __builtin_popcountl(mask[i]);
+    return count;
+}
+#endif

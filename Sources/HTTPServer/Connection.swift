@@ -1,0 +1,475 @@
+#if canImport(Glibc)
+import CLinux
+import Glibc
+#endif
+
+/// One client connection, confined to its event loop.
+///
+/// Requests are handled one at a time in arrival order: while a response is being produced,
+/// pipelined requests wait in the input buffer, which keeps responses in order (RFC 9112 §9.3.2)
+/// without a reorder queue. The socket is registered edge-triggered; `readable`/`writable`
+/// remember what epoll last said so the connection reads only when it wants input.
+final class Connection {
+    enum State {
+        /// Waiting for (the rest of) a request head.
+        case awaitingHead
+        /// Head read; collecting the body.
+        case readingBody(PendingRequest)
+        /// The responder runs on the worker pool.
+        case processing(ResponseFraming)
+        /// A streaming body is open.
+        case streaming(HTTPStreamWriter, ResponseFraming)
+        case closed
+    }
+
+    /// What the connection remembers about a request between head and response.
+    struct PendingRequest {
+        var head: HTTPRequestHead
+        var resolution: Router.Resolution
+        var decoder: HTTPBodyDecoder
+        var receivedAt: ContinuousClock.Instant
+    }
+
+    /// How the response to the current request must be framed.
+    struct ResponseFraming {
+        var isHead: Bool
+        var version: HTTPVersion
+        var keepAlive: Bool
+    }
+
+    let id: UInt64
+    let fd: Int32
+    let peerAddress: String
+    unowned let loop: EventLoop
+    private var shared: ServerShared { loop.shared }
+
+    private var state: State = .awaitingHead
+    private var input: [UInt8] = []
+    private var inputStart = 0
+    private var output = OutputQueue()
+    private var readable = false
+    private var writable = true
+    private var peerClosed = false
+    private var closeWhenFlushed = false
+    private var drainRequested = false
+    /// True while `drive()` runs, so responses completed inside it do not re-enter it.
+    private var driving = false
+    /// When the current wait (head, body, idle, write) times out, in MonotonicClock ns.
+    private(set) var deadline: UInt64 = .max
+    private var waitingSince: UInt64 = 0
+
+    init(id: UInt64, fd: Int32, peerAddress: String, loop: EventLoop) {
+        self.id = id
+        self.fd = fd
+        self.peerAddress = peerAddress
+        self.loop = loop
+    }
+
+    func start(now: UInt64) {
+        deadline = now &+ shared.limits.idleTimeout.nanoseconds
+    }
+
+    // MARK: - Events
+
+    func handle(events: UInt32) {
+        if events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 { readable = true }
+        if events & EPOLLOUT.rawValue != 0 { writable = true }
+        if events & EPOLLERR.rawValue != 0 {
+            close()
+            return
+        }
+        drive()
+    }
+
+    /// Reads, parses and answers as far as possible, then flushes.
+    private func drive() {
+        if driving { return }
+        driving = true
+        defer { driving = false }
+        while true {
+            if case .closed = state { return }
+            if closeWhenFlushed || output.queuedBytes > shared.limits.maxQueuedResponseBytes { break }
+            let progressed: Bool
+            switch state {
+            case .awaitingHead, .readingBody:
+                progressed = parseInput()
+            case .streaming:
+                // Nothing is expected from the client; read only to notice it leaving.
+                inputStart = 0
+                input.removeAll(keepingCapacity: true)
+                progressed = false
+            case .processing, .closed:
+                progressed = false
+            }
+            if progressed { continue }
+            if case .processing = state { break }
+            guard readable, !peerClosed else { break }
+            if !readSocket() { break }
+        }
+        flush()
+    }
+
+    /// Reads what the socket has. Returns true if new bytes arrived.
+    private func readSocket() -> Bool {
+        let n = recv(fd, loop.readScratch.baseAddress, loop.readScratch.count, 0)
+        if n > 0 {
+            if inputStart > 0 && inputStart == input.count {
+                input.removeAll(keepingCapacity: true)
+                inputStart = 0
+            }
+            input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<n]))
+            if case .readingBody = state { deadline = MonotonicClock.now() &+ shared.limits.bodyTimeout.nanoseconds }
+            return true
+        }
+        if n == 0 {
+            peerClosed = true
+            readable = false
+            peerLeft()
+            return false
+        }
+        switch errno {
+        case EAGAIN, EWOULDBLOCK:
+            readable = false
+        case EINTR:
+            return true
+        default:
+            close()
+        }
+        return false
+    }
+
+    /// The client closed its side: finish what can be finished, otherwise close.
+    private func peerLeft() {
+        switch state {
+        case .processing:
+            // Half-closed clients still get their response.
+            closeWhenFlushed = true
+        case .awaitingHead where output.isEmpty:
+            close()
+        case .streaming, .readingBody, .awaitingHead, .closed:
+            if output.isEmpty { close() } else { closeWhenFlushed = true }
+        }
+    }
+
+    /// Parses what is buffered. Returns true if it made progress.
+    private func parseInput() -> Bool {
+        do {
+            switch state {
+            case .awaitingHead:
+                guard inputStart < input.count else { return false }
+                if waitingSince == 0 {
+                    // The first byte of a head starts the head timeout.
+                    waitingSince = MonotonicClock.now()
+                    deadline = waitingSince &+ shared.limits.headTimeout.nanoseconds
+                }
+                switch try shared.headParser.parse(input, from: inputStart) {
+                case .needMoreData:
+                    return false
+                case let .head(head, consumed):
+                    inputStart += consumed
+                    waitingSince = 0
+                    try beginRequest(head)
+                    return true
+                }
+            case var .readingBody(pending):
+                guard inputStart < input.count else { return false }
+                let used = try pending.decoder.consume(input, from: inputStart)
+                inputStart += used
+                if pending.decoder.isComplete {
+                    dispatch(pending)
+                } else {
+                    state = .readingBody(pending)
+                }
+                return used > 0
+            default:
+                return false
+            }
+        } catch {
+            answerParseError(error)
+            return false
+        }
+    }
+
+    private func beginRequest(_ head: HTTPRequestHead) throws(HTTPParseError) {
+        let resolution = shared.router.resolve(method: head.method, path: Self.path(of: head.target))
+        let limit = resolution.options.maxBodyBytes ?? shared.limits.maxBodyBytes
+        let decoder = try HTTPBodyDecoder(framing: head.framing, limit: limit)
+        let pending = PendingRequest(head: head, resolution: resolution, decoder: decoder, receivedAt: .now)
+        if decoder.isComplete {
+            dispatch(pending)
+            return
+        }
+        if head.expectsContinue {
+            // The client waits for this before sending the body (RFC 9110 §10.1.1).
+            output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+        }
+        deadline = MonotonicClock.now() &+ shared.limits.bodyTimeout.nanoseconds
+        state = .readingBody(pending)
+    }
+
+    private static func path(of target: String) -> Substring {
+        if let q = target.firstIndex(of: "?") { return target[..<q] }
+        return target[...]
+    }
+
+    // MARK: - Answering
+
+    private func dispatch(_ pending: PendingRequest) {
+        var pending = pending
+        let head = pending.head
+        let request = HTTPRequest(
+            method: head.method, target: head.target, version: head.version, headers: head.headers,
+            body: pending.decoder.takeBody())
+        let context = RequestContext(
+            peerAddress: peerAddress, parameters: pending.resolution.parameters,
+            routePattern: pending.resolution.pattern, host: head.headers["Host"], receivedAt: pending.receivedAt)
+        let framing = ResponseFraming(
+            isHead: head.method == .head, version: head.version,
+            keepAlive: request.wantsKeepAlive && !drainRequested && !shared.isDraining)
+        let responder = pending.resolution.responder
+        deadline = .max
+        switch pending.resolution.options.execution {
+        case .inline:
+            state = .processing(framing)
+            let response = Self.respond(responder, request, context, shared)
+            complete(response)
+        case .workerPool:
+            state = .processing(framing)
+            let id = self.id
+            let shared = self.shared
+            shared.workers.submit { [loop] in
+                let response = Self.respond(responder, request, context, shared)
+                loop.execute { loop in loop.connection(id)?.complete(response) }
+            }
+        }
+    }
+
+    private static func respond(
+        _ responder: any HTTPResponder, _ request: HTTPRequest, _ context: RequestContext, _ shared: ServerShared
+    ) -> HTTPResponse {
+        do {
+            return try responder.respond(to: request, context: context)
+        } catch {
+            return shared.errorRenderer.render(error, request: request, context: context)
+        }
+    }
+
+    /// Writes the response to the current request (on the loop thread).
+    func complete(_ response: HTTPResponse) {
+        guard case let .processing(requestFraming) = state else { return }
+        var framing = requestFraming
+        if drainRequested || shared.isDraining { framing.keepAlive = false }
+        writeHead(response, framing: framing)
+        switch response.body {
+        case .empty:
+            finishResponse(framing)
+        case let .bytes(bytes):
+            if !framing.isHead && response.status.allowsBody { output.append(bytes) }
+            finishResponse(framing)
+        case let .file(file):
+            if !framing.isHead && response.status.allowsBody {
+                let fileFD = open(file.path, O_RDONLY | O_CLOEXEC)
+                guard fileFD >= 0 else {
+                    // The head promised a length we cannot deliver: all we can do is close.
+                    closeWhenFlushed = true
+                    state = .awaitingHead
+                    flush()
+                    return
+                }
+                output.appendFile(fd: fileFD, offset: file.offset, length: file.length)
+            }
+            finishResponse(framing)
+        case let .stream(stream):
+            if framing.isHead || !response.status.allowsBody {
+                finishResponse(framing)
+                return
+            }
+            let writer = HTTPStreamWriter(loop: loop, connectionID: id)
+            state = .streaming(writer, framing)
+            deadline = .max
+            flush()
+            stream.start(writer)
+            if drainRequested { streamFinish() }
+        }
+    }
+
+    private func finishResponse(_ framing: ResponseFraming) {
+        state = .awaitingHead
+        if !framing.keepAlive { closeWhenFlushed = true }
+        let now = MonotonicClock.now()
+        deadline = now &+ (output.isEmpty ? shared.limits.idleTimeout : shared.limits.writeTimeout).nanoseconds
+        if drainRequested && inputStart >= input.count { closeWhenFlushed = true }
+        if !driving { drive() }
+    }
+
+    private func writeHead(_ response: HTTPResponse, framing: ResponseFraming) {
+        var head: [UInt8] = []
+        head.reserveCapacity(256)
+        head.append(contentsOf: framing.version == .http1_0 ? "HTTP/1.0 ".utf8 : "HTTP/1.1 ".utf8)
+        head.append(contentsOf: String(response.status.code).utf8)
+        head.append(0x20)
+        head.append(contentsOf: response.status.reasonPhrase.utf8)
+        head.append(contentsOf: "\r\nDate: ".utf8)
+        head.append(contentsOf: loop.dateHeaderValue.utf8)
+        head.append(contentsOf: "\r\n".utf8)
+        for field in response.headers {
+            // Framing headers are the server's business; CR/LF in a value would split the head.
+            if field.name.equalsIgnoringASCIICase("Content-Length") || field.name.equalsIgnoringASCIICase("Transfer-Encoding")
+                || field.name.equalsIgnoringASCIICase("Connection") || field.name.equalsIgnoringASCIICase("Date")
+            {
+                continue
+            }
+            head.append(contentsOf: field.name.utf8)
+            head.append(contentsOf: ": ".utf8)
+            for byte in field.value.utf8 where byte != 0x0D && byte != 0x0A { head.append(byte) }
+            head.append(contentsOf: "\r\n".utf8)
+        }
+        var keepAlive = framing.keepAlive
+        switch response.body {
+        case .empty:
+            if response.status.allowsBody { head.append(contentsOf: "Content-Length: 0\r\n".utf8) }
+        case let .bytes(bytes):
+            if response.status.allowsBody || response.status.code == 304 {
+                if response.status.code != 304 || !bytes.isEmpty {
+                    head.append(contentsOf: "Content-Length: ".utf8)
+                    head.append(contentsOf: String(bytes.count).utf8)
+                    head.append(contentsOf: "\r\n".utf8)
+                }
+            }
+        case let .file(file):
+            head.append(contentsOf: "Content-Length: ".utf8)
+            head.append(contentsOf: String(file.length).utf8)
+            head.append(contentsOf: "\r\n".utf8)
+        case .stream:
+            if framing.version == .http1_1 {
+                head.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
+            } else {
+                keepAlive = false  // HTTP/1.0: the end of the body is the end of the connection.
+            }
+        }
+        if !keepAlive {
+            head.append(contentsOf: "Connection: close\r\n".utf8)
+        } else if framing.version == .http1_0 {
+            head.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+        }
+        head.append(contentsOf: "\r\n".utf8)
+        output.append(head)
+    }
+
+    private func answerParseError(_ error: HTTPParseError) {
+        var response = HTTPError(error.status, detail: error.detail).response()
+        response.headers.set("Connection", "close")
+        // After a framing error the rest of the input cannot be trusted.
+        input.removeAll()
+        inputStart = 0
+        let framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
+        state = .processing(framing)
+        shared.onParseError(error, peerAddress)
+        complete(response)
+    }
+
+    // MARK: - Streams
+
+    func streamWrite(_ bytes: [UInt8]) {
+        guard case let .streaming(_, framing) = state, !bytes.isEmpty else { return }
+        if output.queuedBytes > shared.limits.maxQueuedStreamBytes {
+            // A reader this slow would hold memory forever: drop it.
+            close()
+            return
+        }
+        if framing.version == .http1_1 {
+            output.append(Array((String(bytes.count, radix: 16) + "\r\n").utf8))
+            output.append(bytes)
+            output.append([0x0D, 0x0A])
+        } else {
+            output.append(bytes)
+        }
+        flush()
+    }
+
+    func streamFinish() {
+        guard case let .streaming(writer, framing) = state else { return }
+        if framing.version == .http1_1 { output.append(Array("0\r\n\r\n".utf8)) }
+        closeWhenFlushed = true
+        state = .awaitingHead
+        writer.markClosed()
+        flush()
+    }
+
+    // MARK: - Writing and closing
+
+    private func flush() {
+        if case .closed = state { return }
+        if !output.isEmpty && writable {
+            let (result, written) = output.flush(to: fd)
+            switch result {
+            case .done:
+                break
+            case .wouldBlock:
+                writable = false
+            case .failed:
+                close()
+                return
+            }
+            if written > 0, !output.isEmpty {
+                deadline = MonotonicClock.now() &+ shared.limits.writeTimeout.nanoseconds
+            }
+        }
+        if output.isEmpty {
+            if closeWhenFlushed {
+                close()
+                return
+            }
+            if case .awaitingHead = state, deadline != .max, inputStart >= input.count {
+                deadline = MonotonicClock.now() &+ shared.limits.idleTimeout.nanoseconds
+            }
+        } else if !writable {
+            if case .streaming = state {} else if deadline == .max {
+                deadline = MonotonicClock.now() &+ shared.limits.writeTimeout.nanoseconds
+            }
+        }
+    }
+
+    /// The current wait ran out: a slow or idle client is dropped, others are not affected.
+    func timedOut() {
+        switch state {
+        case .awaitingHead where inputStart < input.count && output.isEmpty:
+            // Half a head after the head timeout: a slowloris client. 408 and close.
+            shared.onTimeout(peerAddress)
+            var response = HTTPError(.requestTimeout, detail: "The request head did not arrive in time.").response()
+            response.headers.set("Connection", "close")
+            input.removeAll()
+            inputStart = 0
+            state = .processing(ResponseFraming(isHead: false, version: .http1_1, keepAlive: false))
+            complete(response)
+        case .readingBody:
+            shared.onTimeout(peerAddress)
+            close()
+        default:
+            close()
+        }
+    }
+
+    /// Server shutdown: close now if idle, otherwise after the current response.
+    func drain() {
+        drainRequested = true
+        switch state {
+        case .awaitingHead where inputStart >= input.count && output.isEmpty:
+            close()
+        case .streaming:
+            streamFinish()
+        default:
+            break
+        }
+    }
+
+    func close() {
+        if case .closed = state { return }
+        if case let .streaming(writer, _) = state { writer.markClosed() }
+        state = .closed
+        output.discard()
+        Glibc.close(fd)
+        deadline = .max
+        loop.remove(self)
+    }
+}

@@ -1,0 +1,215 @@
+#if canImport(Glibc)
+import CLinux
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// One epoll loop on its own thread. It owns a listening socket and the connections accepted
+/// on it for their whole life; nothing else touches them. Other threads talk to the loop only
+/// through ``execute(_:)``, which queues a closure and wakes the loop through an eventfd.
+///
+/// `@unchecked Sendable`: every stored `var` is confined to the loop thread, except `tasks`,
+/// which is guarded by its `Mutex`.
+final class EventLoop: @unchecked Sendable {
+    private static let listenerToken: UInt64 = 0
+    private static let wakeToken: UInt64 = 1
+
+    let index: Int
+    let shared: ServerShared
+    private let epfd: Int32
+    private let wakefd: Int32
+    private let tasks = Mutex<[@Sendable (EventLoop) -> Void]>([])
+
+    // Loop-thread state.
+    private var listener: ListeningSocket?
+    private var connections: [UInt64: Connection] = [:]
+    private var nextConnectionID: UInt64 = 2
+    private var running = true
+    private var draining = false
+    private var lastSweep: UInt64 = 0
+    private var dateSecond = 0
+    private(set) var dateHeaderValue = ""
+    let readScratch: UnsafeMutableRawBufferPointer
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(index: Int, listener: ListeningSocket, shared: ServerShared) throws {
+        self.index = index
+        self.shared = shared
+        self.listener = listener
+        epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epfd >= 0 else { throw SocketError("epoll_create1") }
+        wakefd = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        guard wakefd >= 0 else {
+            close(epfd)
+            throw SocketError("eventfd")
+        }
+        readScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        try register(listener.fd, token: Self.listenerToken, events: EPOLLIN.rawValue)
+        try register(wakefd, token: Self.wakeToken, events: EPOLLIN.rawValue)
+        refreshDate()
+    }
+
+    deinit {
+        close(epfd)
+        close(wakefd)
+        readScratch.deallocate()
+    }
+
+    // MARK: - Any thread
+
+    /// Runs `task` on the loop thread, soon.
+    func execute(_ task: @escaping @Sendable (EventLoop) -> Void) {
+        tasks.withLock { $0.append(task) }
+        var one: UInt64 = 1
+        _ = write(wakefd, &one, 8)
+    }
+
+    /// Starts the loop's thread.
+    func start() {
+        let thread = Thread { [self] in
+            self.run()
+            self.finished.signal()
+        }
+        thread.name = "event-loop-\(index)"
+        thread.start()
+    }
+
+    /// Waits until the loop's thread has ended.
+    func waitUntilStopped() { finished.wait() }
+
+    // MARK: - Loop thread
+
+    func connection(_ id: UInt64) -> Connection? { connections[id] }
+
+    var connectionCount: Int { connections.count }
+
+    private func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        while running {
+            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), 250) }
+            if n < 0 && errno != EINTR { break }
+            refreshDate()
+            if n > 0 {
+                for i in 0..<Int(n) {
+                    let event = events[i]
+                    switch event.data.u64 {
+                    case Self.listenerToken: acceptConnections()
+                    case Self.wakeToken: runTasks()
+                    case let id:
+                        connections[id]?.handle(events: event.events)
+                    }
+                }
+            }
+            let now = MonotonicClock.now()
+            if now &- lastSweep > 100_000_000 {
+                lastSweep = now
+                sweepTimeouts(now: now)
+            }
+        }
+        for connection in Array(connections.values) { connection.close() }
+        listener = nil
+    }
+
+    private func runTasks() {
+        var counter: UInt64 = 0
+        _ = read(wakefd, &counter, 8)
+        let batch = tasks.withLock { tasks -> [@Sendable (EventLoop) -> Void] in
+            defer { tasks.removeAll(keepingCapacity: true) }
+            return tasks
+        }
+        for task in batch { task(self) }
+    }
+
+    private func acceptConnections() {
+        guard let listener else { return }
+        while true {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    accept4(listener.fd, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+                }
+            }
+            if fd < 0 {
+                switch errno {
+                case EAGAIN, EWOULDBLOCK: return
+                case EINTR, ECONNABORTED: continue
+                default:
+                    // EMFILE and friends: say so once per burst and try again on the next event.
+                    shared.log(.error, "accept failed: \(SocketError("accept4"))")
+                    return
+                }
+            }
+            guard shared.reserveConnection() else {
+                // Over the limit: a clean, short refusal rather than a silent reset.
+                shared.overloadResponse.withUnsafeBytes { _ = send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                close(fd)
+                continue
+            }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let id = nextConnectionID
+            nextConnectionID += 1
+            let peer = SocketAddress.describe(storage).ip
+            let connection = Connection(id: id, fd: fd, peerAddress: peer, loop: self)
+            do {
+                try register(fd, token: id, events: EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue | EPOLLET.rawValue)
+            } catch {
+                close(fd)
+                shared.releaseConnection()
+                continue
+            }
+            connections[id] = connection
+            connection.start(now: MonotonicClock.now())
+        }
+    }
+
+    /// Forgets a connection the connection itself has closed.
+    func remove(_ connection: Connection) {
+        connections[connection.id] = nil
+        shared.releaseConnection()
+        if draining && connections.isEmpty { shared.loopDrained() }
+    }
+
+    private func sweepTimeouts(now: UInt64) {
+        for connection in connections.values where connection.deadline <= now {
+            connection.timedOut()
+        }
+    }
+
+    private func refreshDate() {
+        let second = time(nil)
+        if second != dateSecond {
+            dateSecond = second
+            dateHeaderValue = HTTPDate.format(secondsSince1970: second)
+        }
+    }
+
+    private func register(_ fd: Int32, token: UInt64, events: UInt32) throws {
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = token
+        guard epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) == 0 else { throw SocketError("epoll_ctl") }
+    }
+
+    // MARK: - Shutdown
+
+    /// Stops accepting, closes idle connections and asks busy ones to close after their
+    /// current response. Reports to the server once no connection is left.
+    func beginDraining() {
+        guard !draining else { return }
+        draining = true
+        if let listener {
+            epoll_ctl(epfd, EPOLL_CTL_DEL, listener.fd, nil)
+        }
+        listener = nil
+        for connection in Array(connections.values) { connection.drain() }
+        if connections.isEmpty { shared.loopDrained() }
+    }
+
+    var isDraining: Bool { draining }
+
+    /// Ends the loop: remaining connections are closed at once.
+    func stop() { running = false }
+}

@@ -1,0 +1,133 @@
+#if canImport(Glibc)
+import CLinux
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+
+/// An HTTP/1.1 server: one epoll event loop per core, each with its own `SO_REUSEPORT`
+/// listening socket, plus a worker pool for blocking handlers.
+///
+/// ```swift
+/// var routes = RouterBuilder()
+/// routes.add(.get, "/healthz") { _, _ in HTTPResponse(contentType: "application/json", bytes: Array("{}\n".utf8)) }
+/// let server = try HTTPServer(configuration: .init(port: 0), router: routes.build())
+/// try server.start()
+/// print(server.port)
+/// server.shutdown(grace: .seconds(10))
+/// ```
+public final class HTTPServer: Sendable {
+    public enum LogLevel: Int, Sendable, Comparable {
+        case debug, info, warning, error
+        public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+    }
+    public typealias Logger = @Sendable (LogLevel, String) -> Void
+
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        /// Event loops; default: the CPUs this process may run on.
+        public var eventLoops: Int
+        /// Threads for `.workerPool` routes. Default 16.
+        public var workerThreads: Int
+        public var limits: HTTPServerLimits
+
+        public init(host: String = "0.0.0.0", port: Int = 8080, eventLoops: Int? = nil, workerThreads: Int = 16,
+                    limits: HTTPServerLimits = HTTPServerLimits()) {
+            self.host = host
+            self.port = port
+            self.eventLoops = eventLoops ?? HTTPServer.availableCPUs()
+            self.workerThreads = workerThreads
+            self.limits = limits
+        }
+    }
+
+    public let configuration: Configuration
+    /// The port actually bound (useful with port 0).
+    public let port: Int
+    private let shared: ServerShared
+    private let loops: [EventLoop]
+    private let state = Mutex<(started: Bool, stopped: Bool)>((false, false))
+    private let stoppedSignal = DispatchSemaphore(value: 0)
+
+    /// Binds the listening sockets; nothing is accepted before `start()`.
+    /// - Throws: ``SocketError`` when the address cannot be bound.
+    public init(configuration: Configuration, router: Router, errorRenderer: ErrorRenderer = .standard,
+                logger: @escaping Logger = { _, _ in }) throws {
+        self.configuration = configuration
+        let workers = WorkerPool(threads: max(1, configuration.workerThreads), name: "http-worker")
+        shared = ServerShared(router: router, limits: configuration.limits, workers: workers,
+                              errorRenderer: errorRenderer, logger: logger)
+        do {
+            let first = try ListeningSocket(host: configuration.host, port: configuration.port)
+            var sockets = [first]
+            for _ in 1..<max(1, configuration.eventLoops) {
+                sockets.append(try ListeningSocket(host: configuration.host, port: first.port))
+            }
+            port = first.port
+            var loops: [EventLoop] = []
+            for (index, socket) in sockets.enumerated() {
+                loops.append(try EventLoop(index: index, listener: socket, shared: shared))
+            }
+            self.loops = loops
+        } catch {
+            workers.shutdown()
+            throw error
+        }
+    }
+
+    /// Starts the event loops.
+    public func start() {
+        let first = state.withLock { state -> Bool in
+            defer { state.started = true }
+            return !state.started
+        }
+        guard first else { return }
+        for loop in loops { loop.start() }
+    }
+
+    /// True once `shutdown` has begun: readiness probes should fail from then on.
+    public var isDraining: Bool { shared.isDraining }
+
+    /// Open connections right now.
+    public var connectionCount: Int { shared.connectionCount }
+
+    /// Graceful shutdown: stop accepting, close idle connections, let in-flight requests finish
+    /// (their responses carry `Connection: close`), end open streams; after `grace` whatever is
+    /// left is closed. Returns when every loop and worker has stopped.
+    public func shutdown(grace: Duration) {
+        let first = state.withLock { state -> Bool in
+            defer { state.stopped = true }
+            return !state.stopped
+        }
+        guard first else {
+            waitUntilStopped()
+            return
+        }
+        let allDrained = DispatchSemaphore(value: 0)
+        let loopCount = loops.count
+        shared.setDraining { [shared] in
+            if shared.drainedLoopCount == loopCount { allDrained.signal() }
+        }
+        for loop in loops { loop.execute { $0.beginDraining() } }
+        _ = allDrained.wait(timeout: .now() + .nanoseconds(Int(grace.nanoseconds)))
+        for loop in loops { loop.execute { $0.stop() } }
+        let started = state.withLock { $0.started }
+        if started { for loop in loops { loop.waitUntilStopped() } }
+        shared.workers.shutdown()
+        stoppedSignal.signal()
+    }
+
+    /// Blocks until `shutdown` has finished.
+    public func waitUntilStopped() {
+        stoppedSignal.wait()
+        stoppedSignal.signal()
+    }
+
+    /// CPUs in this process's affinity mask (so `taskset -c 1` means one loop).
+    public static func availableCPUs() -> Int {
+        let count = Int(bl_available_cpus())
+        if count > 0 { return count }
+        return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+}

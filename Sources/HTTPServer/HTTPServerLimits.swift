@@ -1,0 +1,28 @@
+/// Every resource a client can make the server hold has a limit here. Defaults suit a service
+/// behind a reverse proxy; the tests shrink the timeouts.
+public struct HTTPServerLimits: Sendable {
+    /// Longest request line (method, target, version). Longer: 414. Default 8 KiB.
+    public var maxRequestLineBytes = 8 * 1024
+    /// Largest request head (request line plus header fields). Larger: 431. Default 32 KiB.
+    public var maxHeadBytes = 32 * 1024
+    /// Most header fields in one request. More: 431. Default 100.
+    public var maxHeaderCount = 100
+    /// Largest request body unless a route sets its own. Larger: 413. Default 1 MiB.
+    public var maxBodyBytes = 1024 * 1024
+    /// Time a client has to send a whole request head once it started one. Default 10 s.
+    public var headTimeout: Duration = .seconds(10)
+    /// Time a keep-alive connection may sit idle between requests. Default 60 s.
+    public var idleTimeout: Duration = .seconds(60)
+    /// Time a request body may make no progress. Default 30 s.
+    public var bodyTimeout: Duration = .seconds(30)
+    /// Time a response may make no progress because the client does not read. Default 30 s.
+    public var writeTimeout: Duration = .seconds(30)
+    /// Open connections at most, across all loops. Excess ones get 503 and are closed. Default 10,000.
+    public var maxConnections = 10_000
+    /// Response bytes queued for one connection before it stops reading pipelined requests.
+    public var maxQueuedResponseBytes = 1024 * 1024
+    /// Bytes queued for a streaming response (SSE) before the slow reader is dropped. Default 1 MiB.
+    public var maxQueuedStreamBytes = 1024 * 1024
+
+    public init() {}
+}

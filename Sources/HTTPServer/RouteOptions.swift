@@ -1,0 +1,21 @@
+/// How a route runs and what it accepts.
+public struct RouteOptions: Sendable {
+    public enum Execution: Sendable {
+        /// On the connection's event loop: for handlers that never block (memory, tiny reads).
+        case inline
+        /// On the server's worker pool: for handlers that may block (database writes, disk, network).
+        case workerPool
+    }
+
+    public var execution: Execution
+    /// The largest request body this route takes; nil means the server's default limit.
+    public var maxBodyBytes: Int?
+
+    public init(execution: Execution = .inline, maxBodyBytes: Int? = nil) {
+        self.execution = execution
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    public static let inline = RouteOptions(execution: .inline)
+    public static let workerPool = RouteOptions(execution: .workerPool)
+}

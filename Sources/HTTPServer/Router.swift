@@ -1,0 +1,117 @@
+/// Routes requests by method and path pattern (`/albums/{id}/cover`) to responders.
+///
+/// Build it with ``RouterBuilder``; once built it is immutable and shared by every event loop.
+/// Matching is a walk down a tree of path segments: a literal segment beats a parameter.
+/// `HEAD` is answered by the `GET` route when no `HEAD` route exists (the server drops the body),
+/// a path with no route for the method gives 405 with `Allow`, an unknown path 404.
+public final class Router: Sendable {
+    /// The outcome of looking a request up: always something to run, so that 404 and 405 pass
+    /// through the same middleware (access log, request id) as every other response.
+    public struct Resolution: Sendable {
+        public let responder: any HTTPResponder
+        public let parameters: [String: String]
+        public let pattern: String?
+        public let options: RouteOptions
+    }
+
+    /// Every route as (method, pattern), for tests that keep the router and the spec in step.
+    public let routeTable: [(method: HTTPMethod, pattern: String)]
+
+    private let root: RouteNode
+    private let middleware: [any HTTPMiddleware]
+    private let notFound: any HTTPResponder
+
+    init(root: RouteNode, routeTable: [(HTTPMethod, String)], middleware: [any HTTPMiddleware],
+         errorRenderer: ErrorRenderer) {
+        self.root = root
+        self.routeTable = routeTable.map { (method: $0.0, pattern: $0.1) }
+        self.middleware = middleware
+        self.notFound = middleware.wrapping(
+            ErrorCatchingResponder(renderer: errorRenderer, wrapped: ClosureResponder { request, _ in
+                throw HTTPError(.notFound, detail: "There is no resource at \(request.path). GET / lists what there is.")
+            }))
+    }
+
+    public func resolve(method: HTTPMethod, path: Substring) -> Resolution {
+        var node = root
+        var parameters: [String: String] = [:]
+        var segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        if path == "/" { segments = [] }
+        for segment in segments {
+            if let next = node.literals[String(segment)] {
+                node = next
+            } else if let param = node.parameter, !segment.isEmpty,
+                let value = PercentDecoding.decode(segment)
+            {
+                parameters[param.name] = value
+                node = param.node
+            } else {
+                return Resolution(responder: notFound, parameters: [:], pattern: nil, options: .inline)
+            }
+        }
+        if let route = node.routes[method] ?? (method == .head ? node.routes[.get] : nil) {
+            return Resolution(responder: route.responder, parameters: parameters, pattern: route.pattern, options: route.options)
+        }
+        if node.routes.isEmpty {
+            return Resolution(responder: notFound, parameters: [:], pattern: nil, options: .inline)
+        }
+        return Resolution(responder: node.methodNotAllowed!, parameters: parameters, pattern: nil, options: .inline)
+    }
+}
+
+/// Turns errors thrown by handlers into responses: an ``HTTPError`` becomes its problem
+/// document; anything else goes to `unhandled`, which logs it and answers 500 without internals.
+public struct ErrorRenderer: Sendable {
+    public var unhandled: @Sendable (any Error, HTTPRequest, RequestContext) -> HTTPResponse
+
+    public init(unhandled: @escaping @Sendable (any Error, HTTPRequest, RequestContext) -> HTTPResponse) {
+        self.unhandled = unhandled
+    }
+
+    public static let standard = ErrorRenderer { _, _, _ in
+        HTTPError(.internalServerError, detail: "The server failed to answer this request.").response()
+    }
+
+    func render(_ error: any Error, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
+        if let error = error as? HTTPError { return error.response() }
+        return unhandled(error, request, context)
+    }
+}
+
+struct ErrorCatchingResponder: HTTPResponder {
+    let renderer: ErrorRenderer
+    let wrapped: any HTTPResponder
+
+    func respond(to request: HTTPRequest, context: RequestContext) throws -> HTTPResponse {
+        do {
+            return try wrapped.respond(to: request, context: context)
+        } catch {
+            return renderer.render(error, request: request, context: context)
+        }
+    }
+}
+
+final class RouteNode: Sendable {
+    struct Route: Sendable {
+        let pattern: String
+        let options: RouteOptions
+        let responder: any HTTPResponder
+    }
+    struct Parameter: Sendable {
+        let name: String
+        let node: RouteNode
+    }
+
+    let literals: [String: RouteNode]
+    let parameter: Parameter?
+    let routes: [HTTPMethod: Route]
+    let methodNotAllowed: (any HTTPResponder)?
+
+    init(literals: [String: RouteNode], parameter: Parameter?, routes: [HTTPMethod: Route],
+         methodNotAllowed: (any HTTPResponder)?) {
+        self.literals = literals
+        self.parameter = parameter
+        self.routes = routes
+        self.methodNotAllowed = methodNotAllowed
+    }
+}

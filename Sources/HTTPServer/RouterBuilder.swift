@@ -1,0 +1,103 @@
+/// Collects routes and middleware, then builds an immutable ``Router``.
+///
+/// Middleware given to the builder wraps every route and the 404/405 answers; it is folded
+/// around each responder once, in `build()`, so nothing is looked up per request. The first
+/// middleware in the list is the outermost.
+public struct RouterBuilder {
+    private struct PendingRoute {
+        let method: HTTPMethod
+        let pattern: String
+        let options: RouteOptions
+        let responder: any HTTPResponder
+    }
+
+    private var routes: [PendingRoute] = []
+    public var middleware: [any HTTPMiddleware]
+    public var errorRenderer: ErrorRenderer
+
+    public init(middleware: [any HTTPMiddleware] = [], errorRenderer: ErrorRenderer = .standard) {
+        self.middleware = middleware
+        self.errorRenderer = errorRenderer
+    }
+
+    /// Adds a route. Patterns are absolute paths whose segments are literals or `{name}`.
+    /// Registering the same method and pattern twice is a programming error.
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, options: RouteOptions = .inline, _ responder: any HTTPResponder
+    ) {
+        precondition(pattern.hasPrefix("/"), "route patterns start with /: \(pattern)")
+        precondition(
+            !routes.contains { $0.method == method && $0.pattern == pattern }, "duplicate route \(method) \(pattern)")
+        routes.append(PendingRoute(method: method, pattern: pattern, options: options, responder: responder))
+    }
+
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, options: RouteOptions = .inline,
+        _ handler: @escaping @Sendable (HTTPRequest, RequestContext) throws -> HTTPResponse
+    ) {
+        add(method, pattern, options: options, ClosureResponder(handler))
+    }
+
+    public func build() -> Router {
+        let tree = MutableNode()
+        for route in routes {
+            var node = tree
+            for segment in Self.segments(of: route.pattern) {
+                if segment.hasPrefix("{") && segment.hasSuffix("}") {
+                    let name = String(segment.dropFirst().dropLast())
+                    if let existing = node.parameter {
+                        precondition(existing.name == name, "conflicting parameter names at \(route.pattern)")
+                        node = existing.node
+                    } else {
+                        let child = MutableNode()
+                        node.parameter = (name, child)
+                        node = child
+                    }
+                } else {
+                    let child = node.literals[segment] ?? MutableNode()
+                    node.literals[segment] = child
+                    node = child
+                }
+            }
+            node.routes[route.method] = route
+        }
+        return Router(
+            root: freeze(tree), routeTable: routes.map { ($0.method, $0.pattern) }, middleware: middleware,
+            errorRenderer: errorRenderer)
+    }
+
+    private func freeze(_ node: MutableNode) -> RouteNode {
+        var frozenRoutes: [HTTPMethod: RouteNode.Route] = [:]
+        for (method, route) in node.routes {
+            frozenRoutes[method] = RouteNode.Route(
+                pattern: route.pattern, options: route.options,
+                responder: middleware.wrapping(ErrorCatchingResponder(renderer: errorRenderer, wrapped: route.responder)))
+        }
+        var methodNotAllowed: (any HTTPResponder)?
+        if !node.routes.isEmpty {
+            var allowed = Set(node.routes.keys.map(\.rawValue))
+            if allowed.contains("GET") { allowed.insert("HEAD") }
+            let allow = allowed.sorted().joined(separator: ", ")
+            methodNotAllowed = middleware.wrapping(
+                ErrorCatchingResponder(renderer: errorRenderer, wrapped: ClosureResponder { request, _ in
+                    throw HTTPError(
+                        .methodNotAllowed, detail: "\(request.method) is not allowed here. Allowed: \(allow).",
+                        headers: ["Allow": allow])
+                }))
+        }
+        return RouteNode(
+            literals: node.literals.mapValues(freeze),
+            parameter: node.parameter.map { RouteNode.Parameter(name: $0.name, node: freeze($0.node)) },
+            routes: frozenRoutes, methodNotAllowed: methodNotAllowed)
+    }
+
+    static func segments(of pattern: String) -> [String] {
+        pattern == "/" ? [] : pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+    }
+
+    private final class MutableNode {
+        var literals: [String: MutableNode] = [:]
+        var parameter: (name: String, node: MutableNode)?
+        var routes: [HTTPMethod: PendingRoute] = [:]
+    }
+}

@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// What every event loop of one server shares: the router, limits, the worker pool, the
+/// connection count and the drain state. Immutable but for the atomics and the drain lock.
+final class ServerShared: Sendable {
+    let router: Router
+    let limits: HTTPServerLimits
+    let headParser: HTTPHeadParser
+    let workers: WorkerPool
+    let errorRenderer: ErrorRenderer
+    let logger: HTTPServer.Logger
+    let overloadResponse: [UInt8]
+
+    private let openConnections = Atomic<Int>(0)
+    private let draining = Atomic<Bool>(false)
+    private let drainedLoops = Mutex<(count: Int, waiter: (@Sendable () -> Void)?)>((0, nil))
+
+    init(router: Router, limits: HTTPServerLimits, workers: WorkerPool, errorRenderer: ErrorRenderer,
+         logger: @escaping HTTPServer.Logger) {
+        self.router = router
+        self.limits = limits
+        self.headParser = HTTPHeadParser(limits: limits)
+        self.workers = workers
+        self.errorRenderer = errorRenderer
+        self.logger = logger
+        let body = HTTPError(.serviceUnavailable, detail: "The server is at its connection limit; retry shortly.",
+                             headers: ["Retry-After": "1"]).response()
+        var bytes = Array("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nRetry-After: 1\r\nConnection: close\r\n".utf8)
+        if case let .bytes(payload) = body.body {
+            bytes += Array("Content-Length: \(payload.count)\r\n\r\n".utf8) + payload
+        }
+        overloadResponse = bytes
+    }
+
+    var connectionCount: Int { openConnections.load(ordering: .relaxed) }
+    var isDraining: Bool { draining.load(ordering: .relaxed) }
+
+    func reserveConnection() -> Bool {
+        let now = openConnections.wrappingAdd(1, ordering: .relaxed).newValue
+        if now > limits.maxConnections {
+            openConnections.wrappingSubtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func releaseConnection() { openConnections.wrappingSubtract(1, ordering: .relaxed) }
+
+    func log(_ level: HTTPServer.LogLevel, _ message: String) { logger(level, message) }
+
+    func onParseError(_ error: HTTPParseError, _ peer: String) {
+        logger(.debug, "bad request from \(peer): \(error.detail)")
+    }
+
+    func onTimeout(_ peer: String) { logger(.debug, "request from \(peer) timed out") }
+
+    // MARK: Drain bookkeeping
+
+    func setDraining(onAllLoopsDrained: @escaping @Sendable () -> Void) {
+        draining.store(true, ordering: .relaxed)
+        drainedLoops.withLock { $0.waiter = onAllLoopsDrained }
+    }
+
+    /// Called by each loop once, when it has no connection left while draining.
+    func loopDrained() {
+        let waiter = drainedLoops.withLock { state -> (@Sendable () -> Void)? in
+            state.count += 1
+            return state.waiter
+        }
+        waiter?()
+    }
+
+    var drainedLoopCount: Int { drainedLoops.withLock { $0.count } }
+}

@@ -1,1 +1,30 @@
-print("x")
+#if canImport(Glibc)
+import Glibc
+#endif
+import BlueLibraryServer
+import Dispatch
+import Foundation
+
+/// `bluelibrary serve` runs the server; `bluelibrary help` explains.
+let arguments = Array(CommandLine.arguments.dropFirst())
+let command = arguments.first ?? "serve"
+
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("bluelibrary: \(message)\n".utf8))
+    exit(code)
+}
+
+switch command {
+case "serve":
+    ServeCommand.run(ServeCommand.configuration(from: Array(arguments.dropFirst())))
+case "help", "--help", "-h":
+    print("""
+        Usage: bluelibrary <command> [options]
+
+        Commands:
+          serve        Run the HTTP server (see 'bluelibrary serve --help').
+          help         Show this text.
+        """)
+default:
+    fail("unknown command '\(command)'; try 'bluelibrary help'")
+}

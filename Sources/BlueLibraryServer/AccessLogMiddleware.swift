@@ -1,0 +1,34 @@
+import HTTPServer
+
+/// One JSON line per request: method, path, status, bytes, duration, request id, client.
+/// It sits inside the request-id and forwarded-header middleware, so it logs what they decided.
+struct AccessLogMiddleware: HTTPMiddleware {
+    let logger: JSONLogger
+
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
+        let response = try next.respond(to: request, context: context)
+        let elapsed = ContinuousClock.now - context.receivedAt
+        let bytes: Int
+        switch response.body {
+        case .empty, .stream: bytes = 0
+        case let .bytes(b): bytes = b.count
+        case let .file(f): bytes = f.length
+        }
+        var json = JSONWriter(capacity: 320)
+        json.beginObject()
+        json.key("time"); json.string(Timestamp.now())
+        json.key("level"); json.string("info")
+        json.key("message"); json.string("request")
+        json.key("method"); json.string(request.method.rawValue)
+        json.key("path"); json.string(String(request.path))
+        json.key("status"); json.number(response.status.code)
+        json.key("bytes"); json.number(bytes)
+        json.key("durationMs"); json.number(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)
+        json.key("requestId"); json.string(context.requestID)
+        json.key("client"); json.string(context.clientAddress)
+        json.endObject()
+        json.newline()
+        logger.write(json.bytes)
+        return response
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import HTTPServer
+
+/// The composition root: reads nothing global, builds every collaborator from the
+/// configuration, wires the routes and middleware, and owns the HTTP server.
+public final class BlueLibraryApp: Sendable {
+    public let configuration: ServeConfiguration
+    public let logger: JSONLogger
+    let server: HTTPServer
+    let state: ServiceState
+    public let router: Router
+
+    /// Opens storage and binds the port. Nothing is served before `start()`.
+    public init(configuration: ServeConfiguration, logger: JSONLogger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let state = ServiceState()
+        self.state = state
+
+        var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
+        if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
+        var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
+        SystemRoutes(state: state, spec: try SystemRoutes.loadSpec()).register(into: &routes)
+        router = routes.build()
+
+        server = try HTTPServer(
+            configuration: .init(
+                host: configuration.host, port: configuration.port, eventLoops: configuration.eventLoops,
+                workerThreads: configuration.workers, limits: configuration.limits),
+            router: router, errorRenderer: Self.errorRenderer(logger: logger), logger: logger.serverLogger)
+    }
+
+    /// The bound port (the real one when configured with port 0).
+    public var port: Int { server.port }
+
+    public func start() {
+        server.start()
+        logger.log(.info, "listening", [("host", configuration.host), ("port", String(server.port)),
+                                        ("dataDir", configuration.dataDirectory), ("version", BlueLibraryVersion.current)])
+    }
+
+    /// Graceful stop: readiness fails at once, in-flight requests finish within the grace period.
+    public func shutdown() {
+        state.beginDraining()
+        logger.log(.info, "draining", [("graceSeconds", String(configuration.shutdownGrace.components.seconds))])
+        server.shutdown(grace: configuration.shutdownGrace)
+        logger.log(.info, "stopped")
+    }
+
+    public func waitUntilStopped() { server.waitUntilStopped() }
+
+    /// A 500 never shows internals to the client; the log line has them, with the request id.
+    static func errorRenderer(logger: JSONLogger) -> ErrorRenderer {
+        ErrorRenderer { error, request, context in
+            logger.log(.error, "unhandled error", [("error", String(describing: error)), ("requestId", context.requestID),
+                                                   ("method", request.method.rawValue), ("path", String(request.path))])
+            return HTTPError(.internalServerError,
+                             detail: "The server failed to answer this request. Quote request id \(context.requestID) when reporting it.")
+                .response()
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import HTTPServer
+
+/// Entity tags (RFC 9110 §8.8.3) and the conditional requests that use them.
+enum ETag {
+    /// A strong tag from a 64-bit FNV-1a hash of the bytes.
+    static func strong(for bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
+    }
+
+    /// Whether an `If-None-Match` / `If-Match` list matches `tag` (weak comparison for
+    /// If-None-Match, RFC 9110 §13.1.2; `*` matches anything).
+    static func list(_ header: String, matches tag: String) -> Bool {
+        let opaque = tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
+        for item in header.split(separator: ",") {
+            let candidate = item.trimmingASCIIWhitespace()
+            if candidate == "*" { return true }
+            let bare = candidate.hasPrefix("W/") ? String(candidate.dropFirst(2)) : candidate
+            if bare == opaque { return true }
+        }
+        return false
+    }
+}
+
+enum ConditionalGET {
+    /// Answers 304 when the request's `If-None-Match` matches the response's ETag.
+    static func respond(to request: HTTPRequest, with response: HTTPResponse) throws -> HTTPResponse {
+        guard let tag = response.headers["ETag"], let condition = request.headers["If-None-Match"],
+            ETag.list(condition, matches: tag)
+        else { return response }
+        var headers = HTTPHeaders()
+        for name in ["ETag", "Cache-Control", "Vary", "Location"] {
+            if let value = response.headers[name] { headers.set(name, value) }
+        }
+        return HTTPResponse(status: .notModified, headers: headers)
+    }
+}

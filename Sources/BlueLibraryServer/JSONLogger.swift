@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import HTTPServer
+
+/// Structured logs: one JSON object per line on stdout, as container platforms expect.
+/// Each line is written with a single `write(2)`, so lines from different threads never mix.
+public struct JSONLogger: Sendable {
+    public let level: HTTPServer.LogLevel
+    private let sink: @Sendable ([UInt8]) -> Void
+
+    public init(level: HTTPServer.LogLevel, sink: (@Sendable ([UInt8]) -> Void)? = nil) {
+        self.level = level
+        self.sink = sink ?? { line in
+            line.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let n = Glibc.write(1, raw.baseAddress! + offset, raw.count - offset)
+                    if n <= 0 { return }
+                    offset += n
+                }
+            }
+        }
+    }
+
+    public func isEnabled(_ level: HTTPServer.LogLevel) -> Bool { level >= self.level }
+
+    /// Logs `message` with extra string fields.
+    public func log(_ level: HTTPServer.LogLevel, _ message: String, _ fields: [(String, String)] = []) {
+        guard isEnabled(level) else { return }
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("time"); json.string(Timestamp.now())
+        json.key("level"); json.string(Self.name(of: level))
+        json.key("message"); json.string(message)
+        for (key, value) in fields {
+            json.key(key); json.string(value)
+        }
+        json.endObject()
+        json.newline()
+        sink(json.bytes)
+    }
+
+    /// Writes a line that was built elsewhere (the access log builds its own for speed).
+    func write(_ line: [UInt8]) { sink(line) }
+
+    static func name(of level: HTTPServer.LogLevel) -> String {
+        switch level {
+        case .debug: "debug"
+        case .info: "info"
+        case .warning: "warning"
+        case .error: "error"
+        }
+    }
+
+    /// The adapter the HTTP server takes.
+    public var serverLogger: HTTPServer.Logger {
+        let logger = self
+        return { level, message in logger.log(level, message) }
+    }
+}
+
+/// RFC 3339 UTC timestamps with milliseconds, without Foundation's formatters.
+enum Timestamp {
+    static func now() -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return format(seconds: Int(ts.tv_sec), milliseconds: Int(ts.tv_nsec / 1_000_000))
+    }
+
+    static func format(seconds: Int, milliseconds: Int) -> String {
+        var t = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func pad(_ n: Int32, _ width: Int) -> String {
+            let s = String(n)
+            return String(repeating: "0", count: max(0, width - s.count)) + s
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(milliseconds), 3))Z"
+    }
+}

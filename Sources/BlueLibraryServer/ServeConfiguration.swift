@@ -1,0 +1,203 @@
+import HTTPServer
+
+/// Everything `bluelibrary serve` can be told, from flags and `BLUELIBRARY_*` variables
+/// (flags win). Parsing is pure so that tests drive it without a process.
+public struct ServeConfiguration: Sendable, Equatable {
+    public var host = "0.0.0.0"
+    public var port = 8080
+    public var dataDirectory = "./data"
+    public var logLevel: HTTPServer.LogLevel = .info
+    public var accessLog = true
+    public var trustedProxies: [CIDR] = []
+    public var eventLoops: Int?
+    public var workers = 16
+    public var shutdownGrace: Duration = .seconds(10)
+    public var seed = true
+    public var limits = HTTPServerLimits()
+
+    public init() {}
+
+    public static func == (a: ServeConfiguration, b: ServeConfiguration) -> Bool {
+        a.host == b.host && a.port == b.port && a.dataDirectory == b.dataDirectory && a.logLevel == b.logLevel
+            && a.accessLog == b.accessLog && a.trustedProxies == b.trustedProxies && a.eventLoops == b.eventLoops
+            && a.workers == b.workers && a.shutdownGrace == b.shutdownGrace && a.seed == b.seed
+    }
+
+    /// One option: its flag, its variable, what it means, and how to apply a value.
+    struct Option: Sendable {
+        let flag: String
+        let variable: String
+        let placeholder: String?
+        let defaultText: String
+        let help: String
+        let apply: @Sendable (inout ServeConfiguration, String) throws(ConfigurationError) -> Void
+    }
+
+    static let options: [Option] = [
+        Option(flag: "--host", variable: "BLUELIBRARY_HOST", placeholder: "ADDRESS", defaultText: "0.0.0.0",
+               help: "IP address to listen on (IPv4 or IPv6).") { config, value throws(ConfigurationError) in
+            guard isIPAddress(value) else { throw ConfigurationError("host must be an IP address like 0.0.0.0 or ::, not '\(value)'") }
+            config.host = value
+        },
+        Option(flag: "--port", variable: "BLUELIBRARY_PORT", placeholder: "PORT", defaultText: "8080",
+               help: "TCP port; 0 picks a free one.") { config, value throws(ConfigurationError) in
+            config.port = try integer(value, in: 0...65535, name: "port")
+        },
+        Option(flag: "--data-dir", variable: "BLUELIBRARY_DATA_DIR", placeholder: "DIR", defaultText: "./data",
+               help: "Directory for the SQLite database and the cover cache.") { config, value throws(ConfigurationError) in
+            guard !value.isEmpty else { throw ConfigurationError("data directory must not be empty") }
+            config.dataDirectory = value
+        },
+        Option(flag: "--log-level", variable: "BLUELIBRARY_LOG_LEVEL", placeholder: "LEVEL", defaultText: "info",
+               help: "debug, info, warning or error.") { config, value throws(ConfigurationError) in
+            switch value.lowercased() {
+            case "debug": config.logLevel = .debug
+            case "info": config.logLevel = .info
+            case "warning", "warn": config.logLevel = .warning
+            case "error": config.logLevel = .error
+            default: throw ConfigurationError("log level must be debug, info, warning or error, not '\(value)'")
+            }
+        },
+        Option(flag: "--access-log", variable: "BLUELIBRARY_ACCESS_LOG", placeholder: "on|off", defaultText: "on",
+               help: "One JSON line per request on stdout.") { config, value throws(ConfigurationError) in
+            config.accessLog = try boolean(value, name: "access log")
+        },
+        Option(flag: "--trusted-proxies", variable: "BLUELIBRARY_TRUSTED_PROXIES", placeholder: "CIDR,...", defaultText: "none",
+               help: "Proxies whose X-Forwarded-*/Forwarded headers are believed.") { config, value throws(ConfigurationError) in
+            config.trustedProxies = try value.split(separator: ",").map { item throws(ConfigurationError) in
+                let text = item.trimmingASCIIWhitespace()
+                guard let cidr = CIDR(text) else {
+                    throw ConfigurationError("trusted proxy '\(text)' is not an address or CIDR like 10.0.0.0/8")
+                }
+                return cidr
+            }
+        },
+        Option(flag: "--event-loops", variable: "BLUELIBRARY_EVENT_LOOPS", placeholder: "N", defaultText: "CPUs",
+               help: "Event loop threads.") { config, value throws(ConfigurationError) in
+            config.eventLoops = try integer(value, in: 1...256, name: "event loops")
+        },
+        Option(flag: "--workers", variable: "BLUELIBRARY_WORKERS", placeholder: "N", defaultText: "16",
+               help: "Worker threads for blocking work (database writes, covers).") { config, value throws(ConfigurationError) in
+            config.workers = try integer(value, in: 1...1024, name: "workers")
+        },
+        Option(flag: "--shutdown-grace", variable: "BLUELIBRARY_SHUTDOWN_GRACE", placeholder: "SECONDS", defaultText: "10",
+               help: "How long SIGTERM waits for in-flight requests.") { config, value throws(ConfigurationError) in
+            config.shutdownGrace = .seconds(try integer(value, in: 0...3600, name: "shutdown grace"))
+        },
+        Option(flag: "--seed", variable: "BLUELIBRARY_SEED", placeholder: "on|off", defaultText: "on",
+               help: "Seed a new database with the tutorial's five albums.") { config, value throws(ConfigurationError) in
+            config.seed = try boolean(value, name: "seed")
+        },
+        Option(flag: "--max-body-bytes", variable: "BLUELIBRARY_MAX_BODY_BYTES", placeholder: "BYTES", defaultText: "1048576",
+               help: "Largest request body for ordinary routes.") { config, value throws(ConfigurationError) in
+            config.limits.maxBodyBytes = try integer(value, in: 1...(1 << 30), name: "max body bytes")
+        },
+        Option(flag: "--max-connections", variable: "BLUELIBRARY_MAX_CONNECTIONS", placeholder: "N", defaultText: "10000",
+               help: "Open connections at most; more get 503.") { config, value throws(ConfigurationError) in
+            config.limits.maxConnections = try integer(value, in: 1...1_000_000, name: "max connections")
+        },
+        Option(flag: "--head-timeout", variable: "BLUELIBRARY_HEAD_TIMEOUT", placeholder: "SECONDS", defaultText: "10",
+               help: "Time a client has to send a request head.") { config, value throws(ConfigurationError) in
+            config.limits.headTimeout = try seconds(value, name: "head timeout")
+        },
+        Option(flag: "--idle-timeout", variable: "BLUELIBRARY_IDLE_TIMEOUT", placeholder: "SECONDS", defaultText: "60",
+               help: "Time a keep-alive connection may stay idle.") { config, value throws(ConfigurationError) in
+            config.limits.idleTimeout = try seconds(value, name: "idle timeout")
+        },
+    ]
+
+    /// Reads `environment`, then `arguments` (the words after `serve`).
+    /// - Throws: ``ConfigurationError`` naming the bad value; `--help` throws ``ConfigurationError/helpRequested``.
+    public static func parse(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> ServeConfiguration {
+        var config = ServeConfiguration()
+        for option in options {
+            if let value = environment[option.variable] {
+                do {
+                    try option.apply(&config, value)
+                } catch {
+                    throw ConfigurationError("\(option.variable): \(error.message)")
+                }
+            }
+        }
+        var remaining = arguments[...]
+        while let word = remaining.popFirst() {
+            if word == "--help" || word == "-h" { throw .helpRequested }
+            if word == "--no-seed" {
+                config.seed = false
+                continue
+            }
+            let (flag, inlineValue) = splitFlag(word)
+            guard let option = options.first(where: { $0.flag == flag }) else {
+                throw ConfigurationError("unknown option '\(word)'; see 'bluelibrary serve --help'")
+            }
+            guard let value = inlineValue ?? remaining.popFirst() else {
+                throw ConfigurationError("\(flag) needs a value")
+            }
+            do {
+                try option.apply(&config, value)
+            } catch {
+                throw ConfigurationError("\(flag): \(error.message)")
+            }
+        }
+        return config
+    }
+
+    public static var helpText: String {
+        var lines = [
+            "Usage: bluelibrary serve [options]",
+            "",
+            "Serves the BlueLibrary HTTP API. Every option can also be set by its environment",
+            "variable; a flag wins over the variable.",
+            "",
+        ]
+        for option in options {
+            let flag = option.flag + (option.placeholder.map { " " + $0 } ?? "")
+            lines.append("  " + flag.padding(toLength: 28) + option.help)
+            lines.append("  " + "".padding(toLength: 28) + "env \(option.variable), default \(option.defaultText)")
+        }
+        lines.append("  " + "--no-seed".padding(toLength: 28) + "Same as --seed off.")
+        return lines.joined(separator: "\n")
+    }
+
+    private static func splitFlag(_ word: String) -> (String, String?) {
+        guard let eq = word.firstIndex(of: "=") else { return (word, nil) }
+        return (String(word[..<eq]), String(word[word.index(after: eq)...]))
+    }
+
+    static func integer(_ text: String, in range: ClosedRange<Int>, name: String) throws(ConfigurationError) -> Int {
+        guard let value = Int(text.trimmingASCIIWhitespace()), range.contains(value) else {
+            throw ConfigurationError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return value
+    }
+
+    static func seconds(_ text: String, name: String) throws(ConfigurationError) -> Duration {
+        guard let value = Double(text.trimmingASCIIWhitespace()), value > 0, value <= 86_400 else {
+            throw ConfigurationError("\(name) must be a number of seconds above 0, not '\(text)'")
+        }
+        return .milliseconds(Int64(value * 1000))
+    }
+
+    static func boolean(_ text: String, name: String) throws(ConfigurationError) -> Bool {
+        switch text.lowercased() {
+        case "on", "true", "1", "yes": return true
+        case "off", "false", "0", "no": return false
+        default: throw ConfigurationError("\(name) must be on or off, not '\(text)'")
+        }
+    }
+
+    static func isIPAddress(_ text: String) -> Bool { CIDR(text) != nil && !text.contains("/") }
+}
+
+/// A configuration mistake; the message is the one line the operator sees before exit code 2.
+public struct ConfigurationError: Error, Equatable, Sendable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public static let helpRequested = ConfigurationError("help requested")
+}
+
+extension String {
+    func padding(toLength length: Int) -> String {
+        count >= length ? self + " " : self + String(repeating: " ", count: length - count)
+    }
+}

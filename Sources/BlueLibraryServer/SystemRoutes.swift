@@ -1,0 +1,72 @@
+import Foundation
+import HTTPServer
+
+/// `/`, `/healthz`, `/readyz` and `/openapi.yaml`: what operators and their tooling ask.
+struct SystemRoutes {
+    let state: ServiceState
+    let spec: [UInt8]
+
+    static let healthBody = Array("{\"status\":\"ok\"}\n".utf8)
+    static let readyBody = Array("{\"status\":\"ready\"}\n".utf8)
+
+    func register(into routes: inout RouterBuilder) {
+        let healthy = HTTPResponse(contentType: "application/json", bytes: Self.healthBody, headers: ["Cache-Control": "no-store"])
+        routes.add(.get, "/healthz") { _, _ in healthy }
+
+        let ready = HTTPResponse(contentType: "application/json", bytes: Self.readyBody, headers: ["Cache-Control": "no-store"])
+        routes.add(.get, "/readyz") { [state] _, _ in
+            guard !state.isDraining else {
+                throw HTTPError(.serviceUnavailable, detail: "The server is shutting down; send requests to another instance.",
+                                headers: ["Retry-After": "5", "Cache-Control": "no-store"])
+            }
+            return ready
+        }
+
+        let specResponse = HTTPResponse(
+            contentType: "application/yaml", bytes: spec,
+            headers: ["ETag": ETag.strong(for: spec), "Cache-Control": "no-cache"])
+        routes.add(.get, "/openapi.yaml") { request, _ in
+            try ConditionalGET.respond(to: request, with: specResponse)
+        }
+
+        let index = Self.indexDocument()
+        routes.add(.get, "/") { request, _ in
+            try ConditionalGET.respond(to: request, with: JSONBody.response(index, pretty: request.wantsPretty))
+        }
+    }
+
+    /// The index of links at `/`.
+    static func indexDocument() -> ServiceIndex {
+        ServiceIndex(
+            service: "bluelibrary",
+            version: BlueLibraryVersion.current,
+            links: [
+                .init(rel: "health", href: "/healthz", title: "Liveness probe"),
+                .init(rel: "ready", href: "/readyz", title: "Readiness probe (503 while draining)"),
+                .init(rel: "openapi", href: "/openapi.yaml", title: "OpenAPI 3.1 description of every route"),
+            ])
+    }
+
+    /// Reads the bundled OpenAPI document.
+    static func loadSpec() throws -> [UInt8] {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml") else {
+            throw ConfigurationError("openapi.yaml is missing from the resource bundle")
+        }
+        return Array(try Data(contentsOf: url))
+    }
+}
+
+struct ServiceIndex: Encodable {
+    struct Link: Encodable {
+        let rel: String
+        let href: String
+        let title: String
+    }
+    let service: String
+    let version: String
+    let links: [Link]
+}
+
+public enum BlueLibraryVersion {
+    public static let current = "0.1.0"
+}

@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BlueLibraryServer
+import Dispatch
+import Foundation
+
+enum ServeCommand {
+    /// The configuration from the environment and `arguments`; prints help or a one-line
+    /// error (exit 2) instead of returning when it must.
+    static func configuration(from arguments: [String]) -> ServeConfiguration {
+        let result = Result { () throws(ConfigurationError) -> ServeConfiguration in
+            try ServeConfiguration.parse(arguments: arguments, environment: ProcessInfo.processInfo.environment)
+        }
+        switch result {
+        case let .success(configuration):
+            return configuration
+        case let .failure(error) where error == .helpRequested:
+            print(ServeConfiguration.helpText)
+            exit(0)
+        case let .failure(error):
+            fail(error.message)
+        }
+    }
+
+    /// Runs until SIGTERM or SIGINT, then drains and exits 0. A second signal exits at once.
+    static func run(_ configuration: ServeConfiguration) -> Never {
+        signal(SIGPIPE, SIG_IGN)
+        let logger = JSONLogger(level: configuration.logLevel)
+        let app: BlueLibraryApp
+        do {
+            app = try BlueLibraryApp(configuration: configuration, logger: logger)
+        } catch let error as ConfigurationError {
+            fail(error.message)
+        } catch {
+            fail("cannot start: \(error)")
+        }
+
+        let signals = DispatchQueue(label: "signals")
+        var sources: [any DispatchSourceSignal] = []
+        let stopping = SignalLatch()
+        for signalNumber in [SIGTERM, SIGINT] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signals)
+            source.setEventHandler {
+                if stopping.trip() {
+                    let thread = Thread { app.shutdown() }
+                    thread.start()
+                } else {
+                    logger.log(.warning, "second signal: exiting at once")
+                    exit(1)
+                }
+            }
+            source.resume()
+            sources.append(source)
+        }
+        app.start()
+        app.waitUntilStopped()
+        withExtendedLifetime(sources) {}
+        exit(0)
+    }
+}
+
+/// Remembers whether a stop signal came already (touched only on the signal queue).
+final class SignalLatch: @unchecked Sendable {
+    private var tripped = false
+    /// Returns true the first time.
+    func trip() -> Bool {
+        defer { tripped = true }
+        return !tripped
+    }
+}

@@ -1,0 +1,73 @@
+# shellcheck shell=bash
+# Shared helpers for the scripts in this directory. Source it, don't run it:
+#   . "$(dirname "$0")/lib.sh"
+
+# Repository root (the directory that holds Package.swift).
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export REPO_ROOT
+
+# Make sure the Swift toolchain is on PATH (fresh shells may lack it).
+if ! command -v swift >/dev/null 2>&1 && [ -d /opt/swift/usr/bin ]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+fi
+# nginx lives in /usr/sbin, which non-login shells may not have.
+case ":$PATH:" in *:/usr/sbin:*) ;; *) export PATH="$PATH:/usr/sbin:/sbin" ;; esac
+
+log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Run as root, or through sudo when we are not root.
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        die "need root (or sudo) to run: $*"
+    fi
+}
+
+# ensure_packages pkg...: install the Debian packages that are not installed yet.
+# Does nothing (no apt-get update, no network) when everything is present.
+ensure_packages() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    command -v apt-get >/dev/null 2>&1 || die "missing packages (${missing[*]}) and no apt-get"
+    log "installing: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# Packages needed to build the server.
+BUILD_PACKAGES=(libsqlite3-dev libcurl4-openssl-dev pkg-config)
+
+ensure_build_deps() { ensure_packages "${BUILD_PACKAGES[@]}"; }
+
+# nginx: any flavour will do (nginx-light is the smallest); install nginx-light if none is.
+ensure_nginx() {
+    if command -v nginx >/dev/null 2>&1; then return 0; fi
+    ensure_packages nginx-light
+}
+
+# Tools used by the tests and the benchmark.
+ensure_test_deps() {
+    ensure_build_deps
+    ensure_nginx
+    ensure_packages wrk curl python3 util-linux procps
+}
+
+# Python packages, installed quietly with pip only when not importable.
+# ensure_pip_module import_name pip_name
+ensure_pip_module() {
+    local mod="$1" pkg="${2:-$1}" py
+    py="$(command -v python3 || true)"
+    [ -n "$py" ] || return 0
+    "$py" -c "import $mod" >/dev/null 2>&1 && return 0
+    log "pip install $pkg"
+    "$py" -m pip install -q --disable-pip-version-check "$pkg" >&2 \
+        || "$py" -m pip install -q --disable-pip-version-check --break-system-packages "$pkg" >&2 \
+        || log "warning: could not pip install $pkg"
+}

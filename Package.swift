@@ -31,6 +31,9 @@ let package = Package(
         // The reusable floor: knows nothing about albums.
         .target(name: "HTTPServer", dependencies: ["CLinux"], swiftSettings: strict),
 
+        // A small, safe wrapper over libsqlite3: knows nothing about albums.
+        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
@@ -45,9 +48,10 @@ let package = Package(
         ),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
-            dependencies: ["BlueLibraryServer", "HTTPServer"],
+            dependencies: ["BlueLibraryServer", "HTTPServer", "bluelibrary"],
             swiftSettings: strict
         ),
     ]

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import CLinux
 #endif
 
 /// The IMF-fixdate of RFC 9110 §5.6.7 (`Sun, 06 Nov 1994 08:49:37 GMT`).

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import CLinux
 #endif
 
 /// A non-blocking TCP listening socket (IPv4 or IPv6), owned: closed in `deinit`.

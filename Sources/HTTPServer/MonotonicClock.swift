@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import CLinux
 #endif
 
 /// Nanoseconds on CLOCK_MONOTONIC: cheap to read on every loop turn, never jumps.

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import CLinux
 #endif
 
 /// A failed system call, with the errno it left.

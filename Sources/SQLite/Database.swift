@@ -1,0 +1,115 @@
+import CSQLite
+import Synchronization
+
+/// A database shared between threads: one writer connection and a pool of read-only readers.
+///
+/// All calls are synchronous and meant for worker threads (no async here).
+/// - ``write(_:)`` serialises writers on a `Mutex` and runs the body in `BEGIN IMMEDIATE`.
+/// - ``read(_:)`` borrows a reader (waiting at most `readerTimeout` for one) and runs the body
+///   in a deferred transaction, so every query in the body sees the same snapshot. WAL lets
+///   readers proceed while the writer writes.
+/// - Not re-entrant: calling `write` from inside a `write` body deadlocks (the `Mutex` is not
+///   recursive), and nested `read`s can exhaust the pool. Use the `Connection` you were given.
+///
+/// `@unchecked Sendable` is justified by the locks guarding every non-Sendable member:
+/// - `writer` is only touched inside `writerLock.withLock` (a `Mutex<Void>`; the connection
+///   cannot live inside the `Mutex` because it is handed to the caller's non-Sendable closure).
+/// - `readers[i]` is only touched by the thread that acquired index `i` from `pool`
+///   (`ReaderPool`: a `Mutex`-protected free list plus a counting semaphore), until it releases it.
+/// `readers` itself is only mutated in `deinit`. All other stored properties are immutable
+/// and Sendable.
+public final class Database: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        /// Settings for every connection (writer and readers).
+        public var connection: Connection.Options
+        /// Number of read-only connections. With 0, reads use the writer connection (serialised).
+        public var readerCount: Int
+        /// Longest time ``Database/read(_:)`` waits for a free reader before throwing `SQLITE_BUSY`.
+        public var readerTimeout: Duration
+
+        public init(
+            connection: Connection.Options = Connection.Options(),
+            readerCount: Int = 4,
+            readerTimeout: Duration = .seconds(10)
+        ) {
+            self.connection = connection
+            self.readerCount = readerCount
+            self.readerTimeout = readerTimeout
+        }
+    }
+
+    public let path: String
+    public let configuration: Configuration
+    private let writerLock = Mutex<Void>(())
+    private let writer: Connection
+    /// `var` only so `deinit` can close the readers before the writer (see there).
+    private var readers: [Connection]
+    private let pool: ReaderPool
+
+    /// Opens (creating if needed) the database at `path`, applies `migrator`'s pending
+    /// migrations with the writer, then opens the read-only readers.
+    public init(path: String, migrator: Migrator = Migrator(), configuration: Configuration = Configuration()) throws {
+        precondition(configuration.readerCount >= 0, "readerCount must not be negative")
+        let writerConnection = try Connection(path: path, mode: .readWriteCreate, options: configuration.connection)
+        try migrator.migrate(writerConnection)
+        var readers: [Connection] = []
+        readers.reserveCapacity(configuration.readerCount)
+        for _ in 0..<configuration.readerCount {
+            readers.append(try Connection(path: path, mode: .readOnly, options: configuration.connection))
+        }
+        self.path = path
+        self.configuration = configuration
+        self.writer = writerConnection
+        self.readers = readers
+        self.pool = ReaderPool(count: configuration.readerCount)
+    }
+
+    deinit {
+        // Close the readers first: the last connection to close checkpoints the WAL and
+        // deletes it, and only the writer may do so (readers are read-only).
+        readers.removeAll()
+    }
+
+    /// Runs `body` on the writer inside `BEGIN IMMEDIATE … COMMIT`; rolls back if it throws.
+    /// Nested `transaction` calls in `body` become savepoints.
+    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try writeWithoutTransaction { connection in
+            try connection.transaction(.immediate, body)
+        }
+    }
+
+    /// Runs `body` on the writer with no surrounding transaction (VACUUM, PRAGMA, checkpoints…).
+    public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+        var result: Result<T, any Error>?
+        writerLock.withLock { _ in
+            let connection = writer
+            if connection.isInTransaction {
+                // Left open by an earlier body (e.g. a raw BEGIN); never leak it into this one.
+                try? connection.run("ROLLBACK")
+            }
+            result = Result { try body(connection) }
+        }
+        return try result!.get()
+    }
+
+    /// Runs `body` on a read-only connection inside a deferred transaction, so all its queries
+    /// see one consistent snapshot. Throws `SQLITE_BUSY` if no reader frees up within
+    /// `configuration.readerTimeout`. Writes in `body` fail with `SQLITE_READONLY`.
+    public func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        guard !readers.isEmpty else {
+            return try writeWithoutTransaction { try $0.transaction(.deferred, body) }
+        }
+        guard let index = pool.acquire(timeout: configuration.readerTimeout) else {
+            throw SQLiteError(
+                extendedCode: SQLITE_BUSY,
+                message: "no reader connection became free within \(configuration.readerTimeout)"
+            )
+        }
+        defer { pool.release(index) }
+        let reader = readers[index]
+        if reader.isInTransaction {
+            try? reader.run("ROLLBACK") // see writeWithoutTransaction
+        }
+        return try reader.transaction(.deferred, body)
+    }
+}

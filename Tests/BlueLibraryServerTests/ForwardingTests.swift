@@ -1,0 +1,78 @@
+import HTTPServer
+import Testing
+
+@testable import BlueLibraryServer
+
+@Suite struct CIDRTests {
+    @Test func ipv4RangesMatchTheirAddressesOnly() throws {
+        let range = try #require(CIDR("10.1.0.0/16"))
+        #expect(range.contains("10.1.200.3"))
+        #expect(!range.contains("10.2.0.1"))
+        #expect(!range.contains("not an address"))
+        #expect(range.contains("::ffff:10.1.0.9"))  // IPv4-mapped IPv6
+    }
+
+    @Test func bareAddressesAndIPv6() throws {
+        #expect(CIDR("127.0.0.1")?.contains("127.0.0.1") == true)
+        #expect(CIDR("127.0.0.1")?.contains("127.0.0.2") == false)
+        #expect(CIDR("fd00::/8")?.contains("fd12:3456::1") == true)
+        #expect(CIDR("fd00::/8")?.contains("fe80::1") == false)
+        #expect(CIDR("0.0.0.0/0")?.contains("203.0.113.9") == true)
+        #expect(CIDR("10.0.0.0/40") == nil)
+        #expect(CIDR("") == nil)
+    }
+}
+
+@Suite struct ForwardedHeadersTests {
+    func respond(peer: String, trusted: [String], headers: HTTPHeaders) throws -> RequestContext {
+        let middleware = ForwardedHeadersMiddleware(trustedProxies: trusted.compactMap(CIDR.init))
+        let capture = ContextCapture()
+        _ = try middleware.handle(HTTPRequest(method: .get, target: "/", headers: headers),
+                                  context: RequestContext(peerAddress: peer, host: "internal:8080"), next: capture)
+        return try #require(capture.seen)
+    }
+
+    @Test func trustedProxyHeadersSetClientSchemeAndHost() throws {
+        let context = try respond(
+            peer: "10.0.0.5", trusted: ["10.0.0.0/8"],
+            headers: ["X-Forwarded-For": "203.0.113.7, 10.0.0.9", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "music.example"])
+        // The rightmost untrusted hop is the client; the trusted 10.0.0.9 is skipped.
+        #expect(context.clientAddress == "203.0.113.7")
+        #expect(context.scheme == "https")
+        #expect(context.host == "music.example")
+    }
+
+    @Test func untrustedPeersCannotSpoofTheirAddress() throws {
+        let context = try respond(
+            peer: "198.51.100.4", trusted: ["10.0.0.0/8"],
+            headers: ["X-Forwarded-For": "1.2.3.4", "X-Forwarded-Proto": "https"])
+        #expect(context.clientAddress == "198.51.100.4")
+        #expect(context.scheme == "http")
+        #expect(context.host == "internal:8080")
+    }
+
+    @Test func spoofedLeftmostEntriesAreIgnored() throws {
+        // A client sends its own X-Forwarded-For; the proxy appends the real address.
+        let context = try respond(peer: "127.0.0.1", trusted: ["127.0.0.1"], headers: ["X-Forwarded-For": "6.6.6.6, 192.0.2.10"])
+        #expect(context.clientAddress == "192.0.2.10")
+    }
+
+    @Test func rfc7239ForwardedIsPreferred() throws {
+        let context = try respond(
+            peer: "127.0.0.1", trusted: ["127.0.0.0/8"],
+            headers: ["Forwarded": "for=\"[2001:db8::17]:4711\";proto=https;host=lib.example", "X-Forwarded-For": "9.9.9.9"])
+        #expect(context.clientAddress == "2001:db8::17")
+        #expect(context.scheme == "https")
+        #expect(context.host == "lib.example")
+    }
+}
+
+/// The innermost responder of a middleware test: remembers the context it was given.
+final class ContextCapture: HTTPResponder, @unchecked Sendable {
+    // Only touched synchronously by the test that owns it.
+    var seen: RequestContext?
+    func respond(to request: HTTPRequest, context: RequestContext) throws -> HTTPResponse {
+        seen = context
+        return HTTPResponse()
+    }
+}

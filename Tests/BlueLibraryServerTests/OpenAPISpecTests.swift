@@ -1,0 +1,60 @@
+import Foundation
+import HTTPServer
+import Testing
+
+@testable import BlueLibraryServer
+
+/// The spec is the contract: every route the router serves is in `openapi.yaml`, and every
+/// path and method in the spec is served.
+@Suite struct OpenAPISpecTests {
+    @Test func routerAndSpecListTheSameRoutes() throws {
+        let app = try TestApp.make()
+        let served = Set(app.router.routeTable.map { "\($0.method.rawValue.lowercased()) \($0.pattern)" })
+        let specified = try Set(SpecPaths.operations(in: SystemRoutes.loadSpec()))
+        #expect(served.subtracting(specified).sorted() == [], "served but not in openapi.yaml")
+        #expect(specified.subtracting(served).sorted() == [], "in openapi.yaml but not served")
+        #expect(!served.isEmpty)
+    }
+
+    @Test func specIsValidOpenAPI31() throws {
+        // openapi-spec-validator comes from PyPI; scripts/test installs it.
+        let specPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../openapi.yaml").standardized.path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c",
+                             "import sys\nfrom openapi_spec_validator import validate\nfrom openapi_spec_validator.readers import read_from_filename\nvalidate(read_from_filename(sys.argv[1])[0])",
+                             specPath]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        process.waitUntilExit()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(message)")
+    }
+}
+
+/// Reads `paths:` from the YAML spec: two-space-indented path keys, four-space method keys.
+/// Enough for our own file's layout, which this test also pins.
+enum SpecPaths {
+    static func operations(in yaml: [UInt8]) -> [String] {
+        let methods: Set<String> = ["get", "put", "post", "delete", "patch", "head", "options"]
+        var result: [String] = []
+        var inPaths = false
+        var currentPath: String?
+        for line in String(decoding: yaml, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true) {
+            if !line.hasPrefix(" ") {
+                inPaths = line.hasPrefix("paths:")
+                continue
+            }
+            guard inPaths else { continue }
+            if line.hasPrefix("  /"), line.hasSuffix(":") {
+                currentPath = String(line.dropFirst(2).dropLast())
+            } else if line.hasPrefix("    "), !line.hasPrefix("     "), let path = currentPath {
+                let key = line.dropFirst(4).split(separator: ":").first.map(String.init) ?? ""
+                if methods.contains(key) { result.append("\(key) \(path)") }
+            }
+        }
+        return result
+    }
+}

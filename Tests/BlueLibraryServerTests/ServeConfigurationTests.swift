@@ -1,0 +1,64 @@
+import HTTPServer
+import Testing
+
+@testable import BlueLibraryServer
+
+@Suite struct ServeConfigurationTests {
+    @Test func defaultsServeOnAllInterfacesPort8080WithDataInDotData() throws {
+        let config = try ServeConfiguration.parse(arguments: [], environment: [:])
+        #expect(config.host == "0.0.0.0")
+        #expect(config.port == 8080)
+        #expect(config.dataDirectory == "./data")
+        #expect(config.logLevel == .info)
+        #expect(config.accessLog)
+        #expect(config.seed)
+        #expect(config.trustedProxies.isEmpty)
+    }
+
+    @Test func environmentIsReadAndFlagsWinOverIt() throws {
+        // Given the environment names one port and a flag another
+        let env = ["BLUELIBRARY_PORT": "9000", "BLUELIBRARY_HOST": "127.0.0.1", "BLUELIBRARY_LOG_LEVEL": "debug",
+                   "BLUELIBRARY_DATA_DIR": "/tmp/x", "BLUELIBRARY_TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1"]
+        // When both are parsed
+        let config = try ServeConfiguration.parse(arguments: ["--port", "9100", "--access-log=off"], environment: env)
+        // Then the flag wins and the rest comes from the environment
+        #expect(config.port == 9100)
+        #expect(config.host == "127.0.0.1")
+        #expect(config.logLevel == .debug)
+        #expect(config.dataDirectory == "/tmp/x")
+        #expect(!config.accessLog)
+        #expect(config.trustedProxies.map(\.description) == ["10.0.0.0/8", "127.0.0.1"])
+    }
+
+    @Test func badValuesSayWhichSettingAndWhatIsAllowed() {
+        func message(_ args: [String], _ env: [String: String] = [:]) -> String? {
+            do {
+                _ = try ServeConfiguration.parse(arguments: args, environment: env)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        #expect(message(["--port", "70000"]) == "--port: port must be a whole number from 0 to 65535, not '70000'")
+        #expect(message([], ["BLUELIBRARY_PORT": "http"]) == "BLUELIBRARY_PORT: port must be a whole number from 0 to 65535, not 'http'")
+        #expect(message(["--host", "localhost"])?.contains("must be an IP address") == true)
+        #expect(message(["--log-level", "loud"])?.contains("debug, info, warning or error") == true)
+        #expect(message(["--trusted-proxies", "10.0.0.0/33"])?.contains("is not an address or CIDR") == true)
+        #expect(message(["--bogus"]) == "unknown option '--bogus'; see 'bluelibrary serve --help'")
+        #expect(message(["--port"]) == "--port needs a value")
+    }
+
+    @Test func helpListsEveryOptionWithItsVariable() throws {
+        #expect(throws: ConfigurationError.helpRequested) { try ServeConfiguration.parse(arguments: ["--help"], environment: [:]) }
+        let help = ServeConfiguration.helpText
+        for name in ["--host", "--port", "--data-dir", "--log-level", "--trusted-proxies", "BLUELIBRARY_HOST",
+                     "BLUELIBRARY_PORT", "BLUELIBRARY_DATA_DIR", "BLUELIBRARY_LOG_LEVEL", "BLUELIBRARY_TRUSTED_PROXIES"] {
+            #expect(help.contains(name), "help lacks \(name)")
+        }
+    }
+
+    @Test func timeoutsAcceptFractionsOfSeconds() throws {
+        let config = try ServeConfiguration.parse(arguments: ["--head-timeout", "0.5"], environment: [:])
+        #expect(config.limits.headTimeout == .milliseconds(500))
+    }
+}

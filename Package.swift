@@ -47,11 +47,14 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+        // Raw-socket HTTP client and child-process runner shared by the end-to-end tests.
+        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport", swiftSettings: strict),
+
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
-            dependencies: ["BlueLibraryServer", "HTTPServer", "bluelibrary"],
+            dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "bluelibrary"],
             swiftSettings: strict
         ),
     ]

@@ -27,6 +27,7 @@ final class EventLoop: @unchecked Sendable {
     private var nextConnectionID: UInt64 = 2
     private var running = true
     private var draining = false
+    private var reportedDrained = false
     private var lastSweep: UInt64 = 0
     private var dateSecond = 0
     private(set) var dateHeaderValue = ""
@@ -169,7 +170,14 @@ final class EventLoop: @unchecked Sendable {
     func remove(_ connection: Connection) {
         connections[connection.id] = nil
         shared.releaseConnection()
-        if draining && connections.isEmpty { shared.loopDrained() }
+        reportIfDrained()
+    }
+
+    /// Tells the server, once, that this loop has no connection left while draining.
+    private func reportIfDrained() {
+        guard draining, !reportedDrained, connections.isEmpty else { return }
+        reportedDrained = true
+        shared.loopDrained()
     }
 
     private func sweepTimeouts(now: UInt64) {
@@ -205,7 +213,7 @@ final class EventLoop: @unchecked Sendable {
         }
         listener = nil
         for connection in Array(connections.values) { connection.drain() }
-        if connections.isEmpty { shared.loopDrained() }
+        reportIfDrained()
     }
 
     var isDraining: Bool { draining }

@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import HTTPTestSupport
+import Testing
+
+/// The real executable as operators run it: flags, logs on stdout, signals, exit codes.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ProcessTests {
+    @Test func servesHealthAndLogsOneJSONLinePerRequest() throws {
+        let server = try ServerProcess(dataDirectory: TestApp.temporaryDirectory())
+        let response = try RawHTTPClient.request(port: server.port, path: "/healthz", headers: ["X-Request-Id": "trace-42"])
+        #expect(response.status == 200)
+        #expect(response.text == "{\"status\":\"ok\"}\n")
+        #expect(response.header("X-Request-Id") == "trace-42")
+        #expect(response.header("Date")?.hasSuffix(" GMT") == true)
+
+        let generated = try RawHTTPClient.request(port: server.port, path: "/nowhere")
+        #expect(generated.status == 404)
+        #expect(generated.header("Content-Type") == "application/problem+json")
+        let requestID = try #require(generated.header("X-Request-Id"))
+        #expect(!requestID.isEmpty && requestID != "trace-42")
+
+        // The access log line is JSON with what an operator needs.
+        var line: [String: Any]?
+        for _ in 0..<100 where line == nil {
+            line = server.logLines().compactMap { text -> [String: Any]? in
+                guard text.contains("\"requestId\":\"\(requestID)\"") else { return nil }
+                return try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+            }.first
+            if line == nil { usleep(20_000) }
+        }
+        let entry = try #require(line)
+        #expect(entry["method"] as? String == "GET")
+        #expect(entry["path"] as? String == "/nowhere")
+        #expect(entry["status"] as? Int == 404)
+        #expect(entry["client"] as? String == "127.0.0.1")
+        #expect(entry["durationMs"] is Double)
+        #expect((entry["bytes"] as? Int ?? 0) > 0)
+    }
+
+    @Test func forwardedAddressIsLoggedOnlyFromATrustedProxy() throws {
+        let trusting = try ServerProcess(arguments: ["--trusted-proxies", "127.0.0.1/32"], dataDirectory: TestApp.temporaryDirectory())
+        _ = try RawHTTPClient.request(port: trusting.port, path: "/healthz", headers: ["X-Forwarded-For": "203.0.113.50", "X-Request-Id": "fwd-1"])
+        let distrusting = try ServerProcess(dataDirectory: TestApp.temporaryDirectory())
+        _ = try RawHTTPClient.request(port: distrusting.port, path: "/healthz", headers: ["X-Forwarded-For": "203.0.113.50", "X-Request-Id": "fwd-2"])
+        usleep(100_000)
+        #expect(trusting.logLines().contains { $0.contains("\"requestId\":\"fwd-1\"") && $0.contains("\"client\":\"203.0.113.50\"") })
+        #expect(distrusting.logLines().contains { $0.contains("\"requestId\":\"fwd-2\"") && $0.contains("\"client\":\"127.0.0.1\"") })
+    }
+
+    @Test func badConfigurationStopsWithOneLineAndExitCode2() throws {
+        let (status, output) = try ServerProcess.run(["serve", "--port", "99999"])
+        #expect(status == 2)
+        #expect(output == "bluelibrary: --port: port must be a whole number from 0 to 65535, not '99999'\n")
+        let (envStatus, envOutput) = try ServerProcess.run(["serve"], environment: ["BLUELIBRARY_LOG_LEVEL": "chatty"])
+        #expect(envStatus == 2)
+        #expect(envOutput.hasPrefix("bluelibrary: BLUELIBRARY_LOG_LEVEL:"))
+        let (helpStatus, help) = try ServerProcess.run(["serve", "--help"])
+        #expect(helpStatus == 0)
+        #expect(help.contains("BLUELIBRARY_PORT"))
+    }
+
+    @Test func sigtermDrainsInFlightRequestsThenExitsZero() throws {
+        let server = try ServerProcess(arguments: ["--shutdown-grace", "10"], dataDirectory: TestApp.temporaryDirectory())
+        // Given a request in flight (half its head sent) and an idle keep-alive connection
+        let inFlight = try RawHTTPClient(port: server.port)
+        try inFlight.send("GET /readyz HTTP/1.1\r\nHost: test\r\n")
+        let idle = try RawHTTPClient(port: server.port)
+        try idle.send("GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+        #expect(try idle.readResponse().status == 200)
+        usleep(100_000)
+
+        // When SIGTERM arrives
+        server.signal(SIGTERM)
+        usleep(300_000)
+
+        // Then the idle connection is closed, new connections are refused,
+        #expect(idle.isClosedByServer())
+        #expect(throws: (any Error).self) { _ = try RawHTTPClient.request(port: server.port, path: "/healthz") }
+        #expect(server.process.isRunning)
+        // the in-flight request is answered (not ready: draining) with Connection: close,
+        try inFlight.send("\r\n")
+        let response = try inFlight.readResponse()
+        #expect(response.status == 503)
+        #expect(response.header("Connection") == "close")
+        #expect(response.header("Retry-After") != nil)
+        // and the process exits 0.
+        #expect(server.waitForExit(timeout: 10) == 0)
+        #expect(server.logText.contains("\"message\":\"stopped\""))
+    }
+
+    @Test func secondSignalExitsAtOnce() throws {
+        let server = try ServerProcess(arguments: ["--shutdown-grace", "60"], dataDirectory: TestApp.temporaryDirectory())
+        let inFlight = try RawHTTPClient(port: server.port)
+        try inFlight.send("GET /healthz HTTP/1.1\r\n")
+        usleep(100_000)
+        server.signal(SIGTERM)
+        usleep(200_000)
+        #expect(server.process.isRunning, "the first signal waits for the in-flight request")
+        server.signal(SIGINT)
+        let status = server.waitForExit(timeout: 5)
+        #expect(status == 1)
+    }
+}

@@ -1,0 +1,118 @@
+import Dispatch
+import Foundation
+import Synchronization
+@testable import HTTPServer
+
+extension HTTPServerLimits {
+    /// Generous limits with short timeouts: tests that exercise a timeout shorten it further.
+    static var forTests: HTTPServerLimits {
+        var limits = HTTPServerLimits()
+        limits.headTimeout = .seconds(3)
+        limits.idleTimeout = .seconds(5)
+        limits.bodyTimeout = .seconds(3)
+        limits.writeTimeout = .seconds(3)
+        return limits
+    }
+}
+
+/// An `HTTPServer` on 127.0.0.1 and an ephemeral port, with a few routes every test may use:
+///
+/// - `GET /hello`: `hello, world\n` as text/plain
+/// - `POST /echo`: the request body, with the request's Content-Type
+/// - `GET /say?word=W`: `W`
+final class TestServer: Sendable {
+    let server: HTTPServer
+    var port: Int { server.port }
+
+    init(
+        limits: HTTPServerLimits = .forTests, eventLoops: Int = 1, workerThreads: Int = 4,
+        routes configure: (inout RouterBuilder) -> Void = { _ in }
+    ) throws {
+        var builder = RouterBuilder()
+        builder.add(.get, "/hello") { _, _ in
+            HTTPResponse(contentType: "text/plain", bytes: Array("hello, world\n".utf8))
+        }
+        builder.add(.post, "/echo") { request, _ in
+            HTTPResponse(
+                contentType: request.headers["Content-Type"] ?? "application/octet-stream", bytes: request.body)
+        }
+        builder.add(.get, "/say") { request, _ in
+            HTTPResponse(contentType: "text/plain", bytes: Array((request.query("word") ?? "").utf8))
+        }
+        configure(&builder)
+        server = try HTTPServer(
+            configuration: .init(
+                host: "127.0.0.1", port: 0, eventLoops: eventLoops, workerThreads: workerThreads, limits: limits),
+            router: builder.build())
+        server.start()
+    }
+
+    func client(timeout: Double = 5, receiveBufferSize: Int32? = nil) throws -> TestClient {
+        try TestClient(port: port, timeout: timeout, receiveBufferSize: receiveBufferSize)
+    }
+
+    /// Idempotent; tests call it in a `defer`.
+    func stop() { server.shutdown(grace: .seconds(2)) }
+}
+
+/// A barrier a `.workerPool` handler waits at until the test opens it. The handler gives up
+/// after 10 s so a failing test cannot wedge the worker pool forever.
+final class Gate: Sendable {
+    private let arrived = DispatchSemaphore(value: 0)
+    private let opened = DispatchSemaphore(value: 0)
+
+    /// Called by the handler.
+    func pass() {
+        arrived.signal()
+        _ = opened.wait(timeout: .now() + 10)
+    }
+
+    /// Waits until a handler is at the gate.
+    func waitForArrival(seconds: Double = 5) -> Bool {
+        arrived.wait(timeout: .now() + seconds) == .success
+    }
+
+    func open() { opened.signal() }
+}
+
+/// A value handed from one thread to another.
+final class Handoff<Value: Sendable>: Sendable {
+    private let value = Mutex<Value?>(nil)
+    private let ready = DispatchSemaphore(value: 0)
+
+    func put(_ newValue: Value) {
+        value.withLock { $0 = newValue }
+        ready.signal()
+    }
+
+    func take(seconds: Double = 5) -> Value? {
+        guard ready.wait(timeout: .now() + seconds) == .success else { return nil }
+        return value.withLock { $0 }
+    }
+}
+
+/// Runs `body` on a new thread; `join` waits for it.
+final class BackgroundThread: Sendable {
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        Thread.detachNewThread { [done] in
+            body()
+            done.signal()
+        }
+    }
+
+    /// True if the thread finished within `seconds`.
+    func join(seconds: Double) -> Bool {
+        guard done.wait(timeout: .now() + seconds) == .success else { return false }
+        done.signal()  // so that later joins see it too
+        return true
+    }
+
+    /// True if the thread has finished already.
+    var isFinished: Bool { join(seconds: 0) }
+}
+
+extension String {
+    var bytes: [UInt8] { Array(utf8) }
+}

@@ -1,0 +1,96 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// The real `bluelibrary` executable, started as a child process on a free port, for tests of
+/// what only a process has: signals, exit codes, stdout logs, kill and restart.
+public final class ServerProcess: @unchecked Sendable {
+    // `output` is guarded by `lock`; the rest is set once in init.
+    public let process = Process()
+    public private(set) var port = 0
+    private let lock = NSLock()
+    private var output: [UInt8] = []
+    private let pipe = Pipe()
+
+    /// The built executable beside the test bundle (`.build/<config>/bluelibrary`).
+    public static var executableURL: URL {
+        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return exe.deletingLastPathComponent().appendingPathComponent("bluelibrary")
+    }
+
+    /// Starts `bluelibrary serve` with `arguments` and waits for its "listening" log line.
+    public init(arguments: [String] = [], environment: [String: String] = [:], dataDirectory: String,
+                timeout: Double = 20) throws {
+        process.executableURL = Self.executableURL
+        process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDirectory] + arguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BLUELIBRARY_") }
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardOutput = pipe
+        process.standardError = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.lock()
+            self.output.append(contentsOf: data)
+            self.lock.unlock()
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let line = logLines().first(where: { $0.contains("\"message\":\"listening\"") }),
+                let range = line.range(of: #""port":"(\d+)""#, options: .regularExpression)
+            {
+                port = Int(line[range].filter(\.isNumber))!
+                return
+            }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        process.terminate()
+        throw RawHTTPClient.ClientError(description: "server did not start: \(logText)")
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        pipe.fileHandleForReading.readabilityHandler = nil
+    }
+
+    public var logText: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    public func logLines() -> [String] { logText.split(separator: "\n").map(String.init) }
+
+    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits for the process to exit; returns its status, or nil if it is still running.
+    public func waitForExit(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    /// Runs the executable with `arguments` to completion; returns status and combined output.
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = executableURL
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BLUELIBRARY_") }
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}

@@ -34,6 +34,9 @@ let package = Package(
         // A small, safe wrapper over libsqlite3: knows nothing about albums.
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
 
+        // The domain: albums, ordering rules, the facade, undo, state, archive. No I/O imports.
+        .target(name: "Library", swiftSettings: strict),
+
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
@@ -52,6 +55,7 @@ let package = Package(
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
+        .testTarget(name: "LibraryTests", dependencies: ["Library"], swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
             dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "bluelibrary"],

@@ -1,0 +1,84 @@
+/// Everything the domain can refuse, each with a message that tells the user what to do.
+///
+/// A closed set, so a flat enum: the HTTP layer maps each case to a status in one place
+/// (there are no HTTP statuses here). `code` is a payload-free name for logs and metrics.
+public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No album has this id (in this library).
+    case notFound(AlbumID)
+    /// Text that should be an album id is not one.
+    case invalidAlbumID(String)
+    /// An index outside the valid positions (`0..<count`, or `0...count` to insert).
+    case indexOutOfRange(index: Int, count: Int)
+    /// Input fields break the rules; every problem is listed.
+    case invalid(ValidationFailure)
+    /// Input is not parseable at all (bad JSON syntax, wrong top-level shape).
+    case malformed(String)
+    /// `undo` was called with nothing to undo.
+    case undoStackEmpty
+    /// The newest undo command no longer fits the library (should not happen while every
+    /// mutation goes through the facade).
+    case undoConflict(String)
+    /// The caller's `If-Match` condition did not hold for the album's current value.
+    case preconditionFailed(AlbumID)
+    /// An archive document cannot be imported; nothing was changed.
+    case archiveInvalid([ArchiveProblem])
+    /// The store failed (I/O, constraint, corruption). Details are for logs only.
+    case storage(UnderlyingError)
+    /// Writing exported bytes failed (e.g. the client went away); the export stopped.
+    case outputFailed(UnderlyingError)
+
+    /// A stable, payload-free name for logs, metrics and problem `type` URIs.
+    public var code: String {
+        switch self {
+        case .notFound: "not-found"
+        case .invalidAlbumID: "invalid-album-id"
+        case .indexOutOfRange: "index-out-of-range"
+        case .invalid: "invalid"
+        case .malformed: "malformed"
+        case .undoStackEmpty: "undo-stack-empty"
+        case .undoConflict: "undo-conflict"
+        case .preconditionFailed: "precondition-failed"
+        case .archiveInvalid: "archive-invalid"
+        case .storage: "storage"
+        case .outputFailed: "output-failed"
+        }
+    }
+
+    /// A sentence for the user: what went wrong and what to do about it.
+    public var message: String {
+        switch self {
+        case .notFound(let id):
+            return "no album has id \(id); list the albums with GET /albums to find valid ids"
+        case .invalidAlbumID(let text):
+            return "\"\(text)\" is not an album id; ids are 26 characters of Crockford base32 like 01HZY8Q6V9T3X2K7M4N5P6R7S8"
+        case .indexOutOfRange(let index, let count):
+            if index < 0 {
+                return "index \(index) is negative; indexes start at 0"
+            }
+            if count == 0 {
+                return "index \(index) is out of range: the library is empty"
+            }
+            return "index \(index) is out of range: the library has \(count) album\(count == 1 ? "" : "s"), so use 0 to \(count - 1)"
+        case .invalid(let failure):
+            return failure.description
+        case .malformed(let detail):
+            return detail
+        case .undoStackEmpty:
+            return "there is nothing to undo"
+        case .undoConflict(let detail):
+            return "the last change cannot be undone: \(detail)"
+        case .preconditionFailed(let id):
+            return "album \(id) has changed since you read it; fetch it again and retry with its current ETag"
+        case .archiveInvalid(let problems):
+            let shown = problems.prefix(5).map(\.message).joined(separator: "; ")
+            let more = problems.count > 5 ? " (and \(problems.count - 5) more problems)" : ""
+            return "the archive cannot be imported and nothing was changed: \(shown)\(more)"
+        case .storage:
+            return "the library could not be read or written; try again later"
+        case .outputFailed:
+            return "the export stopped because its output could not be written"
+        }
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,42 @@
+/// A change to a library, announced after it is committed (the tutorial's notifications).
+///
+/// `version` is the library version the change produced, so a subscriber can tell whether it
+/// already saw it (SSE `Last-Event-ID`, the change feed).
+public enum LibraryEvent: Sendable, Equatable {
+    case albumAdded(id: AlbumID, index: Int, version: Int64)
+    case albumUpdated(id: AlbumID, index: Int, version: Int64)
+    case albumDeleted(id: AlbumID, index: Int, version: Int64)
+    case albumMoved(id: AlbumID, from: Int, to: Int, version: Int64)
+    /// The whole library was replaced (archive import) or created (seeding).
+    case libraryReplaced(version: Int64)
+    /// A client's saved state changed; `version` is the library version it refers to
+    /// (saving a state does not bump it).
+    case stateChanged(client: String, index: Int, albumID: AlbumID?, version: Int64)
+
+    /// The SSE event name (`album.added`, `library.replaced`, ...).
+    public var name: String {
+        switch self {
+        case .albumAdded: "album.added"
+        case .albumUpdated: "album.updated"
+        case .albumDeleted: "album.deleted"
+        case .albumMoved: "album.moved"
+        case .libraryReplaced: "library.replaced"
+        case .stateChanged: "state.changed"
+        }
+    }
+
+    public var version: Int64 {
+        switch self {
+        case .albumAdded(_, _, let version), .albumUpdated(_, _, let version), .albumDeleted(_, _, let version),
+             .albumMoved(_, _, _, let version), .libraryReplaced(let version), .stateChanged(_, _, _, let version):
+            version
+        }
+    }
+}
+
+/// Where the facade announces changes (the SSE hub, later). Called after commit, on the
+/// caller's thread: implementations must return quickly and must not call back into the facade
+/// synchronously.
+public protocol LibraryEventSink: Sendable {
+    func publish(_ event: LibraryEvent)
+}

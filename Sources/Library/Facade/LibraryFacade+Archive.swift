@@ -1,0 +1,109 @@
+extension LibraryFacade {
+    /// Streams the library as an `ArchiveDocument`: the header, then each album as the store
+    /// iterates them, then the states — in chunks of about `chunkSize` bytes, never the whole
+    /// library at once. Everything comes from one read snapshot, so the document is consistent
+    /// even while others write. The output ends with a newline.
+    ///
+    /// - Parameters:
+    ///   - chunkSize: flush to `write` whenever this many bytes are buffered.
+    ///   - write: receives each chunk in order; throwing stops the export.
+    /// - Throws: `.outputFailed` when `write` throws, `.storage` when the store does.
+    @discardableResult
+    public func exportArchive(chunkSize: Int = 64 * 1024, write: ([UInt8]) throws -> Void)
+        throws(LibraryError) -> ArchiveExportSummary
+    {
+        let exportedAt = now()
+        return try reading { reader in try withoutActuallyEscaping(write) { write in
+            var stream = ArchiveStreamWriter(chunkSize: chunkSize, output: write)
+            let version = try reader.version()
+            let states = try reader.states()
+            try stream.append { buffer in
+                JSONBytes.appendRaw("{", to: &buffer)
+                JSONBytes.appendKey("format", to: &buffer)
+                JSONBytes.appendString(ArchiveDocument.formatName, to: &buffer)
+                JSONBytes.appendRaw(",", to: &buffer)
+                JSONBytes.appendKey("formatVersion", to: &buffer)
+                JSONBytes.appendRaw(String(ArchiveDocument.currentFormatVersion) + ",", to: &buffer)
+                JSONBytes.appendKey("exportedAt", to: &buffer)
+                JSONBytes.appendString(Timestamp.format(exportedAt), to: &buffer)
+                JSONBytes.appendRaw(",", to: &buffer)
+                JSONBytes.appendKey("library", to: &buffer)
+                JSONBytes.appendString(library.rawValue, to: &buffer)
+                JSONBytes.appendRaw(",", to: &buffer)
+                JSONBytes.appendKey("version", to: &buffer)
+                JSONBytes.appendRaw(String(version) + ",", to: &buffer)
+                JSONBytes.appendKey("albums", to: &buffer)
+                JSONBytes.appendRaw("[", to: &buffer)
+            }
+            var albumCount = 0
+            try reader.forEachAlbum { album in
+                let separator = albumCount > 0
+                try stream.append { buffer in
+                    if separator { buffer.append(UInt8(ascii: ",")) }
+                    buffer.append(UInt8(ascii: "\n"))
+                    album.appendJSON(to: &buffer)
+                }
+                albumCount += 1
+            }
+            try stream.append { buffer in
+                JSONBytes.appendRaw("\n],", to: &buffer)
+                JSONBytes.appendKey("states", to: &buffer)
+                JSONBytes.appendRaw("[", to: &buffer)
+                for (position, state) in states.enumerated() {
+                    if position > 0 { buffer.append(UInt8(ascii: ",")) }
+                    Self.appendState(state, to: &buffer)
+                }
+                JSONBytes.appendRaw("]}\n", to: &buffer)
+            }
+            try stream.flush()
+            return ArchiveExportSummary(albumCount: albumCount, version: version, byteCount: stream.byteCount)
+        } }
+    }
+
+    /// Replaces the whole library with an archive, atomically.
+    ///
+    /// Rules: the document is parsed and validated completely before the store is touched, so
+    /// an invalid document changes nothing. Then one transaction deletes every album and
+    /// state, inserts the archive's albums in order (keeping their ids and timestamps) and its
+    /// states, clears the undo stack (its commands refer to the old library) and bumps the
+    /// version once. The document's own `version` is not restored: versions only grow, or
+    /// caches would serve stale pages as current.
+    ///
+    /// - Throws: `.malformed`, `.archiveInvalid` (nothing changed), `.storage`.
+    @discardableResult
+    public func importArchive(_ bytes: [UInt8]) throws(LibraryError) -> ArchiveImportSummary {
+        let document = try ArchiveDocument.parse(json: bytes)
+        return try mutating { writer in
+            try writer.deleteAllAlbums()
+            try writer.deleteAllStates()
+            for (index, album) in document.albums.enumerated() {
+                try writer.insert(album, at: index)
+            }
+            let savedAt = now()
+            for var state in document.states {
+                state.updatedAt = state.updatedAt ?? savedAt
+                try writer.saveState(state)
+            }
+            try writer.clearUndo()
+            let version = try finishMutation(writer, undo: nil)
+            let summary = ArchiveImportSummary(
+                albumCount: document.albums.count, stateCount: document.states.count, version: version)
+            return (summary, [.libraryReplaced(version: version)])
+        }
+    }
+
+    private static func appendState(_ state: SavedState, to buffer: inout [UInt8]) {
+        JSONBytes.appendRaw("{", to: &buffer)
+        JSONBytes.appendKey("client", to: &buffer)
+        JSONBytes.appendString(state.client, to: &buffer)
+        JSONBytes.appendRaw(",", to: &buffer)
+        JSONBytes.appendKey("currentAlbumIndex", to: &buffer)
+        JSONBytes.appendRaw(String(state.currentAlbumIndex) + ",", to: &buffer)
+        JSONBytes.appendKey("albumID", to: &buffer)
+        JSONBytes.appendOptionalString(state.albumID?.rawValue, to: &buffer)
+        JSONBytes.appendRaw(",", to: &buffer)
+        JSONBytes.appendKey("updatedAt", to: &buffer)
+        JSONBytes.appendOptionalString(state.updatedAt.map(Timestamp.format), to: &buffer)
+        JSONBytes.appendRaw("}", to: &buffer)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+/// The single entry to the domain for every route: the tutorial's `LibraryAPI`, without the
+/// singleton. Collaborators come in through `init`.
+///
+/// Rules every method keeps:
+/// - Each mutation is exactly **one** `store.write` transaction that changes the albums, bumps
+///   the library version once and pushes its undo command. The version and the undo stack can
+///   therefore never disagree with the data, even after a crash.
+/// - A mutation that changes nothing (a move to the same index, an empty patch) commits
+///   nothing: no version bump, no undo command, no event.
+/// - Events are published only after the transaction has committed, never on failure.
+/// - Everything thrown is a `LibraryError`; store failures become `.storage`.
+///
+/// Methods are synchronous: the store is synchronous, and the server decides which thread
+/// (event loop or worker pool) runs them.
+public final class LibraryFacade: Sendable {
+    let store: any AlbumStore
+    public let library: LibraryID
+    let clock: @Sendable () -> Date
+    let ids: AlbumIDGenerator
+    /// At most this many undo commands are kept; pushing more drops the oldest.
+    public let undoLimit: Int
+    let events: (any LibraryEventSink)?
+
+    /// - Parameters:
+    ///   - store: where albums, versions, undo commands and states live.
+    ///   - library: the library this facade serves.
+    ///   - clock: the time for `createdAt`/`updatedAt` (truncated to milliseconds).
+    ///   - ids: where new album ids come from (`.random(clock:)` in production).
+    ///   - undoLimit: how many undo commands to keep (0 disables undo).
+    ///   - events: told about every committed change; `nil` for none.
+    public init(
+        store: any AlbumStore,
+        library: LibraryID = .default,
+        clock: @escaping @Sendable () -> Date,
+        ids: AlbumIDGenerator,
+        undoLimit: Int = 100,
+        events: (any LibraryEventSink)? = nil
+    ) {
+        precondition(undoLimit >= 0, "undoLimit must not be negative")
+        self.store = store
+        self.library = library
+        self.clock = clock
+        self.ids = ids
+        self.undoLimit = undoLimit
+        self.events = events
+    }
+
+    /// The library version: 0 for a library never written, increased by every mutation.
+    public func version() throws(LibraryError) -> Int64 {
+        try reading { try $0.version() }
+    }
+
+    /// The number of albums.
+    public func count() throws(LibraryError) -> Int {
+        try reading { try $0.count() }
+    }
+
+    // MARK: - Transactions
+
+    /// The current time as the domain records it (whole milliseconds).
+    func now() -> Date {
+        Timestamp.truncated(clock())
+    }
+
+    /// Runs `body` in a read transaction, translating errors to `LibraryError`.
+    func reading<T>(_ body: (any AlbumStoreReader) throws -> T) throws(LibraryError) -> T {
+        do {
+            return try store.read(library, body)
+        } catch {
+            throw Self.libraryError(from: error)
+        }
+    }
+
+    /// Runs `body` in one write transaction, then publishes the events it returned — only
+    /// after the commit succeeded.
+    func mutating<T>(_ body: (any AlbumStoreWriter) throws -> (T, [LibraryEvent])) throws(LibraryError) -> T {
+        let (result, committedEvents): (T, [LibraryEvent])
+        do {
+            (result, committedEvents) = try store.write(library, body)
+        } catch {
+            throw Self.libraryError(from: error)
+        }
+        if let events {
+            for event in committedEvents {
+                events.publish(event)
+            }
+        }
+        return result
+    }
+
+    /// Bumps the version and records the inverse command: the two things every mutation does
+    /// besides its own change, kept in one place so no mutation forgets one.
+    func finishMutation(_ writer: any AlbumStoreWriter, undo: UndoCommand?) throws -> Int64 {
+        let version = try writer.bumpVersion()
+        if let undo {
+            try writer.pushUndo(undo, limit: undoLimit)
+        }
+        return version
+    }
+
+    static func libraryError(from error: any Error) -> LibraryError {
+        switch error {
+        case let error as LibraryError: error
+        case let failure as ValidationFailure: .invalid(failure)
+        case let output as ExportOutputError: .outputFailed(UnderlyingError(output.underlying))
+        default: .storage(UnderlyingError(error))
+        }
+    }
+}

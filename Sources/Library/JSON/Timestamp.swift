@@ -1,0 +1,145 @@
+import Foundation
+
+/// Timestamps as the service stores and shows them: UTC, millisecond precision, RFC 3339
+/// (`2024-05-01T12:34:56.789Z`, <https://www.rfc-editor.org/rfc/rfc3339>).
+///
+/// Rule: every time the domain records is first truncated to whole milliseconds
+/// (`Timestamp.truncated`). Text round trips (JSON, archives, SQLite) then give back exactly
+/// the same `Date`, so an exported and re-imported library compares equal.
+public enum Timestamp {
+    /// `date` truncated (towards the past) to a whole millisecond.
+    public static func truncated(_ date: Date) -> Date {
+        Self.date(milliseconds: milliseconds(date))
+    }
+
+    /// Whole milliseconds since 1970 (rounded towards the past).
+    public static func milliseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    /// The date `milliseconds` after 1970; the one way the domain builds dates from numbers.
+    public static func date(milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+
+    /// RFC 3339 text in UTC with exactly three fraction digits.
+    public static func format(_ date: Date) -> String {
+        let total = milliseconds(date)
+        let (days, msOfDay) = floorDivide(total, 86_400_000)
+        let (year, month, day) = civil(fromDays: days)
+        let seconds = msOfDay / 1000
+        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+            + "T" + pad(seconds / 3600, 2) + ":" + pad(seconds / 60 % 60, 2) + ":" + pad(seconds % 60, 2)
+            + "." + pad(msOfDay % 1000, 3) + "Z"
+    }
+
+    /// Parses RFC 3339 text (`Z` or `±hh:mm` offset, optional fraction — digits beyond
+    /// milliseconds are dropped); `nil` when the text is not such a timestamp.
+    public static func parse(_ text: String) -> Date? {
+        var scanner = DigitScanner(Array(text.utf8))
+        guard let year = scanner.number(4), scanner.skip("-"),
+              let month = scanner.number(2), scanner.skip("-"),
+              let day = scanner.number(2), scanner.skip("T") || scanner.skip("t") || scanner.skip(" "),
+              let hour = scanner.number(2), scanner.skip(":"),
+              let minute = scanner.number(2), scanner.skip(":"),
+              let second = scanner.number(2)
+        else { return nil }
+        var millis: Int64 = 0
+        if scanner.skip(".") {
+            var digits = 0
+            while let digit = scanner.digit() {
+                if digits < 3 { millis = millis * 10 + digit }
+                digits += 1
+            }
+            guard digits > 0 else { return nil }
+            for _ in digits..<max(digits, 3) { millis *= 10 }
+        }
+        var offsetMinutes: Int64 = 0
+        if scanner.skip("Z") || scanner.skip("z") {
+            offsetMinutes = 0
+        } else {
+            let sign: Int64
+            if scanner.skip("+") { sign = 1 } else if scanner.skip("-") { sign = -1 } else { return nil }
+            guard let offsetHours = scanner.number(2), scanner.skip(":"), let offsetMins = scanner.number(2),
+                  offsetHours < 24, offsetMins < 60 else { return nil }
+            offsetMinutes = sign * (offsetHours * 60 + offsetMins)
+        }
+        guard scanner.atEnd, (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
+              hour < 24, minute < 60, second < 61 else { return nil }
+        let days = self.days(fromCivil: year, month, day)
+        let total = ((days * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + min(second, 59) * 1000 + millis
+        return date(milliseconds: total)
+    }
+
+    // MARK: - Calendar arithmetic (proleptic Gregorian, H. Hinnant's days_from_civil)
+
+    private static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    private static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    private static func floorDivide(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
+        let quotient = value >= 0 ? value / divisor : (value - divisor + 1) / divisor
+        return (quotient, value - quotient * divisor)
+    }
+
+    private static func pad(_ value: Int64, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+}
+
+/// A cursor over ASCII bytes for the fixed-width fields of a timestamp.
+private struct DigitScanner {
+    private let bytes: [UInt8]
+    private var position = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var atEnd: Bool { position == bytes.count }
+
+    mutating func digit() -> Int64? {
+        guard position < bytes.count, bytes[position] >= 48, bytes[position] <= 57 else { return nil }
+        defer { position += 1 }
+        return Int64(bytes[position] - 48)
+    }
+
+    mutating func number(_ width: Int) -> Int64? {
+        var value: Int64 = 0
+        for _ in 0..<width {
+            guard let digit = digit() else { return nil }
+            value = value * 10 + digit
+        }
+        return value
+    }
+
+    mutating func skip(_ character: Unicode.Scalar) -> Bool {
+        guard position < bytes.count, bytes[position] == UInt8(ascii: character) else { return false }
+        position += 1
+        return true
+    }
+}

@@ -1,0 +1,41 @@
+/// Read primitives of one library, inside a transaction. Indexes are 0-based positions in
+/// the library's order.
+///
+/// Performance contract (libraries of 1M albums): `count`, `album(id:)`, `index(of:)`,
+/// `album(at:)` and `albums(offset:limit:)` must not scan the whole library;
+/// `forEachAlbum` must stream rather than load everything.
+public protocol AlbumStoreReader {
+    /// The library version: 0 for a library never written, then increased by `bumpVersion`.
+    func version() throws -> Int64
+
+    /// The number of albums.
+    func count() throws -> Int
+
+    /// The album with `id`, or `nil`.
+    func album(id: AlbumID) throws -> Album?
+
+    /// The position of the album with `id`, or `nil` when there is none.
+    func index(of id: AlbumID) throws -> Int?
+
+    /// The album at position `index`, or `nil` when `index` is outside `0..<count`.
+    func album(at index: Int) throws -> Album?
+
+    /// Up to `limit` albums starting at position `offset`, in order (empty past the end).
+    func albums(offset: Int, limit: Int) throws -> [Album]
+
+    /// Calls `body` with every album in order, without holding them all in memory.
+    /// An error thrown by `body` stops the iteration and is rethrown unchanged.
+    func forEachAlbum(_ body: (Album) throws -> Void) throws
+
+    /// The number of commands on the undo stack.
+    func undoDepth() throws -> Int
+
+    /// The newest undo command, without removing it.
+    func peekUndo() throws -> UndoCommand?
+
+    /// The saved state of `client` exactly as stored (not clamped), or `nil`.
+    func state(client: String) throws -> SavedState?
+
+    /// Every saved state as stored, ordered by client name.
+    func states() throws -> [SavedState]
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Library
+
+/// An `AlbumStore` over plain arrays, for tests only (never shipped in Sources).
+///
+/// Transactions work on a copy of the library's data and commit by swapping it in, so a throw
+/// from the body (or an injected commit failure) leaves nothing behind — the same contract the
+/// SQLite store keeps.
+// @unchecked because every access to `libraries` and the counters happens under `lock`.
+final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
+    struct LibraryData {
+        var albums: [Album] = []
+        var version: Int64 = 0
+        var undo: [UndoCommand] = []
+        var states: [String: SavedState] = [:]
+    }
+
+    /// Thrown by `write` when `failNextCommit` is set: the body ran but nothing is committed.
+    struct CommitFailure: Error, Equatable {}
+
+    private let lock = NSLock()
+    private var libraries: [LibraryID: LibraryData] = [:]
+    private var _writeCount = 0
+    private var _failNextCommit = false
+
+    /// Committed write transactions so far.
+    var writeCount: Int { lock.withLock { _writeCount } }
+
+    /// Makes the next `write` run its body and then fail instead of committing.
+    func failNextCommit() { lock.withLock { _failNextCommit = true } }
+
+    /// A committed snapshot of one library, for assertions.
+    func data(_ library: LibraryID = .default) -> LibraryData {
+        lock.withLock { libraries[library] ?? LibraryData() }
+    }
+
+    func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
+        try lock.withLock {
+            try body(Transaction(libraries[library] ?? LibraryData()))
+        }
+    }
+
+    func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
+        try lock.withLock {
+            let transaction = Transaction(libraries[library] ?? LibraryData())
+            let result = try body(transaction)
+            if _failNextCommit {
+                _failNextCommit = false
+                throw CommitFailure()
+            }
+            libraries[library] = transaction.data
+            _writeCount += 1
+            return result
+        }
+    }
+
+    /// One transaction's private copy of the data.
+    final class Transaction: AlbumStoreWriter {
+        struct IntegrityError: Error, CustomStringConvertible {
+            var description: String
+        }
+
+        var data: LibraryData
+
+        init(_ data: LibraryData) { self.data = data }
+
+        func version() throws -> Int64 { data.version }
+        func count() throws -> Int { data.albums.count }
+        func album(id: AlbumID) throws -> Album? { data.albums.first { $0.id == id } }
+        func index(of id: AlbumID) throws -> Int? { data.albums.firstIndex { $0.id == id } }
+        func album(at index: Int) throws -> Album? { data.albums.indices.contains(index) ? data.albums[index] : nil }
+
+        func albums(offset: Int, limit: Int) throws -> [Album] {
+            guard offset < data.albums.count else { return [] }
+            return Array(data.albums[offset..<min(offset + limit, data.albums.count)])
+        }
+
+        func forEachAlbum(_ body: (Album) throws -> Void) throws {
+            for album in data.albums { try body(album) }
+        }
+
+        func undoDepth() throws -> Int { data.undo.count }
+        func peekUndo() throws -> UndoCommand? { data.undo.last }
+        func state(client: String) throws -> SavedState? { data.states[client] }
+        func states() throws -> [SavedState] { data.states.values.sorted { $0.client < $1.client } }
+
+        func insert(_ album: Album, at index: Int) throws {
+            guard (0...data.albums.count).contains(index) else { throw IntegrityError(description: "insert at \(index)") }
+            guard try self.album(id: album.id) == nil else { throw IntegrityError(description: "duplicate \(album.id)") }
+            data.albums.insert(album, at: index)
+        }
+
+        func update(_ album: Album) throws {
+            guard let index = try index(of: album.id) else { throw IntegrityError(description: "update missing") }
+            data.albums[index] = album
+        }
+
+        func delete(id: AlbumID) throws {
+            guard let index = try index(of: id) else { throw IntegrityError(description: "delete missing") }
+            data.albums.remove(at: index)
+        }
+
+        func move(id: AlbumID, to index: Int) throws {
+            guard let from = try self.index(of: id), data.albums.indices.contains(index) else {
+                throw IntegrityError(description: "bad move")
+            }
+            let album = data.albums.remove(at: from)
+            data.albums.insert(album, at: index)
+        }
+
+        func deleteAllAlbums() throws { data.albums = [] }
+        func deleteAllStates() throws { data.states = [:] }
+
+        func bumpVersion() throws -> Int64 {
+            data.version += 1
+            return data.version
+        }
+
+        func pushUndo(_ command: UndoCommand, limit: Int) throws {
+            data.undo.append(command)
+            if data.undo.count > limit { data.undo.removeFirst(data.undo.count - limit) }
+        }
+
+        func popUndo() throws -> UndoCommand? { data.undo.popLast() }
+        func clearUndo() throws { data.undo = [] }
+        func saveState(_ state: SavedState) throws { data.states[state.client] = state }
+    }
+}

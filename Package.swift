@@ -40,7 +40,7 @@ let package = Package(
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
-            dependencies: ["HTTPServer"],
+            dependencies: ["HTTPServer", "Library"],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: strict
         ),

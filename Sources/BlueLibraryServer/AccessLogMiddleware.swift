@@ -16,7 +16,7 @@ struct AccessLogMiddleware: HTTPMiddleware {
         }
         var json = JSONWriter(capacity: 320)
         json.beginObject()
-        json.key("time"); json.string(Timestamp.now())
+        json.key("time"); json.string(LogTimestamp.now())
         json.key("level"); json.string("info")
         json.key("message"); json.string("request")
         json.key("method"); json.string(request.method.rawValue)

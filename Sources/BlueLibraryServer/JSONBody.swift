@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Library
 
 /// JSON responses: UTF-8, sorted keys (stable bytes, stable ETags), a final newline, and
 /// pretty printing on `?pretty`.
@@ -9,7 +10,7 @@ enum JSONBody {
         encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(RFC3339.format(date))
+            try container.encode(Timestamp.format(date))
         }
         var bytes = Array(try encoder.encode(value))
         bytes.append(0x0A)
@@ -23,14 +24,6 @@ enum JSONBody {
         var headers = headers
         if !headers.contains("ETag") { headers.set("ETag", ETag.strong(for: bytes)) }
         return HTTPResponse(status: status, contentType: "application/json", bytes: bytes, headers: headers)
-    }
-}
-
-enum RFC3339 {
-    static func format(_ date: Date) -> String {
-        let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
-        let seconds = Int((ms / 1000).rounded(.down))
-        return Timestamp.format(seconds: seconds, milliseconds: Int(ms) - seconds * 1000)
     }
 }
 

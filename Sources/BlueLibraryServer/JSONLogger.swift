@@ -30,7 +30,7 @@ public struct JSONLogger: Sendable {
         guard isEnabled(level) else { return }
         var json = JSONWriter()
         json.beginObject()
-        json.key("time"); json.string(Timestamp.now())
+        json.key("time"); json.string(LogTimestamp.now())
         json.key("level"); json.string(Self.name(of: level))
         json.key("message"); json.string(message)
         for (key, value) in fields {
@@ -61,7 +61,7 @@ public struct JSONLogger: Sendable {
 }
 
 /// RFC 3339 UTC timestamps with milliseconds, without Foundation's formatters.
-enum Timestamp {
+enum LogTimestamp {
     static func now() -> String {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)

@@ -371,7 +371,7 @@ final class Connection {
     // MARK: - Streams
 
     func streamWrite(_ bytes: [UInt8]) {
-        guard case let .streaming(_, framing) = state, !bytes.isEmpty else { return }
+        guard case let .streaming(writer, framing) = state, !bytes.isEmpty else { return }
         if output.queuedBytes > shared.limits.maxQueuedStreamBytes {
             // A reader this slow would hold memory forever: drop it.
             close()
@@ -384,6 +384,7 @@ final class Connection {
         } else {
             output.append(bytes)
         }
+        writer.didQueue(appended: bytes.count, queued: output.queuedBytes)
         flush()
     }
 
@@ -414,6 +415,7 @@ final class Connection {
             if written > 0, !output.isEmpty {
                 deadline = MonotonicClock.now() &+ shared.limits.writeTimeout.nanoseconds
             }
+            if written > 0, case let .streaming(writer, _) = state { writer.didFlush(queued: output.queuedBytes) }
         }
         if output.isEmpty {
             if closeWhenFlushed {
@@ -423,10 +425,10 @@ final class Connection {
             if case .awaitingHead = state, deadline != .max, inputStart >= input.count {
                 deadline = MonotonicClock.now() &+ shared.limits.idleTimeout.nanoseconds
             }
-        } else if !writable {
-            if case .streaming = state {} else if deadline == .max {
-                deadline = MonotonicClock.now() &+ shared.limits.writeTimeout.nanoseconds
-            }
+            if case .streaming = state { deadline = .max }
+        } else if !writable, deadline == .max {
+            // The client stopped reading: it has `writeTimeout` to make progress.
+            deadline = MonotonicClock.now() &+ shared.limits.writeTimeout.nanoseconds
         }
     }
 

@@ -110,6 +110,13 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// Appends an already-encoded JSON value.
+    public mutating func raw(_ value: [UInt8]) {
+        separate()
+        bytes.append(contentsOf: value)
+        needsComma = true
+    }
+
     public mutating func null() {
         separate()
         bytes.append(contentsOf: "null".utf8)

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// The sending side of a streaming response (Server-Sent Events). Any thread may write; the
@@ -8,11 +9,17 @@ public final class HTTPStreamWriter: Sendable {
     private struct State {
         var closed = false
         var onClose: [@Sendable () -> Void] = []
+        /// Bytes handed to `write` that the loop has not queued yet.
+        var inTransit = 0
+        /// Bytes the connection had queued for the socket when it last reported.
+        var queued = 0
+        var waiting = false
     }
 
     private let loop: EventLoop
     private let connectionID: UInt64
     private let state = Mutex(State())
+    private let progress = DispatchSemaphore(value: 0)
 
     init(loop: EventLoop, connectionID: UInt64) {
         self.loop = loop
@@ -25,10 +32,50 @@ public final class HTTPStreamWriter: Sendable {
     /// Sends `bytes` as one chunk. Returns false if the stream is already closed.
     @discardableResult
     public func write(_ bytes: [UInt8]) -> Bool {
-        guard !isClosed else { return false }
+        let open = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.inTransit += bytes.count
+            return true
+        }
+        guard open else { return false }
         let id = connectionID
         loop.execute { loop in loop.connection(id)?.streamWrite(bytes) }
         return true
+    }
+
+    /// Blocks the calling thread until fewer than `limit` bytes wait to be sent, so a producer
+    /// (an export) runs at the client's pace instead of filling memory. Never call it on an
+    /// event loop. Returns false once the stream is closed.
+    public func waitForCapacity(below limit: Int) -> Bool {
+        while true {
+            let ready = state.withLock { state -> Bool? in
+                if state.closed { return nil }
+                if state.inTransit + state.queued < limit { return true }
+                state.waiting = true
+                return false
+            }
+            guard let ready else { return false }
+            if ready { return true }
+            _ = progress.wait(timeout: .now() + .milliseconds(100))
+        }
+    }
+
+    /// The loop queued `appended` bytes of this stream; `queued` are now waiting for the socket.
+    func didQueue(appended: Int, queued: Int) {
+        state.withLock { state in
+            state.inTransit -= appended
+            state.queued = queued
+        }
+    }
+
+    /// The connection flushed; `queued` bytes are still waiting for the socket.
+    func didFlush(queued: Int) {
+        let wake = state.withLock { state -> Bool in
+            state.queued = queued
+            defer { state.waiting = false }
+            return state.waiting
+        }
+        if wake { progress.signal() }
     }
 
     /// Ends the stream cleanly (the last chunk is sent, then the connection is closed).
@@ -36,6 +83,14 @@ public final class HTTPStreamWriter: Sendable {
         guard !isClosed else { return }
         let id = connectionID
         loop.execute { loop in loop.connection(id)?.streamFinish() }
+    }
+
+    /// Ends the stream by closing the connection without the final chunk, so the client sees
+    /// a truncated body rather than a short one that looks complete (for producers that fail).
+    public func abort() {
+        guard !isClosed else { return }
+        let id = connectionID
+        loop.execute { loop in loop.connection(id)?.close() }
     }
 
     /// Runs `handler` once when the stream closes, for whatever reason; at once if it has.
@@ -57,5 +112,6 @@ public final class HTTPStreamWriter: Sendable {
             return state.onClose
         }
         for handler in handlers { handler() }
+        progress.signal()
     }
 }

@@ -1,0 +1,118 @@
+import HTTPServer
+import Library
+
+/// How albums and pages look on the wire, encoded by hand on the hot paths (no JSONEncoder
+/// per request), with `?pretty` falling back to the indented Codable form.
+enum AlbumRepresentation {
+    /// An album with its index: the album's fields plus `"index"`.
+    static func bytes(_ item: IndexedAlbum, pretty: Bool) throws -> [UInt8] {
+        if pretty { return try JSONBody.encode(item, pretty: true) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(320)
+        appendCompact(item, to: &bytes)
+        bytes.append(0x0A)
+        return bytes
+    }
+
+    static func appendCompact(_ item: IndexedAlbum, to bytes: inout [UInt8]) {
+        item.album.appendJSON(to: &bytes)
+        bytes.removeLast()  // the closing brace: the index joins the album's fields
+        bytes.append(contentsOf: ",\"index\":".utf8)
+        bytes.append(contentsOf: String(item.index).utf8)
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// The album's ETag: a hash of its fields, then its index (`"<fields>.<index>"`). The
+    /// index is part of the representation, so a move changes the tag; `If-Match` compares
+    /// the fields part only, so a concurrent move does not fail an edit of the fields.
+    static func etag(_ item: IndexedAlbum) -> String {
+        "\"\(contentHash(item.album)).\(item.index)\""
+    }
+
+    static func contentHash(_ album: Album) -> String {
+        var bytes: [UInt8] = []
+        album.appendJSON(to: &bytes)
+        return String(ETag.strong(for: bytes).dropFirst().dropLast())
+    }
+
+    /// The `If-Match` test for the facade, evaluated inside the write transaction.
+    static func ifMatch(_ request: HTTPRequest) -> ((Album) -> Bool)? {
+        guard let header = request.headers["If-Match"] else { return nil }
+        let tags = header.split(separator: ",").map { $0.trimmingASCIIWhitespace() }
+        return { album in
+            let hash = contentHash(album)
+            return tags.contains { tag in
+                if tag == "*" { return true }
+                guard !tag.hasPrefix("W/") else { return false }  // If-Match uses strong comparison
+                let opaque = tag.trimmingCharacters(in: ["\""])
+                return opaque.split(separator: ".").first.map(String.init) == hash
+            }
+        }
+    }
+
+    /// A response for one album, with its ETag, answering 304 when `If-None-Match` matches.
+    static func response(
+        _ item: IndexedAlbum, request: HTTPRequest, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()
+    ) throws -> HTTPResponse {
+        var headers = headers
+        headers.set("ETag", etag(item))
+        headers.set("Cache-Control", "no-cache")
+        let response = HTTPResponse(
+            status: status, contentType: "application/json", bytes: try bytes(item, pretty: request.wantsPretty), headers: headers)
+        return status == .ok ? try ConditionalGET.respond(to: request, with: response) : response
+    }
+
+    /// A page of albums: `items`, `offset`, `limit`, `total`, `version`, `nextOffset`.
+    static func pageBytes(_ page: AlbumPage, pretty: Bool) throws -> [UInt8] {
+        if pretty { return try JSONBody.encode(PageDocument(page), pretty: true) }
+        var json = JSONWriter(capacity: 256 * max(1, page.items.count))
+        json.beginObject()
+        json.key("items")
+        json.beginArray()
+        for item in page.items {
+            var album: [UInt8] = []
+            appendCompact(item, to: &album)
+            json.raw(album)
+        }
+        json.endArray()
+        json.key("limit"); json.number(page.limit)
+        json.key("nextOffset")
+        if let next = page.nextOffset { json.number(next) } else { json.null() }
+        json.key("offset"); json.number(page.offset)
+        json.key("total"); json.number(page.total)
+        json.key("version"); json.number(page.version)
+        json.endObject()
+        json.newline()
+        return json.bytes
+    }
+
+    struct PageDocument: Encodable {
+        let items: [IndexedAlbum]
+        let limit: Int
+        let nextOffset: Int?
+        let offset: Int
+        let total: Int
+        let version: Int64
+
+        init(_ page: AlbumPage) {
+            items = page.items
+            limit = page.limit
+            nextOffset = page.nextOffset
+            offset = page.offset
+            total = page.total
+            version = page.version
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(items, forKey: .items)
+            try container.encode(limit, forKey: .limit)
+            try container.encode(nextOffset, forKey: .nextOffset)  // null, not absent, at the end
+            try container.encode(offset, forKey: .offset)
+            try container.encode(total, forKey: .total)
+            try container.encode(version, forKey: .version)
+        }
+
+        enum CodingKeys: String, CodingKey { case items, limit, nextOffset, offset, total, version }
+    }
+}

@@ -1,0 +1,130 @@
+import HTTPServer
+import Library
+
+/// `/albums`, `/albums/{id}`, `/albums/{id}/table`, `/albums/{id}/move`, `/albums/at/{index}`:
+/// each handler decodes its input, makes one facade call and encodes the result.
+struct AlbumRoutes {
+    let facade: LibraryFacade
+    let idempotency: IdempotencyGuard
+
+    func register(into routes: inout RouterBuilder) {
+        // Reads touch SQLite through the reader pool; writes wait for the single writer, so
+        // they run on the worker pool and never stall an event loop.
+        routes.add(.get, "/albums", options: .workerPool, list)
+        routes.add(.post, "/albums", options: .workerPool, create)
+        routes.add(.get, "/albums/{id}", options: .workerPool, show)
+        routes.add(.patch, "/albums/{id}", options: .workerPool, update)
+        routes.add(.delete, "/albums/{id}", options: .workerPool, delete)
+        routes.add(.get, "/albums/{id}/table", options: .workerPool, table)
+        routes.add(.post, "/albums/{id}/move", options: .workerPool, move)
+        routes.add(.get, "/albums/at/{index}", options: .workerPool, showAt)
+        routes.add(.delete, "/albums/at/{index}", options: .workerPool, deleteAt)
+    }
+
+    func list(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let limit = try RequestInput.integer(request, "limit", in: AlbumPage.limitRange) ?? AlbumPage.defaultLimit
+        let offset = try RequestInput.integer(request, "offset", in: 0...Int(Int32.max)) ?? 0
+        let page = try library { () throws(LibraryError) in try facade.list(offset: offset, limit: limit) }
+        let bytes = try AlbumRepresentation.pageBytes(page, pretty: request.wantsPretty)
+        var headers: HTTPHeaders = ["ETag": ETag.strong(for: bytes), "Cache-Control": "no-cache"]
+        if let next = page.nextOffset {
+            headers.add("Link", "<\(RequestInput.absoluteURL("/albums?offset=\(next)&limit=\(limit)", context))>; rel=\"next\"")
+        }
+        return try ConditionalGET.respond(
+            to: request, with: HTTPResponse(contentType: "application/json", bytes: bytes, headers: headers))
+    }
+
+    func create(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        try RequestInput.requireJSON(request)
+        return try idempotency.run(request, context: context) {
+            let add = try library { () throws(LibraryError) in try AlbumAddRequest.decode(json: request.body) }
+            let queryIndex = try request.query("index").map { try RequestInput.index($0) }
+            let client = try RequestInput.client(request)
+            let created = try library { () throws(LibraryError) in
+                try facade.add(add.input, at: queryIndex ?? add.index, client: client)
+            }
+            return try created201(created, request: request, context: context)
+        }
+    }
+
+    func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let id = try RequestInput.albumID(context)
+        let item = try library { () throws(LibraryError) in try facade.album(id: id) }
+        return try AlbumRepresentation.response(item, request: request)
+    }
+
+    func update(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        try RequestInput.requireJSON(request)
+        let id = try RequestInput.albumID(context)
+        let patch = try library { () throws(LibraryError) in try AlbumPatch.decode(json: request.body) }
+        let ifMatch = AlbumRepresentation.ifMatch(request)
+        let item = try library { () throws(LibraryError) in try facade.update(id: id, patch: patch, ifMatch: ifMatch) }
+        return try AlbumRepresentation.response(item, request: request)
+    }
+
+    func delete(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let id = try RequestInput.albumID(context)
+        let ifMatch = AlbumRepresentation.ifMatch(request)
+        let removed = try library { () throws(LibraryError) in try facade.delete(id: id, ifMatch: ifMatch) }
+        return try deleted(removed, request: request)
+    }
+
+    func table(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let id = try RequestInput.albumID(context)
+        let item = try library { () throws(LibraryError) in try facade.album(id: id) }
+        return try ConditionalGET.respond(
+            to: request,
+            with: JSONBody.response(item.album.tableRepresentation, pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
+    }
+
+    func move(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        try RequestInput.requireJSON(request)
+        let id = try RequestInput.albumID(context)
+        let target = try MoveRequest.decode(request.body)
+        do {
+            let item = try library { () throws(LibraryError) in try facade.move(id: id, to: target) }
+            return try AlbumRepresentation.response(item, request: request)
+        } catch var error as HTTPError where error.status == .notFound && error.title == "Index out of range" {
+            // A target past the end is a bad value in a valid request, not a missing resource.
+            error.status = .unprocessableContent
+            error.errors = [.init(field: "index", message: error.detail)]
+            throw error
+        }
+    }
+
+    func showAt(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let index = try RequestInput.index(try context.parameter("index"))
+        let item = try library { () throws(LibraryError) in try facade.album(at: index) }
+        return try AlbumRepresentation.response(item, request: request)
+    }
+
+    func deleteAt(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let index = try RequestInput.index(try context.parameter("index"))
+        let removed = try library { () throws(LibraryError) in try facade.delete(at: index) }
+        return try deleted(removed, request: request)
+    }
+
+    /// 201 with `Location` and the new album.
+    func created201(_ item: IndexedAlbum, request: HTTPRequest, context: RequestContext) throws -> HTTPResponse {
+        try AlbumRepresentation.response(
+            item, request: request, status: .created,
+            headers: ["Location": RequestInput.absoluteURL("/albums/\(item.album.id.rawValue)", context)])
+    }
+
+    /// 200 with the removed album and the index it had, so a client can show what went.
+    func deleted(_ item: IndexedAlbum, request: HTTPRequest) throws -> HTTPResponse {
+        HTTPResponse(contentType: "application/json", bytes: try AlbumRepresentation.bytes(item, pretty: request.wantsPretty))
+    }
+}
+
+/// `{"index": n}` for `POST /albums/{id}/move`.
+enum MoveRequest {
+    static func decode(_ body: [UInt8]) throws -> Int {
+        let index = try library { () throws(LibraryError) in try IndexRequest.decode(json: body, allowPlainText: false) }
+        guard let index else {
+            throw HTTPError(.unprocessableContent, detail: "The body must be {\"index\": n} with the target position.",
+                            errors: [.init(field: "index", message: "index is required")])
+        }
+        return index
+    }
+}

@@ -1,0 +1,53 @@
+import HTTPServer
+import Library
+
+extension LibraryError {
+    /// The one place where a domain refusal gets its HTTP status (API.md conventions).
+    var httpError: HTTPError {
+        let type = "urn:bluelibrary:problem:\(code)"
+        switch self {
+        case .notFound, .invalidAlbumID:
+            return HTTPError(.notFound, detail: message, type: type, title: "Album not found")
+        case let .indexOutOfRange(index, _):
+            if index < 0 { return HTTPError(.badRequest, detail: message, type: type, title: "Invalid index") }
+            return HTTPError(.notFound, detail: message, type: type, title: "Index out of range")
+        case let .invalid(failure):
+            return HTTPError(.unprocessableContent, detail: message, type: type, title: "Invalid album",
+                             errors: failure.errors.map { .init(field: $0.field, message: $0.message) })
+        case .malformed:
+            return HTTPError(.badRequest, detail: message, type: type, title: "Malformed request body")
+        case .undoStackEmpty:
+            return HTTPError(.conflict, detail: message, type: type, title: "Nothing to undo")
+        case .undoConflict:
+            return HTTPError(.conflict, detail: message, type: type, title: "Undo conflict")
+        case .preconditionFailed:
+            return HTTPError(.preconditionFailed, detail: message, type: type, title: "Album changed")
+        case let .archiveInvalid(problems):
+            return HTTPError(.unprocessableContent, detail: message, type: type, title: "Invalid archive",
+                             errors: problems.map { .init(field: $0.path, message: $0.message) })
+        case .storage, .outputFailed:
+            return HTTPError(.internalServerError, detail: message, type: type, title: "Storage failure")
+        }
+    }
+}
+
+/// Runs a facade call, turning its `LibraryError` into the matching problem response. Storage
+/// failures keep their cause for the log (the client sees only the generic sentence).
+func library<T>(_ body: () throws(LibraryError) -> T) throws -> T {
+    do {
+        return try body()
+    } catch {
+        if case .storage = error { throw StorageFailure(error: error) }
+        throw error.httpError
+    }
+}
+
+/// A storage error on its way to the error renderer, which logs it with the request id and
+/// answers a 500 that shows no internals.
+struct StorageFailure: Error, CustomStringConvertible {
+    let error: LibraryError
+    var description: String {
+        if case let .storage(underlying) = error { return "storage: \(underlying)" }
+        return error.message
+    }
+}

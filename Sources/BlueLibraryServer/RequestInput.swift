@@ -1,0 +1,66 @@
+import HTTPServer
+import Library
+
+/// Reading what clients send: content types, numbers in paths and queries, client names.
+enum RequestInput {
+    /// The media type of the body without parameters, lowercased (`application/json`).
+    static func mediaType(of request: HTTPRequest) -> String? {
+        request.headers["Content-Type"].map {
+            ($0.split(separator: ";").first.map { $0.trimmingASCIIWhitespace() } ?? "").lowercased()
+        }
+    }
+
+    /// Requires a JSON body (`application/json`, or `+json` such as `application/merge-patch+json`).
+    static func requireJSON(_ request: HTTPRequest) throws {
+        let type = mediaType(of: request)
+        guard let type, type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json")) else {
+            throw HTTPError(
+                .unsupportedMediaType,
+                detail: "Send the body as JSON with 'Content-Type: application/json' (got \(type.map { "'\($0)'" } ?? "no Content-Type")); with curl use --json.",
+                headers: ["Accept-Post": "application/json"])
+        }
+        guard !request.body.isEmpty else {
+            throw HTTPError(.badRequest, detail: "The request body is empty; send a JSON object.")
+        }
+    }
+
+    /// An index from a path or query: a non-negative decimal integer, else 400.
+    static func index(_ text: String, name: String = "index") throws -> Int {
+        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = Int(text) else {
+            throw HTTPError(.badRequest, detail: "\(name) must be a non-negative whole number like 0 or 3, not '\(text)'.")
+        }
+        return value
+    }
+
+    /// An optional integer query parameter within `range`.
+    static func integer(_ request: HTTPRequest, _ name: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let text = request.query(name) else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw HTTPError(.badRequest, detail: "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'.")
+        }
+        return value
+    }
+
+    /// The `?client=` name (default "default"), validated by the domain's rule.
+    static func client(_ request: HTTPRequest) throws -> String {
+        let name = request.query("client") ?? ClientName.default
+        do {
+            try ClientName.validate(name)
+        } catch {
+            throw HTTPError(.badRequest, detail: error.message)
+        }
+        return name
+    }
+
+    /// The album id from the path; an impossible id is simply not found.
+    static func albumID(_ context: RequestContext) throws -> AlbumID {
+        let text = try context.parameter("id")
+        return try library { () throws(LibraryError) in try AlbumID.parse(text) }
+    }
+
+    /// An absolute URL for `path` as the client sees the server (behind a proxy: its scheme and host).
+    static func absoluteURL(_ path: String, _ context: RequestContext) -> String {
+        guard let host = context.host, !host.isEmpty else { return path }
+        return "\(context.scheme)://\(host)\(path)"
+    }
+}

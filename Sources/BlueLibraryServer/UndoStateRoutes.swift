@@ -1,0 +1,100 @@
+import HTTPServer
+import Library
+
+/// `/undo` (the command stack) and `/state` (the saved current album, per client).
+struct UndoStateRoutes {
+    let facade: LibraryFacade
+
+    func register(into routes: inout RouterBuilder) {
+        routes.add(.get, "/undo", options: .workerPool) { request, _ in
+            let status = try library { () throws(LibraryError) in try facade.undoStatus() }
+            return try ConditionalGET.respond(
+                to: request,
+                with: JSONBody.response(UndoStatusDocument(status), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
+        }
+        routes.add(.post, "/undo", options: .workerPool) { request, _ in
+            let client = try RequestInput.client(request)
+            let result = try library { () throws(LibraryError) in try facade.undo(client: client) }
+            return try JSONBody.response(UndoResultDocument(result), pretty: request.wantsPretty)
+        }
+        routes.add(.get, "/state", options: .workerPool) { request, _ in
+            let client = try RequestInput.client(request)
+            let state = try library { () throws(LibraryError) in try facade.state(client: client) }
+            return try ConditionalGET.respond(
+                to: request, with: JSONBody.response(state, pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
+        }
+        routes.add(.put, "/state", options: .workerPool) { request, _ in
+            try RequestInput.requireJSON(request)
+            let client = try RequestInput.client(request)
+            let input = try library { () throws(LibraryError) in try StateRequest.decode(json: request.body) }
+            let state: SavedState
+            do {
+                state = try library { () throws(LibraryError) in
+                    switch input {
+                    case let .index(index): try facade.setState(client: client, index: index)
+                    case let .album(id): try facade.setState(client: client, albumID: id)
+                    }
+                }
+            } catch var error as HTTPError where error.status == .notFound {
+                // The album or index named in a valid body does not exist: a bad value, 422.
+                error.status = .unprocessableContent
+                error.errors = [.init(field: input.fieldName, message: error.detail)]
+                throw error
+            }
+            return try JSONBody.response(state, pretty: request.wantsPretty)
+        }
+    }
+}
+
+extension StateRequest {
+    var fieldName: String {
+        switch self {
+        case .index: "currentAlbumIndex"
+        case .album: "albumID"
+        }
+    }
+}
+
+/// `GET /undo`: `{"depth": 2, "canUndo": true, "next": "re-insert 'Best of Bowie' at index 0"}`.
+struct UndoStatusDocument: Encodable {
+    let depth: Int
+    let canUndo: Bool
+    let next: String?
+
+    init(_ status: UndoStatus) {
+        depth = status.depth
+        canUndo = status.canUndo
+        next = status.next
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(depth, forKey: .depth)
+        try container.encode(canUndo, forKey: .canUndo)
+        try container.encode(next, forKey: .next)
+    }
+
+    enum CodingKeys: String, CodingKey { case depth, canUndo, next }
+}
+
+/// `POST /undo`: what was undone and where its album is now.
+struct UndoResultDocument: Encodable {
+    let undone: String
+    let album: IndexedAlbum?
+    let version: Int64
+
+    init(_ result: UndoResult) {
+        undone = result.command.summary
+        album = result.album
+        version = result.version
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(undone, forKey: .undone)
+        try container.encode(album, forKey: .album)
+        try container.encode(version, forKey: .version)
+    }
+
+    enum CodingKeys: String, CodingKey { case undone, album, version }
+}

@@ -88,7 +88,14 @@ final class Connection {
         defer { driving = false }
         while true {
             if case .closed = state { return }
-            if closeWhenFlushed || output.queuedBytes > shared.limits.maxQueuedResponseBytes { break }
+            if closeWhenFlushed { break }
+            if output.queuedBytes > shared.limits.maxQueuedResponseBytes {
+                // Too much queued to take on another request: write some out first. If the
+                // socket takes it all, carry on parsing; otherwise EPOLLOUT will drive again.
+                flush()
+                if case .closed = state { return }
+                if output.queuedBytes > shared.limits.maxQueuedResponseBytes { break }
+            }
             let progressed: Bool
             switch state {
             case .awaitingHead, .readingBody:
@@ -456,8 +463,9 @@ final class Connection {
     func drain() {
         drainRequested = true
         switch state {
-        case .awaitingHead where inputStart >= input.count && output.isEmpty:
-            close()
+        case .awaitingHead where inputStart >= input.count:
+            // Idle, or still writing its last response: close once that is out.
+            if output.isEmpty { close() } else { closeWhenFlushed = true }
         case .streaming:
             streamFinish()
         default:

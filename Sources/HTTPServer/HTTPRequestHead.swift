@@ -38,10 +38,11 @@ struct HTTPHeadParser {
             {
                 throw .requestLineTooLong
             }
-            if pending > limits.maxHeadBytes { throw .headTooLarge }
+            // The skipped empty lines count too, or an endless stream of them would grow the buffer.
+            if buffer.count - start > limits.maxHeadBytes { throw .headTooLarge }
             return .needMoreData
         }
-        if headEnd.contentEnd - lineStart > limits.maxHeadBytes { throw .headTooLarge }
+        if headEnd.contentEnd - start > limits.maxHeadBytes { throw .headTooLarge }
 
         var lines = LineIterator(buffer: buffer, position: lineStart, end: headEnd.contentEnd)
         guard let requestLine = lines.next() else { throw .malformedRequestLine }

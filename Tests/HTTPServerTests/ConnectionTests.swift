@@ -60,6 +60,54 @@ import Testing
         #expect(client.buffer.isEmpty)
     }
 
+    @Test func pipelinedRequestsContinueAfterLargeResponsesAreFlushed() throws {
+        // Responses larger than maxQueuedResponseBytes make the connection stop reading
+        // pipelined requests until the output drains; it must then carry on by itself.
+        var limits = HTTPServerLimits.forTests
+        limits.maxQueuedResponseBytes = 1000
+        let big = [UInt8](repeating: UInt8(ascii: "b"), count: 5000)
+        let server = try TestServer(limits: limits) { routes in
+            routes.add(.get, "/big") { _, _ in HTTPResponse(contentType: "text/plain", bytes: big) }
+            routes.add(.get, "/big-worker", options: .workerPool) { _, _ in
+                HTTPResponse(contentType: "text/plain", bytes: big)
+            }
+        }
+        defer { server.stop() }
+        let client = try server.client(timeout: 2)
+
+        try client.send(
+            "GET /big HTTP/1.1\r\nHost: test\r\n\r\n" + "GET /big-worker HTTP/1.1\r\nHost: test\r\n\r\n"
+                + "GET /big HTTP/1.1\r\nHost: test\r\n\r\n" + "GET /say?word=last HTTP/1.1\r\nHost: test\r\n\r\n")
+        for _ in 0..<3 {
+            let response = try client.readResponse()
+            #expect(response.status == 200)
+            #expect(firstDifference(response.body, big) == nil)
+        }
+        let last = try client.readResponse()
+        #expect(last.status == 200)
+        #expect(last.text == "last")
+    }
+
+    @Test(arguments: ["/say?word=inline", "/slow?word=worker"])
+    func halfClosedClientStillGetsItsResponse(target: String) throws {
+        let server = try TestServer { routes in
+            routes.add(.get, "/slow", options: .workerPool) { request, _ in
+                Thread.sleep(forTimeInterval: 0.05)
+                return HTTPResponse(contentType: "text/plain", bytes: Array((request.query("word") ?? "").utf8))
+            }
+        }
+        defer { server.stop() }
+        let client = try server.client()
+        try client.send(
+            "GET /say?word=first HTTP/1.1\r\nHost: test\r\n\r\nGET \(target) HTTP/1.1\r\nHost: test\r\n\r\n")
+        client.shutdownWrite()
+        #expect(try client.readResponse().text == "first")
+        let second = try client.readResponse()
+        #expect(second.status == 200)
+        #expect(second.text == String(target.split(separator: "=").last!))
+        #expect(client.waitForClose(within: 3))
+    }
+
     @Test func http10RequestGetsHTTP10ResponseAndClose() throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -116,3 +116,10 @@ final class BackgroundThread: Sendable {
 extension String {
     var bytes: [UInt8] { Array(utf8) }
 }
+
+/// The first index where two byte arrays differ (a length difference counts), or nil. Keeps
+/// failure messages short where comparing whole arrays would print hundreds of kilobytes.
+func firstDifference(_ a: [UInt8], _ b: [UInt8]) -> Int? {
+    for i in 0..<min(a.count, b.count) where a[i] != b[i] { return i }
+    return a.count == b.count ? nil : min(a.count, b.count)
+}

@@ -1,0 +1,187 @@
+import Testing
+@testable import HTTPServer
+
+/// The request head parser and body decoder on their own.
+@Suite struct HeadParserTests {
+    let parser = HTTPHeadParser(limits: HTTPServerLimits())
+
+    func parse(_ text: String) throws(HTTPParseError) -> (HTTPRequestHead, consumed: Int)? {
+        switch try parser.parse(Array(text.utf8), from: 0) {
+        case .needMoreData: return nil
+        case let .head(head, consumed): return (head, consumed)
+        }
+    }
+
+    @Test func crlfHead() throws {
+        let text = "GET /a?b=c HTTP/1.1\r\nHost: example\r\nX-Two:  spaced value \t\r\n\r\nNEXT"
+        let (head, consumed) = try #require(try parse(text))
+        #expect(head.method == .get)
+        #expect(head.target == "/a?b=c")
+        #expect(head.version == .http1_1)
+        #expect(head.headers["host"] == "example")
+        #expect(head.headers["X-Two"] == "spaced value")
+        #expect(head.framing == .none)
+        #expect(consumed == text.utf8.count - 4)
+    }
+
+    @Test func bareLFLineEndingsAreAccepted() throws {
+        let text = "POST /x HTTP/1.1\nHost: example\nContent-Length: 3\n\nabc"
+        let (head, consumed) = try #require(try parse(text))
+        #expect(head.method == .post)
+        #expect(head.headers["Host"] == "example")
+        #expect(head.framing == .length(3))
+        #expect(consumed == text.utf8.count - 3)
+
+        let mixed = "GET / HTTP/1.1\r\nHost: a\n\r\n"
+        let (mixedHead, mixedConsumed) = try #require(try parse(mixed))
+        #expect(mixedHead.headers["Host"] == "a")
+        #expect(mixedConsumed == mixed.utf8.count)
+    }
+
+    @Test func leadingEmptyLinesAreSkipped() throws {
+        let text = "\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"
+        let (head, consumed) = try #require(try parse(text))
+        #expect(head.target == "/")
+        #expect(consumed == text.utf8.count)
+    }
+
+    @Test func partialHeadNeedsMoreData() throws {
+        let text = "GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+        for end in 0..<text.utf8.count {
+            let prefix = String(decoding: Array(text.utf8)[0..<end], as: UTF8.self)
+            #expect(try parse(prefix) == nil, "prefix of \(end) bytes")
+        }
+    }
+
+    @Test func obsFoldIsRejected() {
+        #expect(throws: HTTPParseError.malformedHeader) {
+            try parse("GET / HTTP/1.1\r\nHost: a\r\nX-Long: one\r\n two\r\n\r\n")
+        }
+        #expect(throws: HTTPParseError.malformedHeader) {
+            try parse("GET / HTTP/1.1\r\nHost: a\r\nX-Long: one\r\n\ttwo\r\n\r\n")
+        }
+    }
+
+    @Test func malformedHeadersAreRejected() {
+        for text in [
+            "GET / HTTP/1.1\r\nHost : a\r\n\r\n",  // space before colon
+            "GET / HTTP/1.1\r\nHost a\r\n\r\n",  // no colon
+            "GET / HTTP/1.1\r\n: a\r\nHost: a\r\n\r\n",  // empty name
+        ] {
+            #expect(throws: HTTPParseError.malformedHeader, "\(text.debugDescription)") { try parse(text) }
+        }
+    }
+
+    @Test func duplicateDifferingContentLengthIsRejected() throws {
+        #expect(throws: HTTPParseError.invalidContentLength) {
+            try parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n")
+        }
+        #expect(throws: HTTPParseError.invalidContentLength) {
+            try parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 6\r\n\r\n")
+        }
+        #expect(throws: HTTPParseError.invalidContentLength) {
+            try parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n")
+        }
+        // Repeating the same value is allowed (RFC 9112 §6.3).
+        let (head, _) = try #require(try parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5, 5\r\n\r\n"))
+        #expect(head.framing == .length(5))
+    }
+
+    @Test func framingConflictsAndEncodings() throws {
+        #expect(throws: HTTPParseError.conflictingFraming) {
+            try parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n")
+        }
+        #expect(throws: HTTPParseError.unsupportedTransferEncoding) {
+            try parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")
+        }
+        let (head, _) = try #require(try parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n"))
+        #expect(head.framing == .chunked)
+    }
+
+    @Test func versionsHostAndExpect() throws {
+        #expect(throws: HTTPParseError.unsupportedVersion) { try parse("GET / HTTP/2.0\r\nHost: a\r\n\r\n") }
+        #expect(throws: HTTPParseError.missingHost) { try parse("GET / HTTP/1.1\r\n\r\n") }
+        let (old, _) = try #require(try parse("GET / HTTP/1.0\r\n\r\n"))
+        #expect(old.version == .http1_0)
+        let (expecting, _) = try #require(
+            try parse("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n"))
+        #expect(expecting.expectsContinue)
+    }
+
+    @Test func limitsAreEnforced() {
+        var limits = HTTPServerLimits()
+        limits.maxRequestLineBytes = 32
+        limits.maxHeadBytes = 128
+        limits.maxHeaderCount = 2
+        let parser = HTTPHeadParser(limits: limits)
+        func parse(_ text: String) throws(HTTPParseError) { _ = try parser.parse(Array(text.utf8), from: 0) }
+        #expect(throws: HTTPParseError.requestLineTooLong) { try parse("GET /\(String(repeating: "a", count: 40)) HTTP/1.1\r\n\r\n") }
+        #expect(throws: HTTPParseError.requestLineTooLong) { try parse("GET /\(String(repeating: "a", count: 40))") }
+        #expect(throws: HTTPParseError.tooManyHeaders) { try parse("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n") }
+        #expect(throws: HTTPParseError.headTooLarge) {
+            try parse("GET / HTTP/1.1\r\nHost: a\r\nA: \(String(repeating: "x", count: 200))\r\n\r\n")
+        }
+        #expect(throws: HTTPParseError.headTooLarge) {
+            try parse("GET / HTTP/1.1\r\nHost: a\r\nA: \(String(repeating: "x", count: 200))")
+        }
+    }
+}
+
+@Suite struct BodyDecoderTests {
+    /// Feeds `input` to a decoder `step` bytes at a time, the way a connection would.
+    func decode(_ input: String, framing: HTTPRequestHead.BodyFraming, limit: Int = 1024, step: Int = .max)
+        throws(HTTPParseError) -> (body: String, consumed: Int, complete: Bool)
+    {
+        var decoder = try HTTPBodyDecoder(framing: framing, limit: limit)
+        let all = Array(input.utf8)
+        var buffer: [UInt8] = []
+        var consumed = 0
+        var offset = 0
+        while offset < all.count && !decoder.isComplete {
+            let end = min(all.count, offset + min(step, all.count))
+            buffer.append(contentsOf: all[offset..<end])
+            offset = end
+            consumed += try decoder.consume(buffer, from: consumed)
+        }
+        let complete = decoder.isComplete
+        return (String(decoding: decoder.takeBody(), as: UTF8.self), consumed, complete)
+    }
+
+    @Test(arguments: [1, 2, 3, 7, Int.max])
+    func chunkExtensionsAreIgnored(step: Int) throws {
+        let input = "5;name=value\r\nhello\r\n1 ; quoted=\"a;b\"\r\n,\r\n6;x\r\n world\r\n0;last=yes\r\nTrailer: t\r\n\r\nNEXT"
+        let result = try decode(input, framing: .chunked, step: step)
+        #expect(result.complete)
+        #expect(result.body == "hello, world")
+        #expect(result.consumed == input.utf8.count - 4)
+    }
+
+    @Test func bareLFChunkLinesAreAccepted() throws {
+        let result = try decode("3\nabc\n0\n\n", framing: .chunked)
+        #expect(result.complete)
+        #expect(result.body == "abc")
+    }
+
+    @Test func contentLengthBodyStopsAtLength() throws {
+        let result = try decode("abcdefNEXT", framing: .length(6), step: 4)
+        #expect(result.complete)
+        #expect(result.body == "abcdef")
+        #expect(result.consumed == 6)
+    }
+
+    @Test func malformedChunksAreRejected() {
+        for input in ["g\r\n", "5\r\nhelloX\r\n", "\r\n", "1234567890abcdef0\r\n"] {
+            #expect(throws: HTTPParseError.malformedChunk, "\(input.debugDescription)") {
+                try decode(input, framing: .chunked)
+            }
+        }
+    }
+
+    @Test func limitsAreEnforced() {
+        #expect(throws: HTTPParseError.bodyTooLarge(limit: 10)) { try decode("", framing: .length(11), limit: 10) }
+        #expect(throws: HTTPParseError.bodyTooLarge(limit: 10)) {
+            try decode("6\r\nabcdef\r\n5\r\nghijk\r\n0\r\n\r\n", framing: .chunked, limit: 10)
+        }
+        #expect(throws: Never.self) { try decode("5\r\nabcde\r\n5\r\nfghij\r\n0\r\n\r\n", framing: .chunked, limit: 10) }
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+@testable import HTTPServer
+
+/// Slow and idle clients are dropped after their timeout without holding anyone else up.
+/// Timings here are only bounds for "was dropped" / "was served", never performance claims.
+@Suite struct TimeoutTests {
+    @Test func stalledHeadIsDroppedWhileOthersAreServed() throws {
+        var limits = HTTPServerLimits.forTests
+        limits.headTimeout = .milliseconds(500)
+        limits.idleTimeout = .seconds(10)
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+
+        let slow = try server.client()
+        let started = Date()
+        try slow.send("GET /hello HTTP/1.1\r\nHo")
+
+        // Another client is served normally during the stall.
+        let other = try server.client()
+        try other.send("GET /say?word=served HTTP/1.1\r\nHost: test\r\n\r\n")
+        let served = try other.readResponse()
+        #expect(served.status == 200)
+        #expect(served.text == "served")
+
+        // Then the stalled one is answered 408 (or simply closed) and closed.
+        #expect(slow.waitForClose(within: 4), "a stalled head is dropped after headTimeout")
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(elapsed >= 0.4, "not dropped before headTimeout (after \(elapsed) s)")
+        if !slow.buffer.isEmpty {
+            let text = String(decoding: slow.buffer, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 408 "), "got \(text.debugDescription)")
+        }
+
+        // The other connection was not affected.
+        try other.send("GET /say?word=still HTTP/1.1\r\nHost: test\r\n\r\n")
+        #expect(try other.readResponse().text == "still")
+    }
+
+    @Test func trickledHeadIsDroppedAfterHeadTimeout() throws {
+        // A byte every 100 ms keeps the connection busy but never finishes the head.
+        var limits = HTTPServerLimits.forTests
+        limits.headTimeout = .milliseconds(500)
+        limits.idleTimeout = .seconds(10)
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+
+        let slow = try server.client()
+        let started = Date()
+        var dropped = false
+        for byte in "GET /hello HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".utf8 {
+            if (try? slow.send([byte])) == nil { dropped = true; break }
+            if slow.waitForClose(within: 0.1) { dropped = true; break }
+            if Date().timeIntervalSince(started) > 4 { break }
+        }
+        #expect(dropped, "a slowloris client is dropped")
+        #expect(Date().timeIntervalSince(started) < 4)
+    }
+
+    @Test func idleKeepAliveConnectionIsClosedAfterIdleTimeout() throws {
+        var limits = HTTPServerLimits.forTests
+        limits.idleTimeout = .milliseconds(500)
+        limits.headTimeout = .seconds(10)
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+
+        let client = try server.client()
+        try client.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(!response.connectionTokens.contains("close"))
+        let idleSince = Date()
+
+        #expect(client.waitForClose(within: 4), "an idle keep-alive connection is closed")
+        #expect(Date().timeIntervalSince(idleSince) >= 0.4)
+        #expect(client.buffer.isEmpty, "closed without a response")
+    }
+
+    @Test func stalledBodyIsDropped() throws {
+        var limits = HTTPServerLimits.forTests
+        limits.bodyTimeout = .milliseconds(500)
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+
+        let client = try server.client()
+        try client.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 10\r\n\r\nabc")
+        #expect(client.waitForClose(within: 4), "a body that stops arriving is dropped")
+    }
+}

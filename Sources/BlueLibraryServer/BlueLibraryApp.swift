@@ -35,16 +35,16 @@ public final class BlueLibraryApp: Sendable {
 
     public func start() {
         server.start()
-        logger.log(.info, "listening", [("host", configuration.host), ("port", String(server.port)),
-                                        ("dataDir", configuration.dataDirectory), ("version", BlueLibraryVersion.current)])
+        logger.log(.info, "listening", [("host", .string(configuration.host)), ("port", .int(server.port)),
+                                        ("dataDir", .string(configuration.dataDirectory)),
+                                        ("version", .string(BlueLibraryVersion.current))], always: true)
     }
 
     /// Graceful stop: readiness fails at once, in-flight requests finish within the grace period.
     public func shutdown() {
         state.beginDraining()
-        logger.log(.info, "draining", [("graceSeconds", String(configuration.shutdownGrace.components.seconds))])
+        logger.log(.info, "draining", [("graceSeconds", .int(Int(configuration.shutdownGrace.components.seconds)))], always: true)
         server.shutdown(grace: configuration.shutdownGrace)
-        logger.log(.info, "stopped")
     }
 
     public func waitUntilStopped() { server.waitUntilStopped() }
@@ -52,8 +52,8 @@ public final class BlueLibraryApp: Sendable {
     /// A 500 never shows internals to the client; the log line has them, with the request id.
     static func errorRenderer(logger: JSONLogger) -> ErrorRenderer {
         ErrorRenderer { error, request, context in
-            logger.log(.error, "unhandled error", [("error", String(describing: error)), ("requestId", context.requestID),
-                                                   ("method", request.method.rawValue), ("path", String(request.path))])
+            logger.log(.error, "unhandled error", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID)),
+                                                   ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])
             return HTTPError(.internalServerError,
                              detail: "The server failed to answer this request. Quote request id \(context.requestID) when reporting it.")
                 .response()

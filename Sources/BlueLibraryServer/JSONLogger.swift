@@ -25,16 +25,29 @@ public struct JSONLogger: Sendable {
 
     public func isEnabled(_ level: HTTPServer.LogLevel) -> Bool { level >= self.level }
 
-    /// Logs `message` with extra string fields.
-    public func log(_ level: HTTPServer.LogLevel, _ message: String, _ fields: [(String, String)] = []) {
-        guard isEnabled(level) else { return }
+    /// A field value: logs keep numbers as numbers.
+    public enum Value: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+        case string(String)
+        case int(Int)
+        public init(stringLiteral value: String) { self = .string(value) }
+        public init(integerLiteral value: Int) { self = .int(value) }
+    }
+
+    /// Logs `message` with extra fields. `always` lines (start-up, shutdown) are written
+    /// whatever the level, since operators and scripts wait for them.
+    public func log(_ level: HTTPServer.LogLevel, _ message: String, _ fields: [(String, Value)] = [], always: Bool = false) {
+        guard always || isEnabled(level) else { return }
         var json = JSONWriter()
         json.beginObject()
         json.key("time"); json.string(LogTimestamp.now())
         json.key("level"); json.string(Self.name(of: level))
         json.key("message"); json.string(message)
         for (key, value) in fields {
-            json.key(key); json.string(value)
+            json.key(key)
+            switch value {
+            case let .string(text): json.string(text)
+            case let .int(number): json.number(number)
+            }
         }
         json.endObject()
         json.newline()

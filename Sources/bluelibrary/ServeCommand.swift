@@ -56,6 +56,7 @@ enum ServeCommand {
         }
         app.start()
         app.waitUntilStopped()
+        logger.log(.info, "stopped", always: true)
         withExtendedLifetime(sources) {}
         exit(0)
     }

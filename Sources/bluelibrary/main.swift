@@ -17,12 +17,15 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 switch command {
 case "serve":
     ServeCommand.run(ServeCommand.configuration(from: Array(arguments.dropFirst())))
+case "healthcheck":
+    HealthcheckCommand.run(Array(arguments.dropFirst()))
 case "help", "--help", "-h":
     print("""
         Usage: bluelibrary <command> [options]
 
         Commands:
           serve        Run the HTTP server (see 'bluelibrary serve --help').
+          healthcheck  Exit 0 if the local server's /readyz answers 200 (for container HEALTHCHECK).
           help         Show this text.
         """)
 default:

@@ -40,7 +40,7 @@ public final class ServerProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let line = logLines().first(where: { $0.contains("\"message\":\"listening\"") }),
-                let range = line.range(of: #""port":"(\d+)""#, options: .regularExpression)
+                let range = line.range(of: #""port":(\d+)"#, options: .regularExpression)
             {
                 port = Int(line[range].filter(\.isNumber))!
                 return

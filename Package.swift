@@ -37,10 +37,13 @@ let package = Package(
         // The domain: albums, ordering rules, the facade, undo, state, archive. No I/O imports.
         .target(name: "Library", swiftSettings: strict),
 
+        // AlbumStore on SQLite: the only module that knows SQL.
+        .target(name: "Storage", dependencies: ["Library", "SQLite"], swiftSettings: strict),
+
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
-            dependencies: ["HTTPServer", "Library"],
+            dependencies: ["HTTPServer", "Library", "Storage"],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: strict
         ),
@@ -56,6 +59,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
         .testTarget(name: "LibraryTests", dependencies: ["Library"], swiftSettings: strict),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite"], swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
             dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "bluelibrary"],

@@ -59,7 +59,9 @@ enum AlbumRepresentation {
         headers.set("Cache-Control", "no-cache")
         let response = HTTPResponse(
             status: status, contentType: "application/json", bytes: try bytes(item, pretty: request.wantsPretty), headers: headers)
-        return status == .ok ? try ConditionalGET.respond(to: request, with: response) : response
+        // Only reads revalidate: a PATCH or move must never answer 304 after committing.
+        let isRead = request.method == .get || request.method == .head
+        return status == .ok && isRead ? try ConditionalGET.respond(to: request, with: response) : response
     }
 
     /// A page of albums: `items`, `offset`, `limit`, `total`, `version`, `nextOffset`.

@@ -17,7 +17,7 @@ struct ArchiveRoutes {
         routes.add(.get, "/archive", options: .inline) { [facade, workers] _, _ in
             // The export runs on its own thread at the client's pace: a snapshot read of the
             // whole library must not hold one of the request workers for minutes.
-            let body = HTTPStreamBody { writer in
+            let body = HTTPStreamBody(endsOnShutdown: false) { writer in
                 workers.run {
                     do {
                         _ = try facade.exportArchive { chunk throws in

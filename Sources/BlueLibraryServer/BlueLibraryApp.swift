@@ -1,5 +1,7 @@
 import Foundation
 import HTTPServer
+import Library
+import Storage
 
 /// The composition root: reads nothing global, builds every collaborator from the
 /// configuration, wires the routes and middleware, and owns the HTTP server.
@@ -9,6 +11,9 @@ public final class BlueLibraryApp: Sendable {
     let server: HTTPServer
     let state: ServiceState
     public let router: Router
+    public let facade: LibraryFacade
+    let store: SQLiteAlbumStore
+    let exportWorkers: WorkerPool
 
     /// Opens storage and binds the port. Nothing is served before `start()`.
     public init(configuration: ServeConfiguration, logger: JSONLogger) throws {
@@ -17,10 +22,29 @@ public final class BlueLibraryApp: Sendable {
         let state = ServiceState()
         self.state = state
 
+        store = try Self.openStore(in: configuration.dataDirectory)
+        let clock: @Sendable () -> Date = { Date() }
+        facade = LibraryFacade(store: store, clock: clock, ids: .random(clock: clock))
+        if configuration.seed {
+            do {
+                if try facade.seedIfEmpty() { logger.log(.info, "seeded the library with the tutorial's five albums") }
+            } catch {
+                throw ConfigurationError("cannot seed the library in \(configuration.dataDirectory): \(error.message)")
+            }
+        }
+        exportWorkers = WorkerPool(threads: 2, name: "archive-export")
+        let idempotency = IdempotencyGuard(store: store, clock: clock)
+        let albums = AlbumRoutes(facade: facade, idempotency: idempotency)
+
         var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec()).register(into: &routes)
+        albums.register(into: &routes)
+        UndoStateRoutes(facade: facade).register(into: &routes)
+        ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers),
+                      maxImportBytes: configuration.maxArchiveBytes).register(into: &routes)
+        TutorialRoutes(facade: facade, albums: albums).register(into: &routes)
         router = routes.build()
 
         server = try HTTPServer(
@@ -45,6 +69,22 @@ public final class BlueLibraryApp: Sendable {
         state.beginDraining()
         logger.log(.info, "draining", [("graceSeconds", .int(Int(configuration.shutdownGrace.components.seconds)))], always: true)
         server.shutdown(grace: configuration.shutdownGrace)
+        exportWorkers.shutdown()
+    }
+
+    /// The SQLite database in the data directory (created if missing).
+    static func openStore(in directory: String) throws -> SQLiteAlbumStore {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw ConfigurationError("cannot create the data directory \(directory): \(error.localizedDescription)")
+        }
+        let path = URL(fileURLWithPath: directory).appendingPathComponent("bluelibrary.sqlite").path
+        do {
+            return try SQLiteAlbumStore(path: path)
+        } catch {
+            throw ConfigurationError("cannot open the database \(path): \(error)")
+        }
     }
 
     public func waitUntilStopped() { server.waitUntilStopped() }

@@ -14,6 +14,8 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var shutdownGrace: Duration = .seconds(10)
     public var seed = true
     public var limits = HTTPServerLimits()
+    /// The largest archive `PUT /archive` accepts.
+    public var maxArchiveBytes = 1 << 30
 
     public init() {}
 
@@ -91,6 +93,10 @@ public struct ServeConfiguration: Sendable, Equatable {
         Option(flag: "--max-body-bytes", variable: "BLUELIBRARY_MAX_BODY_BYTES", placeholder: "BYTES", defaultText: "1048576",
                help: "Largest request body for ordinary routes.") { config, value throws(ConfigurationError) in
             config.limits.maxBodyBytes = try integer(value, in: 1...(1 << 30), name: "max body bytes")
+        },
+        Option(flag: "--max-archive-bytes", variable: "BLUELIBRARY_MAX_ARCHIVE_BYTES", placeholder: "BYTES", defaultText: "1073741824",
+               help: "Largest archive PUT /archive accepts.") { config, value throws(ConfigurationError) in
+            config.maxArchiveBytes = try integer(value, in: 1...(1 << 40), name: "max archive bytes")
         },
         Option(flag: "--max-connections", variable: "BLUELIBRARY_MAX_CONNECTIONS", placeholder: "N", defaultText: "10000",
                help: "Open connections at most; more get 503.") { config, value throws(ConfigurationError) in

@@ -41,6 +41,11 @@ struct SystemRoutes {
             service: "bluelibrary",
             version: BlueLibraryVersion.current,
             links: [
+                .init(rel: "albums", href: "/albums", title: "The albums, in order (offset and limit page them)"),
+                .init(rel: "album-at", href: "/albums/at/{index}", title: "The album at an index"),
+                .init(rel: "undo", href: "/undo", title: "Undo stack; POST undoes the last change"),
+                .init(rel: "state", href: "/state", title: "Saved current album (?client= names a client)"),
+                .init(rel: "archive", href: "/archive", title: "Export (GET) or replace (PUT) the whole library"),
                 .init(rel: "health", href: "/healthz", title: "Liveness probe"),
                 .init(rel: "ready", href: "/readyz", title: "Readiness probe (503 while draining)"),
                 .init(rel: "openapi", href: "/openapi.yaml", title: "OpenAPI 3.1 description of every route"),

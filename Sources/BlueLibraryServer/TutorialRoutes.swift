@@ -23,7 +23,11 @@ struct TutorialRoutes {
                 throw HTTPError(.unsupportedMediaType,
                                 detail: "Send the index as text/plain (e.g. 2) or application/json ({\"index\": 2}).")
             }
-            let index = try library { () throws(LibraryError) in try IndexRequest.decode(json: request.body, allowPlainText: true) }
+            var body = request.body
+            if type == "application/x-www-form-urlencoded", let form = FormBody.value(of: "index", in: body) {
+                body = Array(form.utf8)  // index=2 from an HTML form or curl -d index=2
+            }
+            let index = try library { () throws(LibraryError) in try IndexRequest.decode(json: body, allowPlainText: true) }
             guard let index else {
                 throw HTTPError(.unprocessableContent, detail: "The body must name the index to delete, e.g. 2 or {\"index\": 2}.",
                                 errors: [.init(field: "index", message: "index is required")])
@@ -31,5 +35,13 @@ struct TutorialRoutes {
             let removed = try library { () throws(LibraryError) in try facade.delete(at: index) }
             return try albums.deleted(removed, request: request)
         }
+    }
+}
+
+/// `application/x-www-form-urlencoded` bodies (`index=2`).
+enum FormBody {
+    static func value(of name: String, in body: [UInt8]) -> String? {
+        let request = HTTPRequest(method: .post, target: "/?" + String(decoding: body, as: UTF8.self))
+        return request.query(name)
     }
 }

@@ -18,7 +18,7 @@ final class Connection {
         /// The responder runs on the worker pool.
         case processing(ResponseFraming)
         /// A streaming body is open.
-        case streaming(HTTPStreamWriter, ResponseFraming)
+        case streaming(HTTPStreamWriter, ResponseFraming, endsOnShutdown: Bool)
         case closed
     }
 
@@ -292,11 +292,11 @@ final class Connection {
                 return
             }
             let writer = HTTPStreamWriter(loop: loop, connectionID: id)
-            state = .streaming(writer, framing)
+            state = .streaming(writer, framing, endsOnShutdown: stream.endsOnShutdown)
             deadline = .max
             flush()
             stream.start(writer)
-            if drainRequested { streamFinish() }
+            if drainRequested && stream.endsOnShutdown { streamFinish() }
         }
     }
 
@@ -378,7 +378,7 @@ final class Connection {
     // MARK: - Streams
 
     func streamWrite(_ bytes: [UInt8]) {
-        guard case let .streaming(writer, framing) = state, !bytes.isEmpty else { return }
+        guard case let .streaming(writer, framing, _) = state, !bytes.isEmpty else { return }
         if output.queuedBytes > shared.limits.maxQueuedStreamBytes {
             // A reader this slow would hold memory forever: drop it.
             close()
@@ -396,7 +396,7 @@ final class Connection {
     }
 
     func streamFinish() {
-        guard case let .streaming(writer, framing) = state else { return }
+        guard case let .streaming(writer, framing, _) = state else { return }
         if framing.version == .http1_1 { output.append(Array("0\r\n\r\n".utf8)) }
         closeWhenFlushed = true
         state = .awaitingHead
@@ -422,7 +422,7 @@ final class Connection {
             if written > 0, !output.isEmpty {
                 deadline = MonotonicClock.now() &+ shared.limits.writeTimeout.nanoseconds
             }
-            if written > 0, case let .streaming(writer, _) = state { writer.didFlush(queued: output.queuedBytes) }
+            if written > 0, case let .streaming(writer, _, _) = state { writer.didFlush(queued: output.queuedBytes) }
         }
         if output.isEmpty {
             if closeWhenFlushed {
@@ -466,8 +466,8 @@ final class Connection {
         case .awaitingHead where inputStart >= input.count:
             // Idle, or still writing its last response: close once that is out.
             if output.isEmpty { close() } else { closeWhenFlushed = true }
-        case .streaming:
-            streamFinish()
+        case let .streaming(_, _, endsOnShutdown):
+            if endsOnShutdown { streamFinish() }
         default:
             break
         }
@@ -475,7 +475,7 @@ final class Connection {
 
     func close() {
         if case .closed = state { return }
-        if case let .streaming(writer, _) = state { writer.markClosed() }
+        if case let .streaming(writer, _, _) = state { writer.markClosed() }
         state = .closed
         output.discard()
         Glibc.close(fd)

@@ -50,7 +50,13 @@ public struct HTTPFileBody: Sendable {
 /// written, with a writer that any thread may use.
 public struct HTTPStreamBody: Sendable {
     public var start: @Sendable (HTTPStreamWriter) -> Void
-    public init(start: @escaping @Sendable (HTTPStreamWriter) -> Void) {
+    /// Whether a graceful shutdown ends the stream at once (event feeds: yes), or lets it run
+    /// to its end within the grace period (a download such as an export: cutting it short
+    /// with a clean last chunk would pass a truncated body off as complete).
+    public var endsOnShutdown: Bool
+
+    public init(endsOnShutdown: Bool = true, start: @escaping @Sendable (HTTPStreamWriter) -> Void) {
         self.start = start
+        self.endsOnShutdown = endsOnShutdown
     }
 }

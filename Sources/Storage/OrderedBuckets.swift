@@ -1,0 +1,395 @@
+import Library
+import SQLite
+
+// The order of a library's albums, kept with two levels of sparse integer keys.
+//
+// - The albums are split into consecutive *buckets*. A bucket row has `ord`, a sparse key
+//   ordering the buckets of a library, and `size`, its number of albums.
+// - An album row has `(bucket, pos)`; `pos` is a sparse key ordering the albums of its bucket.
+//   The list order is therefore `ORDER BY bucket.ord, album.pos`.
+//
+// Keys are spread `gap` (2^32 by default) apart when created; an insert between two keys takes
+// their midpoint. Only when two neighbours are adjacent integers (after 32 inserts into the
+// same gap) are keys rewritten: first a window of rows around the spot, doubled until its keys
+// can be spread at least gap/64 apart (one `UPDATE` of typically a few dozen rows), else the
+// whole bucket (one `UPDATE`, at most `2 × bucketSize` rows). Keys stay within ±2^60, so no sum of two keys or of a key and
+// a spread can overflow `Int64`.
+//
+// Costs, with n albums and B = bucketSize (n/B buckets of B…2B albums):
+// - index → (bucket, offset): a covering scan of the bucket table in order, summing sizes,
+//   from whichever end is nearer (≤ n/2B rows), then `ORDER BY pos LIMIT 1 OFFSET k` with k < 2B.
+// - index of an album: one statement summing the sizes of earlier buckets plus a count inside
+//   its bucket.
+// - insert: locate, pick a key, one `INSERT`, one bucket size update; a bucket above 2B splits
+//   in two (one `UPDATE` moving half of it to a new bucket).
+// - delete: one `DELETE`, one size update; an emptied bucket is removed, and a bucket down to B/4
+//   is merged into a neighbour when both fit in B.
+// - append (archive import): fills the last bucket up to B, then opens a new one; the last
+//   bucket's size is written back lazily, so a run of appends is one `INSERT` per album.
+
+/// The bucket size rules derived from the configured size.
+struct BucketLayout {
+    /// Appends fill a bucket up to this size; merges never make a bucket larger.
+    let target: Int
+    /// A bucket splits when it grows beyond this.
+    let maximum: Int
+    /// A bucket this small (or smaller) is merged into a neighbour when they fit together.
+    let minimum: Int
+    /// Distance between consecutive album keys in a bucket when they are (re)numbered.
+    let positionGap: Int64
+    /// Album keys stay within ±positionLimit.
+    let positionLimit: Int64
+    /// Distance between consecutive bucket keys when they are (re)numbered.
+    let bucketGap: Int64
+    /// Bucket keys stay within ±bucketLimit.
+    let bucketLimit: Int64 = 1 << 60
+
+    init(target: Int, spacing: SQLiteAlbumStore.KeySpacing) {
+        self.target = target
+        self.maximum = 2 * target
+        self.minimum = max(1, target / 4)
+        self.positionGap = spacing.positionGap
+        self.positionLimit = spacing.positionLimit
+        self.bucketGap = spacing.bucketGap
+    }
+}
+
+/// One bucket row.
+struct Bucket: Equatable {
+    var ord: Int64
+    var id: Int64
+    var size: Int
+
+    init(ord: Int64, id: Int64, size: Int) {
+        self.ord = ord
+        self.id = id
+        self.size = size
+    }
+
+    /// Columns: ord, id, size.
+    init(row: Row) throws {
+        self.init(ord: try row.int64(0), id: try row.int64(1), size: try row.int(2))
+    }
+}
+
+/// Thrown inside a row callback to stop reading rows early.
+private struct StopScan: Error {}
+
+extension LibraryTransaction {
+    /// Calls `body` for rows until it returns false.
+    func scan(_ sql: String, _ bindings: [SQLiteValue], _ body: (Row) throws -> Bool) throws {
+        do {
+            try db.forEachRow(sql, bindings) { row in
+                if try !body(row) { throw StopScan() }
+            }
+        } catch is StopScan {}
+    }
+
+    func setSize(of bucket: Bucket, library: Int64) throws {
+        try db.run(SQL.setBucketSize, [.integer(library), .integer(bucket.ord), .integer(Int64(bucket.size))])
+    }
+
+    private func count(_ keyPath: WritableKeyPath<SQLiteAlbumStore.OrderingCounters, Int>) {
+        store.counters.withLock { $0[keyPath: keyPath] += 1 }
+    }
+
+    // MARK: - Locating
+
+    /// The bucket holding position `index` (in `0..<count`, tail settled) and the offset in it.
+    func locate(_ index: Int) throws -> (Bucket, Int) {
+        let library = try libraryRow
+        let total = try count()
+        var found: (Bucket, Int)?
+        if index < total / 2 {
+            var before = 0
+            try scan(SQL.bucketsForward, [.integer(library)]) { row in
+                let bucket = try Bucket(row: row)
+                if index < before + bucket.size {
+                    found = (bucket, index - before)
+                    return false
+                }
+                before += bucket.size
+                return true
+            }
+        } else {
+            let fromEnd = total - 1 - index
+            var after = 0
+            try scan(SQL.bucketsBackward, [.integer(library)]) { row in
+                let bucket = try Bucket(row: row)
+                if fromEnd < after + bucket.size {
+                    found = (bucket, bucket.size - 1 - (fromEnd - after))
+                    return false
+                }
+                after += bucket.size
+                return true
+            }
+        }
+        guard let found else {
+            throw StorageError(.corrupt, "bucket sizes do not add up to the count \(total) (looking for \(index))")
+        }
+        return found
+    }
+
+    private func positions(in bucket: Bucket, offset: Int, count: Int) throws -> [Int64] {
+        try db.query(SQL.positionsAt, [.integer(bucket.id), .integer(Int64(count)), .integer(Int64(offset))]) {
+            try $0.int64(0)
+        }
+    }
+
+    private func lastPosition(in bucket: Bucket) throws -> Int64 {
+        guard let last = try db.scalar(SQL.lastPosition, [.integer(bucket.id)], as: Int64?.self) ?? nil else {
+            throw StorageError(.corrupt, "bucket \(bucket.id) has no albums")
+        }
+        return last
+    }
+
+    private func firstPosition(in bucket: Bucket) throws -> Int64 {
+        guard let first = try db.scalar(SQL.firstPosition, [.integer(bucket.id)], as: Int64?.self) ?? nil else {
+            throw StorageError(.corrupt, "bucket \(bucket.id) has no albums")
+        }
+        return first
+    }
+
+    /// A free key such that a new album with it lands at `offset` (in `0...size`) of `bucket`,
+    /// renumbering the bucket first when its neighbours' keys are adjacent.
+    func position(forOffset offset: Int, in bucket: inout Bucket) throws -> Int64 {
+        for _ in 0..<2 {
+            if offset == 0 {
+                let first = try firstPosition(in: bucket)
+                if first - layout.positionGap >= -layout.positionLimit { return first - layout.positionGap }
+            } else if offset == bucket.size {
+                let last = try lastPosition(in: bucket)
+                if last + layout.positionGap <= layout.positionLimit { return last + layout.positionGap }
+            } else {
+                let around = try positions(in: bucket, offset: offset - 1, count: 2)
+                guard around.count == 2 else {
+                    throw StorageError(.corrupt, "bucket \(bucket.id) holds fewer albums than its size \(bucket.size)")
+                }
+                if around[1] - around[0] >= 2 { return around[0] + (around[1] - around[0]) / 2 }
+                if try respace(bucket, around: offset) { continue }
+            }
+            try renumber(bucket)
+        }
+        throw StorageError(.corrupt, "no free position in bucket \(bucket.id) after renumbering")
+    }
+
+    /// Spreads the keys of a window of albums around `offset` (0 < offset < size) evenly
+    /// between the keys just outside it, doubling the window until the new spacing is at least
+    /// gap/64 (so the next renumbering is again many inserts away). Returns false when the
+    /// even the whole bucket between its first and last key is too tight (then the caller
+    /// renumbers all of it).
+    ///
+    /// Inserts piling up at one spot exhaust only the keys there; rewriting a few dozen rows
+    /// instead of the whole bucket keeps such inserts cheap (classic list labelling).
+    private func respace(_ bucket: Bucket, around offset: Int) throws -> Bool {
+        let wanted = max(2, layout.positionGap >> 6)
+        var half = 8
+        while true {
+            // Rows low..<high, between the keys of rows low - 1 and high; the window touches
+            // the insertion point (low <= offset <= high), so its gap opens up too.
+            let low = max(1, offset - half)
+            let high = min(bucket.size - 1, offset + half)
+            if low < high {
+                let outside = try positions(in: bucket, offset: low - 1, count: 1)
+                    + positions(in: bucket, offset: high, count: 1)
+                guard outside.count == 2 else {
+                    throw StorageError(.corrupt, "bucket \(bucket.id) holds fewer albums than its size \(bucket.size)")
+                }
+                let step = (outside[1] - outside[0]) / Int64(high - low + 1)
+                if step >= wanted {
+                    try db.run(SQL.respaceRange, [
+                        .integer(bucket.id), .integer(outside[0]), .integer(outside[1]), .integer(step),
+                    ])
+                    count(\.bucketRespaces)
+                    return true
+                }
+            }
+            if low == 1 && high == bucket.size - 1 { break }
+            half *= 2
+        }
+        return false
+    }
+
+    /// Rewrites the keys of `bucket` to 0, gap, 2·gap, … (order unchanged).
+    func renumber(_ bucket: Bucket) throws {
+        try db.run(SQL.renumberBucket, [.integer(bucket.id), .integer(layout.positionGap)])
+        count(\.bucketRenumbers)
+    }
+
+    // MARK: - Appending
+
+    /// Appends at the end: fills the last bucket up to the target size, then opens a new one.
+    func append(_ album: Album, library: Int64) throws {
+        let total = try count()
+        if tail == nil, let last = try db.firstRow(SQL.lastBucket, [.integer(library)], Bucket.init(row:)) {
+            tail = Tail(bucket: last, lastPosition: try lastPosition(in: last), sizeIsDirty: false)
+        }
+        if var current = tail, current.bucket.size < layout.target,
+           current.lastPosition + layout.positionGap <= layout.positionLimit
+        {
+            let position = current.lastPosition + layout.positionGap
+            try insertRow(album, library: library, bucket: current.bucket.id, position: position)
+            current.lastPosition = position
+            current.bucket.size += 1
+            current.sizeIsDirty = true
+            tail = current
+        } else {
+            // A new bucket after the last one. The album row goes in first, so a failure
+            // (duplicate id) leaves no empty bucket behind.
+            try settleTail()
+            var ord: Int64 = 0
+            if let last = try db.firstRow(SQL.lastBucket, [.integer(library)], Bucket.init(row:)) {
+                if last.ord + layout.bucketGap > layout.bucketLimit {
+                    try renumberBuckets(library: library)
+                }
+                let renumbered = try db.firstRow(SQL.lastBucket, [.integer(library)], Bucket.init(row:))
+                ord = (renumbered?.ord ?? 0) + layout.bucketGap
+            }
+            let bucket = Bucket(ord: ord, id: try nextBucketID(), size: 1)
+            try insertRow(album, library: library, bucket: bucket.id, position: 0)
+            try db.run(SQL.insertBucket, [.integer(library), .integer(ord), .integer(bucket.id), .integer(1)])
+            tail = Tail(bucket: bucket, lastPosition: 0, sizeIsDirty: false)
+        }
+        setCount(total + 1)
+    }
+
+    private func nextBucketID() throws -> Int64 {
+        try db.scalar(SQL.nextBucketID, as: Int64.self) ?? 1
+    }
+
+    // MARK: - Splitting
+
+    /// Splits an oversized bucket in two halves. The first bucket of a library gives its lower
+    /// half to a new bucket in front of it (repeated inserts at index 0 then never exhaust the
+    /// keys between two buckets); any other gives its upper half to a new bucket after it.
+    func split(_ bucket: Bucket, library: Int64) throws {
+        var bucket = bucket
+        let lowerCount = bucket.size / 2
+        let splitPositions = try positions(in: bucket, offset: lowerCount, count: 1)
+        guard let splitPosition = splitPositions.first else {
+            throw StorageError(.corrupt, "bucket \(bucket.id) holds fewer albums than its size \(bucket.size)")
+        }
+        let newID = try nextBucketID()
+        let previous = try db.firstRow(SQL.bucketBefore, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
+        if previous == nil {
+            if bucket.ord - layout.bucketGap < -layout.bucketLimit {
+                try renumberBuckets(library: library)
+                bucket = try reloaded(bucket)
+            }
+            try db.run(SQL.moveLowerPart, [.integer(bucket.id), .integer(newID), .integer(splitPosition)])
+            try db.run(SQL.insertBucket, [
+                .integer(library), .integer(bucket.ord - layout.bucketGap), .integer(newID), .integer(Int64(lowerCount)),
+            ])
+            bucket.size -= lowerCount
+        } else {
+            var ord = try ordAfter(bucket, library: library)
+            if ord == nil {
+                try renumberBuckets(library: library)
+                bucket = try reloaded(bucket)
+                ord = try ordAfter(bucket, library: library)
+            }
+            guard let ord else { throw StorageError(.corrupt, "no free bucket key after renumbering") }
+            try db.run(SQL.moveUpperPart, [.integer(bucket.id), .integer(newID), .integer(splitPosition)])
+            try db.run(SQL.insertBucket, [
+                .integer(library), .integer(ord), .integer(newID), .integer(Int64(bucket.size - lowerCount)),
+            ])
+            bucket.size = lowerCount
+        }
+        try setSize(of: bucket, library: library)
+        count(\.bucketSplits)
+    }
+
+    /// A free bucket key between `bucket` and the next one, or `nil` when they are adjacent.
+    private func ordAfter(_ bucket: Bucket, library: Int64) throws -> Int64? {
+        guard let next = try db.firstRow(SQL.bucketAfter, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
+        else {
+            return bucket.ord + layout.bucketGap <= layout.bucketLimit ? bucket.ord + layout.bucketGap : nil
+        }
+        return next.ord - bucket.ord >= 2 ? bucket.ord + (next.ord - bucket.ord) / 2 : nil
+    }
+
+    private func reloaded(_ bucket: Bucket) throws -> Bucket {
+        guard let fresh = try db.firstRow(SQL.bucketByID, [.integer(bucket.id)], Bucket.init(row:)) else {
+            throw StorageError(.corrupt, "bucket \(bucket.id) vanished")
+        }
+        return fresh
+    }
+
+    /// Rewrites the bucket keys of `library` to 0, gap, 2·gap, … (order unchanged). The keys
+    /// are a primary key, so the rows are deleted and inserted again rather than updated in
+    /// place (an in-place update could collide with a key not yet rewritten). Rare: only when
+    /// 32 successive splits fell between the same two buckets.
+    func renumberBuckets(library: Int64) throws {
+        let buckets = try db.query(SQL.bucketsForward, [.integer(library)], Bucket.init(row:))
+        try db.run(SQL.deleteBuckets, [.integer(library)])
+        for (index, bucket) in buckets.enumerated() {
+            try db.run(SQL.insertBucket, [
+                .integer(library), .integer(Int64(index) * layout.bucketGap), .integer(bucket.id), .integer(Int64(bucket.size)),
+            ])
+        }
+        count(\.orderRenumbers)
+    }
+
+    // MARK: - Removing
+
+    /// Updates `bucket` (as it was before) after one of its albums was deleted: removes it
+    /// when empty, merges it into a neighbour when small.
+    func removed(from bucket: Bucket, library: Int64) throws {
+        var bucket = bucket
+        bucket.size -= 1
+        if bucket.size == 0 {
+            try db.run(SQL.deleteBucket, [.integer(library), .integer(bucket.ord)])
+            return
+        }
+        try setSize(of: bucket, library: library)
+        if bucket.size <= layout.minimum {
+            try mergeIfPossible(bucket, library: library)
+        }
+    }
+
+    /// Moves every album of a small `bucket` into its smaller neighbour when together they fit
+    /// in the target size, shifting their keys past the neighbour's.
+    private func mergeIfPossible(_ bucket: Bucket, library: Int64) throws {
+        let previous = try db.firstRow(SQL.bucketBefore, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
+        let next = try db.firstRow(SQL.bucketAfter, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
+        let fits = { (candidate: Bucket?) -> Bucket? in
+            guard let candidate, candidate.size + bucket.size <= self.layout.target else { return nil }
+            return candidate
+        }
+        let into: Bucket
+        let intoPrevious: Bool
+        switch (fits(previous), fits(next)) {
+        case (let p?, let n?): (into, intoPrevious) = p.size <= n.size ? (p, true) : (n, false)
+        case (let p?, nil): (into, intoPrevious) = (p, true)
+        case (nil, let n?): (into, intoPrevious) = (n, false)
+        case (nil, nil): return
+        }
+        var shift = try mergeShift(bucket, into: into, intoPrevious: intoPrevious)
+        if shift == nil {
+            try renumber(bucket)
+            try renumber(into)
+            shift = try mergeShift(bucket, into: into, intoPrevious: intoPrevious)
+        }
+        guard let shift else { throw StorageError(.corrupt, "no room to merge bucket \(bucket.id)") }
+        try db.run(SQL.moveBucketShifted, [.integer(bucket.id), .integer(into.id), .integer(shift)])
+        var merged = into
+        merged.size += bucket.size
+        try setSize(of: merged, library: library)
+        try db.run(SQL.deleteBucket, [.integer(library), .integer(bucket.ord)])
+        count(\.bucketMerges)
+    }
+
+    /// The amount to add to the keys of `bucket` so they come after (or before) all keys of
+    /// `into`, or `nil` when the shifted keys would leave ±limit.
+    private func mergeShift(_ bucket: Bucket, into: Bucket, intoPrevious: Bool) throws -> Int64? {
+        let first = try firstPosition(in: bucket)
+        let last = try lastPosition(in: bucket)
+        if intoPrevious {
+            let shift = try lastPosition(in: into) + layout.positionGap - first
+            return last + shift <= layout.positionLimit ? shift : nil
+        } else {
+            let shift = try firstPosition(in: into) - layout.positionGap - last
+            return first + shift >= -layout.positionLimit ? shift : nil
+        }
+    }
+}

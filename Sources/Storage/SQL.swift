@@ -1,0 +1,127 @@
+/// Every statement the store runs. Constant text (values are always bound), so each one is
+/// prepared once per connection and then reused from the statement cache.
+enum SQL {
+    // MARK: Libraries
+
+    static let libraryID = "SELECT id FROM libraries WHERE name = ?1"
+    static let createLibrary = "INSERT INTO libraries (name) VALUES (?1) ON CONFLICT (name) DO NOTHING"
+    static let version = "SELECT version FROM libraries WHERE id = ?1"
+    static let albumCount = "SELECT album_count FROM libraries WHERE id = ?1"
+    static let setAlbumCount = "UPDATE libraries SET album_count = ?2 WHERE id = ?1"
+    static let bumpVersion = "UPDATE libraries SET version = version + 1 WHERE id = ?1 RETURNING version"
+
+    // MARK: Buckets (columns: ord, id, size)
+
+    static let bucketsForward = "SELECT ord, id, size FROM buckets WHERE library = ?1 ORDER BY ord"
+    static let bucketsBackward = "SELECT ord, id, size FROM buckets WHERE library = ?1 ORDER BY ord DESC"
+    static let lastBucket = "SELECT ord, id, size FROM buckets WHERE library = ?1 ORDER BY ord DESC LIMIT 1"
+    static let bucketBefore =
+        "SELECT ord, id, size FROM buckets WHERE library = ?1 AND ord < ?2 ORDER BY ord DESC LIMIT 1"
+    static let bucketAfter = "SELECT ord, id, size FROM buckets WHERE library = ?1 AND ord > ?2 ORDER BY ord LIMIT 1"
+    static let bucketByID = "SELECT ord, id, size FROM buckets WHERE id = ?1"
+    static let nextBucketID = "SELECT COALESCE(MAX(id), 0) + 1 FROM buckets"
+    static let insertBucket = "INSERT INTO buckets (library, ord, id, size) VALUES (?1, ?2, ?3, ?4)"
+    static let setBucketSize = "UPDATE buckets SET size = ?3 WHERE library = ?1 AND ord = ?2"
+    static let deleteBucket = "DELETE FROM buckets WHERE library = ?1 AND ord = ?2"
+    static let deleteBuckets = "DELETE FROM buckets WHERE library = ?1"
+
+    // MARK: Positions inside a bucket
+
+    static let positionsAt = "SELECT pos FROM albums WHERE bucket = ?1 ORDER BY pos LIMIT ?2 OFFSET ?3"
+    static let lastPosition = "SELECT MAX(pos) FROM albums WHERE bucket = ?1"
+    static let firstPosition = "SELECT MIN(pos) FROM albums WHERE bucket = ?1"
+    /// Renumbers a bucket to 0, gap, 2·gap, … in the current order, in one statement.
+    static let renumberBucket = """
+        UPDATE albums SET pos = ranked.n * ?2
+        FROM (SELECT row AS r, row_number() OVER (ORDER BY pos) - 1 AS n FROM albums WHERE bucket = ?1) AS ranked
+        WHERE albums.row = ranked.r
+        """
+    /// Re-spaces the keys strictly between ?2 and ?3 to ?2 + step, ?2 + 2·step, … (order unchanged).
+    static let respaceRange = """
+        UPDATE albums SET pos = ?2 + ranked.n * ?4
+        FROM (SELECT row AS r, row_number() OVER (ORDER BY pos) AS n FROM albums
+              WHERE bucket = ?1 AND pos > ?2 AND pos < ?3) AS ranked
+        WHERE albums.row = ranked.r
+        """
+    static let moveLowerPart = "UPDATE albums SET bucket = ?2 WHERE bucket = ?1 AND pos < ?3"
+    static let moveUpperPart = "UPDATE albums SET bucket = ?2 WHERE bucket = ?1 AND pos >= ?3"
+    static let moveBucketShifted = "UPDATE albums SET bucket = ?2, pos = pos + ?3 WHERE bucket = ?1"
+
+    // MARK: Albums
+
+    private static let albumColumns =
+        "album_id, title, artist, genre, year, cover_url, created_at, updated_at"
+    static let insertAlbum = """
+        INSERT INTO albums (library, bucket, pos, \(albumColumns))
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+        """
+    static let updateAlbum = """
+        UPDATE albums SET title = ?3, artist = ?4, genre = ?5, year = ?6, cover_url = ?7,
+            created_at = ?8, updated_at = ?9
+        WHERE library = ?1 AND album_id = ?2
+        """
+    static let albumByID = "SELECT \(albumColumns) FROM albums WHERE library = ?1 AND album_id = ?2"
+    static let albumsInBucket =
+        "SELECT \(albumColumns) FROM albums WHERE bucket = ?1 ORDER BY pos LIMIT ?2 OFFSET ?3"
+    static let allAlbumsInBucket = "SELECT \(albumColumns) FROM albums WHERE bucket = ?1 ORDER BY pos"
+    static let placeOfAlbum = """
+        SELECT a.row, b.ord, b.id, b.size FROM albums AS a JOIN buckets AS b ON b.id = a.bucket
+        WHERE a.library = ?1 AND a.album_id = ?2
+        """
+    static let deleteAlbumRow = "DELETE FROM albums WHERE row = ?1"
+    static let deleteAlbums = "DELETE FROM albums WHERE library = ?1"
+    /// Without a WHERE clause SQLite drops the table's pages wholesale (truncate optimisation).
+    static let deleteEveryAlbum = "DELETE FROM albums"
+    static let otherLibraryHasAlbums =
+        "SELECT EXISTS (SELECT 1 FROM libraries WHERE id <> ?1 AND album_count > 0)"
+    /// Albums in earlier buckets plus albums before it in its own bucket.
+    static let indexOfAlbum = """
+        SELECT (SELECT COALESCE(SUM(p.size), 0) FROM buckets AS p WHERE p.library = ?1 AND p.ord < b.ord)
+             + (SELECT COUNT(*) FROM albums AS s WHERE s.bucket = a.bucket AND s.pos < a.pos)
+        FROM albums AS a JOIN buckets AS b ON b.id = a.bucket
+        WHERE a.library = ?1 AND a.album_id = ?2
+        """
+
+    // MARK: Undo
+
+    static let pushUndo = """
+        INSERT INTO undo_commands (library, seq, command)
+        VALUES (?1, COALESCE((SELECT MAX(seq) FROM undo_commands WHERE library = ?1), 0) + 1, ?2)
+        """
+    /// Keeps the newest ?2 commands.
+    static let trimUndo = """
+        DELETE FROM undo_commands WHERE library = ?1 AND seq <=
+            (SELECT seq FROM undo_commands WHERE library = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)
+        """
+    static let undoDepth = "SELECT COUNT(*) FROM undo_commands WHERE library = ?1"
+    static let peekUndo = "SELECT seq, command FROM undo_commands WHERE library = ?1 ORDER BY seq DESC LIMIT 1"
+    static let deleteUndo = "DELETE FROM undo_commands WHERE library = ?1 AND seq = ?2"
+    static let clearUndo = "DELETE FROM undo_commands WHERE library = ?1"
+
+    // MARK: Saved states
+
+    static let state = """
+        SELECT client, current_index, album_id, updated_at FROM saved_states WHERE library = ?1 AND client = ?2
+        """
+    static let states = """
+        SELECT client, current_index, album_id, updated_at FROM saved_states WHERE library = ?1 ORDER BY client
+        """
+    static let saveState = """
+        INSERT INTO saved_states (library, client, current_index, album_id, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+        ON CONFLICT (library, client) DO UPDATE SET
+            current_index = excluded.current_index, album_id = excluded.album_id, updated_at = excluded.updated_at
+        """
+    static let deleteStates = "DELETE FROM saved_states WHERE library = ?1"
+
+    // MARK: Consistency
+
+    static let bucketsWithActualSizes = """
+        SELECT b.ord, b.id, b.size, (SELECT COUNT(*) FROM albums AS a WHERE a.bucket = b.id),
+            (SELECT COUNT(*) FROM albums AS a WHERE a.bucket = b.id AND a.library <> b.library)
+        FROM buckets AS b WHERE b.library = ?1 ORDER BY b.ord
+        """
+    static let albumsOfLibrary = "SELECT COUNT(*) FROM albums WHERE library = ?1"
+    static let duplicatePositions = """
+        SELECT COUNT(*) FROM (SELECT 1 FROM albums WHERE library = ?1 GROUP BY bucket, pos HAVING COUNT(*) > 1)
+        """
+}

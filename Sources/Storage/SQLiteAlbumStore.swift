@@ -1,0 +1,256 @@
+import Library
+import SQLite
+import Synchronization
+
+/// `AlbumStore` on SQLite: one database file holding every library.
+///
+/// - `write` runs its body in one `BEGIN IMMEDIATE` transaction on the single writer
+///   connection (serialised); it commits only if the body returns, and rethrows the body's
+///   error unchanged after rolling back.
+/// - `read` runs its body in one deferred transaction on a pooled read-only connection (WAL:
+///   readers never wait for the writer and see one snapshot).
+/// - Durability: WAL with `synchronous=NORMAL` by default (a committed write survives a
+///   killed process; a power cut may lose the last commits); `.full` syncs every commit.
+///
+/// The order of albums is kept with two levels of sparse keys (see `OrderedBuckets.swift`),
+/// so inserting or deleting anywhere costs O(bucket size) at worst and finding the album at an
+/// index costs one scan of the small bucket table plus one bounded index step.
+public final class SQLiteAlbumStore: AlbumStore {
+    public struct Configuration: Sendable {
+        public enum Durability: Sendable {
+            /// WAL + `synchronous=NORMAL`: survives process crashes, not necessarily power loss.
+            case normal
+            /// WAL + `synchronous=FULL`: every commit is synced to disk before it returns.
+            case full
+        }
+
+        public var durability: Durability
+        /// Read-only connections in the pool (0: reads use the writer, serialised).
+        public var readerCount: Int
+        /// How long a read waits for a free reader connection.
+        public var readerTimeout: Duration
+        /// How long a statement waits for a lock held by another process.
+        public var busyTimeout: Duration
+        /// Albums per bucket that appends fill up to; a bucket splits above twice this and is
+        /// merged into a neighbour below a quarter of it. Small values (4…8) exercise splits
+        /// and merges in tests; 256…1024 suit large libraries.
+        public var bucketSize: Int
+        /// Page cache of the writer connection, in KiB (SQLite's default is 2000).
+        public var writerCacheKiB: Int
+        /// Spacing of the sparse order keys. Leave the default; tests shrink it to force the
+        /// rare renumbering paths.
+        public var keySpacing: KeySpacing
+        /// Who copies the WAL back into the database file.
+        public var checkpointing: Checkpointing
+
+        public init(
+            durability: Durability = .normal,
+            readerCount: Int = 4,
+            readerTimeout: Duration = .seconds(10),
+            busyTimeout: Duration = .seconds(5),
+            bucketSize: Int = 512,
+            writerCacheKiB: Int = 32 * 1024,
+            keySpacing: KeySpacing = KeySpacing(),
+            checkpointing: Checkpointing = .background()
+        ) {
+            self.durability = durability
+            self.readerCount = readerCount
+            self.readerTimeout = readerTimeout
+            self.busyTimeout = busyTimeout
+            self.bucketSize = bucketSize
+            self.writerCacheKiB = writerCacheKiB
+            self.keySpacing = keySpacing
+            self.checkpointing = checkpointing
+        }
+    }
+
+    /// When the WAL is checkpointed (see `Checkpointer`).
+    public enum Checkpointing: Sendable {
+        /// SQLite's default: inside the commit that grows the WAL past 1000 pages.
+        case automatic
+        /// On a background thread every `interval`, or after `wakeAfterWrites` commits.
+        case background(interval: Duration = .milliseconds(250), wakeAfterWrites: Int = 256)
+    }
+
+    /// Spacing of the sparse order keys (see `OrderedBuckets.swift`).
+    public struct KeySpacing: Sendable {
+        /// Distance between album keys in a freshly (re)numbered bucket.
+        public var positionGap: Int64
+        /// Album keys stay within ±positionLimit; a bucket is renumbered before leaving it.
+        public var positionLimit: Int64
+        /// Distance between bucket keys when they are (re)numbered.
+        public var bucketGap: Int64
+
+        public init(positionGap: Int64 = 1 << 32, positionLimit: Int64 = 1 << 60, bucketGap: Int64 = 1 << 32) {
+            self.positionGap = positionGap
+            self.positionLimit = positionLimit
+            self.bucketGap = bucketGap
+        }
+    }
+
+    /// How often the ordering had to do its rarer work since the store was opened
+    /// (diagnostics and tests; counted even for transactions that later rolled back).
+    public struct OrderingCounters: Sendable, Equatable {
+        public var bucketSplits = 0
+        public var bucketMerges = 0
+        /// Whole buckets renumbered.
+        public var bucketRenumbers = 0
+        /// Windows of keys re-spaced inside a bucket (the cheaper alternative to a renumbering).
+        public var bucketRespaces = 0
+        public var orderRenumbers = 0
+    }
+
+    public let path: String
+    public let configuration: Configuration
+    let database: Database
+    /// Row ids of libraries known to exist (committed); rows are never deleted.
+    private let libraryRows = Mutex<[String: Int64]>([:])
+    private let checkpointer: Checkpointer?
+    let counters = Mutex(OrderingCounters())
+
+    /// Identifiers of the schema migrations, in the order they are applied.
+    public static var migrationIdentifiers: [String] { Schema.migrator.identifiers }
+
+    /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    public init(path: String, configuration: Configuration = Configuration()) throws {
+        let spacing = configuration.keySpacing
+        precondition(configuration.bucketSize >= 2, "bucketSize must be at least 2")
+        precondition(spacing.positionGap >= 2 && spacing.bucketGap >= 2, "key gaps must be at least 2")
+        precondition(
+            spacing.positionLimit <= 1 << 60
+                && spacing.positionLimit / spacing.positionGap >= 4 * Int64(configuration.bucketSize) + 4,
+            "positionLimit must leave room for a renumbered bucket and stay within 2^60")
+        precondition(spacing.bucketGap <= 1 << 40, "bucketGap must leave room for many buckets")
+        let options = Connection.Options(
+            synchronous: configuration.durability == .full ? .full : .normal,
+            busyTimeout: configuration.busyTimeout,
+            statementCacheCapacity: 128)
+        database = try Database(
+            path: path,
+            migrator: Schema.migrator,
+            configuration: Database.Configuration(
+                connection: options, readerCount: configuration.readerCount,
+                readerTimeout: configuration.readerTimeout))
+        self.path = path
+        self.configuration = configuration
+        let cacheKiB = configuration.writerCacheKiB
+        if cacheKiB > 0 {
+            // A pragma value cannot be bound; it is an integer we format ourselves.
+            try database.writeWithoutTransaction { db in try db.run("PRAGMA cache_size = -\(cacheKiB)") }
+        }
+        // After a big import, keep at most 64 MiB of WAL file once it has been checkpointed.
+        try database.writeWithoutTransaction { db in try db.run("PRAGMA journal_size_limit = 67108864") }
+        switch configuration.checkpointing {
+        case .automatic:
+            checkpointer = nil
+        case .background(let interval, let wakeAfterWrites):
+            try database.writeWithoutTransaction { db in try db.run("PRAGMA wal_autocheckpoint = 0") }
+            checkpointer = Checkpointer(
+                path: path, options: options, interval: interval, wakeAfterWrites: wakeAfterWrites)
+        }
+    }
+
+    deinit {
+        checkpointer?.stop()
+    }
+
+    /// Background checkpoints run so far (0 with `.automatic`).
+    public var backgroundCheckpointCount: Int { checkpointer?.checkpointCount.load(ordering: .relaxed) ?? 0 }
+
+    /// Counters of splits, merges and renumberings so far.
+    public var orderingCounters: OrderingCounters { counters.withLock { $0 } }
+
+    public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
+        let known = libraryRows.withLock { $0[library.rawValue] }
+        var found: Int64?
+        let result = try database.read { db in
+            let row = try known ?? db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self)
+            found = row
+            return try body(LibraryTransaction(db, library: row, store: self))
+        }
+        if known == nil, let found {
+            // Committed (this snapshot saw it) and library rows are never deleted.
+            libraryRows.withLock { $0[library.rawValue] = found }
+        }
+        return result
+    }
+
+    public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
+        let known = libraryRows.withLock { $0[library.rawValue] }
+        var rowID: Int64 = 0
+        let result = try database.write { db in
+            let row = try known ?? Self.createLibrary(library, db)
+            rowID = row
+            let transaction = LibraryTransaction(db, library: row, store: self)
+            let result = try body(transaction)
+            try transaction.finish()
+            return result
+        }
+        if known == nil {
+            libraryRows.withLock { $0[library.rawValue] = rowID }
+        }
+        checkpointer?.didCommit()
+        return result
+    }
+
+    private static func createLibrary(_ library: LibraryID, _ db: Connection) throws -> Int64 {
+        try db.run(SQL.createLibrary, [.text(library.rawValue)])
+        guard let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
+            throw StorageError(.corrupt, "library \(library) was not created")
+        }
+        return row
+    }
+
+    // MARK: - Consistency
+
+    /// A summary of one library's ordering structure.
+    public struct OrderingReport: Sendable, Equatable {
+        public var albumCount: Int
+        public var bucketCount: Int
+        public var largestBucket: Int
+        public var smallestBucket: Int
+
+        public init(albumCount: Int, bucketCount: Int, largestBucket: Int, smallestBucket: Int) {
+            self.albumCount = albumCount
+            self.bucketCount = bucketCount
+            self.largestBucket = largestBucket
+            self.smallestBucket = smallestBucket
+        }
+    }
+
+    /// Checks the ordering bookkeeping of `library` against the album rows (every bucket's
+    /// size, the library's count, no empty bucket, no shared position) and returns a summary.
+    /// Scans the whole library: for tests and maintenance, not for requests.
+    /// - Throws: `StorageError.corrupt` describing the first broken invariant.
+    public func checkConsistency(_ library: LibraryID) throws -> OrderingReport {
+        try database.read { db in
+            guard let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
+                return OrderingReport(albumCount: 0, bucketCount: 0, largestBucket: 0, smallestBucket: 0)
+            }
+            var report = OrderingReport(albumCount: 0, bucketCount: 0, largestBucket: 0, smallestBucket: Int.max)
+            var problems: [String] = []
+            try db.forEachRow(SQL.bucketsWithActualSizes, [.integer(row)]) { bucket in
+                let (id, size, actual, foreign) = (try bucket.int64(1), try bucket.int(2), try bucket.int(3), try bucket.int(4))
+                if size != actual { problems.append("bucket \(id) records \(size) albums but holds \(actual)") }
+                if size == 0 { problems.append("bucket \(id) is empty") }
+                if foreign != 0 { problems.append("bucket \(id) holds \(foreign) albums of another library") }
+                report.bucketCount += 1
+                report.albumCount += actual
+                report.largestBucket = max(report.largestBucket, actual)
+                report.smallestBucket = min(report.smallestBucket, actual)
+            }
+            if report.bucketCount == 0 { report.smallestBucket = 0 }
+            let recorded = try db.scalar(SQL.albumCount, [.integer(row)], as: Int.self) ?? 0
+            let rows = try db.scalar(SQL.albumsOfLibrary, [.integer(row)], as: Int.self) ?? 0
+            if recorded != rows { problems.append("library records \(recorded) albums but holds \(rows)") }
+            if report.albumCount != rows { problems.append("buckets hold \(report.albumCount) of \(rows) albums") }
+            if try db.scalar(SQL.duplicatePositions, [.integer(row)], as: Int.self) != 0 {
+                problems.append("two albums share a position")
+            }
+            if let first = problems.first {
+                throw StorageError(.corrupt, first)
+            }
+            return report
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import SQLite
+
+/// The store's schema, as an append-only list of migrations.
+///
+/// Rules: a migration that has shipped is never edited, renamed or reordered; changes come as
+/// new entries ("v2-...", "v3-...") at the end of `migrator`.
+///
+/// Layout (v1):
+/// - `libraries`: one row per `LibraryID` (`name`), with the `version` (ETags, `outdated`)
+///   and `album_count` (so `count()` is O(1)); both maintained in the writing transaction.
+/// - `buckets`: the ordering's upper level. A library's albums are split into consecutive
+///   buckets; `ord` is a sparse key ordering the buckets of a library, `size` the number of
+///   albums in the bucket. `WITHOUT ROWID` clustered on `(library, ord)`, so summing sizes in
+///   order is a covering range scan. `id` is the stable handle albums refer to.
+/// - `albums`: the album fields plus `(bucket, pos)`, where `pos` is a sparse key ordering the
+///   albums of one bucket. Timestamps are integer milliseconds since 1970 (UTC), which give
+///   back exactly the domain's millisecond `Date`s (see `Milliseconds`). `album_id` is unique
+///   per library. No FOREIGN KEY on purpose: SQLite disables its truncate optimisation for a
+///   table in a foreign-key relation, and wiping 1M albums row by row takes seconds, not
+///   milliseconds (library rows are never deleted, so `library` cannot dangle).
+///   `albums_by_position` is deliberately not UNIQUE: renumbering a bucket rewrites keys in
+///   one statement, and SQLite checks UNIQUE row by row.
+/// - `undo_commands`: the undo stack, `seq` increasing, `command` the JSON of `UndoCommand`.
+/// - `saved_states`: one row per client; `updated_at` in milliseconds or NULL.
+///
+/// v2 adds `idempotency_keys`: one row per `Idempotency-Key` (scoped by the caller), with the
+/// request's fingerprint, when it was claimed, and once answered the stored response
+/// (`status` NULL while the request is in progress).
+enum Schema {
+    static var migrator: Migrator {
+        var migrator = Migrator()
+        migrator.register("v1-libraries-buckets-albums-undo-states") { db in
+            try db.execute(v1)
+        }
+        migrator.register("v2-idempotency-keys") { db in
+            try db.execute(v2)
+        }
+        return migrator
+    }
+
+    private static let v1 = """
+        CREATE TABLE libraries (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            version INTEGER NOT NULL DEFAULT 0,
+            album_count INTEGER NOT NULL DEFAULT 0 CHECK (album_count >= 0)
+        );
+        CREATE TABLE buckets (
+            library INTEGER NOT NULL REFERENCES libraries (id),
+            ord INTEGER NOT NULL,
+            id INTEGER NOT NULL UNIQUE,
+            size INTEGER NOT NULL CHECK (size >= 0),
+            PRIMARY KEY (library, ord)
+        ) WITHOUT ROWID;
+        CREATE TABLE albums (
+            row INTEGER PRIMARY KEY,
+            library INTEGER NOT NULL,
+            album_id TEXT NOT NULL,
+            bucket INTEGER NOT NULL,
+            pos INTEGER NOT NULL,
+            title TEXT NOT NULL,
+            artist TEXT NOT NULL,
+            genre TEXT NOT NULL,
+            year INTEGER,
+            cover_url TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            UNIQUE (library, album_id)
+        );
+        CREATE INDEX albums_by_position ON albums (bucket, pos);
+        CREATE TABLE undo_commands (
+            library INTEGER NOT NULL REFERENCES libraries (id),
+            seq INTEGER NOT NULL,
+            command TEXT NOT NULL,
+            PRIMARY KEY (library, seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE saved_states (
+            library INTEGER NOT NULL REFERENCES libraries (id),
+            client TEXT NOT NULL,
+            current_index INTEGER NOT NULL,
+            album_id TEXT,
+            updated_at INTEGER,
+            PRIMARY KEY (library, client)
+        ) WITHOUT ROWID;
+        """
+
+    private static let v2 = """
+        CREATE TABLE idempotency_keys (
+            key TEXT PRIMARY KEY,
+            fingerprint TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            status INTEGER,
+            headers TEXT,
+            body BLOB
+        );
+        CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
+        """
+}

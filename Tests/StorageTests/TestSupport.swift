@@ -1,0 +1,98 @@
+import Foundation
+import Library
+import Storage
+import Testing
+
+/// A fresh directory under the system temp dir, removed when the value is released.
+final class TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("storage-tests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        path = url.path
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// A deterministic generator (SplitMix64), so a failing random sequence can be replayed.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+enum Fixtures {
+    private static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
+
+    /// A valid album id whose text encodes `number` (ids sort like the numbers).
+    static func id(_ number: UInt64) -> AlbumID {
+        var symbols = [UInt8](repeating: UInt8(ascii: "0"), count: AlbumID.length)
+        var rest = number
+        var position = AlbumID.length - 1
+        while rest > 0 {
+            symbols[position] = alphabet[Int(rest & 31)]
+            rest >>= 5
+            position -= 1
+        }
+        return AlbumID(String(decoding: symbols, as: UTF8.self))!
+    }
+
+    /// A valid album id made of random bits.
+    static func randomID(using generator: inout some RandomNumberGenerator) -> AlbumID {
+        var symbols = [alphabet[Int.random(in: 0..<8, using: &generator)]]
+        for _ in 1..<AlbumID.length {
+            symbols.append(alphabet[Int.random(in: 0..<32, using: &generator)])
+        }
+        return AlbumID(String(decoding: symbols, as: UTF8.self))!
+    }
+
+    static func album(_ number: UInt64, title: String? = nil) -> Album {
+        let millis = 1_700_000_000_000 + Int64(number) * 1_001
+        return Album(
+            id: id(number), title: title ?? "Album \(number)", artist: "Artist \(number % 97)",
+            genre: number % 3 == 0 ? "Rock" : Album.defaultGenre, year: number % 5 == 0 ? nil : 1950 + Int(number % 70),
+            coverUrl: number % 4 == 0 ? nil : "https://covers.example.com/\(number).png",
+            createdAt: Timestamp.date(milliseconds: millis), updatedAt: Timestamp.date(milliseconds: millis + 7))
+    }
+
+    static func store(
+        _ directory: TemporaryDirectory, bucketSize: Int = 512,
+        spacing: SQLiteAlbumStore.KeySpacing = SQLiteAlbumStore.KeySpacing(),
+        durability: SQLiteAlbumStore.Configuration.Durability = .normal,
+        name: String = "library.sqlite"
+    ) throws -> SQLiteAlbumStore {
+        try SQLiteAlbumStore(
+            path: directory.file(name),
+            configuration: SQLiteAlbumStore.Configuration(
+                durability: durability, readerCount: 2, bucketSize: bucketSize, writerCacheKiB: 0, keySpacing: spacing))
+    }
+
+    /// Every album of `library` in order, read through `forEachAlbum`.
+    static func allAlbums(_ store: SQLiteAlbumStore, _ library: LibraryID = .default) throws -> [Album] {
+        try store.read(library) { reader throws in
+            var albums: [Album] = []
+            try reader.forEachAlbum { albums.append($0) }
+            return albums
+        }
+    }
+}
+
+/// An error only a test throws, to check it comes back unchanged.
+struct MarkerError: Error, Equatable {
+    let token: Int
+}

@@ -47,9 +47,12 @@ let package = Package(
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: strict
         ),
+        // The Swift client for apps: typed calls and the paged-list model. Knows nothing of the server's modules.
+        .target(name: "BlueLibraryClient", swiftSettings: strict),
+
         .executableTarget(
             name: "bluelibrary",
-            dependencies: ["BlueLibraryServer"],
+            dependencies: ["BlueLibraryServer", "BlueLibraryClient"],
             swiftSettings: strict
         ),
 
@@ -63,6 +66,11 @@ let package = Package(
         .testTarget(
             name: "BlueLibraryServerTests",
             dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "bluelibrary"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BlueLibraryClientTests",
+            dependencies: ["BlueLibraryClient", "BlueLibraryServer", "HTTPTestSupport", "bluelibrary"],
             swiftSettings: strict
         ),
     ]

@@ -56,7 +56,7 @@ ensure_nginx() {
 ensure_test_deps() {
     ensure_build_deps
     ensure_nginx
-    ensure_packages wrk curl python3 util-linux procps
+    ensure_packages wrk curl python3 util-linux procps openssl
 }
 
 # Python packages, installed quietly with pip only when not importable.

@@ -64,57 +64,65 @@ enum AlbumRepresentation {
         return status == .ok && isRead ? try ConditionalGET.respond(to: request, with: response) : response
     }
 
-    /// A page of albums: `items`, `offset`, `limit`, `total`, `version`, `nextOffset`.
-    static func pageBytes(_ page: AlbumPage, pretty: Bool) throws -> [UInt8] {
-        if pretty { return try JSONBody.encode(PageDocument(page), pretty: true) }
+    /// A page of a list: `{"items": [...], "next": cursor-or-null, "version": n}` and
+    /// `"total"` when counted. Items carry `index` only when the list shows indexes.
+    static func listBytes(_ page: AlbumListPage, pretty: Bool) throws -> [UInt8] {
+        if pretty { return try JSONBody.encode(ListDocument(page), pretty: true) }
         var json = JSONWriter(capacity: 256 * max(1, page.items.count))
         json.beginObject()
         json.key("items")
         json.beginArray()
+        var album: [UInt8] = []
         for item in page.items {
-            var album: [UInt8] = []
+            album.removeAll(keepingCapacity: true)
             appendCompact(item, to: &album)
             json.raw(album)
         }
         json.endArray()
-        json.key("limit"); json.number(page.limit)
-        json.key("nextOffset")
-        if let next = page.nextOffset { json.number(next) } else { json.null() }
-        json.key("offset"); json.number(page.offset)
-        json.key("total"); json.number(page.total)
+        json.key("next")
+        if let next = page.next { json.string(next.encoded) } else { json.null() }
+        if let total = page.total {
+            json.key("total"); json.number(total)
+        }
         json.key("version"); json.number(page.version)
         json.endObject()
         json.newline()
         return json.bytes
     }
 
-    struct PageDocument: Encodable {
-        let items: [IndexedAlbum]
-        let limit: Int
-        let nextOffset: Int?
-        let offset: Int
-        let total: Int
-        let version: Int64
-
-        init(_ page: AlbumPage) {
-            items = page.items
-            limit = page.limit
-            nextOffset = page.nextOffset
-            offset = page.offset
-            total = page.total
-            version = page.version
+    static func appendCompact(_ item: ListedAlbum, to bytes: inout [UInt8]) {
+        if let index = item.index {
+            appendCompact(IndexedAlbum(album: item.album, index: index), to: &bytes)
+        } else {
+            item.album.appendJSON(to: &bytes)
         }
+    }
+
+    /// The Codable form of a list page, for `?pretty`.
+    struct ListDocument: Encodable {
+        let page: AlbumListPage
+        init(_ page: AlbumListPage) { self.page = page }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(items, forKey: .items)
-            try container.encode(limit, forKey: .limit)
-            try container.encode(nextOffset, forKey: .nextOffset)  // null, not absent, at the end
-            try container.encode(offset, forKey: .offset)
-            try container.encode(total, forKey: .total)
-            try container.encode(version, forKey: .version)
+            try container.encode(page.items.map(ListedItem.init), forKey: .items)
+            try container.encode(page.next?.encoded, forKey: .next)  // null, not absent, at the end
+            try container.encodeIfPresent(page.total, forKey: .total)
+            try container.encode(page.version, forKey: .version)
         }
 
-        enum CodingKeys: String, CodingKey { case items, limit, nextOffset, offset, total, version }
+        enum CodingKeys: String, CodingKey { case items, next, total, version }
+    }
+
+    struct ListedItem: Encodable {
+        let item: ListedAlbum
+        init(_ item: ListedAlbum) { self.item = item }
+        func encode(to encoder: any Encoder) throws {
+            if let index = item.index {
+                try IndexedAlbum(album: item.album, index: index).encode(to: encoder)
+            } else {
+                try item.album.encode(to: encoder)
+            }
+        }
     }
 }

@@ -10,7 +10,6 @@ struct AlbumRoutes {
     func register(into routes: inout RouterBuilder) {
         // Reads touch SQLite through the reader pool; writes wait for the single writer, so
         // they run on the worker pool and never stall an event loop.
-        routes.add(.get, "/albums", options: .workerPool, list)
         routes.add(.post, "/albums", options: .workerPool, create)
         routes.add(.get, "/albums/{id}", options: .workerPool, show)
         routes.add(.patch, "/albums/{id}", options: .workerPool, update)
@@ -19,19 +18,6 @@ struct AlbumRoutes {
         routes.add(.post, "/albums/{id}/move", options: .workerPool, move)
         routes.add(.get, "/albums/at/{index}", options: .workerPool, showAt)
         routes.add(.delete, "/albums/at/{index}", options: .workerPool, deleteAt)
-    }
-
-    func list(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let limit = try RequestInput.integer(request, "limit", in: AlbumPage.limitRange) ?? AlbumPage.defaultLimit
-        let offset = try RequestInput.integer(request, "offset", in: 0...Int(Int32.max)) ?? 0
-        let page = try library { () throws(LibraryError) in try facade.list(offset: offset, limit: limit) }
-        let bytes = try AlbumRepresentation.pageBytes(page, pretty: request.wantsPretty)
-        var headers: HTTPHeaders = ["ETag": ETag.strong(for: bytes), "Cache-Control": "no-cache"]
-        if let next = page.nextOffset {
-            headers.add("Link", "<\(RequestInput.absoluteURL("/albums?offset=\(next)&limit=\(limit)", context))>; rel=\"next\"")
-        }
-        return try ConditionalGET.respond(
-            to: request, with: HTTPResponse(contentType: "application/json", bytes: bytes, headers: headers))
     }
 
     func create(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {

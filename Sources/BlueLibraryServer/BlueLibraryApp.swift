@@ -12,6 +12,8 @@ public final class BlueLibraryApp: Sendable {
     let state: ServiceState
     public let router: Router
     public let facade: LibraryFacade
+    /// The request model's page cache (tests count its loads).
+    let pageCache: RequestModelCache<String, AlbumListRoute.CachedPage>
     let store: SQLiteAlbumStore
     let exportWorkers: WorkerPool
 
@@ -41,6 +43,9 @@ public final class BlueLibraryApp: Sendable {
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec()).register(into: &routes)
         albums.register(into: &routes)
+        let pageCache = RequestModelCache<String, AlbumListRoute.CachedPage>()
+        self.pageCache = pageCache
+        AlbumListRoute(facade: facade, pages: pageCache).register(into: &routes)
         UndoStateRoutes(facade: facade).register(into: &routes)
         ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers),
                       maxImportBytes: configuration.maxArchiveBytes).register(into: &routes)

@@ -4,13 +4,18 @@ import HTTPServer
 enum ETag {
     /// A strong tag from a 64-bit FNV-1a hash of the bytes.
     static func strong(for bytes: [UInt8]) -> String {
+        "\"" + hash(bytes) + "\""
+    }
+
+    /// FNV-1a 64 of `bytes` as 16 hex digits.
+    static func hash(_ bytes: [UInt8]) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)
             hash &*= 0x100_0000_01b3
         }
         let hex = String(hash, radix: 16)
-        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
     /// Whether an `If-None-Match` / `If-Match` list matches `tag` (weak comparison for

@@ -16,6 +16,8 @@ extension LibraryError {
                              errors: failure.errors.map { .init(field: $0.field, message: $0.message) })
         case .malformed:
             return HTTPError(.badRequest, detail: message, type: type, title: "Malformed request body")
+        case .invalidCursor:
+            return HTTPError(.badRequest, detail: message, type: type, title: "Invalid cursor")
         case .undoStackEmpty:
             return HTTPError(.conflict, detail: message, type: type, title: "Nothing to undo")
         case .undoConflict:

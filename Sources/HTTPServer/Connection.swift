@@ -180,6 +180,9 @@ final class Connection {
                 }
             case var .readingBody(pending):
                 guard inputStart < input.count else { return false }
+                // Take the pending request out of `state` first: with two references to the
+                // body buffer, every append would copy the whole body (quadratic uploads).
+                state = .processing(ResponseFraming(isHead: false, version: pending.head.version, keepAlive: false))
                 let used = try pending.decoder.consume(input, from: inputStart)
                 inputStart += used
                 if pending.decoder.isComplete {
@@ -235,27 +238,32 @@ final class Connection {
             keepAlive: request.wantsKeepAlive && !drainRequested && !shared.isDraining)
         let responder = pending.resolution.responder
         deadline = .max
-        switch pending.resolution.options.execution {
-        case .inline:
-            state = .processing(framing)
-            let response = Self.respond(responder, request, context, shared)
+        state = .processing(framing)
+        if pending.resolution.options.execution == .inline,
+            let response = Self.respond(responder, request, context, shared, onWorker: false)
+        {
             complete(response)
-        case .workerPool:
-            state = .processing(framing)
-            let id = self.id
-            let shared = self.shared
-            shared.workers.submit { [loop] in
-                let response = Self.respond(responder, request, context, shared)
-                loop.execute { loop in loop.connection(id)?.complete(response) }
-            }
+            return
+        }
+        let id = self.id
+        let shared = self.shared
+        var workerContext = context
+        workerContext.isOnWorkerPool = true
+        shared.workers.submit { [loop, workerContext] in
+            let response = Self.respond(responder, request, workerContext, shared, onWorker: true)!
+            loop.execute { loop in loop.connection(id)?.complete(response) }
         }
     }
 
+    /// The responder's answer; nil when an inline responder asked for the worker pool.
     private static func respond(
-        _ responder: any HTTPResponder, _ request: HTTPRequest, _ context: RequestContext, _ shared: ServerShared
-    ) -> HTTPResponse {
+        _ responder: any HTTPResponder, _ request: HTTPRequest, _ context: RequestContext, _ shared: ServerShared,
+        onWorker: Bool
+    ) -> HTTPResponse? {
         do {
             return try responder.respond(to: request, context: context)
+        } catch is WorkerPoolRequired where !onWorker {
+            return nil
         } catch {
             return shared.errorRenderer.render(error, request: request, context: context)
         }

@@ -19,3 +19,10 @@ public struct RouteOptions: Sendable {
     public static let inline = RouteOptions(execution: .inline)
     public static let workerPool = RouteOptions(execution: .workerPool)
 }
+
+/// Thrown by a responder on an `.inline` route that finds it must block after all (a cache
+/// miss that needs the database): the server runs the same request again on the worker pool.
+/// Middleware sees the error pass through; nothing is answered for the first attempt.
+public struct WorkerPoolRequired: Error, Sendable {
+    public init() {}
+}

@@ -85,6 +85,8 @@ struct ErrorCatchingResponder: HTTPResponder {
     func respond(to request: HTTPRequest, context: RequestContext) throws -> HTTPResponse {
         do {
             return try wrapped.respond(to: request, context: context)
+        } catch let error as WorkerPoolRequired {
+            throw error
         } catch {
             return renderer.render(error, request: request, context: context)
         }

@@ -26,6 +26,12 @@ import SQLite
 /// v2 adds `idempotency_keys`: one row per `Idempotency-Key` (scoped by the caller), with the
 /// request's fingerprint, when it was claimed, and once answered the stored response
 /// (`status` NULL while the request is in progress).
+///
+/// v3 adds one index per value sort of paged lists (`LibraryTransaction+Paging.swift`), each
+/// ending in `album_id` (the tie-break), so a keyset page is one index seek at any depth.
+/// `year_key` is `IFNULL(year, 0)` as a virtual generated column (computed, not stored): the
+/// year sort's key must be a plain column for SQLite to seek a `(year_key, album_id) > (?, ?)`
+/// row value on the index (it never matches an expression inside a row value).
 enum Schema {
     static var migrator: Migrator {
         var migrator = Migrator()
@@ -34,6 +40,9 @@ enum Schema {
         }
         migrator.register("v2-idempotency-keys") { db in
             try db.execute(v2)
+        }
+        migrator.register("v3-sort-indexes") { db in
+            try db.execute(v3)
         }
         return migrator
     }
@@ -94,5 +103,13 @@ enum Schema {
             body BLOB
         );
         CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
+        """
+
+    private static let v3 = """
+        ALTER TABLE albums ADD COLUMN year_key INTEGER GENERATED ALWAYS AS (IFNULL(year, 0)) VIRTUAL;
+        CREATE INDEX albums_by_title ON albums (library, title COLLATE NOCASE, album_id);
+        CREATE INDEX albums_by_artist ON albums (library, artist COLLATE NOCASE, album_id);
+        CREATE INDEX albums_by_year ON albums (library, year_key, album_id);
+        CREATE INDEX albums_by_created ON albums (library, created_at, album_id);
         """
 }

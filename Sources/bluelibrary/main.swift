@@ -19,6 +19,8 @@ case "serve":
     ServeCommand.run(ServeCommand.configuration(from: Array(arguments.dropFirst())))
 case "healthcheck":
     HealthcheckCommand.run(Array(arguments.dropFirst()))
+case "albums":
+    AlbumsCommand.run(Array(arguments.dropFirst()))
 case "help", "--help", "-h":
     print("""
         Usage: bluelibrary <command> [options]

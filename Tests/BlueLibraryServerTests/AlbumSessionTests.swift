@@ -22,7 +22,7 @@ import Testing
         let port = server!.port
 
         // Given a fresh library: exactly the five seed albums, in order
-        let list = try RawHTTPClient.request(port: port, path: "/albums")
+        let list = try RawHTTPClient.request(port: port, path: "/albums?count=true")
         #expect(list.status == 200)
         #expect(list.header("ETag") != nil)
         let page = try list.json()

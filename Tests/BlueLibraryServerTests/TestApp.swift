@@ -5,7 +5,8 @@ import HTTPServer
 
 /// Builds the real app on a free loopback port with its data in a fresh temporary directory.
 enum TestApp {
-    static func make(_ adjust: (inout ServeConfiguration) -> Void = { _ in }) throws -> BlueLibraryApp {
+    static func make(_ adjust: (inout ServeConfiguration) -> Void = { _ in },
+                     logSink: (@Sendable ([UInt8]) -> Void)? = nil) throws -> BlueLibraryApp {
         var config = ServeConfiguration()
         config.host = "127.0.0.1"
         config.port = 0
@@ -14,7 +15,7 @@ enum TestApp {
         config.workers = 2
         config.dataDirectory = temporaryDirectory()
         adjust(&config)
-        return try BlueLibraryApp(configuration: config, logger: JSONLogger(level: .error))
+        return try BlueLibraryApp(configuration: config, logger: JSONLogger(level: logSink == nil ? .error : .info, sink: logSink))
     }
 
     static func temporaryDirectory() -> String {

@@ -28,9 +28,23 @@ public final class RawHTTPClient {
     public let fd: Int32
     private var buffer: [UInt8] = []
 
-    public init(port: Int, host: String = "127.0.0.1", receiveTimeout: Double = 10) throws {
+    /// Connects to `host:port`; `source` binds the local end first (e.g. 127.0.0.2, to look
+    /// like another client on loopback).
+    public init(port: Int, host: String = "127.0.0.1", source: String? = nil, receiveTimeout: Double = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ClientError(description: "socket failed") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                Glibc.close(fd)
+                throw ClientError(description: "bind to \(source) failed: errno \(errno)")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

@@ -75,6 +75,44 @@ final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
             return Array(data.albums[offset..<min(offset + limit, data.albums.count)])
         }
 
+        func albums(matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int) throws -> [Album]? {
+            var ordered = data.albums.filter(filter.matches)
+            if sort.field != .position {
+                ordered.sort { sort.orders($0, before: $1) }
+            } else if sort.descending {
+                ordered.reverse()
+            }
+            switch anchor {
+            case .start:
+                break
+            case let .offset(n):
+                ordered = Array(ordered.dropFirst(n))
+            case let .afterAlbum(id):
+                guard let position = data.albums.firstIndex(where: { $0.id == id }) else { return nil }
+                let after = Set(data.albums[(position + 1)...].map(\.id))
+                let before = Set(data.albums[..<position].map(\.id))
+                ordered = ordered.filter { sort.descending ? before.contains($0.id) : after.contains($0.id) }
+            case let .afterValue(value, id):
+                let key = Album(id: id, title: "", artist: "", genre: "", year: nil, coverUrl: nil,
+                                createdAt: Date(timeIntervalSince1970: 0), updatedAt: Date(timeIntervalSince1970: 0))
+                ordered = ordered.filter { album in
+                    // Compare against a stand-in album carrying the anchor's sort value.
+                    var anchorAlbum = key
+                    switch (sort.field, value) {
+                    case let (.title, .text(text)): anchorAlbum.title = text
+                    case let (.artist, .text(text)): anchorAlbum.artist = text
+                    case let (.year, .integer(year)): anchorAlbum.year = year == 0 ? nil : Int(year)
+                    case let (.createdAt, .integer(ms)): anchorAlbum.createdAt = Timestamp.date(milliseconds: ms)
+                    default: break
+                    }
+                    return sort.orders(anchorAlbum, before: album)
+                }
+            }
+            return Array(ordered.prefix(limit))
+        }
+
+        func count(matching filter: AlbumFilter) throws -> Int { data.albums.filter(filter.matches).count }
+
         func forEachAlbum(_ body: (Album) throws -> Void) throws {
             for album in data.albums { try body(album) }
         }

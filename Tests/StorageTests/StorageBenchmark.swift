@@ -1,5 +1,6 @@
 import Foundation
 import Library
+import SQLite
 import Storage
 import Testing
 
@@ -13,7 +14,12 @@ import Testing
 /// (SQLite's in-commit checkpoints instead of the background thread),
 /// `BLUELIBRARY_STORAGE_BENCH_SEQUENTIAL_IDS=1` (ids in list order instead of random),
 /// `BLUELIBRARY_STORAGE_BENCH_IMPORT_ONLY=1` (stop after the bulk append),
-/// `BLUELIBRARY_STORAGE_BENCH_RAW=1` (also time the same inserts through the bare wrapper).
+/// `BLUELIBRARY_STORAGE_BENCH_RAW=1` (also time the same inserts through the bare wrapper),
+/// `BLUELIBRARY_STORAGE_BENCH_DROP_INDEXES=albums_by_title,...` (drop these indexes before the
+/// import, to see what each costs it).
+///
+/// `pagesAtDepth` (same switch) times filtered/sorted keyset pages at 1M: page 1 against page
+/// 10,000 for every sort, both directions, unfiltered and with one filter.
 @Suite("Storage benchmark", .enabled(if: ProcessInfo.processInfo.environment["BLUELIBRARY_STORAGE_BENCH"] == "1"))
 struct StorageBenchmark {
     let environment = ProcessInfo.processInfo.environment
@@ -43,6 +49,12 @@ struct StorageBenchmark {
         random = SeededGenerator(seed: 2024)
         var sampleIDs: [AlbumID] = []
         var store: SQLiteAlbumStore? = try SQLiteAlbumStore(path: path, configuration: configuration)
+        if let names = environment["BLUELIBRARY_STORAGE_BENCH_DROP_INDEXES"], !names.isEmpty {
+            // To measure what an index costs the import: the same run without it.
+            let connection = try Connection(path: path)
+            for name in names.split(separator: ",") { try connection.run("DROP INDEX \(name)") }
+            print("dropped indexes before the import: \(names)")
+        }
         let importStart = ContinuousClock.now
         try store!.write(.default) { writer in
             for number in 0..<albumCount {
@@ -191,8 +203,6 @@ struct StorageBenchmark {
     }
 }
 
-import SQLite
-
 extension StorageBenchmark {
     /// The same rows inserted through the bare wrapper (no store logic), to see what the
     /// store adds on top of SQLite itself.
@@ -222,5 +232,73 @@ extension StorageBenchmark {
             }
         }
         print("raw wrapper insert of \(albumCount) (\(sequential ? "sequential" : "random") ids): \(Self.format(ContinuousClock.now - start))")
+    }
+}
+
+extension StorageBenchmark {
+    /// Page 1 against page 10,000 (limit 50, reached through the anchor a client's cursor
+    /// would carry: the last album of page 9,999) for every sort and direction, unfiltered and
+    /// filtered. Keyset pages should cost the same at any depth.
+    @Test func pagesAtDepth() throws {
+        let albumCount = Int(environment["BLUELIBRARY_STORAGE_BENCH_ALBUMS"] ?? "") ?? 1_000_000
+        let rounds = Int(environment["BLUELIBRARY_STORAGE_BENCH_PAGE_ROUNDS"] ?? "") ?? 300
+        let limit = 50
+        let depth = min(10_000, albumCount / (2 * limit))
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteAlbumStore(path: directory.file("pages.sqlite"))
+        var random = SeededGenerator(seed: 2024)
+        let importStart = ContinuousClock.now
+        try store.write(.default) { writer in
+            for number in 0..<albumCount { try writer.insert(Self.album(number, using: &random), at: number) }
+        }
+        print("pages at depth: imported \(albumCount) in \(Self.format(ContinuousClock.now - importStart)); page \(depth) of \(limit)")
+        let filters: [(String, AlbumFilter)] = [("none", .all), ("yearFrom=1960 (87%)", AlbumFilter(yearFrom: 1960)),
+                                                ("genre=rock (25%)", AlbumFilter(genre: "rock"))]
+        print("| sort | filter | page 1 p50 | page 1 p99 | page N | page N p50 | page N p99 | .offset to page N p50 |")
+        print("|---|---|---|---|---|---|---|---|")
+        for (name, filter) in filters {
+            for sort in AlbumSort.Field.allCases.flatMap({ [AlbumSort($0), AlbumSort($0, descending: true)] }) {
+                // The anchor a cursor to page `depth` carries: the last album of page depth - 1
+                // (a shallower page when the filter matches too few).
+                let matches = try store.read(.default) { try $0.count(matching: filter) }
+                let page = min(depth, matches / (2 * limit))
+                let skip = (page - 1) * limit - 1
+                guard let last = try store.read(.default, {
+                    try $0.albums(matching: filter, sort: sort, from: .offset(skip), limit: 1)
+                })?.first else {
+                    print("| \(sort) | \(name) | (fewer than \(skip + 1) matches) |")
+                    continue
+                }
+                let anchor: SortAnchor = sort.field == .position
+                    ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field)!, last.id)
+                let first = try Self.samples(rounds) {
+                    let page = try store.read(.default) { try $0.albums(matching: filter, sort: sort, from: .start, limit: limit) }
+                    precondition(page?.count == limit)
+                }
+                let deep = try Self.samples(rounds) {
+                    let page = try store.read(.default) { try $0.albums(matching: filter, sort: sort, from: anchor, limit: limit) }
+                    precondition(page?.count == limit)
+                }
+                let offset = try Self.samples(max(3, rounds / 50)) {
+                    _ = try store.read(.default) { try $0.albums(matching: filter, sort: sort, from: .offset(skip + 1), limit: limit) }
+                }
+                print("| \(sort) | \(name) | \(Self.format(first.p50)) | \(Self.format(first.p99)) | \(page) | \(Self.format(deep.p50)) | \(Self.format(deep.p99)) | \(Self.format(offset.p50)) |")
+            }
+        }
+        for (name, filter) in filters + [("q=number 12", AlbumFilter(text: "number 12"))] {
+            let timing = try Self.samples(filter.isEmpty ? rounds : 5) { _ = try store.read(.default) { try $0.count(matching: filter) } }
+            print("count(matching: \(name)): p50 \(Self.format(timing.p50))")
+        }
+    }
+
+    static func samples(_ rounds: Int, _ body: () throws -> Void) throws -> (p50: Duration, p99: Duration) {
+        var samples: [Duration] = []
+        for _ in 0..<rounds {
+            let start = ContinuousClock.now
+            try body()
+            samples.append(ContinuousClock.now - start)
+        }
+        samples.sort()
+        return (samples[samples.count / 2], samples[min(samples.count - 1, samples.count * 99 / 100)])
     }
 }

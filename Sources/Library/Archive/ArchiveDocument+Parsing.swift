@@ -9,6 +9,8 @@ extension ArchiveDocument {
     static let albumKeys = ["id"] + AlbumInput.fieldNames + ["createdAt", "updatedAt"]
     static let stateKeys = ["client", "currentAlbumIndex", "albumID", "updatedAt"]
 
+    static let example = #"{"format": "bluelibrary.archive", "formatVersion": 1, "albums": []}"#
+
     /// Parses and fully validates an archive, before anything is imported.
     ///
     /// Checks, in order: JSON syntax; `format` and `formatVersion` (an unknown version stops
@@ -17,122 +19,140 @@ extension ArchiveDocument {
     /// duplicate ids; every state (valid client, non-negative index, `albumID` of an album in
     /// the document, no client twice).
     ///
+    /// The document is read in one pass with `JSONScanner`: each album goes straight from its
+    /// bytes to the field rules, never through `[String: Any]`, so a million albums take
+    /// seconds and little more memory than the albums themselves.
+    ///
     /// - Throws: `LibraryError.malformed` for bad syntax or a non-object document;
     ///   `LibraryError.archiveInvalid` with problems named like `albums[3].year`.
     public static func parse(json bytes: [UInt8]) throws(LibraryError) -> ArchiveDocument {
-        let object = try JSONObjectParser.object(
-            from: bytes, what: "the archive",
-            example: #"{"format": "bluelibrary.archive", "formatVersion": 1, "albums": []}"#)
-        var parser = ArchiveParser()
-        let document = parser.document(object)
-        guard parser.problems.isEmpty, let document else { throw .archiveInvalid(parser.problems) }
-        return document
+        guard bytes.contains(where: { !(0x20 == $0 || 0x0A == $0 || 0x0D == $0 || 0x09 == $0) }) else {
+            throw .malformed("the archive is empty; send a JSON object")
+        }
+        let result = bytes.withUnsafeBufferPointer { buffer -> Result<ArchiveDocument, LibraryError> in
+            var scanner = JSONScanner(buffer)
+            var reader = ArchiveReader()
+            do {
+                let kind = try scanner.peekKind()
+                if kind == .object {
+                    try reader.readDocument(&scanner)
+                } else {
+                    try scanner.skipValue()
+                }
+                try scanner.finish()
+                guard kind == .object else {
+                    let got = JSONFieldValue.kindOnly(kind).kindDescription
+                    return .failure(.malformed("the archive must be a JSON object like \(example), not \(got)"))
+                }
+            } catch {
+                return .failure(.malformed("the archive is not valid JSON (\(error)); check quotes, commas and brackets"))
+            }
+            return reader.validatedDocument()
+        }
+        return try result.get()
     }
 }
 
-/// Walks an archive's JSON, collecting located problems.
-private struct ArchiveParser {
-    var problems: [ArchiveProblem] = []
-
-    var full: Bool { problems.count >= ArchiveDocument.maximumReportedProblems }
-
-    mutating func add(_ path: String, _ message: String, album: Int? = nil, field: String? = nil) {
-        guard !full else { return }
-        problems.append(ArchiveProblem(path: path, albumIndex: album, field: field, message: path + " " + message))
-    }
-
-    /// Copies the field errors of one album reader into located problems.
-    mutating func add(_ reader: JSONFieldReader, album: Int?) {
-        for error in reader.errors {
-            guard !full else { return }
-            problems.append(ArchiveProblem(
-                path: error.field, albumIndex: album, field: String(error.field.dropFirst(reader.path.count)),
-                message: error.message))
+extension JSONFieldValue {
+    /// A stand-in of the given kind, for naming it in messages.
+    static func kindOnly(_ kind: JSONScanner.Kind) -> JSONFieldValue {
+        switch kind {
+        case .object: .object
+        case .array: .array
+        case .string: .string("")
+        case .number: .number(JSONNumber(0))
+        case .bool: .bool(false)
+        case .null: .null
         }
     }
+}
 
-    mutating func document(_ object: [String: Any]) -> ArchiveDocument? {
-        var top = JSONFieldReader(object)
-        guard header(&top) else {
-            add(top, album: nil)
-            return nil
-        }
-        top.rejectUnknownKeys(known: ArchiveDocument.topLevelKeys)
-        var exportedAt: Date?
-        if case .value(let value) = top.field("exportedAt") {
-            exportedAt = timestamp("exportedAt", value, &top)
-        }
-        var library: String?
-        if case .value(let value) = top.field("library") {
-            library = top.string("library", value, hint: "a string")
-        }
-        var version: Int64?
-        if case .value(let value) = top.field("version") {
-            if let number = JSONValueKind.integer(value), number >= 0 {
-                version = Int64(number)
-            } else {
-                top.fail("version", "must be an integer of 0 or more (got \(JSONValueKind.describe(value)))")
+/// Reads an archive in one pass, then reports its problems in document-independent order.
+///
+/// Albums are validated as they are read (they are nearly all of the document); everything
+/// else is kept as small field lists and checked at the end, because the top-level keys may
+/// come in any order and states refer to album ids. Problems come out in the order the rules
+/// list them — header, top-level fields, albums, states — whatever the order of the keys.
+private struct ArchiveReader {
+    /// Top-level members; `albums` and `states` are kept by kind only.
+    private var topMembers: [JSONMember] = []
+    private var albums: [Album] = []
+    private var albumProblems: [ArchiveProblem] = []
+    private var firstIndexOfID: [AlbumID: Int] = [:]
+    /// The `states` items: an object's members, or the value that is not an object.
+    private var stateItems: [StateItem] = []
+
+    private enum StateItem {
+        case object([JSONMember])
+        case other(JSONFieldValue)
+    }
+
+    private var albumProblemsFull: Bool { albumProblems.count >= ArchiveDocument.maximumReportedProblems }
+
+    mutating func readDocument(_ scanner: inout JSONScanner) throws(JSONSyntaxError) {
+        try scanner.beginObject()
+        while let key = try scanner.nextKey() {
+            var value: JSONFieldValue = .array
+            // A repeated key replaces the earlier value: the last value of a key counts.
+            switch key {
+            case "albums":
+                albums = []
+                albumProblems = []
+                firstIndexOfID = [:]
+                if try scanner.peekKind() == .array { try readAlbums(&scanner) } else { value = try scanner.readValue() }
+            case "states":
+                stateItems = []
+                if try scanner.peekKind() == .array { try readStates(&scanner) } else { value = try scanner.readValue() }
+            default:
+                value = try scanner.readValue()
             }
+            topMembers.append(JSONMember(key: key, value: value))
         }
-        add(top, album: nil)
-        let albums = self.albums(object["albums"])
-        let states = self.states(object["states"], albumIDs: Set(albums.map(\.id)))
-        guard problems.isEmpty else { return nil }
-        return ArchiveDocument(
-            formatVersion: ArchiveDocument.currentFormatVersion, exportedAt: exportedAt, library: library,
-            version: version, albums: albums, states: states)
     }
 
-    /// Checks `format` and `formatVersion`; false when the rest must not be read.
-    private func header(_ top: inout JSONFieldReader) -> Bool {
-        guard case .value(let format) = top.field("format"), let name = format as? String,
-              name == ArchiveDocument.formatName else {
-            let got = top.object["format"].map(JSONValueKind.describe) ?? "nothing"
-            top.fail("format", "must be \"\(ArchiveDocument.formatName)\" (got \(got)); is this a BlueLibrary archive?")
-            return false
-        }
-        guard case .value(let versionValue) = top.field("formatVersion"),
-              let formatVersion = JSONValueKind.integer(versionValue) else {
-            top.fail("formatVersion", "must be the integer \(ArchiveDocument.currentFormatVersion)")
-            return false
-        }
-        guard formatVersion == ArchiveDocument.currentFormatVersion else {
-            top.fail("formatVersion", "\(formatVersion) is not supported: this server reads formatVersion "
-                + "\(ArchiveDocument.currentFormatVersion); export the archive again from a matching server")
-            return false
-        }
-        return true
-    }
-
-    private mutating func albums(_ value: Any?) -> [Album] {
-        guard let items = value as? [Any] else {
-            add("albums", "must be an array of albums (got \(value.map(JSONValueKind.describe) ?? "nothing"))", field: "albums")
-            return []
-        }
-        var albums: [Album] = []
-        albums.reserveCapacity(items.count)
-        var firstIndexOfID: [AlbumID: Int] = [:]
-        for (index, item) in items.enumerated() {
-            if full { break }
-            guard let album = self.album(item, index: index) else { continue }
+    /// Reads the `albums` array, validating each album as it comes.
+    private mutating func readAlbums(_ scanner: inout JSONScanner) throws(JSONSyntaxError) {
+        // An exported album takes about 250 bytes; reserving avoids regrowing a huge array.
+        let estimate = scanner.bytes.count / 256
+        albums.reserveCapacity(estimate)
+        firstIndexOfID.reserveCapacity(estimate)
+        try scanner.beginArray()
+        var index = 0
+        while try scanner.nextElement() {
+            defer { index += 1 }
+            // Past the problem limit nothing more is reported, but the syntax is still checked.
+            if albumProblemsFull {
+                try scanner.skipValue()
+                continue
+            }
+            guard try scanner.peekKind() == .object else {
+                let value = try scanner.readValue()
+                addAlbumProblem("albums[\(index)]", "must be an object (got \(value.kindDescription))", index: index)
+                continue
+            }
+            var members: [JSONMember] = []
+            members.reserveCapacity(ArchiveDocument.albumKeys.count)
+            try scanner.beginObject()
+            while let key = try scanner.nextKey() {
+                members.append(JSONMember(key: key, value: try scanner.readValue()))
+            }
+            guard let album = album(members, index: index) else { continue }
             if let first = firstIndexOfID[album.id] {
-                add("albums[\(index)].id", "duplicates albums[\(first)].id (\(album.id)); every album needs its own id",
-                    album: index, field: "id")
+                addAlbumProblem("albums[\(index)].id", "duplicates albums[\(first)].id (\(album.id)); every album needs its own id",
+                                index: index, field: "id")
                 continue
             }
             firstIndexOfID[album.id] = index
             albums.append(album)
         }
-        return albums
     }
 
-    private mutating func album(_ item: Any, index: Int) -> Album? {
-        let path = "albums[\(index)]"
-        guard let object = item as? [String: Any] else {
-            add(path, "must be an object (got \(JSONValueKind.describe(item)))", album: index)
-            return nil
-        }
-        var reader = JSONFieldReader(object, path: path + ".")
+    private mutating func addAlbumProblem(_ path: String, _ message: String, index: Int, field: String? = nil) {
+        albumProblems.append(ArchiveProblem(path: path, albumIndex: index, field: field, message: path + " " + message))
+    }
+
+    private mutating func album(_ members: [JSONMember], index: Int) -> Album? {
+        var reader = JSONFieldReader(members: members, array: "albums", index: index)
         reader.rejectUnknownKeys(known: ArchiveDocument.albumKeys)
         var id: AlbumID?
         switch reader.field("id") {
@@ -145,31 +165,93 @@ private struct ArchiveParser {
             reader.fail("id", "is required; every archived album keeps its id")
         }
         let input = AlbumInput.read(from: &reader)
-        let createdAt = requiredTimestamp("createdAt", &reader)
-        let updatedAt = requiredTimestamp("updatedAt", &reader)
-        add(reader, album: index)
+        let createdAt = ArchiveRules.requiredTimestamp("createdAt", &reader)
+        let updatedAt = ArchiveRules.requiredTimestamp("updatedAt", &reader)
+        for error in reader.errors where !albumProblemsFull {
+            albumProblems.append(ArchiveProblem(
+                path: error.field, albumIndex: index, field: String(error.field.dropFirst(reader.path.count)),
+                message: error.message))
+        }
         guard reader.errors.isEmpty, let id, let input, let createdAt, let updatedAt else { return nil }
         var album = Album(id: id, input: input, createdAt: createdAt)
         album.updatedAt = updatedAt
         return album
     }
 
-    private mutating func states(_ value: Any?, albumIDs: Set<AlbumID>) -> [SavedState] {
-        guard let value, !(value is NSNull) else { return [] }
-        guard let items = value as? [Any] else {
-            add("states", "must be an array of saved states (got \(JSONValueKind.describe(value)))", field: "states")
+    /// Keeps the `states` items for checking once every album id is known.
+    private mutating func readStates(_ scanner: inout JSONScanner) throws(JSONSyntaxError) {
+        try scanner.beginArray()
+        while try scanner.nextElement() {
+            guard try scanner.peekKind() == .object else {
+                stateItems.append(.other(try scanner.readValue()))
+                continue
+            }
+            var members: [JSONMember] = []
+            try scanner.beginObject()
+            while let key = try scanner.nextKey() {
+                members.append(JSONMember(key: key, value: try scanner.readValue()))
+            }
+            stateItems.append(.object(members))
+        }
+    }
+
+    /// Checks everything read and returns the document, or every problem (up to the limit).
+    func validatedDocument() -> Result<ArchiveDocument, LibraryError> {
+        var problems = ArchiveProblems()
+        var top = JSONFieldReader(members: topMembers)
+        guard ArchiveRules.header(&top) else {
+            problems.add(top, album: nil)
+            return .failure(.archiveInvalid(problems.list))
+        }
+        top.rejectUnknownKeys(known: ArchiveDocument.topLevelKeys)
+        var exportedAt: Date?
+        if case .value(let value) = top.field("exportedAt") {
+            exportedAt = ArchiveRules.timestamp("exportedAt", value, &top)
+        }
+        var library: String?
+        if case .value(let value) = top.field("library") {
+            library = top.string("library", value, hint: "a string")
+        }
+        var version: Int64?
+        if case .value(let value) = top.field("version") {
+            if let number = value.integer, number >= 0 {
+                version = Int64(number)
+            } else {
+                top.fail("version", "must be an integer of 0 or more (got \(value.kindDescription))")
+            }
+        }
+        problems.add(top, album: nil)
+        let albumsValue = top.value("albums")
+        if albumsValue == .array {
+            for problem in albumProblems { problems.add(problem) }
+        } else {
+            problems.add("albums", "must be an array of albums (got \(albumsValue?.kindDescription ?? "nothing"))", field: "albums")
+        }
+        let states = self.states(top.value("states"), &problems)
+        guard problems.list.isEmpty else { return .failure(.archiveInvalid(problems.list)) }
+        return .success(ArchiveDocument(
+            formatVersion: ArchiveDocument.currentFormatVersion, exportedAt: exportedAt, library: library,
+            version: version, albums: albums, states: states))
+    }
+
+    /// Checks the states; an `albumID` must name an album accepted above (`firstIndexOfID`:
+    /// while problems are not full, every album of the document was read).
+    private func states(_ value: JSONFieldValue?, _ problems: inout ArchiveProblems) -> [SavedState] {
+        guard let value, value != .null else { return [] }
+        guard value == .array else {
+            problems.add("states", "must be an array of saved states (got \(value.kindDescription))", field: "states")
             return []
         }
         var states: [SavedState] = []
         var seenClients: Set<String> = []
-        for (index, item) in items.enumerated() {
-            if full { break }
+        for (index, item) in stateItems.enumerated() {
+            if problems.full { break }
             let path = "states[\(index)]"
-            guard let object = item as? [String: Any] else {
-                add(path, "must be an object (got \(JSONValueKind.describe(item)))")
+            guard case .object(let members) = item else {
+                if case .other(let value) = item { problems.add(path, "must be an object (got \(value.kindDescription))") }
                 continue
             }
-            var reader = JSONFieldReader(object, path: path + ".")
+            var reader = JSONFieldReader(members: members, path: path + ".")
             reader.rejectUnknownKeys(known: ArchiveDocument.stateKeys)
             var client: String?
             switch reader.field("client") {
@@ -186,14 +268,14 @@ private struct ArchiveParser {
                 }
             }
             var currentIndex: Int?
-            if case .value(let value) = reader.field("currentAlbumIndex"), let number = JSONValueKind.integer(value), number >= 0 {
+            if case .value(let value) = reader.field("currentAlbumIndex"), let number = value.integer, number >= 0 {
                 currentIndex = number
             } else {
                 reader.fail("currentAlbumIndex", "must be an integer of 0 or more")
             }
             var albumID: AlbumID?
             if case .value(let value) = reader.field("albumID") {
-                if let text = value as? String, let id = AlbumID(text), albumIDs.contains(id) {
+                if let text = value.string, let id = AlbumID(text), firstIndexOfID[id] != nil {
                     albumID = id
                 } else {
                     reader.fail("albumID", "must be null or the id of an album in this archive")
@@ -201,17 +283,64 @@ private struct ArchiveParser {
             }
             var updatedAt: Date?
             if case .value(let value) = reader.field("updatedAt") {
-                updatedAt = timestamp("updatedAt", value, &reader)
+                updatedAt = ArchiveRules.timestamp("updatedAt", value, &reader)
             }
-            add(reader, album: nil)
+            problems.add(reader, album: nil)
             if reader.errors.isEmpty, let client, let currentIndex {
                 states.append(SavedState(client: client, currentAlbumIndex: currentIndex, albumID: albumID, updatedAt: updatedAt))
             }
         }
         return states
     }
+}
 
-    private func requiredTimestamp(_ key: String, _ reader: inout JSONFieldReader) -> Date? {
+/// Located problems, up to `ArchiveDocument.maximumReportedProblems`.
+private struct ArchiveProblems {
+    private(set) var list: [ArchiveProblem] = []
+
+    var full: Bool { list.count >= ArchiveDocument.maximumReportedProblems }
+
+    mutating func add(_ problem: ArchiveProblem) {
+        guard !full else { return }
+        list.append(problem)
+    }
+
+    mutating func add(_ path: String, _ message: String, album: Int? = nil, field: String? = nil) {
+        add(ArchiveProblem(path: path, albumIndex: album, field: field, message: path + " " + message))
+    }
+
+    /// Copies the field errors of one reader into located problems.
+    mutating func add(_ reader: JSONFieldReader, album: Int?) {
+        for error in reader.errors {
+            add(ArchiveProblem(
+                path: error.field, albumIndex: album, field: String(error.field.dropFirst(reader.path.count)),
+                message: error.message))
+        }
+    }
+}
+
+/// The archive's own field rules (album fields use `AlbumInput`'s).
+private enum ArchiveRules {
+    /// Checks `format` and `formatVersion`; false when the rest must not be read.
+    static func header(_ top: inout JSONFieldReader) -> Bool {
+        guard case .value(let format) = top.field("format"), format.string == ArchiveDocument.formatName else {
+            let got = top.value("format")?.kindDescription ?? "nothing"
+            top.fail("format", "must be \"\(ArchiveDocument.formatName)\" (got \(got)); is this a BlueLibrary archive?")
+            return false
+        }
+        guard case .value(let versionValue) = top.field("formatVersion"), let formatVersion = versionValue.integer else {
+            top.fail("formatVersion", "must be the integer \(ArchiveDocument.currentFormatVersion)")
+            return false
+        }
+        guard formatVersion == ArchiveDocument.currentFormatVersion else {
+            top.fail("formatVersion", "\(formatVersion) is not supported: this server reads formatVersion "
+                + "\(ArchiveDocument.currentFormatVersion); export the archive again from a matching server")
+            return false
+        }
+        return true
+    }
+
+    static func requiredTimestamp(_ key: String, _ reader: inout JSONFieldReader) -> Date? {
         guard case .value(let value) = reader.field(key) else {
             reader.fail(key, "is required: an RFC 3339 timestamp like \"2024-05-01T12:00:00.000Z\"")
             return nil
@@ -219,9 +348,9 @@ private struct ArchiveParser {
         return timestamp(key, value, &reader)
     }
 
-    private func timestamp(_ key: String, _ value: Any, _ reader: inout JSONFieldReader) -> Date? {
-        guard let text = value as? String, let date = Timestamp.parse(text) else {
-            reader.fail(key, "must be an RFC 3339 timestamp like \"2024-05-01T12:00:00.000Z\" (got \(JSONValueKind.describe(value)))")
+    static func timestamp(_ key: String, _ value: JSONFieldValue, _ reader: inout JSONFieldReader) -> Date? {
+        guard let text = value.string, let date = Timestamp.parse(text) else {
+            reader.fail(key, "must be an RFC 3339 timestamp like \"2024-05-01T12:00:00.000Z\" (got \(value.kindDescription))")
             return nil
         }
         return date

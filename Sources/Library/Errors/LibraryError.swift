@@ -13,6 +13,8 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalid(ValidationFailure)
     /// Input is not parseable at all (bad JSON syntax, wrong top-level shape).
     case malformed(String)
+    /// A paging cursor that is malformed, edited, or from another query.
+    case invalidCursor(String)
     /// `undo` was called with nothing to undo.
     case undoStackEmpty
     /// The newest undo command no longer fits the library (should not happen while every
@@ -35,6 +37,7 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .indexOutOfRange: "index-out-of-range"
         case .invalid: "invalid"
         case .malformed: "malformed"
+        case .invalidCursor: "invalid-cursor"
         case .undoStackEmpty: "undo-stack-empty"
         case .undoConflict: "undo-conflict"
         case .preconditionFailed: "precondition-failed"
@@ -62,6 +65,8 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalid(let failure):
             return failure.description
         case .malformed(let detail):
+            return detail
+        case .invalidCursor(let detail):
             return detail
         case .undoStackEmpty:
             return "there is nothing to undo"

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The single entry to the domain for every route: the tutorial's `LibraryAPI`, without the
 /// singleton. Collaborators come in through `init`.
@@ -22,6 +23,9 @@ public final class LibraryFacade: Sendable {
     /// At most this many undo commands are kept; pushing more drops the oldest.
     public let undoLimit: Int
     let events: (any LibraryEventSink)?
+    /// The version as last read, and how many commits this facade has made: any commit
+    /// forgets the version, and a read that raced with a commit is not remembered.
+    private let versionMemo = Mutex<(commits: UInt64, version: Int64?)>((0, nil))
 
     /// - Parameters:
     ///   - store: where albums, versions, undo commands and states live.
@@ -50,6 +54,19 @@ public final class LibraryFacade: Sendable {
     /// The library version: 0 for a library never written, increased by every mutation.
     public func version() throws(LibraryError) -> Int64 {
         try reading { try $0.version() }
+    }
+
+    /// The library version without a store read when nothing was committed since it was last
+    /// read. Valid while this facade is the only writer of its library (one process); the
+    /// request model uses it to tell current pages from outdated ones.
+    public func currentVersion() throws(LibraryError) -> Int64 {
+        let (commits, known) = versionMemo.withLock { ($0.commits, $0.version) }
+        if let known { return known }
+        let read = try version()
+        versionMemo.withLock { memo in
+            if memo.commits == commits { memo.version = read }
+        }
+        return read
     }
 
     /// The number of albums.
@@ -81,6 +98,10 @@ public final class LibraryFacade: Sendable {
             (result, committedEvents) = try store.write(library, body)
         } catch {
             throw Self.libraryError(from: error)
+        }
+        versionMemo.withLock { memo in
+            memo.commits &+= 1
+            memo.version = nil
         }
         if let events {
             for event in committedEvents {

@@ -18,16 +18,26 @@ public struct AlbumID: Hashable, Comparable, Sendable, Codable, CustomStringConv
 
     /// Parses and validates an id; `nil` when `text` is not a well-formed ULID.
     public init?(_ text: some StringProtocol) {
-        let bytes = Array(text.utf8)
-        guard bytes.count == Self.length else { return nil }
-        var canonical = [UInt8]()
-        canonical.reserveCapacity(Self.length)
-        for byte in bytes {
-            guard let value = CrockfordBase32.value(of: byte) else { return nil }
-            canonical.append(CrockfordBase32.alphabet[Int(value)])
+        var text = String(text)
+        guard text.utf8.count == Self.length else { return nil }
+        // Usually the text is already canonical (ids come back as the server wrote them) and
+        // is kept as it is; otherwise it is rewritten in upper case.
+        let isCanonical = text.withUTF8 { bytes -> Bool? in
+            var isCanonical = true
+            for position in 0..<bytes.count {
+                guard let value = CrockfordBase32.value(of: bytes[position]), position > 0 || value <= 7 else { return nil }
+                if CrockfordBase32.alphabet[Int(value)] != bytes[position] { isCanonical = false }
+            }
+            return isCanonical
         }
-        guard let first = CrockfordBase32.value(of: canonical[0]), first <= 7 else { return nil }
-        self.rawValue = String(decoding: canonical, as: UTF8.self)
+        switch isCanonical {
+        case nil:
+            return nil
+        case true?:
+            self.rawValue = text
+        case false?:
+            self.rawValue = String(decoding: text.utf8.map { CrockfordBase32.alphabet[Int(CrockfordBase32.value(of: $0)!)] }, as: UTF8.self)
+        }
     }
 
     /// Builds an id from its 128 bits: `high` holds the 48-bit millisecond time in its top

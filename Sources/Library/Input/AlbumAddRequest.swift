@@ -24,9 +24,9 @@ public struct AlbumAddRequest: Sendable, Equatable {
             readOnly: AlbumInput.serverFieldNames.filter { $0 != "index" })
         var index: Int?
         if case .value(let value) = reader.field("index") {
-            index = JSONValueKind.integer(value)
+            index = value.integer
             if index == nil {
-                reader.fail("index", "must be an integer position starting at 0 (got \(JSONValueKind.describe(value)))")
+                reader.fail("index", "must be an integer position starting at 0 (got \(value.kindDescription))")
             }
         }
         let input = AlbumInput.read(from: &reader)

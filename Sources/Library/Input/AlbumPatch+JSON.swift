@@ -36,7 +36,7 @@ extension AlbumPatch {
 
     private static func optional<Value>(
         _ key: String, _ reader: inout JSONFieldReader,
-        _ check: (Any, inout JSONFieldReader) -> Value?
+        _ check: (JSONFieldValue, inout JSONFieldReader) -> Value?
     ) -> PatchField<Value> {
         switch reader.field(key) {
         case .absent: return .unchanged

@@ -22,9 +22,9 @@ public enum IndexRequest {
         reader.rejectUnknownKeys(known: ["index"])
         var index: Int?
         if case .value(let value) = reader.field("index") {
-            index = JSONValueKind.integer(value)
+            index = value.integer
             if index == nil {
-                reader.fail("index", "must be an integer position starting at 0 (got \(JSONValueKind.describe(value)))")
+                reader.fail("index", "must be an integer position starting at 0 (got \(value.kindDescription))")
             }
         }
         guard reader.errors.isEmpty else { throw .invalid(ValidationFailure(reader.errors)) }

@@ -1,24 +1,58 @@
 import Foundation
 
+/// One member of a JSON object.
+struct JSONMember {
+    var key: String
+    var value: JSONFieldValue
+}
+
 /// Reads the fields of one JSON object, collecting every problem instead of stopping.
 ///
 /// `path` prefixes field names in errors, so the same reader names `title` in a request body
-/// and `albums[3].title` in an archive.
+/// and `albums[3].title` in an archive. The members come either from a `JSONSerialization`
+/// dictionary (request bodies) or straight from the archive's `JSONScanner`; the rules see the
+/// same `JSONFieldValue`s either way.
 struct JSONFieldReader {
     /// Whether a key is absent, explicitly `null`, or has a value.
     enum Field {
         case absent
         case null
-        case value(Any)
+        case value(JSONFieldValue)
     }
 
-    let object: [String: Any]
-    let path: String
+    /// The object's members; each key at most once.
+    private(set) var members: [JSONMember]
+    /// The prefix of field names, or of the array name when `element` is set.
+    private let pathPrefix: String
+    /// For an array element, its index (the path is then built only when an error needs it).
+    private let element: Int?
     private(set) var errors: [FieldError] = []
 
     init(_ object: [String: Any], path: String = "") {
-        self.object = object
-        self.path = path
+        self.members = object.map { JSONMember(key: $0.key, value: JSONValueKind.fieldValue($0.value)) }
+        self.pathPrefix = path
+        self.element = nil
+    }
+
+    /// - Parameter members: an object's members in document order; when a key repeats, the
+    ///   last value counts (as with `JSONSerialization`).
+    init(members: [JSONMember], path: String = "") {
+        self.members = members
+        self.pathPrefix = path
+        self.element = nil
+    }
+
+    /// A reader for element `index` of the array `array`: its fields are `array[index].key`.
+    init(members: [JSONMember], array: String, index: Int) {
+        self.members = members
+        self.pathPrefix = array
+        self.element = index
+    }
+
+    /// What prefixes field names: `""`, or `albums[3].` for an array element.
+    var path: String {
+        guard let element else { return pathPrefix }
+        return "\(pathPrefix)[\(element)]."
     }
 
     /// The displayed name of `key`: `albums[3].year` or just `year`.
@@ -26,10 +60,22 @@ struct JSONFieldReader {
         path + key
     }
 
+    /// The value of `key` (`.null` for JSON `null`); `nil` when absent.
+    func value(_ key: String) -> JSONFieldValue? {
+        members.last { Self.same($0.key, key) }?.value
+    }
+
     func field(_ key: String) -> Field {
-        guard let value = object[key] else { return .absent }
-        if value is NSNull { return .null }
+        guard let value = value(key) else { return .absent }
+        if case .null = value { return .null }
         return .value(value)
+    }
+
+    /// Key equality, comparing lengths first: keys of different lengths (nearly every pair
+    /// compared) are told apart without a full string comparison.
+    @inline(__always)
+    private static func same(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && a == b
     }
 
     mutating func fail(_ key: String, _ message: String) {
@@ -39,7 +85,8 @@ struct JSONFieldReader {
     /// Rejects keys outside `known`, suggesting the closest known key for typos (`titel`).
     /// Keys in `readOnly` get a message saying the server sets them.
     mutating func rejectUnknownKeys(known: [String], readOnly: [String] = []) {
-        for key in object.keys.sorted() where !known.contains(key) {
+        guard members.contains(where: { member in !known.contains { Self.same($0, member.key) } }) else { return }
+        for key in Set(members.map(\.key)).sorted() where !known.contains(key) {
             if readOnly.contains(key) {
                 fail(key, "is assigned by the server and cannot be set; remove it")
                 continue
@@ -54,9 +101,9 @@ struct JSONFieldReader {
     }
 
     /// A string value, or `nil` after recording a type error (also for `null`).
-    mutating func string(_ key: String, _ value: Any, hint: String) -> String? {
-        guard let string = value as? String else {
-            fail(key, "must be \(hint), not \(JSONValueKind.describe(value))")
+    mutating func string(_ key: String, _ value: JSONFieldValue, hint: String) -> String? {
+        guard case .string(let string) = value else {
+            fail(key, "must be \(hint), not \(value.kindDescription)")
             return nil
         }
         return string

@@ -40,17 +40,23 @@ enum JSONObjectParser {
     }
 }
 
-/// Names the kind of a `JSONSerialization` value for error messages ("got a number").
+/// Reads `JSONSerialization` values as `JSONFieldValue`s, the form the field rules check.
 enum JSONValueKind {
-    static func describe(_ value: Any) -> String {
+    /// The field value of a parsed value: scalars in full, containers by kind.
+    static func fieldValue(_ value: Any) -> JSONFieldValue {
         switch value {
-        case is NSNull: return "null"
-        case is String: return "a string"
-        case let number as NSNumber: return isBoolean(number) ? "a boolean" : "a number"
-        case is [Any]: return "an array"
-        case is [String: Any]: return "an object"
-        default: return "an unsupported value"
+        case is NSNull: return .null
+        case let string as String: return .string(string)
+        case let number as NSNumber:
+            return isBoolean(number) ? .bool(number.boolValue) : .number(JSONNumber(double: number.doubleValue, integer: integer(number)))
+        case is [Any]: return .array
+        default: return .object // `JSONSerialization` makes nothing else
         }
+    }
+
+    /// Names the kind of a parsed value for error messages ("got a number").
+    static func describe(_ value: Any) -> String {
+        fieldValue(value).kindDescription
     }
 
     /// Whether a parsed number is JSON `true`/`false`. Not `value is Bool`: Foundation
@@ -60,13 +66,11 @@ enum JSONValueKind {
         number.objCType.pointee == CChar(UInt8(ascii: "c"))
     }
 
-    /// The value as an exact integer: JSON numbers with an integral value (`1992`, `1992.0`);
-    /// `nil` for booleans (which `NSNumber` would otherwise bridge to 0/1), fractions and
-    /// numbers out of `Int` range.
-    static func integer(_ value: Any) -> Int? {
-        guard let number = value as? NSNumber, !isBoolean(number) else { return nil }
+    /// The number as an exact integer: JSON numbers with an integral value (`1992`, `1992.0`);
+    /// `nil` for fractions and numbers of `JSONNumber.integerLimit` or more.
+    private static func integer(_ number: NSNumber) -> Int? {
         let double = number.doubleValue
-        guard double.rounded() == double, abs(double) < 9.0e15 else { return nil }
+        guard double.rounded() == double, abs(double) < JSONNumber.integerLimit else { return nil }
         return number as? Int ?? Int(exactly: double)
     }
 }

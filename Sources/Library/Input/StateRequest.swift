@@ -14,15 +14,15 @@ public enum StateRequest: Sendable, Equatable {
         reader.rejectUnknownKeys(known: ["currentAlbumIndex", "albumID", "albumId"], readOnly: ["client", "updatedAt"])
         var result: StateRequest?
         if case .value(let value) = reader.field("currentAlbumIndex") {
-            if let index = JSONValueKind.integer(value), index >= 0 {
+            if let index = value.integer, index >= 0 {
                 result = .index(index)
             } else {
-                reader.fail("currentAlbumIndex", "must be an integer position starting at 0 (got \(JSONValueKind.describe(value)))")
+                reader.fail("currentAlbumIndex", "must be an integer position starting at 0 (got \(value.kindDescription))")
             }
         }
         for key in ["albumID", "albumId"] {
             guard case .value(let value) = reader.field(key) else { continue }
-            if let text = value as? String, let id = AlbumID(text) {
+            if let text = value.string, let id = AlbumID(text) {
                 if result != nil {
                     reader.fail(key, "send either currentAlbumIndex or \(key), not both")
                 } else {

@@ -12,9 +12,16 @@ public enum Timestamp {
         Self.date(milliseconds: milliseconds(date))
     }
 
-    /// Whole milliseconds since 1970 (rounded towards the past).
+    /// Whole milliseconds since 1970, rounded towards the past — except that a date within
+    /// 0.1 ms of a whole millisecond is that millisecond. `Date` counts from 2001 in a Double,
+    /// so a date built from whole milliseconds can sit a hair below its millisecond (e.g.
+    /// `date(milliseconds: -1)`); plain flooring would then give the millisecond before, and
+    /// text, cursors and stored values would not round-trip. (The error is at most ~0.03 ms
+    /// even in year 9999.)
     public static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let exact = date.timeIntervalSince1970 * 1000
+        let nearest = exact.rounded()
+        return Int64(abs(exact - nearest) < 0.1 ? nearest : exact.rounded(.down))
     }
 
     /// The date `milliseconds` after 1970; the one way the domain builds dates from numbers.
@@ -36,7 +43,12 @@ public enum Timestamp {
     /// Parses RFC 3339 text (`Z` or `±hh:mm` offset, optional fraction — digits beyond
     /// milliseconds are dropped); `nil` when the text is not such a timestamp.
     public static func parse(_ text: String) -> Date? {
-        var scanner = DigitScanner(Array(text.utf8))
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    private static func parse(utf8: UnsafeBufferPointer<UInt8>) -> Date? {
+        var scanner = DigitScanner(utf8)
         guard let year = scanner.number(4), scanner.skip("-"),
               let month = scanner.number(2), scanner.skip("-"),
               let day = scanner.number(2), scanner.skip("T") || scanner.skip("t") || scanner.skip(" "),
@@ -115,10 +127,10 @@ public enum Timestamp {
 
 /// A cursor over ASCII bytes for the fixed-width fields of a timestamp.
 private struct DigitScanner {
-    private let bytes: [UInt8]
+    private let bytes: UnsafeBufferPointer<UInt8>
     private var position = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     var atEnd: Bool { position == bytes.count }
 

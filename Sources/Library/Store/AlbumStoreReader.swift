@@ -27,6 +27,20 @@ public protocol AlbumStoreReader {
     /// An error thrown by `body` stops the iteration and is rethrown unchanged.
     func forEachAlbum(_ body: (Album) throws -> Void) throws
 
+    /// Up to `limit` albums that match `filter`, in `sort` order, starting at `anchor`.
+    ///
+    /// Rules: value sorts compare titles and artists case-insensitively (ASCII), years with a
+    /// missing year as 0, creation times in milliseconds, and break ties by album id in the
+    /// same direction, exactly as `AlbumFilter.matches` and `SortValue.of` describe. Returns
+    /// nil only for `.afterAlbum` when that album no longer exists.
+    ///
+    /// Performance contract: cost grows with `limit` (and with how many albums the filter
+    /// skips), not with how deep the anchor is — except `.offset`, which may walk.
+    func albums(matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int) throws -> [Album]?
+
+    /// The number of albums that match `filter` (O(1) for the empty filter).
+    func count(matching filter: AlbumFilter) throws -> Int
+
     /// The number of commands on the undo stack.
     func undoDepth() throws -> Int
 

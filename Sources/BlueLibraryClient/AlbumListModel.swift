@@ -1,0 +1,363 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Told about an `AlbumListModel`'s loads and changes. Every method has an empty default, so a
+/// listener implements only what it needs. Calls arrive on the model's `callbackQueue`, one at
+/// a time, in the order the model's state changed.
+///
+/// Listeners are not retained by the model (TTModel's non-retaining "delegates"): a listener
+/// that is released is simply no longer told anything, and need not remove itself.
+public protocol AlbumListModelListener: AnyObject, Sendable {
+    /// A request went out (a first page, or the next page; see `isLoadingMore`).
+    func didStartLoad(_ model: AlbumListModel)
+    /// The request finished: new items were taken in, or the server answered 304 and the items
+    /// held are current.
+    func didFinishLoad(_ model: AlbumListModel)
+    /// The request failed; the items held are unchanged.
+    func didFailLoad(_ model: AlbumListModel, error: BlueLibraryClientError)
+    /// The running request was cancelled (`cancel()`, `invalidate(erase: true)`, or a reset that
+    /// superseded a running `load(more: true)`).
+    func didCancelLoad(_ model: AlbumListModel)
+    /// `items` changed: replaced by a new first page, appended to by a next page, or dropped by
+    /// `invalidate(erase: true)`. Sent before the `didFinishLoad` of the load that changed them.
+    func didChange(_ model: AlbumListModel)
+}
+
+extension AlbumListModelListener {
+    public func didStartLoad(_ model: AlbumListModel) {}
+    public func didFinishLoad(_ model: AlbumListModel) {}
+    public func didFailLoad(_ model: AlbumListModel, error: BlueLibraryClientError) {}
+    public func didCancelLoad(_ model: AlbumListModel) {}
+    public func didChange(_ model: AlbumListModel) {}
+}
+
+/// A paged album list as a model with explicit state, after Three20's `TTModel`.
+///
+/// **State.** Four flags that may combine (loaded *and* loading more, loaded *and* outdated):
+/// - `isLoaded`: a first page has been taken in, so `items` is real data (it stays true while a
+///   reload runs, and only `invalidate(erase: true)` makes it false again).
+/// - `isLoading`: a request is running (a first page or a next page).
+/// - `isLoadingMore`: the running request is for the next page.
+/// - `isOutdated`: the items may no longer match the library: `invalidate` was called, or a
+///   next page was read at a newer library version than the first page. A successful
+///   `load(more: false)` clears it (unless `invalidate` was called while that load ran).
+///
+/// **Loading.** `load(more: false)` reloads from the first page. It keeps the items until the
+/// answer arrives and sends the first page's `ETag` as `If-None-Match`: a 304 means the
+/// library is at the same version, so every item and the next-page cursor are kept and only
+/// `didFinishLoad` is sent; a 200 replaces the items with the first page (`didChange`, then
+/// `didFinishLoad`). `load(more: true)` fetches the page at the `next` cursor and appends it.
+///
+/// **A load while a load is running** is never silently dropped; the returned `LoadDisposition`
+/// says what happened:
+///
+/// | call                | running: nothing | running: first page (reset) | running: next page (more) |
+/// |---------------------|------------------|-----------------------------|---------------------------|
+/// | `load(more: false)` | `.started`       | `.joined`                   | `.started`: the next-page load is cancelled (`didCancelLoad`), then the reset starts |
+/// | `load(more: true)`  | `.started`, or `.noMorePages` when `hasMore` is false | `.queued`: sent when the reset succeeds, if there is still a next page | `.joined` |
+///
+/// A joined call gets the running request's outcome (no second `didStartLoad`, one
+/// `didFinishLoad`). A queued next-page load is dropped if the reset fails or is cancelled
+/// (listeners already hear `didFailLoad`/`didCancelLoad` for it), and starts with its own
+/// `didStartLoad` after the reset's `didFinishLoad` otherwise.
+///
+/// **Threads.** The model is `Sendable`: its state is guarded by a `Mutex`, every method may be
+/// called from any thread and none blocks on the network. Listener callbacks run on
+/// `callbackQueue` (a private serial queue unless one is given, e.g. `.main` in an app that
+/// runs the main queue), in order. A callback reads the model's *current* state, which may
+/// already be ahead of the event if other threads call the model meanwhile.
+public final class AlbumListModel: Sendable {
+    /// What `load(more:)` did with the call.
+    public enum LoadDisposition: Sendable, Hashable {
+        /// A request went out; `didStartLoad` follows.
+        case started
+        /// The identical request was already running; this call shares its outcome.
+        case joined
+        /// `load(more: true)` while the first page loads: sent once that load succeeds.
+        case queued
+        /// `load(more: true)` with no next page (the end was reached, or nothing is loaded):
+        /// nothing is sent and no listener is told.
+        case noMorePages
+    }
+
+    /// A consistent view of the whole state at one moment.
+    public struct Snapshot: Sendable, Hashable {
+        public var items: [AlbumResource]
+        public var isLoaded: Bool
+        public var isLoading: Bool
+        public var isLoadingMore: Bool
+        public var isOutdated: Bool
+        /// The cursor of the next page; nil at the end or before the first load.
+        public var next: String?
+        /// The library version of the first page held.
+        public var version: Int64?
+        /// The number of matching albums, when the query asks for `count`.
+        public var total: Int?
+        /// The first page's ETag, sent as `If-None-Match` on the next `load(more: false)`.
+        public var etag: String?
+        /// When the first page was last loaded or revalidated.
+        public var loadedAt: Date?
+        public var hasMore: Bool { next != nil }
+    }
+
+    public let client: BlueLibraryClient
+    /// The list's query: page size, order and filters. Its cursor is ignored (the model pages itself).
+    public let query: AlbumPageQuery
+    /// Where listener callbacks run.
+    public let callbackQueue: DispatchQueue
+    private let state: Mutex<State>
+
+    public init(client: BlueLibraryClient, query: AlbumPageQuery = AlbumPageQuery(), callbackQueue: DispatchQueue? = nil) {
+        self.client = client
+        var query = query
+        query.cursor = nil
+        self.query = query
+        self.callbackQueue = callbackQueue ?? DispatchQueue(label: "BlueLibraryClient.AlbumListModel.callbacks")
+        state = Mutex(State())
+    }
+
+    deinit {
+        state.withLock { $0.running?.request?.cancel() }
+    }
+
+    // MARK: - State
+
+    public var snapshot: Snapshot { state.withLock { $0.snapshot } }
+    public var items: [AlbumResource] { state.withLock { $0.items } }
+    public var isLoaded: Bool { state.withLock { $0.loadedAt != nil } }
+    public var isLoading: Bool { state.withLock { $0.running != nil } }
+    public var isLoadingMore: Bool { state.withLock { $0.running?.more == true } }
+    public var isOutdated: Bool { state.withLock { $0.isOutdated } }
+    /// Whether a next page exists (false before the first load and at the end).
+    public var hasMore: Bool { state.withLock { $0.next != nil } }
+
+    // MARK: - Listeners
+
+    /// Adds a listener, held weakly. Adding one twice has no effect.
+    public func addListener(_ listener: any AlbumListModelListener) {
+        state.withLock { state in
+            state.listeners.removeAll { $0.value == nil }
+            if !state.listeners.contains(where: { $0.value === listener }) { state.listeners.append(WeakListener(value: listener)) }
+        }
+    }
+
+    public func removeListener(_ listener: any AlbumListModelListener) {
+        state.withLock { state in state.listeners.removeAll { $0.value == nil || $0.value === listener } }
+    }
+
+    // MARK: - Commands
+
+    /// Loads the first page (`more: false`, revalidating what is held) or the next page
+    /// (`more: true`, appended). See the type's documentation for what happens while a load
+    /// is running; the result says which case applied.
+    @discardableResult
+    public func load(more: Bool = false) -> LoadDisposition {
+        let (disposition, start) = state.withLock { state -> (LoadDisposition, PendingStart?) in
+            switch (more, state.running?.more) {
+            case (false, false?), (true, true?):
+                return (.joined, nil)
+            case (true, false?):
+                state.queuedMore = true
+                return (.queued, nil)
+            case (false, true?):
+                state.running?.request?.cancel()
+                state.running = nil
+                emit(.cancel, &state)
+                return (.started, begin(more: false, &state))
+            case (true, nil):
+                guard state.next != nil else { return (.noMorePages, nil) }
+                return (.started, begin(more: true, &state))
+            case (false, nil):
+                return (.started, begin(more: false, &state))
+            }
+        }
+        if let start { send(start) }
+        return disposition
+    }
+
+    /// Cancels the running load and any queued next-page load; the items are kept. Listeners
+    /// hear `didCancelLoad`. Returns false (and tells nobody) when nothing was running.
+    @discardableResult
+    public func cancel() -> Bool {
+        state.withLock { state in
+            guard let running = state.running else { return false }
+            running.request?.cancel()
+            state.running = nil
+            state.queuedMore = false
+            emit(.cancel, &state)
+            return true
+        }
+    }
+
+    /// Marks the model outdated, so the next `load(more: false)` is known to be needed (it still
+    /// revalidates, and a 304 keeps the items). With `erase`, the items, cursor and stored
+    /// ETag are dropped as well (`isLoaded` becomes false, the next load is a full 200), a
+    /// running load is cancelled (`didCancelLoad`), and `didChange` is sent if there were items.
+    public func invalidate(erase: Bool = false) {
+        state.withLock { state in
+            state.invalidations += 1
+            state.isOutdated = true
+            guard erase else { return }
+            if let running = state.running {
+                running.request?.cancel()
+                state.running = nil
+                state.queuedMore = false
+                emit(.cancel, &state)
+            }
+            let hadItems = !state.items.isEmpty
+            state.items = []
+            state.next = nil
+            state.etag = nil
+            state.version = nil
+            state.total = nil
+            state.loadedAt = nil
+            if hadItems { emit(.change, &state) }
+        }
+    }
+
+    // MARK: - Machinery
+
+    private struct State {
+        var items: [AlbumResource] = []
+        var next: String?
+        var etag: String?
+        var version: Int64?
+        var total: Int?
+        var loadedAt: Date?
+        var isOutdated = false
+        var running: Running?
+        var queuedMore = false
+        var invalidations = 0
+        var lastToken = 0
+        var listeners: [WeakListener] = []
+
+        var snapshot: Snapshot {
+            Snapshot(items: items, isLoaded: loadedAt != nil, isLoading: running != nil, isLoadingMore: running?.more == true,
+                     isOutdated: isOutdated, next: next, version: version, total: total, etag: etag, loadedAt: loadedAt)
+        }
+    }
+
+    private struct Running {
+        let token: Int
+        let more: Bool
+        /// `invalidations` when the load began: a reset clears `isOutdated` only if it is unchanged.
+        let invalidations: Int
+        let sentETag: String?
+        var request: BlueLibraryRequest?
+    }
+
+    private struct PendingStart {
+        let token: Int
+        let query: AlbumPageQuery
+        let etag: String?
+    }
+
+    private struct WeakListener: Sendable {
+        weak var value: (any AlbumListModelListener)?
+    }
+
+    private enum Event: Sendable {
+        case start, finish, fail(BlueLibraryClientError), cancel, change
+    }
+
+    /// Registers a load as running and says what to send; the caller sends it outside the lock.
+    private func begin(more: Bool, _ state: inout State) -> PendingStart? {
+        var pageQuery = query
+        var etag: String?
+        if more {
+            guard let next = state.next else { return nil }
+            pageQuery = query.continuing(at: next)
+        } else {
+            state.queuedMore = false
+            etag = state.loadedAt != nil ? state.etag : nil
+        }
+        state.lastToken += 1
+        state.running = Running(token: state.lastToken, more: more, invalidations: state.invalidations, sentETag: etag)
+        emit(.start, &state)
+        return PendingStart(token: state.lastToken, query: pageQuery, etag: etag)
+    }
+
+    private func send(_ start: PendingStart) {
+        let request = client.startList(start.query, ifNoneMatch: start.etag) { [weak self] result in
+            self?.finish(token: start.token, result)
+        }
+        // The answer may already have come (or the load been cancelled) while the lock was free.
+        let stale = state.withLock { state -> Bool in
+            guard state.running?.token == start.token else { return true }
+            state.running?.request = request
+            return false
+        }
+        if stale { request.cancel() }
+    }
+
+    private func finish(token: Int, _ result: Result<Revalidated<AlbumPage>, BlueLibraryClientError>) {
+        let next = state.withLock { state -> PendingStart? in
+            guard let running = state.running, running.token == token else { return nil }  // cancelled or superseded
+            state.running = nil
+            switch result {
+            case .failure(.cancelled):
+                state.queuedMore = false
+                emit(.cancel, &state)
+                return nil
+            case let .failure(error):
+                state.queuedMore = false
+                emit(.fail(error), &state)
+                return nil
+            case .success(.notModified) where running.more || running.sentETag == nil:
+                state.queuedMore = false
+                emit(.fail(.decoding(status: 304, message: "304 Not Modified for a request without If-None-Match")), &state)
+                return nil
+            case .success(.notModified):
+                state.loadedAt = Date()
+                if state.invalidations == running.invalidations { state.isOutdated = false }
+                emit(.finish, &state)
+            case let .success(.modified(page)) where running.more:
+                state.items += page.items
+                state.next = page.next
+                if let total = page.total { state.total = total }
+                if let version = state.version, page.version != version { state.isOutdated = true }
+                if !page.items.isEmpty { emit(.change, &state) }
+                emit(.finish, &state)
+                return nil
+            case let .success(.modified(page)):
+                let changed = state.items != page.items || state.loadedAt == nil
+                state.items = page.items
+                state.next = page.next
+                state.etag = page.etag
+                state.version = page.version
+                state.total = page.total
+                state.loadedAt = Date()
+                if state.invalidations == running.invalidations { state.isOutdated = false }
+                if changed { emit(.change, &state) }
+                emit(.finish, &state)
+            }
+            // A first page is in: send the next-page load that was queued behind it.
+            guard state.queuedMore else { return nil }
+            state.queuedMore = false
+            return state.next == nil ? nil : begin(more: true, &state)
+        }
+        if let next { send(next) }
+    }
+
+    /// Queues `event` for the listeners. Called with the lock held, so callbacks keep the order
+    /// of the state changes; the listeners are looked up when the callback runs, so one released
+    /// in between is not called.
+    private func emit(_ event: Event, _ state: inout State) {
+        callbackQueue.async { [self] in
+            let listeners = self.state.withLock { state in
+                state.listeners.removeAll { $0.value == nil }
+                return state.listeners.compactMap(\.value)
+            }
+            for listener in listeners {
+                switch event {
+                case .start: listener.didStartLoad(self)
+                case .finish: listener.didFinishLoad(self)
+                case let .fail(error): listener.didFailLoad(self, error: error)
+                case .cancel: listener.didCancelLoad(self)
+                case .change: listener.didChange(self)
+                }
+            }
+        }
+    }
+}

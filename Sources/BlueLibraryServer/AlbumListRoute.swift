@@ -1,0 +1,112 @@
+import HTTPServer
+import Library
+
+/// `GET /albums`: a page of a list query, through the request model.
+///
+/// The fast path runs on the event loop and touches no database: the ETag is the library
+/// version plus the query, so `If-None-Match` is answered from the version alone, and a page
+/// loaded at the current version is answered from memory. Anything else moves to the worker
+/// pool, where identical concurrent requests share one store read.
+struct AlbumListRoute {
+    let facade: LibraryFacade
+    let pages: RequestModelCache<String, CachedPage>
+
+    /// A page ready to send.
+    struct CachedPage: Sendable {
+        var bytes: [UInt8]
+        var etag: String
+        var nextLink: String?
+    }
+
+    func register(into routes: inout RouterBuilder) {
+        routes.add(.get, "/albums", options: .inline, respond)
+    }
+
+    func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        // The raw query string is the model's key: no parsing on the hot path. (Equivalent
+        // queries spelled differently are separate models; that only costs a cache entry.)
+        let key = String(request.rawQuery ?? "")
+        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
+        let etag = Self.etag(key, version: version)
+        if let condition = request.headers["If-None-Match"], ETag.list(condition, matches: etag) {
+            return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
+        }
+        if let page = pages.current(key, version: version) {
+            return response(page, context: context)
+        }
+        let pageRequest = try Self.pageRequest(from: request)
+        guard context.isOnWorkerPool else { throw WorkerPoolRequired() }
+        let pretty = request.wantsPretty
+        let page = try pages.value(key, version: version) {
+            let page = try library { () throws(LibraryError) in try facade.page(pageRequest) }
+            let bytes = try AlbumRepresentation.listBytes(page, pretty: pretty)
+            let cached = CachedPage(
+                bytes: bytes, etag: Self.etag(key, version: page.version),
+                nextLink: page.next.map { Self.nextPath(request, cursor: $0.encoded) })
+            return .init(value: cached, version: page.version, cost: bytes.count + key.utf8.count + 256)
+        }
+        return response(page, context: context)
+    }
+
+    func response(_ page: CachedPage, context: RequestContext) -> HTTPResponse {
+        var headers: HTTPHeaders = ["ETag": page.etag, "Cache-Control": "no-cache"]
+        if let next = page.nextLink {
+            headers.add("Link", "<\(RequestInput.absoluteURL(next, context))>; rel=\"next\"")
+        }
+        return HTTPResponse(contentType: "application/json", bytes: page.bytes, headers: headers)
+    }
+
+    /// `"v<version>-<query hash>"`: changes with every commit and with every query.
+    static func etag(_ key: String, version: Int64) -> String {
+        "\"v\(version)-\(ETag.hash(Array(key.utf8)))\""
+    }
+
+    /// The next page's path: this request's query with `cursor` replaced (and `offset` dropped).
+    static func nextPath(_ request: HTTPRequest, cursor: String) -> String {
+        var items = request.queryItems.filter { $0.name != "cursor" && $0.name != "offset" }
+        items.append((name: "cursor", value: cursor))
+        return "/albums?" + items.map { "\(QueryEncoding.escape($0.name))=\(QueryEncoding.escape($0.value))" }.joined(separator: "&")
+    }
+
+    /// Reads `limit`, `cursor` or `offset`, `sort`, `q`, `artist`, `genre`, `yearFrom`, `yearTo`, `count`.
+    static func pageRequest(from request: HTTPRequest) throws -> PageRequest {
+        let sort = try library { () throws(LibraryError) in try request.query("sort").map(AlbumSort.parse) ?? .position }
+        let filter = AlbumFilter(
+            text: request.query("q").flatMap { $0.isEmpty ? nil : $0 },
+            artist: request.query("artist"), genre: request.query("genre"),
+            yearFrom: try RequestInput.integer(request, "yearFrom", in: 0...9999),
+            yearTo: try RequestInput.integer(request, "yearTo", in: 0...9999))
+        let query = AlbumQuery(sort: sort, filter: filter)
+        let limit = try RequestInput.integer(request, "limit", in: PageRequest.limitRange) ?? PageRequest.defaultLimit
+        let start: PageStart
+        switch (request.query("cursor"), try RequestInput.integer(request, "offset", in: 0...Int(Int32.max))) {
+        case (.some, .some):
+            throw HTTPError(.badRequest, detail: "Send either cursor or offset, not both.")
+        case let (cursor?, nil):
+            start = .cursor(try library { () throws(LibraryError) in try PageCursor.decode(cursor, for: query) })
+        case let (nil, offset?):
+            start = .offset(offset)
+        case (nil, nil):
+            start = .first
+        }
+        let count = request.query("count").map { $0 == "true" || $0 == "1" || $0.isEmpty } ?? false
+        return PageRequest(query: query, start: start, limit: limit, includeTotal: count)
+    }
+}
+
+/// Percent-encoding for query components we write into links.
+enum QueryEncoding {
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,90 @@
+/// A list query: which albums, in which order. Pages of one query are tied together by
+/// cursors, which carry the query's fingerprint.
+public struct AlbumQuery: Sendable, Hashable {
+    public var sort: AlbumSort
+    public var filter: AlbumFilter
+
+    public init(sort: AlbumSort = .position, filter: AlbumFilter = .all) {
+        self.sort = sort
+        self.filter = filter
+    }
+
+    /// Whether items carry their library index: only the library's own order, unfiltered,
+    /// where an item's place in the list is its index.
+    public var showsIndexes: Bool { sort == .position && filter.isEmpty }
+
+    /// A short, stable fingerprint of sort and filter (FNV-1a 64, hex).
+    public var fingerprint: String {
+        CursorChecksum.hex(CursorChecksum.fnv1a(Array("\(sort)|\(filter.canonical)".utf8)))
+    }
+}
+
+/// Where a page starts.
+public enum PageStart: Sendable, Hashable {
+    /// The first page.
+    case first
+    /// After the last item of the page that produced this cursor.
+    case cursor(PageCursor)
+    /// At this position in the query's order (index-minded clients; not stable under changes).
+    case offset(Int)
+}
+
+/// One page request: the query, where to start, how many, and whether to count.
+public struct PageRequest: Sendable, Hashable {
+    public var query: AlbumQuery
+    public var start: PageStart
+    public var limit: Int
+    public var includeTotal: Bool
+
+    public static let limitRange = 1...500
+    public static let defaultLimit = 50
+
+    public init(query: AlbumQuery = AlbumQuery(), start: PageStart = .first, limit: Int = PageRequest.defaultLimit,
+                includeTotal: Bool = false) {
+        self.query = query
+        self.start = start
+        self.limit = limit
+        self.includeTotal = includeTotal
+    }
+}
+
+/// An album in a list, with its library index when the list shows indexes.
+public struct ListedAlbum: Sendable, Equatable {
+    public var album: Album
+    public var index: Int?
+
+    public init(album: Album, index: Int?) {
+        self.album = album
+        self.index = index
+    }
+}
+
+/// One page of a query, read in one snapshot.
+public struct AlbumListPage: Sendable, Equatable {
+    public var items: [ListedAlbum]
+    /// The cursor of the next page, or nil at the end.
+    public var next: PageCursor?
+    /// The library version the page was read at.
+    public var version: Int64
+    /// The number of albums the query matches, when asked for.
+    public var total: Int?
+
+    public init(items: [ListedAlbum], next: PageCursor?, version: Int64, total: Int?) {
+        self.items = items
+        self.next = next
+        self.version = version
+        self.total = total
+    }
+}
+
+/// Where a store starts reading a query's order.
+public enum SortAnchor: Sendable, Hashable {
+    /// From the first album of the order.
+    case start
+    /// Skipping this many albums of the order.
+    case offset(Int)
+    /// Right after this album's current place in the library's own order (position sort only).
+    case afterAlbum(AlbumID)
+    /// Right after this key in a value order: albums whose (value, id) comes after it.
+    case afterValue(SortValue, AlbumID)
+}

@@ -1,0 +1,281 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BlueLibraryClient
+import Dispatch
+import Foundation
+import Synchronization
+
+/// `bluelibrary albums list|add|delete|undo`: a client of a running server, built on
+/// `BlueLibraryClient` and `AlbumListModel`. Prints an aligned table (or a sentence) by
+/// default and JSON with `--json`. A failed request prints the problem's detail on one line
+/// to stderr and exits 1; a bad command line exits 2.
+enum AlbumsCommand {
+    static let helpText = """
+        Usage: bluelibrary albums <command> [options]
+
+        Commands:
+          list    [--limit N] [--sort S] [--q TEXT] [--artist A] [--genre G] [--cursor C] [--all] [--json]
+                  A page of albums (--all: every page). S is position, title, artist, year or
+                  createdAt, with a leading '-' for descending.
+          add     --title T --artist A [--genre G] [--year Y] [--cover-url U] [--index I] [--json]
+                  Add an album (at index I, or at the end).
+          delete  ID | --at INDEX [--json]
+                  Delete an album by id or by position.
+          undo    [--json]
+                  Undo the last change.
+
+        Options for every command:
+          --url URL        The server (default: $BLUELIBRARY_URL, else http://127.0.0.1:8080).
+          --client NAME    The client whose current album add and undo update (default: "default").
+          --timeout SEC    Seconds to wait for each answer (default: 10).
+        """
+
+    static func run(_ arguments: [String]) -> Never {
+        guard let subcommand = arguments.first, !["help", "--help", "-h"].contains(subcommand) else {
+            print(helpText)
+            exit(0)
+        }
+        var options = Options(Array(arguments.dropFirst()))
+        if options.flag("help") || options.flag("h") {
+            print(helpText)
+            exit(0)
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let url = options.value("url") ?? environment["BLUELIBRARY_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
+        let timeout = options.double("timeout") ?? 10
+        let json = options.flag("json")
+        let clientName = options.value("client")
+        let client: BlueLibraryClient
+        do {
+            client = try BlueLibraryClient(url: url, timeout: timeout)
+        } catch {
+            fail("--url: \(error.description)")
+        }
+
+        let result: Result<Void, BlueLibraryClientError>
+        switch subcommand {
+        case "list":
+            var query = AlbumPageQuery()
+            query.limit = options.int("limit")
+            if let sort = options.value("sort") {
+                guard let parsed = AlbumSort(sort) else {
+                    fail("--sort: use position, title, artist, year or createdAt, with '-' before it for descending; not '\(sort)'")
+                }
+                query.sort = parsed
+            }
+            query.q = options.value("q")
+            query.artist = options.value("artist")
+            query.genre = options.value("genre")
+            query.cursor = options.value("cursor")
+            let all = options.flag("all")
+            options.finish()
+            result = Result { () throws(BlueLibraryClientError) in try list(client, query: query, all: all, json: json) }
+        case "add":
+            guard let title = options.value("title"), let artist = options.value("artist") else {
+                fail("albums add needs --title and --artist")
+            }
+            let input = AlbumInput(title: title, artist: artist, genre: options.value("genre"), year: options.int("year"),
+                                   coverUrl: options.value("cover-url"))
+            let index = options.int("index")
+            options.finish()
+            result = Result { () throws(BlueLibraryClientError) in
+                let album = try client.add(input, at: index, client: clientName)
+                if json { printJSON(album) } else { print("Added \(describe(album)).") }
+            }
+        case "delete":
+            let index = options.int("at")
+            let id = options.positional()
+            options.finish()
+            guard (index == nil) != (id == nil) else { fail("albums delete needs an album id or --at INDEX (one of them)") }
+            result = Result { () throws(BlueLibraryClientError) in
+                let album: AlbumResource
+                if let id { album = try client.delete(id: id) } else { album = try client.delete(at: index!) }
+                if json { printJSON(album) } else { print("Deleted \(describe(album)).") }
+            }
+        case "undo":
+            options.finish()
+            result = Result { () throws(BlueLibraryClientError) in
+                let undone = try client.undo(client: clientName)
+                if json {
+                    printJSON(undone)
+                } else if let album = undone.album, let index = album.index {
+                    print("Undone: \(undone.undone) (\"\(album.title)\" is at index \(index)).")
+                } else {
+                    print("Undone: \(undone.undone).")
+                }
+            }
+        default:
+            fail("unknown albums command '\(subcommand)'; try 'bluelibrary albums --help'")
+        }
+        if case let .failure(error) = result { fail(error.description, code: 1) }
+        exit(0)
+    }
+
+    // MARK: - list
+
+    static func list(_ client: BlueLibraryClient, query: AlbumPageQuery, all: Bool, json: Bool) throws(BlueLibraryClientError) {
+        var result: AlbumPageResource
+        if query.cursor != nil {
+            // Continuing from a printed cursor: plain pages, since the model always starts at the first.
+            var page = try client.list(query)
+            result = page.resource
+            while all, let next = page.next {
+                page = try client.list(query.continuing(at: next))
+                result.items += page.items
+                result.next = page.next
+            }
+        } else {
+            let model = AlbumListModel(client: client, query: query)
+            let waiter = LoadWaiter()
+            model.addListener(waiter)
+            try waiter.run(model, more: false, timeout: client.timeout)
+            while all && model.hasMore {
+                try waiter.run(model, more: true, timeout: client.timeout)
+            }
+            let snapshot = model.snapshot
+            result = AlbumPageResource(items: snapshot.items, next: snapshot.next, version: snapshot.version ?? 0, total: snapshot.total)
+        }
+        let items = result.items
+        if json {
+            printJSON(result)
+            return
+        }
+        guard !items.isEmpty else {
+            print("No albums.")
+            return
+        }
+        printTable(items)
+        if let next = result.next {
+            print("\n\(items.count) albums shown; more with: bluelibrary albums list --cursor \(next) (or --all)")
+        }
+    }
+
+    static func printTable(_ albums: [AlbumResource]) {
+        let showIndex = albums.contains { $0.index != nil }
+        var header = ["TITLE", "ARTIST", "GENRE", "YEAR", "ID"]
+        if showIndex { header.insert("#", at: 0) }
+        var rows = [header]
+        for album in albums {
+            var row = [clip(album.title), clip(album.artist), clip(album.genre), album.year.map(String.init) ?? "-", album.id]
+            if showIndex { row.insert(album.index.map(String.init) ?? "", at: 0) }
+            rows.append(row)
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for row in rows {
+            var line = ""
+            for (column, cell) in row.enumerated() {
+                let pad = String(repeating: " ", count: widths[column] - cell.count)
+                // Numbers right-aligned (index, year), text left-aligned.
+                let numeric = header[column] == "#" || header[column] == "YEAR"
+                line += (column == 0 ? "" : "  ") + (numeric ? pad + cell : cell + (column == row.count - 1 ? "" : pad))
+            }
+            print(line)
+        }
+    }
+
+    static func clip(_ text: String, to width: Int = 40) -> String {
+        let flat = text.split(whereSeparator: \.isNewline).joined(separator: " ")
+        return flat.count <= width ? flat : String(flat.prefix(width - 1)) + "…"
+    }
+
+    static func describe(_ album: AlbumResource) -> String {
+        let year = album.year.map { " (\($0))" } ?? ""
+        let index = album.index.map { " at index \($0)" } ?? ""
+        return "\"\(album.title)\" by \(album.artist)\(year)\(index), id \(album.id)"
+    }
+
+    static func printJSON(_ value: some Encodable) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { fail("cannot encode the answer as JSON", code: 1) }
+        print(String(decoding: data, as: UTF8.self))
+    }
+
+    // MARK: - Waiting for the model
+
+    /// Blocks the command's thread until the model's load ends; callbacks arrive on the
+    /// model's own queue, so this thread is free to wait.
+    final class LoadWaiter: AlbumListModelListener {
+        private let done = DispatchSemaphore(value: 0)
+        private let failure = Mutex<BlueLibraryClientError?>(nil)
+
+        func run(_ model: AlbumListModel, more: Bool, timeout: Double) throws(BlueLibraryClientError) {
+            switch model.load(more: more) {
+            case .noMorePages: return
+            case .started, .joined, .queued: break
+            }
+            if done.wait(timeout: .now() + timeout + 5) == .timedOut {
+                model.cancel()
+                throw .timeout(seconds: timeout)
+            }
+            if let error = failure.withLock({ $0 }) { throw error }
+        }
+
+        func didFinishLoad(_ model: AlbumListModel) { done.signal() }
+
+        func didFailLoad(_ model: AlbumListModel, error: BlueLibraryClientError) {
+            failure.withLock { $0 = error }
+            done.signal()
+        }
+
+        func didCancelLoad(_ model: AlbumListModel) {
+            failure.withLock { $0 = .cancelled }
+            done.signal()
+        }
+    }
+
+    // MARK: - Options
+
+    /// `--name value`, `--name=value`, flags, and at most one positional word; anything left
+    /// over is a usage error.
+    struct Options {
+        private var words: [String]
+
+        init(_ words: [String]) { self.words = words }
+
+        mutating func value(_ name: String) -> String? {
+            for (position, word) in words.enumerated() {
+                if word == "--\(name)" {
+                    guard position + 1 < words.count else { fail("--\(name) needs a value") }
+                    let value = words[position + 1]
+                    words.removeSubrange(position...(position + 1))
+                    return value
+                }
+                if word.hasPrefix("--\(name)=") {
+                    words.remove(at: position)
+                    return String(word.dropFirst(name.count + 3))
+                }
+            }
+            return nil
+        }
+
+        mutating func int(_ name: String) -> Int? {
+            guard let text = value(name) else { return nil }
+            guard let number = Int(text) else { fail("--\(name) must be a whole number, not '\(text)'") }
+            return number
+        }
+
+        mutating func double(_ name: String) -> Double? {
+            guard let text = value(name) else { return nil }
+            guard let number = Double(text), number > 0 else { fail("--\(name) must be a positive number of seconds, not '\(text)'") }
+            return number
+        }
+
+        mutating func flag(_ name: String) -> Bool {
+            let spelled = name.count == 1 ? "-\(name)" : "--\(name)"
+            guard let position = words.firstIndex(of: spelled) else { return false }
+            words.remove(at: position)
+            return true
+        }
+
+        mutating func positional() -> String? {
+            guard let position = words.firstIndex(where: { !$0.hasPrefix("-") }) else { return nil }
+            return words.remove(at: position)
+        }
+
+        func finish() {
+            if let word = words.first { fail("unexpected '\(word)'; try 'bluelibrary albums --help'") }
+        }
+    }
+}

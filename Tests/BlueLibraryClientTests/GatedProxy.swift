@@ -1,0 +1,187 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import HTTPTestSupport
+
+/// An HTTP/1.1 proxy in front of the real app that can hold requests at a gate, so tests decide
+/// exactly when an answer arrives (a load is provably still running while the test calls the
+/// model again). It records every request it sees. Open by default; `gated = true` makes each
+/// request wait for a `release()`. Answers are forwarded unchanged, re-framed with Content-Length.
+final class GatedProxy: @unchecked Sendable {
+    struct Seen: Sendable {
+        var method: String
+        var target: String
+        var headers: [String: String]  // names lower-cased
+    }
+
+    // Everything mutable is guarded by `condition`.
+    private let condition = NSCondition()
+    private var seenRequests: [Seen] = []
+    private var isGated = false
+    private var releases = 0
+    private var closed = false
+    private let listener: Int32
+    let port: Int
+    let upstreamPort: Int
+
+    init(upstreamPort: Int) throws {
+        self.upstreamPort = upstreamPort
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, Glibc.listen(fd, 64) == 0 else {
+            Glibc.close(fd)
+            throw ProxyError(description: "proxy cannot listen: errno \(errno)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    struct ProxyError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    deinit { close() }
+
+    func close() {
+        condition.lock()
+        let wasClosed = closed
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+        if !wasClosed {
+            shutdown(listener, Int32(SHUT_RDWR))
+            Glibc.close(listener)
+        }
+    }
+
+    /// While true, each request waits for a `release()` before it is forwarded.
+    var gated: Bool {
+        get { condition.withLock { isGated } }
+        set { condition.withLock { isGated = newValue; condition.broadcast() } }
+    }
+
+    /// Lets one held request (the oldest) through.
+    func release(_ count: Int = 1) {
+        condition.withLock {
+            releases += count
+            condition.broadcast()
+        }
+    }
+
+    var requests: [Seen] { condition.withLock { seenRequests } }
+
+    /// Waits until `count` requests have arrived in total.
+    @discardableResult
+    func waitForRequests(_ count: Int, timeout: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while seenRequests.count < count {
+            if !condition.wait(until: deadline) { return seenRequests.count >= count }
+        }
+        return true
+    }
+
+    private func acceptLoop() {
+        while true {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                if condition.withLock({ closed }) { return }
+                if errno == EINTR { continue }
+                return
+            }
+            Thread.detachNewThread { [self] in serve(fd) }
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        defer { Glibc.close(fd) }
+        var buffer: [UInt8] = []
+        while true {
+            guard let headEnd = readUntilBlankLine(fd, &buffer) else { return }
+            let head = String(decoding: buffer[0..<headEnd], as: UTF8.self)
+            buffer.removeFirst(headEnd + 4)
+            var lines = head.components(separatedBy: "\r\n")
+            let requestLine = lines.removeFirst().split(separator: " ")
+            guard requestLine.count >= 2 else { return }
+            var headers: [String: String] = [:]
+            for line in lines {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+            let length = headers["content-length"].flatMap(Int.init) ?? 0
+            while buffer.count < length {
+                guard fill(fd, &buffer) else { return }
+            }
+            let body = Array(buffer[0..<length])
+            buffer.removeFirst(length)
+            let seen = Seen(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers)
+
+            condition.lock()
+            seenRequests.append(seen)
+            condition.broadcast()
+            while isGated && releases == 0 && !closed { condition.wait() }
+            if isGated && releases > 0 { releases -= 1 }
+            let stop = closed
+            condition.unlock()
+            if stop { return }
+
+            var forwarded = headers
+            for name in ["host", "connection", "content-length"] { forwarded[name] = nil }
+            guard let response = try? RawHTTPClient.request(port: upstreamPort, method: seen.method, path: seen.target,
+                                                             headers: forwarded, body: body)
+            else { return }
+            var out = response.statusLine + "\r\n"
+            for (name, value) in response.headers where !["content-length", "transfer-encoding", "connection"].contains(name.lowercased()) {
+                out += "\(name): \(value)\r\n"
+            }
+            if response.status != 304 { out += "Content-Length: \(response.body.count)\r\n" }
+            out += "\r\n"
+            let bytes = Array(out.utf8) + (response.status == 304 ? [] : response.body)
+            guard write(fd, bytes) else { return }
+        }
+    }
+
+    private func readUntilBlankLine(_ fd: Int32, _ buffer: inout [UInt8]) -> Int? {
+        while true {
+            if buffer.count >= 4 {
+                for i in 0...(buffer.count - 4) where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
+                    return i
+                }
+            }
+            guard fill(fd, &buffer) else { return nil }
+        }
+    }
+
+    private func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return false }
+        buffer += chunk[0..<n]
+        return true
+    }
+
+    private func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { return false }
+            offset += n
+        }
+        return true
+    }
+}

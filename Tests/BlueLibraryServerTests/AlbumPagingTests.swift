@@ -1,0 +1,105 @@
+import Foundation
+import HTTPTestSupport
+import Synchronization
+import Testing
+
+@testable import BlueLibraryServer
+
+/// `GET /albums` paging over HTTP: cursors and Link headers, sorts and filters, ETags from the
+/// request model, and the model's one-read-for-many behaviour.
+@Suite(.serialized, .timeLimit(.minutes(2))) final class AlbumPagingTests {
+    let app: BlueLibraryApp
+    var port: Int { app.port }
+
+    init() throws {
+        app = try TestApp.make { $0.seed = false }
+        app.start()
+        for n in 0..<23 {
+            let body = #"{"title": "Album \#(n)", "artist": "\#(n % 2 == 0 ? "Even" : "Odd")", "year": \#(1980 + n)}"#
+            _ = try RawHTTPClient.request(port: port, method: "POST", path: "/albums", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+        }
+    }
+
+    deinit { app.shutdown() }
+
+    func get(_ path: String, headers: [String: String] = [:]) throws -> RawHTTPClient.Response {
+        try RawHTTPClient.request(port: port, path: path, headers: headers)
+    }
+
+    /// Follows `Link: rel="next"` from `path` to the end; returns the titles.
+    func follow(_ path: String) throws -> [String] {
+        var titles: [String] = []
+        var next: String? = path
+        while let target = next {
+            let response = try get(target)
+            #expect(response.status == 200)
+            let page = try response.json()
+            titles += (page["items"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String }
+            next = response.header("Link").flatMap { link in
+                link.range(of: #"<[^>]+>"#, options: .regularExpression).map { String(link[$0].dropFirst().dropLast()) }
+            }.map { URL(string: $0)!.path + "?" + URL(string: $0)!.query! }
+            if next != nil { #expect(page["next"] is String) } else { #expect(page["next"] is NSNull) }
+        }
+        return titles
+    }
+
+    @Test func linkHeadersWalkEveryPageOnce() throws {
+        let titles = try follow("/albums?limit=5")
+        #expect(titles == (0..<23).map { "Album \($0)" })
+        let byYearDescending = try follow("/albums?limit=4&sort=-year&artist=even")
+        #expect(byYearDescending == stride(from: 22, through: 0, by: -2).map { "Album \($0)" })
+    }
+
+    @Test func countAndIndexesOnlyWhereTheyMeanSomething() throws {
+        let counted = try get("/albums?limit=2&count=true&q=album%201").json()
+        #expect(counted["total"] as? Int == 11)  // 1, 10…19
+        let items = try #require(counted["items"] as? [[String: Any]])
+        #expect(items.allSatisfy { $0["index"] == nil }, "filtered lists carry no index")
+        let plain = try get("/albums?limit=2").json()
+        #expect(plain["total"] == nil)
+        #expect((plain["items"] as? [[String: Any]])?.map { $0["index"] as? Int } == [0, 1])
+    }
+
+    @Test func versionETagsRevalidateWithoutTheStore() throws {
+        let first = try get("/albums?limit=5")
+        let tag = try #require(first.header("ETag"))
+        let loadsBefore = app.pageCache.loadCount
+        let again = try get("/albums?limit=5", headers: ["If-None-Match": tag])
+        #expect(again.status == 304)
+        let cached = try get("/albums?limit=5")
+        #expect(cached.body == first.body)
+        #expect(app.pageCache.loadCount == loadsBefore, "304 and a current page need no load")
+        // A mutation moves the version on: the old tag no longer matches and the page reloads
+        _ = try RawHTTPClient.request(port: port, method: "DELETE", path: "/albums/at/0")
+        #expect(try get("/albums?limit=5", headers: ["If-None-Match": tag]).status == 200)
+        #expect(app.pageCache.loadCount == loadsBefore + 1)
+    }
+
+    @Test func concurrentIdenticalRequestsCauseOneRead() throws {
+        let before = app.pageCache.loadCount
+        let group = DispatchGroup()
+        let codes = Mutex<[Int]>([])
+        let port = self.port
+        for _ in 0..<16 {
+            DispatchQueue.global().async(group: group) {
+                let status = (try? RawHTTPClient.request(port: port, path: "/albums?limit=7&sort=title").status) ?? -1
+                codes.withLock { $0.append(status) }
+            }
+        }
+        group.wait()
+        #expect(codes.withLock { $0 } == Array(repeating: 200, count: 16))
+        #expect(app.pageCache.loadCount - before == 1)
+    }
+
+    @Test func badPagingInputIsA400WithAReason() throws {
+        let page = try get("/albums?limit=3").json()
+        let cursor = try #require(page["next"] as? String)
+        let otherQuery = try get("/albums?limit=3&sort=title&cursor=\(cursor)")
+        #expect(otherQuery.status == 400)
+        #expect((try otherQuery.json()["detail"] as? String)?.contains("different query") == true)
+        #expect(try get("/albums?cursor=\(cursor.dropLast(4))").status == 400)
+        #expect(try get("/albums?cursor=\(cursor)&offset=3").status == 400)
+        #expect(try get("/albums?sort=colour").status == 422)
+        #expect(try get("/albums?yearFrom=abc").status == 400)
+    }
+}

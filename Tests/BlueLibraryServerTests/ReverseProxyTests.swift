@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTestSupport
+import Synchronization
+import Testing
+
+@testable import BlueLibraryServer
+
+/// The server behind a real nginx, configured by `deploy/nginx.conf.example`.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ReverseProxyTests {
+    /// Captures the access log lines.
+    final class LogLines: Sendable {
+        let lines = Mutex<[String]>([])
+        var sink: @Sendable ([UInt8]) -> Void {
+            { bytes in self.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+        }
+        func entry(requestID: String) -> String? {
+            lines.withLock { $0.first { $0.contains("\"requestId\":\"\(requestID)\"") } }
+        }
+    }
+
+    func startApp(trusting: Bool, log: LogLines) throws -> BlueLibraryApp {
+        let app = try TestApp.make({ config in
+            config.accessLog = true
+            if trusting { config.trustedProxies = [CIDR("127.0.0.1/32")!] }
+        }, logSink: log.sink)
+        app.start()
+        return app
+    }
+
+    @Test func trustedProxyGivesClientAddressSchemeAndHost() throws {
+        let log = LogLines()
+        let app = try startApp(trusting: true, log: log)
+        defer { app.shutdown() }
+        let proxy = try NginxProxy(upstreamPort: app.port, tls: true)
+
+        // A client on 127.0.0.2 that tries to spoof its address: nginx appends the real one.
+        let client = try RawHTTPClient(port: proxy.port, source: "127.0.0.2")
+        try client.send("GET /healthz HTTP/1.1\r\nHost: library.test:\(proxy.port)\r\nX-Forwarded-For: 203.0.113.9\r\n\r\n")
+        let health = try client.readResponse()
+        #expect(health.status == 200)
+        let requestID = try #require(health.header("X-Request-Id"))
+        usleep(50_000)
+        let line = try #require(log.entry(requestID: requestID))
+        #expect(line.contains("\"client\":\"127.0.0.2\""), "the rightmost untrusted hop, not the spoofed one: \(line)")
+
+        // Over TLS at the proxy: Location and Link carry https and the external host.
+        let tlsPort = try #require(proxy.tlsPort)
+        let created = try Curl.run(["-X", "POST", "-H", "Content-Type: application/json", "--data", #"{"title":"Low","artist":"David Bowie"}"#,
+                                    "https://127.0.0.1:\(tlsPort)/albums"])
+        #expect(created.hasPrefix("HTTP/1.1 201"))
+        #expect(created.contains("Location: https://127.0.0.1:\(tlsPort)/albums/"), "\(created)")
+        let listed = try Curl.run(["https://127.0.0.1:\(tlsPort)/albums?limit=2"])
+        #expect(listed.contains("Link: <https://127.0.0.1:\(tlsPort)/albums?limit=2&cursor="), "\(listed)")
+    }
+
+    @Test func untrustedProxyHeadersAreIgnored() throws {
+        let log = LogLines()
+        let app = try startApp(trusting: false, log: log)
+        defer { app.shutdown() }
+        let proxy = try NginxProxy(upstreamPort: app.port, tls: true)
+        let client = try RawHTTPClient(port: proxy.port, source: "127.0.0.2")
+        try client.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 203.0.113.9\r\n\r\n")
+        let requestID = try #require(try client.readResponse().header("X-Request-Id"))
+        usleep(50_000)
+        let line = try #require(log.entry(requestID: requestID))
+        #expect(line.contains("\"client\":\"127.0.0.1\""), "the peer (nginx) itself: \(line)")
+        let tlsPort = try #require(proxy.tlsPort)
+        let created = try Curl.run(["-X", "POST", "-H", "Content-Type: application/json", "--data", #"{"title":"Low","artist":"David Bowie"}"#,
+                                    "https://127.0.0.1:\(tlsPort)/albums"])
+        #expect(created.contains("Location: http://127.0.0.1:\(tlsPort)/albums/"), "scheme not believed: \(created)")
+    }
+
+    @Test func uploadsNearTheLimitPassAndKeepAliveHolds() throws {
+        let log = LogLines()
+        let app = try startApp(trusting: true, log: log)
+        defer { app.shutdown() }
+        let proxy = try NginxProxy(upstreamPort: app.port)
+        let client = try RawHTTPClient(port: proxy.port)
+        // An album padded with whitespace to just under 1 MiB passes both nginx and the server.
+        let album = Array(#"{"title": "Big", "artist": "Padding"}"#.utf8)
+        let body = album + Array(repeating: UInt8(ascii: " "), count: 1_048_000 - album.count)
+        try client.send(Array("POST /albums HTTP/1.1\r\nHost: lib\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
+        #expect(try client.readResponse().status == 201)
+        // Keep-alive: more requests on the same client connection, through pooled upstream connections.
+        for _ in 0..<5 {
+            try client.send("GET /albums?limit=1 HTTP/1.1\r\nHost: lib\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+        }
+        #expect(app.server.connectionCount <= 2, "nginx reuses its upstream connections")
+        // Over the limit: refused by nginx before it reaches the server.
+        let big = try RawHTTPClient(port: proxy.port)
+        try big.send("POST /albums HTTP/1.1\r\nHost: lib\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n")
+        #expect(try big.readResponse().status == 413)
+    }
+}

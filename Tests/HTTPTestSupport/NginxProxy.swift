@@ -1,0 +1,136 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// A real nginx in front of a test server, configured from the project's
+/// `deploy/nginx.conf.example` with only its ports swapped (plus, optionally, a TLS listener
+/// with a throw-away certificate, as a TLS-terminating proxy would have).
+public final class NginxProxy {
+    public let port: Int
+    public let tlsPort: Int?
+    private let process = Process()
+    private let directory: URL
+
+    public static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    public static var executable: String? {
+        ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    public init(upstreamPort: Int, tls: Bool = false) throws {
+        guard let nginx = Self.executable else {
+            throw RawHTTPClient.ClientError(description: "nginx is not installed (scripts/test installs nginx-light)")
+        }
+        directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("nginx-" + UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        port = try Self.freePort()
+        tlsPort = tls ? try Self.freePort() : nil
+
+        var site = try String(contentsOf: Self.repositoryRoot.appendingPathComponent("deploy/nginx.conf.example"), encoding: .utf8)
+        guard site.contains("server 127.0.0.1:8080;"), site.contains("listen 80;") else {
+            throw RawHTTPClient.ClientError(description: "deploy/nginx.conf.example changed shape; update NginxProxy")
+        }
+        site = site.replacingOccurrences(of: "server 127.0.0.1:8080;", with: "server 127.0.0.1:\(upstreamPort);")
+        var listen = "listen 127.0.0.1:\(port);"
+        if let tlsPort {
+            try Self.makeCertificate(in: directory)
+            listen += """
+
+                listen 127.0.0.1:\(tlsPort) ssl;
+                ssl_certificate \(directory.path)/cert.pem;
+                ssl_certificate_key \(directory.path)/key.pem;
+            """
+        }
+        site = site.replacingOccurrences(of: "listen 80;", with: listen)
+        let temp = directory.appendingPathComponent("tmp").path
+        let main = """
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            pid \(directory.path)/nginx.pid;
+            error_log \(directory.path)/error.log warn;
+            events { worker_connections 512; }
+            http {
+                access_log off;
+                client_body_temp_path \(temp)/body;
+                proxy_temp_path \(temp)/proxy;
+                fastcgi_temp_path \(temp)/fastcgi;
+                uwsgi_temp_path \(temp)/uwsgi;
+                scgi_temp_path \(temp)/scgi;
+            \(site)
+            }
+            """
+        let config = directory.appendingPathComponent("nginx.conf")
+        try main.write(to: config, atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: nginx)
+        process.arguments = ["-c", config.path, "-p", directory.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if (try? RawHTTPClient(port: port, receiveTimeout: 1)) != nil { return }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+        process.terminate()
+        throw RawHTTPClient.ClientError(description: "nginx did not start: \(log)")
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard ok else { throw RawHTTPClient.ClientError(description: "no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func makeCertificate(in directory: URL) throws {
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                             "-keyout", directory.appendingPathComponent("key.pem").path,
+                             "-out", directory.appendingPathComponent("cert.pem").path]
+        openssl.standardOutput = FileHandle.nullDevice
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        guard openssl.terminationStatus == 0 else { throw RawHTTPClient.ClientError(description: "openssl could not make a certificate") }
+    }
+}
+
+/// curl, for what the raw client cannot speak (TLS).
+public enum Curl {
+    /// Runs curl with `arguments` plus `-sk -i`; returns the raw response (head and body).
+    public static func run(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["curl", "-sk", "-i", "--max-time", "10"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+}

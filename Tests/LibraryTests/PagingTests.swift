@@ -1,0 +1,212 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Library
+
+@Suite struct PagingTests {
+    /// Walks every page of `query` and returns the albums in order.
+    func walk(_ facade: LibraryFacade, _ query: AlbumQuery = AlbumQuery(), limit: Int) throws -> [ListedAlbum] {
+        var items: [ListedAlbum] = []
+        var start = PageStart.first
+        while true {
+            let page = try facade.page(PageRequest(query: query, start: start, limit: limit))
+            items += page.items
+            guard let next = page.next else { return items }
+            // Round-trip through the wire form, as a client would.
+            start = .cursor(try PageCursor.decode(next.encoded, for: query))
+        }
+    }
+
+    @Test func positionPagesCarryIndexesAndEndWithNoNext() throws {
+        let fixture = try Fixture(seeded: true)
+        let first = try fixture.facade.page(PageRequest(limit: 2))
+        #expect(first.items.map(\.album.title) == ["Best of Bowie", "It's My Life"])
+        #expect(first.items.map(\.index) == [0, 1])
+        #expect(first.next != nil)
+        let all = try walk(fixture.facade, limit: 2)
+        #expect(all.map(\.index) == [0, 1, 2, 3, 4])
+        #expect(try fixture.facade.page(PageRequest(limit: 5)).next == nil, "exactly one full page has no next")
+    }
+
+    @Test func everySortAndFilterMatchesTheReference() throws {
+        let fixture = try Fixture()
+        var generator = SystemRandomNumberGenerator()
+        let words = ["alpha", "Beta", "gamma", "Delta", "echo", "Zulu", "bravo", "ALPHA"]
+        for n in 0..<120 {
+            let year: Int? = n % 7 == 0 ? nil : 1960 + Int.random(in: 0..<40, using: &generator)
+            let title = "\(words.randomElement(using: &generator)!) \(n % 9)"
+            _ = try fixture.facade.add(
+                AlbumInput(title: title, artist: words.randomElement(using: &generator)!,
+                           genre: ["Pop", "Rock", "Jazz"].randomElement(using: &generator)!, year: year),
+                at: Int.random(in: 0...n, using: &generator))
+            fixture.clock.advance(milliseconds: Int64.random(in: 0...2, using: &generator))
+        }
+        let library = try fixture.facade.page(PageRequest(limit: 500)).items.map(\.album)
+        let filters = [AlbumFilter.all, AlbumFilter(text: "ALP"), AlbumFilter(artist: "beta"), AlbumFilter(genre: "rock"),
+                       AlbumFilter(yearFrom: 1970, yearTo: 1985), AlbumFilter(text: "a", genre: "Pop", yearFrom: 1965)]
+        for field in AlbumSort.Field.allCases {
+            for descending in [false, true] {
+                for filter in filters {
+                    let query = AlbumQuery(sort: AlbumSort(field, descending: descending), filter: filter)
+                    var expected = library.filter(filter.matches)
+                    if field == .position {
+                        if descending { expected.reverse() }
+                    } else {
+                        expected.sort { query.sort.orders($0, before: $1) }
+                    }
+                    let got = try walk(fixture.facade, query, limit: 7).map(\.album.id)
+                    #expect(got == expected.map(\.id), "\(query.sort) \(filter)")
+                    let total = try fixture.facade.page(PageRequest(query: query, limit: 1, includeTotal: true)).total
+                    #expect(total == expected.count)
+                }
+            }
+        }
+    }
+
+    @Test func pagesStayStableWhileAlbumsAreInsertedAndDeleted() throws {
+        let fixture = try Fixture()
+        for n in 0..<200 { _ = try fixture.facade.add(input("Album \(n)")) }
+        let survivors = Set(try fixture.facade.page(PageRequest(limit: 500)).items.map(\.album.id))
+        var deletable = survivors  // albums this test may delete (then they are not survivors)
+        var protected = Set<AlbumID>()
+        var seen: [AlbumID] = []
+        var start = PageStart.first
+        var generator = SystemRandomNumberGenerator()
+        var round = 0
+        while true {
+            let page = try fixture.facade.page(PageRequest(start: start, limit: 9))
+            seen += page.items.map(\.album.id)
+            guard let next = page.next else { break }
+            start = .cursor(next)
+            // Between pages: insert anywhere, and delete albums — including the page's last ones.
+            round += 1
+            for _ in 0..<3 {
+                let count = try fixture.facade.count()
+                _ = try fixture.facade.add(input("New \(round)"), at: Int.random(in: 0...count, using: &generator))
+            }
+            if round % 2 == 0, let victim = page.items.last?.album.id, deletable.contains(victim) {
+                _ = try fixture.facade.delete(id: victim)
+                deletable.remove(victim)
+                protected.insert(victim)
+            }
+            if let victim = deletable.randomElement(using: &generator) {
+                _ = try fixture.facade.delete(id: victim)
+                deletable.remove(victim)
+                protected.insert(victim)
+            }
+        }
+        let throughout = survivors.subtracting(protected)
+        let counts = Dictionary(grouping: seen.filter(throughout.contains), by: { $0 }).mapValues(\.count)
+        #expect(counts.count == throughout.count, "every album present throughout appears")
+        #expect(counts.values.allSatisfy { $0 == 1 }, "and exactly once")
+    }
+
+    @Test func badCursorsAndLimitsAreRefused() throws {
+        let fixture = try Fixture(seeded: true)
+        let page = try fixture.facade.page(PageRequest(limit: 2))
+        let cursor = try #require(page.next).encoded
+        // Another query
+        #expect(throws: LibraryError.self) { try PageCursor.decode(cursor, for: AlbumQuery(sort: AlbumSort(.title))) }
+        // Tampered: one character changed
+        var tampered = Array(cursor)
+        tampered[tampered.count / 2] = tampered[tampered.count / 2] == "A" ? "B" : "A"
+        #expect(throws: LibraryError.self) { try PageCursor.decode(String(tampered), for: AlbumQuery()) }
+        #expect(throws: LibraryError.self) { try PageCursor.decode(String(cursor.dropLast(3)), for: AlbumQuery()) }
+        #expect(throws: LibraryError.self) { try PageCursor.decode("not a cursor", for: AlbumQuery()) }
+        #expect(throws: LibraryError.self) { try fixture.facade.page(PageRequest(limit: 0)) }
+        #expect(throws: LibraryError.self) { try fixture.facade.page(PageRequest(limit: 501)) }
+        #expect(throws: LibraryError.self) { try AlbumSort.parse("colour") }
+        #expect(throws: LibraryError.self) {
+            try fixture.facade.page(PageRequest(query: AlbumQuery(filter: AlbumFilter(yearFrom: 2000, yearTo: 1990))))
+        }
+    }
+
+    @Test func currentVersionIsRememberedUntilTheNextCommit() throws {
+        let fixture = try Fixture(seeded: true)
+        let before = try fixture.facade.currentVersion()
+        #expect(before == (try fixture.facade.version()))
+        _ = try fixture.facade.add(input("Low"))
+        #expect(try fixture.facade.currentVersion() == before + 1)
+    }
+}
+
+@Suite struct RequestModelCacheTests {
+    struct Boom: Error {}
+
+    @Test func identicalConcurrentRequestsShareOneLoad() throws {
+        let cache = RequestModelCache<String, Int>()
+        let gate = DispatchSemaphore(value: 0)
+        let loads = Mutex(0)
+        let results = Mutex<[Int]>([])
+        let group = DispatchGroup()
+        for _ in 0..<20 {
+            DispatchQueue.global().async(group: group) {
+                let value = try? cache.value("page", version: 1) {
+                    loads.withLock { $0 += 1 }
+                    gate.wait()  // hold the first load until everyone has queued behind it
+                    return .init(value: 42, version: 1, cost: 1)
+                }
+                results.withLock { $0.append(value ?? -1) }
+            }
+        }
+        // Given the load is running, the model is `loading`
+        while cache.state("page", version: 1) != .loading { usleep(1000) }
+        usleep(50_000)
+        gate.signal()
+        group.wait()
+        #expect(loads.withLock { $0 } == 1)
+        #expect(cache.loadCount == 1)
+        #expect(results.withLock { $0 } == Array(repeating: 42, count: 20))
+        #expect(cache.state("page", version: 1) == .loaded(version: 1))
+    }
+
+    @Test func aNewVersionMakesPagesOutdatedAndTheNextRequestReloads() throws {
+        let cache = RequestModelCache<String, String>()
+        _ = try cache.value("p", version: 1) { .init(value: "v1", version: 1, cost: 2) }
+        #expect(cache.current("p", version: 1) == "v1")
+        #expect(cache.current("p", version: 2) == nil)
+        #expect(cache.state("p", version: 2) == .outdated)
+        let reloaded = try cache.value("p", version: 2) { .init(value: "v2", version: 2, cost: 2) }
+        #expect(reloaded == "v2")
+        #expect(cache.loadCount == 2)
+    }
+
+    @Test func invalidateMarksOutdatedAndEraseDropsValues() throws {
+        let cache = RequestModelCache<String, String>()
+        _ = try cache.value("p", version: 1) { .init(value: "v1", version: 1, cost: 10) }
+        cache.invalidate(erase: false)
+        #expect(cache.state("p", version: 1) == .outdated)
+        #expect(cache.usage.cost == 10, "an outdated value is kept until reloaded")
+        cache.invalidate(erase: true)
+        #expect(cache.state("p", version: 1) == nil)
+        #expect(cache.usage.cost == 0)
+    }
+
+    @Test func failedLoadsAreNotKeptAndReachEveryWaiter() throws {
+        let cache = RequestModelCache<String, Int>()
+        #expect(throws: Boom.self) { try cache.value("p", version: 1) { throw Boom() } }
+        #expect(cache.state("p", version: 1) == nil)
+        #expect(try cache.value("p", version: 1) { .init(value: 7, version: 1, cost: 1) } == 7)
+    }
+
+    @Test func boundedByEntriesAndCostLeastRecentlyUsedFirst() throws {
+        let cache = RequestModelCache<Int, Int>(limits: .init(maxEntries: 3, maxCost: 100, maxAge: .seconds(60)))
+        for key in 0..<3 { _ = try cache.value(key, version: 1) { .init(value: key, version: 1, cost: 10) } }
+        _ = cache.current(0, version: 1)  // 0 is now the most recently used
+        _ = try cache.value(3, version: 1) { .init(value: 3, version: 1, cost: 10) }
+        #expect(cache.current(1, version: 1) == nil, "the least recently used went")
+        #expect(cache.current(0, version: 1) == 0)
+        _ = try cache.value(4, version: 1) { .init(value: 4, version: 1, cost: 95) }
+        #expect(cache.usage.cost <= 100)
+        #expect(cache.current(4, version: 1) == 4)
+    }
+
+    @Test func pagesOlderThanMaxAgeAreOutdated() throws {
+        let cache = RequestModelCache<String, Int>(limits: .init(maxEntries: 10, maxCost: 100, maxAge: .milliseconds(30)))
+        _ = try cache.value("p", version: 1) { .init(value: 1, version: 1, cost: 1) }
+        #expect(cache.current("p", version: 1) == 1)
+        usleep(60_000)
+        #expect(cache.current("p", version: 1) == nil)
+        #expect(cache.state("p", version: 1) == .outdated)
+    }
+}

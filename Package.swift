@@ -40,10 +40,13 @@ let package = Package(
         // AlbumStore on SQLite: the only module that knows SQL.
         .target(name: "Storage", dependencies: ["Library", "SQLite"], swiftSettings: strict),
 
+        // Cover fetcher (libcurl) with a disk cache: implements Library's CoverSource.
+        .target(name: "Covers", dependencies: ["Library", "CCurl"], swiftSettings: strict),
+
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
-            dependencies: ["HTTPServer", "Library", "Storage"],
+            dependencies: ["HTTPServer", "Library", "Storage", "Covers"],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: strict
         ),
@@ -62,6 +65,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
         .testTarget(name: "LibraryTests", dependencies: ["Library"], swiftSettings: strict),
+        .testTarget(name: "CoversTests", dependencies: ["Covers", "Library", "HTTPServer"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite"], swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",

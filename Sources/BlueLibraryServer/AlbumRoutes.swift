@@ -6,12 +6,17 @@ import Library
 struct AlbumRoutes {
     let facade: LibraryFacade
     let idempotency: IdempotencyGuard
+    /// Told about new cover URLs, so covers are fetched before anyone asks (the tutorial
+    /// loaded them as the scroller showed each album).
+    let covers: any CoverSource
+    /// `GET /albums/{id}` responses by id and query, current at a library version.
+    let albums = RequestModelCache<String, HTTPResponse>(limits: .init(maxEntries: 4096, maxCost: 16 << 20))
 
     func register(into routes: inout RouterBuilder) {
         // Reads touch SQLite through the reader pool; writes wait for the single writer, so
         // they run on the worker pool and never stall an event loop.
         routes.add(.post, "/albums", options: .workerPool, create)
-        routes.add(.get, "/albums/{id}", options: .workerPool, show)
+        routes.add(.get, "/albums/{id}", options: .inline, show)
         routes.add(.patch, "/albums/{id}", options: .workerPool, update)
         routes.add(.delete, "/albums/{id}", options: .workerPool, delete)
         routes.add(.get, "/albums/{id}/table", options: .workerPool, table)
@@ -33,10 +38,25 @@ struct AlbumRoutes {
         }
     }
 
+    /// One album, through the request model like list pages: answered from memory on the
+    /// event loop while the library version is unchanged, read on the worker pool otherwise.
     func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let key = "\(try context.parameter("id"))?\(request.rawQuery ?? "")"
+        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
+        if let cached = albums.current(key, version: version) {
+            return try ConditionalGET.respond(to: request, with: cached)
+        }
+        guard context.isOnWorkerPool else { throw WorkerPoolRequired() }
         let id = try RequestInput.albumID(context)
-        let item = try library { () throws(LibraryError) in try facade.album(id: id) }
-        return try AlbumRepresentation.response(item, request: request)
+        let response = try albums.value(key, version: version) {
+            let item = try library { () throws(LibraryError) in try facade.album(id: id) }
+            var plain = request
+            plain.headers.remove("If-None-Match")  // cache the full response, not a 304
+            let response = try AlbumRepresentation.response(item, request: plain)
+            guard case let .bytes(body) = response.body else { return .init(value: response, version: version, cost: 0) }
+            return .init(value: response, version: version, cost: body.count + 512)
+        }
+        return try ConditionalGET.respond(to: request, with: response)
     }
 
     func update(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
@@ -45,6 +65,7 @@ struct AlbumRoutes {
         let patch = try library { () throws(LibraryError) in try AlbumPatch.decode(json: request.body) }
         let ifMatch = AlbumRepresentation.ifMatch(request)
         let item = try library { () throws(LibraryError) in try facade.update(id: id, patch: patch, ifMatch: ifMatch) }
+        if case let .set(url) = patch.coverUrl { covers.prefetch(url: url) }
         return try AlbumRepresentation.response(item, request: request)
     }
 
@@ -90,9 +111,10 @@ struct AlbumRoutes {
         return try deleted(removed, request: request)
     }
 
-    /// 201 with `Location` and the new album.
+    /// 201 with `Location` and the new album; its cover starts loading in the background.
     func created201(_ item: IndexedAlbum, request: HTTPRequest, context: RequestContext) throws -> HTTPResponse {
-        try AlbumRepresentation.response(
+        if let url = item.album.coverUrl { covers.prefetch(url: url) }
+        return try AlbumRepresentation.response(
             item, request: request, status: .created,
             headers: ["Location": RequestInput.absoluteURL("/albums/\(item.album.id.rawValue)", context)])
     }

@@ -1,3 +1,4 @@
+import Covers
 import Foundation
 import HTTPServer
 import Library
@@ -16,6 +17,9 @@ public final class BlueLibraryApp: Sendable {
     let pageCache: RequestModelCache<String, AlbumListRoute.CachedPage>
     let store: SQLiteAlbumStore
     let exportWorkers: WorkerPool
+    /// The `GET /events` hub: the facade's event sink (cover events can be forwarded to it).
+    public let events: EventHub
+    let covers: CoverService
 
     /// Opens storage and binds the port. Nothing is served before `start()`.
     public init(configuration: ServeConfiguration, logger: JSONLogger) throws {
@@ -26,7 +30,9 @@ public final class BlueLibraryApp: Sendable {
 
         store = try Self.openStore(in: configuration.dataDirectory)
         let clock: @Sendable () -> Date = { Date() }
-        facade = LibraryFacade(store: store, clock: clock, ids: .random(clock: clock))
+        events = EventHub(configuration: configuration.events, version: try Self.libraryVersion(store))
+        facade = LibraryFacade(store: store, clock: clock, ids: .random(clock: clock), events: events,
+                               changeRetention: configuration.changeRetention)
         if configuration.seed {
             do {
                 if try facade.seedIfEmpty() { logger.log(.info, "seeded the library with the tutorial's five albums") }
@@ -35,8 +41,9 @@ public final class BlueLibraryApp: Sendable {
             }
         }
         exportWorkers = WorkerPool(threads: 2, name: "archive-export")
+        covers = try Self.openCovers(configuration)
         let idempotency = IdempotencyGuard(store: store, clock: clock)
-        let albums = AlbumRoutes(facade: facade, idempotency: idempotency)
+        let albums = AlbumRoutes(facade: facade, idempotency: idempotency, covers: covers)
 
         var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
@@ -50,6 +57,10 @@ public final class BlueLibraryApp: Sendable {
         ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers),
                       maxImportBytes: configuration.maxArchiveBytes).register(into: &routes)
         TutorialRoutes(facade: facade, albums: albums).register(into: &routes)
+        CoverRoutes(facade: facade, covers: covers, wait: configuration.coverWait, coverURLs: RequestModelCache())
+            .register(into: &routes)
+        EventRoutes(hub: events).register(into: &routes)
+        ChangeRoutes(facade: facade).register(into: &routes)
         router = routes.build()
 
         server = try HTTPServer(
@@ -73,8 +84,32 @@ public final class BlueLibraryApp: Sendable {
     public func shutdown() {
         state.beginDraining()
         logger.log(.info, "draining", [("graceSeconds", .int(Int(configuration.shutdownGrace.components.seconds)))], always: true)
+        events.shutdown()
         server.shutdown(grace: configuration.shutdownGrace)
         exportWorkers.shutdown()
+        covers.shutdown()
+    }
+
+    /// The cover service: cache in `<data>/covers`, internal addresses refused but for the allow-list.
+    static func openCovers(_ configuration: ServeConfiguration) throws -> CoverService {
+        let directory = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("covers").path
+        do {
+            var fetcher = CoverFetcherConfiguration()
+            fetcher.addressPolicy = try CoverAddressPolicy(allowList: configuration.coverAllow)
+            return try CoverService(configuration: CoverServiceConfiguration(
+                cacheDirectory: directory, cacheSizeLimit: configuration.coverCacheBytes, fetcher: fetcher))
+        } catch {
+            throw ConfigurationError("cannot open the cover cache in \(directory): \(error)")
+        }
+    }
+
+    /// The library's version at start: where the event hub's `Last-Event-ID` window begins.
+    static func libraryVersion(_ store: SQLiteAlbumStore) throws -> Int64 {
+        do {
+            return try store.read(.default) { try $0.version() }
+        } catch {
+            throw ConfigurationError("cannot read the library version from \(store.path): \(error)")
+        }
     }
 
     /// The SQLite database in the data directory (created if missing).

@@ -27,6 +27,8 @@ extension LibraryError {
         case let .archiveInvalid(problems):
             return HTTPError(.unprocessableContent, detail: message, type: type, title: "Invalid archive",
                              errors: problems.map { .init(field: $0.path, message: $0.message) })
+        case .changesExpired:
+            return HTTPError(.gone, detail: message, type: type, title: "Changes no longer available")
         case .storage, .outputFailed:
             return HTTPError(.internalServerError, detail: message, type: type, title: "Storage failure")
         }

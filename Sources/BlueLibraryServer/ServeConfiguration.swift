@@ -1,4 +1,6 @@
+import Covers
 import HTTPServer
+import Library
 
 /// Everything `bluelibrary serve` can be told, from flags and `BLUELIBRARY_*` variables
 /// (flags win). Parsing is pure so that tests drive it without a process.
@@ -14,8 +16,18 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var shutdownGrace: Duration = .seconds(10)
     public var seed = true
     public var limits = HTTPServerLimits()
+    /// Hosts and CIDRs cover URLs may point at although they are internal (comma-separated).
+    public var coverAllow = ""
+    /// The cover disk cache's size limit.
+    public var coverCacheBytes = 512 * 1024 * 1024
+    /// How long a request waits for an uncached cover before 504.
+    public var coverWait: Duration = .seconds(10)
     /// The largest archive `PUT /archive` accepts.
     public var maxArchiveBytes = 1 << 30
+    /// `GET /events`: the replay buffer for `Last-Event-ID` and the heartbeat interval.
+    public var events = EventHub.Configuration()
+    /// How long `GET /changes` keeps changes (tests shrink it).
+    public var changeRetention = ChangeRetention.default
 
     public init() {}
 
@@ -97,6 +109,23 @@ public struct ServeConfiguration: Sendable, Equatable {
         Option(flag: "--max-archive-bytes", variable: "BLUELIBRARY_MAX_ARCHIVE_BYTES", placeholder: "BYTES", defaultText: "1073741824",
                help: "Largest archive PUT /archive accepts.") { config, value throws(ConfigurationError) in
             config.maxArchiveBytes = try integer(value, in: 1...(1 << 40), name: "max archive bytes")
+        },
+        Option(flag: "--cover-allow", variable: "BLUELIBRARY_COVER_ALLOW", placeholder: "HOSTS,CIDRS", defaultText: "none",
+               help: "Internal hosts/ranges cover URLs may reach (loopback, private, link-local are refused otherwise).") { config, value throws(ConfigurationError) in
+            do throws(CoverAddressPolicy.InvalidEntry) {
+                _ = try CoverAddressPolicy(allowList: value)
+            } catch {
+                throw ConfigurationError("cover allow-list: \(error.description)")
+            }
+            config.coverAllow = value
+        },
+        Option(flag: "--cover-cache-bytes", variable: "BLUELIBRARY_COVER_CACHE_BYTES", placeholder: "BYTES", defaultText: "536870912",
+               help: "Size limit of the cover disk cache (least recently used covers go first).") { config, value throws(ConfigurationError) in
+            config.coverCacheBytes = try integer(value, in: 1_048_576...(1 << 42), name: "cover cache bytes")
+        },
+        Option(flag: "--cover-wait", variable: "BLUELIBRARY_COVER_WAIT", placeholder: "SECONDS", defaultText: "10",
+               help: "How long a request waits for an uncached cover before 504.") { config, value throws(ConfigurationError) in
+            config.coverWait = try seconds(value, name: "cover wait")
         },
         Option(flag: "--max-connections", variable: "BLUELIBRARY_MAX_CONNECTIONS", placeholder: "N", defaultText: "10000",
                help: "Open connections at most; more get 503.") { config, value throws(ConfigurationError) in

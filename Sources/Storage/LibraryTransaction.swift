@@ -19,6 +19,8 @@ final class LibraryTransaction: AlbumStoreWriter {
     var cachedCount: Int?
     var countIsDirty = false
     var tail: Tail?
+    /// Dropped sort indexes of a bulk import (`LibraryTransaction+BulkImport.swift`).
+    var bulkImport = BulkImport()
 
     /// The last bucket while appending, with the last position in it.
     struct Tail {
@@ -42,13 +44,15 @@ final class LibraryTransaction: AlbumStoreWriter {
         }
     }
 
-    /// Writes back what is only cached (tail size, count). Called by `write` before commit.
+    /// Writes back what is only cached (tail size, count) and recreates the sort indexes a bulk
+    /// import dropped (`LibraryTransaction+BulkImport.swift`). Called by `write` before commit.
     func finish() throws {
         try settleTail()
         if countIsDirty, let library, let cachedCount {
             try db.run(SQL.setAlbumCount, [.integer(library), .integer(Int64(cachedCount))])
             countIsDirty = false
         }
+        try restoreSortIndexes()
     }
 
     /// Writes the tail bucket's size and forgets the tail, so bucket rows are exact.
@@ -161,6 +165,7 @@ final class LibraryTransaction: AlbumStoreWriter {
             throw StorageError(.indexOutOfRange, "insert at \(index) in a library of \(total)")
         }
         if index == total {
+            try willAppend(countBefore: total)
             try append(album, library: library)
             return
         }
@@ -226,6 +231,7 @@ final class LibraryTransaction: AlbumStoreWriter {
         }
         try db.run(SQL.deleteBuckets, [.integer(library)])
         setCount(0)
+        libraryEmptied()
     }
 
     func deleteAllStates() throws {

@@ -98,6 +98,9 @@ public final class SQLiteAlbumStore: AlbumStore {
         /// Windows of keys re-spaced inside a bucket (the cheaper alternative to a renumbering).
         public var bucketRespaces = 0
         public var orderRenumbers = 0
+        /// Bulk imports that dropped the sort indexes and rebuilt them before their commit
+        /// (see `LibraryTransaction+BulkImport.swift`).
+        public var sortIndexRebuilds = 0
     }
 
     public let path: String

@@ -32,6 +32,13 @@ import SQLite
 /// `year_key` is `IFNULL(year, 0)` as a virtual generated column (computed, not stored): the
 /// year sort's key must be a plain column for SQLite to seek a `(year_key, album_id) > (?, ?)`
 /// row value on the index (it never matches an expression inside a row value).
+///
+/// v4 adds `library_changes`, the change feed: one row per version bump, written in the
+/// mutation's own transaction, with `kind` (`added`, `updated`, `deleted`, `moved`,
+/// `replaced`), the album id and index (NULL for `replaced`) and `recorded_at` in milliseconds.
+/// Clustered on `(library, version)` (`WITHOUT ROWID`): that primary key is the one index both
+/// reading a page (`version > ?`) and pruning the oldest rows (`ORDER BY version LIMIT n`)
+/// need, so no secondary index is kept (each would cost every write a second B-tree insert).
 enum Schema {
     static var migrator: Migrator {
         var migrator = Migrator()
@@ -43,6 +50,9 @@ enum Schema {
         }
         migrator.register("v3-sort-indexes") { db in
             try db.execute(v3)
+        }
+        migrator.register("v4-change-log") { db in
+            try db.execute(v4)
         }
         return migrator
     }
@@ -107,9 +117,44 @@ enum Schema {
 
     private static let v3 = """
         ALTER TABLE albums ADD COLUMN year_key INTEGER GENERATED ALWAYS AS (IFNULL(year, 0)) VIRTUAL;
-        CREATE INDEX albums_by_title ON albums (library, title COLLATE NOCASE, album_id);
-        CREATE INDEX albums_by_artist ON albums (library, artist COLLATE NOCASE, album_id);
-        CREATE INDEX albums_by_year ON albums (library, year_key, album_id);
-        CREATE INDEX albums_by_created ON albums (library, created_at, album_id);
+        \(sortIndexes.map(\.create).joined(separator: "\n"))
+        """
+
+    /// One of the value-sort indexes v3 creates: its name and its exact `CREATE INDEX` text.
+    struct SortIndex: Sendable {
+        let name: String
+        let create: String
+    }
+
+    /// The sort indexes of v3, in the order v3 creates them: the one place their definitions
+    /// live. v3 runs these statements, and a bulk import that drops the indexes for speed
+    /// (`LibraryTransaction+BulkImport.swift`) recreates them from the same text, so the schema
+    /// (`sqlite_master`) reads exactly as after the migration. Never edit one: v3 has shipped,
+    /// so a changed index is a new migration (which must then update this list too).
+    static let sortIndexes: [SortIndex] = [
+        SortIndex(
+            name: "albums_by_title",
+            create: "CREATE INDEX albums_by_title ON albums (library, title COLLATE NOCASE, album_id);"),
+        SortIndex(
+            name: "albums_by_artist",
+            create: "CREATE INDEX albums_by_artist ON albums (library, artist COLLATE NOCASE, album_id);"),
+        SortIndex(
+            name: "albums_by_year",
+            create: "CREATE INDEX albums_by_year ON albums (library, year_key, album_id);"),
+        SortIndex(
+            name: "albums_by_created",
+            create: "CREATE INDEX albums_by_created ON albums (library, created_at, album_id);"),
+    ]
+
+    private static let v4 = """
+        CREATE TABLE library_changes (
+            library INTEGER NOT NULL,
+            version INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('added', 'updated', 'deleted', 'moved', 'replaced')),
+            album_id TEXT,
+            position INTEGER,
+            recorded_at INTEGER NOT NULL,
+            PRIMARY KEY (library, version)
+        ) WITHOUT ROWID;
         """
 }

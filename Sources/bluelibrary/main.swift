@@ -27,6 +27,7 @@ case "help", "--help", "-h":
 
         Commands:
           serve        Run the HTTP server (see 'bluelibrary serve --help').
+          albums       Client: list, add, delete albums and undo (see 'bluelibrary albums --help').
           healthcheck  Exit 0 if the local server's /readyz answers 200 (for container HEALTHCHECK).
           help         Show this text.
         """)

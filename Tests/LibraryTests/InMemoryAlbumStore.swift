@@ -13,6 +13,8 @@ final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
         var version: Int64 = 0
         var undo: [UndoCommand] = []
         var states: [String: SavedState] = [:]
+        /// The change feed, oldest first.
+        var changes: [LibraryChange] = []
     }
 
     /// Thrown by `write` when `failNextCommit` is set: the body ran but nothing is committed.
@@ -162,5 +164,23 @@ final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
         func popUndo() throws -> UndoCommand? { data.undo.popLast() }
         func clearUndo() throws { data.undo = [] }
         func saveState(_ state: SavedState) throws { data.states[state.client] = state }
+
+        func changes(after version: Int64, limit: Int) throws -> [LibraryChange] {
+            Array(data.changes.lazy.filter { $0.version > version }.prefix(max(0, limit)))
+        }
+
+        func oldestRetainedChange() throws -> LibraryChange? { data.changes.first }
+
+        func recordChange(_ change: LibraryChange) throws {
+            if let last = data.changes.last, last.version >= change.version {
+                throw IntegrityError(description: "change \(change.version) is not newer than \(last.version)")
+            }
+            data.changes.append(change)
+        }
+
+        func pruneChanges(throughVersion maxVersion: Int64, recordedBefore cutoff: Date, limit: Int) throws {
+            let expired = data.changes.prefix(max(0, limit)).prefix { $0.version <= maxVersion && $0.recordedAt < cutoff }
+            data.changes.removeFirst(expired.count)
+        }
     }
 }

@@ -28,6 +28,9 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
     case storage(UnderlyingError)
     /// Writing exported bytes failed (e.g. the client went away); the export stopped.
     case outputFailed(UnderlyingError)
+    /// The change feed no longer holds every change after `since` (pruned, or `since` is not a
+    /// version of this library): the client must reload everything.
+    case changesExpired(since: Int64, oldest: Int64, current: Int64)
 
     /// A stable, payload-free name for logs, metrics and problem `type` URIs.
     public var code: String {
@@ -44,6 +47,7 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .archiveInvalid: "archive-invalid"
         case .storage: "storage"
         case .outputFailed: "output-failed"
+        case .changesExpired: "changes-expired"
         }
     }
 
@@ -82,6 +86,11 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the library could not be read or written; try again later"
         case .outputFailed:
             return "the export stopped because its output could not be written"
+        case .changesExpired(let since, let oldest, let current):
+            if since > current {
+                return "version \(since) is newer than the library (version \(current)); reload everything, then ask for changes since the version you loaded"
+            }
+            return "changes since version \(since) are no longer kept (the oldest usable since is \(oldest)); reload everything, then ask for changes since the version you loaded"
         }
     }
 

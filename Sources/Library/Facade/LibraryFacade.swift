@@ -11,6 +11,7 @@ import Synchronization
 /// - A mutation that changes nothing (a move to the same index, an empty patch) commits
 ///   nothing: no version bump, no undo command, no event.
 /// - Events are published only after the transaction has committed, never on failure.
+/// - The change feed entry of a mutation is written in its own transaction (`recordChanges`).
 /// - Everything thrown is a `LibraryError`; store failures become `.storage`.
 ///
 /// Methods are synchronous: the store is synchronous, and the server decides which thread
@@ -23,6 +24,8 @@ public final class LibraryFacade: Sendable {
     /// At most this many undo commands are kept; pushing more drops the oldest.
     public let undoLimit: Int
     let events: (any LibraryEventSink)?
+    /// How long the change feed keeps changes.
+    public let changeRetention: ChangeRetention
     /// The version as last read, and how many commits this facade has made: any commit
     /// forgets the version, and a read that raced with a commit is not remembered.
     private let versionMemo = Mutex<(commits: UInt64, version: Int64?)>((0, nil))
@@ -34,13 +37,15 @@ public final class LibraryFacade: Sendable {
     ///   - ids: where new album ids come from (`.random(clock:)` in production).
     ///   - undoLimit: how many undo commands to keep (0 disables undo).
     ///   - events: told about every committed change; `nil` for none.
+    ///   - changeRetention: how long the change feed (`changes(since:limit:)`) keeps changes.
     public init(
         store: any AlbumStore,
         library: LibraryID = .default,
         clock: @escaping @Sendable () -> Date,
         ids: AlbumIDGenerator,
         undoLimit: Int = 100,
-        events: (any LibraryEventSink)? = nil
+        events: (any LibraryEventSink)? = nil,
+        changeRetention: ChangeRetention = .default
     ) {
         precondition(undoLimit >= 0, "undoLimit must not be negative")
         self.store = store
@@ -49,6 +54,7 @@ public final class LibraryFacade: Sendable {
         self.ids = ids
         self.undoLimit = undoLimit
         self.events = events
+        self.changeRetention = changeRetention
     }
 
     /// The library version: 0 for a library never written, increased by every mutation.
@@ -91,11 +97,17 @@ public final class LibraryFacade: Sendable {
     }
 
     /// Runs `body` in one write transaction, then publishes the events it returned — only
-    /// after the commit succeeded.
+    /// after the commit succeeded. The change feed entry of the mutation is derived from the
+    /// same events and recorded inside the transaction (see `recordChanges`), so the feed, the
+    /// events and the data can never disagree.
     func mutating<T>(_ body: (any AlbumStoreWriter) throws -> (T, [LibraryEvent])) throws(LibraryError) -> T {
         let (result, committedEvents): (T, [LibraryEvent])
         do {
-            (result, committedEvents) = try store.write(library, body)
+            (result, committedEvents) = try store.write(library) { writer in
+                let (result, events) = try body(writer)
+                try recordChanges(events, writer)
+                return (result, events)
+            }
         } catch {
             throw Self.libraryError(from: error)
         }
@@ -119,6 +131,24 @@ public final class LibraryFacade: Sendable {
             try writer.pushUndo(undo, limit: undoLimit)
         }
         return version
+    }
+
+    /// Records the change feed entries of `events` (one per version bump; state events have
+    /// none) in the mutation's own transaction, then prunes a bounded number of expired ones.
+    func recordChanges(_ events: [LibraryEvent], _ writer: any AlbumStoreWriter) throws {
+        let recordedAt = now()
+        var newest: Int64?
+        for event in events {
+            guard let change = LibraryChange(event, recordedAt: recordedAt) else { continue }
+            try writer.recordChange(change)
+            newest = change.version
+        }
+        guard let newest else { return }
+        let retention = changeRetention
+        let (seconds, attoseconds) = retention.age.components
+        let cutoff = recordedAt.addingTimeInterval(-(Double(seconds) + Double(attoseconds) / 1e18))
+        try writer.pruneChanges(
+            throughVersion: newest - Int64(retention.count), recordedBefore: cutoff, limit: retention.prunePerWrite)
     }
 
     static func libraryError(from error: any Error) -> LibraryError {

@@ -52,4 +52,10 @@ public protocol AlbumStoreReader {
 
     /// Every saved state as stored, ordered by client name.
     func states() throws -> [SavedState]
+
+    /// Up to `limit` recorded changes with a version greater than `version`, oldest first.
+    func changes(after version: Int64, limit: Int) throws -> [LibraryChange]
+
+    /// The oldest change still kept, or `nil` when none is.
+    func oldestRetainedChange() throws -> LibraryChange?
 }

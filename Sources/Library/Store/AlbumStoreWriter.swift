@@ -1,3 +1,5 @@
+import Foundation
+
 /// Write primitives of one library, inside a write transaction.
 ///
 /// The facade calls these only with arguments it has already checked (an index in range, an
@@ -41,4 +43,13 @@ public protocol AlbumStoreWriter: AlbumStoreReader {
 
     /// Stores `state`, replacing any earlier state of the same client.
     func saveState(_ state: SavedState) throws
+
+    /// Records `change` in the change feed (its version is new and greater than any recorded).
+    func recordChange(_ change: LibraryChange) throws
+
+    /// Removes the oldest changes, in version order, while each has a version of at most
+    /// `maxVersion` **and** was recorded before `cutoff`, but at most `limit` of them. Stops at
+    /// the first change that must be kept, so what remains is always a run of consecutive
+    /// versions (a hole would make the feed silently skip a change).
+    func pruneChanges(throughVersion maxVersion: Int64, recordedBefore cutoff: Date, limit: Int) throws
 }

@@ -1,0 +1,57 @@
+import HTTPServer
+import Library
+
+/// `GET /changes?since=<version>&limit=`: the change feed for clients that sync rather than
+/// listen. 410 Gone when `since` is older than what is kept (reload everything).
+struct ChangeRoutes {
+    let facade: LibraryFacade
+
+    static let defaultLimit = 100
+    static let maxLimit = 1000
+
+    func register(into routes: inout RouterBuilder) {
+        routes.add(.get, "/changes", options: .workerPool) { [facade] request, _ in
+            guard let sinceText = request.query("since") else {
+                throw HTTPError(
+                    .badRequest,
+                    detail: "since is required: the library version you last synced to (0 for everything still kept), as in /changes?since=0.")
+            }
+            let since = Int64(try RequestInput.index(sinceText, name: "since"))
+            let limit = try RequestInput.integer(request, "limit", in: 1...Self.maxLimit) ?? Self.defaultLimit
+            let page = try library { () throws(LibraryError) in try facade.changes(since: since, limit: limit) }
+            return try ConditionalGET.respond(
+                to: request,
+                with: JSONBody.response(ChangePageDocument(page), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
+        }
+    }
+}
+
+/// `{"changes": [{"version", "kind", "id", "index"}], "next": version, "more": bool}`.
+struct ChangePageDocument: Encodable {
+    struct Change: Encodable {
+        let version: Int64
+        let kind: String
+        let id: String?
+        let index: Int?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(version, forKey: .version)
+            try container.encode(kind, forKey: .kind)
+            try container.encode(id, forKey: .id)
+            try container.encode(index, forKey: .index)
+        }
+
+        enum CodingKeys: String, CodingKey { case version, kind, id, index }
+    }
+
+    let changes: [Change]
+    let next: Int64
+    let more: Bool
+
+    init(_ page: ChangePage) {
+        changes = page.changes.map { Change(version: $0.version, kind: $0.kind.rawValue, id: $0.id?.rawValue, index: $0.index) }
+        next = page.next
+        more = page.more
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import HTTPServer
+import Library
+
+/// `GET /albums/{id}/cover` and `DELETE /albums/{id}/cover`: the tutorial's `downloadImage:`
+/// with its disk cache, behind the facade's album lookup.
+///
+/// A cached, fresh cover is answered on the event loop (the album → cover URL lookup is
+/// remembered per library version, and the bytes go out with `sendfile`); a miss, a stale copy
+/// or an unknown album moves to the worker pool, which waits for the fetch up to `wait`.
+struct CoverRoutes {
+    let facade: LibraryFacade
+    let covers: any CoverSource
+    /// How long a request waits for an uncached cover before answering 504.
+    let wait: Duration
+    /// album id → its cover URL, current at a library version.
+    let coverURLs: RequestModelCache<AlbumID, CoverLink>
+
+    struct CoverLink: Sendable {
+        var url: String?
+    }
+
+    func register(into routes: inout RouterBuilder) {
+        routes.add(.get, "/albums/{id}/cover", options: .inline, show)
+        routes.add(.delete, "/albums/{id}/cover", options: .workerPool, evict)
+    }
+
+    func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let id = try RequestInput.albumID(context)
+        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
+        if let link = coverURLs.current(id, version: version), let url = link.url,
+            case let .loaded(cover)? = covers.state(for: url), cover.freshUntil > Date()
+        {
+            return try Self.response(cover, request: request)
+        }
+        guard context.isOnWorkerPool else { throw WorkerPoolRequired() }
+        let link = try coverURLs.value(id, version: version) {
+            let item = try library { () throws(LibraryError) in try facade.album(id: id) }
+            return .init(value: CoverLink(url: item.album.coverUrl), version: version, cost: 64)
+        }
+        guard let url = link.url else {
+            throw HTTPError(.notFound, detail: "Album \(id) has no coverUrl; set one with PATCH /albums/\(id).",
+                            type: "urn:bluelibrary:problem:no-cover", title: "No cover")
+        }
+        let respondAsync = request.headers.tokens(for: "Prefer").contains("respond-async")
+        let result: CoverResult
+        do {
+            result = try covers.cover(for: url, wait: respondAsync ? .zero : wait)
+        } catch {
+            throw Self.problem(error, url: url)
+        }
+        switch result {
+        case let .ready(cover):
+            return try Self.response(cover, request: request)
+        case .loading where respondAsync:
+            var response = try JSONBody.response(["status": "loading", "coverUrl": url], status: .accepted)
+            response.headers.set("Retry-After", "1")
+            response.headers.set("Preference-Applied", "respond-async")
+            return response
+        case .loading:
+            throw HTTPError(.gatewayTimeout, detail: "The cover is still being fetched from its upstream; retry shortly.",
+                            type: "urn:bluelibrary:problem:cover-loading", title: "Cover still loading",
+                            headers: ["Retry-After": "2"])
+        }
+    }
+
+    func evict(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let id = try RequestInput.albumID(context)
+        let item = try library { () throws(LibraryError) in try facade.album(id: id) }
+        if let url = item.album.coverUrl { covers.evict(url: url) }
+        return HTTPResponse(status: .noContent)
+    }
+
+    /// The cached bytes: from the file with `sendfile`, or from memory when the disk could not
+    /// take them. 304 when `If-None-Match` matches the content hash.
+    static func response(_ cover: CachedCover, request: HTTPRequest) throws -> HTTPResponse {
+        let maxAge = max(0, Int(cover.freshUntil.timeIntervalSinceNow))
+        var headers: HTTPHeaders = ["Content-Type": cover.mediaType, "ETag": cover.etag,
+                                    "Cache-Control": "public, max-age=\(maxAge)"]
+        if let condition = request.headers["If-None-Match"], ETag.list(condition, matches: cover.etag) {
+            headers.remove("Content-Type")
+            return HTTPResponse(status: .notModified, headers: headers)
+        }
+        headers.set("Content-Type", cover.mediaType)
+        switch cover.content {
+        case let .file(path):
+            return HTTPResponse(headers: headers, body: .file(HTTPFileBody(path: path, length: cover.length)))
+        case let .memory(bytes):
+            return HTTPResponse(headers: headers, body: .bytes(bytes))
+        }
+    }
+
+    /// What the upstream did, as a 502 (or 503 when the fetcher is saturated or stopping).
+    static func problem(_ error: CoverError, url: String) -> HTTPError {
+        let type = "urn:bluelibrary:problem:cover-\(error.reason.rawValue)"
+        switch error.reason {
+        case .unavailable:
+            return HTTPError(.serviceUnavailable, detail: "Covers cannot be fetched right now: \(error.detail)", type: type,
+                             title: "Cover fetcher unavailable", headers: ["Retry-After": "5"])
+        default:
+            var detail = "Fetching the cover failed: \(error.detail)"
+            if let status = error.upstreamStatus { detail += " (upstream answered \(status))" }
+            return HTTPError(.badGateway, detail: detail, type: type, title: "Cover upstream failed")
+        }
+    }
+}

@@ -1,0 +1,250 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The cover cache directory could not be created or read (thrown when the service starts).
+public struct CoverCacheOpenError: Error, Sendable, CustomStringConvertible {
+    public let directory: String
+    public let reason: String
+    public var description: String { "cover cache directory \(directory): \(reason)" }
+}
+
+/// Cover images on disk, named by the SHA-256 of their URL, with a size limit and
+/// least-recently-used eviction.
+///
+/// Layout of the cache directory (nothing else is written there):
+/// - `<url hash>-<content hash prefix>.<ext>`: the image bytes; a new version gets a new name,
+///   so a file being sent is never rewritten under a reader.
+/// - `<url hash>.json`: its ``CoverCacheRecord``; its modification time is the last use, kept
+///   for the LRU order across restarts (touched at most once a minute per entry).
+/// - `.tmp-*`: writes in progress (see ``AtomicFile``), deleted at start.
+///
+/// The image is renamed into place before its record, and the record is removed before the
+/// image, so a crash leaves at most an unreferenced image, which the next start deletes. A
+/// record whose image is missing or of another size is dropped at start.
+///
+/// Sizes count image bytes. When a store passes `sizeLimit`, the least recently used entries
+/// go until `trimRatio × sizeLimit` is left. Every disk error makes a store return nil
+/// ("serve without caching"); nothing here crashes on a full disk.
+final class CoverDiskCache: Sendable {
+    private struct Slot {
+        var record: CoverCacheRecord
+        var lastUse: UInt64
+        var persistedUse: ContinuousClock.Instant
+    }
+
+    private struct Index {
+        var slots: [String: Slot] = [:]
+        var totalBytes = 0
+        var tick: UInt64 = 0
+    }
+
+    /// How often a hit may touch its record's modification time.
+    private static let usePersistInterval: Duration = .seconds(60)
+
+    let directory: String
+    let sizeLimit: Int
+    let trimRatio: Double
+    private let index = Mutex(Index())
+
+    /// Opens (creating if needed) the cache in `directory` and reads its records.
+    /// - Throws: ``CoverCacheOpenError`` when the directory cannot be created or listed.
+    init(directory: String, sizeLimit: Int, trimRatio: Double) throws(CoverCacheOpenError) {
+        var directory = directory
+        while directory.count > 1, directory.hasSuffix("/") { directory.removeLast() }
+        self.directory = directory
+        self.sizeLimit = max(0, sizeLimit)
+        self.trimRatio = min(1, max(0, trimRatio))
+        let files = FileManager.default
+        do {
+            try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw CoverCacheOpenError(directory: directory, reason: "cannot be created (\(error.localizedDescription))")
+        }
+        let names: [String]
+        do {
+            names = try files.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw CoverCacheOpenError(directory: directory, reason: "cannot be listed (\(error.localizedDescription))")
+        }
+        load(names)
+    }
+
+    var totalBytes: Int { index.withLock { $0.totalBytes } }
+    var count: Int { index.withLock { $0.slots.count } }
+
+    func path(of record: CoverCacheRecord) -> String { directory + "/" + record.file }
+
+    /// The record for `url`, counted as a use (LRU).
+    func lookup(_ url: String) -> CoverCacheRecord? {
+        let now = ContinuousClock.now
+        let (record, persist) = index.withLock { index -> (CoverCacheRecord?, Bool) in
+            guard var slot = index.slots[url] else { return (nil, false) }
+            index.tick += 1
+            slot.lastUse = index.tick
+            let persist = slot.persistedUse.duration(to: now) >= Self.usePersistInterval
+            if persist { slot.persistedUse = now }
+            index.slots[url] = slot
+            return (slot.record, persist)
+        }
+        if persist { _ = utimes(recordPath(url), nil) }
+        return record
+    }
+
+    /// The record for `url` without counting a use.
+    func peek(_ url: String) -> CoverCacheRecord? {
+        index.withLock { $0.slots[url]?.record }
+    }
+
+    /// Stores `bytes` for `url`, replacing an older version, then trims the cache.
+    /// - Returns: the new record, or nil when the bytes could not be stored (disk full, the
+    ///   directory gone, or an image larger than the whole cache).
+    func store(
+        url: String, bytes: [UInt8], format: ImageSignature, upstreamETag: String?, upstreamLastModified: String?,
+        validatedAt: Date
+    ) -> CoverCacheRecord? {
+        guard bytes.count <= sizeLimit else { return nil }
+        let urlHash = Self.urlHash(url)
+        let contentHash = SHA256.hex(SHA256.hash(bytes))
+        let record = CoverCacheRecord(
+            url: url, file: "\(urlHash)-\(contentHash.prefix(16)).\(CoverCacheRecord.fileExtension(for: format))",
+            mediaType: format.mediaType, length: bytes.count, contentHash: contentHash, upstreamETag: upstreamETag,
+            upstreamLastModified: upstreamLastModified, validatedAt: validatedAt)
+        do {
+            try AtomicFile.write(bytes, to: path(of: record), directory: directory)
+        } catch {
+            return nil
+        }
+        guard writeRecord(record) else {
+            if peek(url)?.file != record.file { unlink(path(of: record)) }
+            return nil
+        }
+        let (replaced, victims) = index.withLock { index -> (CoverCacheRecord?, [CoverCacheRecord]) in
+            index.tick += 1
+            let old = index.slots.updateValue(
+                Slot(record: record, lastUse: index.tick, persistedUse: .now), forKey: url)
+            index.totalBytes += record.length - (old?.record.length ?? 0)
+            return (old?.record, Self.chooseVictims(&index, keeping: url, limit: sizeLimit, ratio: trimRatio))
+        }
+        if let replaced, replaced.file != record.file { unlink(path(of: replaced)) }
+        for victim in victims { removeFiles(of: victim) }
+        return record
+    }
+
+    /// Records that the upstream confirmed the copy of `url` (a 304), keeping or updating
+    /// its validators. Returns nil when nothing is cached for `url` any more.
+    func refresh(url: String, validatedAt: Date, upstreamETag: String?, upstreamLastModified: String?) -> CoverCacheRecord? {
+        guard var record = peek(url) else { return nil }
+        record.validatedAt = validatedAt
+        if let upstreamETag { record.upstreamETag = upstreamETag }
+        if let upstreamLastModified { record.upstreamLastModified = upstreamLastModified }
+        // A record that cannot be rewritten is still right in memory; it is only staler on disk.
+        _ = writeRecord(record)
+        return index.withLock { index -> CoverCacheRecord? in
+            guard var slot = index.slots[url], slot.record.file == record.file else { return index.slots[url]?.record }
+            slot.record = record
+            index.slots[url] = slot
+            return record
+        }
+    }
+
+    /// Removes the copy of `url`, if any (only if it is stored in `file`, when given).
+    func remove(_ url: String, ifFile file: String? = nil) {
+        let removed = index.withLock { index -> CoverCacheRecord? in
+            guard let slot = index.slots[url], file == nil || slot.record.file == file else { return nil }
+            index.slots.removeValue(forKey: url)
+            index.totalBytes -= slot.record.length
+            return slot.record
+        }
+        if let removed { removeFiles(of: removed) }
+    }
+
+    static func urlHash(_ url: String) -> String { SHA256.hex(SHA256.hash(Array(url.utf8))) }
+
+    private func recordPath(_ url: String) -> String { directory + "/" + Self.urlHash(url) + ".json" }
+
+    private func writeRecord(_ record: CoverCacheRecord) -> Bool {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        guard let data = try? encoder.encode(record) else { return false }
+        do {
+            try AtomicFile.write(Array(data), to: recordPath(record.url), directory: directory)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Record first: a crash in between leaves an unreferenced image, never a record without one.
+    private func removeFiles(of record: CoverCacheRecord) {
+        unlink(recordPath(record.url))
+        unlink(path(of: record))
+    }
+
+    /// Least recently used first, never `keeping`, until `ratio × limit` is left.
+    private static func chooseVictims(_ index: inout Index, keeping: String, limit: Int, ratio: Double) -> [CoverCacheRecord] {
+        guard index.totalBytes > limit else { return [] }
+        let target = Int(Double(limit) * ratio)
+        var victims: [CoverCacheRecord] = []
+        for (url, slot) in index.slots.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
+            guard index.totalBytes > target else { break }
+            guard url != keeping else { continue }
+            index.slots.removeValue(forKey: url)
+            index.totalBytes -= slot.record.length
+            victims.append(slot.record)
+        }
+        return victims
+    }
+
+    /// Reads the records found at start; deletes leftovers of interrupted writes and images
+    /// no record refers to. Files of other shapes are left alone.
+    private func load(_ names: [String]) {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        var found: [(record: CoverCacheRecord, used: Double)] = []
+        var referenced = Set<String>()
+        for name in names where name.hasSuffix(".json") {
+            let path = directory + "/" + name
+            guard let data = FileManager.default.contents(atPath: path),
+                  let record = try? decoder.decode(CoverCacheRecord.self, from: data),
+                  name == Self.urlHash(record.url) + ".json",
+                  CoverCacheRecord.isCacheFileName(record.file), record.file.hasPrefix(Self.urlHash(record.url)),
+                  let imageSize = Self.fileSize(directory + "/" + record.file), imageSize == record.length
+            else {
+                if name.count == 64 + 5 { unlink(path) }
+                continue
+            }
+            referenced.insert(record.file)
+            found.append((record, Self.modificationTime(path) ?? 0))
+        }
+        for name in names {
+            if name.hasPrefix(AtomicFile.temporaryPrefix)
+                || (CoverCacheRecord.isCacheFileName(name) && !referenced.contains(name)) {
+                unlink(directory + "/" + name)
+            }
+        }
+        let victims = index.withLock { index -> [CoverCacheRecord] in
+            for (record, _) in found.sorted(by: { $0.used < $1.used }) {
+                index.tick += 1
+                index.slots[record.url] = Slot(record: record, lastUse: index.tick, persistedUse: .now)
+                index.totalBytes += record.length
+            }
+            return Self.chooseVictims(&index, keeping: "", limit: sizeLimit, ratio: trimRatio)
+        }
+        for victim in victims { removeFiles(of: victim) }
+    }
+
+    private static func fileSize(_ path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int(info.st_size)
+    }
+
+    private static func modificationTime(_ path: String) -> Double? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+    }
+}

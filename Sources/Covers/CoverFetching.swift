@@ -1,0 +1,29 @@
+import Library
+
+/// One request to the upstream: the URL and, for a revalidation, the validators kept from the
+/// last fetch (sent as `If-None-Match` / `If-Modified-Since`).
+public struct UpstreamRequest: Sendable, Equatable {
+    public var url: CoverURL
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(url: CoverURL, etag: String? = nil, lastModified: String? = nil) {
+        self.url = url
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+}
+
+/// What the upstream gave.
+public enum UpstreamResponse: Sendable, Equatable {
+    /// A 200 whose bytes are a recognised image.
+    case image(bytes: [UInt8], format: ImageSignature, etag: String?, lastModified: String?)
+    /// A 304 to a conditional request: the kept copy is still good.
+    case notModified(etag: String?, lastModified: String?)
+}
+
+/// Fetches cover bytes from upstream. Blocking; called on the service's fetch threads.
+/// ``CurlCoverFetcher`` is the real one; tests of the cache logic may use a fake.
+public protocol CoverFetching: Sendable {
+    func fetch(_ request: UpstreamRequest) -> Result<UpstreamResponse, CoverError>
+}

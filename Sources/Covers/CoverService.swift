@@ -1,0 +1,284 @@
+import Foundation
+import Library
+import Synchronization
+
+/// The cover source the server uses: a disk cache in front of a curl fetcher, with coalescing,
+/// a negative cache, revalidation and background prefetch. Implements ``CoverSource``.
+///
+/// ```swift
+/// let covers = try CoverService(configuration: .init(cacheDirectory: "/var/cache/bluelibrary/covers"))
+/// switch try covers.cover(for: album.coverUrl!, wait: .seconds(5)) {
+/// case .ready(let cover): // stream cover.content with cover.mediaType, cover.etag
+/// case .loading:          // 504, or 202 + Retry-After
+/// }
+/// ```
+///
+/// Threading: every method may be called from any thread and returns without network I/O,
+/// except that `cover(for:wait:)` blocks up to `wait` on a miss. Fetches run on
+/// `maxConcurrentFetches` threads the service owns. URLs are compared in the normal form of
+/// ``CoverURL`` (`CachedCover.url` and event URLs are in that form).
+public final class CoverService: CoverSource {
+    private struct RememberedFailure {
+        let error: CoverError
+        let at: Date
+        let until: Date
+    }
+
+    private struct Registry {
+        var flights: [String: CoverFlight] = [:]
+        var failures: [String: RememberedFailure] = [:]
+        /// After a failed revalidation, no new one before this time (the stale copy is served).
+        var revalidationPause: [String: Date] = [:]
+        var stopped = false
+    }
+
+    private enum Plan {
+        case serve(CachedCover)
+        case fail(CoverError)
+        case wait(CoverFlight)
+    }
+
+    /// Failures kept at most before expired ones are swept.
+    private static let failureSweepThreshold = 1024
+
+    public let configuration: CoverServiceConfiguration
+    private let cache: CoverDiskCache
+    private let fetcher: any CoverFetching
+    private let events: (any CoverEventSink)?
+    private let now: @Sendable () -> Date
+    private let threads: FetchThreads
+    private let registry = Mutex(Registry())
+
+    /// Opens the cache directory (reading the index left by an earlier run) and starts the
+    /// fetch threads.
+    /// - Parameters:
+    ///   - fetcher: the upstream; default a ``CurlCoverFetcher`` with `configuration.fetcher`.
+    ///   - events: receives `cover.loaded` / `cover.failed`.
+    ///   - now: the wall clock for freshness and remembered failures (tests pass a manual one).
+    /// - Throws: ``CoverCacheOpenError`` when the cache directory cannot be created or read.
+    public init(
+        configuration: CoverServiceConfiguration, fetcher: (any CoverFetching)? = nil,
+        events: (any CoverEventSink)? = nil, now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(CoverCacheOpenError) {
+        self.configuration = configuration
+        cache = try CoverDiskCache(
+            directory: configuration.cacheDirectory, sizeLimit: configuration.cacheSizeLimit,
+            trimRatio: configuration.trimRatio)
+        self.fetcher = fetcher
+            ?? CurlCoverFetcher(configuration: configuration.fetcher, pooledHandles: configuration.maxConcurrentFetches)
+        self.events = events
+        self.now = now
+        threads = FetchThreads(
+            count: configuration.maxConcurrentFetches, maxQueued: configuration.maxQueuedFetches, name: "cover-fetch")
+    }
+
+    deinit {
+        threads.shutdown()
+    }
+
+    /// Stops taking fetches: queued ones fail as `unavailable`, running ones finish on their
+    /// threads. Cached covers are still served.
+    public func shutdown() {
+        registry.withLock { $0.stopped = true }
+        threads.shutdown()
+    }
+
+    // MARK: CoverSource
+
+    public func cover(for url: String, wait: Duration) throws(CoverError) -> CoverResult {
+        let url = try CoverURL(url)
+        switch plan(url) {
+        case .serve(let cover):
+            return .ready(cover)
+        case .fail(let error):
+            throw error
+        case .wait(let flight):
+            switch flight.wait(timeout: wait) {
+            case nil: return .loading
+            case .success(let cover): return .ready(cover)
+            case .failure(let error): throw error
+            }
+        }
+    }
+
+    public func state(for url: String) -> CoverState? {
+        guard let key = try? CoverURL(url).description else { return nil }
+        if let record = cache.peek(key) { return .loaded(cover(from: record)) }
+        let now = now()
+        return registry.withLock { registry -> CoverState? in
+            if registry.flights[key] != nil { return .loading }
+            if let failure = registry.failures[key], failure.until > now { return .failed(failure.error, at: failure.at) }
+            return nil
+        }
+    }
+
+    public func prefetch(url: String) {
+        guard let url = try? CoverURL(url) else { return }
+        _ = plan(url)
+    }
+
+    public func evict(url: String) {
+        guard let key = try? CoverURL(url).description else { return }
+        registry.withLock { registry in
+            registry.flights[key] = nil
+            registry.failures[key] = nil
+            registry.revalidationPause[key] = nil
+        }
+        cache.remove(key)
+    }
+
+    // MARK: Internals
+
+    /// Bytes of cached images right now.
+    var cachedBytes: Int { cache.totalBytes }
+
+    /// Whether no fetch is running or queued (tests wait for background revalidations).
+    var isIdle: Bool { registry.withLock { $0.flights.isEmpty } }
+
+    /// Decides what a request for `url` gets, starting a fetch (first or revalidation) if one
+    /// is needed. The common case, a fresh copy, takes only the cache's lock.
+    private func plan(_ url: CoverURL) -> Plan {
+        let key = url.description
+        let now = now()
+        if let record = cache.lookup(key), !isStale(record, now: now) {
+            return .serve(cover(from: record))
+        }
+        var started: CoverFlight?
+        let plan = registry.withLock { registry -> Plan in
+            if let record = cache.peek(key) {
+                let paused = registry.revalidationPause[key].map { $0 > now } ?? false
+                if isStale(record, now: now), registry.flights[key] == nil, !paused, !registry.stopped {
+                    let flight = CoverFlight(url: url, revalidating: record)
+                    registry.flights[key] = flight
+                    started = flight
+                }
+                return .serve(cover(from: record))
+            }
+            if let failure = registry.failures[key] {
+                if failure.until > now { return .fail(failure.error) }
+                registry.failures[key] = nil
+            }
+            if let flight = registry.flights[key] { return .wait(flight) }
+            guard !registry.stopped else { return .fail(Self.unavailable) }
+            let flight = CoverFlight(url: url, revalidating: nil)
+            registry.flights[key] = flight
+            started = flight
+            return .wait(flight)
+        }
+        if let started { launch(started) }
+        return plan
+    }
+
+    private func launch(_ flight: CoverFlight) {
+        let job = FetchThreads.Job(
+            run: { self.run(flight) },
+            cancel: { self.finish(flight, .failure(Self.unavailable)) })
+        if !threads.submit(job) {
+            finish(flight, .failure(CoverError(.unavailable, detail: "Too many cover fetches are waiting.")))
+        }
+    }
+
+    /// On a fetch thread: asks the upstream, stores what it gave, answers the waiters.
+    private func run(_ flight: CoverFlight) {
+        let key = flight.url.description
+        let request = UpstreamRequest(
+            url: flight.url, etag: flight.revalidating?.upstreamETag,
+            lastModified: flight.revalidating?.upstreamLastModified)
+        let result = fetcher.fetch(request)
+        let now = now()
+        switch result {
+        case .success(.image(let bytes, let format, let etag, let lastModified)):
+            var stored: CoverCacheRecord?
+            if isCurrent(flight) {
+                stored = cache.store(
+                    url: key, bytes: bytes, format: format, upstreamETag: etag, upstreamLastModified: lastModified,
+                    validatedAt: now)
+                // Evicted while storing: the eviction wins.
+                if let record = stored, !isCurrent(flight) { cache.remove(key, ifFile: record.file) }
+            }
+            if let stored {
+                finish(flight, .success(cover(from: stored)))
+            } else {
+                let hash = SHA256.hex(SHA256.hash(bytes))
+                finish(flight, .success(CachedCover(
+                    url: key, content: .memory(bytes), mediaType: format.mediaType, length: bytes.count,
+                    etag: "\"" + hash.prefix(32) + "\"", validatedAt: now, freshUntil: freshUntil(now))))
+            }
+        case .success(.notModified(let etag, let lastModified)):
+            if let record = cache.refresh(url: key, validatedAt: now, upstreamETag: etag, upstreamLastModified: lastModified) {
+                finish(flight, .success(cover(from: record)))
+            } else {
+                finish(flight, .failure(CoverError(
+                    .transferFailed, upstreamStatus: 304, detail: "The upstream answered 304 for a copy no longer cached.")))
+            }
+        case .failure(let error):
+            finish(flight, .failure(error))
+        }
+    }
+
+    /// Records the outcome (negative cache, revalidation pause), publishes it, wakes the waiters.
+    private func finish(_ flight: CoverFlight, _ outcome: Result<CachedCover, CoverError>) {
+        let key = flight.url.description
+        let now = now()
+        let until = now.addingTimeInterval(configuration.failureMemory.timeInterval)
+        registry.withLock { registry in
+            guard registry.flights[key] === flight else { return }
+            registry.flights[key] = nil
+            switch outcome {
+            case .success:
+                registry.failures[key] = nil
+                registry.revalidationPause[key] = nil
+            case .failure(let error) where error.reason != .unavailable:
+                if flight.revalidating != nil {
+                    registry.revalidationPause[key] = until
+                } else {
+                    if registry.failures.count >= Self.failureSweepThreshold {
+                        registry.failures = registry.failures.filter { $0.value.until > now }
+                        registry.revalidationPause = registry.revalidationPause.filter { $0.value > now }
+                    }
+                    registry.failures[key] = RememberedFailure(error: error, at: now, until: until)
+                }
+            case .failure:
+                break
+            }
+        }
+        // Published before the waiters wake, so whoever got the answer can rely on the event.
+        switch outcome {
+        case .success(let cover):
+            events?.publish(.loaded(url: key, cover: cover))
+        case .failure(let error) where flight.revalidating == nil && error.reason != .unavailable:
+            events?.publish(.failed(url: key, error: error))
+        case .failure:
+            break
+        }
+        flight.complete(outcome)
+    }
+
+    private func isCurrent(_ flight: CoverFlight) -> Bool {
+        registry.withLock { $0.flights[flight.url.description] === flight }
+    }
+
+    private func isStale(_ record: CoverCacheRecord, now: Date) -> Bool {
+        freshUntil(record.validatedAt) <= now
+    }
+
+    private func freshUntil(_ validatedAt: Date) -> Date {
+        validatedAt.addingTimeInterval(configuration.freshness.timeInterval)
+    }
+
+    private func cover(from record: CoverCacheRecord) -> CachedCover {
+        CachedCover(
+            url: record.url, content: .file(path: cache.path(of: record)), mediaType: record.mediaType,
+            length: record.length, etag: record.etag, validatedAt: record.validatedAt,
+            freshUntil: freshUntil(record.validatedAt))
+    }
+
+    private static let unavailable = CoverError(.unavailable, detail: "The cover service is shutting down.")
+}
+
+extension Duration {
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import HTTPServer
+import HTTPTestSupport
+import Synchronization
+import Testing
+
+@testable import BlueLibraryServer
+
+/// `GET/DELETE /albums/{id}/cover` against a real upstream HTTP server on 127.0.0.1.
+@Suite(.serialized, .timeLimit(.minutes(2))) final class CoverRouteTests {
+    static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 7, count: 100 * 1024)
+
+    /// Upstream requests by file name.
+    final class Hits: Sendable {
+        let counts = Mutex<[String: Int]>([:])
+        func withLock<T>(_ body: (inout [String: Int]) -> T) -> T { counts.withLock { body(&$0) } }
+    }
+    let hits = Hits()
+    let upstream: HTTPServer
+    let dataDirectory = TestApp.temporaryDirectory()
+    var app: BlueLibraryApp
+
+    init() throws {
+        var routes = RouterBuilder()
+        let hits = self.hits
+        routes.add(.get, "/img/{name}", options: .workerPool) { _, context in
+            let name = try context.parameter("name")
+            hits.withLock { $0[name, default: 0] += 1 }
+            switch name {
+            case "broken.png": throw HTTPError(.internalServerError, detail: "upstream broke")
+            case "slow.png": usleep(1_500_000)
+            default: break
+            }
+            return HTTPResponse(contentType: "image/png", bytes: Self.png)
+        }
+        upstream = try HTTPServer(configuration: .init(host: "127.0.0.1", port: 0, eventLoops: 1, workerThreads: 4), router: routes.build())
+        upstream.start()
+        app = try Self.makeApp(dataDirectory)
+        app.start()
+    }
+
+    deinit {
+        app.shutdown()
+        upstream.shutdown(grace: .seconds(1))
+    }
+
+    static func makeApp(_ directory: String, allow: String = "127.0.0.1") throws -> BlueLibraryApp {
+        try TestApp.make { config in
+            config.seed = false
+            config.dataDirectory = directory
+            config.coverAllow = allow
+            config.coverWait = .milliseconds(800)
+        }
+    }
+
+    func addAlbum(cover: String?) throws -> String {
+        let coverField = cover.map { #", "coverUrl": "\#($0)""# } ?? ""
+        let body = #"{"title": "Low", "artist": "David Bowie"\#(coverField)}"#
+        let response = try RawHTTPClient.request(port: app.port, method: "POST", path: "/albums",
+                                                 headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+        #expect(response.status == 201)
+        return try #require(response.json()["id"] as? String)
+    }
+
+    func url(_ name: String) -> String { "http://127.0.0.1:\(upstream.port)/img/\(name)" }
+
+    @Test func coverIsFetchedOnceThenServedFromTheCacheEvenAfterARestart() throws {
+        let id = try addAlbum(cover: url("low.png"))
+        let first = try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover")
+        #expect(first.status == 200)
+        #expect(first.body == Self.png)
+        #expect(first.header("Content-Type") == "image/png")
+        #expect(first.header("Cache-Control")?.hasPrefix("public, max-age=") == true)
+        let tag = try #require(first.header("ETag"))
+        #expect(try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover", headers: ["If-None-Match": tag]).status == 304)
+        let head = try RawHTTPClient.request(port: app.port, method: "HEAD", path: "/albums/\(id)/cover")
+        #expect(head.status == 200 && head.header("Content-Length") == String(Self.png.count))
+        #expect(hits.withLock { $0["low.png"] } == 1, "the prefetch on add and every request share one fetch")
+
+        // Restart with the upstream gone: the cover comes from disk.
+        app.shutdown()
+        upstream.shutdown(grace: .seconds(1))
+        app = try Self.makeApp(dataDirectory)
+        app.start()
+        let cached = try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover")
+        #expect(cached.status == 200)
+        #expect(cached.body == Self.png)
+    }
+
+    @Test func concurrentRequestsForOneUncachedCoverMakeOneUpstreamFetch() throws {
+        let id = try addAlbum(cover: nil)
+        _ = try RawHTTPClient.request(port: app.port, method: "PATCH", path: "/albums/\(id)",
+                                      headers: ["Content-Type": "application/merge-patch+json"],
+                                      body: Array(#"{"coverUrl": "\#(url("many.png"))"}"#.utf8))
+        let group = DispatchGroup()
+        let statuses = Mutex<[Int]>([])
+        let port = app.port
+        for _ in 0..<40 {
+            DispatchQueue.global().async(group: group) {
+                let status = (try? RawHTTPClient.request(port: port, path: "/albums/\(id)/cover").status) ?? -1
+                statuses.withLock { $0.append(status) }
+            }
+        }
+        group.wait()
+        #expect(statuses.withLock { $0 }.allSatisfy { $0 == 200 })
+        #expect(hits.withLock { $0["many.png"] } == 1)
+    }
+
+    @Test func missingBlockedFailingAndSlowCoversSayWhatHappened() throws {
+        let bare = try addAlbum(cover: nil)
+        #expect(try RawHTTPClient.request(port: app.port, path: "/albums/\(bare)/cover").status == 404)
+
+        let broken = try addAlbum(cover: url("broken.png"))
+        let failed = try RawHTTPClient.request(port: app.port, path: "/albums/\(broken)/cover")
+        #expect(failed.status == 502)
+        #expect(failed.text.contains("500"))
+
+        let slow = try addAlbum(cover: url("slow.png"))
+        let timedOut = try RawHTTPClient.request(port: app.port, path: "/albums/\(slow)/cover")
+        #expect(timedOut.status == 504)
+        #expect(timedOut.header("Retry-After") != nil)
+
+        let another = try addAlbum(cover: url("slow.png?async"))
+        let accepted = try RawHTTPClient.request(port: app.port, path: "/albums/\(another)/cover", headers: ["Prefer": "respond-async"])
+        #expect(accepted.status == 200 || accepted.status == 202)
+    }
+
+    @Test func internalAddressesAreRefusedWithoutTheAllowList() throws {
+        app.shutdown()
+        app = try Self.makeApp(TestApp.temporaryDirectory(), allow: "")
+        app.start()
+        for target in [url("low.png"), "http://169.254.169.254/latest/meta-data/cover.png"] {
+            let id = try addAlbum(cover: target)
+            let refused = try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover")
+            #expect(refused.status == 502)
+            #expect(refused.text.contains("blocked-address"), "\(refused.text)")
+        }
+        #expect(hits.withLock { $0["low.png"] } == nil, "nothing reached the upstream")
+    }
+
+    @Test func deleteEvictsSoTheNextRequestFetchesAgain() throws {
+        let id = try addAlbum(cover: url("evict.png"))
+        #expect(try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover").status == 200)
+        #expect(try RawHTTPClient.request(port: app.port, method: "DELETE", path: "/albums/\(id)/cover").status == 204)
+        #expect(try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover").status == 200)
+        #expect(hits.withLock { $0["evict.png"] } == 2)
+    }
+}

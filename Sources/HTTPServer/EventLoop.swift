@@ -61,9 +61,17 @@ final class EventLoop: @unchecked Sendable {
 
     /// Runs `task` on the loop thread, soon.
     func execute(_ task: @escaping @Sendable (EventLoop) -> Void) {
-        tasks.withLock { $0.append(task) }
-        var one: UInt64 = 1
-        _ = write(wakefd, &one, 8)
+        // Only the first task of a batch needs to wake the loop: later ones ride along, since
+        // the loop takes the whole queue after reading the eventfd. (One syscall per stream
+        // write would otherwise dominate fan-out to many subscribers.)
+        let wasEmpty = tasks.withLock { tasks -> Bool in
+            defer { tasks.append(task) }
+            return tasks.isEmpty
+        }
+        if wasEmpty {
+            var one: UInt64 = 1
+            _ = write(wakefd, &one, 8)
+        }
     }
 
     /// Starts the loop's thread.

@@ -92,4 +92,28 @@ import Testing
         try big.send("POST /albums HTTP/1.1\r\nHost: lib\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n")
         #expect(try big.readResponse().status == 413)
     }
+
+    @Test func eventsStreamThroughTheProxyWithoutBuffering() throws {
+        let log = LogLines()
+        let app = try startApp(trusting: true, log: log)
+        defer { app.shutdown() }
+        let proxy = try NginxProxy(upstreamPort: app.port)
+        let subscriber = try RawHTTPClient(port: proxy.port, receiveTimeout: 5)
+        try subscriber.send("GET /events HTTP/1.1\r\nHost: lib\r\nAccept: text/event-stream\r\n\r\n")
+        let head = try subscriber.readResponse(head: true)
+        #expect(head.status == 200)
+        #expect(head.header("Content-Type")?.hasPrefix("text/event-stream") == true)
+        // A change made straight at the server reaches the subscriber through nginx at once:
+        // with buffering on, nginx would hold the small frame back.
+        let body = Array(#"{"title": "Station to Station", "artist": "David Bowie"}"#.utf8)
+        #expect(try RawHTTPClient.request(port: app.port, method: "POST", path: "/albums",
+                                          headers: ["Content-Type": "application/json"], body: body).status == 201)
+        var received = ""
+        while !received.contains("event: album.added") {
+            guard let chunk = try subscriber.readChunk() else { break }
+            received += String(decoding: chunk, as: UTF8.self)
+        }
+        #expect(received.contains("event: album.added"))
+        #expect(received.contains("data: {"))
+    }
 }

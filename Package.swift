@@ -24,6 +24,11 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
 
         // Linux system calls (epoll, eventfd, sendfile) that the Glibc module does not export.
         .systemLibrary(name: "CLinux"),
@@ -43,10 +48,13 @@ let package = Package(
         // Cover fetcher (libcurl) with a disk cache: implements Library's CoverSource.
         .target(name: "Covers", dependencies: ["Library", "CCurl"], swiftSettings: strict),
 
+        // PBKDF2-HMAC-SHA256 and secure random bytes (libcrypto): knows nothing about albums.
+        .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
+
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
-            dependencies: ["HTTPServer", "Library", "Storage", "Covers"],
+            dependencies: ["HTTPServer", "Library", "Storage", "Covers", "Crypto"],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: strict
         ),
@@ -69,7 +77,7 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite"], swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
-            dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "bluelibrary"],
+            dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "bluelibrary", "Crypto", "Storage", "Library"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -42,7 +42,7 @@ ensure_packages() {
 }
 
 # Packages needed to build the server.
-BUILD_PACKAGES=(libsqlite3-dev libcurl4-openssl-dev pkg-config)
+BUILD_PACKAGES=(libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config)
 
 ensure_build_deps() { ensure_packages "${BUILD_PACKAGES[@]}"; }
 

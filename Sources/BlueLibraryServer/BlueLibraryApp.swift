@@ -20,6 +20,11 @@ public final class BlueLibraryApp: Sendable {
     /// The `GET /events` hub: the facade's event sink (cover events can be forwarded to it).
     public let events: EventHub
     let covers: CoverService
+    /// The live settings document (`GET/PATCH /settings`) and the passcode lock.
+    public let settings: SettingsService
+    let accessGuard: AccessGuard
+    /// What `GET /metrics` renders.
+    let metrics = Metrics()
 
     /// Opens storage and binds the port. Nothing is served before `start()`.
     public init(configuration: ServeConfiguration, logger: JSONLogger) throws {
@@ -41,12 +46,15 @@ public final class BlueLibraryApp: Sendable {
             }
         }
         exportWorkers = WorkerPool(threads: 2, name: "archive-export")
-        covers = try Self.openCovers(configuration)
+        covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events))
         let idempotency = IdempotencyGuard(store: store, clock: clock)
         let albums = AlbumRoutes(facade: facade, idempotency: idempotency, covers: covers)
 
-        var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
+        let httpMetrics = HTTPMetrics()
+        var middleware: [any HTTPMiddleware] = [MetricsMiddleware(http: httpMetrics), RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
+        (settings, accessGuard) = try Self.openAccess(store: store, facade: facade, events: events, configuration: configuration, logger: logger)
+        middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec()).register(into: &routes)
         albums.register(into: &routes)
@@ -61,13 +69,19 @@ public final class BlueLibraryApp: Sendable {
             .register(into: &routes)
         EventRoutes(hub: events).register(into: &routes)
         ChangeRoutes(facade: facade).register(into: &routes)
+        SettingsRoutes(settings: settings, validate: Self.settingsRules(store: store)).register(into: &routes)
+        MetricsRoutes(metrics: metrics).register(into: &routes)
         router = routes.build()
+        httpMetrics.install(routes: router.routeTable)
 
         server = try HTTPServer(
             configuration: .init(
                 host: configuration.host, port: configuration.port, eventLoops: configuration.eventLoops,
                 workerThreads: configuration.workers, limits: configuration.limits),
             router: router, errorRenderer: Self.errorRenderer(logger: logger), logger: logger.serverLogger)
+        httpMetrics.register(with: metrics)
+        ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: events,
+                                covers: covers, pages: pageCache, store: store)
     }
 
     /// The bound port (the real one when configured with port 0).
@@ -91,13 +105,13 @@ public final class BlueLibraryApp: Sendable {
     }
 
     /// The cover service: cache in `<data>/covers`, internal addresses refused but for the allow-list.
-    static func openCovers(_ configuration: ServeConfiguration) throws -> CoverService {
+    static func openCovers(_ configuration: ServeConfiguration, events: any CoverEventSink) throws -> CoverService {
         let directory = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("covers").path
         do {
             var fetcher = CoverFetcherConfiguration()
             fetcher.addressPolicy = try CoverAddressPolicy(allowList: configuration.coverAllow)
             return try CoverService(configuration: CoverServiceConfiguration(
-                cacheDirectory: directory, cacheSizeLimit: configuration.coverCacheBytes, fetcher: fetcher))
+                cacheDirectory: directory, cacheSizeLimit: configuration.coverCacheBytes, fetcher: fetcher), events: events)
         } catch {
             throw ConfigurationError("cannot open the cover cache in \(directory): \(error)")
         }

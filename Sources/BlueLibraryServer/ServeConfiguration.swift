@@ -1,3 +1,4 @@
+import Foundation
 import Covers
 import HTTPServer
 import Library
@@ -28,6 +29,10 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var events = EventHub.Configuration()
     /// How long `GET /changes` keeps changes (tests shrink it).
     public var changeRetention = ChangeRetention.default
+    /// `BLUELIBRARY_TOKEN`: at start, its hash replaces the stored one and the lock is enabled.
+    public var token: AccessToken?
+    /// The clock of the lockout (tests inject a manual one).
+    public var accessClock: @Sendable () -> Date = { Date() }
 
     public init() {}
 
@@ -154,6 +159,7 @@ public struct ServeConfiguration: Sendable, Equatable {
                 }
             }
         }
+        config.token = environment["BLUELIBRARY_TOKEN"].flatMap { $0.isEmpty ? nil : AccessToken($0) }
         var remaining = arguments[...]
         while let word = remaining.popFirst() {
             if word == "--help" || word == "-h" { throw .helpRequested }

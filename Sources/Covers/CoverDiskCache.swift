@@ -48,6 +48,8 @@ final class CoverDiskCache: Sendable {
     let sizeLimit: Int
     let trimRatio: Double
     private let index = Mutex(Index())
+    /// Entries removed by the size limit (LRU), since the cache was opened.
+    private let evictions = Atomic<Int>(0)
 
     /// Opens (creating if needed) the cache in `directory` and reads its records.
     /// - Throws: ``CoverCacheOpenError`` when the directory cannot be created or listed.
@@ -74,6 +76,8 @@ final class CoverDiskCache: Sendable {
 
     var totalBytes: Int { index.withLock { $0.totalBytes } }
     var count: Int { index.withLock { $0.slots.count } }
+    var usage: (bytes: Int, count: Int) { index.withLock { ($0.totalBytes, $0.slots.count) } }
+    var evictionCount: Int { evictions.load(ordering: .relaxed) }
 
     func path(of record: CoverCacheRecord) -> String { directory + "/" + record.file }
 
@@ -128,6 +132,7 @@ final class CoverDiskCache: Sendable {
             index.totalBytes += record.length - (old?.record.length ?? 0)
             return (old?.record, Self.chooseVictims(&index, keeping: url, limit: sizeLimit, ratio: trimRatio))
         }
+        if !victims.isEmpty { evictions.wrappingAdd(victims.count, ordering: .relaxed) }
         if let replaced, replaced.file != record.file { unlink(path(of: replaced)) }
         for victim in victims { removeFiles(of: victim) }
         return record

@@ -48,6 +48,7 @@ public final class CoverService: CoverSource {
     private let now: @Sendable () -> Date
     private let threads: FetchThreads
     private let registry = Mutex(Registry())
+    private let counters = CoverCounters()
 
     /// Opens the cache directory (reading the index left by an earlier run) and starts the
     /// fetch threads.
@@ -89,10 +90,13 @@ public final class CoverService: CoverSource {
         let url = try CoverURL(url)
         switch plan(url) {
         case .serve(let cover):
+            counters.hits.increment()
             return .ready(cover)
         case .fail(let error):
+            counters.misses.increment()
             throw error
         case .wait(let flight):
+            counters.misses.increment()
             switch flight.wait(timeout: wait) {
             case nil: return .loading
             case .success(let cover): return .ready(cover)
@@ -103,8 +107,12 @@ public final class CoverService: CoverSource {
 
     public func state(for url: String) -> CoverState? {
         guard let key = try? CoverURL(url).description else { return nil }
-        if let record = cache.peek(key) { return .loaded(cover(from: record)) }
         let now = now()
+        if let record = cache.peek(key) {
+            // A fresh copy is what the server's fast path sends without calling `cover(for:)`.
+            if !isStale(record, now: now) { counters.hits.increment() }
+            return .loaded(cover(from: record))
+        }
         return registry.withLock { registry -> CoverState? in
             if registry.flights[key] != nil { return .loading }
             if let failure = registry.failures[key], failure.until > now { return .failed(failure.error, at: failure.at) }
@@ -131,6 +139,15 @@ public final class CoverService: CoverSource {
 
     /// Bytes of cached images right now.
     var cachedBytes: Int { cache.totalBytes }
+
+    /// What the service did since it started (hits, misses, evictions, fetches by outcome).
+    /// A fresh copy reported by `state(for:)` counts as a hit: the server serves it from there.
+    public var statistics: CoverStatistics {
+        let (bytes, count) = cache.usage
+        return CoverStatistics(
+            hits: counters.hits.current, misses: counters.misses.current, evictions: cache.evictionCount,
+            cachedBytes: bytes, cachedCovers: count, fetches: counters.fetches)
+    }
 
     /// Whether no fetch is running or queued (tests wait for background revalidations).
     var isIdle: Bool { registry.withLock { $0.flights.isEmpty } }
@@ -185,6 +202,7 @@ public final class CoverService: CoverSource {
             url: flight.url, etag: flight.revalidating?.upstreamETag,
             lastModified: flight.revalidating?.upstreamLastModified)
         let result = fetcher.fetch(request)
+        counters.recordFetch(result)
         let now = now()
         switch result {
         case .success(.image(let bytes, let format, let etag, let lastModified)):

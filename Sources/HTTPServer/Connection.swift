@@ -329,11 +329,7 @@ final class Connection {
         head.append(contentsOf: "\r\n".utf8)
         for field in response.headers {
             // Framing headers are the server's business; CR/LF in a value would split the head.
-            if field.name.equalsIgnoringASCIICase("Content-Length") || field.name.equalsIgnoringASCIICase("Transfer-Encoding")
-                || field.name.equalsIgnoringASCIICase("Connection") || field.name.equalsIgnoringASCIICase("Date")
-            {
-                continue
-            }
+            if Self.isFramingHeader(field.name) { continue }
             head.append(contentsOf: field.name.utf8)
             head.append(contentsOf: ": ".utf8)
             for byte in field.value.utf8 where byte != 0x0D && byte != 0x0A { head.append(byte) }
@@ -369,6 +365,17 @@ final class Connection {
         }
         head.append(contentsOf: "\r\n".utf8)
         output.append(head)
+    }
+
+    /// `Content-Length`, `Transfer-Encoding`, `Connection` and `Date` are the server's to write.
+    /// (First-letter check first: this runs for every header of every response.)
+    private static func isFramingHeader(_ name: String) -> Bool {
+        switch name.utf8.first.map({ $0 | 0x20 }) {
+        case UInt8(ascii: "c"): name.equalsIgnoringASCIICase("Content-Length") || name.equalsIgnoringASCIICase("Connection")
+        case UInt8(ascii: "t"): name.equalsIgnoringASCIICase("Transfer-Encoding")
+        case UInt8(ascii: "d"): name.equalsIgnoringASCIICase("Date")
+        default: false
+        }
     }
 
     private func answerParseError(_ error: HTTPParseError) {

@@ -63,6 +63,7 @@ extension String {
     /// ASCII case-insensitive equality, without allocating.
     @inlinable
     public func equalsIgnoringASCIICase(_ other: String) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
         var a = utf8.makeIterator()
         var b = other.utf8.makeIterator()
         while true {

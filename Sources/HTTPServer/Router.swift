@@ -18,14 +18,12 @@ public final class Router: Sendable {
     public let routeTable: [(method: HTTPMethod, pattern: String)]
 
     private let root: RouteNode
-    private let middleware: [any HTTPMiddleware]
     private let notFound: any HTTPResponder
 
     init(root: RouteNode, routeTable: [(HTTPMethod, String)], middleware: [any HTTPMiddleware],
          errorRenderer: ErrorRenderer) {
         self.root = root
         self.routeTable = routeTable.map { (method: $0.0, pattern: $0.1) }
-        self.middleware = middleware
         self.notFound = middleware.wrapping(
             ErrorCatchingResponder(renderer: errorRenderer, wrapped: ClosureResponder { request, _ in
                 throw HTTPError(.notFound, detail: "There is no resource at \(request.path). GET / lists what there is.")

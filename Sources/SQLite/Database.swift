@@ -92,6 +92,10 @@ public final class Database: @unchecked Sendable {
         return try result!.get()
     }
 
+    /// Reads that found every reader busy and waited for one, and those that gave up
+    /// (`readerTimeout`), since the database was opened.
+    public var readerPoolStatistics: (waits: Int, timeouts: Int) { (pool.waits, pool.timeouts) }
+
     /// Runs `body` on a read-only connection inside a deferred transaction, so all its queries
     /// see one consistent snapshot. Throws `SQLITE_BUSY` if no reader frees up within
     /// `configuration.readerTimeout`. Writes in `body` fail with `SQLITE_READONLY`.

@@ -9,6 +9,13 @@ import Synchronization
 final class ReaderPool: Sendable {
     private let freeIndexes: Mutex<[Int]>
     private let freeSlots: DispatchSemaphore
+    private let waitCount = Atomic<Int>(0)
+    private let timeoutCount = Atomic<Int>(0)
+
+    /// Acquisitions that found no free reader and had to wait (then got one or timed out).
+    var waits: Int { waitCount.load(ordering: .relaxed) }
+    /// Acquisitions that waited in vain (`acquire` returned nil).
+    var timeouts: Int { timeoutCount.load(ordering: .relaxed) }
 
     init(count: Int) {
         freeIndexes = Mutex(Array(0..<count))
@@ -22,7 +29,13 @@ final class ReaderPool: Sendable {
         let deadline: DispatchTime = nanoseconds.overflow
             ? .distantFuture
             : .now() + .nanoseconds(Int(clamping: max(0, nanoseconds.partialValue + attoseconds / 1_000_000_000)))
-        guard freeSlots.wait(timeout: deadline) == .success else { return nil }
+        if freeSlots.wait(timeout: .now()) != .success {
+            waitCount.wrappingAdd(1, ordering: .relaxed)
+            guard freeSlots.wait(timeout: deadline) == .success else {
+                timeoutCount.wrappingAdd(1, ordering: .relaxed)
+                return nil
+            }
+        }
         return freeIndexes.withLock { free in
             guard let index = free.popLast() else {
                 preconditionFailure("ReaderPool: semaphore and free list out of sync")

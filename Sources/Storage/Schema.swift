@@ -54,6 +54,9 @@ enum Schema {
         migrator.register("v4-change-log") { db in
             try db.execute(v4)
         }
+        migrator.register("v5-settings-and-access") { db in
+            try db.execute(v5)
+        }
         return migrator
     }
 
@@ -155,6 +158,31 @@ enum Schema {
             position INTEGER,
             recorded_at INTEGER NOT NULL,
             PRIMARY KEY (library, version)
+        ) WITHOUT ROWID;
+        """
+
+    /// v5: the settings document (one row, JSON, see `LibrarySettings`), the write-protection
+    /// token's hash (one row: algorithm, salt, PBKDF2 hash, iterations; never the token) and
+    /// failed attempts per client address (`window_start`, `locked_until` in milliseconds).
+    private static let v5 = """
+        CREATE TABLE settings (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            document TEXT NOT NULL,
+            updated_at INTEGER NOT NULL
+        );
+        CREATE TABLE access_token (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            algorithm TEXT NOT NULL,
+            salt BLOB NOT NULL,
+            hash BLOB NOT NULL,
+            iterations INTEGER NOT NULL CHECK (iterations > 0),
+            updated_at INTEGER NOT NULL
+        );
+        CREATE TABLE access_failures (
+            client TEXT PRIMARY KEY,
+            attempt_count INTEGER NOT NULL,
+            window_start INTEGER NOT NULL,
+            locked_until INTEGER
         ) WITHOUT ROWID;
         """
 }

@@ -21,6 +21,8 @@ case "healthcheck":
     HealthcheckCommand.run(Array(arguments.dropFirst()))
 case "albums":
     AlbumsCommand.run(Array(arguments.dropFirst()))
+case "token":
+    TokenCommand.run(Array(arguments.dropFirst()))
 case "help", "--help", "-h":
     print("""
         Usage: bluelibrary <command> [options]
@@ -28,6 +30,7 @@ case "help", "--help", "-h":
         Commands:
           serve        Run the HTTP server (see 'bluelibrary serve --help').
           albums       Client: list, add, delete albums and undo (see 'bluelibrary albums --help').
+          token set    Read a token from stdin, store its hash, enable write protection.
           healthcheck  Exit 0 if the local server's /readyz answers 200 (for container HEALTHCHECK).
           help         Show this text.
         """)

@@ -145,4 +145,20 @@ import Testing
         #expect(try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover").status == 200)
         #expect(hits.withLock { $0["evict.png"] } == 2)
     }
+
+    @Test func coverLoadedAndFailedArePublishedAsEvents() throws {
+        let subscriber = try RawHTTPClient(port: app.port, receiveTimeout: 5)
+        try subscriber.send("GET /events HTTP/1.1\r\nHost: test\r\n\r\n")
+        #expect(try subscriber.readResponse(head: true).status == 200)
+        _ = try addAlbum(cover: url("event.png"))
+        _ = try addAlbum(cover: url("broken.png"))
+        var received = ""
+        while !(received.contains("event: cover.loaded") && received.contains("event: cover.failed")) {
+            guard let chunk = try subscriber.readChunk() else { break }
+            received += String(decoding: chunk, as: UTF8.self)
+        }
+        #expect(received.contains("event: cover.loaded"))
+        #expect(received.contains("event: cover.failed"))
+        #expect(received.contains(#""reason":"upstream-status""#))
+    }
 }

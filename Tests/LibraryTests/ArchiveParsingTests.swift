@@ -65,7 +65,7 @@ struct ArchiveParsingTests {
             fixture.clock.advance(milliseconds: Int64.random(in: 1...100_000, using: &random))
         }
         try fixture.facade.setState(client: "phone", index: 7)
-        let albums = try fixture.facade.list(limit: 500).items.map(\.album)
+        let albums = try fixture.facade.page(PageRequest(limit: 500)).items.map(\.album)
         let states = fixture.store.data().states.values.sorted { $0.client < $1.client }
         var bytes: [UInt8] = []
         try fixture.facade.exportArchive(chunkSize: 97) { bytes += $0 }

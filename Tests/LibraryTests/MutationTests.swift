@@ -37,14 +37,15 @@ struct MutationTests {
         #expect(throws: LibraryError.notFound(unknown)) { try fixture.facade.album(id: unknown) }
     }
 
-    @Test("list pages carry indexes, total and version; bad paging is a field error")
-    func list() throws {
+    @Test("offset pages carry indexes, total and version; bad paging is a field error")
+    func offsetPages() throws {
         let fixture = try Fixture(seeded: true)
-        let page = try fixture.facade.list(offset: 3, limit: 10)
+        let page = try fixture.facade.page(PageRequest(start: .offset(3), limit: 10, includeTotal: true))
         #expect(page.items.map(\.index) == [3, 4])
-        #expect(page.total == 5 && page.version == 1 && page.nextOffset == nil)
-        #expect(try fixture.facade.list(offset: 0, limit: 2).nextOffset == 2)
-        #expect(fieldErrors { _ = try fixture.facade.list(offset: -1, limit: 501) }.map(\.field) == ["offset", "limit"])
+        #expect(page.total == 5 && page.version == 1 && page.next == nil)
+        #expect(try fixture.facade.page(PageRequest(start: .offset(0), limit: 2)).next != nil)
+        #expect(fieldErrors { _ = try fixture.facade.page(PageRequest(start: .offset(-1))) }.map(\.field) == ["offset"])
+        #expect(fieldErrors { _ = try fixture.facade.page(PageRequest(limit: 501)) }.map(\.field) == ["limit"])
     }
 
     @Test("delete by id and by index")

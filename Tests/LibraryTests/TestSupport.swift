@@ -46,7 +46,7 @@ struct Fixture {
 
     /// The titles of the library in order.
     func titles() throws -> [String] {
-        try facade.list(limit: 500).items.map(\.album.title)
+        try facade.page(PageRequest(limit: 500)).items.map(\.album.title)
     }
 
     /// Adds albums titled `titles` in order (artist "Artist").

@@ -23,7 +23,7 @@ struct VersionAndEventTests {
         _ = try fixture.facade.move(id: a.id, to: 1)
         _ = try fixture.facade.update(id: a.id, patch: AlbumPatch(year: .set(2000)))
         try fixture.facade.setState(index: 0)
-        _ = try fixture.facade.list()
+        _ = try fixture.facade.page(PageRequest())
         #expect(try fixture.facade.version() == 6)
         #expect(try fixture.facade.undoStatus().depth == 4)
     }

@@ -1,29 +1,4 @@
 extension LibraryFacade {
-    /// A page of albums in library order.
-    ///
-    /// - Parameters:
-    ///   - offset: the index of the first album, 0 or more (past the end gives no items).
-    ///   - limit: at most this many albums, 1…500.
-    /// - Throws: `LibraryError.invalid` naming `offset`/`limit` when out of range.
-    public func list(offset: Int = 0, limit: Int = AlbumPage.defaultLimit) throws(LibraryError) -> AlbumPage {
-        var errors: [FieldError] = []
-        if offset < 0 {
-            errors.append(FieldError(field: "offset", message: "offset must be 0 or more (got \(offset))"))
-        }
-        if !AlbumPage.limitRange.contains(limit) {
-            errors.append(FieldError(
-                field: "limit",
-                message: "limit must be between \(AlbumPage.limitRange.lowerBound) and \(AlbumPage.limitRange.upperBound) (got \(limit))"))
-        }
-        guard errors.isEmpty else { throw .invalid(ValidationFailure(errors)) }
-        return try reading { reader in
-            let albums = try reader.albums(offset: offset, limit: limit)
-            return AlbumPage(
-                items: albums.enumerated().map { IndexedAlbum(album: $1, index: offset + $0) },
-                offset: offset, limit: limit, total: try reader.count(), version: try reader.version())
-        }
-    }
-
     /// The album with `id` and its current index.
     ///
     /// - Throws: `LibraryError.notFound`.

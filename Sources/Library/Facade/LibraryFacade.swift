@@ -21,8 +21,10 @@ public final class LibraryFacade: Sendable {
     public let library: LibraryID
     let clock: @Sendable () -> Date
     let ids: AlbumIDGenerator
-    /// At most this many undo commands are kept; pushing more drops the oldest.
-    public let undoLimit: Int
+    /// At most this many undo commands are kept; pushing more drops the oldest. Changes
+    /// live with the `undo.depth` setting (`setUndoLimit`).
+    public var undoLimit: Int { undoLimitValue.load(ordering: .relaxed) }
+    private let undoLimitValue: Atomic<Int>
     let events: (any LibraryEventSink)?
     /// How long the change feed keeps changes.
     public let changeRetention: ChangeRetention
@@ -52,7 +54,7 @@ public final class LibraryFacade: Sendable {
         self.library = library
         self.clock = clock
         self.ids = ids
-        self.undoLimit = undoLimit
+        self.undoLimitValue = Atomic(undoLimit)
         self.events = events
         self.changeRetention = changeRetention
     }
@@ -158,5 +160,14 @@ public final class LibraryFacade: Sendable {
         case let output as ExportOutputError: .outputFailed(UnderlyingError(output.underlying))
         default: .storage(UnderlyingError(error))
         }
+    }
+}
+
+extension LibraryFacade {
+    /// Changes how many undo commands are kept from the next push on (the `undo.depth`
+    /// setting, live). A smaller limit trims the stack at the next mutation.
+    public func setUndoLimit(_ limit: Int) {
+        precondition(limit >= 0, "undoLimit must not be negative")
+        undoLimitValue.store(limit, ordering: .relaxed)
     }
 }

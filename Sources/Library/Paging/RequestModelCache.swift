@@ -68,6 +68,8 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
         var cost = 0
         var useCounter: UInt64 = 0
         var loads = 0
+        var hits = 0
+        var misses = 0
     }
 
     public let limits: Limits
@@ -81,6 +83,7 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
     public func current(_ key: Key, version: Int64) -> Value? {
         store.withLock { store in
             guard var entry = store.entries[key], let loaded = entry.loaded, isCurrent(entry, version: version) else { return nil }
+            store.hits += 1
             store.useCounter += 1
             entry.lastUse = store.useCounter
             store.entries[key] = entry
@@ -98,8 +101,10 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
             entry.lastUse = store.useCounter
             if let loaded = entry.loaded, isCurrent(entry, version: version) {
                 store.entries[key] = entry
+                store.hits += 1
                 return .hit(loaded.value)
             }
+            store.misses += 1
             if let flight = entry.flight {
                 store.entries[key] = entry
                 return .wait(flight)
@@ -166,6 +171,11 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
 
     /// How many loads ran (not counting requests that joined one or hit memory).
     public var loadCount: Int { store.withLock { $0.loads } }
+
+    /// Requests answered from memory (by `current` or `value`), and requests `value` could not
+    /// answer from memory (they loaded, or joined a load). A `current` that finds nothing is
+    /// not a miss: its caller goes on to `value`, which counts the outcome.
+    public var statistics: (hits: Int, misses: Int) { store.withLock { ($0.hits, $0.misses) } }
 
     /// Entries held and their total cost.
     public var usage: (entries: Int, cost: Int) { store.withLock { ($0.entries.count, $0.cost) } }

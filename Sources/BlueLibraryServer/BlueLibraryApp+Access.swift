@@ -1,0 +1,92 @@
+import Foundation
+import HTTPServer
+import Library
+import Storage
+
+/// A token given at start (`BLUELIBRARY_TOKEN`): kept only until its hash is stored, and
+/// never printed (descriptions are redacted, so it cannot reach a log by accident).
+public struct AccessToken: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    let value: String
+    public init(_ value: String) { self.value = value }
+    public var description: String { "<redacted>" }
+    public var debugDescription: String { "<redacted>" }
+}
+
+extension BlueLibraryApp {
+    /// The settings (loaded and upgraded), their live effects, the `settings.changed` event,
+    /// and the passcode lock's guard; a start-up token replaces the stored hash and turns the
+    /// lock on.
+    static func openAccess(
+        store: SQLiteAlbumStore, facade: LibraryFacade, events: EventHub, configuration: ServeConfiguration,
+        logger: JSONLogger
+    ) throws -> (SettingsService, AccessGuard) {
+        let settings: SettingsService
+        do {
+            settings = try SettingsService(store: store)
+        } catch {
+            throw ConfigurationError("cannot read the settings from \(store.path): \(error)")
+        }
+        if let from = settings.upgradedFrom {
+            logger.log(.info, "settings upgraded", [("fromSchemaVersion", .int(from)), ("toSchemaVersion", .int(LibrarySettings.currentSchemaVersion))])
+        }
+        if let token = configuration.token {
+            do {
+                try AccessGuard.storeToken(token.value, in: store)
+                try settings.modify { $0.access.passcodeEnabled = true }
+            } catch {
+                throw ConfigurationError("cannot store the BLUELIBRARY_TOKEN hash in \(store.path): \(error)")
+            }
+            logger.log(.info, "write protection enabled from BLUELIBRARY_TOKEN (its hash is stored)")
+        }
+        facade.setUndoLimit(settings.current.undo.depth)
+        settings.observe { [facade, events] old, new in
+            if old.undo.depth != new.undo.depth { facade.setUndoLimit(new.undo.depth) }
+            events.publish(name: "settings.changed", json: SettingsRoutes.eventJSON(old, new))
+        }
+        let guardian = try AccessGuard(store: store, settings: settings, clock: configuration.accessClock)
+        return (settings, guardian)
+    }
+
+    /// Whole-document rules of `PATCH /settings` the domain cannot know: the lock needs a
+    /// stored token before it can be enabled.
+    static func settingsRules(store: SQLiteAlbumStore) -> @Sendable (LibrarySettings) -> [FieldError] {
+        { settings in
+            guard settings.access.passcodeEnabled else { return [] }
+            if (try? store.tokenHash()) != nil { return [] }
+            return [FieldError(field: "access.passcodeEnabled",
+                               message: "access.passcodeEnabled cannot be true before a token is set; run 'bluelibrary token set' (or start with BLUELIBRARY_TOKEN) first")]
+        }
+    }
+}
+
+/// `bluelibrary token set`: hashes a token into the data directory's database and turns the
+/// lock on. A running server checks new tokens against the new hash at once; it learns that
+/// the lock was turned on only at its next start (or a `PATCH /settings`).
+public enum TokenSetting {
+    /// The least a token may be: a passcode guessed online is throttled, but not forever.
+    public static let minimumLength = 12
+
+    public static func set(_ token: AccessToken, dataDirectory: String) throws(ConfigurationError) {
+        guard token.value.count >= minimumLength else {
+            throw ConfigurationError("the token must be at least \(minimumLength) characters")
+        }
+        guard !token.value.contains(where: { $0.isWhitespace || $0.isNewline }), token.value.allSatisfy({ $0.isASCII }) else {
+            throw ConfigurationError("the token must be printable ASCII without spaces (it travels in an Authorization header)")
+        }
+        let store: SQLiteAlbumStore
+        do {
+            store = try BlueLibraryApp.openStore(in: dataDirectory)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError("cannot open the database in \(dataDirectory): \(error)")
+        }
+        do {
+            try AccessGuard.storeToken(token.value, in: store)
+            let settings = try SettingsService(store: store)
+            try settings.modify { $0.access.passcodeEnabled = true }
+        } catch {
+            throw ConfigurationError("cannot store the token hash in \(store.path): \(error)")
+        }
+    }
+}

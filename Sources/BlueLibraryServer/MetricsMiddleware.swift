@@ -1,0 +1,165 @@
+import HTTPServer
+import Synchronization
+
+/// Counts every response by route template, method and status, and times it.
+///
+/// It goes first in the middleware list (outermost), so it sees every answer the router gives:
+/// routes, 404 and 405, and whatever inner middleware answers by itself. A request that an
+/// inline route hands to the worker pool (``WorkerPoolRequired``) is counted once, when it is
+/// answered there. The latency runs from the end of the request head to the response being
+/// ready (body reading and worker queueing included; the time to send it is not).
+struct MetricsMiddleware: HTTPMiddleware {
+    let http: HTTPMetrics
+
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
+        let response: HTTPResponse
+        do {
+            response = try next.respond(to: request, context: context)
+        } catch let error as WorkerPoolRequired {
+            throw error
+        } catch {
+            // The server renders escaped errors as 500.
+            http.record(pattern: context.routePattern, method: request.method, status: 500,
+                        duration: ContinuousClock.now - context.receivedAt)
+            throw error
+        }
+        http.record(pattern: context.routePattern, method: request.method, status: response.status.code,
+                    duration: ContinuousClock.now - context.receivedAt)
+        return response
+    }
+}
+
+/// `bluelibrary_http_requests_total` and `bluelibrary_http_request_duration_seconds`.
+///
+/// Label sets are bounded: `route` is a route pattern of the router or `unmatched` (404, 405),
+/// `method` one of the standard methods or `other`, `status` a status code. Every
+/// (route, method) series is created in ``install(routes:)`` from the router's route table
+/// (GET routes also get HEAD, which they answer), so recording a request takes no lock: one
+/// lookup in an immutable table, then relaxed atomic adds. Only a status code outside the
+/// common set below goes through a per-series mutex.
+final class HTTPMetrics: Sendable {
+    static let unmatched = "unmatched"
+    static let methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    static let otherMethod = "other"
+
+    /// Status codes with a preallocated atomic counter in every series.
+    static let commonStatuses: [Int] = [
+        200, 201, 202, 204, 206, 301, 302, 303, 304, 307, 308,
+        400, 401, 403, 404, 405, 406, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 422, 428, 429, 431,
+        500, 501, 502, 503, 504, 505,
+    ]
+    /// status code → index in `commonStatuses`, or -1.
+    private static let statusSlots: [Int8] = {
+        var slots = [Int8](repeating: -1, count: 600)
+        for (index, status) in commonStatuses.enumerated() { slots[status] = Int8(index) }
+        return slots
+    }()
+
+    /// One (route, method) pair.
+    final class Series: Sendable {
+        let route: String
+        let method: String
+        let duration = MetricHistogram()
+        private let statuses: [MetricCounter] = HTTPMetrics.commonStatuses.map { _ in MetricCounter() }
+        private let otherStatuses = Mutex<[Int: Int]>([:])
+
+        init(route: String, method: String) {
+            self.route = route
+            self.method = method
+        }
+
+        func record(status: Int, duration elapsed: Duration) {
+            let slot = status >= 0 && status < 600 ? Int(HTTPMetrics.statusSlots[status]) : -1
+            if slot >= 0 {
+                statuses[slot].increment()
+            } else {
+                otherStatuses.withLock { $0[status, default: 0] += 1 }
+            }
+            duration.observe(elapsed)
+        }
+
+        /// Counts by status, ascending; zeros left out.
+        var statusCounts: [(status: Int, count: Int)] {
+            var counts = zip(HTTPMetrics.commonStatuses, statuses).map { (status: $0, count: $1.value) }
+            counts += otherStatuses.withLock { $0.map { (status: $0.key, count: $0.value) } }
+            return counts.filter { $0.count > 0 }.sorted { $0.status < $1.status }
+        }
+    }
+
+    /// pattern → the series of its methods (a handful, scanned in order).
+    final class Table: Sendable {
+        let byPattern: [String: [Series]]
+        let unmatched: [Series]
+        let all: [Series]
+
+        init(routes: [(method: HTTPMethod, pattern: String)]) {
+            var byPattern: [String: [Series]] = [:]
+            var all: [Series] = []
+            for (method, pattern) in routes {
+                var methods = [method.rawValue]
+                if method == .get, !routes.contains(where: { $0.method == .head && $0.pattern == pattern }) {
+                    methods.append("HEAD")
+                }
+                for name in methods {
+                    let series = Series(route: pattern, method: name)
+                    byPattern[pattern, default: []].append(series)
+                    all.append(series)
+                }
+            }
+            let unmatched = (HTTPMetrics.methods + [HTTPMetrics.otherMethod]).map {
+                Series(route: HTTPMetrics.unmatched, method: $0)
+            }
+            self.byPattern = byPattern
+            self.unmatched = unmatched
+            self.all = all + unmatched
+        }
+
+        func series(pattern: String?, method: HTTPMethod) -> Series? {
+            let candidates = pattern.flatMap { byPattern[$0] } ?? unmatched
+            let name = method.rawValue
+            for series in candidates where series.method == name { return series }
+            // Any other method (an extension method, answered 404 or 405) counts as `other`.
+            return unmatched.last
+        }
+    }
+
+    private let table = AtomicLazyReference<Table>()
+    /// Responses seen before `install` (none in practice: the server starts after it).
+    private let early = MetricCounter()
+
+    /// Creates every series from the router's routes; call once, before the server starts.
+    func install(routes: [(method: HTTPMethod, pattern: String)]) {
+        _ = table.storeIfNil(Table(routes: routes))
+    }
+
+    func record(pattern: String?, method: HTTPMethod, status: Int, duration: Duration) {
+        guard let table = table.load(), let series = table.series(pattern: pattern, method: method) else {
+            early.increment()
+            return
+        }
+        series.record(status: status, duration: duration)
+    }
+
+    /// Registers both families with `metrics`.
+    func register(with metrics: Metrics) {
+        metrics.register(
+            "bluelibrary_http_requests_total",
+            help: "HTTP responses by route template (or unmatched), method and status code.", kind: .counter
+        ) { [self] writer in
+            for series in table.load()?.all ?? [] {
+                for (status, count) in series.statusCounts {
+                    writer.sample("", [("route", series.route), ("method", series.method), ("status", String(status))], count)
+                }
+            }
+        }
+        metrics.register(
+            "bluelibrary_http_request_duration_seconds",
+            help: "Time from the end of the request head to the response being ready, by route template and method.",
+            kind: .histogram
+        ) { [self] writer in
+            for series in table.load()?.all ?? [] where series.duration.observationCount > 0 {
+                series.duration.write(to: &writer, labels: [("route", series.route), ("method", series.method)])
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Covers
+import HTTPServer
+import Library
+import Storage
+
+/// `GET /metrics`: the registry in the Prometheus text format, for a scraper.
+struct MetricsRoutes {
+    let metrics: Metrics
+
+    func register(into routes: inout RouterBuilder) {
+        // Inline: rendering only reads atomics and takes a few short in-memory locks.
+        routes.add(.get, "/metrics", options: .inline) { [metrics] _, _ in
+            HTTPResponse(contentType: Metrics.contentType, bytes: Array(metrics.render().utf8),
+                         headers: ["Cache-Control": "no-store"])
+        }
+    }
+}
+
+/// The server's metrics besides the HTTP ones: gauges and counters sampled at scrape time
+/// from the plain counters the other modules keep (they know nothing of Prometheus).
+enum ServiceMetrics {
+    static func register(
+        in metrics: Metrics, connections: @escaping @Sendable () -> Int, events: EventHub, covers: CoverService,
+        pages: RequestModelCache<String, AlbumListRoute.CachedPage>, store: SQLiteAlbumStore
+    ) {
+        metrics.sampled("bluelibrary_http_open_connections", help: "Client connections open right now.", connections)
+        metrics.sampled("bluelibrary_event_subscribers", help: "GET /events streams open right now.") {
+            events.subscriberCount
+        }
+
+        metrics.sampled("bluelibrary_cover_cache_hits_total", help: "Cover requests answered from the disk cache.",
+                        kind: .counter) { covers.statistics.hits }
+        metrics.sampled("bluelibrary_cover_cache_misses_total",
+                        help: "Cover requests that found no cached copy (fetched, or a remembered failure).",
+                        kind: .counter) { covers.statistics.misses }
+        metrics.sampled("bluelibrary_cover_cache_evictions_total",
+                        help: "Cached covers removed to stay under the cache size limit.", kind: .counter) {
+            covers.statistics.evictions
+        }
+        metrics.sampled("bluelibrary_cover_cache_bytes", help: "Bytes of cover images in the disk cache.") {
+            covers.statistics.cachedBytes
+        }
+        metrics.sampled("bluelibrary_cover_cache_entries", help: "Covers in the disk cache.") {
+            covers.statistics.cachedCovers
+        }
+        metrics.register(
+            "bluelibrary_cover_upstream_fetches_total",
+            help: "Cover fetches from upstreams by outcome: image, not-modified, or the failure reason.", kind: .counter
+        ) { writer in
+            for (outcome, count) in covers.statistics.fetches {
+                writer.sample("", [("outcome", outcome)], count)
+            }
+        }
+
+        metrics.sampled("bluelibrary_page_cache_hits_total", help: "GET /albums pages answered from memory.",
+                        kind: .counter) { pages.statistics.hits }
+        metrics.sampled("bluelibrary_page_cache_misses_total",
+                        help: "GET /albums pages read from the database (or joined to an identical read).",
+                        kind: .counter) { pages.statistics.misses }
+        metrics.sampled("bluelibrary_page_cache_entries", help: "GET /albums pages held in memory.") {
+            pages.usage.entries
+        }
+
+        metrics.sampled("bluelibrary_db_reader_waits_total",
+                        help: "Database reads that found every reader connection busy and waited for one.",
+                        kind: .counter) { store.readerPoolStatistics.waits }
+        metrics.sampled("bluelibrary_db_reader_timeouts_total",
+                        help: "Database reads that gave up waiting for a reader connection.", kind: .counter) {
+            store.readerPoolStatistics.timeouts
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Library
+import Synchronization
+
+/// Counts of what the cover service did since it started, as plain numbers (the server turns
+/// them into metrics; nothing here knows a metrics format).
+public struct CoverStatistics: Sendable, Equatable {
+    /// Cover requests answered from the disk cache (fresh, or stale while it is revalidated).
+    public var hits: Int
+    /// Cover requests that found no cached copy (they waited for a fetch, or got a
+    /// remembered failure).
+    public var misses: Int
+    /// Cached covers removed to keep the cache under its size limit (not explicit evictions).
+    public var evictions: Int
+    /// Image bytes in the cache right now, and how many covers.
+    public var cachedBytes: Int
+    public var cachedCovers: Int
+    /// Upstream fetches by outcome: `image`, `not-modified`, or a ``CoverError/Reason`` raw
+    /// value (`timeout`, `upstream-status`, ...). Every outcome is listed, zeros included.
+    public var fetches: [(outcome: String, count: Int)]
+
+    public static func == (a: CoverStatistics, b: CoverStatistics) -> Bool {
+        a.hits == b.hits && a.misses == b.misses && a.evictions == b.evictions && a.cachedBytes == b.cachedBytes
+            && a.cachedCovers == b.cachedCovers && a.fetches.map(\.outcome) == b.fetches.map(\.outcome)
+            && a.fetches.map(\.count) == b.fetches.map(\.count)
+    }
+}
+
+/// Lock-free counters behind ``CoverStatistics``: one atomic per fixed outcome.
+final class CoverCounters: Sendable {
+    final class Count: Sendable {
+        let value = Atomic<Int>(0)
+        func increment() { value.wrappingAdd(1, ordering: .relaxed) }
+        var current: Int { value.load(ordering: .relaxed) }
+    }
+
+    /// Fetch outcomes in a fixed order: the two successes, then every failure reason.
+    static let outcomes: [String] = ["image", "not-modified"] + CoverError.Reason.allCases.map(\.rawValue)
+
+    let hits = Count()
+    let misses = Count()
+    private let fetchCounts: [Count] = CoverCounters.outcomes.map { _ in Count() }
+
+    func recordFetch(_ result: Result<UpstreamResponse, CoverError>) {
+        let index: Int
+        switch result {
+        case .success(.image): index = 0
+        case .success(.notModified): index = 1
+        case .failure(let error): index = 2 + (CoverError.Reason.allCases.firstIndex(of: error.reason) ?? 0)
+        }
+        fetchCounts[index].increment()
+    }
+
+    var fetches: [(outcome: String, count: Int)] {
+        zip(Self.outcomes, fetchCounts).map { (outcome: $0, count: $1.current) }
+    }
+}

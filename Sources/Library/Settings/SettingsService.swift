@@ -1,0 +1,107 @@
+import Foundation
+import Synchronization
+
+/// Where the settings document is kept (one JSON document per database).
+public protocol SettingsStore: Sendable {
+    /// The stored document, or `nil` when none was ever stored.
+    func loadSettings() throws -> [UInt8]?
+    /// Replaces the stored document (committed before returning).
+    func saveSettings(_ json: [UInt8]) throws
+}
+
+/// The live settings: loaded (and upgraded) once, changed only through `update`, which
+/// validates, stores, swaps the in-memory copy and tells the listeners, in that order.
+public final class SettingsService: Sendable {
+    private let store: any SettingsStore
+    private let state: Mutex<LibrarySettings>
+    private let listeners = Mutex<[@Sendable (_ old: LibrarySettings, _ new: LibrarySettings) -> Void]>([])
+    /// The schema version the stored document was upgraded from at load (nil: none needed).
+    public let upgradedFrom: Int?
+
+    /// Loads the stored document (defaults when nothing is stored) and stores the upgraded
+    /// form when it was older.
+    public init(store: any SettingsStore) throws(LibraryError) {
+        self.store = store
+        var settings = LibrarySettings.defaults
+        var upgradedFrom: Int?
+        do {
+            if let bytes = try store.loadSettings() {
+                let decoded = try SettingsMigration.decode(stored: bytes)
+                settings = decoded.settings
+                upgradedFrom = decoded.upgradedFrom
+                if upgradedFrom != nil { try store.saveSettings(settings.encoded()) }
+            }
+        } catch {
+            throw .storage(UnderlyingError(error))
+        }
+        self.upgradedFrom = upgradedFrom
+        state = Mutex(settings)
+    }
+
+    public var current: LibrarySettings { state.withLock { $0 } }
+
+    /// Calls `listener(old, new)` after every committed change (on the changing thread).
+    public func observe(_ listener: @escaping @Sendable (_ old: LibrarySettings, _ new: LibrarySettings) -> Void) {
+        listeners.withLock { $0.append(listener) }
+    }
+
+    /// Applies a merge patch.
+    ///
+    /// - Parameters:
+    ///   - precondition: runs first, under the lock, with the current settings (an `If-Match`
+    ///     check); whatever it throws is rethrown and nothing changes.
+    ///   - validate: extra whole-document rules of the caller (e.g. "a token must be set
+    ///     before the lock is enabled"); their problems join the patch's own.
+    /// - Returns: the settings now in force.
+    public func update(
+        patch bytes: [UInt8],
+        precondition: (LibrarySettings) throws -> Void = { _ in },
+        validate: (LibrarySettings) -> [FieldError] = { _ in [] }
+    ) throws -> LibrarySettings {
+        try change(precondition: precondition) { current throws(LibraryError) in
+            let next = try SettingsPatch.apply(bytes, to: current)
+            let extra = validate(next)
+            guard extra.isEmpty else { throw LibraryError.invalid(ValidationFailure(extra)) }
+            return next
+        }
+    }
+
+    /// Changes settings from code (e.g. `BLUELIBRARY_TOKEN` turning the lock on at start).
+    @discardableResult
+    public func modify(_ body: (inout LibrarySettings) -> Void) throws(LibraryError) -> LibrarySettings {
+        do {
+            return try change(precondition: { _ in }) { current throws(LibraryError) in
+                var next = current
+                body(&next)
+                return next
+            }
+        } catch let error as LibraryError {
+            throw error
+        } catch {
+            throw .storage(UnderlyingError(error))
+        }
+    }
+
+    private func change(
+        precondition: (LibrarySettings) throws -> Void,
+        _ transform: (LibrarySettings) throws(LibraryError) -> LibrarySettings
+    ) throws -> LibrarySettings {
+        let (old, new) = try state.withLock { current -> (LibrarySettings, LibrarySettings) in
+            try precondition(current)
+            let next = try transform(current)
+            guard next != current else { return (current, current) }
+            do {
+                try store.saveSettings(next.encoded())
+            } catch {
+                throw LibraryError.storage(UnderlyingError(error))
+            }
+            let old = current
+            current = next
+            return (old, next)
+        }
+        if old != new {
+            for listener in listeners.withLock({ $0 }) { listener(old, new) }
+        }
+        return new
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Library
+import SQLite
+
+/// The settings document and the write-protection state, in the same database (migration v5).
+extension SQLiteAlbumStore: SettingsStore, AccessStore {
+    public func loadSettings() throws -> [UInt8]? {
+        try database.read { db in
+            try db.firstRow("SELECT document FROM settings WHERE id = 1") { row in Array(try row.string(0).utf8) }
+        }
+    }
+
+    public func saveSettings(_ json: [UInt8]) throws {
+        let text = String(decoding: json, as: UTF8.self)
+        try database.write { db in
+            try db.run("""
+                INSERT INTO settings (id, document, updated_at) VALUES (1, ?1, ?2)
+                ON CONFLICT (id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
+                """, [.text(text), .integer(Milliseconds.from(Date()))])
+        }
+    }
+
+    public func tokenHash() throws -> TokenHash? {
+        try database.read { db in
+            try db.firstRow("SELECT algorithm, salt, hash, iterations FROM access_token WHERE id = 1") { row in
+                TokenHash(algorithm: try row.string(0), salt: try row.blob(1), hash: try row.blob(2), iterations: try row.int(3))
+            }
+        }
+    }
+
+    public func setTokenHash(_ hash: TokenHash?) throws {
+        try database.write { db in
+            if let hash {
+                try db.run("""
+                    INSERT INTO access_token (id, algorithm, salt, hash, iterations, updated_at) VALUES (1, ?1, ?2, ?3, ?4, ?5)
+                    ON CONFLICT (id) DO UPDATE SET algorithm = excluded.algorithm, salt = excluded.salt, hash = excluded.hash,
+                        iterations = excluded.iterations, updated_at = excluded.updated_at
+                    """, [.text(hash.algorithm), .blob(hash.salt), .blob(hash.hash), .integer(Int64(hash.iterations)),
+                          .integer(Milliseconds.from(Date()))])
+            } else {
+                try db.run("DELETE FROM access_token")
+            }
+            try db.run("DELETE FROM access_failures")
+        }
+    }
+
+    public func failedAttempts(client: String) throws -> FailedAttempts? {
+        try database.read { db in try Self.failures(db, client) }
+    }
+
+    @discardableResult
+    public func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts? {
+        try database.write { db in
+            let old = try Self.failures(db, client)
+            let new = body(old)
+            guard new != old else { return new }
+            if let new {
+                try db.run("""
+                    INSERT INTO access_failures (client, attempt_count, window_start, locked_until) VALUES (?1, ?2, ?3, ?4)
+                    ON CONFLICT (client) DO UPDATE SET attempt_count = excluded.attempt_count,
+                        window_start = excluded.window_start, locked_until = excluded.locked_until
+                    """, [.text(client), .integer(Int64(new.count)), .integer(Milliseconds.from(new.windowStart)),
+                          new.lockedUntil.map { .integer(Milliseconds.from($0)) } ?? .null])
+            } else {
+                try db.run("DELETE FROM access_failures WHERE client = ?1", [.text(client)])
+            }
+            return new
+        }
+    }
+
+    private static func failures(_ db: Connection, _ client: String) throws -> FailedAttempts? {
+        try db.firstRow("SELECT attempt_count, window_start, locked_until FROM access_failures WHERE client = ?1", [.text(client)]) { row in
+            FailedAttempts(count: try row.int(0), windowStart: Milliseconds.date(try row.int64(1)),
+                           lockedUntil: row.isNull(2) ? nil : Milliseconds.date(try row.int64(2)))
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Library
+
+/// A settings store in memory (counts saves).
+final class InMemorySettingsStore: SettingsStore {
+    private let stored: Mutex<[UInt8]?>
+    private let saveCount = Mutex(0)
+    init(_ json: String? = nil) { stored = Mutex(json.map { Array($0.utf8) }) }
+    var saves: Int { saveCount.withLock { $0 } }
+    var text: String? { stored.withLock { $0.map { String(decoding: $0, as: UTF8.self) } } }
+    func loadSettings() throws -> [UInt8]? { stored.withLock { $0 } }
+    func saveSettings(_ json: [UInt8]) throws {
+        stored.withLock { $0 = json }
+        saveCount.withLock { $0 += 1 }
+    }
+}
+
+@Suite struct SettingsTests {
+    @Test func defaultsWhenNothingIsStored() throws {
+        let store = InMemorySettingsStore()
+        let service = try SettingsService(store: store)
+        let settings = service.current
+        #expect(settings == LibrarySettings.defaults)
+        #expect(settings.schemaVersion == LibrarySettings.currentSchemaVersion)
+        #expect(settings.access.passcodeEnabled == false)
+        #expect(settings.access.attemptLimit == 5)
+        #expect(settings.access.checkIntervalSeconds == 300)
+        #expect(settings.access.protectReads == false)
+        #expect(settings.covers.allowList.isEmpty)
+        #expect(settings.undo.depth == 100)
+        #expect(settings.paging.defaultLimit == 50 && settings.paging.maxLimit == 500)
+        #expect(store.saves == 0, "reading defaults writes nothing")
+    }
+
+    @Test func partialDocumentGetsDefaultsForMissingFields() throws {
+        let service = try SettingsService(store: InMemorySettingsStore(#"{"schemaVersion": 2, "undo": {"depth": 7}}"#))
+        #expect(service.current.undo.depth == 7)
+        #expect(service.current.paging == LibrarySettings.Paging())
+    }
+
+    @Test func patchAppliesAndNullResetsToDefault() throws {
+        let store = InMemorySettingsStore()
+        let service = try SettingsService(store: store)
+        let changes = Mutex<[(LibrarySettings, LibrarySettings)]>([])
+        service.observe { old, new in changes.withLock { $0.append((old, new)) } }
+        var next = try service.update(patch: Array(#"{"undo": {"depth": 3}, "covers": {"allowList": ["10.0.0.0/8"]}}"#.utf8))
+        #expect(next.undo.depth == 3 && next.covers.allowList == ["10.0.0.0/8"])
+        next = try service.update(patch: Array(#"{"undo": {"depth": null}, "covers": null}"#.utf8))
+        #expect(next.undo.depth == 100 && next.covers == LibrarySettings.Covers())
+        #expect(changes.withLock { $0.count } == 2)
+        #expect(try SettingsService(store: store).current == next, "stored")
+    }
+
+    @Test func invalidPatchNamesEveryFieldAndAppliesNothing() throws {
+        let store = InMemorySettingsStore()
+        let service = try SettingsService(store: store)
+        let patch = #"""
+            {"undo": {"depth": -1}, "paging": {"maxLimit": "lots", "defaultLimit": 20},
+             "access": {"attemptLimt": 3, "passcodeEnabled": 1}, "covers": {"allowList": ["ok", ""]},
+             "schemaVersion": 9, "colors": {}}
+            """#
+        do {
+            _ = try service.update(patch: Array(patch.utf8))
+            Issue.record("expected a validation failure")
+        } catch let error as LibraryError {
+            guard case let .invalid(failure) = error else { Issue.record("\(error)"); return }
+            #expect(Set(failure.fields) == ["undo.depth", "paging.maxLimit", "access.attemptLimt", "access.passcodeEnabled",
+                                            "covers.allowList[1]", "schemaVersion", "colors"])
+            #expect(failure.errors.first { $0.field == "access.attemptLimt" }?.message.contains("did you mean attemptLimit") == true)
+        }
+        #expect(service.current == LibrarySettings.defaults)
+        #expect(store.saves == 0)
+    }
+
+    @Test func crossFieldRule() throws {
+        let service = try SettingsService(store: InMemorySettingsStore())
+        #expect(throws: LibraryError.self) {
+            try service.update(patch: Array(#"{"paging": {"defaultLimit": 200, "maxLimit": 100}}"#.utf8))
+        }
+        #expect(service.current.paging == LibrarySettings.Paging())
+    }
+
+    @Test func malformedPatch() throws {
+        let service = try SettingsService(store: InMemorySettingsStore())
+        for body in ["", "[1]", "{nope"] {
+            do {
+                _ = try service.update(patch: Array(body.utf8))
+                Issue.record("accepted \(body)")
+            } catch let error as LibraryError {
+                guard case .malformed = error else { Issue.record("\(error)"); continue }
+            }
+        }
+    }
+
+    @Test func migratesVersion1AndStoresTheUpgrade() throws {
+        // The first stored form, keyed like the seed's PassCodeSettings.
+        let v1 = #"{"schemaVersion": 1, "access": {"isPassCodeEnabled": true, "attemptCount": 3, "checkInterval": 90.5}, "undo": {"depth": 12}}"#
+        let store = InMemorySettingsStore(v1)
+        let service = try SettingsService(store: store)
+        #expect(service.upgradedFrom == 1)
+        let settings = service.current
+        #expect(settings.schemaVersion == 2)
+        #expect(settings.access == LibrarySettings.Access(passcodeEnabled: true, attemptLimit: 3, checkIntervalSeconds: 91, protectReads: false))
+        #expect(settings.undo.depth == 12)
+        #expect(settings.paging == LibrarySettings.Paging())
+        #expect(store.saves == 1)
+        #expect(store.text?.contains(#""schemaVersion":2"#) == true)
+        #expect(store.text?.contains("attemptCount") == false)
+        // Without a schemaVersion the document is v1 too.
+        #expect(try SettingsMigration.decode(stored: Array(#"{"access": {"attemptCount": 9}}"#.utf8)).settings.access.attemptLimit == 9)
+    }
+
+    @Test func refusesANewerVersion() {
+        #expect(throws: LibraryError.self) {
+            _ = try SettingsService(store: InMemorySettingsStore(#"{"schemaVersion": 99}"#))
+        }
+    }
+
+    @Test func lockoutRule() {
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        var record: FailedAttempts? = nil
+        for i in 1...3 {
+            record = FailedAttempts.afterFailure(record, now: start.addingTimeInterval(Double(i)), limit: 3, interval: 60)
+        }
+        #expect(record?.count == 3)
+        #expect(record?.lockedUntil == start.addingTimeInterval(63))
+        #expect(record?.lockRemaining(at: start.addingTimeInterval(10)) == 53)
+        #expect(record?.lockRemaining(at: start.addingTimeInterval(63)) == nil)
+        // A failure after the window starts a new count.
+        let fresh = FailedAttempts.afterFailure(FailedAttempts(count: 2, windowStart: start), now: start.addingTimeInterval(61), limit: 3, interval: 60)
+        #expect(fresh.count == 1 && fresh.lockedUntil == nil)
+    }
+}

@@ -251,9 +251,10 @@ final class SSEClient: @unchecked Sendable {
         app.waitUntilStopped()
     }
 
-    /// 1,000 open streams cost the writers little: a publish only formats and queues the
-    /// frame; the hub's thread and the event loops do the fan-out.
-    @Test func aThousandSubscribersDoNotSlowWritesMuch() throws {
+    /// 1,000 open streams: writes go on (a publish only formats and queues the frame; the hub's
+    /// thread and the event loops do the fan-out) and every subscriber gets every event in
+    /// order. The slowdown is printed for information: timings belong in scripts/bench.
+    @Test func aThousandSubscribersEachGetEveryEventInOrder() throws {
         let app = try TestApp.make { $0.eventLoops = 2 }
         app.start()
         defer { app.shutdown() }
@@ -276,10 +277,6 @@ final class SSEClient: @unchecked Sendable {
         let httpWatched = try timedHTTPWrites("watched")
         let facadeWatched = try timedFacadeWrites("watched")
         print("[events] \(writes) writes without / with 1,000 subscribers: facade \(facadeAlone)s / \(facadeWatched)s, HTTP \(httpAlone)s / \(httpWatched)s")
-        // The writer itself (commit + publish) barely notices the subscribers ...
-        #expect(facadeWatched < facadeAlone * 3 + 0.5, "facade writes slowed from \(facadeAlone)s to \(facadeWatched)s")
-        // ... a request shares the event loops with the fan-out to 1,000 sockets, a bounded cost.
-        #expect(httpWatched < httpAlone * 4 + 2, "HTTP writes slowed from \(httpAlone)s to \(httpWatched)s")
         // Every subscriber got every event, in order.
         let first = 2 + 2 * writes // the seeding, then the unwatched writes
         var expected: [String] = []

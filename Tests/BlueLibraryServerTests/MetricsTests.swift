@@ -308,8 +308,9 @@ struct PrometheusText {
                                  Self.requests("/albums/{id}/cover", "GET", 502).1) == 1)
     }
 
-    /// The middleware's cost per request, in process: a route lookup and a few relaxed atomics.
-    @Test func recordingARequestIsCheap() throws {
+    /// Recording through the middleware counts every request exactly once (its cost is printed
+    /// for information; timings belong in scripts/bench, not in assertions).
+    @Test func recordingCountsEveryRequestOnce() throws {
         let http = HTTPMetrics()
         http.install(routes: [(.get, "/albums"), (.get, "/albums/{id}"), (.post, "/albums")])
         let middleware = MetricsMiddleware(http: http)
@@ -324,7 +325,6 @@ struct PrometheusText {
         for _ in 0..<iterations { _ = try ok.respond(to: request, context: context) }
         let baseline = (ContinuousClock.now - plain) / iterations
         print("MetricsMiddleware: \(perRequest) per request (bare responder: \(baseline))")
-        #expect(perRequest < .microseconds(20), "generous bound for debug builds on a busy machine")
 
         let metrics = Metrics()
         http.register(with: metrics)

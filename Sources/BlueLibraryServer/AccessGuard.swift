@@ -24,6 +24,8 @@ public final class AccessGuard: Sendable {
     private let cacheKey: [UInt8]
     /// (hash of the stored record, keyed digest of the token that verified against it).
     private let verified = Mutex<(record: [UInt8], digest: [UInt8])?>(nil)
+    /// Serialises slow checks (wrong or not yet verified tokens).
+    private let slowPath = Mutex<Void>(())
 
     public init(store: any AccessStore, settings: SettingsService, clock: @escaping @Sendable () -> Date) throws {
         self.store = store
@@ -45,14 +47,41 @@ public final class AccessGuard: Sendable {
         return settings.access.protectReads
     }
 
+    /// Whether the request can be decided without slow work: no token at all, or the token
+    /// that verified last (a cheap keyed digest). Anything else needs a PBKDF2 hash and
+    /// perhaps a database write, which must not run on an event loop.
+    public func isQuick(authorization: String?) -> Bool {
+        guard let token = Self.bearerToken(authorization) else { return true }
+        return (try? cachedMatch(Array(token.utf8))) == true
+    }
+
     /// Checks the `Authorization` header value of a request from `client`.
+    ///
+    /// Wrong tokens are checked one at a time (under `slowPath`), with the lockout re-read
+    /// inside: concurrent guesses from one address cannot get past the attempt limit.
     public func check(authorization: String?, client: String) throws -> Decision {
-        let access = settings.current.access
         let now = clock()
-        if let record = try store.failedAttempts(client: client), let remaining = record.lockRemaining(at: now) {
-            return .locked(retryAfter: max(1, Int(remaining.rounded(.up))))
-        }
+        if let locked = try lockout(client: client, now: now) { return locked }
         guard let token = Self.bearerToken(authorization) else { return .unauthorized(invalidToken: false) }
+        if try cachedMatch(Array(token.utf8)) {
+            if try store.failedAttempts(client: client) != nil {
+                try store.updateFailedAttempts(client: client) { _ in nil }
+            }
+            return .allowed
+        }
+        return try slowPath.withLock { _ in try checkSlowly(token, client: client, now: clock()) }
+    }
+
+    private func lockout(client: String, now: Date) throws -> Decision? {
+        guard let record = try store.failedAttempts(client: client), let remaining = record.lockRemaining(at: now) else {
+            return nil
+        }
+        return .locked(retryAfter: max(1, Int(remaining.rounded(.up))))
+    }
+
+    private func checkSlowly(_ token: String, client: String, now: Date) throws -> Decision {
+        let access = settings.current.access
+        if let locked = try lockout(client: client, now: now) { return locked }
         if try verify(Array(token.utf8)) {
             if try store.failedAttempts(client: client) != nil {
                 try store.updateFailedAttempts(client: client) { _ in nil }
@@ -66,15 +95,21 @@ public final class AccessGuard: Sendable {
         return .unauthorized(invalidToken: true)
     }
 
-    /// Whether `token` matches the stored hash (false when none is stored).
-    func verify(_ token: [UInt8]) throws -> Bool {
+    /// Whether `token` is the one that verified last against the stored hash (cheap).
+    private func cachedMatch(_ token: [UInt8]) throws -> Bool {
         guard let stored = try store.tokenHash(), stored.algorithm == TokenHash.pbkdf2SHA256 else { return false }
         let record = stored.salt + stored.hash
         let digest = try PasswordHash.pbkdf2SHA256(password: token, salt: cacheKey + record, iterations: 1)
-        if let cached = verified.withLock({ $0 }), PasswordHash.constantTimeEquals(cached.record, record),
-           PasswordHash.constantTimeEquals(cached.digest, digest) {
-            return true
-        }
+        guard let cached = verified.withLock({ $0 }) else { return false }
+        return PasswordHash.constantTimeEquals(cached.record, record) && PasswordHash.constantTimeEquals(cached.digest, digest)
+    }
+
+    /// Whether `token` matches the stored hash (false when none is stored).
+    func verify(_ token: [UInt8]) throws -> Bool {
+        if try cachedMatch(token) { return true }
+        guard let stored = try store.tokenHash(), stored.algorithm == TokenHash.pbkdf2SHA256 else { return false }
+        let record = stored.salt + stored.hash
+        let digest = try PasswordHash.pbkdf2SHA256(password: token, salt: cacheKey + record, iterations: 1)
         guard PasswordHash.verify(token: token, salt: stored.salt, hash: stored.hash, iterations: stored.iterations) else {
             return false
         }
@@ -108,6 +143,10 @@ struct AuthMiddleware: HTTPMiddleware {
     func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
         guard AccessGuard.requiresToken(method: request.method, path: String(request.path), settings: guardian.settings.current) else {
             return try next.respond(to: request, context: context)
+        }
+        // A token that is not the cached one costs a PBKDF2 hash: never on an event loop.
+        guard context.isOnWorkerPool || guardian.isQuick(authorization: request.headers["Authorization"]) else {
+            throw WorkerPoolRequired()
         }
         let decision: AccessGuard.Decision
         do {

@@ -7,9 +7,14 @@ import Library
 /// version plus the query, so `If-None-Match` is answered from the version alone, and a page
 /// loaded at the current version is answered from memory. Anything else moves to the worker
 /// pool, where identical concurrent requests share one store read.
+///
+/// `limit` follows the live `paging` settings: `defaultLimit` when absent, 400 above
+/// `maxLimit`. They are part of the cache key (and so of the ETag), and the app erases the
+/// cache when they change.
 struct AlbumListRoute {
     let facade: LibraryFacade
     let pages: RequestModelCache<String, CachedPage>
+    let settings: SettingsService
 
     /// A page ready to send.
     struct CachedPage: Sendable {
@@ -25,7 +30,9 @@ struct AlbumListRoute {
     func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         // The raw query string is the model's key: no parsing on the hot path. (Equivalent
         // queries spelled differently are separate models; that only costs a cache entry.)
-        let key = String(request.rawQuery ?? "")
+        // The paging settings in force lead it: a page read under other limits is never served.
+        let paging = settings.current.paging
+        let key = "\(paging.defaultLimit),\(paging.maxLimit)|" + String(request.rawQuery ?? "")
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
         let etag = Self.etag(key, version: version)
         if let condition = request.headers["If-None-Match"], ETag.list(condition, matches: etag) {
@@ -34,7 +41,7 @@ struct AlbumListRoute {
         if let page = pages.current(key, version: version) {
             return response(page, context: context)
         }
-        let pageRequest = try Self.pageRequest(from: request)
+        let pageRequest = try Self.pageRequest(from: request, paging: paging)
         guard context.isOnWorkerPool else { throw WorkerPoolRequired() }
         let pretty = request.wantsPretty
         let page = try pages.value(key, version: version) {
@@ -69,7 +76,7 @@ struct AlbumListRoute {
     }
 
     /// Reads `limit`, `cursor` or `offset`, `sort`, `q`, `artist`, `genre`, `yearFrom`, `yearTo`, `count`.
-    static func pageRequest(from request: HTTPRequest) throws -> PageRequest {
+    static func pageRequest(from request: HTTPRequest, paging: LibrarySettings.Paging = .init()) throws -> PageRequest {
         let sort = try library { () throws(LibraryError) in try request.query("sort").map(AlbumSort.parse) ?? .position }
         let filter = AlbumFilter(
             text: request.query("q").flatMap { $0.isEmpty ? nil : $0 },
@@ -77,7 +84,9 @@ struct AlbumListRoute {
             yearFrom: try RequestInput.integer(request, "yearFrom", in: 0...9999),
             yearTo: try RequestInput.integer(request, "yearTo", in: 0...9999))
         let query = AlbumQuery(sort: sort, filter: filter)
-        let limit = try RequestInput.integer(request, "limit", in: PageRequest.limitRange) ?? PageRequest.defaultLimit
+        let maxLimit = min(max(paging.maxLimit, PageRequest.limitRange.lowerBound), PageRequest.limitRange.upperBound)
+        let defaultLimit = min(max(paging.defaultLimit, PageRequest.limitRange.lowerBound), maxLimit)
+        let limit = try RequestInput.integer(request, "limit", in: PageRequest.limitRange.lowerBound...maxLimit) ?? defaultLimit
         let start: PageStart
         switch (request.query("cursor"), try RequestInput.integer(request, "offset", in: 0...Int(Int32.max))) {
         case (.some, .some):

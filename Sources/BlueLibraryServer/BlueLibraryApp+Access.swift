@@ -1,3 +1,4 @@
+import Covers
 import Foundation
 import HTTPServer
 import Library
@@ -16,9 +17,12 @@ extension BlueLibraryApp {
     /// The settings (loaded and upgraded), their live effects, the `settings.changed` event,
     /// and the passcode lock's guard; a start-up token replaces the stored hash and turns the
     /// lock on.
+    ///
+    /// `apply` puts the settings that have live effects outside the facade (paging, covers) in
+    /// force: once at start, and after every change before `settings.changed` is published.
     static func openAccess(
         store: SQLiteAlbumStore, facade: LibraryFacade, events: EventHub, configuration: ServeConfiguration,
-        logger: JSONLogger
+        logger: JSONLogger, apply: @escaping @Sendable (_ old: LibrarySettings?, _ new: LibrarySettings) -> Void = { _, _ in }
     ) throws -> (SettingsService, AccessGuard) {
         let settings: SettingsService
         do {
@@ -39,8 +43,10 @@ extension BlueLibraryApp {
             logger.log(.info, "write protection enabled from BLUELIBRARY_TOKEN (its hash is stored)")
         }
         facade.setUndoLimit(settings.current.undo.depth)
+        apply(nil, settings.current)
         settings.observe { [facade, events] old, new in
             if old.undo.depth != new.undo.depth { facade.setUndoLimit(new.undo.depth) }
+            apply(old, new)
             events.publish(name: "settings.changed", json: SettingsRoutes.eventJSON(old, new))
         }
         let guardian = try AccessGuard(store: store, settings: settings, clock: configuration.accessClock)
@@ -48,12 +54,21 @@ extension BlueLibraryApp {
     }
 
     /// Whole-document rules of `PATCH /settings` the domain cannot know: the lock needs a
-    /// stored token before it can be enabled.
+    /// stored token before it can be enabled, and `covers.allowList` entries must be what the
+    /// cover fetcher's address guard understands.
     static func settingsRules(store: SQLiteAlbumStore) -> @Sendable (LibrarySettings) -> [FieldError] {
         { settings in
-            guard settings.access.passcodeEnabled else { return [] }
-            if (try? store.tokenHash()) != nil { return [] }
-            return [FieldError(field: "access.passcodeEnabled",
+            var errors: [FieldError] = []
+            for (index, entry) in settings.covers.allowList.enumerated() {
+                do throws(CoverAddressPolicy.InvalidEntry) {
+                    _ = try CoverAddressPolicy(allowing: [entry])
+                } catch {
+                    errors.append(FieldError(field: "covers.allowList[\(index)]", message: "is \(error.description)"))
+                }
+            }
+            guard settings.access.passcodeEnabled else { return errors }
+            if (try? store.tokenHash()) != nil { return errors }
+            return errors + [FieldError(field: "access.passcodeEnabled",
                                message: "access.passcodeEnabled cannot be true before a token is set; run 'bluelibrary token set' (or start with BLUELIBRARY_TOKEN) first")]
         }
     }

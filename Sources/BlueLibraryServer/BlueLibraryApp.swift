@@ -53,14 +53,20 @@ public final class BlueLibraryApp: Sendable {
         let httpMetrics = HTTPMetrics()
         var middleware: [any HTTPMiddleware] = [MetricsMiddleware(http: httpMetrics), RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
-        (settings, accessGuard) = try Self.openAccess(store: store, facade: facade, events: events, configuration: configuration, logger: logger)
+        let pageCache = RequestModelCache<String, AlbumListRoute.CachedPage>()
+        self.pageCache = pageCache
+        (settings, accessGuard) = try Self.openAccess(
+            store: store, facade: facade, events: events, configuration: configuration, logger: logger
+        ) { [covers, logger] old, new in
+            // Pages are cached by query; a changed default or maximum changes what a query means.
+            if let old, old.paging != new.paging { pageCache.invalidate(erase: true) }
+            if old?.covers != new.covers { Self.applyCoverSettings(new.covers, to: covers, configuration: configuration, logger: logger) }
+        }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec()).register(into: &routes)
         albums.register(into: &routes)
-        let pageCache = RequestModelCache<String, AlbumListRoute.CachedPage>()
-        self.pageCache = pageCache
-        AlbumListRoute(facade: facade, pages: pageCache).register(into: &routes)
+        AlbumListRoute(facade: facade, pages: pageCache, settings: settings).register(into: &routes)
         UndoStateRoutes(facade: facade).register(into: &routes)
         ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers),
                       maxImportBytes: configuration.maxArchiveBytes).register(into: &routes)
@@ -115,6 +121,29 @@ public final class BlueLibraryApp: Sendable {
         } catch {
             throw ConfigurationError("cannot open the cover cache in \(directory): \(error)")
         }
+    }
+
+    /// Puts `covers.*` in force (at start and after every change):
+    /// - `cacheSizeLimitBytes`: capped by `BLUELIBRARY_COVER_CACHE_BYTES` (the operator's disk
+    ///   budget): the smaller of the two applies; lowering it trims the cache at once.
+    /// - `fetchTimeoutSeconds` (the whole fetch) and `freshnessSeconds`: as stored.
+    /// - `allowList`: joined with `BLUELIBRARY_COVER_ALLOW` (the union is allowed; the settings
+    ///   cannot close what the environment opened).
+    static func applyCoverSettings(_ settings: LibrarySettings.Covers, to covers: CoverService,
+                                   configuration: ServeConfiguration, logger: JSONLogger) {
+        let environment = configuration.coverAllow.split(separator: ",").map(String.init)
+        var policy: CoverAddressPolicy
+        do {
+            policy = try CoverAddressPolicy(allowing: environment + settings.allowList)
+        } catch {
+            // Entries are validated by PATCH /settings; an older stored one the guard refuses is skipped.
+            logger.log(.error, "covers.allowList not applied", [("error", .string(error.description))])
+            policy = (try? CoverAddressPolicy(allowing: environment)) ?? CoverAddressPolicy()
+        }
+        covers.update(
+            cacheSizeLimit: min(configuration.coverCacheBytes, settings.cacheSizeLimitBytes),
+            fetchTimeout: .seconds(settings.fetchTimeoutSeconds), freshness: .seconds(settings.freshnessSeconds),
+            addressPolicy: policy)
     }
 
     /// The library's version at start: where the event hub's `Last-Event-ID` window begins.

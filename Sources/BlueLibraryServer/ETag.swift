@@ -32,6 +32,18 @@ enum ETag {
     }
 }
 
+extension ETag {
+    /// Whether an `If-Match` list matches `tag` by strong comparison: `*`, or the same
+    /// opaque tag with neither side weak.
+    static func strongList(_ header: String, matches tag: String) -> Bool {
+        guard !tag.hasPrefix("W/") else { return false }
+        return header.split(separator: ",").contains { item in
+            let candidate = item.trimmingASCIIWhitespace()
+            return candidate == "*" || candidate == tag
+        }
+    }
+}
+
 enum ConditionalGET {
     /// Answers 304 when the request's `If-None-Match` matches the response's ETag.
     static func respond(to request: HTTPRequest, with response: HTTPResponse) throws -> HTTPResponse {

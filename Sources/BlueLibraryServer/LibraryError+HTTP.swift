@@ -41,7 +41,10 @@ func library<T>(_ body: () throws(LibraryError) -> T) throws -> T {
     do {
         return try body()
     } catch {
-        if case .storage = error { throw StorageFailure(error: error) }
+        switch error {
+        case .storage, .outputFailed: throw StorageFailure(error: error)  // 500 without internals, logged
+        default: break
+        }
         throw error.httpError
     }
 }

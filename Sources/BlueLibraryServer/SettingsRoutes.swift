@@ -23,14 +23,17 @@ struct SettingsRoutes {
         routes.add(.get, "/settings") { [settings] request, _ in
             try ConditionalGET.respond(to: request, with: Self.response(settings.current, pretty: request.wantsPretty))
         }
-        routes.add(.patch, "/settings") { [settings, validate] request, _ in
+        // A PATCH commits through the single SQLite writer: never on an event loop.
+        routes.add(.patch, "/settings", options: .workerPool) { [settings, validate] request, _ in
+            try RequestInput.requireJSON(request)
             let ifMatch = request.headers["If-Match"]
             let updated: LibrarySettings
             do {
                 updated = try settings.update(
                     patch: request.body,
                     precondition: { current in
-                        if let ifMatch, !ETag.list(ifMatch, matches: Self.etag(current)) {
+                        // If-Match compares strongly (RFC 9110 §13.1.1): a weak tag never matches.
+                        if let ifMatch, !ETag.strongList(ifMatch, matches: Self.etag(current)) {
                             throw HTTPError(
                                 .preconditionFailed,
                                 detail: "The settings changed since you read them (If-Match \(ifMatch) is not \(Self.etag(current))); GET /settings and retry.",

@@ -45,9 +45,10 @@ final class CoverDiskCache: Sendable {
     private static let usePersistInterval: Duration = .seconds(60)
 
     let directory: String
-    let sizeLimit: Int
     let trimRatio: Double
     private let index = Mutex(Index())
+    /// The size limit in force (changed at runtime by `setSizeLimit`).
+    private let limit: Atomic<Int>
     /// Entries removed by the size limit (LRU), since the cache was opened.
     private let evictions = Atomic<Int>(0)
 
@@ -57,7 +58,7 @@ final class CoverDiskCache: Sendable {
         var directory = directory
         while directory.count > 1, directory.hasSuffix("/") { directory.removeLast() }
         self.directory = directory
-        self.sizeLimit = max(0, sizeLimit)
+        limit = Atomic(max(0, sizeLimit))
         self.trimRatio = min(1, max(0, trimRatio))
         let files = FileManager.default
         do {
@@ -75,6 +76,19 @@ final class CoverDiskCache: Sendable {
     }
 
     var totalBytes: Int { index.withLock { $0.totalBytes } }
+    var sizeLimit: Int { limit.load(ordering: .relaxed) }
+
+    /// Changes the size limit; when the cache is now over it, the least recently used entries
+    /// go until `trimRatio` of the new limit is left (as after a store).
+    func setSizeLimit(_ newLimit: Int) {
+        let newLimit = max(0, newLimit)
+        let victims = index.withLock { index -> [CoverCacheRecord] in
+            limit.store(newLimit, ordering: .relaxed)
+            return Self.chooseVictims(&index, keeping: nil, limit: newLimit, ratio: trimRatio)
+        }
+        if !victims.isEmpty { evictions.wrappingAdd(victims.count, ordering: .relaxed) }
+        for victim in victims { removeFiles(of: victim) }
+    }
     var count: Int { index.withLock { $0.slots.count } }
     var usage: (bytes: Int, count: Int) { index.withLock { ($0.totalBytes, $0.slots.count) } }
     var evictionCount: Int { evictions.load(ordering: .relaxed) }
@@ -130,7 +144,7 @@ final class CoverDiskCache: Sendable {
             let old = index.slots.updateValue(
                 Slot(record: record, lastUse: index.tick, persistedUse: .now), forKey: url)
             index.totalBytes += record.length - (old?.record.length ?? 0)
-            return (old?.record, Self.chooseVictims(&index, keeping: url, limit: sizeLimit, ratio: trimRatio))
+            return (old?.record, Self.chooseVictims(&index, keeping: url, limit: limit.load(ordering: .relaxed), ratio: trimRatio))
         }
         if !victims.isEmpty { evictions.wrappingAdd(victims.count, ordering: .relaxed) }
         if let replaced, replaced.file != record.file { unlink(path(of: replaced)) }
@@ -189,7 +203,7 @@ final class CoverDiskCache: Sendable {
     }
 
     /// Least recently used first, never `keeping`, until `ratio × limit` is left.
-    private static func chooseVictims(_ index: inout Index, keeping: String, limit: Int, ratio: Double) -> [CoverCacheRecord] {
+    private static func chooseVictims(_ index: inout Index, keeping: String?, limit: Int, ratio: Double) -> [CoverCacheRecord] {
         guard index.totalBytes > limit else { return [] }
         let target = Int(Double(limit) * ratio)
         var victims: [CoverCacheRecord] = []

@@ -38,10 +38,21 @@ public final class CoverService: CoverSource {
         case wait(CoverFlight)
     }
 
+    /// What `update` changes at runtime; read by every new fetch and freshness check.
+    private struct Tunables {
+        var freshness: Duration
+        /// nil: the fetcher's own configuration.
+        var fetchTimeout: Duration?
+        var addressPolicy: CoverAddressPolicy?
+    }
+
     /// Failures kept at most before expired ones are swept.
     private static let failureSweepThreshold = 1024
 
+    /// The configuration the service was opened with (``update(cacheSizeLimit:fetchTimeout:freshness:addressPolicy:)``
+    /// may have replaced some of its values since; see ``cacheSizeLimit``).
     public let configuration: CoverServiceConfiguration
+    private let tunables: Mutex<Tunables>
     private let cache: CoverDiskCache
     private let fetcher: any CoverFetching
     private let events: (any CoverEventSink)?
@@ -62,6 +73,7 @@ public final class CoverService: CoverSource {
         events: (any CoverEventSink)? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) throws(CoverCacheOpenError) {
         self.configuration = configuration
+        tunables = Mutex(Tunables(freshness: configuration.freshness))
         cache = try CoverDiskCache(
             directory: configuration.cacheDirectory, sizeLimit: configuration.cacheSizeLimit,
             trimRatio: configuration.trimRatio)
@@ -83,6 +95,28 @@ public final class CoverService: CoverSource {
         registry.withLock { $0.stopped = true }
         threads.shutdown()
     }
+
+    /// Changes settings at runtime (`PATCH /settings`); thread-safe, nil leaves a value as it is.
+    ///
+    /// - `cacheSizeLimit`: a smaller limit trims the cache at once (least recently used first,
+    ///   down to `trimRatio` of it); a larger one only lets it grow.
+    /// - `fetchTimeout` (the whole fetch, every hop) and `addressPolicy` (the SSRF guard's
+    ///   allow-list) apply to fetches started afterwards; running ones keep theirs.
+    /// - `freshness` applies to every later freshness check, of copies already cached too.
+    public func update(
+        cacheSizeLimit: Int? = nil, fetchTimeout: Duration? = nil, freshness: Duration? = nil,
+        addressPolicy: CoverAddressPolicy? = nil
+    ) {
+        tunables.withLock { tunables in
+            if let fetchTimeout { tunables.fetchTimeout = fetchTimeout }
+            if let freshness { tunables.freshness = freshness }
+            if let addressPolicy { tunables.addressPolicy = addressPolicy }
+        }
+        if let cacheSizeLimit, cacheSizeLimit != cache.sizeLimit { cache.setSizeLimit(cacheSizeLimit) }
+    }
+
+    /// The cache size limit in force.
+    public var cacheSizeLimit: Int { cache.sizeLimit }
 
     // MARK: CoverSource
 
@@ -198,9 +232,10 @@ public final class CoverService: CoverSource {
     /// On a fetch thread: asks the upstream, stores what it gave, answers the waiters.
     private func run(_ flight: CoverFlight) {
         let key = flight.url.description
+        let (timeout, policy) = tunables.withLock { ($0.fetchTimeout, $0.addressPolicy) }
         let request = UpstreamRequest(
             url: flight.url, etag: flight.revalidating?.upstreamETag,
-            lastModified: flight.revalidating?.upstreamLastModified)
+            lastModified: flight.revalidating?.upstreamLastModified, totalTimeout: timeout, addressPolicy: policy)
         let result = fetcher.fetch(request)
         counters.recordFetch(result)
         let now = now()
@@ -281,7 +316,7 @@ public final class CoverService: CoverSource {
     }
 
     private func freshUntil(_ validatedAt: Date) -> Date {
-        validatedAt.addingTimeInterval(configuration.freshness.timeInterval)
+        validatedAt.addingTimeInterval(tunables.withLock { $0.freshness }.timeInterval)
     }
 
     private func cover(from record: CoverCacheRecord) -> CachedCover {

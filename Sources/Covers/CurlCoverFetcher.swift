@@ -21,13 +21,14 @@ public final class CurlCoverFetcher: CoverFetching {
 
     public func fetch(_ request: UpstreamRequest) -> Result<UpstreamResponse, CoverError> {
         let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: configuration.totalTimeout)
+        let totalTimeout = request.totalTimeout ?? configuration.totalTimeout
+        let deadline = clock.now.advanced(by: totalTimeout)
         var url = request.url
         var seen: Set<String> = [url.description]
         var hops = 0
         while true {
             let remaining = clock.now.duration(to: deadline)
-            guard remaining > .zero else { return .failure(timeoutError()) }
+            guard remaining > .zero else { return .failure(timeoutError(totalTimeout)) }
             let outcome = handles.withHandle { handle in
                 self.exchange(handle, url: url, request: request, remaining: remaining)
             }
@@ -71,7 +72,7 @@ public final class CurlCoverFetcher: CoverFetching {
         _ handle: CurlHandle, url: CoverURL, request: UpstreamRequest, remaining: Duration
     ) -> Result<Exchange, CoverError> {
         let transfer = CurlTransfer(
-            host: url.host, policy: configuration.addressPolicy, maxBodyBytes: configuration.maxBodyBytes)
+            host: url.host, policy: request.addressPolicy ?? configuration.addressPolicy, maxBodyBytes: configuration.maxBodyBytes)
         var headers: UnsafeMutablePointer<curl_slist>?
         headers = curl_slist_append(headers, "Accept: image/png, image/jpeg, image/gif, image/webp")
         if let etag = request.etag { headers = curl_slist_append(headers, "If-None-Match: \(etag)") }
@@ -110,7 +111,7 @@ public final class CurlCoverFetcher: CoverFetching {
         }
 
         if code != CURLE_OK, !(code == CURLE_WRITE_ERROR && transfer.stoppedDiscarding) {
-            return .failure(error(for: code, transfer: transfer, url: url))
+            return .failure(error(for: code, transfer: transfer, url: url, request: request))
         }
         let status = transfer.status
         switch status {
@@ -136,7 +137,7 @@ public final class CurlCoverFetcher: CoverFetching {
         }
     }
 
-    private func error(for code: CURLcode, transfer: CurlTransfer, url: CoverURL) -> CoverError {
+    private func error(for code: CURLcode, transfer: CurlTransfer, url: CoverURL, request: UpstreamRequest) -> CoverError {
         if let failure = transfer.failure { return failure }
         let status = transfer.status == 0 ? nil : transfer.status
         if let refused = transfer.refusedAddress,
@@ -147,7 +148,7 @@ public final class CurlCoverFetcher: CoverFetching {
         }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
-            return timeoutError()
+            return timeoutError(request.totalTimeout ?? configuration.totalTimeout)
         case CURLE_FILESIZE_EXCEEDED:
             // curl compares Content-Length with CURLOPT_MAXFILESIZE_LARGE before our header callback sees it.
             return CoverError(
@@ -169,10 +170,10 @@ public final class CurlCoverFetcher: CoverFetching {
         }
     }
 
-    private func timeoutError() -> CoverError {
+    private func timeoutError(_ totalTimeout: Duration) -> CoverError {
         CoverError(
             .timeout,
-            detail: "The upstream did not deliver the cover within \(configuration.totalTimeout.milliseconds) ms.")
+            detail: "The upstream did not deliver the cover within \(totalTimeout.milliseconds) ms.")
     }
 }
 

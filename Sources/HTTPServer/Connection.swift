@@ -123,6 +123,11 @@ final class Connection {
             if inputStart > 0 && inputStart == input.count {
                 input.removeAll(keepingCapacity: true)
                 inputStart = 0
+            } else if inputStart >= 64 * 1024 && inputStart * 2 >= input.count {
+                // A client that always leaves part of a request unread must not grow the
+                // buffer forever: drop what was consumed.
+                input.removeFirst(inputStart)
+                inputStart = 0
             }
             input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<n]))
             if case .readingBody = state { deadline = MonotonicClock.now() &+ shared.limits.bodyTimeout.nanoseconds }
@@ -447,7 +452,13 @@ final class Connection {
             if case .awaitingHead = state, deadline != .max, inputStart >= input.count {
                 deadline = MonotonicClock.now() &+ shared.limits.idleTimeout.nanoseconds
             }
-            if case .streaming = state { deadline = .max }
+            switch state {
+            case .streaming, .processing:
+                // Nothing owed to this client right now (a handler is still working).
+                deadline = .max
+            default:
+                break
+            }
         } else if !writable, deadline == .max {
             // The client stopped reading: it has `writeTimeout` to make progress.
             deadline = MonotonicClock.now() &+ shared.limits.writeTimeout.nanoseconds

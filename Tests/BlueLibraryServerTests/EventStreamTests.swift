@@ -284,7 +284,7 @@ final class SSEClient: @unchecked Sendable {
             let version = String(first + write)
             expected += [version, version]
         }
-        for (number, subscriber) in subscribers.enumerated() where number % 50 == 0 || number == 999 {
+        for subscriber in subscribers {
             #expect(try subscriber.next(4 * writes).compactMap(\.id) == expected)
         }
     }

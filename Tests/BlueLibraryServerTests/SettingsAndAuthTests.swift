@@ -53,6 +53,37 @@ final class LogCollector: Sendable {
         #expect(try Self.call(app.port, "GET", "/settings?pretty", headers: ["If-None-Match": etag]).status == 304)
     }
 
+    @Test func pagingSettingsApplyToTheListAtOnce() throws {
+        let app = try TestApp.make()  // the tutorial's five albums
+        app.start()
+        defer { app.shutdown() }
+        func items(_ response: RawHTTPClient.Response) throws -> Int { (try response.json()["items"] as? [Any])?.count ?? -1 }
+        let before = try Self.call(app.port, "GET", "/albums")
+        #expect(before.status == 200)
+        #expect(try items(before) == 5)
+        let tag = try #require(before.header("ETag"))
+
+        let patched = try Self.call(app.port, "PATCH", "/settings", json: #"{"paging": {"defaultLimit": 2, "maxLimit": 3}}"#)
+        #expect(patched.status == 200, "\(patched.text)")
+        // No restart: the default applies to the next request, not answered from the cached page.
+        #expect(try Self.call(app.port, "GET", "/albums", headers: ["If-None-Match": tag]).status == 200)
+        let after = try Self.call(app.port, "GET", "/albums")
+        #expect(after.status == 200)
+        #expect(try items(after) == 2)
+        #expect(after.header("Link")?.contains("rel=\"next\"") == true)
+        #expect(try items(Self.call(app.port, "GET", "/albums?limit=3")) == 3)
+        let tooMany = try Self.call(app.port, "GET", "/albums?limit=4")
+        #expect(tooMany.status == 400)
+        #expect(tooMany.text.contains("from 1 to 3"), "\(tooMany.text)")
+
+        // Raising them again works live too (up to the absolute ceiling of 500).
+        let raised = try Self.call(app.port, "PATCH", "/settings", json: #"{"paging": {"defaultLimit": 4, "maxLimit": 500}}"#)
+        #expect(raised.status == 200)
+        #expect(try items(Self.call(app.port, "GET", "/albums")) == 4)
+        #expect(try Self.call(app.port, "GET", "/albums?limit=500").status == 200)
+        #expect(try Self.call(app.port, "GET", "/albums?limit=501").status == 400)
+    }
+
     @Test func patchValidatesAsAWholeAndHonoursIfMatch() throws {
         let app = try TestApp.make()
         app.start()

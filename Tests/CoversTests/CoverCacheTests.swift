@@ -150,6 +150,44 @@ final class CoverCacheTests {
         #expect(restarted.cachedBytes == 6000)
     }
 
+    @Test func updateChangesLimitsAtRuntimeAndASmallerLimitTrimsAtOnce() throws {
+        let covers = try CoverService(
+            configuration: testConfiguration(directory: directory.path, allow: [], cacheSizeLimit: 10_000),
+            events: events, now: clock.function)
+        // The address guard: refused until the allow-list is updated.
+        let blocked = coverError { () throws(CoverError) in try covers.cover(for: upstream.url("/sized/a-3000"), wait: .seconds(5)) }
+        #expect(blocked?.reason == .blockedAddress)
+        covers.update(addressPolicy: try CoverAddressPolicy(allowing: ["127.0.0.1/32"]))
+        func fetch(_ name: String) throws -> CachedCover? {
+            try covers.cover(for: upstream.url("/sized/\(name)"), wait: .seconds(5)).cover
+        }
+        #expect(try fetch("b-3000") != nil)
+        _ = try fetch("c-3000")
+        _ = try fetch("d-3000")
+        #expect(covers.cachedBytes == 9000)
+
+        // A smaller limit trims at once, least recently used first, down to 70 % of it.
+        covers.update(cacheSizeLimit: 5000)
+        #expect(covers.cacheSizeLimit == 5000)
+        #expect(covers.cachedBytes == 3000)
+        #expect(covers.statistics.evictions == 2)
+        #expect(covers.state(for: upstream.url("/sized/b-3000")) == nil)
+        #expect(covers.state(for: upstream.url("/sized/d-3000"))?.name == "loaded")
+        #expect(directory.files().count == 2)
+
+        // Freshness: a shorter one makes the kept copy stale (served, revalidated in the background).
+        covers.update(freshness: .seconds(10))
+        clock.advance(by: 11)
+        #expect(try fetch("d-3000") != nil)
+        #expect(waitUntilIdle(covers))
+        #expect(upstream.hits("/sized/d-3000") == 2)
+
+        // The fetch timeout applies to the next fetch.
+        covers.update(fetchTimeout: .milliseconds(300))
+        let timedOut = coverError { () throws(CoverError) in try covers.cover(for: upstream.url("/slow.png"), wait: .seconds(10)) }
+        #expect(timedOut?.reason == .timeout)
+    }
+
     @Test func evictRemovesTheCopySoTheNextRequestFetchesAgain() throws {
         let covers = try service()
         let url = upstream.url("/cover.png")

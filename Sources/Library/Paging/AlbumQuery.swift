@@ -36,7 +36,10 @@ public struct PageRequest: Sendable, Hashable {
     public var limit: Int
     public var includeTotal: Bool
 
+    /// The absolute bounds of `limit` the facade accepts, whatever the settings say (the
+    /// `paging.maxLimit` setting may lower the maximum, never raise it past this).
     public static let limitRange = 1...500
+    /// The built-in default; the server uses the `paging.defaultLimit` setting.
     public static let defaultLimit = 50
 
     public init(query: AlbumQuery = AlbumQuery(), start: PageStart = .first, limit: Int = PageRequest.defaultLimit,

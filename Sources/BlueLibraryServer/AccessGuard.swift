@@ -141,7 +141,8 @@ struct AuthMiddleware: HTTPMiddleware {
     let logger: JSONLogger
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
-        guard AccessGuard.requiresToken(method: request.method, path: String(request.path), settings: guardian.settings.current) else {
+        // The common case, no lock configured, costs one atomic load.
+        guard guardian.settings.passcodeEnabled, AccessGuard.requiresToken(method: request.method, path: String(request.path), settings: guardian.settings.current) else {
             return try next.respond(to: request, context: context)
         }
         // A token that is not the cached one costs a PBKDF2 hash: never on an event loop.

@@ -14,7 +14,7 @@ struct RequestIDMiddleware: HTTPMiddleware {
             context.requestID = generator.next()
         }
         var response = try next.respond(to: request, context: context)
-        response.headers.set("X-Request-Id", context.requestID)
+        response.headers.add("X-Request-Id", context.requestID)  // handlers never set it
         return response
     }
 

@@ -14,6 +14,8 @@ public protocol SettingsStore: Sendable {
 public final class SettingsService: Sendable {
     private let store: any SettingsStore
     private let state: Mutex<LibrarySettings>
+    /// `access.passcodeEnabled` of `current`, readable without the lock: every request asks.
+    private let passcodeFlag: Atomic<Bool>
     private let listeners = Mutex<[@Sendable (_ old: LibrarySettings, _ new: LibrarySettings) -> Void]>([])
     /// The schema version the stored document was upgraded from at load (nil: none needed).
     public let upgradedFrom: Int?
@@ -36,9 +38,13 @@ public final class SettingsService: Sendable {
         }
         self.upgradedFrom = upgradedFrom
         state = Mutex(settings)
+        passcodeFlag = Atomic(settings.access.passcodeEnabled)
     }
 
     public var current: LibrarySettings { state.withLock { $0 } }
+
+    /// Whether the passcode lock is on (a relaxed atomic read, for the per-request check).
+    public var passcodeEnabled: Bool { passcodeFlag.load(ordering: .relaxed) }
 
     /// Calls `listener(old, new)` after every committed change (on the changing thread).
     public func observe(_ listener: @escaping @Sendable (_ old: LibrarySettings, _ new: LibrarySettings) -> Void) {
@@ -97,6 +103,7 @@ public final class SettingsService: Sendable {
             }
             let old = current
             current = next
+            passcodeFlag.store(next.access.passcodeEnabled, ordering: .relaxed)
             return (old, next)
         }
         if old != new {

@@ -108,6 +108,12 @@ public final class BlueLibraryApp: Sendable {
         server.shutdown(grace: configuration.shutdownGrace)
         exportWorkers.shutdown()
         covers.shutdown()
+        do {
+            // A short WAL makes the next start fast (it is read in full when the database opens).
+            try store.checkpointAndTruncateWAL()
+        } catch {
+            logger.log(.warning, "could not checkpoint the database on shutdown", [("error", .string(String(describing: error)))])
+        }
     }
 
     /// The cover service: cache in `<data>/covers`, internal addresses refused but for the allow-list.

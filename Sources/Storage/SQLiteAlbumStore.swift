@@ -157,6 +157,12 @@ public final class SQLiteAlbumStore: AlbumStore {
         checkpointer?.stop()
     }
 
+    /// Copies the write-ahead log into the database and truncates it (`wal_checkpoint(TRUNCATE)`),
+    /// so the next start need not read a large WAL. For graceful shutdown, when no reads run.
+    public func checkpointAndTruncateWAL() throws {
+        try database.writeWithoutTransaction { db in try db.run("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
     /// Background checkpoints run so far (0 with `.automatic`).
     public var backgroundCheckpointCount: Int { checkpointer?.checkpointCount.load(ordering: .relaxed) ?? 0 }
 

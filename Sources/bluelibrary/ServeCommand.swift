@@ -39,12 +39,17 @@ enum ServeCommand {
         let signals = DispatchQueue(label: "signals")
         var sources: [any DispatchSourceSignal] = []
         let stopping = SignalLatch()
+        // Signalled once `app.shutdown()` has returned: drained, workers stopped, WAL checkpointed.
+        let shutDown = DispatchSemaphore(value: 0)
         for signalNumber in [SIGTERM, SIGINT] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signals)
             source.setEventHandler {
                 if stopping.trip() {
-                    let thread = Thread { app.shutdown() }
+                    let thread = Thread {
+                        app.shutdown()
+                        shutDown.signal()
+                    }
                     thread.start()
                 } else {
                     logger.log(.warning, "second signal: exiting at once")
@@ -55,7 +60,7 @@ enum ServeCommand {
             sources.append(source)
         }
         app.start()
-        app.waitUntilStopped()
+        shutDown.wait()
         logger.log(.info, "stopped", always: true)
         withExtendedLifetime(sources) {}
         exit(0)

@@ -60,7 +60,21 @@ enum RequestInput {
 
     /// An absolute URL for `path` as the client sees the server (behind a proxy: its scheme and host).
     static func absoluteURL(_ path: String, _ context: RequestContext) -> String {
-        guard let host = context.host, !host.isEmpty else { return path }
+        guard let host = context.host, isPlausibleHost(host) else { return path }
         return "\(context.scheme)://\(host)\(path)"
+    }
+
+    /// A host[:port] made only of what host names and IP literals use; anything else (a client
+    /// trying to inject text into Location or Link) gets a relative URL instead.
+    static func isPlausibleHost(_ host: String) -> Bool {
+        !host.isEmpty && host.utf8.count <= 255 && host.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: "_"):
+                true
+            default:
+                false
+            }
+        }
     }
 }

@@ -76,3 +76,16 @@ final class ContextCapture: HTTPResponder, @unchecked Sendable {
         return HTTPResponse()
     }
 }
+
+@Suite struct AbsoluteURLTests {
+    @Test func plausibleHostsMakeAbsoluteURLsAndOthersRelativeOnes() {
+        var context = RequestContext(peerAddress: "127.0.0.1", host: "library.example:8080")
+        #expect(RequestInput.absoluteURL("/albums/x", context) == "http://library.example:8080/albums/x")
+        context.host = "[::1]:8080"
+        #expect(RequestInput.absoluteURL("/albums/x", context) == "http://[::1]:8080/albums/x")
+        for hostile in ["evil.example/phish?", "a b", "x\"><script>", ""] {
+            context.host = hostile
+            #expect(RequestInput.absoluteURL("/albums/x", context) == "/albums/x", "\(hostile)")
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import HTTPServer
+import Library
 
 /// Entity tags (RFC 9110 §8.8.3) and the conditional requests that use them.
 enum ETag {
@@ -9,13 +10,7 @@ enum ETag {
 
     /// FNV-1a 64 of `bytes` as 16 hex digits.
     static func hash(_ bytes: [UInt8]) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01b3
-        }
-        let hex = String(hash, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        FNV1a.hex(FNV1a.hash(bytes))
     }
 
     /// Whether an `If-None-Match` / `If-Match` list matches `tag` (weak comparison for

@@ -108,12 +108,18 @@ public enum SortValue: Sendable, Hashable {
     }
 }
 
-/// FNV-1a 64: a fast checksum (not a secret-keyed MAC: cursors carry no authority, the check
-/// only catches edited or truncated ones).
+/// The cursor's checksum: FNV-1a 64 over a salt and the payload (not a secret-keyed MAC:
+/// cursors carry no authority, the check only catches edited or truncated ones).
 enum CursorChecksum {
     static let salt = Array("bluelibrary.cursor.v1".utf8)
+    static func fnv1a(_ bytes: [UInt8]) -> UInt64 { FNV1a.hash(bytes) }
+    static func hex(_ value: UInt64) -> String { FNV1a.hex(value) }
+}
 
-    static func fnv1a(_ bytes: [UInt8]) -> UInt64 {
+/// FNV-1a 64 (http://www.isthe.com/chongo/tech/comp/fnv/): a fast, stable, non-cryptographic
+/// hash for fingerprints, checksums and entity tags. The one implementation in the project.
+public enum FNV1a {
+    public static func hash(_ bytes: [UInt8]) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)
@@ -122,7 +128,8 @@ enum CursorChecksum {
         return hash
     }
 
-    static func hex(_ value: UInt64) -> String {
+    /// `value` as 16 lowercase hex digits.
+    public static func hex(_ value: UInt64) -> String {
         let text = String(value, radix: 16)
         return String(repeating: "0", count: 16 - text.count) + text
     }

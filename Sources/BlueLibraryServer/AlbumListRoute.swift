@@ -12,8 +12,10 @@ import Library
 /// `maxLimit`. They are part of the cache key (and so of the ETag), and the app erases the
 /// cache when they change.
 struct AlbumListRoute {
+    typealias PageCache = RequestModelCache<PageKey, CachedPage>
+
     let facade: LibraryFacade
-    let pages: RequestModelCache<String, CachedPage>
+    let pages: PageCache
     let settings: SettingsService
 
     /// A page ready to send.
@@ -23,23 +25,40 @@ struct AlbumListRoute {
         var nextLink: String?
     }
 
+    /// A list query as the model knows it: the raw query string under the paging limits in
+    /// force. (No parsing on the hot path; equivalent queries spelled differently are separate
+    /// models, which only costs a cache entry.)
+    struct PageKey: Hashable, Sendable {
+        var defaultLimit: Int
+        var maxLimit: Int
+        var query: String
+
+        /// `"v<version>-<hash>"`: changes with every commit and with every query.
+        func etag(version: Int64) -> String {
+            var text = "\(defaultLimit),\(maxLimit)|"
+            text += query
+            return "\"v\(version)-\(ETag.hash(Array(text.utf8)))\""
+        }
+    }
+
     func register(into routes: inout RouterBuilder) {
         routes.add(.get, "/albums", options: .inline, respond)
     }
 
     func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        // The raw query string is the model's key: no parsing on the hot path. (Equivalent
-        // queries spelled differently are separate models; that only costs a cache entry.)
-        // The paging settings in force lead it: a page read under other limits is never served.
-        let paging = settings.current.paging
-        let key = "\(paging.defaultLimit),\(paging.maxLimit)|" + String(request.rawQuery ?? "")
+        // A page read under other paging limits is never served.
+        let paging = settings.paging
+        let key = PageKey(defaultLimit: paging.defaultLimit, maxLimit: paging.maxLimit, query: String(request.rawQuery ?? ""))
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
-        let etag = Self.etag(key, version: version)
-        if let condition = request.headers["If-None-Match"], ETag.list(condition, matches: etag) {
-            return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
+        let cached = pages.current(key, version: version)
+        if let condition = request.headers["If-None-Match"] {
+            let etag = cached?.etag ?? key.etag(version: version)
+            if ETag.list(condition, matches: etag) {
+                return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
+            }
         }
-        if let page = pages.current(key, version: version) {
-            return response(page, context: context)
+        if let cached {
+            return response(cached, context: context)
         }
         let pageRequest = try Self.pageRequest(from: request, paging: paging)
         guard context.isOnWorkerPool else { throw WorkerPoolRequired() }
@@ -48,9 +67,9 @@ struct AlbumListRoute {
             let page = try library { () throws(LibraryError) in try facade.page(pageRequest) }
             let bytes = try AlbumRepresentation.listBytes(page, pretty: pretty)
             let cached = CachedPage(
-                bytes: bytes, etag: Self.etag(key, version: page.version),
+                bytes: bytes, etag: key.etag(version: page.version),
                 nextLink: page.next.map { Self.nextPath(request, cursor: $0.encoded) })
-            return .init(value: cached, version: page.version, cost: bytes.count + key.utf8.count + 256)
+            return .init(value: cached, version: page.version, cost: bytes.count + key.query.utf8.count + 256)
         }
         return response(page, context: context)
     }
@@ -61,11 +80,6 @@ struct AlbumListRoute {
             headers.add("Link", "<\(RequestInput.absoluteURL(next, context))>; rel=\"next\"")
         }
         return HTTPResponse(contentType: "application/json", bytes: page.bytes, headers: headers)
-    }
-
-    /// `"v<version>-<query hash>"`: changes with every commit and with every query.
-    static func etag(_ key: String, version: Int64) -> String {
-        "\"v\(version)-\(ETag.hash(Array(key.utf8)))\""
     }
 
     /// The next page's path: this request's query with `cursor` replaced (and `offset` dropped).

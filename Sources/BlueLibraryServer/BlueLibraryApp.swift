@@ -14,7 +14,7 @@ public final class BlueLibraryApp: Sendable {
     public let router: Router
     public let facade: LibraryFacade
     /// The request model's page cache (tests count its loads).
-    let pageCache: RequestModelCache<String, AlbumListRoute.CachedPage>
+    let pageCache: AlbumListRoute.PageCache
     let store: SQLiteAlbumStore
     let exportWorkers: WorkerPool
     /// The `GET /events` hub: the facade's event sink (cover events can be forwarded to it).
@@ -53,7 +53,7 @@ public final class BlueLibraryApp: Sendable {
         let httpMetrics = HTTPMetrics()
         var middleware: [any HTTPMiddleware] = [MetricsMiddleware(http: httpMetrics), RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
-        let pageCache = RequestModelCache<String, AlbumListRoute.CachedPage>()
+        let pageCache = AlbumListRoute.PageCache()
         self.pageCache = pageCache
         (settings, accessGuard) = try Self.openAccess(
             store: store, facade: facade, events: events, configuration: configuration, logger: logger

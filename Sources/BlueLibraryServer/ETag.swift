@@ -14,16 +14,44 @@ enum ETag {
     }
 
     /// Whether an `If-None-Match` / `If-Match` list matches `tag` (weak comparison for
-    /// If-None-Match, RFC 9110 §13.1.2; `*` matches anything).
+    /// If-None-Match, RFC 9110 §13.1.2; `*` matches anything). Byte-level, no allocation: a
+    /// revalidation is answered with little more work than the 304 itself.
     static func list(_ header: String, matches tag: String) -> Bool {
-        let opaque = tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
-        for item in header.split(separator: ",") {
-            let candidate = item.trimmingASCIIWhitespace()
-            if candidate == "*" { return true }
-            let bare = candidate.hasPrefix("W/") ? String(candidate.dropFirst(2)) : candidate
-            if bare == opaque { return true }
+        forEachMember(of: header, comparedWith: tag) { member, tag in
+            member.elementsEqual("*".utf8) || weakOpaque(member).elementsEqual(weakOpaque(tag))
         }
-        return false
+    }
+
+    typealias Bytes = Slice<UnsafeBufferPointer<UInt8>>
+
+    /// Calls `matches` with each comma-separated member of a list header, trimmed of spaces
+    /// and tabs, and the tag; true as soon as one matches.
+    fileprivate static func forEachMember(
+        of header: String, comparedWith tag: String, _ matches: (_ member: Bytes, _ tag: Bytes) -> Bool
+    ) -> Bool {
+        var header = header
+        var tag = tag
+        return tag.withUTF8 { tagBytes in
+            header.withUTF8 { bytes in
+                var start = 0
+                while start < bytes.count {
+                    var end = start
+                    while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+                    var first = start
+                    var last = end
+                    while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
+                    while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
+                    if first < last, matches(bytes[first..<last], tagBytes[...]) { return true }
+                    start = end + 1
+                }
+                return false
+            }
+        }
+    }
+
+    /// The tag without a leading `W/`.
+    private static func weakOpaque(_ tag: Bytes) -> Bytes {
+        tag.starts(with: "W/".utf8) ? tag.dropFirst(2) : tag
     }
 }
 
@@ -32,9 +60,8 @@ extension ETag {
     /// opaque tag with neither side weak.
     static func strongList(_ header: String, matches tag: String) -> Bool {
         guard !tag.hasPrefix("W/") else { return false }
-        return header.split(separator: ",").contains { item in
-            let candidate = item.trimmingASCIIWhitespace()
-            return candidate == "*" || candidate == tag
+        return forEachMember(of: header, comparedWith: tag) { member, tag in
+            member.elementsEqual("*".utf8) || member.elementsEqual(tag)
         }
     }
 }

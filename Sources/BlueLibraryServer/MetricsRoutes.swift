@@ -21,7 +21,7 @@ struct MetricsRoutes {
 enum ServiceMetrics {
     static func register(
         in metrics: Metrics, connections: @escaping @Sendable () -> Int, events: EventHub, covers: CoverService,
-        pages: RequestModelCache<String, AlbumListRoute.CachedPage>, store: SQLiteAlbumStore
+        pages: AlbumListRoute.PageCache, store: SQLiteAlbumStore
     ) {
         metrics.sampled("bluelibrary_http_open_connections", help: "Client connections open right now.", connections)
         metrics.sampled("bluelibrary_event_subscribers", help: "GET /events streams open right now.") {

@@ -36,8 +36,24 @@ final class RequestIDGenerator: Sendable {
         prefix = String(repeating: "0", count: 16 - hex.count) + hex
     }
 
+    /// `<prefix>-<counter in hex>`, built in one allocation.
     func next() -> String {
         let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
-        return prefix + "-" + String(n, radix: 16)
+        let digits = max(1, (UInt64.bitWidth - n.leadingZeroBitCount + 3) / 4)
+        let prefixBytes = prefix.utf8
+        return String(unsafeUninitializedCapacity: prefixBytes.count + 1 + digits) { buffer in
+            var i = 0
+            for byte in prefixBytes {
+                buffer[i] = byte
+                i += 1
+            }
+            buffer[i] = UInt8(ascii: "-")
+            for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+                i += 1
+                let nibble = UInt8(truncatingIfNeeded: n >> UInt64(shift)) & 0xF
+                buffer[i] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+            }
+            return i + 1
+        }
     }
 }

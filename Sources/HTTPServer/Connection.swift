@@ -49,6 +49,8 @@ final class Connection {
     private var output = OutputQueue()
     private var readable = false
     private var writable = true
+    /// epoll reported a hang-up: read until recv says 0, even after a short read.
+    private var hangUpReported = false
     private var peerClosed = false
     private var closeWhenFlushed = false
     private var drainRequested = false
@@ -73,6 +75,7 @@ final class Connection {
 
     func handle(events: UInt32) {
         if events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 { readable = true }
+        if events & (EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 { hangUpReported = true }
         if events & EPOLLOUT.rawValue != 0 { writable = true }
         if events & EPOLLERR.rawValue != 0 {
             close()
@@ -117,9 +120,15 @@ final class Connection {
     }
 
     /// Reads what the socket has. Returns true if new bytes arrived.
+    ///
+    /// A read shorter than the buffer emptied the socket (epoll(7): for stream sockets a short
+    /// read shows the input is exhausted), so the connection waits for the next edge instead of
+    /// spending a recv on EAGAIN: one recv per request, as nginx does. A hang-up reported with
+    /// the data still needs the read that returns 0.
     private func readSocket() -> Bool {
         let n = recv(fd, loop.readScratch.baseAddress, loop.readScratch.count, 0)
         if n > 0 {
+            if n < loop.readScratch.count && !hangUpReported { readable = false }
             if inputStart > 0 && inputStart == input.count {
                 input.removeAll(keepingCapacity: true)
                 inputStart = 0
@@ -223,7 +232,7 @@ final class Connection {
     }
 
     private static func path(of target: String) -> Substring {
-        if let q = target.firstIndex(of: "?") { return target[..<q] }
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return target[..<q] }
         return target[...]
     }
 
@@ -279,15 +288,18 @@ final class Connection {
         guard case let .processing(requestFraming) = state else { return }
         var framing = requestFraming
         if drainRequested || shared.isDraining { framing.keepAlive = false }
-        writeHead(response, framing: framing)
+        let sendsBody = !framing.isHead && response.status.allowsBody
+        let head = ResponseHeadEncoder(dateLine: loop.dateLine)
+            .encode(response, version: framing.version, keepAlive: framing.keepAlive, sendsBody: sendsBody)
+        output.append(head.bytes)
         switch response.body {
         case .empty:
             finishResponse(framing)
         case let .bytes(bytes):
-            if !framing.isHead && response.status.allowsBody { output.append(bytes) }
+            if sendsBody && !head.bodyIncluded { output.append(bytes) }
             finishResponse(framing)
         case let .file(file):
-            if !framing.isHead && response.status.allowsBody {
+            if sendsBody {
                 let fileFD = open(file.path, O_RDONLY | O_CLOEXEC)
                 guard fileFD >= 0 else {
                     // The head promised a length we cannot deliver: all we can do is close.
@@ -320,67 +332,6 @@ final class Connection {
         deadline = now &+ (output.isEmpty ? shared.limits.idleTimeout : shared.limits.writeTimeout).nanoseconds
         if drainRequested && inputStart >= input.count { closeWhenFlushed = true }
         if !driving { drive() }
-    }
-
-    private func writeHead(_ response: HTTPResponse, framing: ResponseFraming) {
-        var head: [UInt8] = []
-        head.reserveCapacity(256)
-        head.append(contentsOf: framing.version == .http1_0 ? "HTTP/1.0 ".utf8 : "HTTP/1.1 ".utf8)
-        head.append(contentsOf: String(response.status.code).utf8)
-        head.append(0x20)
-        head.append(contentsOf: response.status.reasonPhrase.utf8)
-        head.append(contentsOf: "\r\nDate: ".utf8)
-        head.append(contentsOf: loop.dateHeaderValue.utf8)
-        head.append(contentsOf: "\r\n".utf8)
-        for field in response.headers {
-            // Framing headers are the server's business; CR/LF in a value would split the head.
-            if Self.isFramingHeader(field.name) { continue }
-            head.append(contentsOf: field.name.utf8)
-            head.append(contentsOf: ": ".utf8)
-            for byte in field.value.utf8 where byte != 0x0D && byte != 0x0A { head.append(byte) }
-            head.append(contentsOf: "\r\n".utf8)
-        }
-        var keepAlive = framing.keepAlive
-        switch response.body {
-        case .empty:
-            if response.status.allowsBody { head.append(contentsOf: "Content-Length: 0\r\n".utf8) }
-        case let .bytes(bytes):
-            if response.status.allowsBody || response.status.code == 304 {
-                if response.status.code != 304 || !bytes.isEmpty {
-                    head.append(contentsOf: "Content-Length: ".utf8)
-                    head.append(contentsOf: String(bytes.count).utf8)
-                    head.append(contentsOf: "\r\n".utf8)
-                }
-            }
-        case let .file(file):
-            head.append(contentsOf: "Content-Length: ".utf8)
-            head.append(contentsOf: String(file.length).utf8)
-            head.append(contentsOf: "\r\n".utf8)
-        case .stream:
-            if framing.version == .http1_1 {
-                head.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
-            } else {
-                keepAlive = false  // HTTP/1.0: the end of the body is the end of the connection.
-            }
-        }
-        if !keepAlive {
-            head.append(contentsOf: "Connection: close\r\n".utf8)
-        } else if framing.version == .http1_0 {
-            head.append(contentsOf: "Connection: keep-alive\r\n".utf8)
-        }
-        head.append(contentsOf: "\r\n".utf8)
-        output.append(head)
-    }
-
-    /// `Content-Length`, `Transfer-Encoding`, `Connection` and `Date` are the server's to write.
-    /// (First-letter check first: this runs for every header of every response.)
-    private static func isFramingHeader(_ name: String) -> Bool {
-        switch name.utf8.first.map({ $0 | 0x20 }) {
-        case UInt8(ascii: "c"): name.equalsIgnoringASCIICase("Content-Length") || name.equalsIgnoringASCIICase("Connection")
-        case UInt8(ascii: "t"): name.equalsIgnoringASCIICase("Transfer-Encoding")
-        case UInt8(ascii: "d"): name.equalsIgnoringASCIICase("Date")
-        default: false
-        }
     }
 
     private func answerParseError(_ error: HTTPParseError) {

@@ -30,7 +30,8 @@ final class EventLoop: @unchecked Sendable {
     private var reportedDrained = false
     private var lastSweep: UInt64 = 0
     private var dateSecond = 0
-    private(set) var dateHeaderValue = ""
+    /// `Date: ...\r\n` for response heads, refreshed once a second.
+    private(set) var dateLine: [UInt8] = []
     let readScratch: UnsafeMutableRawBufferPointer
     private let finished = DispatchSemaphore(value: 0)
 
@@ -198,7 +199,7 @@ final class EventLoop: @unchecked Sendable {
         let second = time(nil)
         if second != dateSecond {
             dateSecond = second
-            dateHeaderValue = HTTPDate.format(secondsSince1970: second)
+            dateLine = ResponseHeadEncoder.dateLine(secondsSince1970: second)
         }
     }
 

@@ -14,13 +14,17 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     public init() {}
     public init(_ pairs: [(String, String)]) {
-        fields = pairs.map { Field(name: $0.0, value: $0.1) }
+        // Room for what the server and middleware add (Content-Type, X-Request-Id, ...).
+        fields.reserveCapacity(pairs.count + 4)
+        for (name, value) in pairs { fields.append(Field(name: name, value: value)) }
     }
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
 
     public var count: Int { fields.count }
+
+    public mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
     /// The first value of `name`, or nil.

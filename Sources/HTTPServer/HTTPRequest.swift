@@ -28,13 +28,13 @@ public struct HTTPRequest: Sendable {
 
     /// The path part of the target, still percent-encoded.
     public var path: Substring {
-        if let q = target.firstIndex(of: "?") { return target[..<q] }
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return target[..<q] }
         return target[...]
     }
 
     /// The raw query string (after `?`), or nil.
     public var rawQuery: Substring? {
-        guard let q = target.firstIndex(of: "?") else { return nil }
+        guard let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
         return target[target.index(after: q)...]
     }
 

@@ -50,16 +50,29 @@ struct HTTPHeadParser {
         let (method, target, version) = try Self.parseRequestLine(buffer[requestLine])
 
         var headers = HTTPHeaders()
+        headers.reserveCapacity(8)
+        // Names starting with c, t, h or e may be Content-Length, Transfer-Encoding, Host or
+        // Expect: only then are the fields searched for them.
+        var mayHaveFraming = false
+        var mayHaveHost = false
+        var mayHaveExpect = false
         while let line = lines.next() {
             if headers.count >= limits.maxHeaderCount { throw .tooManyHeaders }
             let field = try Self.parseField(buffer[line])
+            switch field.name.utf8.first.map({ $0 | 0x20 }) {
+            case UInt8(ascii: "c"), UInt8(ascii: "t"): mayHaveFraming = true
+            case UInt8(ascii: "h"): mayHaveHost = true
+            case UInt8(ascii: "e"): mayHaveExpect = true
+            default: break
+            }
             headers.add(field.name, field.value)
         }
 
-        if version == .http1_1 && !headers.contains("Host") { throw .missingHost }
-        let framing = try Self.framing(of: headers)
+        if version == .http1_1 && !(mayHaveHost && headers.contains("Host")) { throw .missingHost }
+        let framing = mayHaveFraming ? try Self.framing(of: headers) : .none
         let expectsContinue =
-            version == .http1_1 && headers["Expect"].map { $0.equalsIgnoringASCIICase("100-continue") } == true
+            mayHaveExpect && version == .http1_1
+            && headers["Expect"].map { $0.equalsIgnoringASCIICase("100-continue") } == true
         let head = HTTPRequestHead(
             method: method, target: target, version: version, headers: headers,
             framing: framing, expectsContinue: expectsContinue)
@@ -93,21 +106,41 @@ struct HTTPHeadParser {
     }
 
     static func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> (HTTPMethod, String, HTTPVersion) {
-        let parts = line.split(separator: 0x20, omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else { throw .malformedRequestLine }
-        for byte in parts[0] where !isTokenByte(byte) { throw .malformedRequestLine }
-        for byte in parts[1] where byte <= 0x20 || byte >= 0x7F { throw .malformedRequestLine }
-        let target = String(decoding: parts[1], as: UTF8.self)
+        // method SP request-target SP HTTP-version, exactly two spaces.
+        guard let firstSpace = line.firstIndex(of: 0x20),
+            let secondSpace = line[(firstSpace + 1)...].firstIndex(of: 0x20),
+            !line[(secondSpace + 1)...].contains(0x20)
+        else { throw .malformedRequestLine }
+        let methodBytes = line[line.startIndex..<firstSpace]
+        let targetBytes = line[(firstSpace + 1)..<secondSpace]
+        let versionBytes = line[(secondSpace + 1)...]
+        guard !methodBytes.isEmpty, !targetBytes.isEmpty else { throw .malformedRequestLine }
+        for byte in methodBytes where !isTokenByte(byte) { throw .malformedRequestLine }
+        for byte in targetBytes where byte <= 0x20 || byte >= 0x7F { throw .malformedRequestLine }
         // Origin form only (plus `*` for OPTIONS); absolute form is for proxies.
-        guard target.utf8.first == UInt8(ascii: "/") || target == "*" else { throw .malformedRequestLine }
-        let version: HTTPVersion
-        switch String(decoding: parts[2], as: UTF8.self) {
-        case "HTTP/1.1": version = .http1_1
-        case "HTTP/1.0": version = .http1_0
-        case let other where other.hasPrefix("HTTP/"): throw .unsupportedVersion
-        default: throw .malformedRequestLine
+        let first = targetBytes[targetBytes.startIndex]
+        guard first == UInt8(ascii: "/") || (first == UInt8(ascii: "*") && targetBytes.count == 1) else {
+            throw .malformedRequestLine
         }
-        return (HTTPMethod(rawValue: String(decoding: parts[0], as: UTF8.self)), target, version)
+        let version: HTTPVersion
+        if versionBytes.elementsEqual("HTTP/1.1".utf8) {
+            version = .http1_1
+        } else if versionBytes.elementsEqual("HTTP/1.0".utf8) {
+            version = .http1_0
+        } else if versionBytes.starts(with: "HTTP/".utf8) {
+            throw .unsupportedVersion
+        } else {
+            throw .malformedRequestLine
+        }
+        return (Self.method(methodBytes), String(decoding: targetBytes, as: UTF8.self), version)
+    }
+
+    /// The method, sharing the standard methods' strings.
+    static func method(_ bytes: ArraySlice<UInt8>) -> HTTPMethod {
+        if bytes.elementsEqual("GET".utf8) { return .get }
+        if bytes.elementsEqual("POST".utf8) { return .post }
+        if bytes.elementsEqual("HEAD".utf8) { return .head }
+        return HTTPMethod(rawValue: String(decoding: bytes, as: UTF8.self))
     }
 
     static func parseField(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPHeaders.Field {

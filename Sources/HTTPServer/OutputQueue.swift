@@ -46,8 +46,11 @@ struct OutputQueue {
         while let first = chunks.first {
             switch first {
             case let .bytes(bytes, offset):
+                // MSG_MORE when more follows (a head before a large body or a file): the kernel
+                // then fills whole segments instead of sending the head in a packet of its own.
+                let flags = Int32(MSG_NOSIGNAL) | (chunks.count > 1 ? Int32(MSG_MORE) : 0)
                 let n = bytes.withUnsafeBytes { raw in
-                    send(socket, raw.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                    send(socket, raw.baseAddress! + offset, bytes.count - offset, flags)
                 }
                 if n < 0 {
                     if errno == EAGAIN || errno == EWOULDBLOCK { return (.wouldBlock, written) }

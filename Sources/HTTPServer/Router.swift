@@ -18,12 +18,25 @@ public final class Router: Sendable {
     public let routeTable: [(method: HTTPMethod, pattern: String)]
 
     private let root: RouteNode
+    /// Paths made only of literal segments (`/albums`, `/healthz`) → their node: most requests
+    /// resolve with one hash lookup and no splitting.
+    private let literalPaths: [Substring: RouteNode]
     private let notFound: any HTTPResponder
 
     init(root: RouteNode, routeTable: [(HTTPMethod, String)], middleware: [any HTTPMiddleware],
          errorRenderer: ErrorRenderer) {
         self.root = root
         self.routeTable = routeTable.map { (method: $0.0, pattern: $0.1) }
+        var literalPaths: [Substring: RouteNode] = ["/": root]
+        func collect(_ node: RouteNode, _ prefix: String) {
+            for (segment, child) in node.literals {
+                let path = prefix + "/" + segment
+                literalPaths[Substring(path)] = child
+                collect(child, path)
+            }
+        }
+        collect(root, "")
+        self.literalPaths = literalPaths
         self.notFound = middleware.wrapping(
             ErrorCatchingResponder(renderer: errorRenderer, wrapped: ClosureResponder { request, _ in
                 throw HTTPError(.notFound, detail: "There is no resource at \(request.path). GET / lists what there is.")
@@ -31,12 +44,16 @@ public final class Router: Sendable {
     }
 
     public func resolve(method: HTTPMethod, path: Substring) -> Resolution {
+        // Walking the literals segment by segment ends on the same node (a literal beats a
+        // parameter), so a literal-only path can skip the walk.
+        if let node = literalPaths[path] { return resolution(node, method: method, parameters: [:]) }
         var node = root
         var parameters: [String: String] = [:]
-        var segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        if path == "/" { segments = [] }
-        for segment in segments {
-            if let next = node.literals[String(segment)] {
+        var rest = path.dropFirst()  // the leading "/"
+        while true {
+            let slash = rest.utf8.firstIndex(of: UInt8(ascii: "/"))
+            let segment = rest[..<(slash ?? rest.endIndex)]
+            if let next = node.literals[segment] {
                 node = next
             } else if let param = node.parameter, !segment.isEmpty,
                 let value = PercentDecoding.decode(segment)
@@ -46,7 +63,13 @@ public final class Router: Sendable {
             } else {
                 return Resolution(responder: notFound, parameters: [:], pattern: nil, options: .inline)
             }
+            guard let slash else { break }
+            rest = rest[rest.utf8.index(after: slash)...]
         }
+        return resolution(node, method: method, parameters: parameters)
+    }
+
+    private func resolution(_ node: RouteNode, method: HTTPMethod, parameters: [String: String]) -> Resolution {
         if let route = node.routes[method] ?? (method == .head ? node.routes[.get] : nil) {
             return Resolution(responder: route.responder, parameters: parameters, pattern: route.pattern, options: route.options)
         }
@@ -102,12 +125,12 @@ final class RouteNode: Sendable {
         let node: RouteNode
     }
 
-    let literals: [String: RouteNode]
+    let literals: [Substring: RouteNode]
     let parameter: Parameter?
     let routes: [HTTPMethod: Route]
     let methodNotAllowed: (any HTTPResponder)?
 
-    init(literals: [String: RouteNode], parameter: Parameter?, routes: [HTTPMethod: Route],
+    init(literals: [Substring: RouteNode], parameter: Parameter?, routes: [HTTPMethod: Route],
          methodNotAllowed: (any HTTPResponder)?) {
         self.literals = literals
         self.parameter = parameter

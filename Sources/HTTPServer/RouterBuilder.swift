@@ -86,7 +86,7 @@ public struct RouterBuilder {
                 }))
         }
         return RouteNode(
-            literals: node.literals.mapValues(freeze),
+            literals: Dictionary(uniqueKeysWithValues: node.literals.map { (Substring($0.key), freeze($0.value)) }),
             parameter: node.parameter.map { RouteNode.Parameter(name: $0.name, node: freeze($0.node)) },
             routes: frozenRoutes, methodNotAllowed: methodNotAllowed)
     }

@@ -108,6 +108,34 @@ import Testing
         #expect(expecting.expectsContinue)
     }
 
+    @Test func requestLinesNeedExactlyTwoSpaces() throws {
+        for line in ["GET  / HTTP/1.1", "GET / HTTP/1.1 ", " GET / HTTP/1.1", "GET /HTTP/1.1", "GET / HTTP/1.1 x", "G(T / HTTP/1.1",
+                     "GET http://example/ HTTP/1.1", "GET /a\u{7F} HTTP/1.1", "GET / FTP/1.1"] {
+            #expect(throws: HTTPParseError.malformedRequestLine, "\(line.debugDescription)") {
+                try parse(line + "\r\nHost: a\r\n\r\n")
+            }
+        }
+        let (extensionMethod, _) = try #require(try parse("PURGE /x HTTP/1.1\r\nHost: a\r\n\r\n"))
+        #expect(extensionMethod.method.rawValue == "PURGE")
+        let (asterisk, _) = try #require(try parse("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"))
+        #expect(asterisk.target == "*")
+        #expect(throws: HTTPParseError.malformedRequestLine) { try parse("OPTIONS ** HTTP/1.1\r\nHost: a\r\n\r\n") }
+    }
+
+    @Test func framingHostAndExpectAreFoundWhateverElseIsSent() throws {
+        // Other fields with the same first letters must not hide or fake the ones that matter.
+        #expect(throws: HTTPParseError.missingHost) { try parse("GET / HTTP/1.1\r\nHx: a\r\nHosts: b\r\n\r\n") }
+        let text = "POST / HTTP/1.1\r\nCookie: c\r\nhost: a\r\nTE: trailers\r\ncontent-length: 5\r\nExpect: 100-continue\r\n\r\n"
+        let (head, _) = try #require(try parse(text))
+        #expect(head.framing == .length(5))
+        #expect(head.expectsContinue)
+        let (plain, _) = try #require(try parse("GET / HTTP/1.1\r\nHost: a\r\nCookie: c\r\nEtag: x\r\n\r\n"))
+        #expect(plain.framing == .none)
+        #expect(!plain.expectsContinue)
+        let (chunked, _) = try #require(try parse("POST / HTTP/1.1\r\nHost: a\r\ntransfer-encoding: chunked\r\n\r\n"))
+        #expect(chunked.framing == .chunked)
+    }
+
     @Test func limitsAreEnforced() {
         var limits = HTTPServerLimits()
         limits.maxRequestLineBytes = 32

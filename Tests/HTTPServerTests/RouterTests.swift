@@ -89,12 +89,31 @@ import Testing
 
     @Test func unknownPathsAreNotFound() throws {
         let router = Self.makeRouter()
-        for path in ["/nope", "/albums/7/extra", "/albums/7/tracks", "/albums/", "//"] {
+        for path in ["/nope", "/albums/7/extra", "/albums/7/tracks", "/albums/", "//", "//albums", "/albums//tracks/1", "*", "/Albums"] {
             let resolution = router.resolve(method: .get, path: path[...])
             #expect(resolution.pattern == nil, "\(path)")
             #expect(try run(resolution, .get, path).status.code == 404, "\(path)")
         }
         #expect(router.resolve(method: .get, path: "/").pattern == "/")
+    }
+
+    @Test func literalAndWalkedPathsResolveAlike() throws {
+        // Literal-only paths take a shortcut; paths with parameters walk the tree.
+        let router = Self.makeRouter()
+        let cases: [(String, HTTPMethod, String?, [String: String])] = [
+            ("/albums", .get, "/albums", [:]),
+            ("/albums", .post, "/albums", [:]),
+            ("/albums/new", .get, "/albums/new", [:]),
+            ("/albums/new", .delete, nil, [:]),  // the literal wins: 405, as a walk would give
+            ("/albums/7", .delete, "/albums/{id}", ["id": "7"]),
+            ("/albums/7/tracks/9", .get, "/albums/{id}/tracks/{track}", ["id": "7", "track": "9"]),
+            ("/ping", .head, "/ping", [:]),
+        ]
+        for (path, method, pattern, parameters) in cases {
+            let resolution = router.resolve(method: method, path: path[...])
+            #expect(resolution.pattern == pattern, "\(method) \(path)")
+            #expect(resolution.parameters == parameters, "\(method) \(path)")
+        }
     }
 
     @Test func routeTableListsEveryRoute() {

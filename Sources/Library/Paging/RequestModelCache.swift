@@ -82,11 +82,13 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
     /// The value for `key` if it is loaded and current at `version`; never loads, never waits.
     public func current(_ key: Key, version: Int64) -> Value? {
         store.withLock { store in
-            guard var entry = store.entries[key], let loaded = entry.loaded, isCurrent(entry, version: version) else { return nil }
+            // One hash lookup; the use stamp is written in place.
+            guard let index = store.entries.index(forKey: key) else { return nil }
+            let entry = store.entries.values[index]
+            guard let loaded = entry.loaded, isCurrent(entry, version: version) else { return nil }
             store.hits += 1
             store.useCounter += 1
-            entry.lastUse = store.useCounter
-            store.entries[key] = entry
+            store.entries.values[index].lastUse = store.useCounter
             return loaded.value
         }
     }

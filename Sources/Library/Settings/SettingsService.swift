@@ -43,6 +43,9 @@ public final class SettingsService: Sendable {
 
     public var current: LibrarySettings { state.withLock { $0 } }
 
+    /// The paging settings alone (read on every list request; no copy of the rest).
+    public var paging: LibrarySettings.Paging { state.withLock { $0.paging } }
+
     /// Whether the passcode lock is on (a relaxed atomic read, for the per-request check).
     public var passcodeEnabled: Bool { passcodeFlag.load(ordering: .relaxed) }
 

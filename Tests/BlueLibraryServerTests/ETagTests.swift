@@ -1,0 +1,49 @@
+import Testing
+
+@testable import BlueLibraryServer
+
+/// Conditional-request matching and request ids, without a server.
+@Suite struct ETagListTests {
+    @Test func ifNoneMatchComparesWeakly() {
+        let tag = "\"v7-abc\""
+        #expect(ETag.list(tag, matches: tag))
+        #expect(ETag.list("W/\"v7-abc\"", matches: tag))
+        #expect(ETag.list(tag, matches: "W/\"v7-abc\""))
+        #expect(ETag.list("*", matches: tag))
+        #expect(ETag.list(" \"other\" ,\t\"v7-abc\"\t", matches: tag))
+        #expect(ETag.list("\"a\", , W/\"v7-abc\",", matches: tag))
+        #expect(!ETag.list("\"v7-ab\"", matches: tag))
+        #expect(!ETag.list("\"v7-abc\"x", matches: tag))
+        #expect(!ETag.list("", matches: tag))
+        #expect(!ETag.list(" , ", matches: tag))
+        #expect(!ETag.list("v7-abc", matches: tag))
+        #expect(!ETag.list("**", matches: tag))
+    }
+
+    @Test func ifMatchComparesStrongly() {
+        let tag = "\"s1\""
+        #expect(ETag.strongList(tag, matches: tag))
+        #expect(ETag.strongList("\"s0\", \"s1\"", matches: tag))
+        #expect(ETag.strongList("*", matches: tag))
+        #expect(!ETag.strongList("W/\"s1\"", matches: tag))
+        #expect(!ETag.strongList(tag, matches: "W/\"s1\""))
+        #expect(!ETag.strongList("\"s2\"", matches: tag))
+    }
+}
+
+@Suite struct RequestIDGeneratorTests {
+    @Test func idsArePrefixAndHexCounter() throws {
+        let generator = RequestIDGenerator()
+        let ids = (0..<300).map { _ in generator.next() }
+        #expect(Set(ids).count == ids.count)
+        let prefix = try #require(ids.first?.split(separator: "-").first)
+        #expect(prefix.utf8.count == 16)
+        for (offset, id) in ids.enumerated() {
+            let parts = id.split(separator: "-")
+            #expect(parts.count == 2 && parts[0] == prefix, "\(id)")
+            #expect(parts[1] == String(offset + 1, radix: 16), "\(id)")
+            #expect(RequestIDMiddleware.isAcceptable(id))
+        }
+        #expect(ids[15].hasSuffix("-10") && ids[255].hasSuffix("-100"))
+    }
+}

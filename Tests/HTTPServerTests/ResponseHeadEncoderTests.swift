@@ -1,0 +1,63 @@
+import Testing
+@testable import HTTPServer
+
+/// Response heads as bytes, without sockets.
+@Suite struct ResponseHeadEncoderTests {
+    let encoder = ResponseHeadEncoder(dateLine: Array("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n".utf8))
+
+    func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+    @Test(arguments: [0, 7, 10, 99, 200, 1_000, 1_234_567_890, Int.max])
+    func decimals(_ value: Int) {
+        var bytes: [UInt8] = [0x41]
+        bytes.appendDecimal(value)
+        #expect(text(bytes) == "A\(value)")
+    }
+
+    @Test func fieldValuesLoseCRAndLF() {
+        var bytes: [UInt8] = []
+        bytes.appendFieldValue("a\r\nInjected: yes")
+        bytes.appendFieldValue("|plain|")
+        bytes.appendFieldValue("é\n")
+        #expect(text(bytes) == "aInjected: yes|plain|é")
+    }
+
+    @Test func smallBodyFollowsTheHeadInOneBuffer() {
+        let response = HTTPResponse(contentType: "application/json", bytes: Array("{}".utf8), headers: ["ETag": "\"x\""])
+        let head = encoder.encode(response, version: .http1_1, keepAlive: true, sendsBody: true)
+        #expect(head.bodyIncluded)
+        #expect(text(head.bytes) == "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nETag: \"x\"\r\n"
+            + "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+    }
+
+    @Test func headRequestsAndLargeBodiesLeaveTheBodyOut() {
+        let small = HTTPResponse(contentType: "text/plain", bytes: Array("hello".utf8))
+        let head = encoder.encode(small, version: .http1_1, keepAlive: true, sendsBody: false)
+        #expect(!head.bodyIncluded)
+        #expect(text(head.bytes).hasSuffix("Content-Length: 5\r\n\r\n"))
+
+        let large = HTTPResponse(contentType: "text/plain", bytes: [UInt8](repeating: 0x61, count: ResponseHeadEncoder.inlineBodyLimit + 1))
+        let largeHead = encoder.encode(large, version: .http1_1, keepAlive: true, sendsBody: true)
+        #expect(!largeHead.bodyIncluded)
+        #expect(text(largeHead.bytes).hasSuffix("Content-Length: \(ResponseHeadEncoder.inlineBodyLimit + 1)\r\n\r\n"))
+    }
+
+    @Test func framingFieldsAreTheServers() {
+        let response = HTTPResponse(
+            status: .notModified,
+            headers: ["ETag": "\"v1\"", "content-length": "99", "Connection": "upgrade", "Transfer-Encoding": "gzip", "date": "x"])
+        let head = text(encoder.encode(response, version: .http1_1, keepAlive: false, sendsBody: false).bytes)
+        #expect(head == "HTTP/1.1 304 Not Modified\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n")
+    }
+
+    @Test func http10KeepsAliveOnlyWhenAskedAndNeverWhileStreaming() {
+        let empty = HTTPResponse(status: .noContent)
+        #expect(text(encoder.encode(empty, version: .http1_0, keepAlive: true, sendsBody: false).bytes)
+            == "HTTP/1.0 204 No Content\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nConnection: keep-alive\r\n\r\n")
+        let stream = HTTPResponse(body: .stream(HTTPStreamBody { _ in }))
+        #expect(text(encoder.encode(stream, version: .http1_0, keepAlive: true, sendsBody: true).bytes).hasSuffix(
+            "\r\nConnection: close\r\n\r\n"))
+        #expect(text(encoder.encode(stream, version: .http1_1, keepAlive: true, sendsBody: true).bytes).hasSuffix(
+            "\r\nTransfer-Encoding: chunked\r\n\r\n"))
+    }
+}

@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "Library", swiftSettings: shared),
 
         // AlbumStore on SQLite: the only module that knows SQL.
-        .target(name: "Storage", dependencies: ["Library", "SQLite"], swiftSettings: shared),
+        .target(name: "Storage", dependencies: ["Library", "SQLite", "CLinux"], swiftSettings: shared),
 
         // Cover fetcher (libcurl) with a disk cache: implements Library's CoverSource.
         .target(name: "Covers", dependencies: ["Library", "CCurl"], swiftSettings: shared),

@@ -1,3 +1,4 @@
+import CLinux
 import Dispatch
 import Foundation
 import SQLite
@@ -9,10 +10,17 @@ import Synchronization
 /// SQLite's default (`wal_autocheckpoint`) runs a checkpoint inside the commit that pushes the
 /// WAL past 1000 pages, including an fsync of the database file: measured at 1M albums, that
 /// made the slowest 1% of single-album writes 0.5–0.8 ms and the slowest ones ~10 ms, against
-/// ~0.2 ms with checkpoints moved here. The writer connection therefore has auto-checkpoints
-/// off, and this thread runs `PRAGMA wal_checkpoint(PASSIVE)` on its own connection every
-/// `interval`, or sooner after `wakeAfterWrites` commits. A passive checkpoint never blocks
-/// the writer or readers; a WAL that a long reader keeps alive is picked up at a later tick.
+/// ~0.2 ms with checkpoints moved here. This thread runs `PRAGMA wal_checkpoint(PASSIVE)` on
+/// its own connection every `interval`, or sooner after `wakeAfterWrites` commits. A passive
+/// checkpoint never blocks the writer or readers; a WAL that a long reader keeps alive is
+/// picked up at a later tick.
+///
+/// The thread runs at idle priority (SCHED_IDLE). A checkpoint at 1M albums takes ~15 ms of
+/// copying and fsync; at normal priority the thread, woken by a commit, preempted the request
+/// that had just committed, which put the slowest 1% of `DELETE /albums/at/0` over 2 ms on a
+/// server pinned to one core (p99 1.8-2.0 ms; 0.7-1.0 ms at idle priority, scripts/bench). The
+/// writer keeps SQLite's in-commit checkpoint only as a fallback at a much larger WAL
+/// (`fallbackFrames`), for a CPU so busy that this thread falls behind.
 ///
 /// `stop()` (called from the store's `deinit`) ends the thread and waits for it, so the
 /// writer connection is the last one closed and SQLite folds and removes the WAL then.
@@ -22,6 +30,8 @@ final class Checkpointer: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let writesSinceWake = Atomic<Int>(0)
     private let wakeAfterWrites: Int
+    /// The thread's name, as `top -H` shows it.
+    static let threadName = "bl-checkpoint"
     /// Checkpoints that ran (for tests).
     let checkpointCount = Atomic<Int>(0)
 
@@ -30,11 +40,14 @@ final class Checkpointer: Sendable {
         let thread = Thread { [self] in
             run(path: path, options: options, interval: interval)
         }
-        thread.name = "bluelibrary-checkpoint"
+        thread.name = Self.threadName
         thread.start()
     }
 
     private func run(path: String, options: Connection.Options, interval: Duration) {
+        _ = bl_set_calling_thread_name(Self.threadName)
+        // Best effort: where the call is refused the thread simply keeps normal priority.
+        _ = bl_make_calling_thread_idle_priority()
         var connection: Connection?
         while !stopping.load(ordering: .acquiring) {
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: interval.nanoseconds)))

@@ -68,8 +68,11 @@ public final class SQLiteAlbumStore: AlbumStore {
     public enum Checkpointing: Sendable {
         /// SQLite's default: inside the commit that grows the WAL past 1000 pages.
         case automatic
-        /// On a background thread every `interval`, or after `wakeAfterWrites` commits.
-        case background(interval: Duration = .milliseconds(250), wakeAfterWrites: Int = 256)
+        /// On a background thread every `interval`, or after `wakeAfterWrites` commits. The
+        /// thread runs at idle priority; should it fall behind (a CPU saturated for a long
+        /// time), the commit that takes the WAL past `fallbackFrames` pages checkpoints itself,
+        /// as SQLite does by default, so the WAL stays bounded.
+        case background(interval: Duration = .milliseconds(250), wakeAfterWrites: Int = 256, fallbackFrames: Int = 16384)
     }
 
     /// Spacing of the sparse order keys (see `OrderedBuckets.swift`).
@@ -146,8 +149,10 @@ public final class SQLiteAlbumStore: AlbumStore {
         switch configuration.checkpointing {
         case .automatic:
             checkpointer = nil
-        case .background(let interval, let wakeAfterWrites):
-            try database.writeWithoutTransaction { db in try db.run("PRAGMA wal_autocheckpoint = 0") }
+        case .background(let interval, let wakeAfterWrites, let fallbackFrames):
+            // A pragma value cannot be bound; it is an integer we format ourselves.
+            let frames = max(1, fallbackFrames)
+            try database.writeWithoutTransaction { db in try db.run("PRAGMA wal_autocheckpoint = \(frames)") }
             checkpointer = Checkpointer(
                 path: path, options: options, interval: interval, wakeAfterWrites: wakeAfterWrites)
         }

@@ -346,6 +346,52 @@ struct CheckpointingTests {
         #expect(try Fixtures.allAlbums(store).count == 30)
     }
 
+    @Test func theCheckpointThreadRunsAtIdlePriority() throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteAlbumStore(path: directory.file("p.sqlite"), configuration: .init(readerCount: 1))
+        try store.write(.default) { try $0.insert(Fixtures.album(1), at: 0) }
+        // Linux scheduling policy of each thread named like the checkpointer (field 41 of
+        // /proc/self/task/<tid>/stat; 5 is SCHED_IDLE). Other tests' stores may have theirs too.
+        var policies: [Int] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        repeat {
+            policies = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap { tid in
+                guard let comm = try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8),
+                    comm.hasPrefix("bl-checkpoint"),
+                    let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
+                    let close = stat.lastIndex(of: ")")
+                else { return nil }
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                return fields.count > 38 ? Int(fields[38]) : nil
+            }
+            if !policies.isEmpty && policies.allSatisfy({ $0 == 5 }) { break }
+            Thread.sleep(forTimeInterval: 0.01)  // a thread that has just started may not have switched yet
+        } while ContinuousClock.now < deadline
+        #expect(!policies.isEmpty)
+        #expect(policies.allSatisfy { $0 == 5 }, "policies: \(policies)")
+        _ = store
+    }
+
+    @Test func aCheckpointThreadThatFallsBehindLeavesTheWALBounded() throws {
+        let directory = try TemporaryDirectory()
+        // The thread never wakes (an hour's timer, no commit count): only the fallback can act.
+        let store = try SQLiteAlbumStore(
+            path: directory.file("f.sqlite"),
+            configuration: .init(
+                readerCount: 1,
+                checkpointing: .background(interval: .seconds(3600), wakeAfterWrites: .max, fallbackFrames: 50)))
+        for number in 1...400 as ClosedRange<UInt64> {
+            try store.write(.default) { try $0.insert(Fixtures.album(number), at: 0) }
+        }
+        let walBytes = try #require(
+            try FileManager.default.attributesOfItem(atPath: directory.file("f.sqlite-wal"))[.size] as? Int)
+        // 400 commits of several pages each would be megabytes; the fallback restarts the WAL
+        // after about 50 pages.
+        #expect(walBytes < 150 * 4_120, "WAL is \(walBytes) bytes")
+        #expect(store.backgroundCheckpointCount == 0)
+        #expect(try Fixtures.allAlbums(store).count == 400)
+    }
+
     @Test func automaticCheckpointingWorksToo() throws {
         let directory = try TemporaryDirectory()
         do {

@@ -10,15 +10,19 @@ import Glibc
 /// without a reorder queue. The socket is registered edge-triggered; `readable`/`writable`
 /// remember what epoll last said so the connection reads only when it wants input.
 final class Connection {
-    enum State {
+    /// Where the connection is. A plain enum checked on every step of `drive()`; what each
+    /// phase needs is kept beside it (`pending`, `framing`, `stream`), so a check is an integer
+    /// compare rather than a copy of a payload-carrying enum out of the object.
+    enum Phase {
         /// Waiting for (the rest of) a request head.
         case awaitingHead
-        /// Head read; collecting the body.
-        case readingBody(PendingRequest)
-        /// The responder runs on the worker pool.
-        case processing(ResponseFraming)
-        /// A streaming body is open.
-        case streaming(HTTPStreamWriter, ResponseFraming, endsOnShutdown: Bool)
+        /// Head read; collecting the body into `pending`.
+        case readingBody
+        /// The responder runs (on the worker pool, or inline just now); `framing` says how to
+        /// frame its response.
+        case processing
+        /// A streaming body is open (`stream`, framed by `framing`).
+        case streaming
         case closed
     }
 
@@ -40,10 +44,18 @@ final class Connection {
     let id: UInt64
     let fd: Int32
     let peerAddress: String
-    unowned let loop: EventLoop
+    /// The loop owns its connections and closes them all before it ends, so it always
+    /// outlives them: no reference counting on this hot reference.
+    unowned(unsafe) let loop: EventLoop
     private var shared: ServerShared { loop.shared }
 
-    private var state: State = .awaitingHead
+    private var phase: Phase = .awaitingHead
+    /// The request whose body is being read (`.readingBody`).
+    private var pending: PendingRequest?
+    /// How the current response is framed (`.processing`, `.streaming`).
+    private var framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
+    /// The open stream (`.streaming`).
+    private var stream: (writer: HTTPStreamWriter, endsOnShutdown: Bool)?
     private var input: [UInt8] = []
     private var inputStart = 0
     private var output = OutputQueue()
@@ -90,17 +102,17 @@ final class Connection {
         driving = true
         defer { driving = false }
         while true {
-            if case .closed = state { return }
+            if phase == .closed { return }
             if closeWhenFlushed { break }
             if output.queuedBytes > shared.limits.maxQueuedResponseBytes {
                 // Too much queued to take on another request: write some out first. If the
                 // socket takes it all, carry on parsing; otherwise EPOLLOUT will drive again.
                 flush()
-                if case .closed = state { return }
+                if phase == .closed { return }
                 if output.queuedBytes > shared.limits.maxQueuedResponseBytes { break }
             }
             let progressed: Bool
-            switch state {
+            switch phase {
             case .awaitingHead, .readingBody:
                 progressed = parseInput()
             case .streaming:
@@ -112,7 +124,7 @@ final class Connection {
                 progressed = false
             }
             if progressed { continue }
-            if case .processing = state { break }
+            if phase == .processing { break }
             guard readable, !peerClosed else { break }
             if !readSocket() { break }
         }
@@ -139,7 +151,7 @@ final class Connection {
                 inputStart = 0
             }
             input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<n]))
-            if case .readingBody = state { deadline = MonotonicClock.now() &+ shared.limits.bodyTimeout.nanoseconds }
+            if phase == .readingBody { deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds }
             return true
         }
         if n == 0 {
@@ -161,7 +173,7 @@ final class Connection {
 
     /// The client closed its side: finish what can be finished, otherwise close.
     private func peerLeft() {
-        switch state {
+        switch phase {
         case .processing:
             // Half-closed clients still get their response.
             closeWhenFlushed = true
@@ -175,12 +187,12 @@ final class Connection {
     /// Parses what is buffered. Returns true if it made progress.
     private func parseInput() -> Bool {
         do {
-            switch state {
+            switch phase {
             case .awaitingHead:
                 guard inputStart < input.count else { return false }
                 if waitingSince == 0 {
                     // The first byte of a head starts the head timeout.
-                    waitingSince = MonotonicClock.now()
+                    waitingSince = loop.now
                     deadline = waitingSince &+ shared.limits.headTimeout.nanoseconds
                 }
                 switch try shared.headParser.parse(input, from: inputStart) {
@@ -192,17 +204,20 @@ final class Connection {
                     try beginRequest(head)
                     return true
                 }
-            case var .readingBody(pending):
-                guard inputStart < input.count else { return false }
-                // Take the pending request out of `state` first: with two references to the
-                // body buffer, every append would copy the whole body (quadratic uploads).
-                state = .processing(ResponseFraming(isHead: false, version: pending.head.version, keepAlive: false))
+            case .readingBody:
+                guard inputStart < input.count, var pending else { return false }
+                // Take the pending request out first: with two references to the body
+                // buffer, every append would copy the whole body (quadratic uploads).
+                self.pending = nil
+                phase = .processing
+                framing = ResponseFraming(isHead: false, version: pending.head.version, keepAlive: false)
                 let used = try pending.decoder.consume(input, from: inputStart)
                 inputStart += used
                 if pending.decoder.isComplete {
                     dispatch(pending)
                 } else {
-                    state = .readingBody(pending)
+                    self.pending = pending
+                    phase = .readingBody
                 }
                 return used > 0
             default:
@@ -227,8 +242,9 @@ final class Connection {
             // The client waits for this before sending the body (RFC 9110 §10.1.1).
             output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
         }
-        deadline = MonotonicClock.now() &+ shared.limits.bodyTimeout.nanoseconds
-        state = .readingBody(pending)
+        deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds
+        self.pending = pending
+        phase = .readingBody
     }
 
     private static func path(of target: String) -> Substring {
@@ -252,7 +268,8 @@ final class Connection {
             keepAlive: request.wantsKeepAlive && !drainRequested && !shared.isDraining)
         let responder = pending.resolution.responder
         deadline = .max
-        state = .processing(framing)
+        self.framing = framing
+        phase = .processing
         if pending.resolution.options.execution == .inline,
             let response = Self.respond(responder, request, context, shared, onWorker: false)
         {
@@ -285,8 +302,8 @@ final class Connection {
 
     /// Writes the response to the current request (on the loop thread).
     func complete(_ response: HTTPResponse) {
-        guard case let .processing(requestFraming) = state else { return }
-        var framing = requestFraming
+        guard phase == .processing else { return }
+        var framing = self.framing
         if drainRequested || shared.isDraining { framing.keepAlive = false }
         let sendsBody = !framing.isHead && response.status.allowsBody
         let head = ResponseHeadEncoder(dateLine: loop.dateLine)
@@ -304,7 +321,7 @@ final class Connection {
                 guard fileFD >= 0 else {
                     // The head promised a length we cannot deliver: all we can do is close.
                     closeWhenFlushed = true
-                    state = .awaitingHead
+                    phase = .awaitingHead
                     flush()
                     return
                 }
@@ -317,7 +334,9 @@ final class Connection {
                 return
             }
             let writer = HTTPStreamWriter(loop: loop, connectionID: id)
-            state = .streaming(writer, framing, endsOnShutdown: stream.endsOnShutdown)
+            self.stream = (writer, stream.endsOnShutdown)
+            self.framing = framing
+            phase = .streaming
             deadline = .max
             flush()
             stream.start(writer)
@@ -326,10 +345,9 @@ final class Connection {
     }
 
     private func finishResponse(_ framing: ResponseFraming) {
-        state = .awaitingHead
+        phase = .awaitingHead
         if !framing.keepAlive { closeWhenFlushed = true }
-        let now = MonotonicClock.now()
-        deadline = now &+ (output.isEmpty ? shared.limits.idleTimeout : shared.limits.writeTimeout).nanoseconds
+        deadline = loop.now &+ (output.isEmpty ? shared.limits.idleTimeout : shared.limits.writeTimeout).nanoseconds
         if drainRequested && inputStart >= input.count { closeWhenFlushed = true }
         if !driving { drive() }
     }
@@ -340,8 +358,8 @@ final class Connection {
         // After a framing error the rest of the input cannot be trusted.
         input.removeAll()
         inputStart = 0
-        let framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
-        state = .processing(framing)
+        framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
+        phase = .processing
         shared.onParseError(error, peerAddress)
         complete(response)
     }
@@ -349,7 +367,7 @@ final class Connection {
     // MARK: - Streams
 
     func streamWrite(_ bytes: [UInt8]) {
-        guard case let .streaming(writer, framing, _) = state, !bytes.isEmpty else { return }
+        guard phase == .streaming, let writer = stream?.writer, !bytes.isEmpty else { return }
         if output.queuedBytes > shared.limits.maxQueuedStreamBytes {
             // A reader this slow would hold memory forever: drop it.
             close()
@@ -367,10 +385,11 @@ final class Connection {
     }
 
     func streamFinish() {
-        guard case let .streaming(writer, framing, _) = state else { return }
+        guard phase == .streaming, let writer = stream?.writer else { return }
         if framing.version == .http1_1 { output.append(Array("0\r\n\r\n".utf8)) }
         closeWhenFlushed = true
-        state = .awaitingHead
+        phase = .awaitingHead
+        stream = nil
         writer.markClosed()
         flush()
     }
@@ -378,7 +397,7 @@ final class Connection {
     // MARK: - Writing and closing
 
     private func flush() {
-        if case .closed = state { return }
+        if phase == .closed { return }
         if !output.isEmpty && writable {
             let (result, written) = output.flush(to: fd)
             switch result {
@@ -391,19 +410,19 @@ final class Connection {
                 return
             }
             if written > 0, !output.isEmpty {
-                deadline = MonotonicClock.now() &+ shared.limits.writeTimeout.nanoseconds
+                deadline = loop.now &+ shared.limits.writeTimeout.nanoseconds
             }
-            if written > 0, case let .streaming(writer, _, _) = state { writer.didFlush(queued: output.queuedBytes) }
+            if written > 0, phase == .streaming, let writer = stream?.writer { writer.didFlush(queued: output.queuedBytes) }
         }
         if output.isEmpty {
             if closeWhenFlushed {
                 close()
                 return
             }
-            if case .awaitingHead = state, deadline != .max, inputStart >= input.count {
-                deadline = MonotonicClock.now() &+ shared.limits.idleTimeout.nanoseconds
+            if phase == .awaitingHead, deadline != .max, inputStart >= input.count {
+                deadline = loop.now &+ shared.limits.idleTimeout.nanoseconds
             }
-            switch state {
+            switch phase {
             case .streaming, .processing:
                 // Nothing owed to this client right now (a handler is still working).
                 deadline = .max
@@ -412,13 +431,13 @@ final class Connection {
             }
         } else if !writable, deadline == .max {
             // The client stopped reading: it has `writeTimeout` to make progress.
-            deadline = MonotonicClock.now() &+ shared.limits.writeTimeout.nanoseconds
+            deadline = loop.now &+ shared.limits.writeTimeout.nanoseconds
         }
     }
 
     /// The current wait ran out: a slow or idle client is dropped, others are not affected.
     func timedOut() {
-        switch state {
+        switch phase {
         case .awaitingHead where inputStart < input.count && output.isEmpty:
             // Half a head after the head timeout: a slowloris client. 408 and close.
             shared.onTimeout(peerAddress)
@@ -426,7 +445,8 @@ final class Connection {
             response.headers.set("Connection", "close")
             input.removeAll()
             inputStart = 0
-            state = .processing(ResponseFraming(isHead: false, version: .http1_1, keepAlive: false))
+            framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
+            phase = .processing
             complete(response)
         case .readingBody:
             shared.onTimeout(peerAddress)
@@ -439,21 +459,23 @@ final class Connection {
     /// Server shutdown: close now if idle, otherwise after the current response.
     func drain() {
         drainRequested = true
-        switch state {
+        switch phase {
         case .awaitingHead where inputStart >= input.count:
             // Idle, or still writing its last response: close once that is out.
             if output.isEmpty { close() } else { closeWhenFlushed = true }
-        case let .streaming(_, _, endsOnShutdown):
-            if endsOnShutdown { streamFinish() }
+        case .streaming:
+            if stream?.endsOnShutdown == true { streamFinish() }
         default:
             break
         }
     }
 
     func close() {
-        if case .closed = state { return }
-        if case let .streaming(writer, _, _) = state { writer.markClosed() }
-        state = .closed
+        if phase == .closed { return }
+        if phase == .streaming { stream?.writer.markClosed() }
+        stream = nil
+        pending = nil
+        phase = .closed
         output.discard()
         Glibc.close(fd)
         deadline = .max

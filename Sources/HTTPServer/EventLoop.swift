@@ -30,6 +30,9 @@ final class EventLoop: @unchecked Sendable {
     private var reportedDrained = false
     private var lastSweep: UInt64 = 0
     private var dateSecond = 0
+    /// MonotonicClock time of the current loop iteration (read once per wake-up, as nginx
+    /// does): what connection deadlines are computed from.
+    private(set) var now: UInt64 = MonotonicClock.now()
     /// `Date: ...\r\n` for response heads, refreshed once a second.
     private(set) var dateLine: [UInt8] = []
     let readScratch: UnsafeMutableRawBufferPointer
@@ -99,6 +102,7 @@ final class EventLoop: @unchecked Sendable {
         while running {
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), 250) }
             if n < 0 && errno != EINTR { break }
+            now = MonotonicClock.now()
             refreshDate()
             if n > 0 {
                 for i in 0..<Int(n) {
@@ -111,7 +115,7 @@ final class EventLoop: @unchecked Sendable {
                     }
                 }
             }
-            let now = MonotonicClock.now()
+            now = MonotonicClock.now()
             if now &- lastSweep > 100_000_000 {
                 lastSweep = now
                 sweepTimeouts(now: now)
@@ -171,7 +175,7 @@ final class EventLoop: @unchecked Sendable {
                 continue
             }
             connections[id] = connection
-            connection.start(now: MonotonicClock.now())
+            connection.start(now: now)
         }
     }
 

@@ -50,8 +50,8 @@ public final class BlueLibraryApp: Sendable {
         let idempotency = IdempotencyGuard(store: store, clock: clock)
         let albums = AlbumRoutes(facade: facade, idempotency: idempotency, covers: covers)
 
-        let httpMetrics = HTTPMetrics()
-        var middleware: [any HTTPMiddleware] = [MetricsMiddleware(http: httpMetrics), RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
+        // The metrics middleware (outermost) is put in front once the routes are known.
+        var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
         let pageCache = AlbumListRoute.PageCache()
         self.pageCache = pageCache
@@ -77,8 +77,9 @@ public final class BlueLibraryApp: Sendable {
         ChangeRoutes(facade: facade).register(into: &routes)
         SettingsRoutes(settings: settings, validate: Self.settingsRules(store: store)).register(into: &routes)
         MetricsRoutes(metrics: metrics).register(into: &routes)
+        let httpMetrics = HTTPMetrics(routes: routes.routeTable)
+        routes.middleware.insert(MetricsMiddleware(http: httpMetrics), at: 0)
         router = routes.build()
-        httpMetrics.install(routes: router.routeTable)
 
         server = try HTTPServer(
             configuration: .init(

@@ -33,7 +33,7 @@ struct MetricsMiddleware: HTTPMiddleware {
 ///
 /// Label sets are bounded: `route` is a route pattern of the router or `unmatched` (404, 405),
 /// `method` one of the standard methods or `other`, `status` a status code. Every
-/// (route, method) series is created in ``install(routes:)`` from the router's route table
+/// (route, method) series is created at init from the router builder's route table
 /// (GET routes also get HEAD, which they answer), so recording a request takes no lock: one
 /// lookup in an immutable table, then relaxed atomic adds. Only a status code outside the
 /// common set below goes through a per-series mutex.
@@ -123,20 +123,15 @@ final class HTTPMetrics: Sendable {
         }
     }
 
-    private let table = AtomicLazyReference<Table>()
-    /// Responses seen before `install` (none in practice: the server starts after it).
-    private let early = MetricCounter()
+    private let table: Table
 
-    /// Creates every series from the router's routes; call once, before the server starts.
-    func install(routes: [(method: HTTPMethod, pattern: String)]) {
-        _ = table.storeIfNil(Table(routes: routes))
+    /// Creates every series from the routes the router will have.
+    init(routes: [(method: HTTPMethod, pattern: String)]) {
+        table = Table(routes: routes)
     }
 
     func record(pattern: String?, method: HTTPMethod, status: Int, duration: Duration) {
-        guard let table = table.load(), let series = table.series(pattern: pattern, method: method) else {
-            early.increment()
-            return
-        }
+        guard let series = table.series(pattern: pattern, method: method) else { return }
         series.record(status: status, duration: duration)
     }
 
@@ -146,7 +141,7 @@ final class HTTPMetrics: Sendable {
             "bluelibrary_http_requests_total",
             help: "HTTP responses by route template (or unmatched), method and status code.", kind: .counter
         ) { [self] writer in
-            for series in table.load()?.all ?? [] {
+            for series in table.all {
                 for (status, count) in series.statusCounts {
                     writer.sample("", [("route", series.route), ("method", series.method), ("status", String(status))], count)
                 }
@@ -157,7 +152,7 @@ final class HTTPMetrics: Sendable {
             help: "Time from the end of the request head to the response being ready, by route template and method.",
             kind: .histogram
         ) { [self] writer in
-            for series in table.load()?.all ?? [] where series.duration.observationCount > 0 {
+            for series in table.all where series.duration.observationCount > 0 {
                 series.duration.write(to: &writer, labels: [("route", series.route), ("method", series.method)])
             }
         }

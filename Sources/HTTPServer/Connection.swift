@@ -233,7 +233,7 @@ final class Connection {
         let resolution = shared.router.resolve(method: head.method, path: Self.path(of: head.target))
         let limit = resolution.options.maxBodyBytes ?? shared.limits.maxBodyBytes
         let decoder = try HTTPBodyDecoder(framing: head.framing, limit: limit)
-        let pending = PendingRequest(head: head, resolution: resolution, decoder: decoder, receivedAt: .now)
+        let pending = PendingRequest(head: head, resolution: resolution, decoder: decoder, receivedAt: loop.wokeAt)
         if decoder.isComplete {
             dispatch(pending)
             return
@@ -265,7 +265,7 @@ final class Connection {
             routePattern: pending.resolution.pattern, host: head.headers["Host"], receivedAt: pending.receivedAt)
         let framing = ResponseFraming(
             isHead: head.method == .head, version: head.version,
-            keepAlive: request.wantsKeepAlive && !drainRequested && !shared.isDraining)
+            keepAlive: head.wantsKeepAlive && !drainRequested && !shared.isDraining)
         let responder = pending.resolution.responder
         deadline = .max
         self.framing = framing

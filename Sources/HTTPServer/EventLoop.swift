@@ -33,6 +33,9 @@ final class EventLoop: @unchecked Sendable {
     /// MonotonicClock time of the current loop iteration (read once per wake-up, as nginx
     /// does): what connection deadlines are computed from.
     private(set) var now: UInt64 = MonotonicClock.now()
+    /// The same moment on the ContinuousClock: when requests completed in this wake-up count
+    /// as received.
+    private(set) var wokeAt: ContinuousClock.Instant = .now
     /// `Date: ...\r\n` for response heads, refreshed once a second.
     private(set) var dateLine: [UInt8] = []
     let readScratch: UnsafeMutableRawBufferPointer
@@ -103,6 +106,7 @@ final class EventLoop: @unchecked Sendable {
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), 250) }
             if n < 0 && errno != EINTR { break }
             now = MonotonicClock.now()
+            wokeAt = .now
             refreshDate()
             if n > 0 {
                 for i in 0..<Int(n) {

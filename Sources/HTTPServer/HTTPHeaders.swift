@@ -64,23 +64,31 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 }
 
 extension String {
-    /// ASCII case-insensitive equality, without allocating.
+    /// ASCII case-insensitive equality, without allocating. (Header lookups run this for
+    /// every field of every request: contiguous bytes are compared directly.)
     @inlinable
     public func equalsIgnoringASCIICase(_ other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
-        var a = utf8.makeIterator()
-        var b = other.utf8.makeIterator()
-        while true {
-            switch (a.next(), b.next()) {
-            case (nil, nil): return true
-            case let (x?, y?):
-                if x == y { continue }
-                if x | 0x20 != y | 0x20 { return false }
-                let lower = x | 0x20
-                if lower < 0x61 || lower > 0x7A { return false }
-            default: return false
+        let contiguous = utf8.withContiguousStorageIfAvailable { a in
+            other.utf8.withContiguousStorageIfAvailable { b in
+                for i in 0..<a.count where a[i] != b[i] {
+                    guard Self.sameLetterIgnoringCase(a[i], b[i]) else { return false }
+                }
+                return true
             }
         }
+        if let contiguous, let result = contiguous { return result }
+        for (x, y) in zip(utf8, other.utf8) where x != y {
+            guard Self.sameLetterIgnoringCase(x, y) else { return false }
+        }
+        return true
+    }
+
+    /// Whether two different bytes are the same ASCII letter in different cases.
+    @inlinable
+    static func sameLetterIgnoringCase(_ x: UInt8, _ y: UInt8) -> Bool {
+        let lower = x | 0x20
+        return lower == y | 0x20 && lower >= 0x61 && lower <= 0x7A
     }
 }
 

@@ -59,7 +59,9 @@ public struct HTTPRequest: Sendable {
     }
 
     /// Whether the connection may stay open after this request (RFC 9112 §9.3).
-    public var wantsKeepAlive: Bool {
+    public var wantsKeepAlive: Bool { Self.wantsKeepAlive(version: version, headers: headers) }
+
+    static func wantsKeepAlive(version: HTTPVersion, headers: HTTPHeaders) -> Bool {
         let tokens = headers.tokens(for: "Connection")
         switch version {
         case .http1_1: return !tokens.contains("close")

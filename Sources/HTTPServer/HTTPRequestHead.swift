@@ -6,6 +6,8 @@ struct HTTPRequestHead: Sendable {
     var headers: HTTPHeaders
     var framing: BodyFraming
     var expectsContinue: Bool
+    /// Whether the connection may stay open after this request (RFC 9112 §9.3).
+    var wantsKeepAlive: Bool
 
     enum BodyFraming: Sendable, Equatable {
         case none
@@ -51,8 +53,8 @@ struct HTTPHeadParser {
 
         var headers = HTTPHeaders()
         headers.reserveCapacity(8)
-        // Names starting with c, t, h or e may be Content-Length, Transfer-Encoding, Host or
-        // Expect: only then are the fields searched for them.
+        // Names starting with c, t, h or e may be Content-Length, Connection,
+        // Transfer-Encoding, Host or Expect: only then are the fields searched for them.
         var mayHaveFraming = false
         var mayHaveHost = false
         var mayHaveExpect = false
@@ -73,26 +75,30 @@ struct HTTPHeadParser {
         let expectsContinue =
             mayHaveExpect && version == .http1_1
             && headers["Expect"].map { $0.equalsIgnoringASCIICase("100-continue") } == true
+        let wantsKeepAlive =
+            mayHaveFraming ? HTTPRequest.wantsKeepAlive(version: version, headers: headers) : version == .http1_1
         let head = HTTPRequestHead(
             method: method, target: target, version: version, headers: headers,
-            framing: framing, expectsContinue: expectsContinue)
+            framing: framing, expectsContinue: expectsContinue, wantsKeepAlive: wantsKeepAlive)
         return .head(head, consumed: headEnd.next - start)
     }
 
     /// The end of the header block: the index after the last header line's content, and the
     /// index after the empty line. Accepts CRLF or bare LF line ends.
     static func findHeadEnd(_ buffer: [UInt8], from start: Int) -> (contentEnd: Int, next: Int)? {
-        var i = start
-        let count = buffer.count
-        while i < count {
-            if buffer[i] == 0x0A {
-                // An LF followed by an empty line (CRLF or LF) ends the head.
-                if i + 1 < count, buffer[i + 1] == 0x0A { return (i + 1, i + 2) }
-                if i + 2 < count, buffer[i + 1] == 0x0D, buffer[i + 2] == 0x0A { return (i + 1, i + 3) }
+        buffer.withUnsafeBufferPointer { bytes in
+            var i = start
+            let count = bytes.count
+            while i < count {
+                if bytes[i] == 0x0A {
+                    // An LF followed by an empty line (CRLF or LF) ends the head.
+                    if i + 1 < count, bytes[i + 1] == 0x0A { return (i + 1, i + 2) }
+                    if i + 2 < count, bytes[i + 1] == 0x0D, bytes[i + 2] == 0x0A { return (i + 1, i + 3) }
+                }
+                i += 1
             }
-            i += 1
+            return nil
         }
-        return nil
     }
 
     static func firstLineEnd(_ buffer: [UInt8], from start: Int, limit: Int) -> Int? {

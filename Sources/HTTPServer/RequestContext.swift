@@ -18,7 +18,8 @@ public struct RequestContext: Sendable {
     /// Whether the responder runs on the worker pool (where it may block) rather than on an
     /// event loop.
     public internal(set) var isOnWorkerPool = false
-    /// When the server finished reading the request head.
+    /// When the server received the request: the event loop's wake-up that completed its head
+    /// (so time spent behind other requests of that wake-up counts towards latency).
     public let receivedAt: ContinuousClock.Instant
 
     public init(

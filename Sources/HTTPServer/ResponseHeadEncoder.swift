@@ -95,7 +95,7 @@ extension Array where Element == UInt8 {
     /// Appends a header field value, dropping CR and LF (which would end the field early).
     mutating func appendFieldValue(_ value: String) {
         let copied: Void? = value.utf8.withContiguousStorageIfAvailable { bytes in
-            if bytes.contains(0x0D) || bytes.contains(0x0A) {
+            if bytes.contains(where: { $0 == 0x0D || $0 == 0x0A }) {
                 for byte in bytes where byte != 0x0D && byte != 0x0A { append(byte) }
             } else {
                 append(contentsOf: bytes)

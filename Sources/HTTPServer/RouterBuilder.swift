@@ -38,6 +38,9 @@ public struct RouterBuilder {
         add(method, pattern, options: options, ClosureResponder(handler))
     }
 
+    /// Every route added so far as (method, pattern), in order.
+    public var routeTable: [(method: HTTPMethod, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
+
     public func build() -> Router {
         let tree = MutableNode()
         for route in routes {
@@ -62,7 +65,7 @@ public struct RouterBuilder {
             node.routes[route.method] = route
         }
         return Router(
-            root: freeze(tree), routeTable: routes.map { ($0.method, $0.pattern) }, middleware: middleware,
+            root: freeze(tree), routeTable: routeTable, middleware: middleware,
             errorRenderer: errorRenderer)
     }
 

@@ -311,8 +311,7 @@ struct PrometheusText {
     /// Recording through the middleware counts every request exactly once (its cost is printed
     /// for information; timings belong in scripts/bench, not in assertions).
     @Test func recordingCountsEveryRequestOnce() throws {
-        let http = HTTPMetrics()
-        http.install(routes: [(.get, "/albums"), (.get, "/albums/{id}"), (.post, "/albums")])
+        let http = HTTPMetrics(routes: [(.get, "/albums"), (.get, "/albums/{id}"), (.post, "/albums")])
         let middleware = MetricsMiddleware(http: http)
         let ok = ClosureResponder { _, _ in HTTPResponse(status: .ok) }
         let request = HTTPRequest(method: .get, target: "/albums/x")

@@ -60,4 +60,15 @@ import Testing
         #expect(text(encoder.encode(stream, version: .http1_1, keepAlive: true, sendsBody: true).bytes).hasSuffix(
             "\r\nTransfer-Encoding: chunked\r\n\r\n"))
     }
+
+    @Test func headerNamesCompareIgnoringASCIICaseOnly() {
+        #expect("Content-Length".equalsIgnoringASCIICase("content-LENGTH"))
+        #expect("".equalsIgnoringASCIICase(""))
+        #expect(!"Host".equalsIgnoringASCIICase("Hosts"))
+        #expect(!"[".equalsIgnoringASCIICase("{"))  // differ by 0x20 but are not letters
+        #expect(!"@".equalsIgnoringASCIICase("`"))
+        #expect(!"é".equalsIgnoringASCIICase("É"))  // ASCII only
+        #expect("X-Request-Id-With-A-Long-Name-Beyond-Small-Strings".equalsIgnoringASCIICase(
+            "x-request-id-with-a-long-name-beyond-small-strings"))
+    }
 }

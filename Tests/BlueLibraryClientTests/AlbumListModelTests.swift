@@ -20,13 +20,18 @@ import Testing
     }
 
     @Test func firstLoadGoesFromEmptyToLoadedWithCallbacksInOrder() throws {
-        let (model, recorder) = makeModel(limit: 3)
+        // Held at the proxy, so the in-flight flags are checked while the load provably runs.
+        let proxy = try GatedProxy(upstreamPort: server.port)
+        proxy.gated = true
+        let (model, recorder) = makeModel(limit: 3, client: LiveServer.client(port: proxy.port))
         let initial = model.snapshot
         #expect(!initial.isLoaded && !initial.isLoading && !initial.isLoadingMore && !initial.isOutdated)
         #expect(initial.items.isEmpty && !initial.hasMore)
 
         #expect(model.load() == .started)
+        #expect(proxy.waitForRequests(1))
         #expect(model.isLoading && !model.isLoadingMore && !model.isLoaded)
+        proxy.release()
         #expect(recorder.wait(for: 3) == ["start", "change", "finish"])
         let loaded = model.snapshot
         #expect(loaded.isLoaded && !loaded.isLoading && !loaded.isOutdated)
@@ -39,14 +44,18 @@ import Testing
         let expected = try server.allAlbums()
         #expect(expected.count == 8)
 
-        let (model, recorder) = makeModel(limit: 3)
+        let proxy = try GatedProxy(upstreamPort: server.port)
+        let (model, recorder) = makeModel(limit: 3, client: LiveServer.client(port: proxy.port))
         model.load()
         recorder.wait(for: 3)
         var pages = 1
+        proxy.gated = true
         while model.hasMore {
             let seen = recorder.events.count
             #expect(model.load(more: true) == .started)
+            #expect(proxy.waitForRequests(pages + 1))
             #expect(model.isLoadingMore && model.isLoading && model.isLoaded)
+            proxy.release()
             #expect(recorder.next(3, after: seen) == ["start", "change", "finish"])
             #expect(!model.isLoadingMore && !model.isLoading)
             pages += 1

@@ -57,17 +57,6 @@ public struct HTTPRequest: Sendable {
     public func query(_ name: String) -> String? {
         queryItems.first { $0.name == name }?.value
     }
-
-    /// Whether the connection may stay open after this request (RFC 9112 §9.3).
-    public var wantsKeepAlive: Bool { Self.wantsKeepAlive(version: version, headers: headers) }
-
-    static func wantsKeepAlive(version: HTTPVersion, headers: HTTPHeaders) -> Bool {
-        let tokens = headers.tokens(for: "Connection")
-        switch version {
-        case .http1_1: return !tokens.contains("close")
-        case .http1_0: return tokens.contains("keep-alive")
-        }
-    }
 }
 
 /// Percent-decoding of URI components (RFC 3986 §2.1).

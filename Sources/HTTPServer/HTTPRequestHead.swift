@@ -75,8 +75,7 @@ struct HTTPHeadParser {
         let expectsContinue =
             mayHaveExpect && version == .http1_1
             && headers["Expect"].map { $0.equalsIgnoringASCIICase("100-continue") } == true
-        let wantsKeepAlive =
-            mayHaveFraming ? HTTPRequest.wantsKeepAlive(version: version, headers: headers) : version == .http1_1
+        let wantsKeepAlive = mayHaveFraming ? Self.wantsKeepAlive(version: version, headers: headers) : version == .http1_1
         let head = HTTPRequestHead(
             method: method, target: target, version: version, headers: headers,
             framing: framing, expectsContinue: expectsContinue, wantsKeepAlive: wantsKeepAlive)
@@ -191,6 +190,15 @@ struct HTTPHeadParser {
             }
         }
         return result.map { .length($0) } ?? .none
+    }
+
+    /// Whether the connection may stay open after the request (RFC 9112 §9.3).
+    static func wantsKeepAlive(version: HTTPVersion, headers: HTTPHeaders) -> Bool {
+        let tokens = headers.tokens(for: "Connection")
+        switch version {
+        case .http1_1: return !tokens.contains("close")
+        case .http1_0: return tokens.contains("keep-alive")
+        }
     }
 
     /// tchar (RFC 9110 §5.6.2).

@@ -122,6 +122,21 @@ import Testing
         #expect(throws: HTTPParseError.malformedRequestLine) { try parse("OPTIONS ** HTTP/1.1\r\nHost: a\r\n\r\n") }
     }
 
+    @Test func keepAliveFollowsVersionAndConnection() throws {
+        let cases: [(String, Bool)] = [
+            ("GET / HTTP/1.1\r\nHost: a\r\n\r\n", true),
+            ("GET / HTTP/1.1\r\nHost: a\r\nCookie: c\r\n\r\n", true),
+            ("GET / HTTP/1.1\r\nHost: a\r\nconnection: Close\r\n\r\n", false),
+            ("GET / HTTP/1.1\r\nConnection: upgrade, close\r\nHost: a\r\n\r\n", false),
+            ("GET / HTTP/1.0\r\n\r\n", false),
+            ("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", true),
+        ]
+        for (text, keepAlive) in cases {
+            let (head, _) = try #require(try parse(text))
+            #expect(head.wantsKeepAlive == keepAlive, "\(text.debugDescription)")
+        }
+    }
+
     @Test func framingHostAndExpectAreFoundWhateverElseIsSent() throws {
         // Other fields with the same first letters must not hide or fake the ones that matter.
         #expect(throws: HTTPParseError.missingHost) { try parse("GET / HTTP/1.1\r\nHx: a\r\nHosts: b\r\n\r\n") }

@@ -1,11 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-let shared: [SwiftSetting] = [
+let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
-    // Release builds specialise generics and inline across modules (the request model's cache,
-    // the middleware chain): measured 8-12% less CPU per cached-page request with scripts/bench.
-    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
 let package = Package(
@@ -37,56 +34,56 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
 
         // The reusable floor: knows nothing about albums.
-        .target(name: "HTTPServer", dependencies: ["CLinux"], swiftSettings: shared),
+        .target(name: "HTTPServer", dependencies: ["CLinux"], swiftSettings: strict),
 
         // A small, safe wrapper over libsqlite3: knows nothing about albums.
-        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: shared),
+        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
 
         // The domain: albums, ordering rules, the facade, undo, state, archive. No I/O imports.
-        .target(name: "Library", swiftSettings: shared),
+        .target(name: "Library", swiftSettings: strict),
 
         // AlbumStore on SQLite: the only module that knows SQL.
-        .target(name: "Storage", dependencies: ["Library", "SQLite", "CLinux"], swiftSettings: shared),
+        .target(name: "Storage", dependencies: ["Library", "SQLite", "CLinux"], swiftSettings: strict),
 
         // Cover fetcher (libcurl) with a disk cache: implements Library's CoverSource.
-        .target(name: "Covers", dependencies: ["Library", "CCurl"], swiftSettings: shared),
+        .target(name: "Covers", dependencies: ["Library", "CCurl"], swiftSettings: strict),
 
         // PBKDF2-HMAC-SHA256 and secure random bytes (libcrypto): knows nothing about albums.
-        .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: shared),
+        .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
 
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
             dependencies: ["HTTPServer", "Library", "Storage", "Covers", "Crypto"],
             resources: [.copy("Resources/openapi.yaml")],
-            swiftSettings: shared
+            swiftSettings: strict
         ),
         // The Swift client for apps: typed calls and the paged-list model. Knows nothing of the server's modules.
-        .target(name: "BlueLibraryClient", swiftSettings: shared),
+        .target(name: "BlueLibraryClient", swiftSettings: strict),
 
         .executableTarget(
             name: "bluelibrary",
             dependencies: ["BlueLibraryServer", "BlueLibraryClient"],
-            swiftSettings: shared
+            swiftSettings: strict
         ),
 
         // Raw-socket HTTP client and child-process runner shared by the end-to-end tests.
-        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport", swiftSettings: shared),
+        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport", swiftSettings: strict),
 
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: shared),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: shared),
-        .testTarget(name: "LibraryTests", dependencies: ["Library"], swiftSettings: shared),
-        .testTarget(name: "CoversTests", dependencies: ["Covers", "Library", "HTTPServer"], swiftSettings: shared),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite"], swiftSettings: shared),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
+        .testTarget(name: "LibraryTests", dependencies: ["Library"], swiftSettings: strict),
+        .testTarget(name: "CoversTests", dependencies: ["Covers", "Library", "HTTPServer"], swiftSettings: strict),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite"], swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
             dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "bluelibrary", "Crypto", "Storage", "Library"],
-            swiftSettings: shared
+            swiftSettings: strict
         ),
         .testTarget(
             name: "BlueLibraryClientTests",
             dependencies: ["BlueLibraryClient", "BlueLibraryServer", "HTTPTestSupport", "bluelibrary"],
-            swiftSettings: shared
+            swiftSettings: strict
         ),
     ]
 )

@@ -52,7 +52,7 @@ enum ServiceMetrics {
             }
         }
 
-        metrics.sampled("bluelibrary_page_cache_hits_total", help: "GET /albums pages answered from memory.",
+        metrics.sampled("bluelibrary_page_cache_hits_total", help: "GET /albums requests answered from a cached page (200 with it, or 304 against its ETag).",
                         kind: .counter) { pages.statistics.hits }
         metrics.sampled("bluelibrary_page_cache_misses_total",
                         help: "GET /albums pages read from the database (or joined to an identical read).",

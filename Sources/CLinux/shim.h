@@ -3,6 +3,7 @@
 /* Linux-only system calls that Swift's Glibc module leaves out. */
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -28,11 +29,10 @@ static inline int bl_set_calling_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
 }
 
-/* Puts the calling thread in SCHED_IDLE: it runs only when its CPU has nothing else to run, so
-   background maintenance never takes the CPU from request handling. Returns 0, or -1 with errno.
-   (Raw system call: SCHED_IDLE needs _GNU_SOURCE, like the affinity call above.) */
-static inline int bl_make_calling_thread_idle_priority(void) {
-    struct { int sched_priority; } param = { 0 };
-    return (int)syscall(SYS_sched_setscheduler, 0, 5 /* SCHED_IDLE */, &param);
+/* Gives the calling thread the lowest normal priority (nice 19; Linux applies setpriority to a
+   thread id alone): background maintenance then rarely takes the CPU from request handling,
+   yet still gets a small share of a saturated CPU. Returns 0, or -1 with errno. */
+static inline int bl_make_calling_thread_nice(void) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 }
 #endif

@@ -26,6 +26,7 @@ public struct RouterBuilder {
         _ method: HTTPMethod, _ pattern: String, options: RouteOptions = .inline, _ responder: any HTTPResponder
     ) {
         precondition(pattern.hasPrefix("/"), "route patterns start with /: \(pattern)")
+        precondition(pattern == "/" || !Self.segments(of: pattern).contains(""), "empty segment in route pattern \(pattern)")
         precondition(
             !routes.contains { $0.method == method && $0.pattern == pattern }, "duplicate route \(method) \(pattern)")
         routes.append(PendingRoute(method: method, pattern: pattern, options: options, responder: responder))

@@ -15,12 +15,14 @@ import Synchronization
 /// checkpoint never blocks the writer or readers; a WAL that a long reader keeps alive is
 /// picked up at a later tick.
 ///
-/// The thread runs at idle priority (SCHED_IDLE). A checkpoint at 1M albums takes ~15 ms of
-/// copying and fsync; at normal priority the thread, woken by a commit, preempted the request
-/// that had just committed, which put the slowest 1% of `DELETE /albums/at/0` over 2 ms on a
-/// server pinned to one core (p99 1.8-2.0 ms; 0.7-1.0 ms at idle priority, scripts/bench). The
-/// writer keeps SQLite's in-commit checkpoint only as a fallback at a much larger WAL
-/// (`fallbackFrames`), for a CPU so busy that this thread falls behind.
+/// The thread runs at nice 19. A checkpoint at 1M albums takes ~15 ms of copying and fsync; at
+/// normal priority the thread, woken by a commit, preempted the request that had just
+/// committed, which put the slowest 1% of `DELETE /albums/at/0` over 2 ms on a server pinned to
+/// one core (p99 1.8-2.0 ms; 0.7-0.95 ms at nice 19, scripts/bench). SCHED_IDLE measured about
+/// the same but can starve the thread for seconds on a saturated CPU while it holds the
+/// checkpoint lock; nice 19 still gets a small share. The writer keeps SQLite's in-commit
+/// checkpoint as a fallback at a much larger WAL (`fallbackFrames`), for a CPU so busy that this
+/// thread falls behind.
 ///
 /// `stop()` (called from the store's `deinit`) ends the thread and waits for it, so the
 /// writer connection is the last one closed and SQLite folds and removes the WAL then.
@@ -46,8 +48,8 @@ final class Checkpointer: Sendable {
 
     private func run(path: String, options: Connection.Options, interval: Duration) {
         _ = bl_set_calling_thread_name(Self.threadName)
-        // Best effort: where the call is refused the thread simply keeps normal priority.
-        _ = bl_make_calling_thread_idle_priority()
+        // Best effort: where the call is refused the thread simply keeps its priority.
+        _ = bl_make_calling_thread_nice()
         var connection: Connection?
         while !stopping.load(ordering: .acquiring) {
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: interval.nanoseconds)))

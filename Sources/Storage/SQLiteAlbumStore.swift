@@ -69,7 +69,7 @@ public final class SQLiteAlbumStore: AlbumStore {
         /// SQLite's default: inside the commit that grows the WAL past 1000 pages.
         case automatic
         /// On a background thread every `interval`, or after `wakeAfterWrites` commits. The
-        /// thread runs at idle priority; should it fall behind (a CPU saturated for a long
+        /// thread runs at nice 19; should it fall behind (a CPU saturated for a long
         /// time), the commit that takes the WAL past `fallbackFrames` pages checkpoints itself,
         /// as SQLite does by default, so the WAL stays bounded.
         case background(interval: Duration = .milliseconds(250), wakeAfterWrites: Int = 256, fallbackFrames: Int = 16384)

@@ -305,6 +305,20 @@ final class Connection {
         guard phase == .processing else { return }
         var framing = self.framing
         if drainRequested || shared.isDraining { framing.keepAlive = false }
+        var response = response
+        var fileFD: Int32 = -1
+        if !framing.isHead && response.status.allowsBody, case let .file(file) = response.body {
+            // Opened before the head is written: a file gone since the handler looked (a cover
+            // evicted meanwhile) gets an error response instead of a head promising a length
+            // that never comes. Once open, the file stays readable even if it is removed.
+            fileFD = open(file.path, O_RDONLY | O_CLOEXEC)
+            if fileFD < 0 {
+                response = HTTPError(
+                    .serviceUnavailable, detail: "The file for this response went away before it was sent; try again.",
+                    headers: ["Retry-After": "1"]
+                ).response()
+            }
+        }
         let sendsBody = !framing.isHead && response.status.allowsBody
         let head = ResponseHeadEncoder(dateLine: loop.dateLine)
             .encode(response, version: framing.version, keepAlive: framing.keepAlive, sendsBody: sendsBody)
@@ -316,17 +330,7 @@ final class Connection {
             if sendsBody && !head.bodyIncluded { output.append(bytes) }
             finishResponse(framing)
         case let .file(file):
-            if sendsBody {
-                let fileFD = open(file.path, O_RDONLY | O_CLOEXEC)
-                guard fileFD >= 0 else {
-                    // The head promised a length we cannot deliver: all we can do is close.
-                    closeWhenFlushed = true
-                    phase = .awaitingHead
-                    flush()
-                    return
-                }
-                output.appendFile(fd: fileFD, offset: file.offset, length: file.length)
-            }
+            if sendsBody { output.appendFile(fd: fileFD, offset: file.offset, length: file.length) }
             finishResponse(framing)
         case let .stream(stream):
             if framing.isHead || !response.status.allowsBody {

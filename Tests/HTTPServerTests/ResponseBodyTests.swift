@@ -57,6 +57,29 @@ import Testing
         #expect(try client.readResponse().text == "end")
     }
 
+    @Test func aFileGoneBeforeSendingGetsAnErrorAndTheConnectionLives() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("HTTPServerTests-gone-\(UUID().uuidString)").path
+        let server = try TestServer { routes in
+            routes.add(.get, "/gone") { _, _ in
+                HTTPResponse(headers: ["ETag": "\"stale\""], body: .file(HTTPFileBody(path: path, length: 1_000)))
+            }
+        }
+        defer { server.stop() }
+        let client = try server.client()
+
+        try client.send("GET /gone HTTP/1.1\r\nHost: test\r\n\r\n")
+        let gone = try client.readResponse()
+        #expect(gone.status == 503)
+        #expect(gone[header: "Retry-After"] == "1")
+        #expect(gone[header: "Content-Type"] == "application/problem+json")
+        #expect(gone[header: "ETag"] == nil)  // nothing of the response that could not be sent
+        #expect(gone.text.contains("went away"))
+
+        // Not a truncated body followed by a close: the same connection goes on.
+        try client.send("GET /say?word=still-here HTTP/1.1\r\nHost: test\r\n\r\n")
+        #expect(try client.readResponse().text == "still-here")
+    }
+
     @Test func streamBodyIsChunkedAndEndsWithTheLastChunk() throws {
         let writers = Handoff<HTTPStreamWriter>()
         let closed = Handoff<Bool>()

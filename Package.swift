@@ -48,7 +48,7 @@ let package = Package(
         // Cover fetcher (libcurl) with a disk cache: implements Library's CoverSource.
         .target(name: "Covers", dependencies: ["Library", "CCurl"], swiftSettings: strict),
 
-        // PBKDF2-HMAC-SHA256 and secure random bytes (libcrypto): knows nothing about albums.
+        // PBKDF2-HMAC-SHA256, HMAC-SHA256 and secure random bytes (libcrypto): knows nothing about albums.
         .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
 
         // The HTTP face and composition root.
@@ -73,6 +73,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
         .testTarget(name: "LibraryTests", dependencies: ["Library"], swiftSettings: strict),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
         .testTarget(name: "CoversTests", dependencies: ["Covers", "Library", "HTTPServer"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite"], swiftSettings: strict),
         .testTarget(

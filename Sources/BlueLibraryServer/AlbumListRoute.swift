@@ -17,6 +17,8 @@ struct AlbumListRoute {
     let facade: LibraryFacade
     let pages: PageCache
     let settings: SettingsService
+    /// Seals the cursors this route hands out and opens the ones it is given.
+    let seal: CursorSeal
 
     /// A page ready to send.
     struct CachedPage: Sendable {
@@ -60,15 +62,15 @@ struct AlbumListRoute {
         if let cached {
             return response(cached, context: context)
         }
-        let pageRequest = try Self.pageRequest(from: request, paging: paging)
+        let pageRequest = try Self.pageRequest(from: request, paging: paging, seal: seal)
         guard context.isOnWorkerPool else { throw WorkerPoolRequired() }
         let pretty = request.wantsPretty
         let page = try pages.value(key, version: version) {
             let page = try library { () throws(LibraryError) in try facade.page(pageRequest) }
-            let bytes = try AlbumRepresentation.listBytes(page, pretty: pretty)
+            let next = page.next?.encoded(sealedWith: seal)
+            let bytes = try AlbumRepresentation.listBytes(page, next: next, pretty: pretty)
             let cached = CachedPage(
-                bytes: bytes, etag: key.etag(version: page.version),
-                nextLink: page.next.map { Self.nextPath(request, cursor: $0.encoded) })
+                bytes: bytes, etag: key.etag(version: page.version), nextLink: next.map { Self.nextPath(request, cursor: $0) })
             return .init(value: cached, version: page.version, cost: bytes.count + key.query.utf8.count + 256)
         }
         return response(page, context: context)
@@ -90,7 +92,7 @@ struct AlbumListRoute {
     }
 
     /// Reads `limit`, `cursor` or `offset`, `sort`, `q`, `artist`, `genre`, `yearFrom`, `yearTo`, `count`.
-    static func pageRequest(from request: HTTPRequest, paging: LibrarySettings.Paging = .init()) throws -> PageRequest {
+    static func pageRequest(from request: HTTPRequest, paging: LibrarySettings.Paging = .init(), seal: CursorSeal) throws -> PageRequest {
         let sort = try library { () throws(LibraryError) in try request.query("sort").map(AlbumSort.parse) ?? .position }
         let filter = AlbumFilter(
             text: request.query("q").flatMap { $0.isEmpty ? nil : $0 },
@@ -106,7 +108,7 @@ struct AlbumListRoute {
         case (.some, .some):
             throw HTTPError(.badRequest, detail: "Send either cursor or offset, not both.")
         case let (cursor?, nil):
-            start = .cursor(try library { () throws(LibraryError) in try PageCursor.decode(cursor, for: query) })
+            start = .cursor(try library { () throws(LibraryError) in try PageCursor.decode(cursor, for: query, seal: seal) })
         case let (nil, offset?):
             start = .offset(offset)
         case (nil, nil):

@@ -65,9 +65,10 @@ enum AlbumRepresentation {
     }
 
     /// A page of a list: `{"items": [...], "next": cursor-or-null, "version": n}` and
-    /// `"total"` when counted. Items carry `index` only when the list shows indexes.
-    static func listBytes(_ page: AlbumListPage, pretty: Bool) throws -> [UInt8] {
-        if pretty { return try JSONBody.encode(ListDocument(page), pretty: true) }
+    /// `"total"` when counted. Items carry `index` only when the list shows indexes. `next` is
+    /// the page's next cursor, already sealed.
+    static func listBytes(_ page: AlbumListPage, next: String?, pretty: Bool) throws -> [UInt8] {
+        if pretty { return try JSONBody.encode(ListDocument(page: page, next: next), pretty: true) }
         var json = JSONWriter(capacity: 256 * max(1, page.items.count))
         json.beginObject()
         json.key("items")
@@ -80,7 +81,7 @@ enum AlbumRepresentation {
         }
         json.endArray()
         json.key("next")
-        if let next = page.next { json.string(next.encoded) } else { json.null() }
+        if let next { json.string(next) } else { json.null() }
         if let total = page.total {
             json.key("total"); json.number(total)
         }
@@ -101,12 +102,12 @@ enum AlbumRepresentation {
     /// The Codable form of a list page, for `?pretty`.
     struct ListDocument: Encodable {
         let page: AlbumListPage
-        init(_ page: AlbumListPage) { self.page = page }
+        let next: String?
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(page.items.map(ListedItem.init), forKey: .items)
-            try container.encode(page.next?.encoded, forKey: .next)  // null, not absent, at the end
+            try container.encode(next, forKey: .next)  // null, not absent, at the end
             try container.encodeIfPresent(page.total, forKey: .total)
             try container.encode(page.version, forKey: .version)
         }

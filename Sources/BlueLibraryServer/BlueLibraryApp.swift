@@ -1,4 +1,5 @@
 import Covers
+import Crypto
 import Foundation
 import HTTPServer
 import Library
@@ -66,7 +67,8 @@ public final class BlueLibraryApp: Sendable {
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec()).register(into: &routes)
         albums.register(into: &routes)
-        AlbumListRoute(facade: facade, pages: pageCache, settings: settings).register(into: &routes)
+        AlbumListRoute(facade: facade, pages: pageCache, settings: settings, seal: try Self.cursorSeal(store))
+            .register(into: &routes)
         UndoStateRoutes(facade: facade).register(into: &routes)
         ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers),
                       maxImportBytes: configuration.maxArchiveBytes).register(into: &routes)
@@ -151,6 +153,21 @@ public final class BlueLibraryApp: Sendable {
             cacheSizeLimit: min(configuration.coverCacheBytes, settings.cacheSizeLimitBytes),
             fetchTimeout: .seconds(settings.fetchTimeoutSeconds), freshness: .seconds(settings.freshnessSeconds),
             addressPolicy: policy)
+    }
+
+    /// HMAC-SHA256 under the database's cursor key (made on first start): cursors survive a
+    /// restart, every instance on this database accepts them, and nobody can forge one.
+    static func cursorSeal(_ store: SQLiteAlbumStore) throws -> CursorSeal {
+        let key: [UInt8]
+        do {
+            key = try store.secret(named: "cursor", orStore: HMACSHA256.makeKey())
+        } catch {
+            throw ConfigurationError("cannot read or create the cursor key in \(store.path): \(error)")
+        }
+        return CursorSeal(tagLength: HMACSHA256.tagLength) { message in
+            // HMAC fails only if libcrypto cannot allocate; an empty tag then never verifies.
+            (try? HMACSHA256.tag(message, key: key)) ?? []
+        }
     }
 
     /// The library's version at start: where the event hub's `Last-Event-ID` window begins.

@@ -1,7 +1,8 @@
 #ifndef BLUELIBRARY_CCRYPTO_SHIM_H
 #define BLUELIBRARY_CCRYPTO_SHIM_H
-/* libcrypto (OpenSSL 3, Debian libssl-dev): only PBKDF2-HMAC and the CSPRNG are used. */
+/* libcrypto (OpenSSL 3, Debian libssl-dev): PBKDF2-HMAC, one-shot HMAC and the CSPRNG. */
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/crypto.h>
 

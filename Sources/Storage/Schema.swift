@@ -57,6 +57,9 @@ enum Schema {
         migrator.register("v5-settings-and-access") { db in
             try db.execute(v5)
         }
+        migrator.register("v6-secrets") { db in
+            try db.execute(v6)
+        }
         return migrator
     }
 
@@ -183,6 +186,17 @@ enum Schema {
             attempt_count INTEGER NOT NULL,
             window_start INTEGER NOT NULL,
             locked_until INTEGER
+        ) WITHOUT ROWID;
+        """
+
+    /// v6: server secrets by name (`cursor`: the HMAC key that seals paging cursors), made
+    /// once and kept, so what they sealed stays valid across restarts and for every process
+    /// sharing the database.
+    private static let v6 = """
+        CREATE TABLE secrets (
+            name TEXT PRIMARY KEY,
+            value BLOB NOT NULL,
+            created_at INTEGER NOT NULL
         ) WITHOUT ROWID;
         """
 }

@@ -4,6 +4,16 @@ import Testing
 @testable import Library
 
 @Suite struct PagingTests {
+    /// A keyed tag for these tests (the server's is HMAC-SHA256 from libcrypto, tested in
+    /// CryptoTests): FNV-1a of key and message, spread over 16 bytes.
+    static func seal(key: String = "test-key") -> CursorSeal {
+        CursorSeal(tagLength: 16) { message in
+            let first = FNV1a.hash(Array(key.utf8) + message), second = FNV1a.hash(message + Array(key.utf8))
+            return withUnsafeBytes(of: (first, second)) { Array($0) }
+        }
+    }
+    let seal = PagingTests.seal()
+
     /// Walks every page of `query` and returns the albums in order.
     func walk(_ facade: LibraryFacade, _ query: AlbumQuery = AlbumQuery(), limit: Int) throws -> [ListedAlbum] {
         var items: [ListedAlbum] = []
@@ -13,7 +23,7 @@ import Testing
             items += page.items
             guard let next = page.next else { return items }
             // Round-trip through the wire form, as a client would.
-            start = .cursor(try PageCursor.decode(next.encoded, for: query))
+            start = .cursor(try PageCursor.decode(next.encoded(sealedWith: seal), for: query, seal: seal))
         }
     }
 
@@ -104,20 +114,44 @@ import Testing
     @Test func badCursorsAndLimitsAreRefused() throws {
         let fixture = try Fixture(seeded: true)
         let page = try fixture.facade.page(PageRequest(limit: 2))
-        let cursor = try #require(page.next).encoded
+        let cursor = try #require(page.next).encoded(sealedWith: seal)
+        #expect(try PageCursor.decode(cursor, for: AlbumQuery(), seal: seal) == page.next)
+        // Sealed under another key
+        #expect(throws: LibraryError.self) { try PageCursor.decode(cursor, for: AlbumQuery(), seal: Self.seal(key: "other")) }
         // Another query
-        #expect(throws: LibraryError.self) { try PageCursor.decode(cursor, for: AlbumQuery(sort: AlbumSort(.title))) }
+        #expect(throws: LibraryError.self) { try PageCursor.decode(cursor, for: AlbumQuery(sort: AlbumSort(.title)), seal: seal) }
         // Tampered: one character changed
         var tampered = Array(cursor)
         tampered[tampered.count / 2] = tampered[tampered.count / 2] == "A" ? "B" : "A"
-        #expect(throws: LibraryError.self) { try PageCursor.decode(String(tampered), for: AlbumQuery()) }
-        #expect(throws: LibraryError.self) { try PageCursor.decode(String(cursor.dropLast(3)), for: AlbumQuery()) }
-        #expect(throws: LibraryError.self) { try PageCursor.decode("not a cursor", for: AlbumQuery()) }
+        #expect(throws: LibraryError.self) { try PageCursor.decode(String(tampered), for: AlbumQuery(), seal: seal) }
+        #expect(throws: LibraryError.self) { try PageCursor.decode(String(cursor.dropLast(3)), for: AlbumQuery(), seal: seal) }
+        #expect(throws: LibraryError.self) { try PageCursor.decode("not a cursor", for: AlbumQuery(), seal: seal) }
+        // Sealed, but saying what the server never says: a negative end index, too many anchors.
+        let anchor = try #require(page.next?.anchors.first)
+        for bad in [PageCursor(fingerprint: AlbumQuery().fingerprint, lastValue: nil, anchors: [anchor], endIndex: -1),
+                    PageCursor(fingerprint: AlbumQuery().fingerprint, lastValue: nil, anchors: [anchor], endIndex: Int.min),
+                    PageCursor(fingerprint: AlbumQuery().fingerprint, lastValue: nil,
+                               anchors: Array(repeating: anchor, count: PageCursor.anchorCount + 1), endIndex: 2)] {
+            #expect(throws: LibraryError.self) { try PageCursor.decode(bad.encoded(sealedWith: seal), for: AlbumQuery(), seal: seal) }
+        }
         #expect(throws: LibraryError.self) { try fixture.facade.page(PageRequest(limit: 0)) }
         #expect(throws: LibraryError.self) { try fixture.facade.page(PageRequest(limit: 501)) }
         #expect(throws: LibraryError.self) { try AlbumSort.parse("colour") }
         #expect(throws: LibraryError.self) {
             try fixture.facade.page(PageRequest(query: AlbumQuery(filter: AlbumFilter(yearFrom: 2000, yearTo: 1990))))
+        }
+    }
+
+    /// The facade never trusts a cursor's numbers, whoever made it: every anchor gone and an
+    /// end index at either end of `Int` continues at a valid offset instead of overflowing.
+    @Test func aCursorWhoseAnchorsAreGoneNeverOverflows() throws {
+        let fixture = try Fixture(seeded: true)
+        let gone = try #require(AlbumID("01ARZ3NDEKTSV4RRFFQ69G5FAV"))
+        for end in [Int.min, Int.min + 1, -1, 0, 3, Int.max - 1, Int.max] {
+            let cursor = PageCursor(fingerprint: AlbumQuery().fingerprint, lastValue: nil,
+                                    anchors: Array(repeating: gone, count: PageCursor.anchorCount), endIndex: end)
+            let page = try fixture.facade.page(PageRequest(start: .cursor(cursor), limit: 2))
+            #expect(page.items.count <= 2, "end \(end)")
         }
     }
 

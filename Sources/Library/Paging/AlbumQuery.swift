@@ -15,7 +15,7 @@ public struct AlbumQuery: Sendable, Hashable {
 
     /// A short, stable fingerprint of sort and filter (FNV-1a 64, hex).
     public var fingerprint: String {
-        CursorChecksum.hex(CursorChecksum.fnv1a(Array("\(sort)|\(filter.canonical)".utf8)))
+        FNV1a.hex(FNV1a.hash(Array("\(sort)|\(filter.canonical)".utf8)))
     }
 }
 

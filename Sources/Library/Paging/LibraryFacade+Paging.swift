@@ -48,8 +48,10 @@ extension LibraryFacade {
                 }
                 if !found {
                     // Every trailing album of the previous page is gone: continue where that
-                    // page ended, less the albums that were deleted from it.
-                    let offset = max(0, (cursor.endIndex ?? 0) - cursor.anchors.count)
+                    // page ended, less the albums that were deleted from it (written so that
+                    // no end index, however large or small, can overflow).
+                    let end = cursor.endIndex ?? 0
+                    let offset = end > cursor.anchors.count ? end - cursor.anchors.count : 0
                     rows = try fetch(.offset(offset)) ?? []
                     firstIndex = offset
                 }

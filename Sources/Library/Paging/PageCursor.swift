@@ -12,8 +12,11 @@ import Foundation
 ///   if the page's last album was deleted the one before it stands in, and so on.
 /// - for position order, the index the page ended at, used only if every anchor is gone.
 ///
-/// On the wire: base64url of a small JSON document followed by an 8-byte checksum, so a
-/// tampered or truncated cursor is refused rather than read as some other position.
+/// On the wire: base64url of a small JSON document followed by its tag under the server's
+/// `CursorSeal` (HMAC-SHA256 with a key kept in the database), so a cursor the server did not
+/// issue, or one that was edited or cut short, is refused before anything in it is believed.
+/// Even so, nothing in a cursor is trusted to be in range: a negative end index is refused and
+/// the arithmetic on it cannot overflow.
 public struct PageCursor: Sendable, Hashable {
     public var fingerprint: String
     public var lastValue: SortValue?
@@ -38,8 +41,8 @@ public struct PageCursor: Sendable, Hashable {
         var e: Int?
     }
 
-    /// The opaque text.
-    public var encoded: String {
+    /// The opaque text, sealed with `seal`.
+    public func encoded(sealedWith seal: CursorSeal) -> String {
         var wire = Wire(f: fingerprint, t: nil, n: nil, a: anchors.map(\.rawValue), e: endIndex)
         switch lastValue {
         case let .text(text)?: wire.t = text
@@ -49,28 +52,30 @@ public struct PageCursor: Sendable, Hashable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys  // one page, one cursor text
         var bytes = Array((try? encoder.encode(wire)) ?? Data())
-        let sum = CursorChecksum.fnv1a(CursorChecksum.salt + bytes)
-        withUnsafeBytes(of: sum.bigEndian) { bytes.append(contentsOf: $0) }
+        bytes += seal.tag(bytes)
         return Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
-    /// Reads a cursor and checks it belongs to `query`.
+    /// Reads a cursor sealed with `seal` and checks it belongs to `query`.
     /// - Throws: `.invalidCursor` saying what is wrong and what to do.
-    public static func decode(_ text: String, for query: AlbumQuery) throws(LibraryError) -> PageCursor {
+    public static func decode(_ text: String, for query: AlbumQuery, seal: CursorSeal) throws(LibraryError) -> PageCursor {
+        guard text.utf8.count <= 4096 else {
+            throw .invalidCursor("the cursor is not one this server issued; start from the first page (no cursor)")
+        }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard text.count <= 4096, let data = Data(base64Encoded: base64), data.count > 8 else {
+        while base64.utf8.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64), data.count > seal.tagLength else {
             throw .invalidCursor("the cursor is not one this server issued; start from the first page (no cursor)")
         }
         let bytes = Array(data)
-        let payload = Array(bytes[..<(bytes.count - 8)])
-        let stored = bytes[(bytes.count - 8)...].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        guard stored == CursorChecksum.fnv1a(CursorChecksum.salt + payload),
+        let payload = Array(bytes[..<(bytes.count - seal.tagLength)])
+        guard seal.verify(payload, tag: Array(bytes[(bytes.count - seal.tagLength)...])),
             let wire = try? JSONDecoder().decode(Wire.self, from: Data(payload))
         else {
-            throw .invalidCursor("the cursor was changed or cut short; use the next link exactly as the server gave it")
+            throw .invalidCursor(
+                "the cursor was changed, cut short or issued by another server; use the next link exactly as the server gave it")
         }
         guard wire.f == query.fingerprint else {
             throw .invalidCursor(
@@ -78,6 +83,9 @@ public struct PageCursor: Sendable, Hashable {
         }
         let anchors = wire.a.compactMap { AlbumID($0) }
         guard anchors.count == wire.a.count else {
+            throw .invalidCursor("the cursor was changed; use the next link exactly as the server gave it")
+        }
+        guard anchors.count <= anchorCount, (wire.e ?? 0) >= 0 else {
             throw .invalidCursor("the cursor was changed; use the next link exactly as the server gave it")
         }
         let value: SortValue? = wire.t.map { .text($0) } ?? wire.n.map { .integer($0) }
@@ -106,14 +114,6 @@ public enum SortValue: Sendable, Hashable {
         case .createdAt: .integer(Timestamp.milliseconds(album.createdAt))
         }
     }
-}
-
-/// The cursor's checksum: FNV-1a 64 over a salt and the payload (not a secret-keyed MAC:
-/// cursors carry no authority, the check only catches edited or truncated ones).
-enum CursorChecksum {
-    static let salt = Array("bluelibrary.cursor.v1".utf8)
-    static func fnv1a(_ bytes: [UInt8]) -> UInt64 { FNV1a.hash(bytes) }
-    static func hex(_ value: UInt64) -> String { FNV1a.hex(value) }
 }
 
 /// FNV-1a 64 (http://www.isthe.com/chongo/tech/comp/fnv/): a fast, stable, non-cryptographic

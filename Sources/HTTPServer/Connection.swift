@@ -71,6 +71,10 @@ final class Connection {
     /// When the current wait (head, body, idle, write) times out, in MonotonicClock ns.
     private(set) var deadline: UInt64 = .max
     private var waitingSince: UInt64 = 0
+    /// When the current body was first expected, and how many bytes have come since
+    /// (MonotonicClock ns): the minimum body rate is measured from these.
+    private var bodyStartedAt: UInt64 = 0
+    private var bodyBytesReceived = 0
 
     init(id: UInt64, fd: Int32, peerAddress: String, loop: EventLoop) {
         self.id = id
@@ -151,7 +155,10 @@ final class Connection {
                 inputStart = 0
             }
             input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<n]))
-            if phase == .readingBody { deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds }
+            if phase == .readingBody {
+                bodyBytesReceived += n
+                armBodyDeadline()
+            }
             return true
         }
         if n == 0 {
@@ -201,7 +208,7 @@ final class Connection {
                 case let .head(head, consumed):
                     inputStart += consumed
                     waitingSince = 0
-                    try beginRequest(head)
+                    try beginRequest(head, headBytes: consumed)
                     return true
                 }
             case .readingBody:
@@ -229,10 +236,14 @@ final class Connection {
         }
     }
 
-    private func beginRequest(_ head: HTTPRequestHead) throws(HTTPParseError) {
+    private func beginRequest(_ head: HTTPRequestHead, headBytes: Int) throws(HTTPParseError) {
         let resolution = shared.router.resolve(method: head.method, path: Self.path(of: head.target))
         let limit = resolution.options.maxBodyBytes ?? shared.limits.maxBodyBytes
-        let decoder = try HTTPBodyDecoder(framing: head.framing, limit: limit)
+        // Trailer fields get what the head left of the head limits.
+        let trailerLimits = HTTPBodyDecoder.TrailerLimits(
+            bytes: max(0, shared.limits.maxHeadBytes - headBytes),
+            fields: max(0, shared.limits.maxHeaderCount - head.headers.count))
+        let decoder = try HTTPBodyDecoder(framing: head.framing, limit: limit, trailerLimits: trailerLimits)
         let pending = PendingRequest(head: head, resolution: resolution, decoder: decoder, receivedAt: loop.wokeAt)
         if decoder.isComplete {
             dispatch(pending)
@@ -242,9 +253,27 @@ final class Connection {
             // The client waits for this before sending the body (RFC 9110 §10.1.1).
             output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
         }
-        deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds
+        bodyStartedAt = loop.now
+        bodyBytesReceived = 0
+        armBodyDeadline()
         self.pending = pending
         phase = .readingBody
+    }
+
+    /// The body must make progress within `bodyTimeout` and, after the grace period, keep up
+    /// `minBodyBytesPerSecond` on average: the deadline is whichever comes first, so the
+    /// ordinary timeout sweep enforces both.
+    private func armBodyDeadline() {
+        let limits = shared.limits
+        var next = loop.now &+ limits.bodyTimeout.nanoseconds
+        if limits.minBodyBytesPerSecond > 0 {
+            // When the bytes received so far stop being enough (Double: no overflow for
+            // any body size or rate).
+            let earned = Double(bodyBytesReceived) / Double(limits.minBodyBytesPerSecond) * 1e9
+            let allowed = max(Double(limits.bodyRateGracePeriod.nanoseconds), earned)
+            if allowed < Double(UInt64.max / 2) { next = min(next, bodyStartedAt &+ UInt64(allowed)) }
+        }
+        deadline = next
     }
 
     private static func path(of target: String) -> Substring {
@@ -444,20 +473,28 @@ final class Connection {
         switch phase {
         case .awaitingHead where inputStart < input.count && output.isEmpty:
             // Half a head after the head timeout: a slowloris client. 408 and close.
-            shared.onTimeout(peerAddress)
-            var response = HTTPError(.requestTimeout, detail: "The request head did not arrive in time.").response()
-            response.headers.set("Connection", "close")
-            input.removeAll()
-            inputStart = 0
-            framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
-            phase = .processing
-            complete(response)
+            answerTimeout("The request head did not arrive in time.")
+        case .readingBody where output.isEmpty:
+            // A body that stalled, or trickles in below the minimum rate: the same.
+            answerTimeout("The request body did not arrive in time, or arrived too slowly.")
         case .readingBody:
             shared.onTimeout(peerAddress)
             close()
         default:
             close()
         }
+    }
+
+    private func answerTimeout(_ detail: String) {
+        shared.onTimeout(peerAddress)
+        var response = HTTPError(.requestTimeout, detail: detail).response()
+        response.headers.set("Connection", "close")
+        input.removeAll()
+        inputStart = 0
+        pending = nil
+        framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
+        phase = .processing
+        complete(response)
     }
 
     /// Server shutdown: close now if idle, otherwise after the current response.

@@ -15,6 +15,13 @@ public struct HTTPServerLimits: Sendable {
     public var idleTimeout: Duration = .seconds(60)
     /// Time a request body may make no progress. Default 30 s.
     public var bodyTimeout: Duration = .seconds(30)
+    /// Slowest request body accepted once `bodyRateGracePeriod` has passed since its first
+    /// byte was expected: a slower body gets 408 and the connection is closed, as a slow head
+    /// does (a client trickling a byte now and then never trips `bodyTimeout`). 0 turns the
+    /// check off. Default 1,024 bytes per second.
+    public var minBodyBytesPerSecond = 1024
+    /// How long a request body may take before `minBodyBytesPerSecond` applies. Default 10 s.
+    public var bodyRateGracePeriod: Duration = .seconds(10)
     /// Time a response may make no progress because the client does not read. Default 30 s.
     public var writeTimeout: Duration = .seconds(30)
     /// Open connections at most, across all loops. Excess ones get 503 and are closed. Default 10,000.

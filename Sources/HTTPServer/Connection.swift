@@ -23,6 +23,9 @@ final class Connection {
         case processing
         /// A streaming body is open (`stream`, framed by `framing`).
         case streaming
+        /// The last response is out and the write side shut down; what the client still
+        /// sends is read and dropped until it closes or a bound is reached (lingering close).
+        case lingering
         case closed
     }
 
@@ -65,6 +68,11 @@ final class Connection {
     private var hangUpReported = false
     private var peerClosed = false
     private var closeWhenFlushed = false
+    /// The response being written answers an error after which the client may still be
+    /// sending (a refused body): close by lingering.
+    private var lingerOnClose = false
+    /// What lingering may still discard.
+    private var lingerBytesLeft = 0
     private var drainRequested = false
     /// True while `drive()` runs, so responses completed inside it do not re-enter it.
     private var driving = false
@@ -103,6 +111,10 @@ final class Connection {
     /// Reads, parses and answers as far as possible, then flushes.
     private func drive() {
         if driving { return }
+        if phase == .lingering {
+            discardInput()
+            return
+        }
         driving = true
         defer { driving = false }
         while true {
@@ -124,7 +136,7 @@ final class Connection {
                 inputStart = 0
                 input.removeAll(keepingCapacity: true)
                 progressed = false
-            case .processing, .closed:
+            case .processing, .lingering, .closed:
                 progressed = false
             }
             if progressed { continue }
@@ -186,7 +198,7 @@ final class Connection {
             closeWhenFlushed = true
         case .awaitingHead where output.isEmpty:
             close()
-        case .streaming, .readingBody, .awaitingHead, .closed:
+        case .streaming, .readingBody, .awaitingHead, .lingering, .closed:
             if output.isEmpty { close() } else { closeWhenFlushed = true }
         }
     }
@@ -393,6 +405,7 @@ final class Connection {
         inputStart = 0
         framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
         phase = .processing
+        lingerOnClose = true
         shared.onParseError(error, peerAddress)
         complete(response)
     }
@@ -449,7 +462,11 @@ final class Connection {
         }
         if output.isEmpty {
             if closeWhenFlushed {
-                close()
+                if shouldLinger {
+                    beginLingering()
+                } else {
+                    close()
+                }
                 return
             }
             if phase == .awaitingHead, deadline != .max, inputStart >= input.count {
@@ -465,6 +482,50 @@ final class Connection {
         } else if !writable, deadline == .max {
             // The client stopped reading: it has `writeTimeout` to make progress.
             deadline = loop.now &+ shared.limits.writeTimeout.nanoseconds
+        }
+    }
+
+    // MARK: - Lingering close
+
+    /// Whether closing now could reset a connection whose client is still sending: after an
+    /// error response, or with input not yet read. (Not while the server shuts down.)
+    private var shouldLinger: Bool {
+        !peerClosed && !drainRequested && (lingerOnClose || inputStart < input.count || readable)
+    }
+
+    /// What nginx calls a lingering close: a close with unread input makes the kernel send a
+    /// reset, which can destroy the response before the client has read it. So the write side
+    /// is shut down (the client sees the response and then a FIN), and input is read and
+    /// dropped until the client closes, `lingerMaxBytes` have been dropped or `lingerTimeout`
+    /// has passed.
+    private func beginLingering() {
+        shutdown(fd, Int32(SHUT_WR))
+        phase = .lingering
+        closeWhenFlushed = false
+        pending = nil
+        input = []
+        inputStart = 0
+        lingerBytesLeft = shared.limits.lingerMaxBytes
+        deadline = loop.now &+ shared.limits.lingerTimeout.nanoseconds
+        // Edge-triggered: bytes already waiting raise no new event, so read now.
+        discardInput()
+    }
+
+    /// Reads and drops what the socket has, while lingering.
+    private func discardInput() {
+        while phase == .lingering {
+            let n = recv(fd, loop.readScratch.baseAddress, loop.readScratch.count, 0)
+            if n > 0 {
+                lingerBytesLeft -= n
+                if lingerBytesLeft <= 0 { close() }
+            } else if n == 0 {
+                close()
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                readable = false
+                return
+            } else if errno != EINTR {
+                close()
+            }
         }
     }
 
@@ -494,6 +555,7 @@ final class Connection {
         pending = nil
         framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
         phase = .processing
+        lingerOnClose = true
         complete(response)
     }
 
@@ -506,6 +568,9 @@ final class Connection {
             if output.isEmpty { close() } else { closeWhenFlushed = true }
         case .streaming:
             if stream?.endsOnShutdown == true { streamFinish() }
+        case .lingering:
+            // Its response is out; the server is going away.
+            close()
         default:
             break
         }

@@ -24,6 +24,14 @@ public struct HTTPServerLimits: Sendable {
     public var bodyRateGracePeriod: Duration = .seconds(10)
     /// Time a response may make no progress because the client does not read. Default 30 s.
     public var writeTimeout: Duration = .seconds(30)
+    /// Lingering close: after an error response (400, 408, 413, 431, ...) the server stops
+    /// writing (`shutdown(SHUT_WR)`) and reads and discards what the client still sends, for
+    /// at most this long, before it closes; closing with unread input would send a reset that
+    /// can destroy the response before the client reads it. Default 5 s (nginx's
+    /// `lingering_timeout`).
+    public var lingerTimeout: Duration = .seconds(5)
+    /// Most bytes discarded while lingering; past this the connection is closed. Default 4 MiB.
+    public var lingerMaxBytes = 4 * 1024 * 1024
     /// Open connections at most, across all loops. Excess ones get 503 and are closed. Default 10,000.
     public var maxConnections = 10_000
     /// Response bytes queued for one connection before it stops reading pipelined requests.

@@ -221,6 +221,25 @@ final class TestClient {
         return response
     }
 
+    /// How the server ended the connection.
+    enum Ending: Equatable { case eof, reset, timeout }
+
+    /// Reads (keeping what arrives in `buffer`) until the connection ends: an orderly FIN
+    /// (`eof`), a reset, or no byte for the receive timeout.
+    func readUntilEnd() -> Ending {
+        while true {
+            switch fill() {
+            case .data: continue
+            case .eof: return .eof
+            case .reset: return .reset
+            case .timeout: return .timeout
+            }
+        }
+    }
+
+    /// Sends `bytes`; false if the connection failed on the way (reset or broken pipe).
+    func trySend(_ bytes: [UInt8]) -> Bool { (try? send(bytes)) != nil }
+
     /// Waits up to `seconds` for the server to close the connection. Bytes that arrive
     /// meanwhile stay in `buffer`. True if it closed (EOF or reset).
     func waitForClose(within seconds: Double) -> Bool {

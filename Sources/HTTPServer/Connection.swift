@@ -76,6 +76,11 @@ final class Connection {
     private var drainRequested = false
     /// True while `drive()` runs, so responses completed inside it do not re-enter it.
     private var driving = false
+    /// What this connection used of its budget in the current turn (one `drive()`), and
+    /// whether it already asked the loop for another turn.
+    private var requestsThisTurn = 0
+    private var bytesThisTurn = 0
+    private var turnScheduled = false
     /// When the current wait (head, body, idle, write) times out, in MonotonicClock ns.
     private(set) var deadline: UInt64 = .max
     private var waitingSince: UInt64 = 0
@@ -112,14 +117,26 @@ final class Connection {
     private func drive() {
         if driving { return }
         if phase == .lingering {
+            bytesThisTurn = 0
             discardInput()
             return
         }
         driving = true
         defer { driving = false }
+        requestsThisTurn = 0
+        bytesThisTurn = 0
         while true {
             if phase == .closed { return }
             if closeWhenFlushed { break }
+            if turnUsedUp {
+                // Fairness: leave the rest for another turn, after the loop has served the
+                // other ready connections (edge-triggered, so no new event would come).
+                if !turnScheduled {
+                    turnScheduled = true
+                    loop.driveLater(self)
+                }
+                break
+            }
             if output.queuedBytes > shared.limits.maxQueuedResponseBytes {
                 // Too much queued to take on another request: write some out first. If the
                 // socket takes it all, carry on parsing; otherwise EPOLLOUT will drive again.
@@ -147,6 +164,25 @@ final class Connection {
         flush()
     }
 
+    /// Whether this turn's budget is spent while there is more input to work on.
+    private var turnUsedUp: Bool {
+        guard requestsThisTurn >= shared.limits.maxRequestsPerWakeup
+            || bytesThisTurn >= shared.limits.maxReadBytesPerWakeup
+        else { return false }
+        switch phase {
+        case .awaitingHead, .readingBody, .lingering:
+            return inputStart < input.count || (readable && !peerClosed)
+        case .processing, .streaming, .closed:
+            return false
+        }
+    }
+
+    /// The loop gives this connection the turn it asked for.
+    func resumeTurn() {
+        turnScheduled = false
+        drive()
+    }
+
     /// Reads what the socket has. Returns true if new bytes arrived.
     ///
     /// A read shorter than the buffer emptied the socket (epoll(7): for stream sockets a short
@@ -156,6 +192,7 @@ final class Connection {
     private func readSocket() -> Bool {
         let n = recv(fd, loop.readScratch.baseAddress, loop.readScratch.count, 0)
         if n > 0 {
+            bytesThisTurn += n
             if n < loop.readScratch.count && !hangUpReported { readable = false }
             if inputStart > 0 && inputStart == input.count {
                 input.removeAll(keepingCapacity: true)
@@ -296,6 +333,7 @@ final class Connection {
     // MARK: - Answering
 
     private func dispatch(_ pending: PendingRequest) {
+        requestsThisTurn += 1
         var pending = pending
         let head = pending.head
         let request = HTTPRequest(
@@ -514,8 +552,16 @@ final class Connection {
     /// Reads and drops what the socket has, while lingering.
     private func discardInput() {
         while phase == .lingering {
+            if bytesThisTurn >= shared.limits.maxReadBytesPerWakeup {
+                if !turnScheduled {
+                    turnScheduled = true
+                    loop.driveLater(self)
+                }
+                return
+            }
             let n = recv(fd, loop.readScratch.baseAddress, loop.readScratch.count, 0)
             if n > 0 {
+                bytesThisTurn += n
                 lingerBytesLeft -= n
                 if lingerBytesLeft <= 0 { close() }
             } else if n == 0 {

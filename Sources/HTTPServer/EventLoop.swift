@@ -25,6 +25,10 @@ final class EventLoop: @unchecked Sendable {
     private var listener: ListeningSocket?
     private var connections: [UInt64: Connection] = [:]
     private var nextConnectionID: UInt64 = 2
+    /// Connections that used up their budget with work left: each gets another turn after
+    /// the next round of events (two lists, swapped, so a turn can ask for the next one).
+    private var laterTurns: [UInt64] = []
+    private var turnsNow: [UInt64] = []
     private var running = true
     private var draining = false
     private var reportedDrained = false
@@ -103,7 +107,9 @@ final class EventLoop: @unchecked Sendable {
     private func run() {
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         while running {
-            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), 250) }
+            // With turns waiting, only look for new events; do not sleep.
+            let timeout: Int32 = laterTurns.isEmpty ? 250 : 0
+            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), timeout) }
             if n < 0 && errno != EINTR { break }
             now = MonotonicClock.now()
             wokeAt = .now
@@ -119,6 +125,7 @@ final class EventLoop: @unchecked Sendable {
                     }
                 }
             }
+            if !laterTurns.isEmpty { runLaterTurns() }
             now = MonotonicClock.now()
             if now &- lastSweep > 100_000_000 {
                 lastSweep = now
@@ -127,6 +134,15 @@ final class EventLoop: @unchecked Sendable {
         }
         for connection in Array(connections.values) { connection.close() }
         listener = nil
+    }
+
+    /// Asks for another turn for a connection that yielded with work left (loop thread).
+    func driveLater(_ connection: Connection) { laterTurns.append(connection.id) }
+
+    private func runLaterTurns() {
+        swap(&turnsNow, &laterTurns)
+        for id in turnsNow { connections[id]?.resumeTurn() }
+        turnsNow.removeAll(keepingCapacity: true)
     }
 
     private func runTasks() {

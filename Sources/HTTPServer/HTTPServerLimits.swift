@@ -32,6 +32,12 @@ public struct HTTPServerLimits: Sendable {
     public var lingerTimeout: Duration = .seconds(5)
     /// Most bytes discarded while lingering; past this the connection is closed. Default 4 MiB.
     public var lingerMaxBytes = 4 * 1024 * 1024
+    /// Fairness: most requests one connection may start per event-loop wake-up. A pipelining
+    /// client with more queued yields the loop and is resumed after the other ready
+    /// connections have had their turn. Default 32.
+    public var maxRequestsPerWakeup = 32
+    /// Most bytes read from one connection per wake-up before it yields the loop. Default 256 KiB.
+    public var maxReadBytesPerWakeup = 256 * 1024
     /// Open connections at most, across all loops. Excess ones get 503 and are closed. Default 10,000.
     public var maxConnections = 10_000
     /// Response bytes queued for one connection before it stops reading pipelined requests.

@@ -136,6 +136,10 @@ public struct ServeConfiguration: Sendable, Equatable {
                help: "Open connections at most; more get 503.") { config, value throws(ConfigurationError) in
             config.limits.maxConnections = try integer(value, in: 1...1_000_000, name: "max connections")
         },
+        Option(flag: "--min-body-rate", variable: "BLUELIBRARY_MIN_BODY_RATE", placeholder: "BYTES", defaultText: "1024",
+               help: "Slowest request body (bytes/s, after 10 s) before 408; 0 is off.") { config, value throws(ConfigurationError) in
+            config.limits.minBodyBytesPerSecond = try integer(value, in: 0...(1 << 30), name: "min body rate")
+        },
         Option(flag: "--head-timeout", variable: "BLUELIBRARY_HEAD_TIMEOUT", placeholder: "SECONDS", defaultText: "10",
                help: "Time a client has to send a request head.") { config, value throws(ConfigurationError) in
             config.limits.headTimeout = try seconds(value, name: "head timeout")

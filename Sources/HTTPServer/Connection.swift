@@ -23,6 +23,9 @@ final class Connection {
         case processing
         /// A streaming body is open (`stream`, framed by `framing`).
         case streaming
+        /// The last response is out and the write side shut down; what the client still
+        /// sends is read and dropped until it closes or a bound is reached (lingering close).
+        case lingering
         case closed
     }
 
@@ -65,12 +68,26 @@ final class Connection {
     private var hangUpReported = false
     private var peerClosed = false
     private var closeWhenFlushed = false
+    /// The response being written answers an error after which the client may still be
+    /// sending (a refused body): close by lingering.
+    private var lingerOnClose = false
+    /// What lingering may still discard.
+    private var lingerBytesLeft = 0
     private var drainRequested = false
     /// True while `drive()` runs, so responses completed inside it do not re-enter it.
     private var driving = false
+    /// What this connection used of its budget in the current turn (one `drive()`), and
+    /// whether it already asked the loop for another turn.
+    private var requestsThisTurn = 0
+    private var bytesThisTurn = 0
+    private var turnScheduled = false
     /// When the current wait (head, body, idle, write) times out, in MonotonicClock ns.
     private(set) var deadline: UInt64 = .max
     private var waitingSince: UInt64 = 0
+    /// When the current body was first expected, and how many bytes have come since
+    /// (MonotonicClock ns): the minimum body rate is measured from these.
+    private var bodyStartedAt: UInt64 = 0
+    private var bodyBytesReceived = 0
 
     init(id: UInt64, fd: Int32, peerAddress: String, loop: EventLoop) {
         self.id = id
@@ -99,11 +116,27 @@ final class Connection {
     /// Reads, parses and answers as far as possible, then flushes.
     private func drive() {
         if driving { return }
+        if phase == .lingering {
+            bytesThisTurn = 0
+            discardInput()
+            return
+        }
         driving = true
         defer { driving = false }
+        requestsThisTurn = 0
+        bytesThisTurn = 0
         while true {
             if phase == .closed { return }
             if closeWhenFlushed { break }
+            if turnUsedUp {
+                // Fairness: leave the rest for another turn, after the loop has served the
+                // other ready connections (edge-triggered, so no new event would come).
+                if !turnScheduled {
+                    turnScheduled = true
+                    loop.driveLater(self)
+                }
+                break
+            }
             if output.queuedBytes > shared.limits.maxQueuedResponseBytes {
                 // Too much queued to take on another request: write some out first. If the
                 // socket takes it all, carry on parsing; otherwise EPOLLOUT will drive again.
@@ -120,7 +153,7 @@ final class Connection {
                 inputStart = 0
                 input.removeAll(keepingCapacity: true)
                 progressed = false
-            case .processing, .closed:
+            case .processing, .lingering, .closed:
                 progressed = false
             }
             if progressed { continue }
@@ -129,6 +162,25 @@ final class Connection {
             if !readSocket() { break }
         }
         flush()
+    }
+
+    /// Whether this turn's budget is spent while there is more input to work on.
+    private var turnUsedUp: Bool {
+        guard requestsThisTurn >= shared.limits.maxRequestsPerWakeup
+            || bytesThisTurn >= shared.limits.maxReadBytesPerWakeup
+        else { return false }
+        switch phase {
+        case .awaitingHead, .readingBody, .lingering:
+            return inputStart < input.count || (readable && !peerClosed)
+        case .processing, .streaming, .closed:
+            return false
+        }
+    }
+
+    /// The loop gives this connection the turn it asked for.
+    func resumeTurn() {
+        turnScheduled = false
+        drive()
     }
 
     /// Reads what the socket has. Returns true if new bytes arrived.
@@ -140,6 +192,7 @@ final class Connection {
     private func readSocket() -> Bool {
         let n = recv(fd, loop.readScratch.baseAddress, loop.readScratch.count, 0)
         if n > 0 {
+            bytesThisTurn += n
             if n < loop.readScratch.count && !hangUpReported { readable = false }
             if inputStart > 0 && inputStart == input.count {
                 input.removeAll(keepingCapacity: true)
@@ -151,7 +204,10 @@ final class Connection {
                 inputStart = 0
             }
             input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<n]))
-            if phase == .readingBody { deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds }
+            if phase == .readingBody {
+                bodyBytesReceived += n
+                armBodyDeadline()
+            }
             return true
         }
         if n == 0 {
@@ -179,7 +235,7 @@ final class Connection {
             closeWhenFlushed = true
         case .awaitingHead where output.isEmpty:
             close()
-        case .streaming, .readingBody, .awaitingHead, .closed:
+        case .streaming, .readingBody, .awaitingHead, .lingering, .closed:
             if output.isEmpty { close() } else { closeWhenFlushed = true }
         }
     }
@@ -201,7 +257,7 @@ final class Connection {
                 case let .head(head, consumed):
                     inputStart += consumed
                     waitingSince = 0
-                    try beginRequest(head)
+                    try beginRequest(head, headBytes: consumed)
                     return true
                 }
             case .readingBody:
@@ -229,10 +285,14 @@ final class Connection {
         }
     }
 
-    private func beginRequest(_ head: HTTPRequestHead) throws(HTTPParseError) {
+    private func beginRequest(_ head: HTTPRequestHead, headBytes: Int) throws(HTTPParseError) {
         let resolution = shared.router.resolve(method: head.method, path: Self.path(of: head.target))
         let limit = resolution.options.maxBodyBytes ?? shared.limits.maxBodyBytes
-        let decoder = try HTTPBodyDecoder(framing: head.framing, limit: limit)
+        // Trailer fields get what the head left of the head limits.
+        let trailerLimits = HTTPBodyDecoder.TrailerLimits(
+            bytes: max(0, shared.limits.maxHeadBytes - headBytes),
+            fields: max(0, shared.limits.maxHeaderCount - head.headers.count))
+        let decoder = try HTTPBodyDecoder(framing: head.framing, limit: limit, trailerLimits: trailerLimits)
         let pending = PendingRequest(head: head, resolution: resolution, decoder: decoder, receivedAt: loop.wokeAt)
         if decoder.isComplete {
             dispatch(pending)
@@ -242,9 +302,27 @@ final class Connection {
             // The client waits for this before sending the body (RFC 9110 §10.1.1).
             output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
         }
-        deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds
+        bodyStartedAt = loop.now
+        bodyBytesReceived = 0
+        armBodyDeadline()
         self.pending = pending
         phase = .readingBody
+    }
+
+    /// The body must make progress within `bodyTimeout` and, after the grace period, keep up
+    /// `minBodyBytesPerSecond` on average: the deadline is whichever comes first, so the
+    /// ordinary timeout sweep enforces both.
+    private func armBodyDeadline() {
+        let limits = shared.limits
+        var next = loop.now &+ limits.bodyTimeout.nanoseconds
+        if limits.minBodyBytesPerSecond > 0 {
+            // When the bytes received so far stop being enough (Double: no overflow for
+            // any body size or rate).
+            let earned = Double(bodyBytesReceived) / Double(limits.minBodyBytesPerSecond) * 1e9
+            let allowed = max(Double(limits.bodyRateGracePeriod.nanoseconds), earned)
+            if allowed < Double(UInt64.max / 2) { next = min(next, bodyStartedAt &+ UInt64(allowed)) }
+        }
+        deadline = next
     }
 
     private static func path(of target: String) -> Substring {
@@ -255,6 +333,7 @@ final class Connection {
     // MARK: - Answering
 
     private func dispatch(_ pending: PendingRequest) {
+        requestsThisTurn += 1
         var pending = pending
         let head = pending.head
         let request = HTTPRequest(
@@ -364,6 +443,7 @@ final class Connection {
         inputStart = 0
         framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
         phase = .processing
+        lingerOnClose = true
         shared.onParseError(error, peerAddress)
         complete(response)
     }
@@ -420,7 +500,11 @@ final class Connection {
         }
         if output.isEmpty {
             if closeWhenFlushed {
-                close()
+                if shouldLinger {
+                    beginLingering()
+                } else {
+                    close()
+                }
                 return
             }
             if phase == .awaitingHead, deadline != .max, inputStart >= input.count {
@@ -439,25 +523,86 @@ final class Connection {
         }
     }
 
+    // MARK: - Lingering close
+
+    /// Whether closing now could reset a connection whose client is still sending: after an
+    /// error response, or with input not yet read. (Not while the server shuts down.)
+    private var shouldLinger: Bool {
+        !peerClosed && !drainRequested && (lingerOnClose || inputStart < input.count || readable)
+    }
+
+    /// What nginx calls a lingering close: a close with unread input makes the kernel send a
+    /// reset, which can destroy the response before the client has read it. So the write side
+    /// is shut down (the client sees the response and then a FIN), and input is read and
+    /// dropped until the client closes, `lingerMaxBytes` have been dropped or `lingerTimeout`
+    /// has passed.
+    private func beginLingering() {
+        shutdown(fd, Int32(SHUT_WR))
+        phase = .lingering
+        closeWhenFlushed = false
+        pending = nil
+        input = []
+        inputStart = 0
+        lingerBytesLeft = shared.limits.lingerMaxBytes
+        deadline = loop.now &+ shared.limits.lingerTimeout.nanoseconds
+        // Edge-triggered: bytes already waiting raise no new event, so read now.
+        discardInput()
+    }
+
+    /// Reads and drops what the socket has, while lingering.
+    private func discardInput() {
+        while phase == .lingering {
+            if bytesThisTurn >= shared.limits.maxReadBytesPerWakeup {
+                if !turnScheduled {
+                    turnScheduled = true
+                    loop.driveLater(self)
+                }
+                return
+            }
+            let n = recv(fd, loop.readScratch.baseAddress, loop.readScratch.count, 0)
+            if n > 0 {
+                bytesThisTurn += n
+                lingerBytesLeft -= n
+                if lingerBytesLeft <= 0 { close() }
+            } else if n == 0 {
+                close()
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                readable = false
+                return
+            } else if errno != EINTR {
+                close()
+            }
+        }
+    }
+
     /// The current wait ran out: a slow or idle client is dropped, others are not affected.
     func timedOut() {
         switch phase {
         case .awaitingHead where inputStart < input.count && output.isEmpty:
             // Half a head after the head timeout: a slowloris client. 408 and close.
-            shared.onTimeout(peerAddress)
-            var response = HTTPError(.requestTimeout, detail: "The request head did not arrive in time.").response()
-            response.headers.set("Connection", "close")
-            input.removeAll()
-            inputStart = 0
-            framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
-            phase = .processing
-            complete(response)
+            answerTimeout("The request head did not arrive in time.")
+        case .readingBody where output.isEmpty:
+            // A body that stalled, or trickles in below the minimum rate: the same.
+            answerTimeout("The request body did not arrive in time, or arrived too slowly.")
         case .readingBody:
             shared.onTimeout(peerAddress)
             close()
         default:
             close()
         }
+    }
+
+    private func answerTimeout(_ detail: String) {
+        shared.onTimeout(peerAddress)
+        var response = HTTPError(.requestTimeout, detail: detail).response()
+        response.headers.set("Connection", "close")
+        input.removeAll()
+        inputStart = 0
+        pending = nil
+        framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
+        phase = .processing
+        lingerOnClose = true
+        complete(response)
     }
 
     /// Server shutdown: close now if idle, otherwise after the current response.
@@ -469,6 +614,9 @@ final class Connection {
             if output.isEmpty { close() } else { closeWhenFlushed = true }
         case .streaming:
             if stream?.endsOnShutdown == true { streamFinish() }
+        case .lingering:
+            // Its response is out; the server is going away.
+            close()
         default:
             break
         }

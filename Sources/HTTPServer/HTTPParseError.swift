@@ -8,9 +8,15 @@ public enum HTTPParseError: Error, Equatable, Sendable {
     case tooManyHeaders
     case malformedHeader
     case missingHost
+    /// More than one Host field line (RFC 9112 §3.2).
+    case multipleHosts
     case invalidContentLength
     case conflictingFraming
     case unsupportedTransferEncoding
+    /// A Transfer-Encoding field that names no coding (RFC 9112 §6.1).
+    case invalidTransferEncoding
+    /// Transfer-Encoding in an HTTP/1.0 request: its framing cannot be trusted (RFC 9112 §6.1).
+    case transferEncodingInHTTP10
     case malformedChunk
     case bodyTooLarge(limit: Int)
 
@@ -35,9 +41,12 @@ public enum HTTPParseError: Error, Equatable, Sendable {
         case .tooManyHeaders: "The request has too many header fields."
         case .malformedHeader: "A header line is malformed; each must be 'Name: value' with no space before the colon."
         case .missingHost: "HTTP/1.1 requests need a Host header."
+        case .multipleHosts: "Send exactly one Host header."
         case .invalidContentLength: "Content-Length must be one non-negative decimal number."
         case .conflictingFraming: "Send either Content-Length or Transfer-Encoding: chunked, not both."
         case .unsupportedTransferEncoding: "Only Transfer-Encoding: chunked is supported."
+        case .invalidTransferEncoding: "Transfer-Encoding must name a coding (chunked); it must not be empty."
+        case .transferEncodingInHTTP10: "HTTP/1.0 requests cannot use Transfer-Encoding; send Content-Length."
         case .malformedChunk: "The chunked body is malformed."
         case let .bodyTooLarge(limit): "The request body is larger than the limit of \(limit) bytes."
         }

@@ -70,8 +70,11 @@ struct HTTPHeadParser {
             headers.add(field.name, field.value)
         }
 
-        if version == .http1_1 && !(mayHaveHost && headers.contains("Host")) { throw .missingHost }
-        let framing = mayHaveFraming ? try Self.framing(of: headers) : .none
+        // Exactly one Host for HTTP/1.1, at most one for HTTP/1.0 (RFC 9112 §3.2).
+        let hostCount = mayHaveHost ? Self.count(of: "Host", in: headers) : 0
+        if hostCount > 1 { throw .multipleHosts }
+        if version == .http1_1 && hostCount == 0 { throw .missingHost }
+        let framing = mayHaveFraming ? try Self.framing(of: headers, version: version) : .none
         let expectsContinue =
             mayHaveExpect && version == .http1_1
             && headers["Expect"].map { $0.equalsIgnoringASCIICase("100-continue") } == true
@@ -168,13 +171,27 @@ struct HTTPHeadParser {
             value: String(decoding: line[valueStart..<valueEnd], as: UTF8.self))
     }
 
-    static func framing(of headers: HTTPHeaders) throws(HTTPParseError) -> HTTPRequestHead.BodyFraming {
-        let transferEncodings = headers.tokens(for: "Transfer-Encoding")
+    static func count(of name: String, in headers: HTTPHeaders) -> Int {
+        var count = 0
+        for field in headers.fields where field.name.equalsIgnoringASCIICase(name) { count += 1 }
+        return count
+    }
+
+    /// How the body is framed (RFC 9112 §6). Every Transfer-Encoding field counts, even an
+    /// empty one: falling back to Content-Length when a proxy in front may have read the
+    /// message as chunked is how requests get smuggled.
+    static func framing(of headers: HTTPHeaders, version: HTTPVersion) throws(HTTPParseError) -> HTTPRequestHead.BodyFraming {
         let lengths = headers.values(for: "Content-Length")
-        if !transferEncodings.isEmpty {
+        if count(of: "Transfer-Encoding", in: headers) > 0 {
             // A message with both is a smuggling attempt or a broken client (RFC 9112 §6.3).
             if !lengths.isEmpty { throw .conflictingFraming }
-            guard transferEncodings == ["chunked"] else { throw .unsupportedTransferEncoding }
+            // "A server or client that receives an HTTP/1.0 message containing a
+            // Transfer-Encoding header field MUST treat the message as if the framing is
+            // faulty ... and close the connection" (RFC 9112 §6.1).
+            if version == .http1_0 { throw .transferEncodingInHTTP10 }
+            let codings = headers.tokens(for: "Transfer-Encoding").filter { !$0.isEmpty }
+            if codings.isEmpty { throw .invalidTransferEncoding }
+            guard codings == ["chunked"] else { throw .unsupportedTransferEncoding }
             return .chunked
         }
         guard !lengths.isEmpty else { return .none }

@@ -61,4 +61,13 @@ import Testing
         let config = try ServeConfiguration.parse(arguments: ["--head-timeout", "0.5"], environment: [:])
         #expect(config.limits.headTimeout == .milliseconds(500))
     }
+
+    @Test func minimumBodyRateIsConfigurable() throws {
+        #expect(try ServeConfiguration.parse(arguments: [], environment: [:]).limits.minBodyBytesPerSecond == 1024)
+        let off = try ServeConfiguration.parse(arguments: ["--min-body-rate", "0"], environment: [:])
+        #expect(off.limits.minBodyBytesPerSecond == 0)
+        let env = try ServeConfiguration.parse(arguments: [], environment: ["BLUELIBRARY_MIN_BODY_RATE": "4096"])
+        #expect(env.limits.minBodyBytesPerSecond == 4096)
+        #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--min-body-rate", "-1"], environment: [:]) }
+    }
 }

@@ -98,6 +98,40 @@ import Testing
         #expect(head.framing == .chunked)
     }
 
+    @Test func emptyTransferEncodingIsRejected() {
+        // An empty Transfer-Encoding must not fall back to Content-Length (RFC 9112 §6.1).
+        #expect(throws: HTTPParseError.conflictingFraming) {
+            try parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \r\nContent-Length: 5\r\n\r\n")
+        }
+        #expect(throws: HTTPParseError.invalidTransferEncoding) {
+            try parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n")
+        }
+        #expect(throws: HTTPParseError.invalidTransferEncoding) {
+            try parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ,\r\n\r\n")
+        }
+    }
+
+    @Test func transferEncodingInHTTP10IsRejected() {
+        // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
+        #expect(throws: HTTPParseError.transferEncodingInHTTP10) {
+            try parse("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n")
+        }
+        #expect(throws: HTTPParseError.transferEncodingInHTTP10) {
+            try parse("POST / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n")
+        }
+    }
+
+    @Test func moreThanOneHostIsRejected() {
+        // RFC 9112 §3.2: more than one Host field line is 400, whatever the values.
+        for text in [
+            "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n",
+            "GET / HTTP/1.0\r\nHost: a\r\nHOST: b\r\n\r\n",
+        ] {
+            #expect(throws: HTTPParseError.multipleHosts, "\(text.debugDescription)") { try parse(text) }
+        }
+    }
+
     @Test func versionsHostAndExpect() throws {
         #expect(throws: HTTPParseError.unsupportedVersion) { try parse("GET / HTTP/2.0\r\nHost: a\r\n\r\n") }
         #expect(throws: HTTPParseError.missingHost) { try parse("GET / HTTP/1.1\r\n\r\n") }
@@ -199,10 +233,59 @@ import Testing
         #expect(result.consumed == input.utf8.count - 4)
     }
 
-    @Test func bareLFChunkLinesAreAccepted() throws {
-        let result = try decode("3\nabc\n0\n\n", framing: .chunked)
+    @Test(arguments: [
+        "3\nabc\r\n0\r\n\r\n",  // size line
+        "3\r\nabc\n0\r\n\r\n",  // after the data
+        "3\r\nabc\r\n0\n\r\n",  // last chunk
+        "3\r\nabc\r\n0\r\nX-T: 1\n\r\n",  // trailer field
+        "3\r\nabc\r\n0\r\n\n",  // end of trailers
+    ])
+    func bareLFInChunkLinesIsRejected(input: String) {
+        // RFC 9112 §7.1: chunk lines end in CRLF; a bare LF is where proxies disagree.
+        #expect(throws: HTTPParseError.malformedChunk, "\(input.debugDescription)") {
+            try decode(input, framing: .chunked)
+        }
+    }
+
+    @Test(arguments: [
+        "2 0\r\nab\r\n0\r\n\r\n",  // a second number after a space
+        "2\t0\r\nab\r\n0\r\n\r\n",
+        "2 x\r\nab\r\n0\r\n\r\n",
+        "2;\r\nab\r\n0\r\n\r\n",  // extension without a name
+        "2;=v\r\nab\r\n0\r\n\r\n",
+        "2;a=\r\nab\r\n0\r\n\r\n",  // '=' without a value
+        "2;a b\r\nab\r\n0\r\n\r\n",
+        "2;a=\"open\r\nab\r\n0\r\n\r\n",  // unterminated quoted string
+        "2;a=\"x\"y\r\nab\r\n0\r\n\r\n",
+        "2;a@b\r\nab\r\n0\r\n\r\n",  // not a token
+    ])
+    func chunkSizeLineMustBeSizeThenExtensions(input: String) {
+        // RFC 9112 §7.1.1: chunk-size [ chunk-ext ], chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS value ] ).
+        #expect(throws: HTTPParseError.malformedChunk, "\(input.debugDescription)") {
+            try decode(input, framing: .chunked)
+        }
+    }
+
+    @Test func validChunkExtensionsWithWhitespaceAndQuotesAreAccepted() throws {
+        let input = "2 ;a = b ; c=\"q\\\"\\\\ ;d\"\t;e\r\nab\r\n0\r\n\r\n"
+        let result = try decode(input, framing: .chunked)
         #expect(result.complete)
-        #expect(result.body == "abc")
+        #expect(result.body == "ab")
+    }
+
+    @Test func trailerFieldsCountAgainstTheHeadLimits() throws {
+        let budget = HTTPBodyDecoder.TrailerLimits(bytes: 40, fields: 2)
+        func decode(_ input: String) throws(HTTPParseError) -> Bool {
+            var decoder = try HTTPBodyDecoder(framing: .chunked, limit: 1024, trailerLimits: budget)
+            _ = try decoder.consume(Array(input.utf8), from: 0)
+            return decoder.isComplete
+        }
+        #expect(try decode("1\r\na\r\n0\r\nA: 1\r\nB: 2\r\n\r\n"))
+        #expect(throws: HTTPParseError.tooManyHeaders) { try decode("0\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n") }
+        #expect(throws: HTTPParseError.headTooLarge) { try decode("0\r\nA: \(String(repeating: "x", count: 40))\r\n\r\n") }
+        // Still arriving, but already over the budget: refused without waiting for the end.
+        #expect(throws: HTTPParseError.headTooLarge) { try decode("0\r\nA: 1\r\nB-\(String(repeating: "x", count: 60))") }
+        #expect(throws: HTTPParseError.malformedHeader) { try decode("0\r\nno colon\r\n\r\n") }
     }
 
     @Test func contentLengthBodyStopsAtLength() throws {

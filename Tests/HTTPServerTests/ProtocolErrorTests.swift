@@ -94,6 +94,42 @@ import Testing
         #expect(response.status == 431)
     }
 
+    @Test(arguments: [
+        // An empty Transfer-Encoding beside a Content-Length, and alone (RFC 9112 §6.1).
+        "POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: \r\nContent-Length: 5\r\n\r\nhello",
+        "POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding:\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        // Anything after the chunk size but a valid extension (RFC 9112 §7.1.1).
+        "POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n2 0\r\nab\r\n0\r\n\r\n",
+        "POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n2;a b\r\nab\r\n0\r\n\r\n",
+        // Bare LF in chunk lines (RFC 9112 §7.1).
+        "POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n2\nab\r\n0\r\n\r\n",
+        "POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\n0\r\n\r\n",
+        // HTTP/1.0 with Transfer-Encoding, even asking for keep-alive (RFC 9112 §6.1).
+        "POST /echo HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\nGET /hello HTTP/1.0\r\n\r\n",
+        // Two Host fields (RFC 9112 §3.2).
+        "GET /hello HTTP/1.1\r\nHost: test\r\nHost: other\r\n\r\n",
+    ])
+    func framingLeniencyIs400AndCloses(request: String) throws {
+        let response = try refusal(request)
+        #expect(response.status == 400)
+    }
+
+    @Test func trailerFieldsCountAgainstTheHeadLimits() throws {
+        let chunked = "POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n"
+        // Head and trailers together over maxHeadBytes (1024).
+        let big = "X-Big: \(String(repeating: "t", count: 1000))\r\n"
+        #expect(try refusal(chunked + big + "\r\n").status == 431)
+        // Head fields (2) and trailer fields together over maxHeaderCount (10).
+        let many = (0..<9).map { "X-T\($0): \($0)\r\n" }.joined()
+        #expect(try refusal(chunked + many + "\r\n").status == 431)
+        // Within both, the body is accepted.
+        let server = try TestServer(limits: Self.tightLimits)
+        defer { server.stop() }
+        let client = try server.client()
+        try client.send(chunked + "X-T: 1\r\n\r\n")
+        #expect(try client.readResponse().text == "ab")
+    }
+
     @Test func requestLineTooLongIs414() throws {
         let path = "/" + String(repeating: "p", count: 400)
         #expect(try refusal("GET \(path) HTTP/1.1\r\nHost: test\r\n\r\n").status == 414)

@@ -76,6 +76,30 @@ import Testing
         #expect(client.buffer.isEmpty, "closed without a response")
     }
 
+    @Test func bodySlowerThanTheMinimumRateGets408() throws {
+        // The body keeps coming (no stall), but far below the minimum rate once the grace
+        // period is over: dropped like a slow head. bodyTimeout alone would wait 30 s.
+        var limits = HTTPServerLimits.forTests
+        limits.bodyTimeout = .seconds(30)
+        limits.minBodyBytesPerSecond = 1_000_000
+        limits.bodyRateGracePeriod = .milliseconds(200)
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+
+        let client = try server.client(timeout: 10)
+        try client.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\nabc")
+        let response = try client.readResponse()
+        #expect(response.status == 408)
+        #expect(response.connectionTokens.contains("close"))
+        #expect(client.waitForClose(within: 5))
+
+        // A body sent at full speed is not affected.
+        let fast = try server.client()
+        let body = [UInt8](repeating: UInt8(ascii: "f"), count: 100_000)
+        try fast.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\n".bytes + body)
+        #expect(try fast.readResponse().body == body)
+    }
+
     @Test func stalledBodyIsDropped() throws {
         var limits = HTTPServerLimits.forTests
         limits.bodyTimeout = .milliseconds(500)

@@ -109,6 +109,25 @@ final class TestClient {
 
     func shutdownWrite() { Glibc.shutdown(fd, Int32(SHUT_WR)) }
 
+    /// Bytes sent but not yet acknowledged by the peer's kernel (SIOCOUTQ): 0 means all of
+    /// them sit in the server's receive queue, whether or not the server has read them.
+    var unacknowledgedBytes: Int {
+        var count: Int32 = 0
+        let siocoutq: UInt = 0x5411  // SIOCOUTQ == TIOCOUTQ on Linux
+        guard ioctl(fd, siocoutq, &count) == 0 else { return -1 }
+        return Int(count)
+    }
+
+    /// Waits (up to `seconds`) until the server's kernel has acknowledged everything sent.
+    func waitUntilAcknowledged(seconds: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if unacknowledgedBytes == 0 { return true }
+            usleep(1000)
+        }
+        return false
+    }
+
     // MARK: Receiving
 
     private enum Outcome { case data, eof, timeout, reset }
@@ -220,6 +239,25 @@ final class TestClient {
         }
         return response
     }
+
+    /// How the server ended the connection.
+    enum Ending: Equatable { case eof, reset, timeout }
+
+    /// Reads (keeping what arrives in `buffer`) until the connection ends: an orderly FIN
+    /// (`eof`), a reset, or no byte for the receive timeout.
+    func readUntilEnd() -> Ending {
+        while true {
+            switch fill() {
+            case .data: continue
+            case .eof: return .eof
+            case .reset: return .reset
+            case .timeout: return .timeout
+            }
+        }
+    }
+
+    /// Sends `bytes`; false if the connection failed on the way (reset or broken pipe).
+    func trySend(_ bytes: [UInt8]) -> Bool { (try? send(bytes)) != nil }
 
     /// Waits up to `seconds` for the server to close the connection. Bytes that arrive
     /// meanwhile stay in `buffer`. True if it closed (EOF or reset).

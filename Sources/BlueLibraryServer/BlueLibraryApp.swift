@@ -51,7 +51,7 @@ public final class BlueLibraryApp: Sendable {
         let albums = AlbumRoutes(facade: facade, idempotency: idempotency, covers: covers)
 
         // The metrics middleware (outermost) is put in front once the routes are known.
-        var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
+        var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies, family: configuration.forwardedHeaders)]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
         let pageCache = AlbumListRoute.PageCache()
         self.pageCache = pageCache

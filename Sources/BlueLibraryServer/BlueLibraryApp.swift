@@ -23,6 +23,8 @@ public final class BlueLibraryApp: Sendable {
     /// The live settings document (`GET/PATCH /settings`) and the passcode lock.
     public let settings: SettingsService
     let accessGuard: AccessGuard
+    /// Re-reads the settings when another process changed the database.
+    let storedStateWatcher: StoredStateWatcher
     /// What `GET /metrics` renders.
     let metrics = Metrics()
 
@@ -63,6 +65,18 @@ public final class BlueLibraryApp: Sendable {
             if old?.covers != new.covers { Self.applyCoverSettings(new.covers, to: covers, configuration: configuration, logger: logger) }
         }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
+        do {
+            storedStateWatcher = StoredStateWatcher(watch: try store.makeChangeWatch(), interval: configuration.accessPollInterval) {
+                [settings, logger] in
+                do {
+                    try settings.reload()
+                } catch {
+                    logger.log(.error, "could not re-read the settings", [("error", .string(String(describing: error)))])
+                }
+            }
+        } catch {
+            throw ConfigurationError("cannot watch the database \(store.path): \(error)")
+        }
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec()).register(into: &routes)
         albums.register(into: &routes)
@@ -95,6 +109,7 @@ public final class BlueLibraryApp: Sendable {
     public var port: Int { server.port }
 
     public func start() {
+        storedStateWatcher.start()
         server.start()
         logger.log(.info, "listening", [("host", .string(configuration.host)), ("port", .int(server.port)),
                                         ("dataDir", .string(configuration.dataDirectory)),
@@ -107,6 +122,7 @@ public final class BlueLibraryApp: Sendable {
         logger.log(.info, "draining", [("graceSeconds", .int(Int(configuration.shutdownGrace.components.seconds)))], always: true)
         events.shutdown()
         server.shutdown(grace: configuration.shutdownGrace)
+        storedStateWatcher.stop()
         exportWorkers.shutdown()
         covers.shutdown()
         do {

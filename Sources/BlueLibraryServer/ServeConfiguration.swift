@@ -33,6 +33,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var changeRetention = ChangeRetention.default
     /// `BLUELIBRARY_TOKEN`: at start, its hash replaces the stored one and the lock is enabled.
     public var token: AccessToken?
+    /// How often the server looks whether the database was changed by another process (a
+    /// token set from the command line); the settings and the token hash are then re-read.
+    public var accessPollInterval: Duration = .seconds(1)
     /// The clock of the lockout (tests inject a manual one).
     public var accessClock: @Sendable () -> Date = { Date() }
 
@@ -170,7 +173,11 @@ public struct ServeConfiguration: Sendable, Equatable {
                 }
             }
         }
-        config.token = environment["BLUELIBRARY_TOKEN"].flatMap { $0.isEmpty ? nil : AccessToken($0) }
+        if let token = environment["BLUELIBRARY_TOKEN"], !token.isEmpty {
+            // The same rules as `bluelibrary token set`; the message never repeats the token.
+            if let problem = TokenSetting.problem(with: token) { throw ConfigurationError("BLUELIBRARY_TOKEN: \(problem)") }
+            config.token = AccessToken(token)
+        }
         var remaining = arguments[...]
         while let word = remaining.popFirst() {
             if word == "--help" || word == "-h" { throw .helpRequested }

@@ -47,6 +47,8 @@ public final class BlueLibraryApp: Sendable {
                 throw ConfigurationError("cannot seed the library in \(configuration.dataDirectory): \(error.message)")
             }
         }
+        // Known from here on without a read: every commit gives the new version.
+        _ = try? facade.currentVersion()
         exportWorkers = WorkerPool(threads: 2, name: "archive-export")
         covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events))
         let idempotency = IdempotencyGuard(store: store, clock: clock)
@@ -67,8 +69,9 @@ public final class BlueLibraryApp: Sendable {
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
         do {
             storedStateWatcher = StoredStateWatcher(watch: try store.makeChangeWatch(), interval: configuration.accessPollInterval) {
-                [settings, logger] in
+                [settings, accessGuard, logger] in
                 do {
+                    try accessGuard.reloadToken()
                     try settings.reload()
                 } catch {
                     logger.log(.error, "could not re-read the settings", [("error", .string(String(describing: error)))])

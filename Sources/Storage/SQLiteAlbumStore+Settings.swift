@@ -65,6 +65,18 @@ extension SQLiteAlbumStore: SettingsStore, AccessStore {
         try database.read { db in try Self.failures(db, client) }
     }
 
+    public func allFailedAttempts() throws -> [String: FailedAttempts] {
+        try database.read { db in
+            var all: [String: FailedAttempts] = [:]
+            try db.forEachRow("SELECT client, attempt_count, window_start, locked_until FROM access_failures") { row in
+                all[try row.string(0)] = FailedAttempts(
+                    count: try row.int(1), windowStart: Milliseconds.date(try row.int64(2)),
+                    lockedUntil: row.isNull(3) ? nil : Milliseconds.date(try row.int64(3)))
+            }
+            return all
+        }
+    }
+
     @discardableResult
     public func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts? {
         try database.write { db in

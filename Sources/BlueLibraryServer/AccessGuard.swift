@@ -8,6 +8,12 @@ import Synchronization
 /// is right, and the per-address lockout. The token is never kept: the store has only its
 /// PBKDF2 hash, and this guard only a fast keyed digest of the last token that verified
 /// (so a correct token costs one slow hash per process, not per request).
+///
+/// Everything a decision needs is in memory: the stored token hash (loaded at start, re-read
+/// by `reloadToken()` when the database changed) and the failure records (loaded at start;
+/// every change is written through to the store by the thread that made it, which is never an
+/// event loop). So the quick decisions (no token, a locked address, the token that verified
+/// last) touch no database and wait on no lock held across I/O.
 public final class AccessGuard: Sendable {
     public enum Decision: Equatable, Sendable {
         case allowed
@@ -22,8 +28,15 @@ public final class AccessGuard: Sendable {
     let clock: @Sendable () -> Date
     /// A per-process random key for the verified-token cache.
     private let cacheKey: [UInt8]
+    /// The stored token hash (nil: none, or one of an algorithm this build cannot check).
+    private let token = Mutex<TokenHash?>(nil)
     /// (hash of the stored record, keyed digest of the token that verified against it).
     private let verified = Mutex<(record: [UInt8], digest: [UInt8])?>(nil)
+    /// The failure records by client address (the store has a copy for restarts).
+    private let failures = Mutex<[String: FailedAttempts]>([:])
+    /// Orders the write-through of failure records (held across that write only, by worker
+    /// threads; never by a decision).
+    private let persisting = Mutex<Void>(())
     /// Serialises slow checks (wrong or not yet verified tokens).
     private let slowPath = Mutex<Void>(())
 
@@ -32,7 +45,26 @@ public final class AccessGuard: Sendable {
         self.settings = settings
         self.clock = clock
         cacheKey = try PasswordHash.randomBytes(32)
+        try reloadToken()
+        let stored = try store.allFailedAttempts()
+        failures.withLock { $0 = stored }
     }
+
+    /// Re-reads the stored token hash (at start, after `bluelibrary token set`). A new hash
+    /// clears the failure records, as storing it cleared them in the database.
+    public func reloadToken() throws {
+        let stored = try store.tokenHash().flatMap { $0.algorithm == TokenHash.pbkdf2SHA256 ? $0 : nil }
+        let changed = token.withLock { current -> Bool in
+            defer { current = stored }
+            return current != stored
+        }
+        if changed {
+            failures.withLock { $0.removeAll() }
+        }
+    }
+
+    /// Whether a token is stored (from memory).
+    public var hasToken: Bool { token.withLock { $0 != nil } }
 
     /// Paths that stay open even with `protectReads` (probes and the API description).
     static let alwaysOpen: Set<String> = ["/healthz", "/readyz", "/openapi.yaml", "/metrics"]
@@ -47,70 +79,81 @@ public final class AccessGuard: Sendable {
         return settings.access.protectReads
     }
 
-    /// Whether the request can be decided without slow work: no token at all, or the token
-    /// that verified last (a cheap keyed digest). Anything else needs a PBKDF2 hash and
-    /// perhaps a database write, which must not run on an event loop.
-    public func isQuick(authorization: String?) -> Bool {
-        guard let token = Self.bearerToken(authorization) else { return true }
-        return (try? cachedMatch(Array(token.utf8))) == true
+    /// Whether the request can be decided from memory alone: a locked address, no token, or
+    /// the token that verified last from an address with no failures to clear. Anything else
+    /// needs a PBKDF2 hash or a write, which must not run on an event loop.
+    public func isQuick(authorization: String?, client: String) -> Bool {
+        let now = clock()
+        let record = failures.withLock { $0[client] }
+        if record?.lockRemaining(at: now) != nil { return true }
+        guard let presented = Self.bearerToken(authorization) else { return true }
+        return record == nil && cachedMatch(Array(presented.utf8))
     }
 
     /// Checks the `Authorization` header value of a request from `client`.
-    ///
-    /// Wrong tokens are checked one at a time (under `slowPath`), with the lockout re-read
-    /// inside: concurrent guesses from one address cannot get past the attempt limit.
     public func check(authorization: String?, client: String) throws -> Decision {
         let now = clock()
-        if let locked = try lockout(client: client, now: now) { return locked }
-        guard let token = Self.bearerToken(authorization) else { return .unauthorized(invalidToken: false) }
-        if try cachedMatch(Array(token.utf8)) {
-            if try store.failedAttempts(client: client) != nil {
-                try store.updateFailedAttempts(client: client) { _ in nil }
-            }
+        if let locked = lockout(client: client, now: now) { return locked }
+        guard let presented = Self.bearerToken(authorization) else { return .unauthorized(invalidToken: false) }
+        let bytes = Array(presented.utf8)
+        if cachedMatch(bytes) {
+            try clearFailures(client: client)
             return .allowed
         }
-        return try slowPath.withLock { _ in try checkSlowly(token, client: client, now: clock()) }
+        // Wrong or not yet verified tokens are checked one at a time, the lockout re-read inside.
+        return try slowPath.withLock { _ in
+            if let locked = lockout(client: client, now: clock()) { return locked }
+            if try verify(bytes) {
+                try clearFailures(client: client)
+                return .allowed
+            }
+            let access = settings.current.access
+            let interval = TimeInterval(access.checkIntervalSeconds)
+            failures.withLock { all in
+                all[client] = FailedAttempts.afterFailure(all[client], now: clock(), limit: access.attemptLimit, interval: interval)
+            }
+            try persist(client: client)
+            return .unauthorized(invalidToken: true)
+        }
     }
 
-    private func lockout(client: String, now: Date) throws -> Decision? {
-        guard let record = try store.failedAttempts(client: client), let remaining = record.lockRemaining(at: now) else {
-            return nil
-        }
+    private func lockout(client: String, now: Date) -> Decision? {
+        guard let remaining = failures.withLock({ $0[client] })?.lockRemaining(at: now) else { return nil }
         return .locked(retryAfter: max(1, Int(remaining.rounded(.up))))
     }
 
-    private func checkSlowly(_ token: String, client: String, now: Date) throws -> Decision {
-        let access = settings.current.access
-        if let locked = try lockout(client: client, now: now) { return locked }
-        if try verify(Array(token.utf8)) {
-            if try store.failedAttempts(client: client) != nil {
-                try store.updateFailedAttempts(client: client) { _ in nil }
-            }
-            return .allowed
-        }
-        let interval = TimeInterval(access.checkIntervalSeconds)
-        try store.updateFailedAttempts(client: client) { previous in
-            FailedAttempts.afterFailure(previous, now: now, limit: access.attemptLimit, interval: interval)
-        }
-        return .unauthorized(invalidToken: true)
+    private func clearFailures(client: String) throws {
+        guard failures.withLock({ $0.removeValue(forKey: client) }) != nil else { return }
+        try persist(client: client)
     }
 
-    /// Whether `token` is the one that verified last against the stored hash (cheap).
-    private func cachedMatch(_ token: [UInt8]) throws -> Bool {
-        guard let stored = try store.tokenHash(), stored.algorithm == TokenHash.pbkdf2SHA256 else { return false }
+    /// Writes the client's record as it is in memory now (the latest, whoever wins the lock).
+    private func persist(client: String) throws {
+        try persisting.withLock { _ in
+            let record = failures.withLock { $0[client] }
+            try store.updateFailedAttempts(client: client) { _ in record }
+        }
+    }
+
+    /// The keyed digest of `token` against the stored record, and the record (nil: no token stored).
+    private func digest(_ presented: [UInt8]) -> (record: [UInt8], digest: [UInt8])? {
+        guard let stored = token.withLock({ $0 }) else { return nil }
         let record = stored.salt + stored.hash
-        let digest = try PasswordHash.pbkdf2SHA256(password: token, salt: cacheKey + record, iterations: 1)
-        guard let cached = verified.withLock({ $0 }) else { return false }
+        guard let digest = try? PasswordHash.pbkdf2SHA256(password: presented, salt: cacheKey + record, iterations: 1) else { return nil }
+        return (record, digest)
+    }
+
+    /// Whether `token` is the one that verified last against the stored hash (cheap, memory only).
+    private func cachedMatch(_ presented: [UInt8]) -> Bool {
+        guard let (record, digest) = digest(presented), let cached = verified.withLock({ $0 }) else { return false }
         return PasswordHash.constantTimeEquals(cached.record, record) && PasswordHash.constantTimeEquals(cached.digest, digest)
     }
 
-    /// Whether `token` matches the stored hash (false when none is stored).
-    func verify(_ token: [UInt8]) throws -> Bool {
-        if try cachedMatch(token) { return true }
-        guard let stored = try store.tokenHash(), stored.algorithm == TokenHash.pbkdf2SHA256 else { return false }
-        let record = stored.salt + stored.hash
-        let digest = try PasswordHash.pbkdf2SHA256(password: token, salt: cacheKey + record, iterations: 1)
-        guard PasswordHash.verify(token: token, salt: stored.salt, hash: stored.hash, iterations: stored.iterations) else {
+    /// Whether `token` matches the stored hash (false when none is stored): a slow hash.
+    func verify(_ presented: [UInt8]) throws -> Bool {
+        if cachedMatch(presented) { return true }
+        guard let stored = token.withLock({ $0 }), let (record, digest) = digest(presented) else { return false }
+        guard PasswordHash.verify(token: presented, salt: stored.salt, hash: stored.hash, iterations: stored.iterations) else {
             return false
         }
         verified.withLock { $0 = (record, digest) }
@@ -146,7 +189,7 @@ struct AuthMiddleware: HTTPMiddleware {
             return try next.respond(to: request, context: context)
         }
         // A token that is not the cached one costs a PBKDF2 hash: never on an event loop.
-        guard context.isOnWorkerPool || guardian.isQuick(authorization: request.headers["Authorization"]) else {
+        guard context.isOnWorkerPool || guardian.isQuick(authorization: request.headers["Authorization"], client: context.clientAddress) else {
             throw WorkerPoolRequired()
         }
         let decision: AccessGuard.Decision

@@ -75,19 +75,26 @@ extension BlueLibraryApp {
 }
 
 /// `bluelibrary token set`: hashes a token into the data directory's database and turns the
-/// lock on. A running server checks new tokens against the new hash at once; it learns that
-/// the lock was turned on only at its next start (or a `PATCH /settings`).
+/// lock on. A running server learns both within `accessPollInterval` (it watches the database).
 public enum TokenSetting {
     /// The least a token may be: a passcode guessed online is throttled, but not forever.
     public static let minimumLength = 12
 
+    /// What is wrong with `token` (nil: nothing): at least `minimumLength` characters, each
+    /// printable ASCII without spaces (it travels in an Authorization header). The same rules
+    /// hold for the command line and `BLUELIBRARY_TOKEN`.
+    public static func problem(with token: String) -> String? {
+        guard token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            return "the token must be printable ASCII without spaces (it travels in an Authorization header)"
+        }
+        guard token.utf8.count >= minimumLength else {
+            return "the token must be at least \(minimumLength) characters"
+        }
+        return nil
+    }
+
     public static func set(_ token: AccessToken, dataDirectory: String) throws(ConfigurationError) {
-        guard token.value.count >= minimumLength else {
-            throw ConfigurationError("the token must be at least \(minimumLength) characters")
-        }
-        guard !token.value.contains(where: { $0.isWhitespace || $0.isNewline }), token.value.allSatisfy({ $0.isASCII }) else {
-            throw ConfigurationError("the token must be printable ASCII without spaces (it travels in an Authorization header)")
-        }
+        if let problem = problem(with: token.value) { throw ConfigurationError(problem) }
         let store: SQLiteAlbumStore
         do {
             store = try BlueLibraryApp.openStore(in: dataDirectory)

@@ -24,6 +24,8 @@ public final class BlueLibraryApp: Sendable {
     /// The live settings document (`GET/PATCH /settings`) and the passcode lock.
     public let settings: SettingsService
     let accessGuard: AccessGuard
+    /// Re-reads the settings when another process changed the database.
+    let storedStateWatcher: StoredStateWatcher
     /// What `GET /metrics` renders.
     let metrics = Metrics()
 
@@ -46,13 +48,15 @@ public final class BlueLibraryApp: Sendable {
                 throw ConfigurationError("cannot seed the library in \(configuration.dataDirectory): \(error.message)")
             }
         }
+        // Known from here on without a read: every commit gives the new version.
+        _ = try? facade.currentVersion()
         exportWorkers = WorkerPool(threads: 2, name: "archive-export")
         covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events))
         let idempotency = IdempotencyGuard(store: store, clock: clock)
         let albums = AlbumRoutes(facade: facade, idempotency: idempotency, covers: covers)
 
         // The metrics middleware (outermost) is put in front once the routes are known.
-        var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies)]
+        var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies, family: configuration.forwardedHeaders)]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
         let pageCache = AlbumListRoute.PageCache()
         self.pageCache = pageCache
@@ -64,6 +68,19 @@ public final class BlueLibraryApp: Sendable {
             if old?.covers != new.covers { Self.applyCoverSettings(new.covers, to: covers, configuration: configuration, logger: logger) }
         }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
+        do {
+            storedStateWatcher = StoredStateWatcher(watch: try store.makeChangeWatch(), interval: configuration.accessPollInterval) {
+                [settings, accessGuard, logger] in
+                do {
+                    try accessGuard.reloadToken()
+                    try settings.reload()
+                } catch {
+                    logger.log(.error, "could not re-read the settings", [("error", .string(String(describing: error)))])
+                }
+            }
+        } catch {
+            throw ConfigurationError("cannot watch the database \(store.path): \(error)")
+        }
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec()).register(into: &routes)
         albums.register(into: &routes)
@@ -97,6 +114,7 @@ public final class BlueLibraryApp: Sendable {
     public var port: Int { server.port }
 
     public func start() {
+        storedStateWatcher.start()
         server.start()
         logger.log(.info, "listening", [("host", .string(configuration.host)), ("port", .int(server.port)),
                                         ("dataDir", .string(configuration.dataDirectory)),
@@ -109,6 +127,7 @@ public final class BlueLibraryApp: Sendable {
         logger.log(.info, "draining", [("graceSeconds", .int(Int(configuration.shutdownGrace.components.seconds)))], always: true)
         events.shutdown()
         server.shutdown(grace: configuration.shutdownGrace)
+        storedStateWatcher.stop()
         exportWorkers.shutdown()
         covers.shutdown()
         do {

@@ -1,19 +1,29 @@
 import HTTPServer
 
-/// Takes the client's address, scheme and host from `Forwarded` (RFC 7239) or
-/// `X-Forwarded-For/-Proto/-Host`, but only when the socket peer is a trusted proxy; from any
-/// other peer those headers are ignored, since anyone can send them.
+/// Which header family a trusted proxy's word is taken from (`BLUELIBRARY_FORWARDED_HEADERS`).
+/// Only one is ever read: a proxy sets (or clears) the family it knows and passes the other
+/// through as the client sent it, so believing both would let a client pick its own address.
+public enum ForwardedHeaderFamily: String, Sendable, Equatable, CaseIterable {
+    /// `X-Forwarded-For`, `X-Forwarded-Proto`, `X-Forwarded-Host` (what nginx sets).
+    case xForwarded = "x-forwarded"
+    /// `Forwarded` (RFC 7239).
+    case forwarded
+}
+
+/// Takes the client's address, scheme and host from the configured header family, but only
+/// when the socket peer is a trusted proxy; from any other peer those headers are ignored,
+/// since anyone can send them.
 struct ForwardedHeadersMiddleware: HTTPMiddleware {
     let trustedProxies: [CIDR]
+    var family: ForwardedHeaderFamily = .xForwarded
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
         guard !trustedProxies.isEmpty, trustedProxies.containsAddress(context.peerAddress) else {
             return try next.respond(to: request, context: context)
         }
         var context = context
-        let forwarded = ForwardedHeaders(request.headers)
-        // Walk the chain right to left: the first hop that is not a trusted proxy is the client.
-        if let client = forwarded.chain.reversed().first(where: { !trustedProxies.containsAddress($0) }) ?? forwarded.chain.first {
+        let forwarded = ForwardedHeaders(request.headers, family: family)
+        if let client = forwarded.client(trusting: trustedProxies) {
             context.clientAddress = client
         }
         if let proto = forwarded.proto?.lowercased(), proto == "http" || proto == "https" {
@@ -33,10 +43,15 @@ struct ForwardedHeaders: Equatable {
     var proto: String?
     var host: String?
 
-    init(_ headers: HTTPHeaders) {
-        let forwarded = headers.values(for: "Forwarded")
-        if !forwarded.isEmpty {
+    /// Reads `family` only; the other family is ignored whatever it says.
+    init(_ headers: HTTPHeaders, family: ForwardedHeaderFamily) {
+        switch family {
+        case .forwarded:
+            // proto and host come from the last element only (the one the nearest proxy wrote).
+            let forwarded = headers.values(for: "Forwarded")
             for element in forwarded.flatMap({ $0.split(separator: ",") }) {
+                proto = nil
+                host = nil
                 for pair in element.split(separator: ";") {
                     guard let eq = pair.firstIndex(of: "=") else { continue }
                     let key = pair[..<eq].trimmingASCIIWhitespace().lowercased()
@@ -52,13 +67,24 @@ struct ForwardedHeaders: Equatable {
                     }
                 }
             }
-            return
+        case .xForwarded:
+            chain = headers.values(for: "X-Forwarded-For").flatMap { $0.split(separator: ",") }.map {
+                Self.stripPort($0.trimmingASCIIWhitespace())
+            }.filter { !$0.isEmpty }
+            proto = headers.values(for: "X-Forwarded-Proto").last?.split(separator: ",").last?.trimmingASCIIWhitespace()
+            host = headers.values(for: "X-Forwarded-Host").last?.split(separator: ",").last?.trimmingASCIIWhitespace()
         }
-        chain = headers.values(for: "X-Forwarded-For").flatMap { $0.split(separator: ",") }.map {
-            Self.stripPort($0.trimmingASCIIWhitespace())
-        }.filter { !$0.isEmpty }
-        proto = headers.values(for: "X-Forwarded-Proto").last?.split(separator: ",").last?.trimmingASCIIWhitespace()
-        host = headers.values(for: "X-Forwarded-Host").last?.split(separator: ",").last?.trimmingASCIIWhitespace()
+    }
+
+    /// The client: the chain is read from the right (the nearest proxy's entry first), trusted
+    /// proxies are skipped, and the first hop that is not one is the client. Entries left of it
+    /// were written by the client itself and are never believed. A chain of trusted proxies
+    /// only gives its leftmost entry; an empty chain gives nil (the peer stays the client).
+    func client(trusting trusted: [CIDR]) -> String? {
+        for hop in chain.reversed() where !trusted.containsAddress(hop) {
+            return hop
+        }
+        return chain.first
     }
 
     /// `[2001:db8::1]:4711` → `2001:db8::1`, `192.0.2.1:80` → `192.0.2.1`.

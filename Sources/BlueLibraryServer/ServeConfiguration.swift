@@ -12,6 +12,8 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var logLevel: HTTPServer.LogLevel = .info
     public var accessLog = true
     public var trustedProxies: [CIDR] = []
+    /// The one header family a trusted proxy's word is taken from.
+    public var forwardedHeaders: ForwardedHeaderFamily = .xForwarded
     public var eventLoops: Int?
     public var workers = 16
     public var shutdownGrace: Duration = .seconds(10)
@@ -31,6 +33,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var changeRetention = ChangeRetention.default
     /// `BLUELIBRARY_TOKEN`: at start, its hash replaces the stored one and the lock is enabled.
     public var token: AccessToken?
+    /// How often the server looks whether the database was changed by another process (a
+    /// token set from the command line); the settings and the token hash are then re-read.
+    public var accessPollInterval: Duration = .seconds(1)
     /// The clock of the lockout (tests inject a manual one).
     public var accessClock: @Sendable () -> Date = { Date() }
 
@@ -38,7 +43,8 @@ public struct ServeConfiguration: Sendable, Equatable {
 
     public static func == (a: ServeConfiguration, b: ServeConfiguration) -> Bool {
         a.host == b.host && a.port == b.port && a.dataDirectory == b.dataDirectory && a.logLevel == b.logLevel
-            && a.accessLog == b.accessLog && a.trustedProxies == b.trustedProxies && a.eventLoops == b.eventLoops
+            && a.accessLog == b.accessLog && a.trustedProxies == b.trustedProxies
+            && a.forwardedHeaders == b.forwardedHeaders && a.eventLoops == b.eventLoops
             && a.workers == b.workers && a.shutdownGrace == b.shutdownGrace && a.seed == b.seed
     }
 
@@ -82,7 +88,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             config.accessLog = try boolean(value, name: "access log")
         },
         Option(flag: "--trusted-proxies", variable: "BLUELIBRARY_TRUSTED_PROXIES", placeholder: "CIDR,...", defaultText: "none",
-               help: "Proxies whose X-Forwarded-*/Forwarded headers are believed.") { config, value throws(ConfigurationError) in
+               help: "Proxies whose forwarded headers (see --forwarded-headers) are believed.") { config, value throws(ConfigurationError) in
             config.trustedProxies = try value.split(separator: ",").map { item throws(ConfigurationError) in
                 let text = item.trimmingASCIIWhitespace()
                 guard let cidr = CIDR(text) else {
@@ -90,6 +96,14 @@ public struct ServeConfiguration: Sendable, Equatable {
                 }
                 return cidr
             }
+        },
+        Option(flag: "--forwarded-headers", variable: "BLUELIBRARY_FORWARDED_HEADERS", placeholder: "x-forwarded|forwarded",
+               defaultText: "x-forwarded",
+               help: "The one header family a trusted proxy's client address is read from (the other is ignored).") { config, value throws(ConfigurationError) in
+            guard let family = ForwardedHeaderFamily(rawValue: value.trimmingASCIIWhitespace().lowercased()) else {
+                throw ConfigurationError("forwarded headers must be x-forwarded or forwarded, not '\(value)'")
+            }
+            config.forwardedHeaders = family
         },
         Option(flag: "--event-loops", variable: "BLUELIBRARY_EVENT_LOOPS", placeholder: "N", defaultText: "CPUs",
                help: "Event loop threads.") { config, value throws(ConfigurationError) in
@@ -163,7 +177,11 @@ public struct ServeConfiguration: Sendable, Equatable {
                 }
             }
         }
-        config.token = environment["BLUELIBRARY_TOKEN"].flatMap { $0.isEmpty ? nil : AccessToken($0) }
+        if let token = environment["BLUELIBRARY_TOKEN"], !token.isEmpty {
+            // The same rules as `bluelibrary token set`; the message never repeats the token.
+            if let problem = TokenSetting.problem(with: token) { throw ConfigurationError("BLUELIBRARY_TOKEN: \(problem)") }
+            config.token = AccessToken(token)
+        }
         var remaining = arguments[...]
         while let word = remaining.popFirst() {
             if word == "--help" || word == "-h" { throw .helpRequested }

@@ -27,11 +27,22 @@ struct SettingsRoutes {
         routes.add(.patch, "/settings", options: .workerPool) { [settings, validate] request, _ in
             try RequestInput.requireJSON(request)
             let ifMatch = request.headers["If-Match"]
+            // The access settings this request was let in under: the stored ones may be newer.
+            let seen = settings.current
             let updated: LibrarySettings
             do {
                 updated = try settings.update(
                     patch: request.body,
                     precondition: { current in
+                        // The lock changed elsewhere (`bluelibrary token set`) after this request
+                        // was checked: refused, and the server now knows (the service adopted it).
+                        if AccessGuard.requiresToken(method: .patch, path: "/settings", settings: current),
+                           !AccessGuard.requiresToken(method: .patch, path: "/settings", settings: seen) {
+                            throw HTTPError(
+                                .conflict,
+                                detail: "Write protection was enabled outside this request (e.g. by 'bluelibrary token set'); retry with the token.",
+                                type: "urn:bluelibrary:problem:access-changed", title: "Write protection changed")
+                        }
                         // If-Match compares strongly (RFC 9110 §13.1.1): a weak tag never matches.
                         if let ifMatch, !ETag.strongList(ifMatch, matches: Self.etag(current)) {
                             throw HTTPError(

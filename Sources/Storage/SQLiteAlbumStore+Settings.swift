@@ -20,6 +20,23 @@ extension SQLiteAlbumStore: SettingsStore, AccessStore {
         }
     }
 
+    public func updateSettings(_ body: ([UInt8]?) throws -> [UInt8]?) throws {
+        try database.write { db in
+            let stored = try db.firstRow("SELECT document FROM settings WHERE id = 1") { row in Array(try row.string(0).utf8) }
+            guard let next = try body(stored) else { return }
+            try db.run("""
+                INSERT INTO settings (id, document, updated_at) VALUES (1, ?1, ?2)
+                ON CONFLICT (id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
+                """, [.text(String(decoding: next, as: UTF8.self)), .integer(Milliseconds.from(Date()))])
+        }
+    }
+
+    /// A watch on commits made by any other connection (another process, or this store's own
+    /// writer): for a poller that keeps in-memory copies of stored state fresh.
+    public func makeChangeWatch() throws -> DatabaseChangeWatch {
+        try DatabaseChangeWatch(path: path)
+    }
+
     public func tokenHash() throws -> TokenHash? {
         try database.read { db in
             try db.firstRow("SELECT algorithm, salt, hash, iterations FROM access_token WHERE id = 1") { row in
@@ -48,6 +65,18 @@ extension SQLiteAlbumStore: SettingsStore, AccessStore {
         try database.read { db in try Self.failures(db, client) }
     }
 
+    public func allFailedAttempts() throws -> [String: FailedAttempts] {
+        try database.read { db in
+            var all: [String: FailedAttempts] = [:]
+            try db.forEachRow("SELECT client, attempt_count, window_start, locked_until FROM access_failures") { row in
+                all[try row.string(0)] = FailedAttempts(
+                    count: try row.int(1), windowStart: Milliseconds.date(try row.int64(2)),
+                    lockedUntil: row.isNull(3) ? nil : Milliseconds.date(try row.int64(3)))
+            }
+            return all
+        }
+    }
+
     @discardableResult
     public func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts? {
         try database.write { db in
@@ -73,5 +102,30 @@ extension SQLiteAlbumStore: SettingsStore, AccessStore {
             FailedAttempts(count: try row.int(0), windowStart: Milliseconds.date(try row.int64(1)),
                            lockedUntil: row.isNull(2) ? nil : Milliseconds.date(try row.int64(2)))
         }
+    }
+}
+
+/// Tells whether the database changed since the last look (`PRAGMA data_version` on a
+/// connection of its own, which moves whenever any other connection commits). One thread at a
+/// time: it is meant for one polling thread.
+public final class DatabaseChangeWatch: @unchecked Sendable {
+    private let connection: Connection
+    private var last: Int64
+
+    init(path: String) throws {
+        connection = try Connection(path: path, mode: .readOnly)
+        last = 0
+        last = try version()
+    }
+
+    private func version() throws -> Int64 {
+        try connection.firstRow("PRAGMA data_version") { row in try row.int64(0) } ?? 0
+    }
+
+    /// Whether anything was committed since the previous call (or since the watch was made).
+    public func hasChanged() throws -> Bool {
+        let now = try version()
+        defer { last = now }
+        return now != last
     }
 }

@@ -47,7 +47,7 @@ enum TokenCommand {
         } catch {
             fail(error.message, code: 1)
         }
-        FileHandle.standardError.write(Data("bluelibrary: token hash stored; write protection is enabled (restart a running server to enable it there)\n".utf8))
+        FileHandle.standardError.write(Data("bluelibrary: token hash stored; write protection is enabled (a running server enforces it within a few seconds)\n".utf8))
         exit(0)
     }
 

@@ -117,3 +117,38 @@ import Testing
         #expect(received.contains("data: {"))
     }
 }
+
+/// Issue 11, defect 2: behind the shipped nginx config a client cannot pick its own address
+/// with `Forwarded` or `X-Forwarded-For`, so the lockout counts its guesses.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ForwardedSpoofingTests {
+    static let token = "correct-horse-battery-staple"
+
+    @Test func spoofedForwardedHeadersDoNotEscapeTheLockout() throws {
+        let app = try TestApp.make { config in
+            config.trustedProxies = [CIDR("127.0.0.1/32")!]
+            config.token = AccessToken(Self.token)
+        }
+        app.start()
+        defer { app.shutdown() }
+        let proxy = try NginxProxy(upstreamPort: app.port)
+        func call(_ headers: String, token: String, source: String = "127.0.0.2") throws -> RawHTTPClient.Response {
+            let client = try RawHTTPClient(port: proxy.port, source: source)
+            try client.send("DELETE /albums/at/0 HTTP/1.1\r\nHost: lib\r\nAuthorization: Bearer \(token)\r\n\(headers)\r\n")
+            return try client.readResponse()
+        }
+        let limit = app.settings.current.access.attemptLimit
+        // Every guess claims another address in both header families (and a victim's address).
+        for attempt in 0..<limit {
+            let spoof = "Forwarded: for=198.51.100.\(attempt);proto=https\r\nX-Forwarded-For: 203.0.113.\(attempt), 127.0.0.3\r\n"
+            let response = try call(spoof, token: "wrong-token-\(attempt)-xyz")
+            #expect(response.status == 401, "guess \(attempt): \(response.status)")
+        }
+        let next = try call("Forwarded: for=198.51.100.200\r\nX-Forwarded-For: 203.0.113.200\r\n", token: "wrong-token-last-xyz")
+        #expect(next.status == 429, "the lockout triggered after \(limit) failures: \(next.status)")
+        let right = try call("Forwarded: for=198.51.100.201\r\n", token: Self.token)
+        #expect(right.status == 429, "the locked address stays locked, whatever it claims")
+        // The address the guesses named (127.0.0.3) is not locked out.
+        let victim = try call("", token: Self.token, source: "127.0.0.3")
+        #expect(victim.status == 200 || victim.status == 204, "victim: \(victim.status)")
+    }
+}

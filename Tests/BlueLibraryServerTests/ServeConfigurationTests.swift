@@ -57,6 +57,25 @@ import Testing
         }
     }
 
+    @Test func forwardedHeaderFamilyDefaultsToXForwardedAndOnlyThatFamilyIsRead() throws {
+        #expect(try ServeConfiguration.parse(arguments: [], environment: [:]).forwardedHeaders == .xForwarded)
+        let config = try ServeConfiguration.parse(arguments: [], environment: ["BLUELIBRARY_FORWARDED_HEADERS": "forwarded"])
+        #expect(config.forwardedHeaders == .forwarded)
+        #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--forwarded-headers", "both"], environment: [:]) }
+
+        var headers = HTTPHeaders()
+        headers.add("Forwarded", "for=198.51.100.1;proto=https")
+        headers.add("X-Forwarded-For", "203.0.113.7, 192.0.2.9, 10.0.0.2")
+        let trusted = [CIDR("10.0.0.0/8")!]
+        let x = ForwardedHeaders(headers, family: .xForwarded)
+        #expect(x.client(trusting: trusted) == "192.0.2.9", "the rightmost untrusted hop, not the client's own entry")
+        #expect(x.proto == nil, "Forwarded's proto is not read in the x-forwarded family")
+        let f = ForwardedHeaders(headers, family: .forwarded)
+        #expect(f.client(trusting: trusted) == "198.51.100.1")
+        #expect(f.proto == "https")
+        #expect(ForwardedHeaders(HTTPHeaders(), family: .xForwarded).client(trusting: trusted) == nil)
+    }
+
     @Test func timeoutsAcceptFractionsOfSeconds() throws {
         let config = try ServeConfiguration.parse(arguments: ["--head-timeout", "0.5"], environment: [:])
         #expect(config.limits.headTimeout == .milliseconds(500))

@@ -27,6 +27,9 @@ final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
 
     /// Committed write transactions so far.
     var writeCount: Int { lock.withLock { _writeCount } }
+    private var _readCount = 0
+    /// Read transactions so far.
+    var readCount: Int { lock.withLock { _readCount } }
 
     /// Makes the next `write` run its body and then fail instead of committing.
     func failNextCommit() { lock.withLock { _failNextCommit = true } }
@@ -38,7 +41,8 @@ final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
 
     func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
         try lock.withLock {
-            try body(Transaction(libraries[library] ?? LibraryData()))
+            _readCount += 1
+            return try body(Transaction(libraries[library] ?? LibraryData()))
         }
     }
 

@@ -162,6 +162,19 @@ import Testing
         _ = try fixture.facade.add(input("Low"))
         #expect(try fixture.facade.currentVersion() == before + 1)
     }
+
+    /// Issue 11, defect 7: the commit gives the new version; no read after a commit.
+    @Test func currentVersionAfterACommitNeedsNoRead() throws {
+        let fixture = try Fixture(seeded: true)
+        let before = try fixture.facade.currentVersion()
+        let added = try fixture.facade.add(input("Low"))
+        _ = try fixture.facade.move(id: added.album.id, to: 0)
+        _ = try fixture.facade.setState(albumID: added.album.id)
+        let reads = fixture.store.readCount
+        #expect(try fixture.facade.currentVersion() == before + 2)
+        #expect(fixture.store.readCount == reads, "the version came from the commits, not a read")
+        #expect(try fixture.facade.version() == before + 2)
+    }
 }
 
 @Suite struct RequestModelCacheTests {

@@ -133,3 +133,28 @@ final class InMemorySettingsStore: SettingsStore {
         #expect(fresh.count == 1 && fresh.lockedUntil == nil)
     }
 }
+
+/// Issue 11, defect 4: two services over one store (a server and `bluelibrary token set`).
+@Suite struct SettingsStaleWriteTests {
+    @Test func aPatchIsAppliedToTheStoredDocumentNotAStaleCopy() throws {
+        let store = InMemorySettingsStore()
+        let server = try SettingsService(store: store)
+        let commandLine = try SettingsService(store: store)
+        try commandLine.modify { $0.access.passcodeEnabled = true }
+        #expect(!server.current.access.passcodeEnabled, "the server has not looked yet")
+        _ = try server.update(patch: Array(#"{"undo": {"depth": 7}}"#.utf8))
+        let stored = try SettingsService(store: store).current
+        #expect(stored.access.passcodeEnabled, "the lock was not overwritten")
+        #expect(stored.undo.depth == 7)
+        #expect(server.current.access.passcodeEnabled, "the server learned the stored lock")
+    }
+
+    @Test func reloadPicksUpAChangeMadeElsewhere() throws {
+        let store = InMemorySettingsStore()
+        let server = try SettingsService(store: store)
+        try SettingsService(store: store).modify { $0.access.passcodeEnabled = true }
+        #expect(!server.passcodeEnabled)
+        try server.reload()
+        #expect(server.passcodeEnabled)
+    }
+}

@@ -28,8 +28,9 @@ public final class LibraryFacade: Sendable {
     let events: (any LibraryEventSink)?
     /// How long the change feed keeps changes.
     public let changeRetention: ChangeRetention
-    /// The version as last read, and how many commits this facade has made: any commit
-    /// forgets the version, and a read that raced with a commit is not remembered.
+    /// The version as last known, and how many commits this facade has made. A commit that
+    /// bumps the version gives the new one (from its events), so no read follows a commit; a
+    /// read that raced with a commit is not remembered.
     private let versionMemo = Mutex<(commits: UInt64, version: Int64?)>((0, nil))
 
     /// - Parameters:
@@ -64,9 +65,10 @@ public final class LibraryFacade: Sendable {
         try reading { try $0.version() }
     }
 
-    /// The library version without a store read when nothing was committed since it was last
-    /// read. Valid while this facade is the only writer of its library (one process); the
-    /// request model uses it to tell current pages from outdated ones.
+    /// The library version without a store read: known from the last read or the last commit
+    /// (only the first call, or one racing a commit, reads). Valid while this facade is the
+    /// only writer of its library (one process); the request model uses it to tell current
+    /// pages from outdated ones. Call it once at start so no request reads.
     public func currentVersion() throws(LibraryError) -> Int64 {
         let (commits, known) = versionMemo.withLock { ($0.commits, $0.version) }
         if let known { return known }
@@ -113,9 +115,16 @@ public final class LibraryFacade: Sendable {
         } catch {
             throw Self.libraryError(from: error)
         }
+        // Every version bump has exactly one versioned event (the change feed relies on it);
+        // state events carry the version without bumping it, and a commit without a bump
+        // leaves the version as it was.
+        let bumped = committedEvents.compactMap { LibraryChange($0, recordedAt: Date(timeIntervalSince1970: 0))?.version }.max()
         versionMemo.withLock { memo in
             memo.commits &+= 1
-            memo.version = nil
+            if let bumped {
+                // Commits of the one writer are ordered; their memo updates may not be.
+                memo.version = max(memo.version ?? bumped, bumped)
+            }
         }
         if let events {
             for event in committedEvents {

@@ -63,6 +63,8 @@ public protocol AccessStore: Sendable {
     /// Stores (or, with `nil`, removes) the token hash; any lockouts are cleared with it.
     func setTokenHash(_ hash: TokenHash?) throws
     func failedAttempts(client: String) throws -> FailedAttempts?
+    /// Every stored record (loaded once at start; the guard keeps them in memory).
+    func allFailedAttempts() throws -> [String: FailedAttempts]
     /// Reads, transforms and writes one client's record in one transaction (`nil` deletes).
     @discardableResult
     func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts?

@@ -7,13 +7,31 @@ public protocol SettingsStore: Sendable {
     func loadSettings() throws -> [UInt8]?
     /// Replaces the stored document (committed before returning).
     func saveSettings(_ json: [UInt8]) throws
+    /// Reads the stored document, and stores what `body` returns (nothing when it returns nil),
+    /// in one transaction: a write made elsewhere in between is never overwritten.
+    func updateSettings(_ body: ([UInt8]?) throws -> [UInt8]?) throws
+}
+
+extension SettingsStore {
+    /// For stores with one writer (tests): read, then write.
+    public func updateSettings(_ body: ([UInt8]?) throws -> [UInt8]?) throws {
+        if let next = try body(loadSettings()) { try saveSettings(next) }
+    }
 }
 
 /// The live settings: loaded (and upgraded) once, changed only through `update`, which
 /// validates, stores, swaps the in-memory copy and tells the listeners, in that order.
+///
+/// Every change is applied to the *stored* document, read in the same transaction that writes
+/// it (another process, e.g. `bluelibrary token set`, may have changed it), never to the
+/// in-memory copy, which may be stale. `reload()` adopts what is stored (a watcher calls it
+/// when the database changed). The in-memory copy's lock is held only to copy or swap a value,
+/// never across I/O: writers are serialised by a lock of their own.
 public final class SettingsService: Sendable {
     private let store: any SettingsStore
     private let state: Mutex<LibrarySettings>
+    /// Serialises changes and reloads (held across the database write; never taken by readers).
+    private let writer = Mutex<Void>(())
     /// `access.passcodeEnabled` of `current`, readable without the lock: every request asks.
     private let passcodeFlag: Atomic<Bool>
     private let listeners = Mutex<[@Sendable (_ old: LibrarySettings, _ new: LibrarySettings) -> Void]>([])
@@ -91,27 +109,69 @@ public final class SettingsService: Sendable {
         }
     }
 
+    /// Adopts the stored document if it differs from the one in memory (listeners are told).
+    public func reload() throws(LibraryError) {
+        do {
+            try writer.withLock { _ in
+                let stored = try Self.decode(store.loadSettings())
+                adopt(stored)
+            }
+        } catch let error as LibraryError {
+            throw error
+        } catch {
+            throw .storage(UnderlyingError(error))
+        }
+    }
+
+    private static func decode(_ bytes: [UInt8]?) throws -> LibrarySettings {
+        guard let bytes else { return .defaults }
+        return try SettingsMigration.decode(stored: bytes).settings
+    }
+
+    /// Puts `new` in memory and tells the listeners (call with `writer` held).
+    private func adopt(_ new: LibrarySettings) {
+        let old = state.withLock { current -> LibrarySettings in
+            let old = current
+            current = new
+            return old
+        }
+        passcodeFlag.store(new.access.passcodeEnabled, ordering: .relaxed)
+        if old != new {
+            for listener in listeners.withLock({ $0 }) { listener(old, new) }
+        }
+    }
+
     private func change(
         precondition: (LibrarySettings) throws -> Void,
         _ transform: (LibrarySettings) throws(LibraryError) -> LibrarySettings
     ) throws -> LibrarySettings {
-        let (old, new) = try state.withLock { current -> (LibrarySettings, LibrarySettings) in
-            try precondition(current)
-            let next = try transform(current)
-            guard next != current else { return (current, current) }
+        try writer.withLock { _ in
+            var stored: LibrarySettings?
+            var next: LibrarySettings?
             do {
-                try store.saveSettings(next.encoded())
+                try store.updateSettings { bytes in
+                    let current: LibrarySettings
+                    do {
+                        current = try Self.decode(bytes)
+                    } catch {
+                        throw LibraryError.storage(UnderlyingError(error))
+                    }
+                    stored = current
+                    try precondition(current)
+                    let changed = try transform(current)
+                    next = changed
+                    return changed == current ? nil : changed.encoded()
+                }
             } catch {
-                throw LibraryError.storage(UnderlyingError(error))
+                // Refused, but what is stored is now known: memory follows it.
+                if let stored { adopt(stored) }
+                if error is LibraryError { throw error }
+                if stored == nil || next != nil { throw LibraryError.storage(UnderlyingError(error)) }
+                throw error
             }
-            let old = current
-            current = next
-            passcodeFlag.store(next.access.passcodeEnabled, ordering: .relaxed)
-            return (old, next)
+            guard let next else { return current }
+            adopt(next)
+            return next
         }
-        if old != new {
-            for listener in listeners.withLock({ $0 }) { listener(old, new) }
-        }
-        return new
     }
 }

@@ -1,0 +1,47 @@
+import Foundation
+import Storage
+import Synchronization
+
+/// Keeps the in-memory copies of stored state (settings, the token hash) in step with the
+/// database when something else changed it, e.g. `bluelibrary token set` on a running server:
+/// a thread of its own looks at SQLite's `data_version` every `interval` and, when it moved,
+/// has `reload` re-read what it keeps. Nothing on an event loop waits for it.
+final class StoredStateWatcher: Sendable {
+    private let stopped = Atomic<Bool>(false)
+    private let wake = DispatchSemaphore(value: 0)
+    private let done = DispatchSemaphore(value: 0)
+    private let started = Atomic<Bool>(false)
+    private let watch: DatabaseChangeWatch
+    private let interval: Duration
+    private let reload: @Sendable () -> Void
+
+    init(watch: DatabaseChangeWatch, interval: Duration, reload: @escaping @Sendable () -> Void) {
+        self.watch = watch
+        self.interval = interval
+        self.reload = reload
+    }
+
+    func start() {
+        guard !started.exchange(true, ordering: .relaxed) else { return }
+        let thread = Thread { [self] in run() }
+        thread.name = "stored-state-watch"
+        thread.start()
+    }
+
+    private func run() {
+        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        while !stopped.load(ordering: .relaxed) {
+            _ = wake.wait(timeout: .now() + seconds)
+            if stopped.load(ordering: .relaxed) { break }
+            if (try? watch.hasChanged()) ?? true { reload() }
+        }
+        done.signal()
+    }
+
+    /// Stops the thread and waits for it (a reload in progress finishes first).
+    func stop() {
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        wake.signal()
+        if started.load(ordering: .relaxed) { done.wait() }
+    }
+}

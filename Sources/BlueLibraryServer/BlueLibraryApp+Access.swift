@@ -55,13 +55,22 @@ extension BlueLibraryApp {
 
     /// Whole-document rules of `PATCH /settings` the domain cannot know: the lock needs a
     /// stored token before it can be enabled, and `covers.allowList` entries must be what the
-    /// cover fetcher's address guard understands.
-    static func settingsRules(store: SQLiteAlbumStore) -> @Sendable (LibrarySettings) -> [FieldError] {
-        { settings in
+    /// cover fetcher's address guard understands and, unless the operator started with
+    /// `BLUELIBRARY_COVER_ALLOW_FROM_SETTINGS=on`, already opened by `BLUELIBRARY_COVER_ALLOW`
+    /// (settings may only narrow it).
+    static func settingsRules(store: SQLiteAlbumStore, configuration: ServeConfiguration) -> @Sendable (LibrarySettings) -> [FieldError] {
+        let environment = (try? CoverAddressPolicy(allowList: configuration.coverAllow)) ?? CoverAddressPolicy()
+        let fromSettings = configuration.coverAllowFromSettings
+        return { settings in
             var errors: [FieldError] = []
             for (index, entry) in settings.covers.allowList.enumerated() {
                 do throws(CoverAddressPolicy.InvalidEntry) {
                     _ = try CoverAddressPolicy(allowing: [entry])
+                    if !fromSettings, try !environment.opens(entry: entry) {
+                        errors.append(FieldError(
+                            field: "covers.allowList[\(index)]",
+                            message: "is not opened by the server's BLUELIBRARY_COVER_ALLOW; this setting may only narrow it (the operator can start with BLUELIBRARY_COVER_ALLOW_FROM_SETTINGS=on)"))
+                    }
                 } catch {
                     errors.append(FieldError(field: "covers.allowList[\(index)]", message: "is \(error.description)"))
                 }

@@ -94,7 +94,7 @@ public final class BlueLibraryApp: Sendable {
             .register(into: &routes)
         EventRoutes(hub: events).register(into: &routes)
         ChangeRoutes(facade: facade).register(into: &routes)
-        SettingsRoutes(settings: settings, validate: Self.settingsRules(store: store)).register(into: &routes)
+        SettingsRoutes(settings: settings, validate: Self.settingsRules(store: store, configuration: configuration)).register(into: &routes)
         MetricsRoutes(metrics: metrics).register(into: &routes)
         let httpMetrics = HTTPMetrics(routes: routes.routeTable)
         routes.middleware.insert(MetricsMiddleware(http: httpMetrics), at: 0)
@@ -155,23 +155,41 @@ public final class BlueLibraryApp: Sendable {
     /// - `cacheSizeLimitBytes`: capped by `BLUELIBRARY_COVER_CACHE_BYTES` (the operator's disk
     ///   budget): the smaller of the two applies; lowering it trims the cache at once.
     /// - `fetchTimeoutSeconds` (the whole fetch) and `freshnessSeconds`: as stored.
-    /// - `allowList`: joined with `BLUELIBRARY_COVER_ALLOW` (the union is allowed; the settings
-    ///   cannot close what the environment opened).
+    /// - `allowList`: may only narrow `BLUELIBRARY_COVER_ALLOW` (an empty list leaves it as it
+    ///   is; otherwise only what both open is open), so an anonymous `PATCH /settings` on an
+    ///   unlocked server cannot open loopback or cloud metadata. With
+    ///   `BLUELIBRARY_COVER_ALLOW_FROM_SETTINGS=on` the operator lets the settings open more (the
+    ///   union is allowed).
     static func applyCoverSettings(_ settings: LibrarySettings.Covers, to covers: CoverService,
                                    configuration: ServeConfiguration, logger: JSONLogger) {
-        let environment = configuration.coverAllow.split(separator: ",").map(String.init)
-        var policy: CoverAddressPolicy
-        do {
-            policy = try CoverAddressPolicy(allowing: environment + settings.allowList)
-        } catch {
-            // Entries are validated by PATCH /settings; an older stored one the guard refuses is skipped.
-            logger.log(.error, "covers.allowList not applied", [("error", .string(error.description))])
-            policy = (try? CoverAddressPolicy(allowing: environment)) ?? CoverAddressPolicy()
-        }
         covers.update(
             cacheSizeLimit: min(configuration.coverCacheBytes, settings.cacheSizeLimitBytes),
             fetchTimeout: .seconds(settings.fetchTimeoutSeconds), freshness: .seconds(settings.freshnessSeconds),
-            addressPolicy: policy)
+            addressPolicy: coverAddressPolicy(settings.allowList, configuration: configuration, logger: logger))
+    }
+
+    /// The address guard in force for the `covers.allowList` setting `entries` (see
+    /// ``applyCoverSettings(_:to:configuration:logger:)``).
+    static func coverAddressPolicy(_ entries: [String], configuration: ServeConfiguration, logger: JSONLogger) -> CoverAddressPolicy {
+        let environment = (try? CoverAddressPolicy(allowList: configuration.coverAllow)) ?? CoverAddressPolicy()
+        guard !entries.isEmpty else { return environment }
+        do {
+            if configuration.coverAllowFromSettings {
+                return try CoverAddressPolicy(allowing: configuration.coverAllow.split(separator: ",").map(String.init) + entries)
+            }
+            let requested = try CoverAddressPolicy(allowing: entries)
+            let outside = entries.filter { (try? environment.opens(entry: $0)) != true }
+            if !outside.isEmpty {
+                // Stored before this rule, or the environment changed since: only the overlap applies.
+                logger.log(.warning, "covers.allowList entries outside BLUELIBRARY_COVER_ALLOW do not open anything",
+                           [("entries", .string(outside.joined(separator: ",")))])
+            }
+            return environment.narrowed(to: requested)
+        } catch {
+            // Entries are validated by PATCH /settings; an older stored one the guard refuses closes all.
+            logger.log(.error, "covers.allowList not applied", [("error", .string(error.description))])
+            return configuration.coverAllowFromSettings ? environment : CoverAddressPolicy()
+        }
     }
 
     /// HMAC-SHA256 under the database's cursor key (made on first start): cursors survive a

@@ -21,6 +21,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var limits = HTTPServerLimits()
     /// Hosts and CIDRs cover URLs may point at although they are internal (comma-separated).
     public var coverAllow = ""
+    /// `BLUELIBRARY_COVER_ALLOW_FROM_SETTINGS`: whether `covers.allowList` may open more than
+    /// `coverAllow` (off: the setting may only narrow it).
+    public var coverAllowFromSettings = false
     /// The cover disk cache's size limit.
     public var coverCacheBytes = 512 * 1024 * 1024
     /// How long a request waits for an uncached cover before 504.
@@ -137,6 +140,10 @@ public struct ServeConfiguration: Sendable, Equatable {
                 throw ConfigurationError("cover allow-list: \(error.description)")
             }
             config.coverAllow = value
+        },
+        Option(flag: "--cover-allow-from-settings", variable: "BLUELIBRARY_COVER_ALLOW_FROM_SETTINGS", placeholder: "on|off", defaultText: "off",
+               help: "Let the covers.allowList setting open internal addresses (off: it may only narrow --cover-allow).") { config, value throws(ConfigurationError) in
+            config.coverAllowFromSettings = try boolean(value, name: "cover allow from settings")
         },
         Option(flag: "--cover-cache-bytes", variable: "BLUELIBRARY_COVER_CACHE_BYTES", placeholder: "BYTES", defaultText: "536870912",
                help: "Size limit of the cover disk cache (least recently used covers go first).") { config, value throws(ConfigurationError) in

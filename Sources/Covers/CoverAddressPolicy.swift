@@ -11,6 +11,8 @@
 ///
 /// The allow-list (`BLUELIBRARY_COVER_ALLOW`, comma-separated) opens host names (exact,
 /// case-insensitive: every address such a host resolves to is allowed) and address ranges.
+/// The `covers.allowList` setting may only narrow it (``narrowed(to:)``), unless the operator
+/// starts with `BLUELIBRARY_COVER_ALLOW_FROM_SETTINGS=on`.
 public struct CoverAddressPolicy: Sendable, Equatable {
     /// Thrown for an allow-list entry that is neither a CIDR, an address nor a host name.
     public struct InvalidEntry: Error, Sendable, Equatable, CustomStringConvertible {
@@ -38,6 +40,8 @@ public struct CoverAddressPolicy: Sendable, Equatable {
         "fec0::/10",  // old site-local
         "ff00::/8",  // multicast
         "100::/64",  // discard-only
+        "64:ff9b:1::/48",  // local-use NAT64 (RFC 8215): translates to anything, internal included
+        "::ffff:0:0:0/96",  // IPv4-translated (SIIT, RFC 2765): another spelling of an IPv4 address
     ].map { IPAddressRange($0)! }
 
     /// Refuses every blocked range; nothing is allowed.
@@ -70,6 +74,33 @@ public struct CoverAddressPolicy: Sendable, Equatable {
     /// - Throws: ``InvalidEntry`` for the first bad entry.
     public init(allowList: String) throws(InvalidEntry) {
         try self.init(allowing: allowList.split(separator: ",").map(String.init))
+    }
+
+    /// The part of this policy that `narrower` also opens: its hosts that `narrower` names, and
+    /// the intersections of the two policies' ranges. A host `narrower` names that this policy
+    /// does not, or a range outside all of this policy's ranges, opens nothing.
+    public func narrowed(to narrower: CoverAddressPolicy) -> CoverAddressPolicy {
+        var ranges: [IPAddressRange] = []
+        for wanted in narrower.allowedRanges {
+            for opened in allowedRanges {
+                if let common = opened.intersection(wanted), !ranges.contains(common) { ranges.append(common) }
+            }
+        }
+        return CoverAddressPolicy(hosts: allowedHosts.intersection(narrower.allowedHosts), ranges: ranges)
+    }
+
+    /// Whether this policy already opens everything `entry` (a host, address or CIDR) would open.
+    /// - Throws: ``InvalidEntry`` for an entry that is none of those.
+    public func opens(entry raw: String) throws(InvalidEntry) -> Bool {
+        let entry = raw.trimmingWhitespace()
+        if let range = IPAddressRange(entry) { return allowedRanges.contains { $0.contains(range) } }
+        guard Self.isHostName(entry) else { throw InvalidEntry(entry: entry) }
+        return allowedHosts.contains(entry.lowercased())
+    }
+
+    private init(hosts: Set<String>, ranges: [IPAddressRange]) {
+        allowedHosts = hosts
+        allowedRanges = ranges
     }
 
     /// Whether the fetcher may connect to `address` while fetching from `host` (the URL's host

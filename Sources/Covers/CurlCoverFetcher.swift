@@ -140,11 +140,12 @@ public final class CurlCoverFetcher: CoverFetching {
     private func error(for code: CURLcode, transfer: CurlTransfer, url: CoverURL, request: UpstreamRequest) -> CoverError {
         if let failure = transfer.failure { return failure }
         let status = transfer.status == 0 ? nil : transfer.status
-        if let refused = transfer.refusedAddress,
-           code == CURLE_COULDNT_CONNECT || code == CURLE_ABORTED_BY_CALLBACK {
+        if transfer.refusedAddress != nil, code == CURLE_COULDNT_CONNECT || code == CURLE_ABORTED_BY_CALLBACK {
+            // The detail reaches anonymous clients (502, `cover.failed`): it must not say what an
+            // internal name resolves to.
             return CoverError(
                 .blockedAddress,
-                detail: "\(url.host) resolves to \(refused), an address covers may not be fetched from.")
+                detail: "The address of \(url.host) is not one covers may be fetched from (an internal or reserved range).")
         }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:

@@ -89,6 +89,19 @@ public struct IPAddressRange: Sendable, Hashable, CustomStringConvertible {
         Self.mask(address.bytes, prefixLength) == network
     }
 
+    /// Whether every address of `other` lies in this range.
+    public func contains(_ other: IPAddressRange) -> Bool {
+        prefixLength <= other.prefixLength && Self.mask(other.network, prefixLength) == network
+    }
+
+    /// The addresses in both ranges: CIDR ranges either nest or are disjoint, so this is the
+    /// narrower of the two, or nil.
+    public func intersection(_ other: IPAddressRange) -> IPAddressRange? {
+        if contains(other) { return other }
+        if other.contains(self) { return self }
+        return nil
+    }
+
     private static func mask(_ bytes: [UInt8], _ prefix: Int) -> [UInt8] {
         var result = bytes
         for index in 0..<16 {

@@ -156,6 +156,11 @@ final class LibraryTransaction: AlbumStoreWriter {
         return try db.query(SQL.states, [.integer(library)], Self.state(from:))
     }
 
+    func forEachState(_ body: (SavedState) throws -> Void) throws {
+        guard let library else { return }
+        try db.forEachRow(SQL.states, [.integer(library)]) { row in try body(try Self.state(from: row)) }
+    }
+
     // MARK: - Writing
 
     func insert(_ album: Album, at index: Int) throws {

@@ -44,11 +44,12 @@ import Testing
         upstream.shutdown(grace: .seconds(1))
     }
 
-    static func makeApp(_ directory: String, allow: String = "127.0.0.1") throws -> BlueLibraryApp {
+    static func makeApp(_ directory: String, allow: String = "127.0.0.1", allowFromSettings: Bool = false) throws -> BlueLibraryApp {
         try TestApp.make { config in
             config.seed = false
             config.dataDirectory = directory
             config.coverAllow = allow
+            config.coverAllowFromSettings = allowFromSettings
             config.coverWait = .milliseconds(800)
         }
     }
@@ -141,10 +142,61 @@ import Testing
         #expect(hits.withLock { $0["low.png"] } == nil, "nothing reached the upstream")
     }
 
+    func patchSettings(_ json: String) throws -> RawHTTPClient.Response {
+        try RawHTTPClient.request(port: app.port, method: "PATCH", path: "/settings",
+                                  headers: ["Content-Type": "application/merge-patch+json"], body: Array(json.utf8))
+    }
+
+    /// Issue 11 #10: in the default, unlocked setup an anonymous PATCH must not open loopback
+    /// (or cloud metadata); refusals do not say what an internal name resolves to.
+    @Test func anonymousSettingsCannotWidenTheAddressGuard() throws {
+        app.shutdown()
+        app = try Self.makeApp(TestApp.temporaryDirectory(), allow: "")
+        app.start()
+        let subscriber = try RawHTTPClient(port: app.port, receiveTimeout: 5)
+        try subscriber.send("GET /events HTTP/1.1\r\nHost: test\r\n\r\n")
+        #expect(try subscriber.readResponse(head: true).status == 200)
+
+        for wide in [#"["0.0.0.0/0"]"#, #"["::/0"]"#, #"["127.0.0.1"]"#, #"["localhost"]"#] {
+            let patch = try patchSettings(#"{"covers": {"allowList": \#(wide)}}"#)
+            #expect(patch.status == 422, "\(wide): \(patch.text)")
+            #expect(patch.text.contains("BLUELIBRARY_COVER_ALLOW"), "\(patch.text)")
+        }
+        let id = try addAlbum(cover: "http://localhost:\(upstream.port)/img/wide.png")
+        let refused = try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover")
+        #expect(refused.status == 502)
+        #expect(refused.text.contains("blocked-address"), "\(refused.text)")
+        #expect(!refused.text.contains("127.0.0.1") && !refused.text.contains("::1"), "the 502 names the resolved address: \(refused.text)")
+        var received = ""
+        while !received.contains("event: cover.failed") {
+            guard let chunk = try subscriber.readChunk() else { break }
+            received += String(decoding: chunk, as: UTF8.self)
+        }
+        #expect(received.contains("event: cover.failed"))
+        #expect(!received.contains("127.0.0.1") && !received.contains("::1"), "cover.failed names the resolved address: \(received)")
+        #expect(hits.withLock { $0["wide.png"] } == nil, "nothing reached the upstream")
+    }
+
+    /// With the environment open to loopback, the setting can close part of it.
+    @Test func theSettingsAllowListNarrowsTheEnvironment() throws {
+        app.shutdown()
+        app = try Self.makeApp(TestApp.temporaryDirectory(), allow: "127.0.0.0/8")
+        app.start()
+        #expect(try patchSettings(#"{"covers": {"allowList": ["127.0.0.2"]}}"#).status == 200)
+        let id = try addAlbum(cover: url("narrowed.png"))
+        let refused = try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover")
+        #expect(refused.status == 502)
+        #expect(refused.text.contains("blocked-address"), "\(refused.text)")
+        #expect(try patchSettings(#"{"covers": {"allowList": null}}"#).status == 200)
+        #expect(try RawHTTPClient.request(port: app.port, method: "DELETE", path: "/albums/\(id)/cover").status == 204)
+        #expect(try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover").status == 200)
+    }
+
+    /// `BLUELIBRARY_COVER_ALLOW_FROM_SETTINGS=on`: the operator lets the setting open addresses.
     @Test func theSettingsAllowListOpensAddressesWithoutARestart() throws {
         app.shutdown()
         let directory = TestApp.temporaryDirectory()
-        app = try Self.makeApp(directory, allow: "")
+        app = try Self.makeApp(directory, allow: "", allowFromSettings: true)
         app.start()
         let id = try addAlbum(cover: url("opened.png"))
         let refused = try RawHTTPClient.request(port: app.port, path: "/albums/\(id)/cover")
@@ -168,7 +220,7 @@ import Testing
         #expect(bad.status == 422)
         #expect(bad.text.contains("covers.allowList[1]"), "\(bad.text)")
         app.shutdown()
-        app = try Self.makeApp(directory, allow: "")
+        app = try Self.makeApp(directory, allow: "", allowFromSettings: true)
         app.start()
         let other = try addAlbum(cover: url("restarted.png"))
         #expect(try RawHTTPClient.request(port: app.port, path: "/albums/\(other)/cover").status == 200)

@@ -53,6 +53,9 @@ import Testing
             "0.0.0.0", "100.64.0.1", "224.0.0.1", "255.255.255.255", "::", "::1", "fc00::1", "fd12:3456::1",
             "fe80::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1",
             "64:ff9b::a9fe:a9fe", "2002:7f00:1::1", "::127.0.0.1",
+            // Local-use NAT64 (RFC 8215) and IPv4-translated (SIIT) forms reach internal IPv4 too.
+            "64:ff9b:1::7f00:1", "64:ff9b:1:ffff::a9fe:a9fe", "64:ff9b:1::808:808", "::ffff:0:7f00:1", "::ffff:0:a9fe:a9fe",
+            "::ffff:0:808:808",
         ] {
             #expect(blocked(address), "\(address) must be refused")
         }
@@ -73,6 +76,26 @@ import Testing
         #expect(!blocked("10.0.0.9", policy: policy, host: "covers.internal"))
         #expect(blocked("10.0.0.9", policy: policy, host: "other.internal"))
         #expect(policy.allowedHosts == ["covers.internal"])
+    }
+
+    @Test func settingsOnlyNarrowWhatTheEnvironmentOpened() throws {
+        let environment = try CoverAddressPolicy(allowList: "127.0.0.0/8,covers.internal,10.1.0.0/16")
+        // What the environment did not open stays shut, however wide the setting.
+        let widened = environment.narrowed(to: try CoverAddressPolicy(allowList: "0.0.0.0/0,::/0,169.254.169.254,other.internal"))
+        #expect(!blocked("127.0.0.1", policy: widened))
+        #expect(!blocked("10.1.2.3", policy: widened))
+        #expect(blocked("169.254.169.254", policy: widened))
+        #expect(blocked("10.2.0.1", policy: widened))
+        #expect(blocked("192.168.1.1", policy: widened, host: "other.internal"))
+        #expect(blocked("10.9.0.1", policy: widened, host: "covers.internal"), "a host the setting does not name is closed")
+        // A narrower setting closes the rest.
+        let narrowed = environment.narrowed(to: try CoverAddressPolicy(allowList: "127.0.0.2,covers.internal"))
+        #expect(!blocked("127.0.0.2", policy: narrowed))
+        #expect(blocked("127.0.0.1", policy: narrowed))
+        #expect(blocked("10.1.2.3", policy: narrowed))
+        #expect(!blocked("10.9.0.1", policy: narrowed, host: "covers.internal"))
+        #expect(try environment.opens(entry: "127.0.0.2") && environment.opens(entry: "127.1.0.0/16") && environment.opens(entry: "Covers.Internal"))
+        #expect(try !environment.opens(entry: "0.0.0.0/0") && !environment.opens(entry: "127.0.0.0/7") && !environment.opens(entry: "other.internal"))
     }
 
     @Test func badAllowListEntriesAreReported() {

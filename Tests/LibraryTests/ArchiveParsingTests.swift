@@ -225,6 +225,44 @@ struct ArchiveParsingTests {
         #expect(document.albums.map(\.title) == ["Second"])
     }
 
+    func problems(_ json: [UInt8]) -> [ArchiveProblem] {
+        guard case .archiveInvalid(let problems)? = libraryError({ _ = try ArchiveDocument.parse(json: json) }) else {
+            Issue.record("expected archiveInvalid")
+            return []
+        }
+        return problems
+    }
+
+    func archive(states: String, extra: String = "") -> [UInt8] {
+        bytes(#"{"format":"bluelibrary.archive","formatVersion":1"# + extra + #","albums":[],"states":["# + states + "]}")
+    }
+
+    /// Issue 11 #9: a body of `[0,0,...]` or of many small states was kept whole in memory.
+    @Test("states are bounded: 10,000 are kept, one more refuses the archive as a whole")
+    func stateLimit() throws {
+        let states = (0..<ArchiveDocument.maximumStates).map { #"{"client":"c\#($0)","currentAlbumIndex":0}"# }
+        #expect(try ArchiveDocument.parse(json: archive(states: states.joined(separator: ","))).states.count == 10_000)
+        let tooMany = problems(archive(states: (states + [#"{"client":"last","currentAlbumIndex":0}"#]).joined(separator: ",")))
+        #expect(tooMany.map(\.path) == ["states"])
+        #expect(tooMany.first?.message.contains("more than 10000") == true, "\(tooMany)")
+    }
+
+    @Test("a states array of a million numbers is one problem, its elements are never kept")
+    func stateShapes() throws {
+        let zeros = String(repeating: "0,", count: 1_000_000) + "0"
+        let found = problems(archive(states: zeros))
+        #expect(found.map(\.path) == ["states"], "\(found.prefix(3))")
+    }
+
+    @Test("an object with more than 64 members is refused without keeping them")
+    func memberLimit() throws {
+        let members = (0...ArchiveDocument.maximumMembersPerObject).map { #""k\#($0)":0"# }.joined(separator: ",")
+        let album = bytes(#"{"format":"bluelibrary.archive","formatVersion":1,"albums":[{"#  + members + "}]}")
+        #expect(problems(album).map(\.path) == ["albums[0]"])
+        #expect(problems(archive(states: "{" + members + "}")).map(\.path) == ["states[0]"])
+        #expect(problems(archive(states: "", extra: "," + members)).contains { $0.path == "archive" })
+    }
+
     @Test("problems stop at the limit, with the top-level ones first")
     func problemLimit() throws {
         let bad = (0..<300).map { _ in #"{"title": 5}"# }.joined(separator: ",")

@@ -43,6 +43,16 @@ struct ArchiveTests {
         #expect(text.contains(#""library":"default","version":1,"albums":["#))
     }
 
+    /// Issue 11 #9: the states went out in one buffer, however many there were.
+    @Test("export streams the states too: no chunk holds them all")
+    func streamsStates() throws {
+        let fixture = try Fixture(seeded: true)
+        for client in 0..<3_000 { try fixture.facade.setState(client: "client-\(client)", index: 0) }
+        let chunks = try export(fixture.facade, chunkSize: 4096)
+        #expect(chunks.allSatisfy { $0.count < 4096 + 400 }, "largest chunk \(chunks.map(\.count).max() ?? 0) bytes")
+        #expect(try ArchiveDocument.parse(json: chunks.flatMap { $0 }).states.count == 3_000)
+    }
+
     @Test("export parses back with the public parser")
     func parseBack() throws {
         let fixture = try Fixture(seeded: true)

@@ -5,6 +5,15 @@ extension ArchiveDocument {
     /// readable error rather than a million lines.
     public static let maximumReportedProblems = 100
 
+    /// The most saved states an archive may hold (one per client): more is refused as a
+    /// whole, and the rest of the array is only syntax-checked, never kept.
+    public static let maximumStates = 10_000
+
+    /// The most members one object of the archive (the document, an album, a state) may have:
+    /// its known keys fit many times over; more is refused and the rest only syntax-checked,
+    /// so a single object with millions of keys cannot fill memory.
+    public static let maximumMembersPerObject = 64
+
     static let topLevelKeys = ["format", "formatVersion", "exportedAt", "library", "version", "albums", "states"]
     static let albumKeys = ["id"] + AlbumInput.fieldNames + ["createdAt", "updatedAt"]
     static let stateKeys = ["client", "currentAlbumIndex", "albumID", "updatedAt"]
@@ -76,6 +85,10 @@ extension JSONFieldValue {
 private struct ArchiveReader {
     /// Top-level members; `albums` and `states` are kept by kind only.
     private var topMembers: [JSONMember] = []
+    /// More than `maximumMembersPerObject` top-level members were sent.
+    private var tooManyTopMembers = false
+    /// More than `maximumStates` states were sent.
+    private var tooManyStates = false
     private var albums: [Album] = []
     private var albumProblems: [ArchiveProblem] = []
     private var firstIndexOfID: [AlbumID: Int] = [:]
@@ -85,6 +98,7 @@ private struct ArchiveReader {
     private enum StateItem {
         case object([JSONMember])
         case other(JSONFieldValue)
+        case tooManyMembers
     }
 
     private var albumProblemsFull: Bool { albumProblems.count >= ArchiveDocument.maximumReportedProblems }
@@ -92,6 +106,11 @@ private struct ArchiveReader {
     mutating func readDocument(_ scanner: inout JSONScanner) throws(JSONSyntaxError) {
         try scanner.beginObject()
         while let key = try scanner.nextKey() {
+            guard topMembers.count < ArchiveDocument.maximumMembersPerObject else {
+                tooManyTopMembers = true
+                try scanner.skipValue()
+                continue
+            }
             var value: JSONFieldValue = .array
             // A repeated key replaces the earlier value: the last value of a key counts.
             switch key {
@@ -102,6 +121,7 @@ private struct ArchiveReader {
                 if try scanner.peekKind() == .array { try readAlbums(&scanner) } else { value = try scanner.readValue() }
             case "states":
                 stateItems = []
+                tooManyStates = false
                 if try scanner.peekKind() == .array { try readStates(&scanner) } else { value = try scanner.readValue() }
             default:
                 value = try scanner.readValue()
@@ -125,16 +145,16 @@ private struct ArchiveReader {
                 try scanner.skipValue()
                 continue
             }
-            guard try scanner.peekKind() == .object else {
-                let value = try scanner.readValue()
-                addAlbumProblem("albums[\(index)]", "must be an object (got \(value.kindDescription))", index: index)
+            let kind = try scanner.peekKind()
+            guard kind == .object else {
+                try scanner.skipValue()
+                addAlbumProblem("albums[\(index)]", "must be an object (got \(JSONFieldValue.kindOnly(kind).kindDescription))", index: index)
                 continue
             }
-            var members: [JSONMember] = []
-            members.reserveCapacity(ArchiveDocument.albumKeys.count)
-            try scanner.beginObject()
-            while let key = try scanner.nextKey() {
-                members.append(JSONMember(key: key, value: try scanner.readValue()))
+            guard let members = try Self.readMembers(&scanner, reserving: ArchiveDocument.albumKeys.count) else {
+                addAlbumProblem("albums[\(index)]", "has more than \(ArchiveDocument.maximumMembersPerObject) fields; an album has "
+                                + ArchiveDocument.albumKeys.joined(separator: ", "), index: index)
+                continue
             }
             guard let album = album(members, index: index) else { continue }
             if let first = firstIndexOfID[album.id] {
@@ -178,20 +198,44 @@ private struct ArchiveReader {
         return album
     }
 
-    /// Keeps the `states` items for checking once every album id is known.
+    /// The members of the object the scanner is at, or nil (the object skipped) when it has
+    /// more than `maximumMembersPerObject`.
+    private static func readMembers(_ scanner: inout JSONScanner, reserving capacity: Int) throws(JSONSyntaxError) -> [JSONMember]? {
+        var members: [JSONMember] = []
+        members.reserveCapacity(capacity)
+        try scanner.beginObject()
+        while let key = try scanner.nextKey() {
+            guard members.count < ArchiveDocument.maximumMembersPerObject else {
+                try scanner.skipValue()
+                while try scanner.nextKey() != nil { try scanner.skipValue() }
+                return nil
+            }
+            members.append(JSONMember(key: key, value: try scanner.readValue()))
+        }
+        return members
+    }
+
+    /// Keeps the `states` items (at most `maximumStates`, shapes only for non-objects) for
+    /// checking once every album id is known.
     private mutating func readStates(_ scanner: inout JSONScanner) throws(JSONSyntaxError) {
         try scanner.beginArray()
         while try scanner.nextElement() {
-            guard try scanner.peekKind() == .object else {
-                stateItems.append(.other(try scanner.readValue()))
+            guard stateItems.count < ArchiveDocument.maximumStates else {
+                tooManyStates = true
+                try scanner.skipValue()
                 continue
             }
-            var members: [JSONMember] = []
-            try scanner.beginObject()
-            while let key = try scanner.nextKey() {
-                members.append(JSONMember(key: key, value: try scanner.readValue()))
+            let kind = try scanner.peekKind()
+            guard kind == .object else {
+                try scanner.skipValue()
+                stateItems.append(.other(.kindOnly(kind)))
+                continue
             }
-            stateItems.append(.object(members))
+            if let members = try Self.readMembers(&scanner, reserving: ArchiveDocument.stateKeys.count) {
+                stateItems.append(.object(members))
+            } else {
+                stateItems.append(.tooManyMembers)
+            }
         }
     }
 
@@ -221,6 +265,10 @@ private struct ArchiveReader {
             }
         }
         problems.add(top, album: nil)
+        if tooManyTopMembers {
+            problems.add("archive", "has more than \(ArchiveDocument.maximumMembersPerObject) top-level fields; it has "
+                         + ArchiveDocument.topLevelKeys.joined(separator: ", "))
+        }
         let albumsValue = top.value("albums")
         if albumsValue == .array {
             for problem in albumProblems { problems.add(problem) }
@@ -242,13 +290,25 @@ private struct ArchiveReader {
             problems.add("states", "must be an array of saved states (got \(value.kindDescription))", field: "states")
             return []
         }
+        guard !tooManyStates else {
+            problems.add("states", "has more than \(ArchiveDocument.maximumStates) saved states; an archive keeps at most "
+                         + "\(ArchiveDocument.maximumStates) (one per client)", field: "states")
+            return []
+        }
         var states: [SavedState] = []
         var seenClients: Set<String> = []
         for (index, item) in stateItems.enumerated() {
             if problems.full { break }
             let path = "states[\(index)]"
-            guard case .object(let members) = item else {
-                if case .other(let value) = item { problems.add(path, "must be an object (got \(value.kindDescription))") }
+            let members: [JSONMember]
+            switch item {
+            case .object(let list): members = list
+            case .other(let value):
+                problems.add(path, "must be an object (got \(value.kindDescription))")
+                continue
+            case .tooManyMembers:
+                problems.add(path, "has more than \(ArchiveDocument.maximumMembersPerObject) fields; a state has "
+                             + ArchiveDocument.stateKeys.joined(separator: ", "))
                 continue
             }
             var reader = JSONFieldReader(members: members, path: path + ".")

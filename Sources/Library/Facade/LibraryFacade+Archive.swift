@@ -1,6 +1,6 @@
 extension LibraryFacade {
     /// Streams the library as an `ArchiveDocument`: the header, then each album as the store
-    /// iterates them, then the states — in chunks of about `chunkSize` bytes, never the whole
+    /// iterates them, then each state as the store iterates them — in chunks of about `chunkSize` bytes, never the whole
     /// library at once. Everything comes from one read snapshot, so the document is consistent
     /// even while others write. The output ends with a newline.
     ///
@@ -16,7 +16,6 @@ extension LibraryFacade {
         return try reading { reader in try withoutActuallyEscaping(write) { write in
             var stream = ArchiveStreamWriter(chunkSize: chunkSize, output: write)
             let version = try reader.version()
-            let states = try reader.states()
             try stream.append { buffer in
                 JSONBytes.appendRaw("{", to: &buffer)
                 JSONBytes.appendKey("format", to: &buffer)
@@ -49,12 +48,18 @@ extension LibraryFacade {
                 JSONBytes.appendRaw("\n],", to: &buffer)
                 JSONBytes.appendKey("states", to: &buffer)
                 JSONBytes.appendRaw("[", to: &buffer)
-                for (position, state) in states.enumerated() {
-                    if position > 0 { buffer.append(UInt8(ascii: ",")) }
+            }
+            // States stream like albums: however many clients saved one, no buffer holds them all.
+            var stateCount = 0
+            try reader.forEachState { state in
+                let separator = stateCount > 0
+                try stream.append { buffer in
+                    if separator { buffer.append(UInt8(ascii: ",")) }
                     Self.appendState(state, to: &buffer)
                 }
-                JSONBytes.appendRaw("]}\n", to: &buffer)
+                stateCount += 1
             }
+            try stream.append { buffer in JSONBytes.appendRaw("]}\n", to: &buffer) }
             try stream.flush()
             return ArchiveExportSummary(albumCount: albumCount, version: version, byteCount: stream.byteCount)
         } }

@@ -53,9 +53,20 @@ public protocol AlbumStoreReader {
     /// Every saved state as stored, ordered by client name.
     func states() throws -> [SavedState]
 
+    /// Calls `body` with every saved state, ordered by client name, without holding them all
+    /// in memory. An error thrown by `body` stops the iteration and is rethrown unchanged.
+    func forEachState(_ body: (SavedState) throws -> Void) throws
+
     /// Up to `limit` recorded changes with a version greater than `version`, oldest first.
     func changes(after version: Int64, limit: Int) throws -> [LibraryChange]
 
     /// The oldest change still kept, or `nil` when none is.
     func oldestRetainedChange() throws -> LibraryChange?
+}
+
+extension AlbumStoreReader {
+    /// Reads ``states()`` and walks it: stores that can iterate rows should do better.
+    public func forEachState(_ body: (SavedState) throws -> Void) throws {
+        for state in try states() { try body(state) }
+    }
 }

@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 import Synchronization
 
 /// A database shared between threads: one writer connection and a pool of read-only readers.
@@ -90,6 +91,43 @@ public final class Database: @unchecked Sendable {
             result = Result { try body(connection) }
         }
         return try result!.get()
+    }
+
+    /// Installs a ``WALFrameCounter`` on the writer connection and returns it. From then on
+    /// SQLite no longer checkpoints by itself inside commits: the caller checkpoints.
+    public func installWALFrameCounter() -> WALFrameCounter {
+        let counter = WALFrameCounter()
+        writerLock.withLock { _ in writer.installWALHook(counter) }
+        return counter
+    }
+
+    /// Copies the whole WAL into the database and restarts it from its beginning
+    /// (`wal_checkpoint(RESTART)`), holding the writer lock so no commit lands meanwhile.
+    ///
+    /// Once the WAL is fully copied, new read transactions no longer use it, so only readers
+    /// of an older snapshot can hold the restart up; they, and a checkpoint running on another
+    /// connection (SQLite refuses a second one at once, without its busy handler), are waited
+    /// for at most about `readerWait`, polling every 100 µs (SQLite's own busy handler sleeps
+    /// 1, 2, 5, 10… ms, which commits queued on the lock would pay for). Returns `false` when
+    /// the wait ran out: the WAL was then not restarted.
+    public func restartWAL(readerWait: Duration) throws -> Bool {
+        let polls = max(1, Int(readerWait.clampedMilliseconds) * 10)
+        let normalTimeout = configuration.connection.busyTimeout.clampedMilliseconds
+        let deadline = ContinuousClock.now + readerWait
+        return try writeWithoutTransaction { db in
+            sqlite3_busy_handler(db.handle, { context, count in
+                guard Int(count) < Int(bitPattern: context) else { return 0 }
+                usleep(100)
+                return 1
+            }, UnsafeMutableRawPointer(bitPattern: polls))
+            defer { sqlite3_busy_timeout(db.handle, normalTimeout) } // reinstalls the default handler
+            while true {
+                let busy = try db.firstRow("PRAGMA wal_checkpoint(RESTART)") { try $0.int(0) }
+                if busy == 0 { return true }
+                if ContinuousClock.now >= deadline { return false }
+                usleep(100)
+            }
+        }
     }
 
     /// Reads that found every reader busy and waited for one, and those that gave up

@@ -33,6 +33,13 @@ final class EventLoop: @unchecked Sendable {
     private var draining = false
     private var reportedDrained = false
     private var lastSweep: UInt64 = 0
+    /// While accept fails for want of descriptors: when to try again (MonotonicClock ns; 0
+    /// when accepting), and the failures not yet reported.
+    private var acceptPausedUntil: UInt64 = 0
+    private var acceptFailuresUnreported = 0
+    private var lastAcceptReport: UInt64?
+    /// Accept failures are logged at most once per this interval.
+    static let acceptReportInterval: UInt64 = 5_000_000_000
     private var dateSecond = 0
     /// MonotonicClock time of the current loop iteration (read once per wake-up, as nginx
     /// does): what connection deadlines are computed from.
@@ -107,8 +114,13 @@ final class EventLoop: @unchecked Sendable {
     private func run() {
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         while running {
-            // With turns waiting, only look for new events; do not sleep.
-            let timeout: Int32 = laterTurns.isEmpty ? 250 : 0
+            // With turns waiting, only look for new events; do not sleep. While accepting is
+            // paused, wake up in time to resume it.
+            var timeout: Int32 = laterTurns.isEmpty ? 250 : 0
+            if acceptPausedUntil != 0 && timeout > 0 {
+                let left = acceptPausedUntil > now ? (acceptPausedUntil - now) / 1_000_000 + 1 : 0
+                timeout = Int32(min(UInt64(timeout), left))
+            }
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), timeout) }
             if n < 0 && errno != EINTR { break }
             now = MonotonicClock.now()
@@ -127,6 +139,7 @@ final class EventLoop: @unchecked Sendable {
             }
             if !laterTurns.isEmpty { runLaterTurns() }
             now = MonotonicClock.now()
+            if acceptPausedUntil != 0 && now >= acceptPausedUntil { resumeAccepting() }
             if now &- lastSweep > 100_000_000 {
                 lastSweep = now
                 sweepTimeouts(now: now)
@@ -160,18 +173,26 @@ final class EventLoop: @unchecked Sendable {
         while true {
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    accept4(listener.fd, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+            let injected = shared.acceptProbe?.attempt() ?? 0
+            let fd =
+                injected != 0
+                ? -1
+                : withUnsafeMutablePointer(to: &storage) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        accept4(listener.fd, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+                    }
                 }
-            }
+            if injected != 0 { errno = injected }
             if fd < 0 {
                 switch errno {
                 case EAGAIN, EWOULDBLOCK: return
                 case EINTR, ECONNABORTED: continue
+                // Network errors of that one connection, which accept consumed (accept(2)).
+                case EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH, ENETDOWN: continue
                 default:
-                    // EMFILE and friends: say so once per burst and try again on the next event.
-                    shared.log(.error, "accept failed: \(SocketError("accept4"))")
+                    // EMFILE, ENFILE, ENOBUFS, ENOMEM...: the connection stays queued and the
+                    // level-triggered listener readable, so retrying now would spin.
+                    pauseAccepting(SocketError("accept4"))
                     return
                 }
             }
@@ -197,6 +218,27 @@ final class EventLoop: @unchecked Sendable {
             connections[id] = connection
             connection.start(now: now)
         }
+    }
+
+    /// Takes the listener out of epoll for `acceptRetryDelay`; logs at most once per interval.
+    private func pauseAccepting(_ error: SocketError) {
+        guard let listener else { return }
+        epoll_ctl(epfd, EPOLL_CTL_DEL, listener.fd, nil)
+        let delay = shared.limits.acceptRetryDelay
+        acceptPausedUntil = max(1, now &+ max(1_000_000, delay.nanoseconds))
+        acceptFailuresUnreported += 1
+        if let last = lastAcceptReport, now &- last < Self.acceptReportInterval { return }
+        lastAcceptReport = now
+        shared.log(.warning, "not accepting connections for \(delay): \(error) (\(acceptFailuresUnreported) "
+            + "failure(s) since the last report; \(connections.count) open on this loop)")
+        acceptFailuresUnreported = 0
+    }
+
+    /// Puts the listener back (level-triggered: waiting clients wake the loop at once).
+    private func resumeAccepting() {
+        acceptPausedUntil = 0
+        guard let listener, !draining else { return }
+        try? register(listener.fd, token: Self.listenerToken, events: EPOLLIN.rawValue)
     }
 
     /// Forgets a connection the connection itself has closed.

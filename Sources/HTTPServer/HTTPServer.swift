@@ -43,6 +43,9 @@ public final class HTTPServer: Sendable {
     }
 
     public let configuration: Configuration
+    /// The open-file limit (soft RLIMIT_NOFILE) in force after `init` raised it to the hard
+    /// limit; nil if unknown.
+    public let descriptorLimit: Int?
     /// The port actually bound (useful with port 0).
     public let port: Int
     private let shared: ServerShared
@@ -52,12 +55,25 @@ public final class HTTPServer: Sendable {
 
     /// Binds the listening sockets; nothing is accepted before `start()`.
     /// - Throws: ``SocketError`` when the address cannot be bound.
-    public init(configuration: Configuration, router: Router, errorRenderer: ErrorRenderer = .standard,
-                logger: @escaping Logger = { _, _ in }) throws {
+    public convenience init(configuration: Configuration, router: Router, errorRenderer: ErrorRenderer = .standard,
+                            logger: @escaping Logger = { _, _ in }) throws {
+        try self.init(configuration: configuration, router: router, errorRenderer: errorRenderer, logger: logger,
+                      acceptProbe: nil)
+    }
+
+    /// The same, with a probe on the accept path (tests).
+    init(configuration: Configuration, router: Router, errorRenderer: ErrorRenderer, logger: @escaping Logger,
+         acceptProbe: AcceptProbe?) throws {
         self.configuration = configuration
+        // Every connection is a descriptor: take what the hard limit allows, and say so at once
+        // when maxConnections cannot be reached anyway.
+        descriptorLimit = DescriptorLimit.raiseSoftLimitToHardLimit()
+        if let warning = DescriptorLimit.warning(maxConnections: configuration.limits.maxConnections, limit: descriptorLimit) {
+            logger(.warning, warning)
+        }
         let workers = WorkerPool(threads: max(1, configuration.workerThreads), name: "http-worker")
         shared = ServerShared(router: router, limits: configuration.limits, workers: workers,
-                              errorRenderer: errorRenderer, logger: logger)
+                              errorRenderer: errorRenderer, logger: logger, acceptProbe: acceptProbe)
         do {
             let first = try ListeningSocket(host: configuration.host, port: configuration.port)
             var sockets = [first]

@@ -38,6 +38,10 @@ public struct HTTPServerLimits: Sendable {
     public var maxRequestsPerWakeup = 32
     /// Most bytes read from one connection per wake-up before it yields the loop. Default 256 KiB.
     public var maxReadBytesPerWakeup = 256 * 1024
+    /// When `accept` fails for want of descriptors (EMFILE, ENFILE) or memory, the loop stops
+    /// accepting for this long instead of retrying at once: the listener stays readable, so
+    /// retrying would spin the CPU. Waiting clients stay in the listen backlog. Default 100 ms.
+    public var acceptRetryDelay: Duration = .milliseconds(100)
     /// Open connections at most, across all loops. Excess ones get 503 and are closed. Default 10,000.
     public var maxConnections = 10_000
     /// Response bytes queued for one connection before it stops reading pipelined requests.

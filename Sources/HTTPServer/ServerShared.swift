@@ -14,13 +14,16 @@ final class ServerShared: Sendable {
     let errorRenderer: ErrorRenderer
     let logger: HTTPServer.Logger
     let overloadResponse: [UInt8]
+    /// Tests only: watches (and may fail) the loops' accept calls.
+    let acceptProbe: AcceptProbe?
 
     private let openConnections = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
     private let drainedLoops = Mutex<(count: Int, waiter: (@Sendable () -> Void)?)>((0, nil))
 
     init(router: Router, limits: HTTPServerLimits, workers: WorkerPool, errorRenderer: ErrorRenderer,
-         logger: @escaping HTTPServer.Logger) {
+         logger: @escaping HTTPServer.Logger, acceptProbe: AcceptProbe? = nil) {
+        self.acceptProbe = acceptProbe
         self.router = router
         self.limits = limits
         self.headParser = HTTPHeadParser(limits: limits)
@@ -75,4 +78,26 @@ final class ServerShared: Sendable {
     }
 
     var drainedLoopCount: Int { drainedLoops.withLock { $0.count } }
+}
+
+/// A test seam on the accept path: counts accept attempts and can make them fail with an
+/// errno (EMFILE), as descriptor exhaustion would, without exhausting the test process's
+/// descriptors.
+final class AcceptProbe: Sendable {
+    private let attemptCount = Atomic<Int>(0)
+    private let injectedErrno = Atomic<Int32>(0)
+
+    init() {}
+
+    /// Accept calls the loops have made.
+    var attempts: Int { attemptCount.load(ordering: .relaxed) }
+
+    /// From now on accept fails with `code` (0: accept works again).
+    func failAccepts(with code: Int32) { injectedErrno.store(code, ordering: .relaxed) }
+
+    /// Called for each accept: the errno to fail with, or 0 to accept for real.
+    func attempt() -> Int32 {
+        attemptCount.wrappingAdd(1, ordering: .relaxed)
+        return injectedErrno.load(ordering: .relaxed)
+    }
 }

@@ -20,10 +20,18 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     /// Starts `bluelibrary serve` with `arguments` and waits for its "listening" log line.
+    /// `launcher` runs it through another program that ends in exec, so the process id stays
+    /// the server's (e.g. `["/usr/bin/prlimit", "--nofile=64:64", "--"]`).
     public init(arguments: [String] = [], environment: [String: String] = [:], dataDirectory: String,
-                timeout: Double = 20) throws {
-        process.executableURL = Self.executableURL
-        process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDirectory] + arguments
+                timeout: Double = 20, launcher: [String] = []) throws {
+        let serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDirectory] + arguments
+        if let program = launcher.first {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = Array(launcher.dropFirst()) + [Self.executableURL.path] + serve
+        } else {
+            process.executableURL = Self.executableURL
+            process.arguments = serve
+        }
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BLUELIBRARY_") }
         for (key, value) in environment { env[key] = value }
         process.environment = env

@@ -26,7 +26,8 @@ final class TestServer: Sendable {
 
     init(
         limits: HTTPServerLimits = .forTests, eventLoops: Int = 1, workerThreads: Int = 4,
-        routes configure: (inout RouterBuilder) -> Void = { _ in }
+        routes configure: (inout RouterBuilder) -> Void = { _ in },
+        logger: @escaping HTTPServer.Logger = { _, _ in }, acceptProbe: AcceptProbe? = nil
     ) throws {
         var builder = RouterBuilder()
         builder.add(.get, "/hello") { _, _ in
@@ -43,7 +44,7 @@ final class TestServer: Sendable {
         server = try HTTPServer(
             configuration: .init(
                 host: "127.0.0.1", port: 0, eventLoops: eventLoops, workerThreads: workerThreads, limits: limits),
-            router: builder.build())
+            router: builder.build(), errorRenderer: .standard, logger: logger, acceptProbe: acceptProbe)
         server.start()
     }
 

@@ -1,0 +1,60 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import HTTPTestSupport
+import Testing
+
+/// The real server under a low open-file limit (set with prlimit on the child process only).
+@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")))
+struct DescriptorLimitTests {
+    static func launcher(soft: Int, hard: Int) -> [String] { ["/usr/bin/prlimit", "--nofile=\(soft):\(hard)", "--"] }
+
+    /// The soft and hard "Max open files" of a process.
+    static func openFileLimits(pid: Int32) throws -> (soft: Int, hard: Int) {
+        let text = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let numbers = line.split(separator: " ").compactMap { Int($0) }
+        try #require(numbers.count >= 2)
+        return (numbers[0], numbers[1])
+    }
+
+    @Test func softLimitIsRaisedToTheHardLimitAndATooHighMaxConnectionsIsReported() throws {
+        let server = try ServerProcess(dataDirectory: TestApp.temporaryDirectory(), launcher: Self.launcher(soft: 64, hard: 256))
+        let limits = try Self.openFileLimits(pid: server.process.processIdentifier)
+        #expect(limits.soft == 256)
+        #expect(limits.hard == 256)
+        // The default maxConnections (10,000) cannot be reached with 256 descriptors.
+        let warning = server.logLines().first { $0.contains("maxConnections") }
+        #expect(warning?.contains("\"level\":\"warning\"") == true, "\(server.logText)")
+    }
+
+    @Test func descriptorExhaustionPausesAcceptingAndRecovers() throws {
+        let server = try ServerProcess(arguments: ["--event-loops", "1", "--access-log", "off"],
+                                       dataDirectory: TestApp.temporaryDirectory(), launcher: Self.launcher(soft: 64, hard: 64))
+        let started = Date()
+        // Given more clients than descriptors (idle, the server holds about 26; the rest wait
+        // in the listen backlog)
+        var clients: [RawHTTPClient] = []
+        for _ in 0..<60 { clients.append(try RawHTTPClient(port: server.port)) }
+        var reported = false
+        for _ in 0..<500 where !reported {
+            reported = server.logLines().contains { $0.contains("not accepting") }
+            if !reported { usleep(10_000) }
+        }
+        #expect(reported, "accept failing for want of descriptors is logged: \(server.logText)")
+
+        // When the first 40 leave
+        clients.removeFirst(40)
+
+        // Then every one still waiting is served,
+        for client in clients {
+            try client.send("GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+        }
+        // and the failure was reported once per interval (5 s), not once per wake-up.
+        let reports = server.logLines().filter { $0.contains("not accepting") }.count
+        let allowed = 1 + Int(Date().timeIntervalSince(started) / 5)
+        #expect(reports <= allowed, "\(reports) reports")
+    }
+}

@@ -6,7 +6,8 @@ import HTTPTestSupport
 import Testing
 
 /// The real server under a low open-file limit (set with prlimit on the child process only).
-@Suite(.serialized, .timeLimit(.minutes(2))) struct DescriptorLimitTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")))
+struct DescriptorLimitTests {
     static func launcher(soft: Int, hard: Int) -> [String] { ["/usr/bin/prlimit", "--nofile=\(soft):\(hard)", "--"] }
 
     /// The soft and hard "Max open files" of a process.
@@ -30,11 +31,12 @@ import Testing
 
     @Test func descriptorExhaustionPausesAcceptingAndRecovers() throws {
         let server = try ServerProcess(arguments: ["--event-loops", "1", "--access-log", "off"],
-                                       dataDirectory: TestApp.temporaryDirectory(), launcher: Self.launcher(soft: 48, hard: 48))
+                                       dataDirectory: TestApp.temporaryDirectory(), launcher: Self.launcher(soft: 64, hard: 64))
         let started = Date()
-        // Given more clients than descriptors (the rest wait in the listen backlog)
+        // Given more clients than descriptors (idle, the server holds about 26; the rest wait
+        // in the listen backlog)
         var clients: [RawHTTPClient] = []
-        for _ in 0..<40 { clients.append(try RawHTTPClient(port: server.port)) }
+        for _ in 0..<60 { clients.append(try RawHTTPClient(port: server.port)) }
         var reported = false
         for _ in 0..<500 where !reported {
             reported = server.logLines().contains { $0.contains("not accepting") }
@@ -42,8 +44,8 @@ import Testing
         }
         #expect(reported, "accept failing for want of descriptors is logged: \(server.logText)")
 
-        // When the first 25 leave
-        clients.removeFirst(25)
+        // When the first 40 leave
+        clients.removeFirst(40)
 
         // Then every one still waiting is served,
         for client in clients {

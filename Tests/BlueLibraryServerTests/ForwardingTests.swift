@@ -24,8 +24,9 @@ import Testing
 }
 
 @Suite struct ForwardedHeadersTests {
-    func respond(peer: String, trusted: [String], headers: HTTPHeaders) throws -> RequestContext {
-        let middleware = ForwardedHeadersMiddleware(trustedProxies: trusted.compactMap(CIDR.init))
+    func respond(peer: String, trusted: [String], headers: HTTPHeaders,
+                 family: ForwardedHeaderFamily = .xForwarded) throws -> RequestContext {
+        let middleware = ForwardedHeadersMiddleware(trustedProxies: trusted.compactMap(CIDR.init), family: family)
         let capture = ContextCapture()
         _ = try middleware.handle(HTTPRequest(method: .get, target: "/", headers: headers),
                                   context: RequestContext(peerAddress: peer, host: "internal:8080"), next: capture)
@@ -57,13 +58,17 @@ import Testing
         #expect(context.clientAddress == "192.0.2.10")
     }
 
-    @Test func rfc7239ForwardedIsPreferred() throws {
-        let context = try respond(
-            peer: "127.0.0.1", trusted: ["127.0.0.0/8"],
-            headers: ["Forwarded": "for=\"[2001:db8::17]:4711\";proto=https;host=lib.example", "X-Forwarded-For": "9.9.9.9"])
-        #expect(context.clientAddress == "2001:db8::17")
-        #expect(context.scheme == "https")
-        #expect(context.host == "lib.example")
+    @Test func onlyTheConfiguredFamilyIsRead() throws {
+        let headers: HTTPHeaders = ["Forwarded": "for=\"[2001:db8::17]:4711\";proto=https;host=lib.example",
+                                    "X-Forwarded-For": "9.9.9.9"]
+        let rfc7239 = try respond(peer: "127.0.0.1", trusted: ["127.0.0.0/8"], headers: headers, family: .forwarded)
+        #expect(rfc7239.clientAddress == "2001:db8::17")
+        #expect(rfc7239.scheme == "https")
+        #expect(rfc7239.host == "lib.example")
+        let x = try respond(peer: "127.0.0.1", trusted: ["127.0.0.0/8"], headers: headers)
+        #expect(x.clientAddress == "9.9.9.9")
+        #expect(x.scheme == "http")
+        #expect(x.host == "internal:8080")
     }
 }
 

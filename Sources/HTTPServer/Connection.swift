@@ -56,6 +56,10 @@ final class Connection {
     private var framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
     /// The open stream (`.streaming`).
     private var stream: (writer: HTTPStreamWriter, endsOnShutdown: Bool)?
+    /// A request body still arriving while its responder runs (`.processing`, routes with
+    /// `RouteOptions.streamsBody`); `requestBodyPaused` while the responder is a window behind.
+    private var requestBody: (stream: HTTPRequestBodyStream, decoder: HTTPBodyDecoder)?
+    private var requestBodyPaused = false
     private var input: [UInt8] = []
     private var inputStart = 0
     private var output = OutputQueue()
@@ -120,11 +124,13 @@ final class Connection {
                 inputStart = 0
                 input.removeAll(keepingCapacity: true)
                 progressed = false
-            case .processing, .closed:
+            case .processing:
+                progressed = requestBody != nil && !requestBodyPaused && pumpRequestBody()
+            case .closed:
                 progressed = false
             }
             if progressed { continue }
-            if phase == .processing { break }
+            if phase == .processing && (requestBody == nil || requestBodyPaused) { break }
             guard readable, !peerClosed else { break }
             if !readSocket() { break }
         }
@@ -151,7 +157,7 @@ final class Connection {
                 inputStart = 0
             }
             input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<n]))
-            if phase == .readingBody { deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds }
+            if phase == .readingBody || requestBody != nil { deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds }
             return true
         }
         if n == 0 {
@@ -173,6 +179,10 @@ final class Connection {
 
     /// The client closed its side: finish what can be finished, otherwise close.
     private func peerLeft() {
+        if let requestBody {
+            requestBody.stream.fail(.truncated)
+            self.requestBody = nil
+        }
         switch phase {
         case .processing:
             // Half-closed clients still get their response.
@@ -242,9 +252,59 @@ final class Connection {
             // The client waits for this before sending the body (RFC 9110 §10.1.1).
             output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
         }
+        if resolution.options.streamsBody {
+            beginStreamedBody(pending)
+            return
+        }
         deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds
         self.pending = pending
         phase = .readingBody
+    }
+
+    /// Starts the responder at once and feeds it the body as it arrives (`pumpRequestBody`).
+    private func beginStreamedBody(_ pending: PendingRequest) {
+        let stream = HTTPRequestBodyStream(loop: loop, connectionID: id, window: pending.resolution.options.bodyStreamWindow)
+        requestBody = (stream, pending.decoder)
+        requestBodyPaused = false
+        dispatch(pending, bodyStream: stream)
+        if requestBody != nil { deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds }
+    }
+
+    /// Decodes buffered body bytes into the responder's stream. Returns true if it made progress.
+    private func pumpRequestBody() -> Bool {
+        guard var body = requestBody, inputStart < input.count else { return false }
+        requestBody = nil
+        do {
+            let used = try body.decoder.consume(input, from: inputStart)
+            inputStart += used
+            let chunk = body.decoder.takeBody()
+            if !chunk.isEmpty, !body.stream.deliver(chunk) {
+                // The responder is a window behind: stop reading until it resumes us.
+                requestBodyPaused = true
+                deadline = .max
+            }
+            if body.decoder.isComplete {
+                body.stream.finish()
+                requestBodyPaused = false
+                deadline = .max
+            } else {
+                requestBody = body
+            }
+            return used > 0
+        } catch {
+            body.stream.fail(.rejected)
+            requestBodyPaused = false
+            answerParseError(error)
+            return false
+        }
+    }
+
+    /// The responder took enough of a paused body: read on.
+    func resumeRequestBody() {
+        guard requestBody != nil, requestBodyPaused else { return }
+        requestBodyPaused = false
+        deadline = loop.now &+ shared.limits.bodyTimeout.nanoseconds
+        drive()
     }
 
     private static func path(of target: String) -> Substring {
@@ -254,12 +314,13 @@ final class Connection {
 
     // MARK: - Answering
 
-    private func dispatch(_ pending: PendingRequest) {
+    private func dispatch(_ pending: PendingRequest, bodyStream: HTTPRequestBodyStream? = nil) {
         var pending = pending
         let head = pending.head
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: head.method, target: head.target, version: head.version, headers: head.headers,
-            body: pending.decoder.takeBody())
+            body: bodyStream == nil ? pending.decoder.takeBody() : [])
+        request.bodyStream = bodyStream
         let context = RequestContext(
             peerAddress: peerAddress, parameters: pending.resolution.parameters,
             routePattern: pending.resolution.pattern, host: head.headers["Host"], receivedAt: pending.receivedAt)
@@ -270,7 +331,8 @@ final class Connection {
         deadline = .max
         self.framing = framing
         phase = .processing
-        if pending.resolution.options.execution == .inline,
+        // A streamed body is read by blocking calls: its responder never runs on the loop.
+        if pending.resolution.options.execution == .inline, bodyStream == nil,
             let response = Self.respond(responder, request, context, shared, onWorker: false)
         {
             complete(response)
@@ -280,7 +342,7 @@ final class Connection {
         let shared = self.shared
         var workerContext = context
         workerContext.isOnWorkerPool = true
-        shared.workers.submit { [loop, workerContext] in
+        shared.workers.submit { [loop, workerContext, request] in
             let response = Self.respond(responder, request, workerContext, shared, onWorker: true)!
             loop.execute { loop in loop.connection(id)?.complete(response) }
         }
@@ -304,6 +366,14 @@ final class Connection {
     func complete(_ response: HTTPResponse) {
         guard phase == .processing else { return }
         var framing = self.framing
+        if let requestBody {
+            // Answered before the whole body arrived: the rest is not read, so the connection
+            // cannot carry another request.
+            requestBody.stream.abandon()
+            self.requestBody = nil
+            requestBodyPaused = false
+            framing.keepAlive = false
+        }
         if drainRequested || shared.isDraining { framing.keepAlive = false }
         var response = response
         var fileFD: Int32 = -1
@@ -477,6 +547,8 @@ final class Connection {
     func close() {
         if phase == .closed { return }
         if phase == .streaming { stream?.writer.markClosed() }
+        requestBody?.stream.fail(.truncated)
+        requestBody = nil
         stream = nil
         pending = nil
         phase = .closed

@@ -1,5 +1,6 @@
 import HTTPServer
 import Library
+import Synchronization
 
 /// `GET /archive` streams the whole library as one versioned JSON document; `PUT /archive`
 /// replaces the library from one, atomically.
@@ -9,9 +10,16 @@ struct ArchiveRoutes {
     let workers: ArchiveWorkers
     /// The largest archive `PUT /archive` takes.
     let maxImportBytes: Int
+    /// Where `PUT /archive` keeps the upload while it arrives (the data directory).
+    let spoolDirectory: String
 
     /// Bytes an export may queue for a slow client before the exporter waits for it.
     static let exportWindow = 512 * 1024
+
+    /// Uploads at once: each holds a request worker while its client sends (a replacement of
+    /// the whole library gains nothing from more), so slow uploads cannot take every worker.
+    static let maximumConcurrentImports = 2
+    let imports = ImportSlots()
 
     func register(into routes: inout RouterBuilder) {
         routes.add(.get, "/archive", options: .inline) { [facade, workers] _, _ in
@@ -37,10 +45,39 @@ struct ArchiveRoutes {
                           "Cache-Control": "no-store"],
                 body: .stream(body))
         }
-        routes.add(.put, "/archive", options: RouteOptions(execution: .workerPool, maxBodyBytes: maxImportBytes)) { request, context in
+        // The body streams to a file as it arrives (never whole in memory, and the database's
+        // writer is not held while the client uploads), then is imported from a mapping.
+        let options = RouteOptions(execution: .workerPool, maxBodyBytes: maxImportBytes, streamsBody: true)
+        routes.add(.put, "/archive", options: options) { [spoolDirectory, imports] request, context in
             try RequestInput.requireJSON(request)
-            return try idempotency.run(request, context: context) {
-                let summary = try library { () throws(LibraryError) in try facade.importArchive(request.body) }
+            guard imports.take(limit: Self.maximumConcurrentImports) else {
+                throw HTTPError(.serviceUnavailable, detail: "Another archive import is running; retry when it is done.",
+                                headers: ["Retry-After": "10"])
+            }
+            defer { imports.give() }
+            let spool = try ArchiveSpool(directory: spoolDirectory)
+            var fingerprint = IdempotencyGuard.Fingerprint(request)
+            if let stream = request.bodyStream {
+                while true {
+                    let next: [UInt8]?
+                    do {
+                        next = try stream.next()
+                    } catch {
+                        // The connection is gone or already answered: this response is not sent.
+                        throw HTTPError(.badRequest, detail: "The archive did not arrive whole.")
+                    }
+                    guard let chunk = next else { break }
+                    try spool.write(chunk)
+                    fingerprint.add(chunk)
+                }
+            } else {
+                try spool.write(request.body)
+                fingerprint.add(request.body)
+            }
+            return try idempotency.run(request, fingerprint: fingerprint.value, context: context) {
+                let summary = try spool.withMappedBytes { bytes, release in
+                    try library { () throws(LibraryError) in try facade.importArchive(json: bytes, read: release) }
+                }
                 return try JSONBody.response(ImportDocument(summary), pretty: request.wantsPretty)
             }
         }
@@ -58,6 +95,21 @@ struct ArchiveRoutes {
             version = summary.version
         }
     }
+}
+
+/// Counts the imports running.
+final class ImportSlots: Sendable {
+    private let running = Mutex(0)
+
+    func take(limit: Int) -> Bool {
+        running.withLock { count in
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    func give() { running.withLock { $0 -= 1 } }
 }
 
 /// Threads for long exports, apart from the request workers.

@@ -88,7 +88,7 @@ public final class BlueLibraryApp: Sendable {
             .register(into: &routes)
         UndoStateRoutes(facade: facade).register(into: &routes)
         ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers),
-                      maxImportBytes: configuration.maxArchiveBytes).register(into: &routes)
+                      maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory).register(into: &routes)
         TutorialRoutes(facade: facade, albums: albums).register(into: &routes)
         CoverRoutes(facade: facade, covers: covers, wait: configuration.coverWait, coverURLs: RequestModelCache())
             .register(into: &routes)

@@ -12,14 +12,17 @@ struct IdempotencyGuard: Sendable {
 
     static let replayedHeaders = ["Content-Type", "Location", "ETag"]
 
-    func run(_ request: HTTPRequest, context: RequestContext, _ work: () throws -> HTTPResponse) throws -> HTTPResponse {
+    /// - Parameter fingerprint: the request's ``Fingerprint`` when its body was streamed
+    ///   (`request.body` is then empty).
+    func run(_ request: HTTPRequest, fingerprint streamed: String? = nil, context: RequestContext,
+             _ work: () throws -> HTTPResponse) throws -> HTTPResponse {
         guard let rawKey = request.headers["Idempotency-Key"] else { return try work() }
         let key = rawKey.trimmingASCIIWhitespace()
         guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw HTTPError(.badRequest, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters, such as a UUID.")
         }
         let scopedKey = "\(request.method.rawValue) \(request.path) \(key)"
-        let fingerprint = Self.fingerprint(request)
+        let fingerprint = streamed ?? Self.fingerprint(request)
         let claim: IdempotencyClaim
         do {
             claim = try store.begin(key: scopedKey, fingerprint: fingerprint, now: clock(), expiry: expiry)
@@ -62,5 +65,26 @@ struct IdempotencyGuard: Sendable {
     static func fingerprint(_ request: HTTPRequest) -> String {
         let head = Array("\(request.method.rawValue) \(request.target)\n".utf8)
         return String(ETag.strong(for: head + request.body).dropFirst().dropLast()) + "-" + String(request.body.count)
+    }
+
+    /// ``fingerprint(_:)`` of a body that arrives in pieces (the same value for the same body).
+    struct Fingerprint {
+        private var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        private var count = 0
+
+        init(_ request: HTTPRequest) {
+            add(Array("\(request.method.rawValue) \(request.target)\n".utf8))
+            count = 0
+        }
+
+        mutating func add(_ bytes: [UInt8]) {
+            for byte in bytes {
+                hash ^= UInt64(byte)
+                hash &*= 0x100_0000_01b3
+            }
+            count += bytes.count
+        }
+
+        var value: String { FNV1a.hex(hash) + "-" + String(count) }
     }
 }

@@ -19,7 +19,8 @@ enum RequestInput {
                 detail: "Send the body as JSON with 'Content-Type: application/json' (got \(type.map { "'\($0)'" } ?? "no Content-Type")); with curl use --json.",
                 headers: ["Accept-Post": "application/json"])
         }
-        guard !request.body.isEmpty else {
+        // A streamed body is still arriving: the parser reports an empty one.
+        guard !request.body.isEmpty || request.bodyStream != nil else {
             throw HTTPError(.badRequest, detail: "The request body is empty; send a JSON object.")
         }
     }

@@ -59,6 +59,10 @@ final class Connection {
     private var framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
     /// The open stream (`.streaming`).
     private var stream: (writer: HTTPStreamWriter, endsOnShutdown: Bool)?
+    /// A request body still arriving while its responder runs (`.processing`, routes with
+    /// `RouteOptions.streamsBody`); `requestBodyPaused` while the responder is a window behind.
+    private var requestBody: (stream: HTTPRequestBodyStream, decoder: HTTPBodyDecoder)?
+    private var requestBodyPaused = false
     private var input: [UInt8] = []
     private var inputStart = 0
     private var output = OutputQueue()
@@ -153,11 +157,13 @@ final class Connection {
                 inputStart = 0
                 input.removeAll(keepingCapacity: true)
                 progressed = false
-            case .processing, .lingering, .closed:
+            case .processing:
+                progressed = requestBody != nil && !requestBodyPaused && pumpRequestBody()
+            case .lingering, .closed:
                 progressed = false
             }
             if progressed { continue }
-            if phase == .processing { break }
+            if phase == .processing && (requestBody == nil || requestBodyPaused) { break }
             guard readable, !peerClosed else { break }
             if !readSocket() { break }
         }
@@ -204,7 +210,7 @@ final class Connection {
                 inputStart = 0
             }
             input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<n]))
-            if phase == .readingBody {
+            if phase == .readingBody || requestBody != nil {
                 bodyBytesReceived += n
                 armBodyDeadline()
             }
@@ -229,6 +235,10 @@ final class Connection {
 
     /// The client closed its side: finish what can be finished, otherwise close.
     private func peerLeft() {
+        if let requestBody {
+            requestBody.stream.fail(.truncated)
+            self.requestBody = nil
+        }
         switch phase {
         case .processing:
             // Half-closed clients still get their response.
@@ -304,6 +314,10 @@ final class Connection {
         }
         bodyStartedAt = loop.now
         bodyBytesReceived = 0
+        if resolution.options.streamsBody {
+            beginStreamedBody(pending)
+            return
+        }
         armBodyDeadline()
         self.pending = pending
         phase = .readingBody
@@ -325,6 +339,55 @@ final class Connection {
         deadline = next
     }
 
+    /// Starts the responder at once and feeds it the body as it arrives (`pumpRequestBody`).
+    private func beginStreamedBody(_ pending: PendingRequest) {
+        let stream = HTTPRequestBodyStream(loop: loop, connectionID: id, window: pending.resolution.options.bodyStreamWindow)
+        requestBody = (stream, pending.decoder)
+        requestBodyPaused = false
+        dispatch(pending, bodyStream: stream)
+        if requestBody != nil { armBodyDeadline() }
+    }
+
+    /// Decodes buffered body bytes into the responder's stream. Returns true if it made progress.
+    private func pumpRequestBody() -> Bool {
+        guard var body = requestBody, inputStart < input.count else { return false }
+        requestBody = nil
+        do {
+            let used = try body.decoder.consume(input, from: inputStart)
+            inputStart += used
+            let chunk = body.decoder.takeBody()
+            if !chunk.isEmpty, !body.stream.deliver(chunk) {
+                // The responder is a window behind: stop reading until it resumes us.
+                requestBodyPaused = true
+                deadline = .max
+            }
+            if body.decoder.isComplete {
+                body.stream.finish()
+                requestBodyPaused = false
+                deadline = .max
+            } else {
+                requestBody = body
+            }
+            return used > 0
+        } catch {
+            body.stream.fail(.rejected)
+            requestBodyPaused = false
+            answerParseError(error)
+            return false
+        }
+    }
+
+    /// The responder took enough of a paused body: read on.
+    func resumeRequestBody() {
+        guard requestBody != nil, requestBodyPaused else { return }
+        requestBodyPaused = false
+        // The server was the one not reading: the body's rate is measured afresh from here.
+        bodyStartedAt = loop.now
+        bodyBytesReceived = 0
+        armBodyDeadline()
+        drive()
+    }
+
     private static func path(of target: String) -> Substring {
         if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return target[..<q] }
         return target[...]
@@ -332,13 +395,14 @@ final class Connection {
 
     // MARK: - Answering
 
-    private func dispatch(_ pending: PendingRequest) {
+    private func dispatch(_ pending: PendingRequest, bodyStream: HTTPRequestBodyStream? = nil) {
         requestsThisTurn += 1
         var pending = pending
         let head = pending.head
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: head.method, target: head.target, version: head.version, headers: head.headers,
-            body: pending.decoder.takeBody())
+            body: bodyStream == nil ? pending.decoder.takeBody() : [])
+        request.bodyStream = bodyStream
         let context = RequestContext(
             peerAddress: peerAddress, parameters: pending.resolution.parameters,
             routePattern: pending.resolution.pattern, host: head.headers["Host"], receivedAt: pending.receivedAt)
@@ -349,7 +413,8 @@ final class Connection {
         deadline = .max
         self.framing = framing
         phase = .processing
-        if pending.resolution.options.execution == .inline,
+        // A streamed body is read by blocking calls: its responder never runs on the loop.
+        if pending.resolution.options.execution == .inline, bodyStream == nil,
             let response = Self.respond(responder, request, context, shared, onWorker: false)
         {
             complete(response)
@@ -359,7 +424,7 @@ final class Connection {
         let shared = self.shared
         var workerContext = context
         workerContext.isOnWorkerPool = true
-        shared.workers.submit { [loop, workerContext] in
+        shared.workers.submit { [loop, workerContext, request] in
             let response = Self.respond(responder, request, workerContext, shared, onWorker: true)!
             loop.execute { loop in loop.connection(id)?.complete(response) }
         }
@@ -383,6 +448,14 @@ final class Connection {
     func complete(_ response: HTTPResponse) {
         guard phase == .processing else { return }
         var framing = self.framing
+        if let requestBody {
+            // Answered before the whole body arrived: the rest is not read, so the connection
+            // cannot carry another request.
+            requestBody.stream.abandon()
+            self.requestBody = nil
+            requestBodyPaused = false
+            framing.keepAlive = false
+        }
         if drainRequested || shared.isDraining { framing.keepAlive = false }
         var response = response
         var fileFD: Int32 = -1
@@ -625,6 +698,8 @@ final class Connection {
     func close() {
         if phase == .closed { return }
         if phase == .streaming { stream?.writer.markClosed() }
+        requestBody?.stream.fail(.truncated)
+        requestBody = nil
         stream = nil
         pending = nil
         phase = .closed

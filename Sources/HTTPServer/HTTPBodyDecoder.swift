@@ -21,10 +21,15 @@ struct HTTPBodyDecoder {
 
     private(set) var state: State
     private(set) var body: [UInt8] = []
+    /// Bytes already handed over by `takeBody()` (a streamed body is taken piece by piece).
+    private var taken = 0
     let limit: Int
     /// Bytes and fields of the trailer section so far.
     private var trailerBytes = 0
     private var trailerFields = 0
+    /// The most a declared Content-Length reserves before its bytes arrive: a client that
+    /// announces a large body and sends nothing must not make the server allocate it.
+    static let maximumUpfrontReservation = 64 * 1024
 
     let trailerLimits: TrailerLimits
 
@@ -36,7 +41,7 @@ struct HTTPBodyDecoder {
             state = .done
         case let .length(n):
             if n > limit { throw .bodyTooLarge(limit: limit) }
-            body.reserveCapacity(n)
+            body.reserveCapacity(min(n, Self.maximumUpfrontReservation))
             state = n == 0 ? .done : .length(remaining: n)
         case .chunked:
             state = .chunkSize
@@ -71,7 +76,7 @@ struct HTTPBodyDecoder {
                 if size == 0 {
                     state = .trailers
                 } else {
-                    if body.count + size > limit { throw .bodyTooLarge(limit: limit) }
+                    if taken + body.count + size > limit { throw .bodyTooLarge(limit: limit) }
                     state = .chunkData(remaining: size)
                 }
             case let .chunkData(remaining):
@@ -111,7 +116,10 @@ struct HTTPBodyDecoder {
 
     /// Hands the collected body over.
     mutating func takeBody() -> [UInt8] {
-        defer { body = [] }
+        defer {
+            taken += body.count
+            body = []
+        }
         return body
     }
 

@@ -14,6 +14,9 @@ public struct HTTPRequest: Sendable {
     public var version: HTTPVersion
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// The body still arriving, for routes with `RouteOptions.streamsBody` (`body` is then
+    /// empty); nil for every other request, and when there is no body.
+    public var bodyStream: HTTPRequestBodyStream?
 
     public init(
         method: HTTPMethod, target: String, version: HTTPVersion = .http1_1,

@@ -10,10 +10,20 @@ public struct RouteOptions: Sendable {
     public var execution: Execution
     /// The largest request body this route takes; nil means the server's default limit.
     public var maxBodyBytes: Int?
+    /// The responder starts once the head is read and pulls the body from
+    /// `HTTPRequest.bodyStream` instead of getting it whole in `body`. Such a responder always
+    /// runs on the worker pool (reading the stream blocks), whatever `execution` says.
+    public var streamsBody: Bool
+    /// With `streamsBody`: how many body bytes may wait for the responder before the server
+    /// stops reading from the client.
+    public var bodyStreamWindow: Int
 
-    public init(execution: Execution = .inline, maxBodyBytes: Int? = nil) {
+    public init(execution: Execution = .inline, maxBodyBytes: Int? = nil, streamsBody: Bool = false,
+                bodyStreamWindow: Int = 1 << 20) {
         self.execution = execution
         self.maxBodyBytes = maxBodyBytes
+        self.streamsBody = streamsBody
+        self.bodyStreamWindow = bodyStreamWindow
     }
 
     public static let inline = RouteOptions(execution: .inline)

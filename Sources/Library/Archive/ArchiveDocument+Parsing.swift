@@ -35,12 +35,34 @@ extension ArchiveDocument {
     /// - Throws: `LibraryError.malformed` for bad syntax or a non-object document;
     ///   `LibraryError.archiveInvalid` with problems named like `albums[3].year`.
     public static func parse(json bytes: [UInt8]) throws(LibraryError) -> ArchiveDocument {
-        guard bytes.contains(where: { !(0x20 == $0 || 0x0A == $0 || 0x0D == $0 || 0x09 == $0) }) else {
+        try bytes.withUnsafeBufferPointer { buffer throws(LibraryError) in try parse(buffer, albums: nil).document }
+    }
+
+    /// What ``parse(_:albums:)`` hands its album sink.
+    enum AlbumEvent {
+        /// Albums in document order, validated, ids unique so far; `read` is how many bytes of
+        /// the document have been read (earlier bytes are not looked at again).
+        case batch([Album], read: Int)
+        /// A later `albums` key replaces the earlier one: forget the albums sent so far.
+        case reset
+    }
+
+    /// Albums handed to a sink at a time.
+    static let albumBatchSize = 1024
+
+    /// Parses `buffer` like ``parse(json:)``; with a sink, the albums are handed to it in
+    /// batches as they are read (while no album problem was found) instead of being kept, and
+    /// the document's `albums` stays empty: memory stays at one batch whatever the archive's
+    /// size. The sink must undo what it did when this throws.
+    static func parse(_ buffer: UnsafeBufferPointer<UInt8>, albums sink: ((AlbumEvent) -> Void)?)
+        throws(LibraryError) -> (document: ArchiveDocument, albumCount: Int)
+    {
+        guard buffer.contains(where: { !(0x20 == $0 || 0x0A == $0 || 0x0D == $0 || 0x09 == $0) }) else {
             throw .malformed("the archive is empty; send a JSON object")
         }
-        let result = bytes.withUnsafeBufferPointer { buffer -> Result<ArchiveDocument, LibraryError> in
+        let result = { () -> Result<(document: ArchiveDocument, albumCount: Int), LibraryError> in
             var scanner = JSONScanner(buffer)
-            var reader = ArchiveReader()
+            var reader = ArchiveReader(sink: sink)
             do {
                 let kind = try scanner.peekKind()
                 if kind == .object {
@@ -56,8 +78,8 @@ extension ArchiveDocument {
             } catch {
                 return .failure(.malformed("the archive is not valid JSON (\(error)); check quotes, commas and brackets"))
             }
-            return reader.validatedDocument()
-        }
+            return reader.validatedDocument().map { ($0, reader.albumCount) }
+        }()
         return try result.get()
     }
 }
@@ -90,8 +112,28 @@ private struct ArchiveReader {
     /// More than `maximumStates` states were sent.
     private var tooManyStates = false
     private var albums: [Album] = []
+    /// Albums accepted in the current `albums` array (sent to the sink or kept in `albums`).
+    private(set) var albumCount = 0
+    /// Receives the albums in batches instead of `albums` keeping them.
+    private let sink: ((ArchiveDocument.AlbumEvent) -> Void)?
     private var albumProblems: [ArchiveProblem] = []
-    private var firstIndexOfID: [AlbumID: Int] = [:]
+    /// Keyed by the id's 128 bits, not its 26-character text: a million ids cost ~35 MB here
+    /// instead of ~120 MB of heap strings.
+    private var firstIndexOfID: [IDBits: Int] = [:]
+
+    /// The 128 bits an album id's Crockford base32 text spells.
+    private struct IDBits: Hashable {
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+
+        init(_ id: AlbumID) {
+            for byte in id.rawValue.utf8 {
+                let value = UInt64(CrockfordBase32.value(of: byte) ?? 0)
+                high = high << 5 | low >> 59
+                low = low << 5 | value
+            }
+        }
+    }
     /// The `states` items: an object's members, or the value that is not an object.
     private var stateItems: [StateItem] = []
 
@@ -102,6 +144,17 @@ private struct ArchiveReader {
     }
 
     private var albumProblemsFull: Bool { albumProblems.count >= ArchiveDocument.maximumReportedProblems }
+
+    init(sink: ((ArchiveDocument.AlbumEvent) -> Void)?) {
+        self.sink = sink
+    }
+
+    /// Hands the albums read so far to the sink, unless a problem means they will not be imported.
+    private mutating func flushAlbums(read: Int) {
+        guard let sink, !albums.isEmpty else { return }
+        if albumProblems.isEmpty { sink(.batch(albums, read: read)) }
+        albums.removeAll(keepingCapacity: true)
+    }
 
     mutating func readDocument(_ scanner: inout JSONScanner) throws(JSONSyntaxError) {
         try scanner.beginObject()
@@ -115,7 +168,9 @@ private struct ArchiveReader {
             // A repeated key replaces the earlier value: the last value of a key counts.
             switch key {
             case "albums":
+                if albumCount > 0 { sink?(.reset) }
                 albums = []
+                albumCount = 0
                 albumProblems = []
                 firstIndexOfID = [:]
                 if try scanner.peekKind() == .array { try readAlbums(&scanner) } else { value = try scanner.readValue() }
@@ -134,8 +189,9 @@ private struct ArchiveReader {
     private mutating func readAlbums(_ scanner: inout JSONScanner) throws(JSONSyntaxError) {
         // An exported album takes about 250 bytes; reserving avoids regrowing a huge array.
         let estimate = scanner.bytes.count / 256
-        albums.reserveCapacity(estimate)
+        albums.reserveCapacity(sink == nil ? estimate : ArchiveDocument.albumBatchSize)
         firstIndexOfID.reserveCapacity(estimate)
+        defer { flushAlbums(read: scanner.position) }
         try scanner.beginArray()
         var index = 0
         while try scanner.nextElement() {
@@ -157,13 +213,16 @@ private struct ArchiveReader {
                 continue
             }
             guard let album = album(members, index: index) else { continue }
-            if let first = firstIndexOfID[album.id] {
+            let bits = IDBits(album.id)
+            if let first = firstIndexOfID[bits] {
                 addAlbumProblem("albums[\(index)].id", "duplicates albums[\(first)].id (\(album.id)); every album needs its own id",
                                 index: index, field: "id")
                 continue
             }
-            firstIndexOfID[album.id] = index
+            firstIndexOfID[bits] = index
             albums.append(album)
+            albumCount += 1
+            if sink != nil, albums.count >= ArchiveDocument.albumBatchSize { flushAlbums(read: scanner.position) }
         }
     }
 
@@ -335,7 +394,7 @@ private struct ArchiveReader {
             }
             var albumID: AlbumID?
             if case .value(let value) = reader.field("albumID") {
-                if let text = value.string, let id = AlbumID(text), firstIndexOfID[id] != nil {
+                if let text = value.string, let id = AlbumID(text), firstIndexOfID[IDBits(id)] != nil {
                     albumID = id
                 } else {
                     reader.fail("albumID", "must be null or the id of an album in this archive")

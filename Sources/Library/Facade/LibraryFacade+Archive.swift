@@ -67,23 +67,58 @@ extension LibraryFacade {
 
     /// Replaces the whole library with an archive, atomically.
     ///
-    /// Rules: the document is parsed and validated completely before the store is touched, so
-    /// an invalid document changes nothing. Then one transaction deletes every album and
-    /// state, inserts the archive's albums in order (keeping their ids and timestamps) and its
-    /// states, clears the undo stack (its commands refer to the old library) and bumps the
-    /// version once. The document's own `version` is not restored: versions only grow, or
-    /// caches would serve stale pages as current.
+    /// Rules: one transaction deletes every album and state, inserts the archive's albums in
+    /// order (keeping their ids and timestamps) as the parser validates them, in batches, and
+    /// its states, clears the undo stack (its commands refer to the old library) and bumps the
+    /// version once. Any problem in the document (checked as completely as before: every
+    /// problem up to the limit is reported) rolls the transaction back, so an invalid
+    /// document changes nothing. The albums are never all in memory at once. The document's
+    /// own `version` is not restored: versions only grow, or caches would serve stale pages
+    /// as current.
     ///
     /// - Throws: `.malformed`, `.archiveInvalid` (nothing changed), `.storage`.
     @discardableResult
     public func importArchive(_ bytes: [UInt8]) throws(LibraryError) -> ArchiveImportSummary {
-        let document = try ArchiveDocument.parse(json: bytes)
-        return try mutating { writer in
+        try bytes.withUnsafeBufferPointer { buffer throws(LibraryError) in try importArchive(json: buffer) }
+    }
+
+    /// Like ``importArchive(_:)`` over a buffer the caller owns (a mapped file); `read` is
+    /// told, now and then, how many leading bytes of `buffer` the parser is done with, so the
+    /// caller can release them.
+    @discardableResult
+    public func importArchive(json buffer: UnsafeBufferPointer<UInt8>, read: (Int) -> Void = { _ in })
+        throws(LibraryError) -> ArchiveImportSummary
+    {
+        try withoutActuallyEscaping(read) { read throws(LibraryError) in try importArchive(buffer, read: read) }
+    }
+
+    private func importArchive(_ buffer: UnsafeBufferPointer<UInt8>, read: @escaping (Int) -> Void)
+        throws(LibraryError) -> ArchiveImportSummary
+    {
+        try mutating { writer in
             try writer.deleteAllAlbums()
             try writer.deleteAllStates()
-            for (index, album) in document.albums.enumerated() {
-                try writer.insert(album, at: index)
+            var inserted = 0
+            var failure: (any Error)?
+            let (document, albumCount) = try ArchiveDocument.parse(buffer) { event in
+                guard failure == nil else { return }
+                do {
+                    switch event {
+                    case .reset:
+                        try writer.deleteAllAlbums()
+                        inserted = 0
+                    case let .batch(albums, bytesRead):
+                        for album in albums {
+                            try writer.insert(album, at: inserted)
+                            inserted += 1
+                        }
+                        read(bytesRead)
+                    }
+                } catch {
+                    failure = error
+                }
             }
+            if let failure { throw failure }
             let savedAt = now()
             for var state in document.states {
                 state.updatedAt = state.updatedAt ?? savedAt
@@ -91,8 +126,7 @@ extension LibraryFacade {
             }
             try writer.clearUndo()
             let version = try finishMutation(writer, undo: nil)
-            let summary = ArchiveImportSummary(
-                albumCount: document.albums.count, stateCount: document.states.count, version: version)
+            let summary = ArchiveImportSummary(albumCount: albumCount, stateCount: document.states.count, version: version)
             return (summary, [.libraryReplaced(version: version)])
         }
     }

@@ -21,7 +21,20 @@ public final class AccessGuard: Sendable {
         case unauthorized(invalidToken: Bool)
         /// 429: locked out for this many more seconds (rounded up).
         case locked(retryAfter: Int)
+        /// 503: too many token checks in progress; nothing was hashed or counted.
+        case busy
     }
+
+    /// Failure records kept at most (memory and database); the oldest go first.
+    let maxFailureRecords: Int
+    /// The slow checks' own pool.
+    let hashing: TokenHashing
+    /// Runs before each slow hash (tests hold checks there).
+    let beforeHash: @Sendable () -> Void
+    private let slowHashCount = Atomic<Int>(0)
+    /// Slow hashes made so far.
+    public var slowHashes: Int { slowHashCount.load(ordering: .relaxed) }
+    private let persistCount = Atomic<Int>(0)
 
     let store: any AccessStore
     let settings: SettingsService
@@ -37,17 +50,21 @@ public final class AccessGuard: Sendable {
     /// Orders the write-through of failure records (held across that write only, by worker
     /// threads; never by a decision).
     private let persisting = Mutex<Void>(())
-    /// Serialises slow checks (wrong or not yet verified tokens).
-    private let slowPath = Mutex<Void>(())
 
-    public init(store: any AccessStore, settings: SettingsService, clock: @escaping @Sendable () -> Date) throws {
+    public init(store: any AccessStore, settings: SettingsService, clock: @escaping @Sendable () -> Date,
+                maxFailureRecords: Int = 10_000, hashing: TokenHashing = TokenHashing(),
+                beforeHash: @escaping @Sendable () -> Void = {}) throws {
         self.store = store
         self.settings = settings
         self.clock = clock
+        self.maxFailureRecords = max(1, maxFailureRecords)
+        self.hashing = hashing
+        self.beforeHash = beforeHash
         cacheKey = try PasswordHash.randomBytes(32)
         try reloadToken()
         let stored = try store.allFailedAttempts()
         failures.withLock { $0 = stored }
+        try prune()
     }
 
     /// Re-reads the stored token hash (at start, after `bluelibrary token set`). A new hash
@@ -91,6 +108,12 @@ public final class AccessGuard: Sendable {
     }
 
     /// Checks the `Authorization` header value of a request from `client`.
+    ///
+    /// A token that is not the cached one is counted as a failure *before* it is hashed (and
+    /// the count taken back if it is right), so concurrent guesses from one address cannot
+    /// get past the attempt limit, and a locked address gets its 429 without any hashing. The
+    /// hash runs on `hashing`, checks from different addresses at once; no lock is held
+    /// across it.
     public func check(authorization: String?, client: String) throws -> Decision {
         let now = clock()
         if let locked = lockout(client: client, now: now) { return locked }
@@ -100,20 +123,69 @@ public final class AccessGuard: Sendable {
             try clearFailures(client: client)
             return .allowed
         }
-        // Wrong or not yet verified tokens are checked one at a time, the lockout re-read inside.
-        return try slowPath.withLock { _ in
-            if let locked = lockout(client: client, now: clock()) { return locked }
-            if try verify(bytes) {
-                try clearFailures(client: client)
-                return .allowed
-            }
-            let access = settings.current.access
-            let interval = TimeInterval(access.checkIntervalSeconds)
+        let access = settings.current.access
+        let interval = TimeInterval(access.checkIntervalSeconds)
+        let reserved = failures.withLock { all -> FailedAttempts? in
+            let previous = all[client]
+            if previous?.lockRemaining(at: now) != nil { return nil }
+            let next = FailedAttempts.afterFailure(previous, now: now, limit: access.attemptLimit, interval: interval)
+            all[client] = next
+            Self.evict(&all, keeping: maxFailureRecords, now: now, interval: interval)
+            return next
+        }
+        guard reserved != nil else { return lockout(client: client, now: now) ?? .locked(retryAfter: 1) }
+        let verdict = hashing.run { [self] in
+            beforeHash()
+            return (try? verify(bytes)) ?? false
+        }
+        switch verdict {
+        case nil:
+            // Refused before hashing: the attempt does not count.
             failures.withLock { all in
-                all[client] = FailedAttempts.afterFailure(all[client], now: clock(), limit: access.attemptLimit, interval: interval)
+                guard var record = all[client] else { return }
+                record.count -= 1
+                if record.count <= 0 { all[client] = nil; return }
+                if record.count < access.attemptLimit { record.lockedUntil = nil }
+                all[client] = record
             }
+            return .busy
+        case true?:
+            failures.withLock { _ = $0.removeValue(forKey: client) }
+            try persist(client: client)
+            return .allowed
+        case false?:
             try persist(client: client)
             return .unauthorized(invalidToken: true)
+        }
+    }
+
+    /// Drops expired records (a window or lock that ended `interval` ago), then the oldest
+    /// windows while more than `limit` are kept.
+    static func evict(_ all: inout [String: FailedAttempts], keeping limit: Int, now: Date, interval: TimeInterval) {
+        guard all.count > limit else { return }
+        all = all.filter { !isExpired($0.value, now: now, interval: interval) }
+        guard all.count > limit else { return }
+        // Down to 90% of the limit, so this O(n log n) pass is not repeated for every failure.
+        let keep = max(1, limit - limit / 10)
+        let newest = all.sorted { $0.value.windowStart > $1.value.windowStart }.prefix(keep)
+        all = Dictionary(uniqueKeysWithValues: newest.map { ($0.key, $0.value) })
+    }
+
+    static func isExpired(_ record: FailedAttempts, now: Date, interval: TimeInterval) -> Bool {
+        if let lockedUntil = record.lockedUntil { return lockedUntil <= now }
+        return now.timeIntervalSince(record.windowStart) >= interval
+    }
+
+    /// Prunes the stored records the same way (expired ones; beyond the cap, the oldest).
+    func prune() throws {
+        let interval = TimeInterval(settings.current.access.checkIntervalSeconds)
+        let now = clock()
+        failures.withLock { all in
+            all = all.filter { !Self.isExpired($0.value, now: now, interval: interval) }
+            Self.evict(&all, keeping: maxFailureRecords, now: now, interval: interval)
+        }
+        try persisting.withLock { _ in
+            try store.pruneFailedAttempts(now: now, interval: interval, keeping: maxFailureRecords)
         }
     }
 
@@ -127,12 +199,14 @@ public final class AccessGuard: Sendable {
         try persist(client: client)
     }
 
-    /// Writes the client's record as it is in memory now (the latest, whoever wins the lock).
+    /// Writes the client's record as it is in memory now (the latest, whoever wins the lock);
+    /// every 256th write also prunes the stored records.
     private func persist(client: String) throws {
         try persisting.withLock { _ in
             let record = failures.withLock { $0[client] }
             try store.updateFailedAttempts(client: client) { _ in record }
         }
+        if persistCount.wrappingAdd(1, ordering: .relaxed).newValue % 256 == 0 { try prune() }
     }
 
     /// The keyed digest of `token` against the stored record, and the record (nil: no token stored).
@@ -153,6 +227,7 @@ public final class AccessGuard: Sendable {
     func verify(_ presented: [UInt8]) throws -> Bool {
         if cachedMatch(presented) { return true }
         guard let stored = token.withLock({ $0 }), let (record, digest) = digest(presented) else { return false }
+        slowHashCount.add(1, ordering: .relaxed)
         guard PasswordHash.verify(token: presented, salt: stored.salt, hash: stored.hash, iterations: stored.iterations) else {
             return false
         }
@@ -212,6 +287,12 @@ struct AuthMiddleware: HTTPMiddleware {
                     : "This server is write-protected: send Authorization: Bearer <token>.",
                 type: "urn:bluelibrary:problem:unauthorized", title: "Token required",
                 headers: ["WWW-Authenticate": challenge]
+            ).response()
+        case .busy:
+            return HTTPError(
+                .serviceUnavailable,
+                detail: "Too many token checks are in progress; try again in a second.",
+                headers: ["Retry-After": "1"]
             ).response()
         case let .locked(retryAfter):
             return HTTPError(

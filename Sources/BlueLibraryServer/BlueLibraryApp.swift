@@ -129,6 +129,7 @@ public final class BlueLibraryApp: Sendable {
         server.shutdown(grace: configuration.shutdownGrace)
         storedStateWatcher.stop()
         exportWorkers.shutdown()
+        accessGuard.hashing.shutdown()
         covers.shutdown()
         do {
             // A short WAL makes the next start fast (it is read in full when the database opens).

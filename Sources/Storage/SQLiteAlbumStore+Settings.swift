@@ -77,6 +77,22 @@ extension SQLiteAlbumStore: SettingsStore, AccessStore {
         }
     }
 
+    public func pruneFailedAttempts(now: Date, interval: TimeInterval, keeping: Int) throws {
+        let nowMS = Milliseconds.from(now)
+        let intervalMS = Int64(max(0, min(interval, 1e12)) * 1000)
+        try database.write { db in
+            try db.run("""
+                DELETE FROM access_failures
+                WHERE (locked_until IS NOT NULL AND locked_until <= ?1)
+                   OR (locked_until IS NULL AND window_start <= ?1 - ?2)
+                """, [.integer(nowMS), .integer(intervalMS)])
+            try db.run("""
+                DELETE FROM access_failures WHERE client IN
+                    (SELECT client FROM access_failures ORDER BY window_start DESC LIMIT -1 OFFSET ?1)
+                """, [.integer(Int64(max(0, keeping)))])
+        }
+    }
+
     @discardableResult
     public func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts? {
         try database.write { db in

@@ -28,6 +28,9 @@ final class CountingAccessStore: AccessStore {
     func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts? {
         try base.updateFailedAttempts(client: client, body)
     }
+    func pruneFailedAttempts(now: Date, interval: TimeInterval, keeping: Int) throws {
+        try base.pruneFailedAttempts(now: now, interval: interval, keeping: keeping)
+    }
 }
 
 /// A settings store whose write parks until released (a write stuck behind an import).

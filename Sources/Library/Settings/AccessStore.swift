@@ -68,4 +68,7 @@ public protocol AccessStore: Sendable {
     /// Reads, transforms and writes one client's record in one transaction (`nil` deletes).
     @discardableResult
     func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts?
+    /// Deletes records whose window (unlocked) or lock ended by `now` (a window lasts
+    /// `interval`), then the oldest windows beyond `keeping` records.
+    func pruneFailedAttempts(now: Date, interval: TimeInterval, keeping: Int) throws
 }

@@ -275,9 +275,15 @@ struct AuthMiddleware: HTTPMiddleware {
             return HTTPError(.internalServerError, detail: "The server could not check the access token. Quote request id \(context.requestID) when reporting it.")
                 .response()
         }
+        guard let refusal = Self.refusal(for: decision) else { return try next.respond(to: request, context: context) }
+        return refusal
+    }
+
+    /// The response refusing a request (nil: allowed).
+    static func refusal(for decision: AccessGuard.Decision) -> HTTPResponse? {
         switch decision {
         case .allowed:
-            return try next.respond(to: request, context: context)
+            return nil
         case let .unauthorized(invalidToken):
             let challenge = invalidToken ? #"Bearer realm="bluelibrary", error="invalid_token""# : #"Bearer realm="bluelibrary""#
             return HTTPError(
@@ -301,6 +307,30 @@ struct AuthMiddleware: HTTPMiddleware {
                 type: "urn:bluelibrary:problem:locked-out", title: "Locked out",
                 headers: ["Retry-After": String(retryAfter)]
             ).response()
+        }
+    }
+
+    /// The same decision taken from the request head, before any body byte is read (and
+    /// before `100 Continue`): a request that will be refused gets its 401/429 from the head
+    /// and the connection is closed. Decisions that need a hash run off the loop.
+    static func headCheck(guardian: AccessGuard, forwarded: ForwardedHeadersMiddleware, logger: JSONLogger) -> HeadCheck {
+        HeadCheck { request, context in
+            guard guardian.settings.passcodeEnabled,
+                  AccessGuard.requiresToken(method: request.method, path: String(request.path), settings: guardian.settings.current)
+            else { return .proceed }
+            let client = forwarded.clientAddress(request, context)
+            let authorization = request.headers["Authorization"]
+            let decide: @Sendable () -> HTTPResponse? = {
+                do {
+                    return refusal(for: try guardian.check(authorization: authorization, client: client))
+                } catch {
+                    // Left to the middleware, which logs it and answers 500.
+                    logger.log(.warning, "access check from the request head failed", [("error", .string(String(describing: error)))])
+                    return nil
+                }
+            }
+            guard guardian.isQuick(authorization: authorization, client: client) else { return .decideOnWorker(decide) }
+            return decide().map { .refuse($0) } ?? .proceed
         }
     }
 }

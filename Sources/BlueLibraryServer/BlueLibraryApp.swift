@@ -56,7 +56,8 @@ public final class BlueLibraryApp: Sendable {
         let albums = AlbumRoutes(facade: facade, idempotency: idempotency, covers: covers)
 
         // The metrics middleware (outermost) is put in front once the routes are known.
-        var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies, family: configuration.forwardedHeaders)]
+        let forwarded = ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies, family: configuration.forwardedHeaders)
+        var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), forwarded]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
         let pageCache = AlbumListRoute.PageCache()
         self.pageCache = pageCache
@@ -104,7 +105,8 @@ public final class BlueLibraryApp: Sendable {
             configuration: .init(
                 host: configuration.host, port: configuration.port, eventLoops: configuration.eventLoops,
                 workerThreads: configuration.workers, limits: configuration.limits),
-            router: router, errorRenderer: Self.errorRenderer(logger: logger), logger: logger.serverLogger)
+            router: router, errorRenderer: Self.errorRenderer(logger: logger), logger: logger.serverLogger,
+            headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger))
         httpMetrics.register(with: metrics)
         ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: events,
                                 covers: covers, pages: pageCache, store: store)

@@ -23,9 +23,7 @@ struct ForwardedHeadersMiddleware: HTTPMiddleware {
         }
         var context = context
         let forwarded = ForwardedHeaders(request.headers, family: family)
-        if let client = forwarded.client(trusting: trustedProxies) {
-            context.clientAddress = client
-        }
+        if let client = forwarded.client(trusting: trustedProxies) { context.clientAddress = client }
         if let proto = forwarded.proto?.lowercased(), proto == "http" || proto == "https" {
             context.scheme = proto
         }
@@ -33,6 +31,14 @@ struct ForwardedHeadersMiddleware: HTTPMiddleware {
             context.host = host
         }
         return try next.respond(to: request, context: context)
+    }
+}
+
+extension ForwardedHeadersMiddleware {
+    /// The client's address: the peer, or, from a trusted proxy, what its headers say.
+    func clientAddress(_ request: HTTPRequest, _ context: RequestContext) -> String {
+        guard !trustedProxies.isEmpty, trustedProxies.containsAddress(context.peerAddress) else { return context.clientAddress }
+        return ForwardedHeaders(request.headers, family: family).client(trusting: trustedProxies) ?? context.clientAddress
     }
 }
 

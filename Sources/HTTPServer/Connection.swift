@@ -308,13 +308,18 @@ final class Connection {
             dispatch(pending)
             return
         }
-        if head.expectsContinue {
+        if let headCheck = shared.headCheck, checkHead(pending, headCheck) { return }
+        awaitBody(pending)
+    }
+
+    private func awaitBody(_ pending: PendingRequest) {
+        if pending.head.expectsContinue {
             // The client waits for this before sending the body (RFC 9110 §10.1.1).
             output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
         }
         bodyStartedAt = loop.now
         bodyBytesReceived = 0
-        if resolution.options.streamsBody {
+        if pending.resolution.options.streamsBody {
             beginStreamedBody(pending)
             return
         }
@@ -386,6 +391,60 @@ final class Connection {
         bodyBytesReceived = 0
         armBodyDeadline()
         drive()
+    }
+
+    // MARK: - Head check (before any body byte is read)
+
+    /// Runs the server's head check; true when it answered or took the request off the loop.
+    private func checkHead(_ pending: PendingRequest, _ headCheck: HeadCheck) -> Bool {
+        let head = pending.head
+        let request = HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers, body: [])
+        let context = RequestContext(
+            peerAddress: peerAddress, parameters: pending.resolution.parameters,
+            routePattern: pending.resolution.pattern, host: head.headers["Host"], receivedAt: pending.receivedAt)
+        switch headCheck.evaluate(request, context) {
+        case .proceed:
+            return false
+        case let .refuse(response):
+            refuseBeforeBody(response, version: head.version)
+            return true
+        case let .decideOnWorker(decide):
+            // Nothing is read while the check runs (`.processing` parses no input).
+            self.pending = pending
+            phase = .processing
+            deadline = .max
+            let id = self.id
+            shared.workers.submit { [loop] in
+                let response = decide()
+                loop.execute { loop in loop.connection(id)?.headChecked(response) }
+            }
+            return true
+        }
+    }
+
+    /// The worker's head check is done (on the loop thread).
+    private func headChecked(_ response: HTTPResponse?) {
+        guard phase == .processing, let pending else { return }
+        self.pending = nil
+        if let response {
+            refuseBeforeBody(response, version: pending.head.version)
+            return
+        }
+        awaitBody(pending)
+        if !driving { drive() }
+    }
+
+    /// Answers from the head and closes: the body is never read, so what follows in the
+    /// input cannot be trusted as a next request.
+    private func refuseBeforeBody(_ response: HTTPResponse, version: HTTPVersion) {
+        var response = response
+        response.headers.set("Connection", "close")
+        input.removeAll()
+        inputStart = 0
+        framing = ResponseFraming(isHead: false, version: version, keepAlive: false)
+        phase = .processing
+        lingerOnClose = true
+        complete(response)
     }
 
     private static func path(of target: String) -> Substring {

@@ -55,15 +55,17 @@ public final class HTTPServer: Sendable {
 
     /// Binds the listening sockets; nothing is accepted before `start()`.
     /// - Throws: ``SocketError`` when the address cannot be bound.
+    /// - Parameter headCheck: decides on requests with a body from their head, before the body
+    ///   is read (see ``HeadCheck``).
     public convenience init(configuration: Configuration, router: Router, errorRenderer: ErrorRenderer = .standard,
-                            logger: @escaping Logger = { _, _ in }) throws {
+                            logger: @escaping Logger = { _, _ in }, headCheck: HeadCheck? = nil) throws {
         try self.init(configuration: configuration, router: router, errorRenderer: errorRenderer, logger: logger,
-                      acceptProbe: nil)
+                      headCheck: headCheck, acceptProbe: nil)
     }
 
     /// The same, with a probe on the accept path (tests).
     init(configuration: Configuration, router: Router, errorRenderer: ErrorRenderer, logger: @escaping Logger,
-         acceptProbe: AcceptProbe?) throws {
+         headCheck: HeadCheck?, acceptProbe: AcceptProbe?) throws {
         self.configuration = configuration
         // Every connection is a descriptor: take what the hard limit allows, and say so at once
         // when maxConnections cannot be reached anyway.
@@ -73,7 +75,7 @@ public final class HTTPServer: Sendable {
         }
         let workers = WorkerPool(threads: max(1, configuration.workerThreads), name: "http-worker")
         shared = ServerShared(router: router, limits: configuration.limits, workers: workers,
-                              errorRenderer: errorRenderer, logger: logger, acceptProbe: acceptProbe)
+                              errorRenderer: errorRenderer, logger: logger, headCheck: headCheck, acceptProbe: acceptProbe)
         do {
             let first = try ListeningSocket(host: configuration.host, port: configuration.port)
             var sockets = [first]

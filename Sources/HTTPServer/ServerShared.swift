@@ -16,13 +16,16 @@ final class ServerShared: Sendable {
     let overloadResponse: [UInt8]
     /// Tests only: watches (and may fail) the loops' accept calls.
     let acceptProbe: AcceptProbe?
+    /// Decides on requests with a body from their head alone (nil: none).
+    let headCheck: HeadCheck?
 
     private let openConnections = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
     private let drainedLoops = Mutex<(count: Int, waiter: (@Sendable () -> Void)?)>((0, nil))
 
     init(router: Router, limits: HTTPServerLimits, workers: WorkerPool, errorRenderer: ErrorRenderer,
-         logger: @escaping HTTPServer.Logger, acceptProbe: AcceptProbe? = nil) {
+         logger: @escaping HTTPServer.Logger, headCheck: HeadCheck? = nil, acceptProbe: AcceptProbe? = nil) {
+        self.headCheck = headCheck
         self.acceptProbe = acceptProbe
         self.router = router
         self.limits = limits

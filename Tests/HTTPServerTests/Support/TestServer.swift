@@ -25,7 +25,7 @@ final class TestServer: Sendable {
     var port: Int { server.port }
 
     init(
-        limits: HTTPServerLimits = .forTests, eventLoops: Int = 1, workerThreads: Int = 4,
+        limits: HTTPServerLimits = .forTests, eventLoops: Int = 1, workerThreads: Int = 4, headCheck: HeadCheck? = nil,
         routes configure: (inout RouterBuilder) -> Void = { _ in },
         logger: @escaping HTTPServer.Logger = { _, _ in }, acceptProbe: AcceptProbe? = nil
     ) throws {
@@ -44,7 +44,7 @@ final class TestServer: Sendable {
         server = try HTTPServer(
             configuration: .init(
                 host: "127.0.0.1", port: 0, eventLoops: eventLoops, workerThreads: workerThreads, limits: limits),
-            router: builder.build(), errorRenderer: .standard, logger: logger, acceptProbe: acceptProbe)
+            router: builder.build(), errorRenderer: .standard, logger: logger, headCheck: headCheck, acceptProbe: acceptProbe)
         server.start()
     }
 

@@ -135,10 +135,7 @@ final class Connection {
             if turnUsedUp {
                 // Fairness: leave the rest for another turn, after the loop has served the
                 // other ready connections (edge-triggered, so no new event would come).
-                if !turnScheduled {
-                    turnScheduled = true
-                    loop.driveLater(self)
-                }
+                yieldTurn()
                 break
             }
             if output.queuedBytes > shared.limits.maxQueuedResponseBytes {
@@ -176,11 +173,21 @@ final class Connection {
             || bytesThisTurn >= shared.limits.maxReadBytesPerWakeup
         else { return false }
         switch phase {
-        case .awaitingHead, .readingBody, .lingering:
+        case .awaitingHead, .readingBody, .lingering, .streaming:
             return inputStart < input.count || (readable && !peerClosed)
-        case .processing, .streaming, .closed:
+        case .processing where requestBody != nil && !requestBodyPaused:
+            // A streamed body being read: the same budget as a buffered one.
+            return inputStart < input.count || (readable && !peerClosed)
+        case .processing, .closed:
             return false
         }
+    }
+
+    /// Asks the loop for another turn once it has served the other ready connections.
+    private func yieldTurn() {
+        guard !turnScheduled else { return }
+        turnScheduled = true
+        loop.driveLater(self)
     }
 
     /// The loop gives this connection the turn it asked for.
@@ -643,6 +650,9 @@ final class Connection {
                 deadline = loop.now &+ shared.limits.idleTimeout.nanoseconds
             }
             switch phase {
+            case .processing where requestBody != nil && !requestBodyPaused:
+                // A streamed body is still owed by the client: its deadline stands.
+                break
             case .streaming, .processing:
                 // Nothing owed to this client right now (a handler is still working).
                 deadline = .max
@@ -685,10 +695,7 @@ final class Connection {
     private func discardInput() {
         while phase == .lingering {
             if bytesThisTurn >= shared.limits.maxReadBytesPerWakeup {
-                if !turnScheduled {
-                    turnScheduled = true
-                    loop.driveLater(self)
-                }
+                yieldTurn()
                 return
             }
             let n = recv(fd, loop.readScratch.baseAddress, loop.readScratch.count, 0)
@@ -715,6 +722,10 @@ final class Connection {
             answerTimeout("The request head did not arrive in time.")
         case .readingBody where output.isEmpty:
             // A body that stalled, or trickles in below the minimum rate: the same.
+            answerTimeout("The request body did not arrive in time, or arrived too slowly.")
+        case .processing where requestBody != nil && output.isEmpty:
+            // A streamed body (the responder is already reading it) that stalled or trickles
+            // in below the minimum rate: the same; the responder's next read fails.
             answerTimeout("The request body did not arrive in time, or arrived too slowly.")
         case .readingBody:
             shared.onTimeout(peerAddress)

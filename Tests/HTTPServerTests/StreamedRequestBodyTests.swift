@@ -122,6 +122,21 @@ import Testing
         #expect(result.count == 10)
     }
 
+    /// A client that starts a streamed body and goes quiet: before the fix the responder (a
+    /// worker thread) waited for the rest forever, since every flush cleared the deadline.
+    @Test func aStalledStreamedBodyGets408AndFailsTheStream() throws {
+        let seen = Handoff<Seen>()
+        let server = try Self.makeServer(seen: seen)  // bodyTimeout 3 s in the test limits
+        defer { server.stop() }
+        let client = try server.client(timeout: 15)
+        try client.send("POST /stream HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\n" + String(repeating: "x", count: 10))
+        let response = try client.readResponse()
+        #expect(response.status == 408)
+        let result = try #require(seen.take(seconds: 10), "the responder still waits for the body")
+        #expect(result.failure != nil)
+        #expect(result.count == 10)
+    }
+
     @Test func anAnswerBeforeTheBodyEndsClosesTheConnection() throws {
         let server = try Self.makeServer(seen: Handoff<Seen>())
         defer { server.stop() }

@@ -62,8 +62,9 @@ struct AlbumListRoute {
         if let cached {
             return response(cached, context: context)
         }
-        let pageRequest = try Self.pageRequest(from: request, paging: paging, seal: seal)
+        // Parsed once, on the worker: opening a cursor (base64, HMAC, JSON) is not loop work.
         guard context.isOnWorkerPool else { throw WorkerPoolRequired() }
+        let pageRequest = try Self.pageRequest(from: request, paging: paging, seal: seal)
         let pretty = request.wantsPretty
         let page = try pages.value(key, version: version) {
             let page = try library { () throws(LibraryError) in try facade.page(pageRequest) }

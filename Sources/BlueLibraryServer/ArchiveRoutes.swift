@@ -57,22 +57,19 @@ struct ArchiveRoutes {
             defer { imports.give() }
             let spool = try ArchiveSpool(directory: spoolDirectory)
             var fingerprint = IdempotencyGuard.Fingerprint(request)
-            if let stream = request.bodyStream {
-                while true {
-                    let next: [UInt8]?
-                    do {
-                        next = try stream.next()
-                    } catch {
-                        // The connection is gone or already answered: this response is not sent.
-                        throw HTTPError(.badRequest, detail: "The archive did not arrive whole.")
-                    }
-                    guard let chunk = next else { break }
-                    try spool.write(chunk)
-                    fingerprint.add(chunk)
+            // `requireJSON` refused an empty body, so a streamed route has its stream.
+            guard let stream = request.bodyStream else { throw HTTPError(.badRequest, detail: "Send the archive as the request body.") }
+            while true {
+                let next: [UInt8]?
+                do {
+                    next = try stream.next()
+                } catch {
+                    // The connection is gone or already answered: this response is not sent.
+                    throw HTTPError(.badRequest, detail: "The archive did not arrive whole.")
                 }
-            } else {
-                try spool.write(request.body)
-                fingerprint.add(request.body)
+                guard let chunk = next else { break }
+                try spool.write(chunk)
+                fingerprint.add(chunk)
             }
             return try idempotency.run(request, fingerprint: fingerprint.value, context: context) {
                 let summary = try spool.withMappedBytes { bytes, release in

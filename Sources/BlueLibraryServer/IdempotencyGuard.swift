@@ -69,7 +69,7 @@ struct IdempotencyGuard: Sendable {
 
     /// ``fingerprint(_:)`` of a body that arrives in pieces (the same value for the same body).
     struct Fingerprint {
-        private var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        private var hash = FNV1a.offsetBasis
         private var count = 0
 
         init(_ request: HTTPRequest) {
@@ -78,10 +78,7 @@ struct IdempotencyGuard: Sendable {
         }
 
         mutating func add(_ bytes: [UInt8]) {
-            for byte in bytes {
-                hash ^= UInt64(byte)
-                hash &*= 0x100_0000_01b3
-            }
+            FNV1a.update(&hash, with: bytes)
             count += bytes.count
         }
 

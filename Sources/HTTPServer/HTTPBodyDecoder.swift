@@ -99,10 +99,12 @@ struct HTTPBodyDecoder {
                     if count - i > budget { throw .headTooLarge }
                     break loop
                 }
+                // The empty line that ends the section is the body's end, not a field: it
+                // costs nothing (as the head's own end does not count against the head).
                 let empty = lineEnd.content == i
-                trailerBytes += lineEnd.next - i
-                if trailerBytes > trailerLimits.bytes { throw .headTooLarge }
                 if !empty {
+                    trailerBytes += lineEnd.next - i
+                    if trailerBytes > trailerLimits.bytes { throw .headTooLarge }
                     trailerFields += 1
                     if trailerFields > trailerLimits.fields { throw .tooManyHeaders }
                     _ = try HTTPHeadParser.parseField(buffer[i..<lineEnd.content])

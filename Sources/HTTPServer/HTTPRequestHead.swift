@@ -56,14 +56,14 @@ struct HTTPHeadParser {
         // Names starting with c, t, h or e may be Content-Length, Connection,
         // Transfer-Encoding, Host or Expect: only then are the fields searched for them.
         var mayHaveFraming = false
-        var mayHaveHost = false
+        var hostCount = 0
         var mayHaveExpect = false
         while let line = lines.next() {
             if headers.count >= limits.maxHeaderCount { throw .tooManyHeaders }
             let field = try Self.parseField(buffer[line])
             switch field.name.utf8.first.map({ $0 | 0x20 }) {
             case UInt8(ascii: "c"), UInt8(ascii: "t"): mayHaveFraming = true
-            case UInt8(ascii: "h"): mayHaveHost = true
+            case UInt8(ascii: "h") where field.name.utf8.count == 4 && field.name.equalsIgnoringASCIICase("Host"): hostCount += 1
             case UInt8(ascii: "e"): mayHaveExpect = true
             default: break
             }
@@ -71,7 +71,6 @@ struct HTTPHeadParser {
         }
 
         // Exactly one Host for HTTP/1.1, at most one for HTTP/1.0 (RFC 9112 §3.2).
-        let hostCount = mayHaveHost ? Self.count(of: "Host", in: headers) : 0
         if hostCount > 1 { throw .multipleHosts }
         if version == .http1_1 && hostCount == 0 { throw .missingHost }
         let framing = mayHaveFraming ? try Self.framing(of: headers, version: version) : .none

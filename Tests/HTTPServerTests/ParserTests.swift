@@ -288,6 +288,14 @@ import Testing
         #expect(throws: HTTPParseError.malformedHeader) { try decode("0\r\nno colon\r\n\r\n") }
     }
 
+    /// A head that used all of the head limits still gets its chunked body: the empty line
+    /// that ends the (empty) trailer section costs nothing.
+    @Test func theLastEmptyLineIsNotATrailerField() throws {
+        var decoder = try HTTPBodyDecoder(framing: .chunked, limit: 1024, trailerLimits: .init(bytes: 0, fields: 0))
+        _ = try decoder.consume(Array("2\r\nab\r\n0\r\n\r\n".utf8), from: 0)
+        #expect(decoder.isComplete)
+    }
+
     @Test func contentLengthBodyStopsAtLength() throws {
         let result = try decode("abcdefNEXT", framing: .length(6), step: 4)
         #expect(result.complete)

@@ -14,6 +14,8 @@ public final class Connection {
     public let mode: Mode
     var cache: StatementCache
     var savepointDepth = 0
+    /// Kept alive here while SQLite's WAL hook points at it (see `installWALHook`).
+    var walFrameCounter: WALFrameCounter?
     /// Number of statements this connection has prepared (cache misses included);
     /// useful to verify statement reuse.
     public internal(set) var preparedStatementCount = 0

@@ -20,25 +20,37 @@ import Synchronization
 /// committed, which put the slowest 1% of `DELETE /albums/at/0` over 2 ms on a server pinned to
 /// one core (p99 1.6-2.4 ms; 0.9-1.3 ms at nice 19, scripts/bench). SCHED_IDLE gave 0.7 ms but
 /// can starve the thread for seconds on a saturated CPU while it holds the checkpoint lock;
-/// nice 19 still gets a small share. The writer keeps SQLite's in-commit
-/// checkpoint as a fallback at a much larger WAL (`fallbackFrames`), for a CPU so busy that this
-/// thread falls behind.
+/// nice 19 still gets a small share. The writer restarts the WAL itself after a
+/// commit that leaves it past `fallbackFrames` (four times `resetFrames` by default), for a CPU
+/// so busy that this thread falls behind.
 ///
 /// `stop()` (called from the store's `deinit`) ends the thread and waits for it, so the
 /// writer connection is the last one closed and SQLite folds and removes the WAL then.
 final class Checkpointer: Sendable {
     private let wake = DispatchSemaphore(value: 0)
+    private let wakePending = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
     private let writesSinceWake = Atomic<Int>(0)
     private let wakeAfterWrites: Int
+    private let resetFrames: Int
     /// The thread's name, as `top -H` shows it.
     static let threadName = "bl-checkpoint"
     /// Checkpoints that ran (for tests).
     let checkpointCount = Atomic<Int>(0)
+    /// Set when a checkpoint found at least `resetFrames` frames in the WAL: the next writer
+    /// restarts it (see `SQLiteAlbumStore.didCommit`).
+    let restartWanted = Atomic<Bool>(false)
 
-    init(path: String, options: Connection.Options, interval: Duration, wakeAfterWrites: Int) {
+    private let fallbackFrames: Int
+    private let walFrames: WALFrameCounter?
+
+    init(path: String, options: Connection.Options, interval: Duration, wakeAfterWrites: Int, resetFrames: Int,
+         fallbackFrames: Int = .max, walFrames: WALFrameCounter? = nil) {
         self.wakeAfterWrites = max(1, wakeAfterWrites)
+        self.resetFrames = max(1, resetFrames)
+        self.fallbackFrames = fallbackFrames
+        self.walFrames = walFrames
         let thread = Thread { [self] in
             run(path: path, options: options, interval: interval)
         }
@@ -53,13 +65,28 @@ final class Checkpointer: Sendable {
         var connection: Connection?
         while !stopping.load(ordering: .acquiring) {
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: interval.nanoseconds)))
+            wakePending.store(false, ordering: .releasing)
             if stopping.load(ordering: .acquiring) { break }
+            // Past `fallbackFrames` the writers restart the WAL themselves; a copy started here
+            // at nice 19 on a saturated CPU would only hold the checkpoint lock they need.
+            if let walFrames, walFrames.frames >= fallbackFrames { continue }
             do {
                 if connection == nil {
                     connection = try Connection(path: path, mode: .readWrite, options: options)
                 }
-                try connection?.run("PRAGMA wal_checkpoint(PASSIVE)")
+                // Copies what it can without blocking anyone; the row is (busy, frames in the
+                // WAL, frames copied).
+                let frames = try connection?.firstRow("PRAGMA wal_checkpoint(PASSIVE)") { try $0.int(1) } ?? 0
                 checkpointCount.add(1, ordering: .relaxed)
+                // A passive checkpoint alone never restarts the WAL under a steady load: a
+                // commit lands while it copies, or a reader of an older snapshot is still
+                // open when the next commit would restart it. Past `resetFrames`, the next
+                // writer restarts it on purpose; it has only the few frames committed since
+                // to copy. (Not this thread: at nice 19 it could be starved while holding the
+                // writer lock.)
+                if frames >= resetFrames {
+                    restartWanted.store(true, ordering: .relaxed)
+                }
             } catch {
                 // Busy or I/O trouble: drop the connection and try again at the next tick.
                 connection = nil
@@ -69,11 +96,15 @@ final class Checkpointer: Sendable {
         finished.signal()
     }
 
-    /// Counts a commit; wakes the thread every `wakeAfterWrites` commits.
-    func didCommit() {
-        if writesSinceWake.add(1, ordering: .relaxed).newValue >= wakeAfterWrites {
+    /// Counts a commit; wakes the thread every `wakeAfterWrites` commits, or as soon as the
+    /// WAL holds `resetFrames` frames.
+    func didCommit(walFrames: Int) {
+        let due = writesSinceWake.add(1, ordering: .relaxed).newValue >= wakeAfterWrites
+        if due || walFrames >= resetFrames {
             writesSinceWake.store(0, ordering: .relaxed)
-            wake.signal()
+            if !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
+                wake.signal()
+            }
         }
     }
 

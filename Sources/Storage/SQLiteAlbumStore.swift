@@ -68,11 +68,15 @@ public final class SQLiteAlbumStore: AlbumStore {
     public enum Checkpointing: Sendable {
         /// SQLite's default: inside the commit that grows the WAL past 1000 pages.
         case automatic
-        /// On a background thread every `interval`, or after `wakeAfterWrites` commits. The
-        /// thread runs at nice 19; should it fall behind (a CPU saturated for a long
-        /// time), the commit that takes the WAL past `fallbackFrames` pages checkpoints itself,
-        /// as SQLite does by default, so the WAL stays bounded.
-        case background(interval: Duration = .milliseconds(250), wakeAfterWrites: Int = 256, fallbackFrames: Int = 16384)
+        /// On a background thread every `interval`, or after `wakeAfterWrites` commits, or once
+        /// the WAL holds `resetFrames` pages; past `resetFrames` the thread also restarts the
+        /// WAL (see `Checkpointer`). The thread runs at nice 19; should it fall behind (a CPU
+        /// saturated for a long time), the commit that takes the WAL past `fallbackFrames`
+        /// pages restarts it itself, so the WAL stays bounded. Readers of an older snapshot
+        /// hold a restart up for at most `readerWait`.
+        case background(
+            interval: Duration = .milliseconds(250), wakeAfterWrites: Int = 256, resetFrames: Int = 2048,
+            fallbackFrames: Int = 8192, readerWait: Duration = .milliseconds(200))
     }
 
     /// Spacing of the sparse order keys (see `OrderedBuckets.swift`).
@@ -112,6 +116,18 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// Row ids of libraries known to exist (committed); rows are never deleted.
     private let libraryRows = Mutex<[String: Int64]>([:])
     private let checkpointer: Checkpointer?
+    /// Frames in the WAL after the writer's latest commit (with `.background` checkpointing).
+    private let walFrames: WALFrameCounter?
+    /// `resetFrames`, `fallbackFrames` and `readerWait` of `.background` checkpointing.
+    private let resetFrames: Int
+    private let fallbackFrames: Int
+    private let readerWait: Duration
+    /// After a WAL restart that a reader held up, the next try waits until then.
+    private let nextRestart = Mutex<ContinuousClock.Instant?>(nil)
+    /// WAL restarts made by committing writers, for tests and diagnostics: asked for by the
+    /// checkpoint thread, and past `fallbackFrames`.
+    private let requestedRestarts = Atomic<Int>(0)
+    private let fallbackRestarts = Atomic<Int>(0)
     let counters = Mutex(OrderingCounters())
 
     /// Identifiers of the schema migrations, in the order they are applied.
@@ -149,12 +165,19 @@ public final class SQLiteAlbumStore: AlbumStore {
         switch configuration.checkpointing {
         case .automatic:
             checkpointer = nil
-        case .background(let interval, let wakeAfterWrites, let fallbackFrames):
-            // A pragma value cannot be bound; it is an integer we format ourselves.
-            let frames = max(1, fallbackFrames)
-            try database.writeWithoutTransaction { db in try db.run("PRAGMA wal_autocheckpoint = \(frames)") }
+            walFrames = nil
+            fallbackFrames = .max
+            resetFrames = .max
+            readerWait = .zero
+        case .background(let interval, let wakeAfterWrites, let resetFrames, let fallbackFrames, let readerWait):
+            // Replaces SQLite's in-commit checkpoint: from here on this store checkpoints.
+            walFrames = database.installWALFrameCounter()
+            self.fallbackFrames = max(1, fallbackFrames)
+            self.readerWait = readerWait
+            self.resetFrames = max(1, resetFrames)
             checkpointer = Checkpointer(
-                path: path, options: options, interval: interval, wakeAfterWrites: wakeAfterWrites)
+                path: path, options: options, interval: interval, wakeAfterWrites: wakeAfterWrites,
+                resetFrames: resetFrames, fallbackFrames: fallbackFrames, walFrames: walFrames)
         }
     }
 
@@ -170,6 +193,44 @@ public final class SQLiteAlbumStore: AlbumStore {
 
     /// Background checkpoints run so far (0 with `.automatic`).
     public var backgroundCheckpointCount: Int { checkpointer?.checkpointCount.load(ordering: .relaxed) ?? 0 }
+
+    /// WAL restarts so far: asked for by the checkpoint thread, and made past `fallbackFrames`
+    /// because the thread fell behind.
+    public var walRestartCounts: (requested: Int, fallback: Int) {
+        (requestedRestarts.load(ordering: .relaxed), fallbackRestarts.load(ordering: .relaxed))
+    }
+
+    /// After a commit: wakes the checkpoint thread when due, and restarts the WAL when the
+    /// thread asked for it (it has just copied most of it) or when the WAL grew past
+    /// `fallbackFrames` (the thread is starved). A requested restart that failed is tried again
+    /// 250 ms later at the earliest; past `fallbackFrames` every commit tries.
+    private func didCommit() {
+        guard let walFrames, let checkpointer else { return }
+        let frames = walFrames.frames
+        checkpointer.didCommit(walFrames: frames)
+        let requested = frames >= resetFrames && checkpointer.restartWanted.load(ordering: .relaxed)
+        guard requested || frames >= fallbackFrames else { return }
+        let started = ContinuousClock.now
+        guard nextRestart.withLock({ next in next.map { started >= $0 } ?? true }) else { return }
+        // Past `fallbackFrames`, wait longer (commits stall, the WAL stops growing): for
+        // readers to drain on a saturated CPU (1 s), and for a checkpoint the nice-19 thread is
+        // running (5 s). A long reader (an export) makes the try give up at once, without a wait.
+        let fallback = frames >= fallbackFrames
+        let restarted = (try? database.restartWAL(
+            readerWait: fallback ? max(readerWait, .seconds(1)) : readerWait,
+            checkpointWait: fallback ? .seconds(5) : readerWait)) == true
+        if restarted {
+            checkpointer.restartWanted.store(false, ordering: .relaxed)
+            if requested && !fallback {
+                requestedRestarts.add(1, ordering: .relaxed)
+            } else {
+                fallbackRestarts.add(1, ordering: .relaxed)
+            }
+            nextRestart.withLock { $0 = nil }
+        } else if !fallback {
+            nextRestart.withLock { $0 = started + .milliseconds(250) }
+        }
+    }
 
     /// Counters of splits, merges and renumberings so far.
     public var orderingCounters: OrderingCounters { counters.withLock { $0 } }
@@ -203,7 +264,7 @@ public final class SQLiteAlbumStore: AlbumStore {
         if known == nil {
             libraryRows.withLock { $0[library.rawValue] = rowID }
         }
-        checkpointer?.didCommit()
+        didCommit()
         return result
     }
 

@@ -64,7 +64,7 @@ public final class BlueLibraryApp: Sendable {
         }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
-        SystemRoutes(state: state, spec: try SystemRoutes.loadSpec()).register(into: &routes)
+        SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [store] in store.isDiskFull }).register(into: &routes)
         albums.register(into: &routes)
         AlbumListRoute(facade: facade, pages: pageCache, settings: settings).register(into: &routes)
         UndoStateRoutes(facade: facade).register(into: &routes)
@@ -182,6 +182,11 @@ public final class BlueLibraryApp: Sendable {
     /// A 500 never shows internals to the client; the log line has them, with the request id.
     static func errorRenderer(logger: JSONLogger) -> ErrorRenderer {
         ErrorRenderer { error, request, context in
+            if let failure = error as? StorageFailure, failure.isDiskFull {
+                logger.log(.error, "disk full: write refused with 507", [("error", .string(String(describing: failure))), ("requestId", .string(context.requestID)),
+                                                                         ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])
+                return StorageFailure.diskFullError.response()
+            }
             logger.log(.error, "unhandled error", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID)),
                                                    ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])
             return HTTPError(.internalServerError,

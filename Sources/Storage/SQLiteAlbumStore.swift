@@ -42,6 +42,9 @@ public final class SQLiteAlbumStore: AlbumStore {
         public var keySpacing: KeySpacing
         /// Who copies the WAL back into the database file.
         public var checkpointing: Checkpointing
+        /// Bytes kept aside in `<database>.reserve` and given back when the disk is full, so
+        /// the WAL can still be checkpointed and truncated (see `DiskReserve`); 0 for none.
+        public var diskReserveBytes: Int
 
         public init(
             durability: Durability = .normal,
@@ -51,7 +54,8 @@ public final class SQLiteAlbumStore: AlbumStore {
             bucketSize: Int = 512,
             writerCacheKiB: Int = 32 * 1024,
             keySpacing: KeySpacing = KeySpacing(),
-            checkpointing: Checkpointing = .background()
+            checkpointing: Checkpointing = .background(),
+            diskReserveBytes: Int = 32 << 20
         ) {
             self.durability = durability
             self.readerCount = readerCount
@@ -61,6 +65,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             self.writerCacheKiB = writerCacheKiB
             self.keySpacing = keySpacing
             self.checkpointing = checkpointing
+            self.diskReserveBytes = diskReserveBytes
         }
     }
 
@@ -116,6 +121,7 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// Row ids of libraries known to exist (committed); rows are never deleted.
     private let libraryRows = Mutex<[String: Int64]>([:])
     private let checkpointer: Checkpointer?
+    private let reserve: DiskReserve
     /// Frames in the WAL after the writer's latest commit (with `.background` checkpointing).
     private let walFrames: WALFrameCounter?
     /// `resetFrames`, `fallbackFrames` and `readerWait` of `.background` checkpointing.
@@ -155,6 +161,7 @@ public final class SQLiteAlbumStore: AlbumStore {
                 readerTimeout: configuration.readerTimeout))
         self.path = path
         self.configuration = configuration
+        reserve = DiskReserve(path: path + ".reserve", size: max(0, configuration.diskReserveBytes))
         let cacheKiB = configuration.writerCacheKiB
         if cacheKiB > 0 {
             // A pragma value cannot be bound; it is an integer we format ourselves.
@@ -189,6 +196,25 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// so the next start need not read a large WAL. For graceful shutdown, when no reads run.
     public func checkpointAndTruncateWAL() throws {
         try database.writeWithoutTransaction { db in try db.run("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
+    /// True from a write that found the disk full until a write succeeds again (reads go on).
+    public var isDiskFull: Bool { reserve.isFull }
+
+    /// True while the disk reserve file is allocated.
+    public var hasDiskReserve: Bool { reserve.isPresent }
+
+    /// True when `error` (as thrown by this store) means the disk or the quota is full.
+    public static func isDiskFull(_ error: any Error) -> Bool {
+        (error as? SQLiteError)?.isFull ?? false
+    }
+
+    /// The first write to find the disk full frees the reserve and folds the WAL into the
+    /// database through the space it freed, truncating the WAL file, so what was committed is
+    /// in the database file and the WAL's space is free for the next writes.
+    private func diskBecameFull() {
+        guard reserve.diskBecameFull() else { return }
+        _ = try? database.restartWAL(readerWait: .milliseconds(500), truncate: true)
     }
 
     /// Background checkpoints run so far (0 with `.automatic`).
@@ -253,14 +279,21 @@ public final class SQLiteAlbumStore: AlbumStore {
     public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
         let known = libraryRows.withLock { $0[library.rawValue] }
         var rowID: Int64 = 0
-        let result = try database.write { db in
-            let row = try known ?? Self.createLibrary(library, db)
-            rowID = row
-            let transaction = LibraryTransaction(db, library: row, store: self)
-            let result = try body(transaction)
-            try transaction.finish()
-            return result
+        let result: T
+        do {
+            result = try database.write { db in
+                let row = try known ?? Self.createLibrary(library, db)
+                rowID = row
+                let transaction = LibraryTransaction(db, library: row, store: self)
+                let result = try body(transaction)
+                try transaction.finish()
+                return result
+            }
+        } catch where Self.isDiskFull(error) {
+            diskBecameFull()
+            throw error
         }
+        reserve.writeSucceeded()
         if known == nil {
             libraryRows.withLock { $0[library.rawValue] = rowID }
         }

@@ -68,8 +68,8 @@ public final class BlueLibraryApp: Sendable {
         albums.register(into: &routes)
         AlbumListRoute(facade: facade, pages: pageCache, settings: settings).register(into: &routes)
         UndoStateRoutes(facade: facade).register(into: &routes)
-        ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers),
-                      maxImportBytes: configuration.maxArchiveBytes).register(into: &routes)
+        ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers, threads: 2),
+                      maxImportBytes: configuration.maxArchiveBytes, exportPolicy: configuration.exports).register(into: &routes)
         TutorialRoutes(facade: facade, albums: albums).register(into: &routes)
         CoverRoutes(facade: facade, covers: covers, wait: configuration.coverWait, coverURLs: RequestModelCache())
             .register(into: &routes)

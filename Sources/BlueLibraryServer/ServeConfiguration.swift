@@ -25,6 +25,8 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var coverWait: Duration = .seconds(10)
     /// The largest archive `PUT /archive` accepts.
     public var maxArchiveBytes = 1 << 30
+    /// `GET /archive`: the slowest client an export serves and how long it waits for its turn.
+    public var exports = ExportPolicy()
     /// `GET /events`: the replay buffer for `Last-Event-ID` and the heartbeat interval.
     public var events = EventHub.Configuration()
     /// How long `GET /changes` keeps changes (tests shrink it).

@@ -45,6 +45,9 @@ public final class SQLiteAlbumStore: AlbumStore {
         /// Bytes kept aside in `<database>.reserve` and given back when the disk is full, so
         /// the WAL can still be checkpointed and truncated (see `DiskReserve`); 0 for none.
         public var diskReserveBytes: Int
+        /// Saved states (`PUT /state?client=`) kept per library; past it the least recently
+        /// saved go first (issue 11, #9). At least 1.
+        public var maxSavedStates: Int
 
         public init(
             durability: Durability = .normal,
@@ -55,7 +58,8 @@ public final class SQLiteAlbumStore: AlbumStore {
             writerCacheKiB: Int = 32 * 1024,
             keySpacing: KeySpacing = KeySpacing(),
             checkpointing: Checkpointing = .background(),
-            diskReserveBytes: Int = 32 << 20
+            diskReserveBytes: Int = 32 << 20,
+            maxSavedStates: Int = 10_000
         ) {
             self.durability = durability
             self.readerCount = readerCount
@@ -66,6 +70,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             self.keySpacing = keySpacing
             self.checkpointing = checkpointing
             self.diskReserveBytes = diskReserveBytes
+            self.maxSavedStates = max(1, maxSavedStates)
         }
     }
 

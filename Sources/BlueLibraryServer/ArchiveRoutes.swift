@@ -1,3 +1,4 @@
+import Dispatch
 import HTTPServer
 import Library
 import Synchronization
@@ -12,6 +13,8 @@ struct ArchiveRoutes {
     let maxImportBytes: Int
     /// Where `PUT /archive` keeps the upload while it arrives (the data directory).
     let spoolDirectory: String
+    /// How slow an export's client may be, and how long an export waits for its turn.
+    var exportPolicy = ExportPolicy()
 
     /// Bytes an export may queue for a slow client before the exporter waits for it.
     static let exportWindow = 512 * 1024
@@ -22,16 +25,34 @@ struct ArchiveRoutes {
     let imports = ImportSlots()
 
     func register(into routes: inout RouterBuilder) {
-        routes.add(.get, "/archive", options: .inline) { [facade, workers] _, _ in
-            // The export runs on its own thread at the client's pace: a snapshot read of the
-            // whole library must not hold one of the request workers for minutes.
+        let slots = ExportSlots(count: workers.threads)
+        routes.add(.get, "/archive", options: .workerPool) { [facade, workers, exportPolicy] _, _ in
+            // An export holds one read snapshot from its first byte to its last, which keeps
+            // the WAL from restarting (issue 11, #9): exports run one per export thread, a
+            // request waits for its turn at most `queueDeadline` (on a request worker, at most
+            // `maxWaiting` of them), and the client must keep up `minimumBytesPerSecond` on
+            // average after `grace`, or the export stops and the connection is closed.
+            guard let lease = slots.acquire(waitingAtMost: exportPolicy.queueDeadline, maxWaiting: exportPolicy.maxWaiting) else {
+                let retry = max(1, Int(exportPolicy.queueDeadline.components.seconds))
+                throw HTTPError(.serviceUnavailable, detail: "Every export slot is busy; retry the export in \(retry) s.",
+                                type: "urn:bluelibrary:problem:exports-busy", title: "Exports busy",
+                                headers: ["Retry-After": String(retry), "Cache-Control": "no-store"])
+            }
             let body = HTTPStreamBody(endsOnShutdown: false) { writer in
+                // The export runs on its own thread at the client's pace: a snapshot read of the
+                // whole library must not hold one of the request workers for minutes.
                 workers.run {
+                    defer { lease.release() }
+                    let started = ContinuousClock.now
+                    var produced = 0
                     do {
                         _ = try facade.exportArchive { chunk throws in
-                            guard writer.waitForCapacity(below: Self.exportWindow), writer.write(chunk) else {
+                            guard writer.waitForCapacity(below: Self.exportWindow, until: exportPolicy.deadline(started, produced)),
+                                  writer.write(chunk)
+                            else {
                                 throw ExportAborted()
                             }
+                            produced += chunk.count
                         }
                         writer.finish()
                     } catch {
@@ -112,5 +133,70 @@ final class ImportSlots: Sendable {
 /// Threads for long exports, apart from the request workers.
 struct ArchiveWorkers: Sendable {
     let pool: WorkerPool
+    /// The pool's thread count: exports that run at once.
+    let threads: Int
     func run(_ work: @escaping @Sendable () -> Void) { pool.submit(work) }
+}
+
+/// How slow an export's client may be and how long an export request waits for its turn.
+public struct ExportPolicy: Sendable {
+    /// The average rate the client must accept, counted from the start of the export.
+    public var minimumBytesPerSecond: Int
+    /// Time the client gets before the rate counts (connection set-up, a first burst).
+    public var grace: Duration
+    /// How long a request waits for a free export slot before 503 + Retry-After.
+    public var queueDeadline: Duration
+    /// Requests waiting for a slot at most; more get 503 at once.
+    public var maxWaiting: Int
+
+    public init(minimumBytesPerSecond: Int = 256 * 1024, grace: Duration = .seconds(10),
+                queueDeadline: Duration = .seconds(10), maxWaiting: Int = 8) {
+        self.minimumBytesPerSecond = max(1, minimumBytesPerSecond)
+        self.grace = grace
+        self.queueDeadline = queueDeadline
+        self.maxWaiting = max(0, maxWaiting)
+    }
+
+    /// When the client must have made room for more, given `produced` bytes so far: the
+    /// bytes already handed over at the minimum rate, after the grace.
+    func deadline(_ started: ContinuousClock.Instant, _ produced: Int) -> ContinuousClock.Instant {
+        started + grace + .seconds(Double(produced) / Double(minimumBytesPerSecond))
+    }
+}
+
+/// Export slots: one per export thread, handed out as leases.
+final class ExportSlots: Sendable {
+    private let free: DispatchSemaphore
+    private let waiting = Atomic<Int>(0)
+
+    init(count: Int) { free = DispatchSemaphore(value: max(1, count)) }
+
+    /// A lease on a free slot, waiting at most `deadline` (and only if fewer than
+    /// `maxWaiting` already wait); nil when none came free.
+    func acquire(waitingAtMost deadline: Duration, maxWaiting: Int) -> Lease? {
+        if free.wait(timeout: .now()) == .success { return Lease(free) }
+        guard waiting.add(1, ordering: .relaxed).newValue <= maxWaiting else {
+            waiting.subtract(1, ordering: .relaxed)
+            return nil
+        }
+        defer { waiting.subtract(1, ordering: .relaxed) }
+        let (seconds, attoseconds) = deadline.components
+        let nanoseconds = Int(clamping: seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue + attoseconds / 1_000_000_000)
+        return free.wait(timeout: .now() + .nanoseconds(max(0, nanoseconds))) == .success ? Lease(free) : nil
+    }
+
+    /// A slot held until `release()` or, should the export never start (the client left
+    /// before the response head went out), until the lease is dropped.
+    final class Lease: Sendable {
+        private let slots: DispatchSemaphore
+        private let released = Atomic<Bool>(false)
+
+        init(_ slots: DispatchSemaphore) { self.slots = slots }
+
+        func release() {
+            if !released.exchange(true, ordering: .acquiringAndReleasing) { slots.signal() }
+        }
+
+        deinit { release() }
+    }
 }

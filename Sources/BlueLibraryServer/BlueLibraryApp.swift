@@ -36,7 +36,7 @@ public final class BlueLibraryApp: Sendable {
         let state = ServiceState()
         self.state = state
 
-        store = try Self.openStore(in: configuration.dataDirectory)
+        store = try Self.openStore(in: configuration.dataDirectory, diskReserveBytes: configuration.diskReserveBytes)
         let clock: @Sendable () -> Date = { Date() }
         events = EventHub(configuration: configuration.events, version: try Self.libraryVersion(store))
         facade = LibraryFacade(store: store, clock: clock, ids: .random(clock: clock), events: events,
@@ -83,13 +83,14 @@ public final class BlueLibraryApp: Sendable {
             throw ConfigurationError("cannot watch the database \(store.path): \(error)")
         }
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
-        SystemRoutes(state: state, spec: try SystemRoutes.loadSpec()).register(into: &routes)
+        SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [store] in store.isDiskFull }).register(into: &routes)
         albums.register(into: &routes)
         AlbumListRoute(facade: facade, pages: pageCache, settings: settings, seal: try Self.cursorSeal(store))
             .register(into: &routes)
         UndoStateRoutes(facade: facade).register(into: &routes)
-        ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers),
-                      maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory).register(into: &routes)
+        ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers, threads: 2),
+                      maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory,
+                      exportPolicy: configuration.exports).register(into: &routes)
         TutorialRoutes(facade: facade, albums: albums).register(into: &routes)
         CoverRoutes(facade: facade, covers: covers, wait: configuration.coverWait, coverURLs: RequestModelCache())
             .register(into: &routes)
@@ -220,7 +221,7 @@ public final class BlueLibraryApp: Sendable {
     }
 
     /// The SQLite database in the data directory (created if missing).
-    static func openStore(in directory: String) throws -> SQLiteAlbumStore {
+    static func openStore(in directory: String, diskReserveBytes: Int = ServeConfiguration().diskReserveBytes) throws -> SQLiteAlbumStore {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -228,7 +229,9 @@ public final class BlueLibraryApp: Sendable {
         }
         let path = URL(fileURLWithPath: directory).appendingPathComponent("bluelibrary.sqlite").path
         do {
-            return try SQLiteAlbumStore(path: path)
+            var storage = SQLiteAlbumStore.Configuration()
+            storage.diskReserveBytes = diskReserveBytes
+            return try SQLiteAlbumStore(path: path, configuration: storage)
         } catch {
             throw ConfigurationError("cannot open the database \(path): \(error)")
         }
@@ -239,6 +242,11 @@ public final class BlueLibraryApp: Sendable {
     /// A 500 never shows internals to the client; the log line has them, with the request id.
     static func errorRenderer(logger: JSONLogger) -> ErrorRenderer {
         ErrorRenderer { error, request, context in
+            if let failure = error as? StorageFailure, failure.isDiskFull {
+                logger.log(.error, "disk full: write refused with 507", [("error", .string(String(describing: failure))), ("requestId", .string(context.requestID)),
+                                                                         ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])
+                return StorageFailure.diskFullError.response()
+            }
             logger.log(.error, "unhandled error", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID)),
                                                    ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])
             return HTTPError(.internalServerError,

@@ -1,5 +1,6 @@
 import HTTPServer
 import Library
+import Storage
 
 extension LibraryError {
     /// The one place where a domain refusal gets its HTTP status (API.md conventions).
@@ -57,4 +58,20 @@ struct StorageFailure: Error, CustomStringConvertible {
         if case let .storage(underlying) = error { return "storage: \(underlying)" }
         return error.message
     }
+
+    /// True when the store failed because the server's disk (or quota) is full.
+    var isDiskFull: Bool {
+        if case let .storage(underlying) = error { return SQLiteAlbumStore.isDiskFull(underlying.error) }
+        return false
+    }
+
+    /// 507 Insufficient Storage (RFC 4918 §11.5): the write was not made because the server's
+    /// disk is full; nothing about the request is wrong, and it may be repeated once space is
+    /// freed (writes resume by themselves).
+    static let diskFullError = HTTPError(
+        HTTPStatus(code: 507, reasonPhrase: "Insufficient Storage"),
+        detail: "The server's disk is full, so this change was not saved. Reading still works; "
+            + "repeat the request once the operator has freed space (writes resume by themselves).",
+        type: "urn:bluelibrary:problem:disk-full", title: "Server disk full",
+        headers: ["Retry-After": "60"])
 }

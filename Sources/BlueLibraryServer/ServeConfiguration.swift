@@ -30,6 +30,10 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var coverWait: Duration = .seconds(10)
     /// The largest archive `PUT /archive` accepts.
     public var maxArchiveBytes = 1 << 30
+    /// Bytes kept aside next to the database and given back when the disk is full (0: none).
+    public var diskReserveBytes = 32 << 20
+    /// `GET /archive`: the slowest client an export serves and how long it waits for its turn.
+    public var exports = ExportPolicy()
     /// `GET /events`: the replay buffer for `Last-Event-ID` and the heartbeat interval.
     public var events = EventHub.Configuration()
     /// How long `GET /changes` keeps changes (tests shrink it).
@@ -131,6 +135,10 @@ public struct ServeConfiguration: Sendable, Equatable {
         Option(flag: "--max-archive-bytes", variable: "BLUELIBRARY_MAX_ARCHIVE_BYTES", placeholder: "BYTES", defaultText: "1073741824",
                help: "Largest archive PUT /archive accepts.") { config, value throws(ConfigurationError) in
             config.maxArchiveBytes = try integer(value, in: 1...(1 << 40), name: "max archive bytes")
+        },
+        Option(flag: "--disk-reserve-bytes", variable: "BLUELIBRARY_DISK_RESERVE_BYTES", placeholder: "BYTES", defaultText: "33554432",
+               help: "Space kept aside beside the database (at most 1/16 of the volume), freed when the disk fills so the WAL can be folded back; 0 for none.") { config, value throws(ConfigurationError) in
+            config.diskReserveBytes = try integer(value, in: 0...(1 << 34), name: "disk reserve bytes")
         },
         Option(flag: "--cover-allow", variable: "BLUELIBRARY_COVER_ALLOW", placeholder: "HOSTS,CIDRS", defaultText: "none",
                help: "Internal hosts/ranges cover URLs may reach (loopback, private, link-local are refused otherwise).") { config, value throws(ConfigurationError) in

@@ -5,21 +5,27 @@ import HTTPServer
 struct SystemRoutes {
     let state: ServiceState
     let spec: [UInt8]
+    /// True while the store refuses writes because the disk is full (reads go on).
+    let diskFull: @Sendable () -> Bool
 
     static let healthBody = Array("{\"status\":\"ok\"}\n".utf8)
     static let readyBody = Array("{\"status\":\"ready\"}\n".utf8)
+    /// Still 200: reads are served, and a restart would not free any space.
+    static let diskFullBody = Array(
+        "{\"status\":\"disk-full\",\"detail\":\"The server's disk is full: writes are refused with 507 until space is freed; reads are served.\"}\n".utf8)
 
     func register(into routes: inout RouterBuilder) {
         let healthy = HTTPResponse(contentType: "application/json", bytes: Self.healthBody, headers: ["Cache-Control": "no-store"])
         routes.add(.get, "/healthz") { _, _ in healthy }
 
         let ready = HTTPResponse(contentType: "application/json", bytes: Self.readyBody, headers: ["Cache-Control": "no-store"])
-        routes.add(.get, "/readyz") { [state] _, _ in
+        let diskFullResponse = HTTPResponse(contentType: "application/json", bytes: Self.diskFullBody, headers: ["Cache-Control": "no-store"])
+        routes.add(.get, "/readyz") { [state, diskFull] _, _ in
             guard !state.isDraining else {
                 throw HTTPError(.serviceUnavailable, detail: "The server is shutting down; send requests to another instance.",
                                 headers: ["Retry-After": "5", "Cache-Control": "no-store"])
             }
-            return ready
+            return diskFull() ? diskFullResponse : ready
         }
 
         let specResponse = HTTPResponse(

@@ -60,6 +60,27 @@ public final class HTTPStreamWriter: Sendable {
         }
     }
 
+    /// As `waitForCapacity(below:)`, but gives up at `deadline`: returns false once the stream
+    /// is closed or the deadline passed with the client still not reading (a producer that
+    /// holds something for the client's sake, like a read snapshot, then stops).
+    public func waitForCapacity(below limit: Int, until deadline: ContinuousClock.Instant) -> Bool {
+        while true {
+            let ready = state.withLock { state -> Bool? in
+                if state.closed { return nil }
+                if state.inTransit + state.queued < limit { return true }
+                state.waiting = true
+                return false
+            }
+            guard let ready else { return false }
+            if ready { return true }
+            let now = ContinuousClock.now
+            guard now < deadline else { return false }
+            let (seconds, attoseconds) = (deadline - now).components
+            let nanoseconds = min(100_000_000, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            _ = progress.wait(timeout: .now() + .nanoseconds(Int(max(1, nanoseconds))))
+        }
+    }
+
     /// The loop queued `appended` bytes of this stream; `queued` are now waiting for the socket.
     func didQueue(appended: Int, queued: Int) {
         state.withLock { state in

@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// An error reported by SQLite (or by this wrapper, using SQLite's result codes).
 ///
@@ -14,12 +15,15 @@ public struct SQLiteError: Error, CustomStringConvertible, Equatable, Sendable {
     public let message: String
     /// SQL text of the failing statement (as written, never with values expanded).
     public let sql: String?
+    /// The operating system's `errno` behind an I/O error (`sqlite3_system_errno`), else 0.
+    public let systemErrno: Int32
 
-    public init(extendedCode: Int32, message: String, sql: String? = nil) {
+    public init(extendedCode: Int32, message: String, sql: String? = nil, systemErrno: Int32 = 0) {
         self.code = extendedCode & 0xFF
         self.extendedCode = extendedCode
         self.message = message
         self.sql = sql
+        self.systemErrno = systemErrno
     }
 
     /// Builds an error from a failing call's result code and the connection's message.
@@ -30,11 +34,16 @@ public struct SQLiteError: Error, CustomStringConvertible, Equatable, Sendable {
         } else {
             message = String(cString: sqlite3_errstr(resultCode))
         }
-        self.init(extendedCode: resultCode, message: message, sql: sql)
+        let code = resultCode & 0xFF
+        let systemErrno = db.map { code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN ? sqlite3_system_errno($0) : 0 } ?? 0
+        self.init(extendedCode: resultCode, message: message, sql: sql, systemErrno: systemErrno)
     }
 
     public var description: String {
         var text = "SQLite error \(extendedCode) (\(String(cString: sqlite3_errstr(extendedCode)))): \(message)"
+        if systemErrno != 0 {
+            text += " (errno \(systemErrno))"
+        }
         if let sql {
             text += " [SQL: \(sql)]"
         }
@@ -64,8 +73,11 @@ public struct SQLiteError: Error, CustomStringConvertible, Equatable, Sendable {
     public var isRange: Bool { code == SQLITE_RANGE }
     /// The database file is malformed.
     public var isCorrupt: Bool { code == SQLITE_CORRUPT || code == SQLITE_NOTADB }
-    /// The disk is full.
-    public var isFull: Bool { code == SQLITE_FULL }
+    /// The disk is full: `SQLITE_FULL`, or an I/O error whose cause is `ENOSPC` or `EDQUOT`
+    /// (SQLite reports a failed write of the WAL or the database file as `SQLITE_IOERR_WRITE`).
+    public var isFull: Bool {
+        code == SQLITE_FULL || (code == SQLITE_IOERR && (systemErrno == ENOSPC || systemErrno == EDQUOT))
+    }
 }
 
 /// Extended result codes whose C macros Swift does not import (sqlite3.h: `code | (n << 8)`).

@@ -42,9 +42,15 @@ final class Checkpointer: Sendable {
     /// restarts it (see `SQLiteAlbumStore.didCommit`).
     let restartWanted = Atomic<Bool>(false)
 
-    init(path: String, options: Connection.Options, interval: Duration, wakeAfterWrites: Int, resetFrames: Int) {
+    private let fallbackFrames: Int
+    private let walFrames: WALFrameCounter?
+
+    init(path: String, options: Connection.Options, interval: Duration, wakeAfterWrites: Int, resetFrames: Int,
+         fallbackFrames: Int = .max, walFrames: WALFrameCounter? = nil) {
         self.wakeAfterWrites = max(1, wakeAfterWrites)
         self.resetFrames = max(1, resetFrames)
+        self.fallbackFrames = fallbackFrames
+        self.walFrames = walFrames
         let thread = Thread { [self] in
             run(path: path, options: options, interval: interval)
         }
@@ -61,6 +67,9 @@ final class Checkpointer: Sendable {
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: interval.nanoseconds)))
             wakePending.store(false, ordering: .releasing)
             if stopping.load(ordering: .acquiring) { break }
+            // Past `fallbackFrames` the writers restart the WAL themselves; a copy started here
+            // at nice 19 on a saturated CPU would only hold the checkpoint lock they need.
+            if let walFrames, walFrames.frames >= fallbackFrames { continue }
             do {
                 if connection == nil {
                     connection = try Connection(path: path, mode: .readWrite, options: options)

@@ -268,12 +268,23 @@ final class LibraryTransaction: AlbumStoreWriter {
         try db.run(SQL.clearUndo, [.integer(try libraryRow)])
     }
 
+    /// Saves `state`, replacing the client's earlier one. A new client past
+    /// `maxSavedStates` makes room: the least recently saved states go, a hundredth of the
+    /// limit at a time, so the scan that finds them runs once per that many new clients.
     func saveState(_ state: SavedState) throws {
+        let library = try libraryRow
+        let limit = store.configuration.maxSavedStates
+        let isNew = try db.scalar(SQL.stateExists, [.integer(library), .text(state.client)], as: Int.self) == nil
         try db.run(SQL.saveState, [
-            .integer(try libraryRow), .text(state.client), .integer(Int64(state.currentAlbumIndex)),
+            .integer(library), .text(state.client), .integer(Int64(state.currentAlbumIndex)),
             state.albumID.map { .text($0.rawValue) } ?? .null,
             state.updatedAt.map { .integer(Milliseconds.from($0)) } ?? .null,
         ])
+        guard isNew else { return }
+        let count = try db.scalar(SQL.stateCount, [.integer(library)], as: Int.self) ?? 0
+        guard count > limit else { return }
+        let excess = count - limit + max(0, (limit - 1) / 100)
+        try db.run(SQL.evictStates, [.integer(library), .text(state.client), .integer(Int64(excess))])
     }
 
     // MARK: - Rows

@@ -112,6 +112,14 @@ enum SQL {
             current_index = excluded.current_index, album_id = excluded.album_id, updated_at = excluded.updated_at
         """
     static let deleteStates = "DELETE FROM saved_states WHERE library = ?1"
+    static let stateExists = "SELECT 1 FROM saved_states WHERE library = ?1 AND client = ?2"
+    static let stateCount = "SELECT count(*) FROM saved_states WHERE library = ?1"
+    /// The `?3` least recently saved states other than `?2`'s (never saved first).
+    static let evictStates = """
+        DELETE FROM saved_states WHERE library = ?1 AND client IN (
+            SELECT client FROM saved_states WHERE library = ?1 AND client <> ?2
+            ORDER BY updated_at IS NOT NULL, updated_at, client LIMIT ?3)
+        """
 
     // MARK: Consistency
 

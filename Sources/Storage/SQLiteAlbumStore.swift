@@ -42,6 +42,12 @@ public final class SQLiteAlbumStore: AlbumStore {
         public var keySpacing: KeySpacing
         /// Who copies the WAL back into the database file.
         public var checkpointing: Checkpointing
+        /// Bytes kept aside in `<database>.reserve` and given back when the disk is full, so
+        /// the WAL can still be checkpointed and truncated (see `DiskReserve`); 0 for none.
+        public var diskReserveBytes: Int
+        /// Saved states (`PUT /state?client=`) kept per library; past it the least recently
+        /// saved go first (issue 11, #9). At least 1.
+        public var maxSavedStates: Int
 
         public init(
             durability: Durability = .normal,
@@ -51,7 +57,9 @@ public final class SQLiteAlbumStore: AlbumStore {
             bucketSize: Int = 512,
             writerCacheKiB: Int = 32 * 1024,
             keySpacing: KeySpacing = KeySpacing(),
-            checkpointing: Checkpointing = .background()
+            checkpointing: Checkpointing = .background(),
+            diskReserveBytes: Int = 32 << 20,
+            maxSavedStates: Int = 10_000
         ) {
             self.durability = durability
             self.readerCount = readerCount
@@ -61,6 +69,8 @@ public final class SQLiteAlbumStore: AlbumStore {
             self.writerCacheKiB = writerCacheKiB
             self.keySpacing = keySpacing
             self.checkpointing = checkpointing
+            self.diskReserveBytes = diskReserveBytes
+            self.maxSavedStates = max(1, maxSavedStates)
         }
     }
 
@@ -116,6 +126,7 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// Row ids of libraries known to exist (committed); rows are never deleted.
     private let libraryRows = Mutex<[String: Int64]>([:])
     private let checkpointer: Checkpointer?
+    private let reserve: DiskReserve
     /// Frames in the WAL after the writer's latest commit (with `.background` checkpointing).
     private let walFrames: WALFrameCounter?
     /// `resetFrames`, `fallbackFrames` and `readerWait` of `.background` checkpointing.
@@ -155,6 +166,7 @@ public final class SQLiteAlbumStore: AlbumStore {
                 readerTimeout: configuration.readerTimeout))
         self.path = path
         self.configuration = configuration
+        reserve = DiskReserve(path: path + ".reserve", size: max(0, configuration.diskReserveBytes))
         let cacheKiB = configuration.writerCacheKiB
         if cacheKiB > 0 {
             // A pragma value cannot be bound; it is an integer we format ourselves.
@@ -177,7 +189,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             self.resetFrames = max(1, resetFrames)
             checkpointer = Checkpointer(
                 path: path, options: options, interval: interval, wakeAfterWrites: wakeAfterWrites,
-                resetFrames: resetFrames)
+                resetFrames: resetFrames, fallbackFrames: fallbackFrames, walFrames: walFrames)
         }
     }
 
@@ -191,6 +203,25 @@ public final class SQLiteAlbumStore: AlbumStore {
         try database.writeWithoutTransaction { db in try db.run("PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 
+    /// True from a write that found the disk full until a write succeeds again (reads go on).
+    public var isDiskFull: Bool { reserve.isFull }
+
+    /// True while the disk reserve file is allocated.
+    public var hasDiskReserve: Bool { reserve.isPresent }
+
+    /// True when `error` (as thrown by this store) means the disk or the quota is full.
+    public static func isDiskFull(_ error: any Error) -> Bool {
+        (error as? SQLiteError)?.isFull ?? false
+    }
+
+    /// The first write to find the disk full frees the reserve and folds the WAL into the
+    /// database through the space it freed, truncating the WAL file, so what was committed is
+    /// in the database file and the WAL's space is free for the next writes.
+    private func diskBecameFull() {
+        guard reserve.diskBecameFull() else { return }
+        _ = try? database.restartWAL(readerWait: .milliseconds(500), truncate: true)
+    }
+
     /// Background checkpoints run so far (0 with `.automatic`).
     public var backgroundCheckpointCount: Int { checkpointer?.checkpointCount.load(ordering: .relaxed) ?? 0 }
 
@@ -202,9 +233,8 @@ public final class SQLiteAlbumStore: AlbumStore {
 
     /// After a commit: wakes the checkpoint thread when due, and restarts the WAL when the
     /// thread asked for it (it has just copied most of it) or when the WAL grew past
-    /// `fallbackFrames` (the thread is starved). A restart that a reader of an old snapshot
-    /// held up for `readerWait` is tried again a second later at the earliest, so a slow reader
-    /// does not cost every commit that wait.
+    /// `fallbackFrames` (the thread is starved). A requested restart that failed is tried again
+    /// 250 ms later at the earliest; past `fallbackFrames` every commit tries.
     private func didCommit() {
         guard let walFrames, let checkpointer else { return }
         let frames = walFrames.frames
@@ -213,16 +243,23 @@ public final class SQLiteAlbumStore: AlbumStore {
         guard requested || frames >= fallbackFrames else { return }
         let started = ContinuousClock.now
         guard nextRestart.withLock({ next in next.map { started >= $0 } ?? true }) else { return }
-        if (try? database.restartWAL(readerWait: readerWait)) == true {
+        // Past `fallbackFrames`, wait longer (commits stall, the WAL stops growing): for
+        // readers to drain on a saturated CPU (1 s), and for a checkpoint the nice-19 thread is
+        // running (5 s). A long reader (an export) makes the try give up at once, without a wait.
+        let fallback = frames >= fallbackFrames
+        let restarted = (try? database.restartWAL(
+            readerWait: fallback ? max(readerWait, .seconds(1)) : readerWait,
+            checkpointWait: fallback ? .seconds(5) : readerWait)) == true
+        if restarted {
             checkpointer.restartWanted.store(false, ordering: .relaxed)
-            if requested {
+            if requested && !fallback {
                 requestedRestarts.add(1, ordering: .relaxed)
             } else {
                 fallbackRestarts.add(1, ordering: .relaxed)
             }
             nextRestart.withLock { $0 = nil }
-        } else {
-            nextRestart.withLock { $0 = started + .seconds(1) }
+        } else if !fallback {
+            nextRestart.withLock { $0 = started + .milliseconds(250) }
         }
     }
 
@@ -247,14 +284,21 @@ public final class SQLiteAlbumStore: AlbumStore {
     public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
         let known = libraryRows.withLock { $0[library.rawValue] }
         var rowID: Int64 = 0
-        let result = try database.write { db in
-            let row = try known ?? Self.createLibrary(library, db)
-            rowID = row
-            let transaction = LibraryTransaction(db, library: row, store: self)
-            let result = try body(transaction)
-            try transaction.finish()
-            return result
+        let result: T
+        do {
+            result = try database.write { db in
+                let row = try known ?? Self.createLibrary(library, db)
+                rowID = row
+                let transaction = LibraryTransaction(db, library: row, store: self)
+                let result = try body(transaction)
+                try transaction.finish()
+                return result
+            }
+        } catch where Self.isDiskFull(error) {
+            diskBecameFull()
+            throw error
         }
+        reserve.writeSucceeded()
         if known == nil {
             libraryRows.withLock { $0[library.rawValue] = rowID }
         }

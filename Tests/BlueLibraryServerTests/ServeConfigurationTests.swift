@@ -89,4 +89,12 @@ import Testing
         #expect(env.limits.minBodyBytesPerSecond == 4096)
         #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--min-body-rate", "-1"], environment: [:]) }
     }
+
+    @Test func diskReserveIsConfigurable() throws {
+        #expect(try ServeConfiguration.parse(arguments: [], environment: [:]).diskReserveBytes == 32 << 20)
+        #expect(try ServeConfiguration.parse(arguments: ["--disk-reserve-bytes", "0"], environment: [:]).diskReserveBytes == 0)
+        let env = try ServeConfiguration.parse(arguments: [], environment: ["BLUELIBRARY_DISK_RESERVE_BYTES": "1048576"])
+        #expect(env.diskReserveBytes == 1 << 20)
+        #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--disk-reserve-bytes", "-1"], environment: [:]) }
+    }
 }

@@ -14,6 +14,7 @@ enum TestApp {
         config.eventLoops = 1
         config.workers = 2
         config.dataDirectory = temporaryDirectory()
+        config.diskReserveBytes = 0  // hundreds of apps: no 32 MiB reserve each (DiskFullRouteTests sets one)
         adjust(&config)
         return try BlueLibraryApp(configuration: config, logger: JSONLogger(level: logSink == nil ? .error : .info, sink: logSink))
     }

@@ -67,7 +67,7 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // Raw-socket HTTP client and child-process runner shared by the end-to-end tests.
+        // Raw-socket HTTP client, child-process runner and tmpfs volumes shared by the end-to-end and storage tests.
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport", swiftSettings: strict),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "LibraryTests", dependencies: ["Library"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
         .testTarget(name: "CoversTests", dependencies: ["Covers", "Library", "HTTPServer"], swiftSettings: strict),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite"], swiftSettings: strict),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
             dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "bluelibrary", "Crypto", "Storage", "Library"],

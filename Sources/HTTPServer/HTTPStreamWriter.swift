@@ -45,8 +45,10 @@ public final class HTTPStreamWriter: Sendable {
 
     /// Blocks the calling thread until fewer than `limit` bytes wait to be sent, so a producer
     /// (an export) runs at the client's pace instead of filling memory. Never call it on an
-    /// event loop. Returns false once the stream is closed.
-    public func waitForCapacity(below limit: Int) -> Bool {
+    /// event loop. Returns false once the stream is closed, or once `deadline` (if any) passed
+    /// with the client still not reading (a producer that holds something for the client's
+    /// sake, like a read snapshot, then stops).
+    public func waitForCapacity(below limit: Int, until deadline: ContinuousClock.Instant? = nil) -> Bool {
         while true {
             let ready = state.withLock { state -> Bool? in
                 if state.closed { return nil }
@@ -56,28 +58,14 @@ public final class HTTPStreamWriter: Sendable {
             }
             guard let ready else { return false }
             if ready { return true }
-            _ = progress.wait(timeout: .now() + .milliseconds(100))
-        }
-    }
-
-    /// As `waitForCapacity(below:)`, but gives up at `deadline`: returns false once the stream
-    /// is closed or the deadline passed with the client still not reading (a producer that
-    /// holds something for the client's sake, like a read snapshot, then stops).
-    public func waitForCapacity(below limit: Int, until deadline: ContinuousClock.Instant) -> Bool {
-        while true {
-            let ready = state.withLock { state -> Bool? in
-                if state.closed { return nil }
-                if state.inTransit + state.queued < limit { return true }
-                state.waiting = true
-                return false
+            var wait = Duration.milliseconds(100)
+            if let deadline {
+                let now = ContinuousClock.now
+                guard now < deadline else { return false }
+                wait = min(wait, deadline - now)
             }
-            guard let ready else { return false }
-            if ready { return true }
-            let now = ContinuousClock.now
-            guard now < deadline else { return false }
-            let (seconds, attoseconds) = (deadline - now).components
-            let nanoseconds = min(100_000_000, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            _ = progress.wait(timeout: .now() + .nanoseconds(Int(max(1, nanoseconds))))
+            let (seconds, attoseconds) = wait.components
+            _ = progress.wait(timeout: .now() + .nanoseconds(Int(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))))
         }
     }
 

@@ -8,10 +8,10 @@ import Testing
 /// Issue 11, #14 over HTTP: with the data directory on a small tmpfs that fills up, writes get
 /// 507 with a problem that says the disk is full, `/readyz` says so, reads go on, and writes
 /// resume by themselves once space is freed. Skipped where a tmpfs cannot be mounted.
-@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: TmpfsDirectory.canMount, "needs to mount a tmpfs (root in a container that allows it)"))
+@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: TmpfsVolume.canMount, "needs to mount a tmpfs (root in a container that allows it)"))
 struct DiskFullRouteTests {
     @Test func aFullDiskAnswers507AndReadyzSaysSoUntilSpaceReturns() throws {
-        let volume = try TmpfsDirectory(bytes: 8 << 20)
+        let volume = try TmpfsVolume(bytes: 8 << 20)
         let app = try TestApp.make {
             $0.dataDirectory = volume.path
             $0.diskReserveBytes = 32 << 20  // the default: on this volume, 1/16 of it
@@ -44,39 +44,5 @@ struct DiskFullRouteTests {
         try FileManager.default.removeItem(atPath: filler)
         #expect(try request("POST", "/albums", json: #"{"title":"After","artist":"A"}"#).status == 201)
         #expect(try request("GET", "/readyz").json()["status"] as? String == "ready")
-    }
-}
-
-/// A tmpfs of a few MB mounted on a fresh directory, unmounted when released.
-final class TmpfsDirectory {
-    let path: String
-
-    static let canMount: Bool = (try? TmpfsDirectory(bytes: 1 << 20)) != nil
-
-    init(bytes: Int) throws {
-        path = NSTemporaryDirectory() + "bluelibrary-tmpfs-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        guard mount("tmpfs", path, "tmpfs", 0, "size=\(bytes)") == 0 else {
-            try? FileManager.default.removeItem(atPath: path)
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
-        }
-    }
-
-    /// Writes a file that leaves about `leaving` bytes free; returns its path.
-    func fill(leaving: Int) throws -> String {
-        var stats = statvfs()
-        guard statvfs(path, &stats) == 0 else { throw POSIXError(.EIO) }
-        let free = Int(stats.f_bavail) * Int(stats.f_frsize)
-        let filler = path + "/filler"
-        let fd = open(filler, O_WRONLY | O_CREAT, 0o600)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        defer { close(fd) }
-        guard free > leaving, posix_fallocate(fd, 0, off_t(free - leaving)) == 0 else { throw POSIXError(.ENOSPC) }
-        return filler
-    }
-
-    deinit {
-        umount2(path, Int32(MNT_DETACH))
-        try? FileManager.default.removeItem(atPath: path)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import Glibc
 import Library
 import SQLite
@@ -7,10 +8,10 @@ import Testing
 
 /// Issue 11, #14: a full volume. Runs on a small tmpfs the test mounts (tests run as root);
 /// skipped, with that reason, where mounting is not permitted.
-@Suite("Disk full", .enabled(if: SmallVolume.canMount, "needs to mount a tmpfs (root in a container that allows it)"))
+@Suite("Disk full", .enabled(if: TmpfsVolume.canMount, "needs to mount a tmpfs (root in a container that allows it)"))
 struct DiskFullTests {
     @Test func aFullDiskRefusesWritesKeepsReadsLosesNothingAndRecoversByItself() throws {
-        let volume = try SmallVolume(bytes: 4 << 20)
+        let volume = try TmpfsVolume(bytes: 4 << 20)
         var acknowledged: [AlbumID] = []
         var filler: String
         do {
@@ -62,47 +63,5 @@ struct DiskFullTests {
         #expect(SQLiteError(extendedCode: 10 | (3 << 8), message: "disk I/O error", systemErrno: ENOSPC).isFull)
         #expect(SQLiteError(extendedCode: 10 | (3 << 8), message: "disk I/O error", systemErrno: EDQUOT).isFull)
         #expect(!SQLiteError(extendedCode: 10 | (3 << 8), message: "disk I/O error", systemErrno: EIO).isFull)
-    }
-}
-
-/// A tmpfs of a few MB mounted on a fresh directory, unmounted when released.
-final class SmallVolume {
-    let path: String
-
-    static let canMount: Bool = {
-        guard let volume = try? SmallVolume(bytes: 1 << 20) else { return false }
-        _ = volume
-        return true
-    }()
-
-    init(bytes: Int) throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("small-volume-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        guard mount("tmpfs", path, "tmpfs", 0, "size=\(bytes)") == 0 else {
-            try? FileManager.default.removeItem(atPath: path)
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
-        }
-    }
-
-    func size(of name: String) -> Int {
-        ((try? FileManager.default.attributesOfItem(atPath: path + "/" + name))?[.size] as? Int) ?? -1
-    }
-
-    /// Writes a file that leaves about `leaving` bytes free; returns its path.
-    func fill(leaving: Int) throws -> String {
-        var stats = statvfs()
-        guard statvfs(path, &stats) == 0 else { throw POSIXError(.EIO) }
-        let free = Int(stats.f_bavail) * Int(stats.f_frsize)
-        let filler = path + "/filler"
-        let fd = open(filler, O_WRONLY | O_CREAT, 0o600)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        defer { close(fd) }
-        guard free > leaving, posix_fallocate(fd, 0, off_t(free - leaving)) == 0 else { throw POSIXError(.ENOSPC) }
-        return filler
-    }
-
-    deinit {
-        umount2(path, Int32(MNT_DETACH))
-        try? FileManager.default.removeItem(atPath: path)
     }
 }

@@ -1,0 +1,116 @@
+import FuzzSupport
+@_spi(Fuzzing) import Library
+
+// Differential: the archive's `JSONScanner` against `JSONSerialization` (which reads request
+// bodies). Both must accept and reject the same documents and read the same values, as the
+// field rules see them (numbers as `JSONNumber`: the double and the exact integer, if any).
+//
+// Where the two legitimately differ, the comparison is defined as follows:
+// - Encodings: `JSONSerialization` also reads UTF-16 and UTF-32 (told apart by a byte order
+//   mark or by zero bytes among the first four); JSON exchanged between systems is UTF-8
+//   (RFC 8259 §8.1) and the scanner reads only that. Inputs that start with such a mark or have
+//   a zero byte in the first four are not compared.
+// - Duplicate keys: the scanner reports every member; `JSONSerialization` makes a dictionary,
+//   where the last one wins. The scanner's members are reduced the same way before comparing,
+//   with keys equal as Swift strings are (canonical equivalence, as in a dictionary).
+// - Object order: a dictionary has none; members are compared sorted by key.
+// - Number precision: the scanner reads a number that is not an exact integer with
+//   `Double(String)` (correctly rounded); `JSONSerialization` is off by several units in the
+//   last place for long digit strings (76 threes reads as 3.3333333333333315e+75, not
+//   3.3333333333333335e+75). Such doubles must agree to a relative 1e-9; the exact integer
+//   (below 9e15: what the field rules use for `year`, limits, indexes) must be identical.
+// - Strings compare byte for byte (their UTF-8), not by canonical equivalence.
+// - Nesting: each reader has its own depth limit (the scanner 512); a document nested deeper
+//   than the smaller limit is not compared.
+// - Top-level scalars (fragments) are allowed by both (request bodies are read with
+//   `.fragmentsAllowed`), so they are compared like anything else.
+
+private typealias Value = JSONFuzzingSeam.Value
+
+/// The value with duplicate keys reduced (last wins) and members sorted by key.
+private func normalized(_ value: Value) -> Value {
+    switch value {
+    case let .array(elements):
+        return .array(elements.map(normalized))
+    case let .object(members):
+        var kept: [JSONFuzzingSeam.Member] = []
+        for member in members {
+            let member = JSONFuzzingSeam.Member(key: member.key, value: normalized(member.value))
+            if let index = kept.firstIndex(where: { $0.key == member.key }) {
+                kept[index].value = member.value
+            } else {
+                kept.append(member)
+            }
+        }
+        return .object(kept.sorted { $0.key < $1.key })
+    default:
+        return value
+    }
+}
+
+private func depth(_ value: Value) -> Int {
+    switch value {
+    case let .array(elements): 1 + (elements.map(depth).max() ?? 0)
+    case let .object(members): 1 + (members.map { depth($0.value) }.max() ?? 0)
+    default: 0
+    }
+}
+
+/// Equal as defined above; `nil` or the path where they differ.
+private func difference(_ a: Value, _ b: Value, at path: String = "$") -> String? {
+    switch (a, b) {
+    case (.null, .null): return nil
+    case let (.bool(x), .bool(y)): return x == y ? nil : path
+    case let (.number(x, i), .number(y, j)):
+        return i == j && closeEnough(x, y) ? nil : "\(path): \(x)/\(String(describing: i)) vs \(y)/\(String(describing: j))"
+    case let (.string(x), .string(y)): return x.utf8.elementsEqual(y.utf8) ? nil : "\(path): \(Array(x.utf8)) vs \(Array(y.utf8))"
+    case let (.array(x), .array(y)):
+        guard x.count == y.count else { return "\(path): \(x.count) vs \(y.count) elements" }
+        for (index, (p, q)) in zip(x, y).enumerated() {
+            if let found = difference(p, q, at: "\(path)[\(index)]") { return found }
+        }
+        return nil
+    case let (.object(x), .object(y)):
+        guard x.count == y.count else { return "\(path): \(x.map(\.key)) vs \(y.map(\.key))" }
+        for (p, q) in zip(x, y) {
+            guard p.key == q.key else { return "\(path): key \(p.key) vs \(q.key)" }
+            if let found = difference(p.value, q.value, at: "\(path).\(p.key)") { return found }
+        }
+        return nil
+    default:
+        return "\(path): \(a) vs \(b)"
+    }
+}
+
+/// Doubles agree to a relative 1e-9 (see "Number precision" above).
+private func closeEnough(_ x: Double, _ y: Double) -> Bool {
+    x == y || (x.isFinite && y.isFinite && abs(x - y) <= 1e-9 * max(abs(x), abs(y)))
+}
+
+/// The smaller of the two readers' nesting limits.
+private let depthLimit = 512
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = FuzzInput(data, size).bytes
+    let scanned = Result { () throws(JSONFuzzingSeam.SyntaxError) in try JSONFuzzingSeam.scan(bytes) }
+    let serialized = Result { try JSONFuzzingSeam.serialization(bytes) }
+    let otherEncoding = bytes.prefix(4).contains(0) || bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE])
+    if otherEncoding { return 0 }
+    switch (scanned, serialized) {
+    case let (.success(a), .success(b)):
+        guard depth(a) <= depthLimit else { return 0 }
+        if let found = difference(normalized(a), b) {
+            check(false, "the readers disagree at \(found)")
+        }
+    case let (.success(a), .failure(error)):
+        guard depth(a) <= depthLimit else { return 0 }
+        check(false, "the scanner accepts what JSONSerialization refuses (\(error))")
+    case let (.failure(error), .success(b)):
+        guard depth(b) <= depthLimit, !error.description.contains("nested more than") else { return 0 }
+        check(false, "JSONSerialization accepts what the scanner refuses (\(error))")
+    case (.failure, .failure):
+        break
+    }
+    return 0
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+@testable import Library
+
+/// Inputs the fuzz targets in `Fuzz/` found (`scripts/fuzz`), kept as ordinary tests.
+@Suite("Fuzzing regressions")
+struct FuzzRegressionTests {
+    /// fuzz-json-scanner: `Double("11E111111")` is infinity, not nil, so the scanner read a
+    /// number JSON cannot hold as `inf` where `JSONSerialization` (request bodies) refuses it.
+    @Test("numbers too large for a double are refused, as JSONSerialization refuses them", arguments: [
+        "11E111111", "1e400", "-1e400", "[1.5e309]", #"{"year": 1e999}"#,
+        String(repeating: "9", count: 400) + ".0",
+    ])
+    func overflowingNumbers(json: String) throws {
+        let bytes = Array(json.utf8)
+        let scanned = bytes.withUnsafeBufferPointer { buffer -> JSONSyntaxError? in
+            var scanner = JSONScanner(buffer)
+            do throws(JSONSyntaxError) {
+                try scanner.skipValue()
+                try scanner.finish()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(scanned?.reason.contains("cannot be represented") == true)
+        #expect((try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])) == nil)
+    }
+
+    @Test("an archive with an infinite number is malformed JSON, not an invalid field")
+    func archiveWithOverflowingNumber() {
+        let json = #"{"format": "bluelibrary.archive", "formatVersion": 1e400, "albums": []}"#
+        #expect(throws: LibraryError.self) { try ArchiveDocument.parse(json: Array(json.utf8)) }
+        do {
+            _ = try ArchiveDocument.parse(json: Array(json.utf8))
+        } catch {
+            #expect(error.code == "malformed")
+        }
+    }
+
+    /// The largest finite numbers and the smallest still read (underflow to zero is fine).
+    @Test("numbers at the edge of a double are read", arguments: ["1.7976931348623157e308", "-1.7976931348623157e308", "1e-400"])
+    func edgeNumbers(json: String) {
+        let bytes = Array(json.utf8)
+        let number = bytes.withUnsafeBufferPointer { buffer -> JSONNumber? in
+            var scanner = JSONScanner(buffer)
+            return try? scanner.readNumber()
+        }
+        #expect(number?.double.isFinite == true)
+    }
+}

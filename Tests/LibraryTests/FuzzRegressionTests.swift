@@ -49,3 +49,30 @@ struct FuzzRegressionTests {
         #expect(number?.double.isFinite == true)
     }
 }
+
+/// fuzz-json-scanner: `JSONSerialization` accepts a trailing comma (`{"": 0,}`, base64
+/// `eyIiOiAwLH0=`), which RFC 8259 and the archive's scanner refuse: a request body and an
+/// archive were held to different syntax. Request bodies are now checked by the scanner first.
+@Suite("Fuzzing regressions: request body syntax")
+struct RequestBodySyntaxRegressionTests {
+    @Test("request bodies refuse what the archive scanner refuses", arguments: [
+        #"{"": 0,}"#, #"{"title": "x", "artist": "y",}"#, "[1,]", #"{"a": [1, 2,]}"#,
+    ])
+    func trailingCommas(json: String) {
+        let bytes = Array(json.utf8)
+        do {
+            _ = try JSONObjectParser.value(from: bytes, what: "the request body")
+            Issue.record("\(json) was accepted")
+        } catch {
+            #expect(error.code == "malformed")
+            #expect(error.message.contains("line 1, column"))
+        }
+        #expect(throws: LibraryError.self) { try AlbumInput.decode(json: bytes) }
+    }
+
+    @Test("UTF-16 bodies are refused: JSON between systems is UTF-8 (RFC 8259 §8.1)")
+    func utf16() {
+        let bytes: [UInt8] = [0xFF, 0xFE] + Array(#"{"a":1}"#.utf16).flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+        #expect(throws: LibraryError.self) { try JSONObjectParser.value(from: bytes, what: "the request body") }
+    }
+}

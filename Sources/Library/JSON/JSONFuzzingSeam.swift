@@ -11,7 +11,8 @@ import Foundation
         case number(double: Double, integer: Int?)
         case string(String)
         case array([Value])
-        /// Members in document order, duplicates kept.
+        /// Members: from the scanner in document order, duplicates kept; from
+        /// `JSONSerialization` in no particular order, one per key.
         case object([Member])
     }
 
@@ -73,8 +74,8 @@ import Foundation
     private static func value(of any: Any) -> Value {
         switch any {
         case let dictionary as [String: Any]:
-            // A dictionary has no order: members sorted by key (what the caller compares with).
-            return .object(dictionary.keys.sorted().map { Member(key: $0, value: value(of: dictionary[$0]!)) })
+            // In the dictionary's order, which is none: compare by key.
+            return .object(dictionary.map { Member(key: $0.key, value: value(of: $0.value)) })
         case let array as [Any]:
             return .array(array.map(value(of:)))
         default:

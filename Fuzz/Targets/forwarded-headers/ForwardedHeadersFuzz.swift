@@ -3,7 +3,8 @@ import FuzzSupport
 import HTTPServer
 
 // The proxy headers (`Forwarded`, `X-Forwarded-For/-Proto/-Host`) as the forwarded-headers
-// middleware reads them, and the trusted-proxy ranges it matches the chain against.
+// middleware reads them (each family in turn), and the trusted-proxy ranges it matches the
+// chain against.
 // The input is lines; each line's first byte picks the header name, the rest is its value.
 // Properties: it never traps; no address in the chain is empty.
 
@@ -18,10 +19,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let name = names[Int(line[line.startIndex]) % names.count]
         headers.add(name, String(decoding: line.dropFirst(), as: UTF8.self))
     }
-    let forwarded = ForwardedHeadersFuzzingSeam.parse(headers)
-    for address in forwarded.chain {
-        _ = trusted.contains { $0.contains(address) }
-        _ = CIDR(address)
+    for family in ForwardedHeaderFamily.allCases {
+        let forwarded = ForwardedHeadersFuzzingSeam.parse(headers, family: family)
+        for address in forwarded.chain {
+            check(!address.isEmpty, "an empty address in the \(family) chain \(forwarded.chain)")
+            _ = trusted.contains { $0.contains(address) }
+            _ = CIDR(address)
+        }
     }
     return 0
 }

@@ -76,3 +76,25 @@ struct RequestBodySyntaxRegressionTests {
         #expect(throws: LibraryError.self) { try JSONObjectParser.value(from: bytes, what: "the request body") }
     }
 }
+
+/// fuzz-json-scanner (base64 `IlwvXGJmXHJcdFwi77u/e3Qi`): `JSONSerialization` drops a raw U+FEFF
+/// right after a string's opening quote or after an escape; the archive scanner keeps it. So
+/// an album title beginning with U+FEFF loses it when created by a request body and keeps it
+/// when imported from an archive. A Foundation bug; fixing it here would mean reading request
+/// bodies without `JSONSerialization`. Recorded as a known issue until then.
+@Suite("Fuzzing regressions: JSONSerialization and U+FEFF")
+struct ByteOrderMarkInStringsTests {
+    @Test("a U+FEFF inside a string survives both readers", arguments: ["\"\u{FEFF}x\"", "\"a\\n\u{FEFF}x\""])
+    func byteOrderMarkInAString(json: String) throws {
+        let bytes = Array(json.utf8)
+        let scanned = bytes.withUnsafeBufferPointer { buffer -> String? in
+            var scanner = JSONScanner(buffer)
+            return try? scanner.readString()
+        }
+        #expect(scanned?.unicodeScalars.contains("\u{FEFF}") == true)
+        withKnownIssue("JSONSerialization drops U+FEFF after an opening quote or an escape") {
+            let body = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]) as? String
+            #expect(body == scanned)
+        }
+    }
+}

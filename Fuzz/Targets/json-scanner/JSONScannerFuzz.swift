@@ -22,7 +22,11 @@ import FuzzSupport
 //   922336320458778, which then counts as an exact integer). Doubles must agree to a relative
 //   1e-9; when they are equal, the exact integer (below 9e15: what the field rules use for
 //   `year`, limits, indexes) must be identical too.
-// - Strings compare byte for byte (their UTF-8), not by canonical equivalence.
+// - Strings compare byte for byte (their UTF-8), not by canonical equivalence, except:
+// - U+FEFF in strings: `JSONSerialization` drops a raw U+FEFF (EF BB BF) right after a
+//   string's opening quote or after an escape (`"\n<U+FEFF>x"` reads as "\nx"; it decodes each
+//   piece as UTF-8 text and loses a leading byte order mark). A Foundation bug, not ours
+//   (`FuzzRegressionTests` records it as a known issue); U+FEFF is ignored when comparing.
 // - Nesting: each reader has its own depth limit (the scanner 512); a document nested deeper
 //   than the smaller limit is not compared.
 // - Trailing commas: `JSONSerialization` accepts `[1,]` and `{"a": 1,}`, which RFC 8259 and
@@ -70,7 +74,8 @@ private func difference(_ a: Value, _ b: Value, at path: String = "$") -> String
     case let (.bool(x), .bool(y)): return x == y ? nil : path
     case let (.number(x, i), .number(y, j)):
         return (x == y ? i == j : closeEnough(x, y)) ? nil : "\(path): \(x)/\(String(describing: i)) vs \(y)/\(String(describing: j))"
-    case let (.string(x), .string(y)): return x.utf8.elementsEqual(y.utf8) ? nil : "\(path): \(Array(x.utf8)) vs \(Array(y.utf8))"
+    case let (.string(x), .string(y)):
+        return withoutBOMs(x).elementsEqual(withoutBOMs(y)) ? nil : "\(path): \(Array(x.utf8)) vs \(Array(y.utf8))"
     case let (.array(x), .array(y)):
         guard x.count == y.count else { return "\(path): \(x.count) vs \(y.count) elements" }
         for (index, (p, q)) in zip(x, y).enumerated() {
@@ -87,6 +92,11 @@ private func difference(_ a: Value, _ b: Value, at path: String = "$") -> String
     default:
         return "\(path): \(a) vs \(b)"
     }
+}
+
+/// The string's UTF-8 without U+FEFF (see "U+FEFF in strings" above).
+private func withoutBOMs(_ text: String) -> [UInt8] {
+    Array(String(String.UnicodeScalarView(text.unicodeScalars.filter { $0 != "\u{FEFF}" })).utf8)
 }
 
 /// Doubles agree to a relative 1e-9 (see "Number precision" above).

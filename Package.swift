@@ -11,6 +11,9 @@ let package = Package(
     products: [
         .executable(name: "bluelibrary", targets: ["bluelibrary"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        // For the fuzz targets in Fuzz/ (a package of their own): the modules they drive,
+        // through `@_spi(Fuzzing)` seams.
+        .library(name: "FuzzedModules", targets: ["HTTPServer", "Library", "Covers", "BlueLibraryServer"]),
     ],
     targets: [
         // System libraries (Debian packages), wrapped once each.

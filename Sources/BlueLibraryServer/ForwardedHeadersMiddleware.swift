@@ -66,7 +66,10 @@ struct ForwardedHeaders: Equatable {
                         value = String(value.dropFirst().dropLast())
                     }
                     switch key {
-                    case "for": chain.append(Self.stripPort(value))
+                    case "for":
+                        // As for X-Forwarded-For, an empty entry is no hop (it must never be the client).
+                        let address = Self.stripPort(value)
+                        if !address.isEmpty { chain.append(address) }
                     case "proto": proto = value
                     case "host": host = value
                     default: break

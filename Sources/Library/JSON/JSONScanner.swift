@@ -285,8 +285,9 @@ struct JSONScanner {
             if negative, magnitude <= UInt64(Int64.max) + 1 { return JSONNumber(exactly: Int64(truncatingIfNeeded: 0 &- magnitude)) }
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-        // The grammar was checked above, so `Double` can only fail on a value it cannot hold.
-        guard let double = Double(text) else {
+        // The grammar was checked above, so `Double` can only fail on a value it cannot hold;
+        // it does not fail on one too large, but gives infinity (`1e400`), which JSON has not.
+        guard let double = Double(text), double.isFinite else {
             position = start
             throw error("the number \(text.prefix(40)) cannot be represented")
         }

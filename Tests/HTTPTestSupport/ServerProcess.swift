@@ -6,12 +6,19 @@ import Foundation
 /// The real `bluelibrary` executable, started as a child process on a free port, for tests of
 /// what only a process has: signals, exit codes, stdout logs, kill and restart.
 public final class ServerProcess: @unchecked Sendable {
-    // `output` is guarded by `lock`; the rest is set once in init.
+    // Set once in init.
     public let process = Process()
     public private(set) var port = 0
-    private let lock = NSLock()
-    private var output: [UInt8] = []
+    private let output = OutputBuffer()
     private let pipe = Pipe()
+
+    /// What the child wrote to stdout and stderr so far.
+    private final class OutputBuffer: @unchecked Sendable {
+        private let lock = NSLock()
+        private var bytes: [UInt8] = []
+        func append(_ more: ArraySlice<UInt8>) { lock.lock(); bytes += more; lock.unlock() }
+        var text: String { lock.lock(); defer { lock.unlock() }; return String(decoding: bytes, as: UTF8.self) }
+    }
 
     /// The built executable beside the test bundle (`.build/<config>/bluelibrary`).
     public static var executableURL: URL {
@@ -37,14 +44,28 @@ public final class ServerProcess: @unchecked Sendable {
         process.environment = env
         process.standardOutput = pipe
         process.standardError = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
-            self.lock.lock()
-            self.output.append(contentsOf: data)
-            self.lock.unlock()
-        }
         try process.run()
+        // A thread of its own reads the pipe to its end (the child's exit), holding the handle
+        // so the descriptor stays open until then. (FileHandle's readabilityHandler puts a
+        // dispatch source on the descriptor; one still armed when the handle closes crashed
+        // libdispatch's event loop under load.)
+        let handle = pipe.fileHandleForReading
+        let output = self.output
+        Thread.detachNewThread {
+            withExtendedLifetime(handle) {
+                var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+                while true {
+                    let count = chunk.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                    if count > 0 {
+                        output.append(chunk[0..<count])
+                    } else if count < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        return
+                    }
+                }
+            }
+        }
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let line = logLines().first(where: { $0.contains("\"message\":\"listening\"") }),
@@ -65,14 +86,9 @@ public final class ServerProcess: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        pipe.fileHandleForReading.readabilityHandler = nil
     }
 
-    public var logText: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return String(decoding: output, as: UTF8.self)
-    }
+    public var logText: String { output.text }
 
     public func logLines() -> [String] { logText.split(separator: "\n").map(String.init) }
 

@@ -44,6 +44,17 @@ struct ExportPaceTests {
         return fd
     }
 
+    /// Waits (up to `seconds`) for `events` on `fd` without reading it; true when they came.
+    static func wait(for events: Int32, on fd: Int32, seconds: Int) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(events), revents: 0)
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            let ready = poll(&entry, 1, 100)
+            if ready > 0 && entry.revents & Int16(events) != 0 { return true }
+        }
+        return false
+    }
+
     /// Reads until the server closes (true) or `seconds` pass without it (false).
     static func readsToClose(_ fd: Int32, within seconds: Int) -> (closed: Bool, tail: [UInt8]) {
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
@@ -68,7 +79,9 @@ struct ExportPaceTests {
         defer { app.shutdown() }
         let fd = try Self.stalledExport(port: app.port)
         defer { close(fd) }
-        // The client reads nothing for 5 s: far below 4 MiB/s after a 1 s grace.
+        // The client reads nothing for 5 s: far below 4 MiB/s after a 1 s grace. (A sleep, not
+        // a wait for an event: the server's close sits behind bytes the client has not read,
+        // so nothing on this side shows it until the client reads.)
         sleep(5)
         let (closed, tail) = Self.readsToClose(fd, within: 20)
         #expect(closed, "the stalled export was never cut off")
@@ -88,7 +101,9 @@ struct ExportPaceTests {
         let first = try Self.stalledExport(port: app.port)
         let second = try Self.stalledExport(port: app.port)
         defer { close(first); close(second) }
-        usleep(500_000)
+        // Both hold a slot once their response has started.
+        #expect(Self.wait(for: Int32(POLLIN), on: first, seconds: 10))
+        #expect(Self.wait(for: Int32(POLLIN), on: second, seconds: 10))
         let refused = try RawHTTPClient.request(port: app.port, path: "/archive")
         #expect(refused.status == 503)
         #expect(refused.header("Retry-After") != nil)

@@ -18,17 +18,7 @@ enum JSONObjectParser {
         // The syntax is judged by the archive's strict RFC 8259 scanner, so every body is held
         // to the same rules (JSONSerialization alone accepts `{"a": 1,}` and UTF-16) and the
         // message names the line and column.
-        let syntaxError = bytes.withUnsafeBufferPointer { buffer -> JSONSyntaxError? in
-            var scanner = JSONScanner(buffer)
-            do throws(JSONSyntaxError) {
-                try scanner.skipValue()
-                try scanner.finish()
-                return nil
-            } catch {
-                return error
-            }
-        }
-        if let syntaxError {
+        if let syntaxError = JSONScanner.syntaxError(in: bytes) {
             throw .malformed("\(what) is not valid JSON (\(syntaxError)); check quotes, commas and brackets")
         }
         do {

@@ -143,6 +143,20 @@ struct JSONScanner {
         return true
     }
 
+    /// Why `bytes` is not one JSON document under RFC 8259 (nil when it is).
+    static func syntaxError(in bytes: [UInt8]) -> JSONSyntaxError? {
+        bytes.withUnsafeBufferPointer { buffer -> JSONSyntaxError? in
+            var scanner = JSONScanner(buffer)
+            do throws(JSONSyntaxError) {
+                try scanner.skipValue()
+                try scanner.finish()
+                return nil
+            } catch {
+                return error
+            }
+        }
+    }
+
     /// Requires that only whitespace follows the document.
     mutating func finish() throws(JSONSyntaxError) {
         skipWhitespace()

@@ -36,33 +36,36 @@ let package = Package(
         // Linux system calls (epoll, eventfd, sendfile) that the Glibc module does not export.
         .systemLibrary(name: "CLinux"),
 
+        // Small tools every module shares (clocks, durations, ...): imports nothing of ours.
+        .target(name: "Essentials", swiftSettings: strict),
+
         // The reusable floor: knows nothing about albums.
-        .target(name: "HTTPServer", dependencies: ["CLinux"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["Essentials", "CLinux"], swiftSettings: strict),
 
         // A small, safe wrapper over libsqlite3: knows nothing about albums.
-        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "SQLite", dependencies: ["Essentials", "CSQLite"], swiftSettings: strict),
 
         // The domain: albums, ordering rules, the facade, undo, state, archive. No I/O imports.
-        .target(name: "Library", swiftSettings: strict),
+        .target(name: "Library", dependencies: ["Essentials"], swiftSettings: strict),
 
         // AlbumStore on SQLite: the only module that knows SQL.
-        .target(name: "Storage", dependencies: ["Library", "SQLite", "CLinux"], swiftSettings: strict),
+        .target(name: "Storage", dependencies: ["Essentials", "Library", "SQLite", "CLinux"], swiftSettings: strict),
 
         // Cover fetcher (libcurl) with a disk cache: implements Library's CoverSource.
-        .target(name: "Covers", dependencies: ["Library", "CCurl"], swiftSettings: strict),
+        .target(name: "Covers", dependencies: ["Essentials", "Library", "Crypto", "CCurl"], swiftSettings: strict),
 
         // PBKDF2-HMAC-SHA256, HMAC-SHA256 and secure random bytes (libcrypto): knows nothing about albums.
-        .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
+        .target(name: "Crypto", dependencies: ["Essentials", "CCrypto"], swiftSettings: strict),
 
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
-            dependencies: ["HTTPServer", "Library", "Storage", "Covers", "Crypto"],
+            dependencies: ["Essentials", "HTTPServer", "Library", "Storage", "Covers", "Crypto"],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: strict
         ),
         // The Swift client for apps: typed calls and the paged-list model. Knows nothing of the server's modules.
-        .target(name: "BlueLibraryClient", swiftSettings: strict),
+        .target(name: "BlueLibraryClient", dependencies: ["Essentials"], swiftSettings: strict),
 
         .executableTarget(
             name: "bluelibrary",
@@ -73,6 +76,7 @@ let package = Package(
         // Raw-socket HTTP client, child-process runner and tmpfs volumes shared by the end-to-end and storage tests.
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport", swiftSettings: strict),
 
+        .testTarget(name: "EssentialsTests", dependencies: ["Essentials"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
         .testTarget(name: "LibraryTests", dependencies: ["Library"], swiftSettings: strict),

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Essentials
 import CLinux
 import Glibc
 #endif
@@ -43,7 +44,7 @@ final class EventLoop: @unchecked Sendable {
     private var dateSecond = 0
     /// MonotonicClock time of the current loop iteration (read once per wake-up, as nginx
     /// does): what connection deadlines are computed from.
-    private(set) var now: UInt64 = MonotonicClock.now()
+    private(set) var now: UInt64 = SystemClock().nanoseconds()
     /// The same moment on the ContinuousClock: when requests completed in this wake-up count
     /// as received.
     private(set) var wokeAt: ContinuousClock.Instant = .now
@@ -123,7 +124,7 @@ final class EventLoop: @unchecked Sendable {
             }
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), timeout) }
             if n < 0 && errno != EINTR { break }
-            now = MonotonicClock.now()
+            now = SystemClock().nanoseconds()
             wokeAt = .now
             refreshDate()
             if n > 0 {
@@ -138,7 +139,7 @@ final class EventLoop: @unchecked Sendable {
                 }
             }
             if !laterTurns.isEmpty { runLaterTurns() }
-            now = MonotonicClock.now()
+            now = SystemClock().nanoseconds()
             if acceptPausedUntil != 0 && now >= acceptPausedUntil { resumeAccepting() }
             if now &- lastSweep > 100_000_000 {
                 lastSweep = now

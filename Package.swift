@@ -73,24 +73,32 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // Raw-socket HTTP client, child-process runner and tmpfs volumes shared by the end-to-end and storage tests.
-        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport", swiftSettings: strict),
+        // The tests' shared helpers, one of each: the raw-socket HTTP client, `eventually` (poll with a
+        // deadline), TemporaryDirectory, SeededGenerator, the child-process runner, nginx, tmpfs volumes.
+        .target(name: "HTTPTestSupport", dependencies: ["Essentials"], path: "Tests/HTTPTestSupport", swiftSettings: strict),
+        // The tests' helpers that need the app: TestApp (the real app on a free port).
+        .target(
+            name: "BlueLibraryTestSupport",
+            dependencies: ["BlueLibraryServer", "HTTPTestSupport"],
+            path: "Tests/BlueLibraryTestSupport",
+            swiftSettings: strict
+        ),
 
         .testTarget(name: "EssentialsTests", dependencies: ["Essentials"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
-        .testTarget(name: "LibraryTests", dependencies: ["Library"], swiftSettings: strict),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "HTTPTestSupport"], swiftSettings: strict),
+        .testTarget(name: "LibraryTests", dependencies: ["Library", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
-        .testTarget(name: "CoversTests", dependencies: ["Covers", "Library", "HTTPServer"], swiftSettings: strict),
+        .testTarget(name: "CoversTests", dependencies: ["Covers", "Library", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
-            dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "bluelibrary", "Crypto", "Storage", "Library"],
+            dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Crypto", "Storage", "Library"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "BlueLibraryClientTests",
-            dependencies: ["BlueLibraryClient", "BlueLibraryServer", "HTTPTestSupport", "bluelibrary"],
+            dependencies: ["BlueLibraryClient", "BlueLibraryServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary"],
             swiftSettings: strict
         ),
     ]

@@ -1,4 +1,5 @@
 import BlueLibraryClient
+import BlueLibraryTestSupport
 import Foundation
 
 @testable import BlueLibraryServer

@@ -1,5 +1,6 @@
 import Crypto
 import Dispatch
+import BlueLibraryTestSupport
 import Foundation
 import Library
 import Storage

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Testing

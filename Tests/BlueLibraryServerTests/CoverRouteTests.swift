@@ -1,3 +1,4 @@
+import BlueLibraryTestSupport
 import Foundation
 import HTTPServer
 import HTTPTestSupport
@@ -155,7 +156,7 @@ import Testing
         app.start()
         let subscriber = try RawHTTPClient(port: app.port, receiveTimeout: 5)
         try subscriber.send("GET /events HTTP/1.1\r\nHost: test\r\n\r\n")
-        #expect(try subscriber.readResponse(head: true).status == 200)
+        #expect(try subscriber.readResponse(isHead: true).status == 200)
 
         for wide in [#"["0.0.0.0/0"]"#, #"["::/0"]"#, #"["127.0.0.1"]"#, #"["localhost"]"#] {
             let patch = try patchSettings(#"{"covers": {"allowList": \#(wide)}}"#)
@@ -237,7 +238,7 @@ import Testing
     @Test func coverLoadedAndFailedArePublishedAsEvents() throws {
         let subscriber = try RawHTTPClient(port: app.port, receiveTimeout: 5)
         try subscriber.send("GET /events HTTP/1.1\r\nHost: test\r\n\r\n")
-        #expect(try subscriber.readResponse(head: true).status == 200)
+        #expect(try subscriber.readResponse(isHead: true).status == 200)
         _ = try addAlbum(cover: url("event.png"))
         _ = try addAlbum(cover: url("broken.png"))
         var received = ""

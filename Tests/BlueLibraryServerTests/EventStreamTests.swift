@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BlueLibraryTestSupport
 import Foundation
 import HTTPServer
 import HTTPTestSupport
@@ -39,7 +40,7 @@ final class SSEClient: @unchecked Sendable {
         var request = "GET /events\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
         try client.send(request + "\r\n")
-        head = try client.readResponse(head: true)
+        head = try client.readResponse(isHead: true)
         while let frame = try client.readChunk() {
             let text = String(decoding: frame, as: UTF8.self)
             if text == ": subscribed\n\n" { return }

@@ -1,3 +1,4 @@
+import BlueLibraryTestSupport
 import Foundation
 import Glibc
 import HTTPTestSupport

@@ -1,3 +1,4 @@
+import BlueLibraryTestSupport
 import Foundation
 import HTTPServer
 import HTTPTestSupport
@@ -246,7 +247,7 @@ struct PrometheusText {
         defer { app.shutdown() }
         let stream = try RawHTTPClient(port: app.port)
         try stream.send("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
-        #expect(try stream.readResponse(head: true).status == 200)
+        #expect(try stream.readResponse(isHead: true).status == 200)
         var subscribers = 0.0
         for _ in 0..<100 {
             subscribers = try Self.scrape(app.port).value("bluelibrary_event_subscribers")

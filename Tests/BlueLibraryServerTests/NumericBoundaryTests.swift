@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Testing
@@ -60,7 +61,7 @@ import Testing
                             "GET /events?lastEventId=\(Self.query(value)) HTTP/1.1\r\nHost: t\r\n\r\n"] {
                 let client = try RawHTTPClient(port: server.port)
                 try client.send(request)
-                let head = try client.readResponse(head: true)
+                let head = try client.readResponse(isHead: true)
                 #expect(head.status < 500, "\(request) -> \(head.status)")
             }
         }

@@ -1,3 +1,4 @@
+import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Synchronization
@@ -100,7 +101,7 @@ import Testing
         let proxy = try NginxProxy(upstreamPort: app.port)
         let subscriber = try RawHTTPClient(port: proxy.port, receiveTimeout: 5)
         try subscriber.send("GET /events HTTP/1.1\r\nHost: lib\r\nAccept: text/event-stream\r\n\r\n")
-        let head = try subscriber.readResponse(head: true)
+        let head = try subscriber.readResponse(isHead: true)
         #expect(head.status == 200)
         #expect(head.header("Content-Type")?.hasPrefix("text/event-stream") == true)
         // A change made straight at the server reaches the subscriber through nginx at once:

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Crypto
+import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Library

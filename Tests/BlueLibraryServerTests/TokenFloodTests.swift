@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import BlueLibraryTestSupport
 import Foundation
 import Library
 import Storage

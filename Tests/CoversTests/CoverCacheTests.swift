@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTPTestSupport
 import Library
 import Testing
 
@@ -9,12 +10,13 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(1)))
 final class CoverCacheTests {
     let upstream: TestUpstream
-    let directory = TemporaryDirectory()
+    let directory: TemporaryDirectory
     let clock = ManualClock()
     let events = RecordingSink()
 
     init() throws {
         upstream = try TestUpstream()
+        directory = try TemporaryDirectory()
     }
 
     deinit {

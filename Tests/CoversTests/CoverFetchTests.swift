@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTPTestSupport
 import Library
 import Synchronization
 import Testing
@@ -10,12 +11,13 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(1)))
 final class CoverFetchTests {
     let upstream: TestUpstream
-    let directory = TemporaryDirectory()
+    let directory: TemporaryDirectory
     let clock = ManualClock()
     let events = RecordingSink()
 
     init() throws {
         upstream = try TestUpstream()
+        directory = try TemporaryDirectory()
     }
 
     deinit {

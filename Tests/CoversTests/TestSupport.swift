@@ -4,20 +4,6 @@ import Foundation
 import Library
 import Synchronization
 
-/// A fresh directory under /tmp for one test, removed by `remove()`.
-struct TemporaryDirectory {
-    let path: String
-
-    init() {
-        path = NSTemporaryDirectory() + "covers-test-" + UUID().uuidString
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-
-    func files() -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: path))?.sorted() ?? [] }
-}
-
 /// A wall clock the test moves by hand.
 final class ManualClock: Sendable {
     private let current = Mutex(Date(timeIntervalSince1970: 1_714_564_800))

@@ -132,7 +132,7 @@ import Testing
         #expect(first.version == "HTTP/1.0")
         #expect(first.text == "a")
         #expect(first.connectionTokens == ["keep-alive"])
-        #expect(first[header: "Content-Length"] == "1")
+        #expect(first.header("Content-Length") == "1")
 
         try client.send("GET /say?word=b HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         let second = try client.readResponse()
@@ -165,8 +165,8 @@ import Testing
         try client.send("HEAD /hello HTTP/1.1\r\nHost: test\r\n\r\n")
         let head = try client.readResponse(isHead: true)
         #expect(head.status == 200)
-        #expect(head[header: "Content-Length"] == String("hello, world\n".utf8.count))
-        #expect(head[header: "Content-Type"] == get[header: "Content-Type"])
+        #expect(head.header("Content-Length") == String("hello, world\n".utf8.count))
+        #expect(head.header("Content-Type") == get.header("Content-Type"))
         #expect(head.body.isEmpty)
 
         // Stray body bytes after the HEAD response would corrupt this one.
@@ -185,7 +185,7 @@ import Testing
         try client.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.count(of: "Date") == 1)
-        let value = try #require(response[header: "Date"])
+        let value = try #require(response.header("Date"))
         #expect(value.wholeMatch(of: #/(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT/#) != nil,
                 "IMF-fixdate, got \(value)")
         let formatter = DateFormatter()

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import Testing
 @testable import HTTPServer
 
@@ -21,7 +22,7 @@ import Testing
         }
     }
 
-    func fetch(_ request: String, isHead: Bool = false) throws -> RawResponse {
+    func fetch(_ request: String, isHead: Bool = false) throws -> RawHTTPClient.Response {
         let server = try Self.makeServer()
         defer { server.stop() }
         let client = try server.client()
@@ -36,7 +37,7 @@ import Testing
     @Test func unknownPathIs404Problem() throws {
         let response = try fetch("GET /no/such/thing HTTP/1.1\r\nHost: test\r\n\r\n")
         #expect(response.status == 404)
-        #expect(response[header: "Content-Type"] == "application/problem+json")
+        #expect(response.header("Content-Type") == "application/problem+json")
         #expect(response.text.hasPrefix("{"))
         #expect(response.text.contains("\"status\":404"))
         #expect(response.text.contains("\"title\":\"Not Found\""))
@@ -45,8 +46,8 @@ import Testing
     @Test func wrongMethodIs405WithAllow() throws {
         let response = try fetch("POST /thing HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n\r\n")
         #expect(response.status == 405)
-        #expect(response[header: "Allow"] == "DELETE, GET, HEAD, PUT")
-        #expect(response[header: "Content-Type"] == "application/problem+json")
+        #expect(response.header("Allow") == "DELETE, GET, HEAD, PUT")
+        #expect(response.header("Content-Type") == "application/problem+json")
         #expect(response.text.contains("\"status\":405"))
     }
 
@@ -60,7 +61,7 @@ import Testing
     func unexpectedErrorIs500WithoutInternals(path: String) throws {
         let response = try fetch("GET \(path) HTTP/1.1\r\nHost: test\r\n\r\n")
         #expect(response.status == 500)
-        #expect(response[header: "Content-Type"] == "application/problem+json")
+        #expect(response.header("Content-Type") == "application/problem+json")
         #expect(response.text.contains("\"status\":500"))
         #expect(!response.text.contains("SECRET"))
         #expect(!response.text.contains("DatabaseExploded"))
@@ -70,7 +71,7 @@ import Testing
     @Test func httpErrorBecomesItsProblem() throws {
         let response = try fetch("POST /conflict HTTP/1.1\r\nHost: test\r\nContent-Length: 2\r\n\r\n{}")
         #expect(response.status == 409)
-        #expect(response[header: "Content-Type"] == "application/problem+json")
+        #expect(response.header("Content-Type") == "application/problem+json")
         #expect(response.text.contains("\"detail\":\"An album with this title already exists.\""))
         #expect(response.text.contains("\"status\":409"))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import Testing
 @testable import HTTPServer
 
@@ -16,7 +17,7 @@ import Testing
 
     /// Sends a head announcing a body far over the limit, then `bodyBytes` of it, on another
     /// thread (the sender blocks once the server stops reading). The flag says if every byte went out.
-    static func sendOversizedUpload(_ client: TestClient, bodyBytes: Int) -> (BackgroundThread, Handoff<Bool>) {
+    static func sendOversizedUpload(_ client: RawHTTPClient, bodyBytes: Int) -> (BackgroundThread, Handoff<Bool>) {
         let sentAll = Handoff<Bool>()
         let head = "POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 100000000\r\n\r\n".bytes
         let body = [UInt8](repeating: UInt8(ascii: "u"), count: bodyBytes)

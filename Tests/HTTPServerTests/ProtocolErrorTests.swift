@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import Testing
 @testable import HTTPServer
 
@@ -15,13 +16,13 @@ import Testing
 
     /// Sends `request` on a fresh connection, reads one response, and checks the connection
     /// is closed afterwards.
-    func refusal(_ request: String, limits: HTTPServerLimits = tightLimits) throws -> RawResponse {
+    func refusal(_ request: String, limits: HTTPServerLimits = tightLimits) throws -> RawHTTPClient.Response {
         let server = try TestServer(limits: limits)
         defer { server.stop() }
         let client = try server.client()
         try client.send(request)
         let response = try client.readResponse()
-        #expect(response[header: "Content-Type"] == "application/problem+json")
+        #expect(response.header("Content-Type") == "application/problem+json")
         #expect(response.connectionTokens.contains("close"))
         #expect(response.count(of: "Connection") == 1)
         #expect(client.waitForClose(within: 3), "the connection is closed after \(response.status)")

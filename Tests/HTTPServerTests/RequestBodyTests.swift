@@ -37,7 +37,7 @@ import Testing
         let final = try client.readResponse()
         #expect(final.status == 200)
         #expect(final.text == "hello there")
-        #expect(final[header: "Content-Type"] == "text/plain")
+        #expect(final.header("Content-Type") == "text/plain")
     }
 
     @Test func expectContinueWithOversizedBodyGets413Without100() throws {
@@ -48,7 +48,7 @@ import Testing
         try client.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 413)
-        #expect(response[header: "Content-Type"] == "application/problem+json")
+        #expect(response.header("Content-Type") == "application/problem+json")
         #expect(response.connectionTokens.contains("close"))
         #expect(client.waitForClose(within: 3))
     }
@@ -90,7 +90,7 @@ import Testing
         try client.send("POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
         let response = try client.readResponse()
         #expect(response.status == 400)
-        #expect(response[header: "Content-Type"] == "application/problem+json")
+        #expect(response.header("Content-Type") == "application/problem+json")
         #expect(client.waitForClose(within: 3))
     }
 

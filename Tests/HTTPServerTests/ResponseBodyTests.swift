@@ -39,20 +39,20 @@ import Testing
         Thread.sleep(forTimeInterval: 0.2)
         let whole = try client.readResponse()
         #expect(whole.status == 200)
-        #expect(whole[header: "Content-Length"] == String(file.bytes.count))
-        #expect(whole[header: "Content-Type"] == "application/octet-stream")
+        #expect(whole.header("Content-Length") == String(file.bytes.count))
+        #expect(whole.header("Content-Type") == "application/octet-stream")
         #expect(whole.body.count == file.bytes.count)
         #expect(firstDifference(whole.body, file.bytes) == nil, "the body is the file")
 
         // Same connection: the file ended exactly where Content-Length said.
         try client.send("GET /part HTTP/1.1\r\nHost: test\r\n\r\n")
         let part = try client.readResponse()
-        #expect(part[header: "Content-Length"] == "5000")
+        #expect(part.header("Content-Length") == "5000")
         #expect(firstDifference(part.body, Array(file.bytes[70_000..<75_000])) == nil, "the body is the region")
 
         try client.send("HEAD /file HTTP/1.1\r\nHost: test\r\n\r\n")
         let head = try client.readResponse(isHead: true)
-        #expect(head[header: "Content-Length"] == String(file.bytes.count))
+        #expect(head.header("Content-Length") == String(file.bytes.count))
         try client.send("GET /say?word=end HTTP/1.1\r\nHost: test\r\n\r\n")
         #expect(try client.readResponse().text == "end")
     }
@@ -70,9 +70,9 @@ import Testing
         try client.send("GET /gone HTTP/1.1\r\nHost: test\r\n\r\n")
         let gone = try client.readResponse()
         #expect(gone.status == 503)
-        #expect(gone[header: "Retry-After"] == "1")
-        #expect(gone[header: "Content-Type"] == "application/problem+json")
-        #expect(gone[header: "ETag"] == nil)  // nothing of the response that could not be sent
+        #expect(gone.header("Retry-After") == "1")
+        #expect(gone.header("Content-Type") == "application/problem+json")
+        #expect(gone.header("ETag") == nil)  // nothing of the response that could not be sent
         #expect(gone.text.contains("went away"))
 
         // Not a truncated body followed by a close: the same connection goes on.
@@ -108,9 +108,9 @@ import Testing
         let response = try client.readResponse()
         #expect(producer.join(seconds: 5))
         #expect(response.status == 200)
-        #expect(response[header: "Transfer-Encoding"] == "chunked")
-        #expect(response[header: "Content-Length"] == nil)
-        #expect(response[header: "Content-Type"] == "text/event-stream")
+        #expect(response.header("Transfer-Encoding") == "chunked")
+        #expect(response.header("Content-Length") == nil)
+        #expect(response.header("Content-Type") == "text/event-stream")
         #expect(response.chunks?.map { String(decoding: $0, as: UTF8.self) } == [
             "event: tick\ndata: 1\n\n", "event: tick\ndata: 2\n\n", "event: tick\ndata: 3\n\n",
         ])
@@ -136,7 +136,7 @@ import Testing
         try client.send("GET /events HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.version == "HTTP/1.0")
-        #expect(response[header: "Transfer-Encoding"] == nil)
+        #expect(response.header("Transfer-Encoding") == nil)
         #expect(response.connectionTokens == ["close"])
         #expect(response.text == "one;two")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ import Glibc
     func becomesRefused(port: Int, within seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            if TestClient.probe(port: port) == ECONNREFUSED { return true }
+            if RawHTTPClient.probe(port: port) == ECONNREFUSED { return true }
             Thread.sleep(forTimeInterval: 0.02)
         }
         return false
@@ -32,7 +33,7 @@ import Glibc
         }
         // Idle keep-alive connections, spread over the loops by the kernel: a loop that has
         // only these must not count as drained twice and end the shutdown early.
-        var idle: [TestClient] = []
+        var idle: [RawHTTPClient] = []
         for _ in 0..<16 {
             let other = try server.client()
             try other.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
@@ -161,8 +162,8 @@ import Glibc
         let third = try server.client()
         let refused = try third.readResponse()
         #expect(refused.status == 503)
-        #expect(refused[header: "Content-Type"] == "application/problem+json")
-        #expect(refused[header: "Retry-After"] != nil)
+        #expect(refused.header("Content-Type") == "application/problem+json")
+        #expect(refused.header("Retry-After") != nil)
         #expect(refused.connectionTokens.contains("close"))
         #expect(third.waitForClose(within: 3))
 

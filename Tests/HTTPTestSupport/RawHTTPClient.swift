@@ -3,36 +3,70 @@ import Glibc
 #endif
 import Foundation
 
-/// A blocking TCP client for tests that must control every byte on the wire: partial heads,
-/// pipelining, stalls. Receives time out so a broken server fails a test instead of hanging it.
+/// A blocking HTTP/1.1 client over a raw TCP socket, for tests that must control every byte on
+/// the wire: partial heads, pipelining, stalls, half-closes, how the server ends a connection.
+/// Receives time out, so a server that goes wrong fails a test instead of hanging it.
+///
+/// The one raw client of the test suite: the HTTPServer tests, the app's end-to-end tests and
+/// the test proxies all use it.
 public final class RawHTTPClient {
+    /// A response as it came off the wire.
     public struct Response {
         public var statusLine: String
+        public var version: String
         public var status: Int
-        public var headers: [(String, String)]
+        public var reason: String
+        public var headers: [(name: String, value: String)]
         public var body: [UInt8]
+        /// The chunks of a chunked body, in order (nil when the body was not chunked).
+        public var chunks: [[UInt8]]?
 
+        /// The first value of a header, case-insensitively.
         public func header(_ name: String) -> String? {
-            headers.first { $0.0.lowercased() == name.lowercased() }?.1
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
         }
+
+        /// How many times a header occurs.
+        public func count(of name: String) -> Int {
+            headers.filter { $0.name.lowercased() == name.lowercased() }.count
+        }
+
         public var text: String { String(decoding: body, as: UTF8.self) }
+
         public func json() throws -> [String: Any] {
             try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] ?? [:]
+        }
+
+        /// The `Connection` header's tokens, lowercased.
+        public var connectionTokens: [String] {
+            (header("Connection") ?? "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            }
         }
     }
 
     public struct ClientError: Error, CustomStringConvertible {
         public let description: String
+        public init(description: String) { self.description = description }
+        public init(_ description: String) { self.description = description }
     }
 
     public let fd: Int32
-    private var buffer: [UInt8] = []
+    /// Received bytes not yet consumed by a parse.
+    public private(set) var buffer: [UInt8] = []
+    private let receiveTimeout: Double
 
     /// Connects to `host:port`; `source` binds the local end first (e.g. 127.0.0.2, to look
-    /// like another client on loopback).
-    public init(port: Int, host: String = "127.0.0.1", source: String? = nil, receiveTimeout: Double = 10) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ClientError(description: "socket failed") }
+    /// like another client on loopback); `receiveBufferSize` sets SO_RCVBUF before connecting.
+    public init(
+        port: Int, host: String = "127.0.0.1", source: String? = nil, receiveTimeout: Double = 10,
+        receiveBufferSize: Int32? = nil
+    ) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ClientError("socket failed: errno \(errno)") }
+        if var size = receiveBufferSize {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         if let source {
             var local = sockaddr_in()
             local.sin_family = sa_family_t(AF_INET)
@@ -41,131 +75,254 @@ public final class RawHTTPClient {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
             guard bound == 0 else {
+                let code = errno
                 Glibc.close(fd)
-                throw ClientError(description: "bind to \(source) failed: errno \(errno)")
+                throw ClientError("bind to \(source) failed: errno \(code)")
             }
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            let code = errno
+        let result = Self.connect(fd, host: host, port: port)
+        guard result == 0 else {
             Glibc.close(fd)
-            throw ClientError(description: "connect to \(host):\(port) failed: errno \(code)")
+            throw ClientError("connect to \(host):\(port) failed: \(String(cString: strerror(result)))")
         }
+        self.fd = fd
+        self.receiveTimeout = receiveTimeout
         setReceiveTimeout(receiveTimeout)
     }
 
     deinit { Glibc.close(fd) }
 
+    /// Connects and closes at once. Returns 0 on success, otherwise the errno of `connect`.
+    public static func probe(port: Int, host: String = "127.0.0.1") -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return errno }
+        defer { Glibc.close(fd) }
+        return connect(fd, host: host, port: port)
+    }
+
+    private static func connect(_ fd: Int32, host: String, port: Int) -> Int32 {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return rc == 0 ? 0 : errno
+    }
+
     public func setReceiveTimeout(_ seconds: Double) {
-        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1_000_000))
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     }
+
+    // MARK: Sending
 
     public func send(_ text: String) throws { try send(Array(text.utf8)) }
 
     public func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw ClientError(description: "send failed: errno \(errno)") }
-            offset += n
-        }
-    }
-
-    /// Reads more bytes; returns false on EOF. Throws on timeout or error.
-    @discardableResult
-    public func fill() throws -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n > 0 {
-            buffer.append(contentsOf: chunk[0..<n])
-            return true
-        }
-        if n == 0 { return false }
-        throw ClientError(description: errno == EAGAIN || errno == EWOULDBLOCK ? "receive timed out" : "recv failed: errno \(errno)")
-    }
-
-    /// True when the server has closed the connection (EOF with nothing buffered).
-    public func isClosedByServer() -> Bool {
-        guard buffer.isEmpty else { return false }
-        return (try? fill()) == false
-    }
-
-    /// Reads one response. `head` says the request was HEAD (no body follows).
-    public func readResponse(head: Bool = false) throws -> Response {
-        let headEnd = try readUntil([13, 10, 13, 10])
-        let headText = String(decoding: buffer[0..<headEnd], as: UTF8.self)
-        buffer.removeFirst(headEnd + 4)
-        var lines = headText.components(separatedBy: "\r\n")
-        let statusLine = lines.removeFirst()
-        let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, let status = Int(parts[1]) else { throw ClientError(description: "bad status line: \(statusLine)") }
-        let headers = lines.map { line -> (String, String) in
-            let colon = line.firstIndex(of: ":")!
-            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
-        }
-        var response = Response(statusLine: statusLine, status: status, headers: headers, body: [])
-        if head || status == 204 || status == 304 || (100..<200).contains(status) { return response }
-        if response.header("Transfer-Encoding")?.lowercased() == "chunked" {
-            response.body = try readChunkedBody()
-        } else if let length = response.header("Content-Length").flatMap(Int.init) {
-            while buffer.count < length {
-                guard try fill() else { throw ClientError(description: "EOF inside body") }
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in
+                Glibc.send(fd, raw.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
             }
-            response.body = Array(buffer[0..<length])
-            buffer.removeFirst(length)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ClientError("send failed: \(String(cString: strerror(errno)))")
+            }
+            sent += n
+        }
+    }
+
+    /// Sends `bytes`; false if the connection failed on the way (reset or broken pipe).
+    public func trySend(_ bytes: [UInt8]) -> Bool { (try? send(bytes)) != nil }
+
+    public func shutdownWrite() { Glibc.shutdown(fd, Int32(SHUT_WR)) }
+
+    /// Bytes sent but not yet acknowledged by the peer's kernel (SIOCOUTQ): 0 means all of
+    /// them sit in the server's receive queue, whether or not the server has read them.
+    public var unacknowledgedBytes: Int {
+        var count: Int32 = 0
+        let siocoutq: UInt = 0x5411  // SIOCOUTQ == TIOCOUTQ on Linux
+        guard ioctl(fd, siocoutq, &count) == 0 else { return -1 }
+        return Int(count)
+    }
+
+    /// Waits (up to `seconds`) until the server's kernel has acknowledged everything sent.
+    public func waitUntilAcknowledged(seconds: Double = 5) -> Bool {
+        eventually(timeout: .milliseconds(Int64(seconds * 1000))) { unacknowledgedBytes == 0 }
+    }
+
+    // MARK: Receiving
+
+    private enum Outcome { case data, eof, timeout, reset }
+
+    /// One `recv` into the buffer.
+    private func fill() -> Outcome {
+        var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 {
+                buffer.append(contentsOf: scratch[0..<n])
+                return .data
+            }
+            if n == 0 { return .eof }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .timeout
+            default: return .reset
+            }
+        }
+    }
+
+    private func fillOrThrow(_ what: String) throws {
+        switch fill() {
+        case .data: return
+        case .eof: throw ClientError("connection closed while reading \(what); have \(describeBuffer())")
+        case .reset: throw ClientError("connection reset while reading \(what); have \(describeBuffer())")
+        case .timeout: throw ClientError("timed out after \(receiveTimeout)s reading \(what); have \(describeBuffer())")
+        }
+    }
+
+    private func describeBuffer() -> String {
+        "\(buffer.count) bytes: \(String(decoding: buffer.prefix(200), as: UTF8.self).debugDescription)"
+    }
+
+    private func take(_ n: Int) -> [UInt8] {
+        let out = Array(buffer[0..<n])
+        buffer.removeFirst(n)
+        return out
+    }
+
+    private func readLine() throws -> String {
+        while true {
+            if let lf = buffer.firstIndex(of: 0x0A) {
+                var line = take(lf + 1)
+                line.removeLast()
+                if line.last == 0x0D { line.removeLast() }
+                return String(decoding: line, as: UTF8.self)
+            }
+            try fillOrThrow("a line")
+        }
+    }
+
+    private func readExactly(_ n: Int) throws -> [UInt8] {
+        while buffer.count < n { try fillOrThrow("\(n) body bytes") }
+        return take(n)
+    }
+
+    /// Reads one response. `isHead`: the request was HEAD, so no body follows whatever the
+    /// headers say.
+    public func readResponse(isHead: Bool = false) throws -> Response {
+        let statusLine = try readLine()
+        let parts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/"), let status = Int(parts[1]) else {
+            throw ClientError("bad status line \(statusLine.debugDescription)")
+        }
+        var headers: [(name: String, value: String)] = []
+        while true {
+            let line = try readLine()
+            if line.isEmpty { break }
+            guard let colon = line.firstIndex(of: ":") else { throw ClientError("bad header line \(line.debugDescription)") }
+            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        var response = Response(
+            statusLine: statusLine, version: String(parts[0]), status: status,
+            reason: parts.count > 2 ? String(parts[2]) : "", headers: headers, body: [], chunks: nil)
+        if isHead || (100..<200).contains(status) || status == 204 || status == 304 { return response }
+        if response.header("Transfer-Encoding")?.lowercased() == "chunked" {
+            var chunks: [[UInt8]] = []
+            while let chunk = try readChunk() { chunks.append(chunk) }
+            response.chunks = chunks
+            response.body = chunks.flatMap { $0 }
+        } else if let length = response.header("Content-Length") {
+            guard let n = Int(length) else { throw ClientError("bad Content-Length \(length)") }
+            response.body = try readExactly(n)
         } else {
-            while try fill() {}
-            response.body = buffer
-            buffer = []
+            // Delimited by the end of the connection.
+            reading: while true {
+                switch fill() {
+                case .data: continue
+                case .eof, .reset: break reading
+                case .timeout: throw ClientError("timed out reading a close-delimited body")
+                }
+            }
+            response.body = take(buffer.count)
         }
         return response
     }
 
-    /// Reads one chunk of a chunked body (for streams); nil at the last chunk.
+    /// Reads one chunk of a chunked body (for streams); nil at the last chunk (after its
+    /// trailers).
     public func readChunk() throws -> [UInt8]? {
-        let lineEnd = try readUntil([13, 10])
-        let sizeText = String(decoding: buffer[0..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
-        guard let size = Int(sizeText, radix: 16) else { throw ClientError(description: "bad chunk size '\(sizeText)'") }
-        buffer.removeFirst(lineEnd + 2)
+        let sizeLine = try readLine()
+        let hex = sizeLine.split(separator: ";").first.map(String.init) ?? ""
+        guard let size = Int(hex.trimmingCharacters(in: .whitespaces), radix: 16) else {
+            throw ClientError("bad chunk size line \(sizeLine.debugDescription)")
+        }
         if size == 0 {
-            _ = try readUntil([13, 10])
-            buffer.removeFirst(2)
+            while try !readLine().isEmpty {}  // trailers
             return nil
         }
-        while buffer.count < size + 2 {
-            guard try fill() else { throw ClientError(description: "EOF inside chunk") }
-        }
-        let chunk = Array(buffer[0..<size])
-        buffer.removeFirst(size + 2)
+        let chunk = try readExactly(size)
+        let end = try readLine()
+        guard end.isEmpty else { throw ClientError("chunk not followed by CRLF: \(end.debugDescription)") }
         return chunk
     }
 
-    private func readChunkedBody() throws -> [UInt8] {
-        var body: [UInt8] = []
-        while let chunk = try readChunk() { body += chunk }
-        return body
-    }
+    /// How the server ended the connection.
+    public enum Ending: Equatable { case eof, reset, timeout }
 
-    private func readUntil(_ marker: [UInt8]) throws -> Int {
+    /// Reads (keeping what arrives in `buffer`) until the connection ends: an orderly FIN
+    /// (`eof`), a reset, or no byte for the receive timeout.
+    public func readUntilEnd() -> Ending {
         while true {
-            if let index = find(marker) { return index }
-            guard try fill() else { throw ClientError(description: "EOF before \(marker)") }
+            switch fill() {
+            case .data: continue
+            case .eof: return .eof
+            case .reset: return .reset
+            case .timeout: return .timeout
+            }
         }
     }
 
-    private func find(_ marker: [UInt8]) -> Int? {
-        guard buffer.count >= marker.count else { return nil }
-        for i in 0...(buffer.count - marker.count) where buffer[i] == marker[0] {
-            if Array(buffer[i..<(i + marker.count)]) == marker { return i }
+    /// True when the server has closed the connection: nothing unread is buffered and the next
+    /// read (within the receive timeout) sees an orderly end.
+    public func isClosedByServer() -> Bool {
+        guard buffer.isEmpty else { return false }
+        return fill() == .eof
+    }
+
+    /// Waits up to `seconds` for the server to close the connection. Bytes that arrive
+    /// meanwhile stay in `buffer`. True if it closed (EOF or reset).
+    public func waitForClose(within seconds: Double) -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        setReceiveTimeout(0.05)
+        defer { setReceiveTimeout(receiveTimeout) }
+        while ContinuousClock.now < deadline {
+            switch fill() {
+            case .eof, .reset: return true
+            case .data, .timeout: continue
+            }
         }
-        return nil
+        return false
+    }
+
+    /// True if nothing arrives (and the connection stays open) for `seconds`.
+    public func staysQuiet(for seconds: Double) -> Bool {
+        let before = buffer.count
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        setReceiveTimeout(0.05)
+        defer { setReceiveTimeout(receiveTimeout) }
+        while ContinuousClock.now < deadline {
+            switch fill() {
+            case .eof, .reset, .data: return false
+            case .timeout: continue
+            }
+        }
+        return buffer.count == before
     }
 
     /// One request on a fresh connection.
@@ -178,6 +335,6 @@ public final class RawHTTPClient {
         if !body.isEmpty || ["POST", "PUT", "PATCH"].contains(method) { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
         try client.send(Array(head.utf8) + body)
-        return try client.readResponse(head: method == "HEAD")
+        return try client.readResponse(isHead: method == "HEAD")
     }
 }

@@ -1,19 +1,7 @@
 import Foundation
+import HTTPTestSupport
 import Testing
 @testable import Library
-
-/// A small deterministic random source (SplitMix64), so a failing case can be replayed.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Text pieces that stress escaping and UTF-8: quotes, backslashes, control characters,
 /// combining marks, astral-plane characters, right-to-left text, invisible characters.
@@ -52,7 +40,7 @@ private func asciiOnly(_ bytes: [UInt8]) -> [UInt8] {
 struct ArchiveParsingTests {
     @Test("random albums with odd text round trip through export and parse", arguments: [1, 2, 3, 4])
     func randomRoundTrip(seed: UInt64) throws {
-        var random = SeededGenerator(state: seed)
+        var random = SeededGenerator(seed: seed)
         let fixture = try Fixture()
         for _ in 0..<60 {
             let input = try AlbumInput(
@@ -83,7 +71,7 @@ struct ArchiveParsingTests {
 
     @Test("Album.appendJSON output parses back to the same album, one by one")
     func appendJSONRoundTrip() throws {
-        var random = SeededGenerator(state: 99)
+        var random = SeededGenerator(seed: 99)
         var albums: [Album] = []
         for index in 0..<300 {
             let input = try AlbumInput(title: oddText(&random), artist: oddText(&random), genre: oddText(&random))

@@ -1,14 +1,6 @@
 import Foundation
+import HTTPTestSupport
 import SQLite
-
-/// A fresh temporary directory, removed when `body` returns.
-func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("SQLiteTests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    return try body(directory)
-}
 
 /// Path of `name` inside a fresh temporary directory.
 func withDatabasePath<T>(_ name: String = "test.sqlite", _ body: (String) throws -> T) throws -> T {

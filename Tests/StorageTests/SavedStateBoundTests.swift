@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import Library
 import Storage
 import Testing

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTPTestSupport
 import Library
 import SQLite
 import Storage

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import HTTPTestSupport
 @testable import HTTPServer
 
 extension HTTPServerLimits {
@@ -48,8 +49,8 @@ final class TestServer: Sendable {
         server.start()
     }
 
-    func client(timeout: Double = 5, receiveBufferSize: Int32? = nil) throws -> TestClient {
-        try TestClient(port: port, timeout: timeout, receiveBufferSize: receiveBufferSize)
+    func client(timeout: Double = 5, receiveBufferSize: Int32? = nil) throws -> RawHTTPClient {
+        try RawHTTPClient(port: port, receiveTimeout: timeout, receiveBufferSize: receiveBufferSize)
     }
 
     /// Idempotent; tests call it in a `defer`.

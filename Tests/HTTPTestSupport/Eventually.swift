@@ -1,0 +1,19 @@
+import Essentials
+import Foundation
+
+/// Polls `condition` until it holds or `timeout` has passed; true if it held. The one way a
+/// test waits for something that happens on another thread or in another process without a
+/// signal to block on: never a fixed sleep, and the deadline only bounds a failing test (a
+/// passing one returns as soon as the condition holds).
+@discardableResult
+public func eventually(
+    timeout: Duration = .seconds(10), pollingEvery interval: Duration = .milliseconds(2),
+    _ condition: () throws -> Bool
+) rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        if try condition() { return true }
+        if ContinuousClock.now >= deadline { return false }
+        Thread.sleep(forTimeInterval: interval.seconds)
+    }
+}

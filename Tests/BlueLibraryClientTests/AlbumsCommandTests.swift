@@ -33,7 +33,7 @@ import Testing
         reader.start()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        while !errData.isSet { usleep(1000) }
+        errData.waitUntilSet()
         return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                    stderr: String(decoding: errData.value, as: UTF8.self))
     }
@@ -162,8 +162,16 @@ import Testing
 
 final class LockedData: @unchecked Sendable {
     private let lock = NSLock()
+    private let wasSet = DispatchSemaphore(value: 0)
     private var data: Data?
-    func set(_ value: Data) { lock.withLock { data = value } }
-    var isSet: Bool { lock.withLock { data != nil } }
+    func set(_ value: Data) {
+        lock.withLock { data = value }
+        wasSet.signal()
+    }
+    /// Blocks until `set` has been called (the reader has reached the end of its pipe).
+    func waitUntilSet() {
+        wasSet.wait()
+        wasSet.signal()
+    }
     var value: Data { lock.withLock { data ?? Data() } }
 }

@@ -33,16 +33,11 @@ struct DescriptorLimitTests {
     @Test func descriptorExhaustionPausesAcceptingAndRecovers() throws {
         let server = try ServerProcess(arguments: ["--event-loops", "1", "--access-log", "off"],
                                        dataDirectory: TestApp.temporaryDirectory(), launcher: Self.launcher(soft: 64, hard: 64))
-        let started = Date()
         // Given more clients than descriptors (idle, the server holds about 26; the rest wait
         // in the listen backlog)
         var clients: [RawHTTPClient] = []
         for _ in 0..<60 { clients.append(try RawHTTPClient(port: server.port)) }
-        var reported = false
-        for _ in 0..<500 where !reported {
-            reported = server.logLines().contains { $0.contains("not accepting") }
-            if !reported { usleep(10_000) }
-        }
+        let reported = eventually { server.logLines().contains { $0.contains("not accepting") } }
         #expect(reported, "accept failing for want of descriptors is logged: \(server.logText)")
 
         // When the first 40 leave
@@ -53,9 +48,7 @@ struct DescriptorLimitTests {
             try client.send("GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
             #expect(try client.readResponse().status == 200)
         }
-        // and the failure was reported once per interval (5 s), not once per wake-up.
-        let reports = server.logLines().filter { $0.contains("not accepting") }.count
-        let allowed = 1 + Int(Date().timeIntervalSince(started) / 5)
-        #expect(reports <= allowed, "\(reports) reports")
+        // (That the failure is reported once per interval, not once per wake-up, is checked
+        // in-process with a probe: HTTPServerTests' DescriptorExhaustionTests.)
     }
 }

@@ -80,10 +80,12 @@ struct ExportPaceTests {
         defer { app.shutdown() }
         let fd = try Self.stalledExport(port: app.port)
         defer { close(fd) }
-        // The client reads nothing for 5 s: far below 4 MiB/s after a 1 s grace. (A sleep, not
-        // a wait for an event: the server's close sits behind bytes the client has not read,
-        // so nothing on this side shows it until the client reads.)
-        sleep(5)
+        // The export has started (its first bytes wait in the socket) ...
+        #expect(Self.wait(for: Int32(POLLIN), on: fd, seconds: 10))
+        // ... and the client reads nothing: far below 4 MiB/s after a 1 s grace, the server
+        // closes its end. Its close sits behind bytes the client has not read, so this side sees
+        // nothing until it reads; the server's connection count shows it at once.
+        #expect(eventually(timeout: .seconds(30)) { app.server.connectionCount == 0 }, "the stalled export was never cut off")
         let (closed, tail) = Self.readsToClose(fd, within: 20)
         #expect(closed, "the stalled export was never cut off")
         // Cut off without the last chunk: the client cannot take it for a complete archive.

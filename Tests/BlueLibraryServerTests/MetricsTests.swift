@@ -249,10 +249,9 @@ struct PrometheusText {
         try stream.send("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
         #expect(try stream.readResponse(isHead: true).status == 200)
         var subscribers = 0.0
-        for _ in 0..<100 {
+        try eventually(pollingEvery: .milliseconds(20)) {
             subscribers = try Self.scrape(app.port).value("bluelibrary_event_subscribers")
-            if subscribers == 1 { break }
-            usleep(20_000)
+            return subscribers == 1
         }
         #expect(subscribers == 1)
     }

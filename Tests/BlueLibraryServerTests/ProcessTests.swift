@@ -24,12 +24,12 @@ import Testing
 
         // The access log line is JSON with what an operator needs.
         var line: [String: Any]?
-        for _ in 0..<100 where line == nil {
+        eventually {
             line = server.logLines().compactMap { text -> [String: Any]? in
                 guard text.contains("\"requestId\":\"\(requestID)\"") else { return nil }
                 return try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
             }.first
-            if line == nil { usleep(20_000) }
+            return line != nil
         }
         let entry = try #require(line)
         #expect(entry["method"] as? String == "GET")
@@ -45,7 +45,9 @@ import Testing
         _ = try RawHTTPClient.request(port: trusting.port, path: "/healthz", headers: ["X-Forwarded-For": "203.0.113.50", "X-Request-Id": "fwd-1"])
         let distrusting = try ServerProcess(dataDirectory: TestApp.temporaryDirectory())
         _ = try RawHTTPClient.request(port: distrusting.port, path: "/healthz", headers: ["X-Forwarded-For": "203.0.113.50", "X-Request-Id": "fwd-2"])
-        usleep(100_000)
+        // The access log line is written after the response: waited for, each until it is there.
+        #expect(eventually { trusting.logLines().contains { $0.contains("\"requestId\":\"fwd-1\"") } })
+        #expect(eventually { distrusting.logLines().contains { $0.contains("\"requestId\":\"fwd-2\"") } })
         #expect(trusting.logLines().contains { $0.contains("\"requestId\":\"fwd-1\"") && $0.contains("\"client\":\"203.0.113.50\"") })
         #expect(distrusting.logLines().contains { $0.contains("\"requestId\":\"fwd-2\"") && $0.contains("\"client\":\"127.0.0.1\"") })
     }
@@ -62,23 +64,31 @@ import Testing
         #expect(help.contains("BLUELIBRARY_PORT"))
     }
 
+    /// A connection with `partialHead` in the server's hands, not just in its socket: sent in one
+    /// segment behind a whole request, and the answer to that request shows the server has read
+    /// the segment (one `recv`), so the half head is in flight rather than unread input.
+    static func halfAHeadInFlight(port: Int, _ partialHead: String) throws -> RawHTTPClient {
+        let client = try RawHTTPClient(port: port)
+        try client.send("GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n" + partialHead)
+        let first = try client.readResponse()
+        guard first.status == 200 else { throw RawHTTPClient.ClientError("healthz answered \(first.status)") }
+        return client
+    }
+
     @Test func sigtermDrainsInFlightRequestsThenExitsZero() throws {
         let server = try ServerProcess(arguments: ["--shutdown-grace", "10"], dataDirectory: TestApp.temporaryDirectory())
         // Given a request in flight (half its head sent) and an idle keep-alive connection
-        let inFlight = try RawHTTPClient(port: server.port)
-        try inFlight.send("GET /readyz HTTP/1.1\r\nHost: test\r\n")
+        let inFlight = try Self.halfAHeadInFlight(port: server.port, "GET /readyz HTTP/1.1\r\nHost: test\r\n")
         let idle = try RawHTTPClient(port: server.port)
         try idle.send("GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
         #expect(try idle.readResponse().status == 200)
-        usleep(100_000)
 
         // When SIGTERM arrives
         server.signal(SIGTERM)
-        usleep(300_000)
 
         // Then the idle connection is closed, new connections are refused,
         #expect(idle.isClosedByServer())
-        #expect(throws: (any Error).self) { _ = try RawHTTPClient.request(port: server.port, path: "/healthz") }
+        #expect(eventually { RawHTTPClient.probe(port: server.port) == ECONNREFUSED }, "the listening port closes")
         #expect(server.process.isRunning)
         // the in-flight request is answered (not ready: draining) with Connection: close,
         try inFlight.send("\r\n")
@@ -93,14 +103,14 @@ import Testing
 
     @Test func secondSignalExitsAtOnce() throws {
         let server = try ServerProcess(arguments: ["--shutdown-grace", "60"], dataDirectory: TestApp.temporaryDirectory())
-        let inFlight = try RawHTTPClient(port: server.port)
-        try inFlight.send("GET /healthz HTTP/1.1\r\n")
-        usleep(100_000)
+        let inFlight = try Self.halfAHeadInFlight(port: server.port, "GET /healthz HTTP/1.1\r\n")
         server.signal(SIGTERM)
-        usleep(200_000)
+        // The first signal is handled (the listening port closes) and waits for the in-flight request.
+        #expect(eventually { RawHTTPClient.probe(port: server.port) == ECONNREFUSED }, "the listening port closes")
         #expect(server.process.isRunning, "the first signal waits for the in-flight request")
         server.signal(SIGINT)
         let status = server.waitForExit(timeout: 5)
         #expect(status == 1)
+        withExtendedLifetime(inFlight) {}
     }
 }

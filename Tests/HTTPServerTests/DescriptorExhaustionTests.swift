@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import Synchronization
 import Testing
 @testable import HTTPServer
@@ -13,14 +14,6 @@ import Testing
         private let lines = Mutex<[(HTTPServer.LogLevel, String)]>([])
         var logger: HTTPServer.Logger { { level, message in self.lines.withLock { $0.append((level, message)) } } }
         func matching(_ text: String) -> [(HTTPServer.LogLevel, String)] { lines.withLock { $0.filter { $0.1.contains(text) } } }
-    }
-
-    static func waitUntil(_ condition: () -> Bool) -> Bool {
-        for _ in 0..<500 {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
     }
 
     @Test func exhaustedDescriptorsPauseAcceptingInsteadOfSpinning() throws {
@@ -38,7 +31,7 @@ import Testing
         probe.failAccepts(with: EMFILE)
         let before = probe.attempts
         let waiting = try server.client()
-        #expect(Self.waitUntil { probe.attempts > before })
+        #expect(eventually { probe.attempts > before })
 
         // When the loop wakes up 50 times more for another connection
         for i in 0..<50 {
@@ -64,7 +57,7 @@ import Testing
         probe.failAccepts(with: EMFILE)
         let waiting = try server.client()
         try waiting.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
-        #expect(Self.waitUntil { probe.attempts > 0 })
+        #expect(eventually { probe.attempts > 0 })
         probe.failAccepts(with: 0)
         #expect(try waiting.readResponse().status == 200)
     }

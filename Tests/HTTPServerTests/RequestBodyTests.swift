@@ -66,7 +66,7 @@ import Testing
         ]
         for piece in pieces {
             try client.send(piece)
-            Thread.sleep(forTimeInterval: 0.01)
+            Thread.sleep(forTimeInterval: 0.01)  // a trickling client, not a wait
         }
         let response = try client.readResponse()
         #expect(response.status == 200)

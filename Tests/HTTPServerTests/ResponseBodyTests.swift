@@ -36,7 +36,7 @@ import Testing
         let client = try server.client(receiveBufferSize: 4096)
 
         try client.send("GET /file HTTP/1.1\r\nHost: test\r\n\r\n")
-        Thread.sleep(forTimeInterval: 0.2)
+        Thread.sleep(forTimeInterval: 0.2)  // the late reader (a slow client), not a wait: passes either way
         let whole = try client.readResponse()
         #expect(whole.status == 200)
         #expect(whole.header("Content-Length") == String(file.bytes.count))
@@ -101,7 +101,7 @@ import Testing
         let producer = BackgroundThread {
             for i in 1...3 {
                 writer.write(Array("event: tick\ndata: \(i)\n\n".utf8))
-                Thread.sleep(forTimeInterval: 0.02)
+                Thread.sleep(forTimeInterval: 0.02)  // a slow producer: separate chunks
             }
             writer.finish()
         }

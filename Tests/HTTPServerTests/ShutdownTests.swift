@@ -9,13 +9,8 @@ import Glibc
 /// Graceful shutdown and the connection limit, over real sockets.
 @Suite struct ShutdownTests {
     /// Polls until connecting to `port` is refused. True if it was within `seconds`.
-    func becomesRefused(port: Int, within seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if RawHTTPClient.probe(port: port) == ECONNREFUSED { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return false
+    func becomesRefused(port: Int, within seconds: Int64) -> Bool {
+        eventually(timeout: .seconds(seconds)) { RawHTTPClient.probe(port: port) == ECONNREFUSED }
     }
 
     @Test(arguments: [1, 2])
@@ -47,10 +42,10 @@ import Glibc
         let shutdown = BackgroundThread { server.server.shutdown(grace: .seconds(5)) }
         #expect(becomesRefused(port: server.port, within: 3), "the listening port closes at once")
         for other in idle { #expect(other.waitForClose(within: 3), "idle connections are closed at once") }
-        Thread.sleep(forTimeInterval: 0.1)
         #expect(server.server.isDraining)
         #expect(!shutdown.isFinished, "shutdown waits for the in-flight request")
 
+        // The in-flight request is answered whole: shutdown waited for it.
         gate.open()
         let response = try client.readResponse()
         #expect(response.status == 200)
@@ -114,10 +109,10 @@ import Glibc
         defer { server.stop() }
         let client = try server.client(receiveBufferSize: 4096)
         try client.send("GET /file HTTP/1.1\r\nHost: test\r\n\r\n")
-        Thread.sleep(forTimeInterval: 0.2)
+        #expect(client.waitForBytes(), "the response has started")
 
         let shutdown = BackgroundThread { server.server.shutdown(grace: .seconds(5)) }
-        Thread.sleep(forTimeInterval: 0.1)
+        #expect(eventually { server.server.isDraining }, "shutdown has begun")
         let response = try client.readResponse()
         #expect(response.status == 200)
         #expect(firstDifference(response.body, file.bytes) == nil)
@@ -171,16 +166,14 @@ import Glibc
         try first.send("GET /say?word=ok HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
         #expect(try first.readResponse().text == "ok")
         #expect(first.waitForClose(within: 3))
-        var admitted = false
-        for _ in 0..<50 where !admitted {
+        // (The server may not have seen the first leave yet: a new connection is refused until it has.)
+        let admitted = try eventually(timeout: .seconds(5), pollingEvery: .milliseconds(20)) {
             let fourth = try server.client()
-            try? fourth.send("GET /say?word=again HTTP/1.1\r\nHost: test\r\n\r\n")
-            if let response = try? fourth.readResponse(), response.status == 200 {
-                #expect(response.text == "again")
-                admitted = true
-            } else {
-                Thread.sleep(forTimeInterval: 0.02)
-            }
+            guard fourth.trySend("GET /say?word=again HTTP/1.1\r\nHost: test\r\n\r\n".bytes),
+                let response = try? fourth.readResponse(), response.status == 200
+            else { return false }
+            #expect(response.text == "again")
+            return true
         }
         #expect(admitted, "a freed slot admits a new connection")
     }

@@ -70,12 +70,12 @@ public final class NginxProxy {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if (try? RawHTTPClient(port: port, receiveTimeout: 1)) != nil { return }
-            if !process.isRunning { break }
-            usleep(20_000)
+        var listening = false
+        eventually(timeout: .seconds(10), pollingEvery: .milliseconds(20)) {
+            listening = RawHTTPClient.probe(port: port) == 0
+            return listening || !process.isRunning
         }
+        if listening { return }
         let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
         process.terminate()
         throw RawHTTPClient.ClientError(description: "nginx did not start: \(log)")

@@ -272,6 +272,16 @@ public final class RawHTTPClient {
         return chunk
     }
 
+    /// Reads until at least `count` bytes are buffered (they stay there for the next read): a
+    /// sign the server has started answering. False if the connection ends or the receive
+    /// timeout passes first.
+    public func waitForBytes(_ count: Int = 1) -> Bool {
+        while buffer.count < count {
+            guard fill() == .data else { return false }
+        }
+        return true
+    }
+
     /// How the server ended the connection.
     public enum Ending: Equatable { case eof, reset, timeout }
 
@@ -308,21 +318,6 @@ public final class RawHTTPClient {
             }
         }
         return false
-    }
-
-    /// True if nothing arrives (and the connection stays open) for `seconds`.
-    public func staysQuiet(for seconds: Double) -> Bool {
-        let before = buffer.count
-        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-        setReceiveTimeout(0.05)
-        defer { setReceiveTimeout(receiveTimeout) }
-        while ContinuousClock.now < deadline {
-            switch fill() {
-            case .eof, .reset, .data: return false
-            case .timeout: continue
-            }
-        }
-        return buffer.count == before
     }
 
     /// One request on a fresh connection.

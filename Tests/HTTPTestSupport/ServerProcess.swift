@@ -66,16 +66,18 @@ public final class ServerProcess: @unchecked Sendable {
                 }
             }
         }
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        var announced: Int?
+        eventually(timeout: .milliseconds(Int64(timeout * 1000)), pollingEvery: .milliseconds(20)) {
             if let line = logLines().first(where: { $0.contains("\"message\":\"listening\"") }),
                 let range = line.range(of: #""port":(\d+)"#, options: .regularExpression)
             {
-                port = Int(line[range].filter(\.isNumber))!
-                return
+                announced = Int(line[range].filter(\.isNumber))
             }
-            if !process.isRunning { break }
-            usleep(20_000)
+            return announced != nil || !process.isRunning
+        }
+        if let announced {
+            port = announced
+            return
         }
         process.terminate()
         throw RawHTTPClient.ClientError(description: "server did not start: \(logText)")
@@ -96,8 +98,7 @@ public final class ServerProcess: @unchecked Sendable {
 
     /// Waits for the process to exit; returns its status, or nil if it is still running.
     public func waitForExit(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        eventually(timeout: .milliseconds(Int64(timeout * 1000)), pollingEvery: .milliseconds(20)) { !process.isRunning }
         return process.isRunning ? nil : process.terminationStatus
     }
 

@@ -32,7 +32,7 @@ import Testing
                 try holder.transaction(.immediate) { db in
                     try db.run("INSERT INTO t VALUES ('holder')")
                     locked.signal()
-                    Thread.sleep(forTimeInterval: 0.3)
+                    Thread.sleep(forTimeInterval: 0.3)  // a slow holder (the behaviour under test), not a wait
                 }
                 return true
             }

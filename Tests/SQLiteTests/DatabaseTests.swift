@@ -219,7 +219,7 @@ import Testing
                         try database.read { db in
                             active.withLock { $0.current += 1; $0.peak = max($0.peak, $0.current) }
                             _ = try db.scalar("SELECT count(*) FROM items", as: Int.self)
-                            Thread.sleep(forTimeInterval: 0.002)
+                            Thread.sleep(forTimeInterval: 0.002)  // a read that takes time, so readers overlap
                             active.withLock { $0.current -= 1 }
                         }
                     }

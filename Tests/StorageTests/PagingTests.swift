@@ -281,10 +281,10 @@ struct PagingTests {
             for item in page.items { seen[item.album.id, default: 0] += 1 }
             guard let next = page.next else { break }
             request.start = .cursor(next)
-            if pages % 10 == 0 { Thread.sleep(forTimeInterval: 0.0005) }  // let the writer in
+            if pages % 10 == 0 { Thread.sleep(forTimeInterval: 0.0005) }  // a slower reader, to let the writer in: not a wait
         }
         shared.stop.store(true, ordering: .relaxed)
-        while !writer.isFinished { Thread.sleep(forTimeInterval: 0.001) }
+        #expect(eventually { writer.isFinished }, "the writer stops")
         let gone = shared.deleted.withLock { $0 }
         #expect(shared.writes.load(ordering: .relaxed) > 20, "the writer ran while paging")
         for album in initial where !gone.contains(album.id) {

@@ -339,11 +339,7 @@ struct CheckpointingTests {
             try store.write(.default) { try $0.insert(Fixtures.album(number), at: 0) }
         }
         // Woken by the commits, not by the (one minute) timer.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while store.backgroundCheckpointCount == 0 && ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        #expect(store.backgroundCheckpointCount > 0)
+        #expect(eventually { store.backgroundCheckpointCount > 0 })
         #expect(try Fixtures.allAlbums(store).count == 30)
     }
 
@@ -354,8 +350,8 @@ struct CheckpointingTests {
         // The nice value of each thread named like the checkpointer (field 19 of
         // /proc/self/task/<tid>/stat). Other tests' stores may have theirs too.
         var niceValues: [Int] = []
-        let deadline = ContinuousClock.now + .seconds(10)
-        repeat {
+        // A thread that has just started may not have lowered itself yet.
+        try eventually {
             niceValues = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap { tid in
                 guard let comm = try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8),
                     comm.hasPrefix("bl-checkpoint"),
@@ -365,9 +361,8 @@ struct CheckpointingTests {
                 let fields = stat[stat.index(after: close)...].split(separator: " ")  // fields[0] is field 3
                 return fields.count > 16 ? Int(fields[16]) : nil
             }
-            if !niceValues.isEmpty && niceValues.allSatisfy({ $0 == 19 }) { break }
-            Thread.sleep(forTimeInterval: 0.01)  // a thread that has just started may not have lowered itself yet
-        } while ContinuousClock.now < deadline
+            return !niceValues.isEmpty && niceValues.allSatisfy { $0 == 19 }
+        }
         #expect(!niceValues.isEmpty)
         #expect(niceValues.allSatisfy { $0 == 19 }, "nice values: \(niceValues)")
         _ = store

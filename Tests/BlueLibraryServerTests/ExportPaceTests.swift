@@ -21,8 +21,10 @@ struct ExportPaceTests {
             json += #"{"id":"\#(id)","title":"Album number \#(number) with a long enough title","artist":"Artist \#(number % 97) and friends","genre":"Rock","year":1999,"coverUrl":"https://covers.example.com/\#(number).png","createdAt":"2024-05-01T12:00:00.000Z","updatedAt":"2024-05-01T12:00:00.000Z"}"#
         }
         json += "],\"states\":[]}"
+        // (The import of 40,000 albums takes a while on a busy machine: a minute bounds the wait.)
         let imported = try RawHTTPClient.request(port: app.port, method: "PUT", path: "/archive",
-                                                 headers: ["Content-Type": "application/json"], body: Array(json.utf8))
+                                                 headers: ["Content-Type": "application/json"], body: Array(json.utf8),
+                                                 receiveTimeout: 60)
         guard imported.status == 200 else { throw POSIXError(.EIO) }
         return app
     }
@@ -92,7 +94,7 @@ struct ExportPaceTests {
         let lastChunk = Array("0\r\n\r\n".utf8)
         #expect(Array(tail.suffix(lastChunk.count)) != lastChunk)
         // The slot came back: a reading client gets the whole export.
-        let export = try RawHTTPClient.request(port: app.port, path: "/archive")
+        let export = try RawHTTPClient.request(port: app.port, path: "/archive", receiveTimeout: 60)
         #expect(export.status == 200)
         #expect((try export.json()["albums"] as? [Any])?.count == 40_000)
     }

@@ -322,9 +322,10 @@ public final class RawHTTPClient {
 
     /// One request on a fresh connection.
     public static func request(
-        port: Int, method: String = "GET", path: String, headers: [String: String] = [:], body: [UInt8] = []
+        port: Int, method: String = "GET", path: String, headers: [String: String] = [:], body: [UInt8] = [],
+        receiveTimeout: Double = 10
     ) throws -> Response {
-        let client = try RawHTTPClient(port: port)
+        let client = try RawHTTPClient(port: port, receiveTimeout: receiveTimeout)
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || ["POST", "PUT", "PATCH"].contains(method) { head += "Content-Length: \(body.count)\r\n" }

@@ -17,7 +17,7 @@ struct ForwardedHeadersMiddleware: HTTPMiddleware {
     let trustedProxies: [CIDR]
     var family: ForwardedHeaderFamily = .xForwarded
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
         guard !trustedProxies.isEmpty, trustedProxies.containsAddress(context.peerAddress) else {
             return try next.respond(to: request, context: context)
         }

@@ -76,9 +76,9 @@ import Testing
 final class ContextCapture: HTTPResponder, @unchecked Sendable {
     // Only touched synchronously by the test that owns it.
     var seen: RequestContext?
-    func respond(to request: HTTPRequest, context: RequestContext) throws -> HTTPResponse {
+    func respond(to request: HTTPRequest, context: RequestContext) throws -> HTTPReply {
         seen = context
-        return HTTPResponse()
+        return .response(HTTPResponse())
     }
 }
 

@@ -47,7 +47,7 @@ final class Connection {
 
     let id: UInt64
     let fd: Int32
-    let peerAddress: String
+    let peerAddress: IPAddress
     /// The loop owns its connections and closes them all before it ends, so it always
     /// outlives them: no reference counting on this hot reference.
     unowned(unsafe) let loop: EventLoop
@@ -94,7 +94,7 @@ final class Connection {
     private var bodyStartedAt: UInt64 = 0
     private var bodyBytesReceived = 0
 
-    init(id: UInt64, fd: Int32, peerAddress: String, loop: EventLoop) {
+    init(id: UInt64, fd: Int32, peerAddress: IPAddress, loop: EventLoop) {
         self.id = id
         self.fd = fd
         self.peerAddress = peerAddress

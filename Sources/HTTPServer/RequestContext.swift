@@ -1,3 +1,5 @@
+import Essentials
+
 /// What the server knows about a request besides its bytes. Middleware fills in the fields
 /// it owns (a request id, the client address behind a trusted proxy) and passes a copy on.
 public struct RequestContext: Sendable {
@@ -5,10 +7,15 @@ public struct RequestContext: Sendable {
     public var parameters: [String: String]
     /// The route pattern that matched (`/albums/{id}`), or nil for 404s.
     public var routePattern: String?
-    /// The address of the socket peer: the client, or the proxy in front of it.
-    public let peerAddress: String
-    /// The client's address: the peer, or what a trusted proxy said it was.
-    public var clientAddress: String
+    /// The address of the socket peer: the client, or the proxy in front of it. Read once,
+    /// when the connection was accepted.
+    public let peerAddress: IPAddress
+    /// What a trusted proxy said the client's address is, as it wrote it (RFC 7239 also allows
+    /// `unknown` and obfuscated identifiers); nil when the peer is the client.
+    public var forwardedClientAddress: String?
+    /// The client's address as text (logs, per-client records): what a trusted proxy said, or
+    /// the peer's address, formatted only when asked for.
+    public var clientAddress: String { forwardedClientAddress ?? peerAddress.description }
     /// `http` or `https` as the client used it (a trusted proxy may say `https`).
     public var scheme: String
     /// The host the client addressed (Host header, or a trusted proxy's forwarded host).
@@ -20,13 +27,12 @@ public struct RequestContext: Sendable {
     public let receivedAt: ContinuousClock.Instant
 
     public init(
-        peerAddress: String, parameters: [String: String] = [:], routePattern: String? = nil,
+        peerAddress: IPAddress, parameters: [String: String] = [:], routePattern: String? = nil,
         host: String? = nil, receivedAt: ContinuousClock.Instant = .now
     ) {
         self.parameters = parameters
         self.routePattern = routePattern
         self.peerAddress = peerAddress
-        self.clientAddress = peerAddress
         self.scheme = "http"
         self.host = host
         self.requestID = ""

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Testing
 @testable import HTTPServer
@@ -83,7 +84,7 @@ import Testing
         let router = builder.build()
         let resolution = router.resolve(method: .get, path: "/boom")
         let response = try resolution.responder.respond(
-            to: HTTPRequest(method: .get, target: "/boom"), context: RequestContext(peerAddress: "127.0.0.1")).resolve()
+            to: HTTPRequest(method: .get, target: "/boom"), context: RequestContext(peerAddress: IPAddress("127.0.0.1")!)).resolve()
         #expect(response.status.code == 503)
     }
 }

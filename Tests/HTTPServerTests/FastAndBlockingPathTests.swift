@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Synchronization
 import Testing
@@ -46,7 +47,7 @@ import Testing
         let resolution = router.resolve(method: .get, path: path[...])
         return try resolution.responder.respond(
             to: HTTPRequest(method: .get, target: path),
-            context: RequestContext(peerAddress: "127.0.0.1", parameters: resolution.parameters))
+            context: RequestContext(peerAddress: IPAddress("127.0.0.1")!, parameters: resolution.parameters))
     }
 
     @Test func theFastPathAnswersAtOnceAndADeclineBecomesBlockingWork() throws {

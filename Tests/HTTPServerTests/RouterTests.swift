@@ -1,3 +1,4 @@
+import Essentials
 import Testing
 @testable import HTTPServer
 
@@ -24,7 +25,7 @@ import Testing
     func run(_ resolution: Router.Resolution, _ method: HTTPMethod = .get, _ target: String = "/") throws -> HTTPResponse {
         try resolution.responder.respond(
             to: HTTPRequest(method: method, target: target),
-            context: RequestContext(peerAddress: "127.0.0.1", parameters: resolution.parameters)).resolve()
+            context: RequestContext(peerAddress: IPAddress("127.0.0.1")!, parameters: resolution.parameters)).resolve()
     }
 
     func bodyText(_ response: HTTPResponse) -> String? {

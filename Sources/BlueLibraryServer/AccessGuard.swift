@@ -265,22 +265,23 @@ struct AuthMiddleware: HTTPMiddleware {
         }
         // A token that is not the cached one costs a PBKDF2 hash (and a failure a write):
         // never on an event loop. The rest of the chain then runs on the worker too.
-        guard guardian.isQuick(authorization: request.headers["Authorization"], client: context.clientAddress) else {
+        let client = context.clientAddress
+        guard guardian.isQuick(authorization: request.headers["Authorization"], client: client) else {
             return .blocking { [self] in
-                if let refusal = decide(request, context) { return refusal }
+                if let refusal = decide(request, context, client: client) { return refusal }
                 return try next.respond(to: request, context: context).resolve()
             }
         }
-        if let refusal = decide(request, context) { return .response(refusal) }
+        if let refusal = decide(request, context, client: client) { return .response(refusal) }
         return try next.respond(to: request, context: context)
     }
 
     /// The response refusing the request (a 401/429/503, or a 500 when the check failed),
     /// or nil when it may proceed. Blocks unless `isQuick` said the decision is in memory.
-    private func decide(_ request: HTTPRequest, _ context: RequestContext) -> HTTPResponse? {
+    private func decide(_ request: HTTPRequest, _ context: RequestContext, client: String) -> HTTPResponse? {
         let decision: AccessGuard.Decision
         do {
-            decision = try guardian.check(authorization: request.headers["Authorization"], client: context.clientAddress)
+            decision = try guardian.check(authorization: request.headers["Authorization"], client: client)
         } catch {
             logger.log(.error, "access check failed", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID))])
             return HTTPError(.internalServerError, detail: "The server could not check the access token. Quote request id \(context.requestID) when reporting it.")

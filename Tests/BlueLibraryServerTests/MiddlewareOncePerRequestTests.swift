@@ -46,4 +46,36 @@ import Testing
         #expect(delta("/albums") == 1)
         #expect(delta("/albums/{id}/table") == 1)
     }
+
+    /// The passcode check that needs a hash moves the rest of the chain to the worker: the
+    /// middleware outside it still ran once.
+    @Test func aTokenCheckOnTheWorkerKeepsOneRequestIDAndOneCount() throws {
+        let token = "correct-horse-battery-staple"
+        let app = try TestApp.make { $0.token = AccessToken(token) }
+        app.start()
+        defer { app.shutdown() }
+        let port = app.port
+        let before = try MetricsTests.scrape(port)
+        let path = "/albums/01ARZ3NDEKTSV4RRFFQ69G5FAV"
+        // Wrong token: hashed on the worker (401). Right token after a failure: hashed too, then
+        // the route (404). Right token again: decided from memory, then the route (404).
+        let tokens = ["wrong-token", token, token]
+        var counters: [Int] = []
+        for (index, presented) in tokens.enumerated() {
+            let response = try RawHTTPClient.request(port: port, method: "DELETE", path: path,
+                                                     headers: ["Authorization": "Bearer \(presented)"])
+            #expect(response.status == (index == 0 ? 401 : 404), "\(index): \(response.text)")
+            counters.append(try Self.counter(response.header("X-Request-Id")))
+        }
+        #expect(zip(counters, counters.dropFirst()).allSatisfy { $1 == $0 + 1 }, "\(counters)")
+        #expect(app.accessGuard.slowHashes == 2)
+
+        let after = try MetricsTests.scrape(port)
+        func delta(_ status: Int) -> Double {
+            let (name, labels) = MetricsTests.requests("/albums/{id}", "DELETE", status)
+            return after.value(name, labels) - before.value(name, labels)
+        }
+        #expect(delta(401) == 1)
+        #expect(delta(404) == 2)
+    }
 }

@@ -13,7 +13,7 @@ let package = Package(
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         // For the fuzz targets in Fuzz/ (a package of their own): the modules they drive,
         // through `@_spi(Fuzzing)` seams.
-        .library(name: "FuzzedModules", targets: ["HTTPServer", "Library", "Covers", "BlueLibraryServer"]),
+        .library(name: "FuzzedModules", targets: ["Essentials", "HTTPServer", "Library", "Covers", "BlueLibraryServer"]),
     ],
     targets: [
         // System libraries (Debian packages), wrapped once each.

@@ -258,25 +258,36 @@ struct AuthMiddleware: HTTPMiddleware {
     let guardian: AccessGuard
     let logger: JSONLogger
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
         // The common case, no lock configured, costs one atomic load.
         guard guardian.settings.passcodeEnabled, AccessGuard.requiresToken(method: request.method, path: String(request.path), settings: guardian.settings.current) else {
             return try next.respond(to: request, context: context)
         }
-        // A token that is not the cached one costs a PBKDF2 hash: never on an event loop.
-        guard context.isOnWorkerPool || guardian.isQuick(authorization: request.headers["Authorization"], client: context.clientAddress) else {
-            throw WorkerPoolRequired()
+        // A token that is not the cached one costs a PBKDF2 hash (and a failure a write):
+        // never on an event loop. The rest of the chain then runs on the worker too.
+        let client = context.clientAddress
+        guard guardian.isQuick(authorization: request.headers["Authorization"], client: client) else {
+            return .blocking { [self] in
+                if let refusal = decide(request, context, client: client) { return refusal }
+                return try next.respond(to: request, context: context).resolve()
+            }
         }
+        if let refusal = decide(request, context, client: client) { return .response(refusal) }
+        return try next.respond(to: request, context: context)
+    }
+
+    /// The response refusing the request (a 401/429/503, or a 500 when the check failed),
+    /// or nil when it may proceed. Blocks unless `isQuick` said the decision is in memory.
+    private func decide(_ request: HTTPRequest, _ context: RequestContext, client: String) -> HTTPResponse? {
         let decision: AccessGuard.Decision
         do {
-            decision = try guardian.check(authorization: request.headers["Authorization"], client: context.clientAddress)
+            decision = try guardian.check(authorization: request.headers["Authorization"], client: client)
         } catch {
             logger.log(.error, "access check failed", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID))])
             return HTTPError(.internalServerError, detail: "The server could not check the access token. Quote request id \(context.requestID) when reporting it.")
                 .response()
         }
-        guard let refusal = Self.refusal(for: decision) else { return try next.respond(to: request, context: context) }
-        return refusal
+        return Self.refusal(for: decision)
     }
 
     /// The response refusing a request (nil: allowed).

@@ -5,8 +5,21 @@ import HTTPServer
 struct AccessLogMiddleware: HTTPMiddleware {
     let logger: JSONLogger
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
-        let response = try next.respond(to: request, context: context)
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
+        switch try next.respond(to: request, context: context) {
+        case let .response(response):
+            log(response, request, context)
+            return .response(response)
+        case let .blocking(work):
+            return .blocking { [self] in
+                let response = try work()
+                log(response, request, context)
+                return response
+            }
+        }
+    }
+
+    private func log(_ response: HTTPResponse, _ request: HTTPRequest, _ context: RequestContext) {
         let elapsed = ContinuousClock.now - context.receivedAt
         let bytes: Int
         switch response.body {
@@ -29,6 +42,5 @@ struct AccessLogMiddleware: HTTPMiddleware {
         json.endObject()
         json.newline()
         logger.write(json.bytes)
-        return response
     }
 }

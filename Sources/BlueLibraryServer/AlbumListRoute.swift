@@ -44,26 +44,22 @@ struct AlbumListRoute {
     }
 
     func register(into routes: inout RouterBuilder) {
-        routes.add(.get, "/albums", options: .inline, respond)
+        routes.add(.get, "/albums", fast: respondFromMemory, blocking: respond)
     }
 
+    /// The fast path: a 304 from the version alone, or a page loaded at the current version;
+    /// nil when the page must be read (`respond`).
+    func respondFromMemory(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
+        let (key, version, _) = try lookup(request)
+        return fromMemory(request, context, key: key, version: version)
+    }
+
+    /// Any list request: from memory if it can be, else read (identical concurrent requests
+    /// share one store read). The cursor is parsed here, on the worker: opening one (base64,
+    /// HMAC, JSON) is not loop work.
     func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        // A page read under other paging limits is never served.
-        let paging = settings.paging
-        let key = PageKey(defaultLimit: paging.defaultLimit, maxLimit: paging.maxLimit, query: String(request.rawQuery ?? ""))
-        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
-        let cached = pages.current(key, version: version)
-        if let condition = request.headers["If-None-Match"] {
-            let etag = cached?.etag ?? key.etag(version: version)
-            if ETag.list(condition, matches: etag) {
-                return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
-            }
-        }
-        if let cached {
-            return response(cached, context: context)
-        }
-        // Parsed once, on the worker: opening a cursor (base64, HMAC, JSON) is not loop work.
-        guard context.isOnWorkerPool else { throw WorkerPoolRequired() }
+        let (key, version, paging) = try lookup(request)
+        if let answered = fromMemory(request, context, key: key, version: version) { return answered }
         let pageRequest = try Self.pageRequest(from: request, paging: paging, seal: seal)
         let pretty = request.wantsPretty
         let page = try pages.value(key, version: version) {
@@ -75,6 +71,26 @@ struct AlbumListRoute {
             return .init(value: cached, version: page.version, cost: bytes.count + key.query.utf8.count + 256)
         }
         return response(page, context: context)
+    }
+
+    /// The cache key under the paging limits in force (a page read under other limits is
+    /// never served), and the library version.
+    private func lookup(_ request: HTTPRequest) throws -> (PageKey, Int64, LibrarySettings.Paging) {
+        let paging = settings.paging
+        let key = PageKey(defaultLimit: paging.defaultLimit, maxLimit: paging.maxLimit, query: String(request.rawQuery ?? ""))
+        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
+        return (key, version, paging)
+    }
+
+    private func fromMemory(_ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: Int64) -> HTTPResponse? {
+        let cached = pages.current(key, version: version)
+        if let condition = request.headers["If-None-Match"] {
+            let etag = cached?.etag ?? key.etag(version: version)
+            if ETag.list(condition, matches: etag) {
+                return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
+            }
+        }
+        return cached.map { response($0, context: context) }
     }
 
     func response(_ page: CachedPage, context: RequestContext) -> HTTPResponse {

@@ -9,30 +9,51 @@ enum AlbumRepresentation {
         if pretty { return try JSONBody.encode(item, pretty: true) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(320)
-        appendCompact(item, to: &bytes)
-        bytes.append(0x0A)
+        item.album.appendJSON(to: &bytes)
+        appendIndex(item.index, to: &bytes)
         return bytes
     }
 
     static func appendCompact(_ item: IndexedAlbum, to bytes: inout [UInt8]) {
         item.album.appendJSON(to: &bytes)
-        bytes.removeLast()  // the closing brace: the index joins the album's fields
+        appendIndex(item.index, to: &bytes, newline: false)
+    }
+
+    /// Turns an album's compact JSON at the end of `bytes` into the indexed form: the index
+    /// joins the album's fields.
+    private static func appendIndex(_ index: Int, to bytes: inout [UInt8], newline: Bool = true) {
+        bytes.removeLast()  // the closing brace
         bytes.append(contentsOf: ",\"index\":".utf8)
-        bytes.append(contentsOf: String(item.index).utf8)
+        bytes.append(contentsOf: String(index).utf8)
         bytes.append(UInt8(ascii: "}"))
+        if newline { bytes.append(0x0A) }
     }
 
     /// The album's ETag: a hash of its fields, then its index (`"<fields>.<index>"`). The
     /// index is part of the representation, so a move changes the tag; `If-Match` compares
     /// the fields part only, so a concurrent move does not fail an edit of the fields.
-    static func etag(_ item: IndexedAlbum) -> String {
-        "\"\(contentHash(item.album)).\(item.index)\""
+    /// `fields` is the album's compact JSON (`Album.appendJSON`), already encoded.
+    private static func etag(fields: [UInt8], index: Int) -> String {
+        "\"\(ETag.hash(fields)).\(index)\""
     }
 
     static func contentHash(_ album: Album) -> String {
         var bytes: [UInt8] = []
         album.appendJSON(to: &bytes)
-        return String(ETag.strong(for: bytes).dropFirst().dropLast())
+        return ETag.hash(bytes)
+    }
+
+    /// One album's body and ETag from a single encoding of its fields: the tag hashes those
+    /// bytes, which then become the compact body. (`?pretty` bodies are the Codable form; their
+    /// tag is the compact one's, so a representation has one tag however it is printed.)
+    static func encoded(_ item: IndexedAlbum, pretty: Bool) throws -> (body: [UInt8], etag: String) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(320)
+        item.album.appendJSON(to: &bytes)
+        let etag = etag(fields: bytes, index: item.index)
+        if pretty { return (try JSONBody.encode(item, pretty: true), etag) }
+        appendIndex(item.index, to: &bytes)
+        return (bytes, etag)
     }
 
     /// The `If-Match` test for the facade, evaluated inside the write transaction.
@@ -55,10 +76,10 @@ enum AlbumRepresentation {
         _ item: IndexedAlbum, request: HTTPRequest, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()
     ) throws -> HTTPResponse {
         var headers = headers
-        headers.set("ETag", etag(item))
+        let (body, etag) = try encoded(item, pretty: request.wantsPretty)
+        headers.set("ETag", etag)
         headers.set("Cache-Control", "no-cache")
-        let response = HTTPResponse(
-            status: status, contentType: "application/json", bytes: try bytes(item, pretty: request.wantsPretty), headers: headers)
+        let response = HTTPResponse(status: status, contentType: "application/json", bytes: body, headers: headers)
         // Only reads revalidate: a PATCH or move must never answer 304 after committing.
         let isRead = request.method == .get || request.method == .head
         return status == .ok && isRead ? try ConditionalGET.respond(to: request, with: response) : response

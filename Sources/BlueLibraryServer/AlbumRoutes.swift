@@ -16,7 +16,7 @@ struct AlbumRoutes {
         // Reads touch SQLite through the reader pool; writes wait for the single writer, so
         // they run on the worker pool and never stall an event loop.
         routes.add(.post, "/albums", options: .workerPool, create)
-        routes.add(.get, "/albums/{id}", options: .inline, show)
+        routes.add(.get, "/albums/{id}", fast: showCached, blocking: show)
         routes.add(.patch, "/albums/{id}", options: .workerPool, update)
         routes.add(.delete, "/albums/{id}", options: .workerPool, delete)
         routes.add(.get, "/albums/{id}/table", options: .workerPool, table)
@@ -39,14 +39,19 @@ struct AlbumRoutes {
     }
 
     /// One album, through the request model like list pages: answered from memory on the
-    /// event loop while the library version is unchanged, read on the worker pool otherwise.
-    func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let key = "\(try context.parameter("id"))?\(request.rawQuery ?? "")"
+    /// event loop while the library version is unchanged (nil otherwise: `show` reads it on
+    /// the worker pool).
+    func showCached(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
+        let key = try Self.cacheKey(request, context)
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
-        if let cached = albums.current(key, version: version) {
-            return try ConditionalGET.respond(to: request, with: cached)
-        }
-        guard context.isOnWorkerPool else { throw WorkerPoolRequired() }
+        guard let cached = albums.current(key, version: version) else { return nil }
+        return try ConditionalGET.respond(to: request, with: cached)
+    }
+
+    /// One album read through the request model (concurrent misses share one read).
+    func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let key = try Self.cacheKey(request, context)
+        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
         let id = try RequestInput.albumID(context)
         let response = try albums.value(key, version: version) {
             let item = try library { () throws(LibraryError) in try facade.album(id: id) }
@@ -57,6 +62,11 @@ struct AlbumRoutes {
             return .init(value: response, version: version, cost: body.count + 512)
         }
         return try ConditionalGET.respond(to: request, with: response)
+    }
+
+    /// `GET /albums/{id}` responses are cached by id and query string.
+    static func cacheKey(_ request: HTTPRequest, _ context: RequestContext) throws -> String {
+        "\(try context.parameter("id"))?\(request.rawQuery ?? "")"
     }
 
     func update(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {

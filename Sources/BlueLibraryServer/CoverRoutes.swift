@@ -21,19 +21,26 @@ struct CoverRoutes {
     }
 
     func register(into routes: inout RouterBuilder) {
-        routes.add(.get, "/albums/{id}/cover", options: .inline, show)
+        routes.add(.get, "/albums/{id}/cover", fast: showCached, blocking: show)
         routes.add(.delete, "/albums/{id}/cover", options: .workerPool, evict)
     }
 
-    func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+    /// A cached, fresh cover of an album whose cover URL is known at the current version,
+    /// from memory and the disk cache's index; nil for anything else (`show` handles it).
+    func showCached(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
         let id = try RequestInput.albumID(context)
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
-        if let link = coverURLs.current(id, version: version), let url = link.url,
+        guard let link = coverURLs.current(id, version: version), let url = link.url,
             case let .loaded(cover)? = covers.state(for: url), cover.freshUntil > Date()
-        {
-            return try Self.response(cover, request: request)
-        }
-        guard context.isOnWorkerPool else { throw WorkerPoolRequired() }
+        else { return nil }
+        return try Self.response(cover, request: request)
+    }
+
+    /// Any cover request: it may wait for the album read and the upstream fetch.
+    func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        if let cached = try showCached(request, context) { return cached }
+        let id = try RequestInput.albumID(context)
+        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
         let link = try coverURLs.value(id, version: version) {
             let item = try library { () throws(LibraryError) in try facade.album(id: id) }
             return .init(value: CoverLink(url: item.album.coverUrl), version: version, cost: 64)

@@ -1,3 +1,4 @@
+import Essentials
 import HTTPServer
 
 /// Which header family a trusted proxy's word is taken from (`BLUELIBRARY_FORWARDED_HEADERS`).
@@ -14,16 +15,16 @@ public enum ForwardedHeaderFamily: String, Sendable, Equatable, CaseIterable {
 /// when the socket peer is a trusted proxy; from any other peer those headers are ignored,
 /// since anyone can send them.
 struct ForwardedHeadersMiddleware: HTTPMiddleware {
-    let trustedProxies: [CIDR]
+    let trustedProxies: [IPAddressRange]
     var family: ForwardedHeaderFamily = .xForwarded
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
-        guard !trustedProxies.isEmpty, trustedProxies.containsAddress(context.peerAddress) else {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
+        guard trusts(context.peerAddress) else {
             return try next.respond(to: request, context: context)
         }
         var context = context
         let forwarded = ForwardedHeaders(request.headers, family: family)
-        if let client = forwarded.client(trusting: trustedProxies) { context.clientAddress = client }
+        if let client = forwarded.client(trusting: trustedProxies) { context.forwardedClientAddress = client }
         if let proto = forwarded.proto?.lowercased(), proto == "http" || proto == "https" {
             context.scheme = proto
         }
@@ -37,8 +38,13 @@ struct ForwardedHeadersMiddleware: HTTPMiddleware {
 extension ForwardedHeadersMiddleware {
     /// The client's address: the peer, or, from a trusted proxy, what its headers say.
     func clientAddress(_ request: HTTPRequest, _ context: RequestContext) -> String {
-        guard !trustedProxies.isEmpty, trustedProxies.containsAddress(context.peerAddress) else { return context.clientAddress }
+        guard trusts(context.peerAddress) else { return context.clientAddress }
         return ForwardedHeaders(request.headers, family: family).client(trusting: trustedProxies) ?? context.clientAddress
+    }
+
+    /// Whether the socket peer is a trusted proxy (its address was read once, at accept).
+    func trusts(_ peer: IPAddress) -> Bool {
+        !trustedProxies.isEmpty && trustedProxies.containsAddress(peer)
     }
 }
 
@@ -89,8 +95,10 @@ struct ForwardedHeaders: Equatable {
     /// proxies are skipped, and the first hop that is not one is the client. Entries left of it
     /// were written by the client itself and are never believed. A chain of trusted proxies
     /// only gives its leftmost entry; an empty chain gives nil (the peer stays the client).
-    func client(trusting trusted: [CIDR]) -> String? {
-        for hop in chain.reversed() where !trusted.containsAddress(hop) {
+    func client(trusting trusted: [IPAddressRange]) -> String? {
+        // Each hop is parsed once, then matched against every range; text that is no
+        // address is never a trusted proxy.
+        for hop in chain.reversed() where !(IPAddress(hop).map(trusted.containsAddress) ?? false) {
             return hop
         }
         return chain.first

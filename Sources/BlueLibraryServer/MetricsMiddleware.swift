@@ -4,28 +4,44 @@ import Synchronization
 /// Counts every response by route template, method and status, and times it.
 ///
 /// It goes first in the middleware list (outermost), so it sees every answer the router gives:
-/// routes, 404 and 405, and whatever inner middleware answers by itself. A request that an
-/// inline route hands to the worker pool (``WorkerPoolRequired``) is counted once, when it is
-/// answered there. The latency runs from the end of the request head to the response being
-/// ready (body reading and worker queueing included; the time to send it is not).
+/// routes, 404 and 405, and whatever inner middleware answers by itself. Each request is
+/// counted once, when its response is ready: at once for the fast path, on the worker after
+/// the blocking work otherwise. The latency runs from the end of the request head to the
+/// response being ready (body reading and worker queueing included; the time to send it is
+/// not).
 struct MetricsMiddleware: HTTPMiddleware {
     let http: HTTPMetrics
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
-        let response: HTTPResponse
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
+        let reply: HTTPReply
         do {
-            response = try next.respond(to: request, context: context)
-        } catch let error as WorkerPoolRequired {
-            throw error
+            reply = try next.respond(to: request, context: context)
         } catch {
-            // The server renders escaped errors as 500.
-            http.record(pattern: context.routePattern, method: request.method, status: 500,
-                        duration: ContinuousClock.now - context.receivedAt)
+            record(status: 500, request.method, context)  // the server renders escaped errors as 500
             throw error
         }
-        http.record(pattern: context.routePattern, method: request.method, status: response.status.code,
+        switch reply {
+        case let .response(response):
+            record(status: response.status.code, request.method, context)
+            return reply
+        case let .blocking(work):
+            return .blocking { [self] in
+                let response: HTTPResponse
+                do {
+                    response = try work()
+                } catch {
+                    record(status: 500, request.method, context)
+                    throw error
+                }
+                record(status: response.status.code, request.method, context)
+                return response
+            }
+        }
+    }
+
+    private func record(status: Int, _ method: HTTPMethod, _ context: RequestContext) {
+        http.record(pattern: context.routePattern, method: method, status: status,
                     duration: ContinuousClock.now - context.receivedAt)
-        return response
     }
 }
 

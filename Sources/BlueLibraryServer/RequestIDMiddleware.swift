@@ -6,15 +6,26 @@ import Synchronization
 struct RequestIDMiddleware: HTTPMiddleware {
     let generator = RequestIDGenerator()
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
         var context = context
         if let incoming = request.headers["X-Request-Id"], Self.isAcceptable(incoming) {
             context.requestID = incoming
         } else {
             context.requestID = generator.next()
         }
-        var response = try next.respond(to: request, context: context)
-        response.headers.add("X-Request-Id", context.requestID)  // handlers never set it
+        let id = context.requestID
+        switch try next.respond(to: request, context: context) {
+        case let .response(response):
+            return .response(Self.stamped(response, id))
+        case let .blocking(work):
+            return .blocking { Self.stamped(try work(), id) }
+        }
+    }
+
+    /// The response with the request id (handlers never set it).
+    static func stamped(_ response: HTTPResponse, _ id: String) -> HTTPResponse {
+        var response = response
+        response.headers.add("X-Request-Id", id)
         return response
     }
 

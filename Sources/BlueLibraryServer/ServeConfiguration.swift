@@ -1,5 +1,6 @@
 import Foundation
 import Covers
+import Essentials
 import HTTPServer
 import Library
 
@@ -11,7 +12,7 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var dataDirectory = "./data"
     public var logLevel: HTTPServer.LogLevel = .info
     public var accessLog = true
-    public var trustedProxies: [CIDR] = []
+    public var trustedProxies: [IPAddressRange] = []
     /// The one header family a trusted proxy's word is taken from.
     public var forwardedHeaders: ForwardedHeaderFamily = .xForwarded
     public var eventLoops: Int?
@@ -98,10 +99,10 @@ public struct ServeConfiguration: Sendable, Equatable {
                help: "Proxies whose forwarded headers (see --forwarded-headers) are believed.") { config, value throws(ConfigurationError) in
             config.trustedProxies = try value.split(separator: ",").map { item throws(ConfigurationError) in
                 let text = item.trimmingASCIIWhitespace()
-                guard let cidr = CIDR(text) else {
+                guard let range = IPAddressRange(text) else {
                     throw ConfigurationError("trusted proxy '\(text)' is not an address or CIDR like 10.0.0.0/8")
                 }
-                return cidr
+                return range
             }
         },
         Option(flag: "--forwarded-headers", variable: "BLUELIBRARY_FORWARDED_HEADERS", placeholder: "x-forwarded|forwarded",
@@ -264,7 +265,7 @@ public struct ServeConfiguration: Sendable, Equatable {
         }
     }
 
-    static func isIPAddress(_ text: String) -> Bool { CIDR(text) != nil && !text.contains("/") }
+    static func isIPAddress(_ text: String) -> Bool { IPAddress(text) != nil }
 }
 
 /// A configuration mistake; the message is the one line the operator sees before exit code 2.

@@ -1,3 +1,5 @@
+import Essentials
+
 /// The server-side request forgery guard: which addresses the cover fetcher may connect to.
 ///
 /// It is applied to the address curl is about to connect to, after name resolution, on every
@@ -58,7 +60,7 @@ public struct CoverAddressPolicy: Sendable, Equatable {
         for raw in entries {
             let entry = raw.trimmingWhitespace()
             guard !entry.isEmpty else { continue }
-            if let range = IPAddressRange(entry) {
+            if let range = Self.range(entry) {
                 ranges.append(range)
             } else if Self.isHostName(entry) {
                 hosts.insert(entry.lowercased())
@@ -93,7 +95,7 @@ public struct CoverAddressPolicy: Sendable, Equatable {
     /// - Throws: ``InvalidEntry`` for an entry that is none of those.
     public func opens(entry raw: String) throws(InvalidEntry) -> Bool {
         let entry = raw.trimmingWhitespace()
-        if let range = IPAddressRange(entry) { return allowedRanges.contains { $0.contains(range) } }
+        if let range = Self.range(entry) { return allowedRanges.contains { $0.contains(range) } }
         guard Self.isHostName(entry) else { throw InvalidEntry(entry: entry) }
         return allowedHosts.contains(entry.lowercased())
     }
@@ -115,14 +117,25 @@ public struct CoverAddressPolicy: Sendable, Equatable {
     /// or 6to4 (`2002::/16`) form.
     public static func isBlocked(_ address: IPAddress) -> Bool {
         if blockedRanges.contains(where: { $0.contains(address) }) { return true }
-        let bytes = address.bytes
-        if bytes[0...11] == [0x00, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0], let embedded = IPAddress(ipv4: Array(bytes[12...15])) {
-            return isBlocked(embedded)
+        if address.high == 0x0064_FF9B_0000_0000, address.low >> 32 == 0 {  // 64:ff9b::a.b.c.d
+            return isBlocked(IPAddress(ipv4: UInt32(truncatingIfNeeded: address.low)))
         }
-        if bytes[0] == 0x20, bytes[1] == 0x02, let embedded = IPAddress(ipv4: Array(bytes[2...5])) {
-            return isBlocked(embedded)
+        if address.high >> 48 == 0x2002 {  // 2002:aabb:ccdd::/48 embeds a.b.c.d
+            return isBlocked(IPAddress(ipv4: UInt32(truncatingIfNeeded: address.high >> 16)))
         }
         return false
+    }
+
+    /// An allow-list entry as a range: an address or CIDR, whose address may be written in
+    /// brackets as in a URL (`[fd00::1]`, `[fd00::]/8`).
+    static func range(_ entry: String) -> IPAddressRange? {
+        if entry.hasPrefix("["), let close = entry.firstIndex(of: "]") {
+            let address = entry[entry.index(after: entry.startIndex)..<close]
+            let rest = entry[entry.index(after: close)...]
+            guard !address.contains("/"), rest.isEmpty || rest.hasPrefix("/") else { return nil }
+            return IPAddressRange(String(address) + rest)
+        }
+        return IPAddressRange(entry)
     }
 
     /// Letters, digits, hyphens and dots, as DNS names are written (RFC 1123 §2.1).

@@ -1,3 +1,4 @@
+import Essentials
 import Library
 
 /// A cover URL taken apart and put back together in one normal form, which is both the cache

@@ -1,4 +1,5 @@
 import CCurl
+import Essentials
 import Library
 #if canImport(Glibc)
 import Glibc

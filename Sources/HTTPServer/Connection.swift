@@ -47,7 +47,7 @@ final class Connection {
 
     let id: UInt64
     let fd: Int32
-    let peerAddress: String
+    let peerAddress: IPAddress
     /// The loop owns its connections and closes them all before it ends, so it always
     /// outlives them: no reference counting on this hot reference.
     unowned(unsafe) let loop: EventLoop
@@ -94,7 +94,7 @@ final class Connection {
     private var bodyStartedAt: UInt64 = 0
     private var bodyBytesReceived = 0
 
-    init(id: UInt64, fd: Int32, peerAddress: String, loop: EventLoop) {
+    init(id: UInt64, fd: Int32, peerAddress: IPAddress, loop: EventLoop) {
         self.id = id
         self.fd = fd
         self.peerAddress = peerAddress
@@ -480,34 +480,31 @@ final class Connection {
         deadline = .max
         self.framing = framing
         phase = .processing
-        // A streamed body is read by blocking calls: its responder never runs on the loop.
-        if pending.resolution.options.execution == .inline, bodyStream == nil,
-            let response = Self.respond(responder, request, context, shared, onWorker: false)
-        {
-            complete(response)
+        // Middleware and the route's fast path run here, once; what blocks comes back as
+        // work for the pool (always so for streamed bodies, read by blocking calls).
+        let work: @Sendable () throws -> HTTPResponse
+        do {
+            switch try responder.respond(to: request, context: context) {
+            case let .response(response):
+                complete(response)
+                return
+            case let .blocking(blocking):
+                work = blocking
+            }
+        } catch {
+            complete(shared.errorRenderer.render(error, request: request, context: context))
             return
         }
         let id = self.id
         let shared = self.shared
-        var workerContext = context
-        workerContext.isOnWorkerPool = true
-        shared.workers.submit { [loop, workerContext, request] in
-            let response = Self.respond(responder, request, workerContext, shared, onWorker: true)!
+        shared.workers.submit { [loop, request, context] in
+            let response: HTTPResponse
+            do {
+                response = try work()
+            } catch {
+                response = shared.errorRenderer.render(error, request: request, context: context)
+            }
             loop.execute { loop in loop.connection(id)?.complete(response) }
-        }
-    }
-
-    /// The responder's answer; nil when an inline responder asked for the worker pool.
-    private static func respond(
-        _ responder: any HTTPResponder, _ request: HTTPRequest, _ context: RequestContext, _ shared: ServerShared,
-        onWorker: Bool
-    ) -> HTTPResponse? {
-        do {
-            return try responder.respond(to: request, context: context)
-        } catch is WorkerPoolRequired where !onWorker {
-            return nil
-        } catch {
-            return shared.errorRenderer.render(error, request: request, context: context)
         }
     }
 

@@ -207,7 +207,7 @@ final class EventLoop: @unchecked Sendable {
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             let id = nextConnectionID
             nextConnectionID += 1
-            let peer = SocketAddress.describe(storage).ip
+            let peer = SocketAddress.ipAddress(storage)
             let connection = Connection(id: id, fd: fd, peerAddress: peer, loop: self)
             do {
                 try register(fd, token: id, events: EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue | EPOLLET.rawValue)

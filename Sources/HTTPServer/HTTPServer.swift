@@ -29,7 +29,7 @@ public final class HTTPServer: Sendable {
         public var port: Int
         /// Event loops; default: the CPUs this process may run on.
         public var eventLoops: Int
-        /// Threads for `.workerPool` routes. Default 16.
+        /// Threads for blocking work (`.workerPool` routes, routes' blocking paths). Default 16.
         public var workerThreads: Int
         public var limits: HTTPServerLimits
 

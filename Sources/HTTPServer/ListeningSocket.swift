@@ -1,3 +1,4 @@
+import Essentials
 #if canImport(Glibc)
 import Glibc
 import CLinux
@@ -80,34 +81,32 @@ struct SocketAddress {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         guard ok == 0 else { return nil }
-        return describe(storage).port
+        return port(storage)
     }
 
-    /// The textual IP and port of an address returned by `accept`/`getsockname`.
-    static func describe(_ storage: sockaddr_storage) -> (ip: String, port: Int) {
+    /// The IP address of an address returned by `accept` (`::` for a family other than IPv4
+    /// and IPv6, which a TCP listener does not accept).
+    static func ipAddress(_ storage: sockaddr_storage) -> IPAddress {
         var copy = storage
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        return withUnsafePointer(to: &copy) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { IPAddress(socketAddress: $0) }
+        } ?? .unspecified
+    }
+
+    /// The port of an address returned by `getsockname` (0 for another family).
+    static func port(_ storage: sockaddr_storage) -> Int {
+        var copy = storage
         switch Int32(storage.ss_family) {
         case AF_INET:
             return withUnsafePointer(to: &copy) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                    var addr = sin.pointee.sin_addr
-                    inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count))
-                    return (String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), Int(UInt16(bigEndian: sin.pointee.sin_port)))
-                }
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
             }
         case AF_INET6:
             return withUnsafePointer(to: &copy) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
-                    var addr = sin6.pointee.sin6_addr
-                    inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count))
-                    var ip = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                    if ip.hasPrefix("::ffff:"), ip.contains(".") { ip.removeFirst(7) }  // IPv4-mapped
-                    return (ip, Int(UInt16(bigEndian: sin6.pointee.sin6_port)))
-                }
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
             }
         default:
-            return ("unknown", 0)
+            return 0
         }
     }
 }

@@ -1,5 +1,9 @@
 /// How a route runs and what it accepts.
 public struct RouteOptions: Sendable {
+    /// Where a route's handler runs. Middleware runs on the event loop either way, once per
+    /// request. A route with a fast and a blocking path (``FastOrBlockingResponder``, or a
+    /// responder that returns ``HTTPReply/blocking(_:)``) decides per request itself: give it
+    /// `.inline`.
     public enum Execution: Sendable {
         /// On the connection's event loop: for handlers that never block (memory, tiny reads).
         case inline
@@ -28,11 +32,4 @@ public struct RouteOptions: Sendable {
 
     public static let inline = RouteOptions(execution: .inline)
     public static let workerPool = RouteOptions(execution: .workerPool)
-}
-
-/// Thrown by a responder on an `.inline` route that finds it must block after all (a cache
-/// miss that needs the database): the server runs the same request again on the worker pool.
-/// Middleware sees the error pass through; nothing is answered for the first attempt.
-public struct WorkerPoolRequired: Error, Sendable {
-    public init() {}
 }

@@ -80,7 +80,7 @@ public final class Router: Sendable {
     }
 }
 
-/// Turns errors thrown by handlers into responses: an ``HTTPError`` becomes its problem
+/// Turns errors thrown by handlers (on either path) into responses: an ``HTTPError`` becomes its problem
 /// document; anything else goes to `unhandled`, which logs it and answers 500 without internals.
 public struct ErrorRenderer: Sendable {
     public var unhandled: @Sendable (any Error, HTTPRequest, RequestContext) -> HTTPResponse
@@ -103,13 +103,22 @@ struct ErrorCatchingResponder: HTTPResponder {
     let renderer: ErrorRenderer
     let wrapped: any HTTPResponder
 
-    func respond(to request: HTTPRequest, context: RequestContext) throws -> HTTPResponse {
+    func respond(to request: HTTPRequest, context: RequestContext) -> HTTPReply {
         do {
-            return try wrapped.respond(to: request, context: context)
-        } catch let error as WorkerPoolRequired {
-            throw error
+            switch try wrapped.respond(to: request, context: context) {
+            case let .response(response):
+                return .response(response)
+            case let .blocking(work):
+                return .blocking { [renderer] in
+                    do {
+                        return try work()
+                    } catch {
+                        return renderer.render(error, request: request, context: context)
+                    }
+                }
+            }
         } catch {
-            return renderer.render(error, request: request, context: context)
+            return .response(renderer.render(error, request: request, context: context))
         }
     }
 }

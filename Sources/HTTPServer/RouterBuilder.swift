@@ -22,6 +22,10 @@ public struct RouterBuilder {
 
     /// Adds a route. Patterns are absolute paths whose segments are literals or `{name}`.
     /// Registering the same method and pattern twice is a programming error.
+    ///
+    /// With `options.execution == .workerPool` (or `streamsBody`) the responder is called on
+    /// the worker pool; otherwise on the event loop, where it answers or returns the part
+    /// that blocks as ``HTTPReply/blocking(_:)``.
     public mutating func add(
         _ method: HTTPMethod, _ pattern: String, options: RouteOptions = .inline, _ responder: any HTTPResponder
     ) {
@@ -29,14 +33,33 @@ public struct RouterBuilder {
         precondition(pattern == "/" || !Self.segments(of: pattern).contains(""), "empty segment in route pattern \(pattern)")
         precondition(
             !routes.contains { $0.method == method && $0.pattern == pattern }, "duplicate route \(method) \(pattern)")
+        let runsOnWorkers = options.execution == .workerPool || options.streamsBody
+        let responder = runsOnWorkers && !(responder is BlockingResponder) ? WorkerPoolResponder(wrapped: responder) : responder
         routes.append(PendingRoute(method: method, pattern: pattern, options: options, responder: responder))
     }
 
+    /// Adds a route answered by `handler`: on the event loop (`.inline`) or on the worker
+    /// pool (`.workerPool`, and always for `streamsBody`, whose body is read by blocking calls).
     public mutating func add(
         _ method: HTTPMethod, _ pattern: String, options: RouteOptions = .inline,
         _ handler: @escaping @Sendable (HTTPRequest, RequestContext) throws -> HTTPResponse
     ) {
-        add(method, pattern, options: options, ClosureResponder(handler))
+        let runsOnWorkers = options.execution == .workerPool || options.streamsBody
+        add(method, pattern, options: options,
+            runsOnWorkers ? BlockingResponder(handler) as any HTTPResponder : ClosureResponder(handler))
+    }
+
+    /// Adds a route with two paths (``FastOrBlockingResponder``): `fast` answers on the event
+    /// loop what it can without blocking, or declines with nil; `blocking` then answers on the
+    /// worker pool. Middleware runs once per request either way.
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, options: RouteOptions = .inline,
+        fast: @escaping @Sendable (HTTPRequest, RequestContext) throws -> HTTPResponse?,
+        blocking: @escaping @Sendable (HTTPRequest, RequestContext) throws -> HTTPResponse
+    ) {
+        precondition(options.execution == .inline && !options.streamsBody,
+                     "a route with a fast path runs it inline: \(method) \(pattern)")
+        add(method, pattern, options: options, FastOrBlockingResponder(fast: fast, blocking: blocking))
     }
 
     /// Every route added so far as (method, pattern), in order.

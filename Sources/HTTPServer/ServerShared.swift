@@ -1,3 +1,4 @@
+import Essentials
 #if canImport(Glibc)
 import Glibc
 import CLinux
@@ -58,11 +59,11 @@ final class ServerShared: Sendable {
 
     func log(_ level: HTTPServer.LogLevel, _ message: String) { logger(level, message) }
 
-    func onParseError(_ error: HTTPParseError, _ peer: String) {
+    func onParseError(_ error: HTTPParseError, _ peer: IPAddress) {
         logger(.debug, "bad request from \(peer): \(error.detail)")
     }
 
-    func onTimeout(_ peer: String) { logger(.debug, "request from \(peer) timed out") }
+    func onTimeout(_ peer: IPAddress) { logger(.debug, "request from \(peer) timed out") }
 
     // MARK: Drain bookkeeping
 

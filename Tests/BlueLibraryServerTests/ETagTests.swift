@@ -1,3 +1,5 @@
+import Foundation
+import Library
 import Testing
 
 @testable import BlueLibraryServer
@@ -47,5 +49,38 @@ import Testing
         }
         #expect(ids[31].hasSuffix("-10") && ids[1_023].hasSuffix("-100"))
         #expect(Set((0..<20).map { _ in RequestIDGenerator().next().prefix(8) }).count > 1)  // prefixes differ
+    }
+}
+
+/// One album response is encoded once: the ETag hashes the bytes that become the body.
+@Suite struct AlbumRepresentationTests {
+    static let item = IndexedAlbum(
+        album: Album(
+            id: AlbumID("01ARZ3NDEKTSV4RRFFQ69G5FAV")!, title: "Abbey Road", artist: "The Beatles", year: 1969,
+            createdAt: Date(timeIntervalSince1970: 1_700_000_000), updatedAt: Date(timeIntervalSince1970: 1_700_000_000.5)),
+        index: 3)
+
+    @Test func theTagHashesTheEncodedFieldsThatBecomeTheBody() throws {
+        let (body, etag) = try AlbumRepresentation.encoded(Self.item, pretty: false)
+        #expect(body == (try AlbumRepresentation.bytes(Self.item, pretty: false)))
+        // The body is the album's fields with the index joined in; the tag hashes the fields.
+        let suffix = Array(#","index":3}"#.utf8) + [0x0A]
+        #expect(Array(body.suffix(suffix.count)) == suffix)
+        let fields = Array(body.dropLast(suffix.count)) + [UInt8(ascii: "}")]
+        #expect(etag == "\"\(ETag.hash(fields)).3\"")
+        #expect(etag == "\"\(AlbumRepresentation.contentHash(Self.item.album)).3\"")
+        // The value clients hold is what it was before the single encoding (FNV-1a 64 of
+        // the fields, computed apart from this code).
+        #expect(etag == "\"8062bce4ac0c9a89.3\"")
+    }
+
+    @Test func prettyBodiesCarryTheSameTag() throws {
+        let compact = try AlbumRepresentation.encoded(Self.item, pretty: false)
+        let pretty = try AlbumRepresentation.encoded(Self.item, pretty: true)
+        #expect(pretty.etag == compact.etag)
+        #expect(pretty.body != compact.body)
+        let decoded = try JSONSerialization.jsonObject(with: Data(pretty.body)) as? [String: Any]
+        #expect(decoded?["index"] as? Int == 3)
+        #expect(decoded?["title"] as? String == "Abbey Road")
     }
 }

@@ -1,35 +1,16 @@
+import Essentials
 import HTTPServer
 import Testing
 
 @testable import BlueLibraryServer
 
-@Suite struct CIDRTests {
-    @Test func ipv4RangesMatchTheirAddressesOnly() throws {
-        let range = try #require(CIDR("10.1.0.0/16"))
-        #expect(range.contains("10.1.200.3"))
-        #expect(!range.contains("10.2.0.1"))
-        #expect(!range.contains("not an address"))
-        #expect(range.contains("::ffff:10.1.0.9"))  // IPv4-mapped IPv6
-    }
-
-    @Test func bareAddressesAndIPv6() throws {
-        #expect(CIDR("127.0.0.1")?.contains("127.0.0.1") == true)
-        #expect(CIDR("127.0.0.1")?.contains("127.0.0.2") == false)
-        #expect(CIDR("fd00::/8")?.contains("fd12:3456::1") == true)
-        #expect(CIDR("fd00::/8")?.contains("fe80::1") == false)
-        #expect(CIDR("0.0.0.0/0")?.contains("203.0.113.9") == true)
-        #expect(CIDR("10.0.0.0/40") == nil)
-        #expect(CIDR("") == nil)
-    }
-}
-
 @Suite struct ForwardedHeadersTests {
     func respond(peer: String, trusted: [String], headers: HTTPHeaders,
                  family: ForwardedHeaderFamily = .xForwarded) throws -> RequestContext {
-        let middleware = ForwardedHeadersMiddleware(trustedProxies: trusted.compactMap(CIDR.init), family: family)
+        let middleware = ForwardedHeadersMiddleware(trustedProxies: trusted.compactMap(IPAddressRange.init), family: family)
         let capture = ContextCapture()
         _ = try middleware.handle(HTTPRequest(method: .get, target: "/", headers: headers),
-                                  context: RequestContext(peerAddress: peer, host: "internal:8080"), next: capture)
+                                  context: RequestContext(peerAddress: IPAddress(peer)!, host: "internal:8080"), next: capture)
         return try #require(capture.seen)
     }
 
@@ -41,6 +22,15 @@ import Testing
         #expect(context.clientAddress == "203.0.113.7")
         #expect(context.scheme == "https")
         #expect(context.host == "music.example")
+    }
+
+    @Test func anIPv4MappedPeerIsTheIPv4Address() throws {
+        // A dual-stack listener reports IPv4 clients as ::ffff:a.b.c.d.
+        let trusted = try respond(peer: "::ffff:10.0.0.5", trusted: ["10.0.0.0/8"], headers: ["X-Forwarded-For": "203.0.113.7"])
+        #expect(trusted.clientAddress == "203.0.113.7")
+        let untrusted = try respond(peer: "::ffff:198.51.100.4", trusted: ["10.0.0.0/8"], headers: ["X-Forwarded-For": "1.2.3.4"])
+        #expect(untrusted.clientAddress == "198.51.100.4")
+        #expect(untrusted.forwardedClientAddress == nil)
     }
 
     @Test func untrustedPeersCannotSpoofTheirAddress() throws {
@@ -76,15 +66,15 @@ import Testing
 final class ContextCapture: HTTPResponder, @unchecked Sendable {
     // Only touched synchronously by the test that owns it.
     var seen: RequestContext?
-    func respond(to request: HTTPRequest, context: RequestContext) throws -> HTTPResponse {
+    func respond(to request: HTTPRequest, context: RequestContext) throws -> HTTPReply {
         seen = context
-        return HTTPResponse()
+        return .response(HTTPResponse())
     }
 }
 
 @Suite struct AbsoluteURLTests {
     @Test func plausibleHostsMakeAbsoluteURLsAndOthersRelativeOnes() {
-        var context = RequestContext(peerAddress: "127.0.0.1", host: "library.example:8080")
+        var context = RequestContext(peerAddress: IPAddress("127.0.0.1")!, host: "library.example:8080")
         #expect(RequestInput.absoluteURL("/albums/x", context) == "http://library.example:8080/albums/x")
         context.host = "[::1]:8080"
         #expect(RequestInput.absoluteURL("/albums/x", context) == "http://[::1]:8080/albums/x")

@@ -1,3 +1,4 @@
+import Essentials
 import HTTPServer
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
     /// put an empty address in the chain (X-Forwarded-For drops empty entries), and behind
     /// trusted hops the empty string became the client address, one lockout key for everyone.
     @Test func anEmptyForIsNoHop() {
-        let trusted = ["10.0.0.0/8"].compactMap(CIDR.init)
+        let trusted = ["10.0.0.0/8"].compactMap(IPAddressRange.init)
         let headers: HTTPHeaders = ["Forwarded": "for=, for=\"\", for=10.0.0.7"]
         let forwarded = ForwardedHeaders(headers, family: .forwarded)
         #expect(forwarded.chain == ["10.0.0.7"])

@@ -1,4 +1,5 @@
 import BlueLibraryTestSupport
+import Essentials
 import Foundation
 import HTTPServer
 import HTTPTestSupport
@@ -315,7 +316,7 @@ struct PrometheusText {
         let middleware = MetricsMiddleware(http: http)
         let ok = ClosureResponder { _, _ in HTTPResponse(status: .ok) }
         let request = HTTPRequest(method: .get, target: "/albums/x")
-        let context = RequestContext(peerAddress: "127.0.0.1", routePattern: "/albums/{id}")
+        let context = RequestContext(peerAddress: IPAddress("127.0.0.1")!, routePattern: "/albums/{id}")
         let iterations = 200_000
         let start = ContinuousClock.now
         for _ in 0..<iterations { _ = try middleware.handle(request, context: context, next: ok) }

@@ -1,4 +1,5 @@
 import BlueLibraryTestSupport
+import Essentials
 import Foundation
 import HTTPTestSupport
 import Synchronization
@@ -22,7 +23,7 @@ import Testing
     func startApp(trusting: Bool, log: LogLines) throws -> BlueLibraryApp {
         let app = try TestApp.make({ config in
             config.accessLog = true
-            if trusting { config.trustedProxies = [CIDR("127.0.0.1/32")!] }
+            if trusting { config.trustedProxies = [IPAddressRange("127.0.0.1/32")!] }
         }, logSink: log.sink)
         app.start()
         return app
@@ -126,7 +127,7 @@ import Testing
 
     @Test func spoofedForwardedHeadersDoNotEscapeTheLockout() throws {
         let app = try TestApp.make { config in
-            config.trustedProxies = [CIDR("127.0.0.1/32")!]
+            config.trustedProxies = [IPAddressRange("127.0.0.1/32")!]
             config.token = AccessToken(Self.token)
         }
         app.start()

@@ -1,3 +1,4 @@
+import Essentials
 import HTTPServer
 import Testing
 
@@ -66,7 +67,7 @@ import Testing
         var headers = HTTPHeaders()
         headers.add("Forwarded", "for=198.51.100.1;proto=https")
         headers.add("X-Forwarded-For", "203.0.113.7, 192.0.2.9, 10.0.0.2")
-        let trusted = [CIDR("10.0.0.0/8")!]
+        let trusted = [IPAddressRange("10.0.0.0/8")!]
         let x = ForwardedHeaders(headers, family: .xForwarded)
         #expect(x.client(trusting: trusted) == "192.0.2.9", "the rightmost untrusted hop, not the client's own entry")
         #expect(x.proto == nil, "Forwarded's proto is not read in the x-forwarded family")

@@ -1,3 +1,4 @@
+import Essentials
 import Covers
 import Library
 import Testing
@@ -105,5 +106,16 @@ import Testing
         #expect(throws: CoverAddressPolicy.InvalidEntry(entry: "http://x/")) {
             try CoverAddressPolicy(allowList: "ok.example,http://x/")
         }
+        for bad in ["[::1/8]", "[::1]x", "[::1", "[[::1]]"] {
+            #expect(throws: CoverAddressPolicy.InvalidEntry(entry: bad)) { try CoverAddressPolicy(allowing: [bad]) }
+        }
+    }
+
+    @Test func allowListAddressesMayBeBracketedAsInURLs() throws {
+        let policy = try CoverAddressPolicy(allowList: "[fd00::1],[fe80::]/10,[10.0.0.1]")
+        #expect(!blocked("fd00::1", policy: policy))
+        #expect(blocked("fd00::2", policy: policy))
+        #expect(!blocked("fe80::9", policy: policy))
+        #expect(!blocked("10.0.0.1", policy: policy))
     }
 }

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import HTTPTestSupport
 import Testing
@@ -84,7 +85,7 @@ import Testing
         let router = builder.build()
         let resolution = router.resolve(method: .get, path: "/boom")
         let response = try resolution.responder.respond(
-            to: HTTPRequest(method: .get, target: "/boom"), context: RequestContext(peerAddress: "127.0.0.1"))
+            to: HTTPRequest(method: .get, target: "/boom"), context: RequestContext(peerAddress: IPAddress("127.0.0.1")!)).resolve()
         #expect(response.status.code == 503)
     }
 }

@@ -1,3 +1,4 @@
+import Essentials
 import Testing
 @testable import HTTPServer
 
@@ -24,7 +25,7 @@ import Testing
     func run(_ resolution: Router.Resolution, _ method: HTTPMethod = .get, _ target: String = "/") throws -> HTTPResponse {
         try resolution.responder.respond(
             to: HTTPRequest(method: method, target: target),
-            context: RequestContext(peerAddress: "127.0.0.1", parameters: resolution.parameters))
+            context: RequestContext(peerAddress: IPAddress("127.0.0.1")!, parameters: resolution.parameters)).resolve()
     }
 
     func bodyText(_ response: HTTPResponse) -> String? {
@@ -127,10 +128,12 @@ import Testing
     @Test func middlewareWrapsRoutesAnd404InOrder() throws {
         struct Tag: HTTPMiddleware {
             let name: String
-            func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPResponse {
-                var response = try next.respond(to: request, context: context)
-                response.headers.add("X-Trace", name)
-                return response
+            func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
+                try next.respond(to: request, context: context).map { [name] response in
+                    var response = response
+                    response.headers.add("X-Trace", name)
+                    return response
+                }
             }
         }
         var routes = RouterBuilder(middleware: [Tag(name: "outer"), Tag(name: "inner")])

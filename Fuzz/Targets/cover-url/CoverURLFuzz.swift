@@ -1,4 +1,5 @@
 import Covers
+import Essentials
 import FuzzSupport
 
 // Cover URL parsing (`coverURL` of an album, before anything is fetched). Properties: it never

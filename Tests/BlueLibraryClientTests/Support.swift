@@ -4,7 +4,7 @@ import Foundation
 @testable import BlueLibraryServer
 
 /// The real app on a free port (seeded with the tutorial's five albums) and a client for it.
-final class LiveServer: @unchecked Sendable {
+final class LiveServer: Sendable {
     let app: BlueLibraryApp
     let client: BlueLibraryClient
     var port: Int { app.port }

@@ -16,8 +16,8 @@ public protocol AlbumListModelListener: AnyObject, Sendable {
     func didFinishLoad(_ model: AlbumListModel)
     /// The request failed; the items held are unchanged.
     func didFailLoad(_ model: AlbumListModel, error: BlueLibraryClientError)
-    /// The running request was cancelled (`cancel()`, `invalidate(erase: true)`, or a reset that
-    /// superseded a running `load(more: true)`).
+    /// The running request was cancelled (`cancel()`, `invalidate(erase: true)`, a reset that
+    /// superseded a running `load(more: true)`, or the cancelled task of a `loadAndWait` call).
     func didCancelLoad(_ model: AlbumListModel)
     /// `items` changed: replaced by a new first page, appended to by a next page, or dropped by
     /// `invalidate(erase: true)`. Sent before the `didFinishLoad` of the load that changed them.
@@ -48,6 +48,9 @@ extension AlbumListModelListener {
 /// library is at the same version, so every item and the next-page cursor are kept and only
 /// `didFinishLoad` is sent; a 200 replaces the items with the first page (`didChange`, then
 /// `didFinishLoad`). `load(more: true)` fetches the page at the `next` cursor and appends it.
+/// Each request is one `Task` running the client's `async` `list(_:ifNoneMatch:)`, owned by the
+/// model: `cancel()` (and everything below that cancels a load) cancels that task, which aborts
+/// the transfer at once.
 ///
 /// **A load while a load is running** is never silently dropped; the returned `LoadDisposition`
 /// says what happened:
@@ -62,11 +65,21 @@ extension AlbumListModelListener {
 /// (listeners already hear `didFailLoad`/`didCancelLoad` for it), and starts with its own
 /// `didStartLoad` after the reset's `didFinishLoad` otherwise.
 ///
-/// **Threads.** The model is `Sendable`: its state is guarded by a `Mutex`, every method may be
-/// called from any thread and none blocks on the network. Listener callbacks run on
-/// `callbackQueue` (a private serial queue unless one is given, e.g. `.main` in an app that
-/// runs the main queue), in order. A callback reads the model's *current* state, which may
-/// already be ahead of the event if other threads call the model meanwhile.
+/// **Waiting in `async` code.** `loadAndWait(more:)` is `load(more:)` that then suspends until
+/// the load it started, joined or queued has ended, and throws its error (`.cancelled` when it
+/// was cancelled). It returns after every listener has been told of that end. Cancelling the
+/// waiting task cancels that load, as `cancel()` does (listeners hear `didCancelLoad`; a caller
+/// joined to the same load gets `.cancelled` too).
+///
+/// **Isolation.** Not an actor and not `@MainActor`: a `final class` whose whole state sits behind
+/// one `Mutex`, so it is `Sendable` and every member may be used from any thread or task. Reads
+/// (`items`, `snapshot`, the flags) are synchronous, so a UI can read the model inside a
+/// callback or a table's data source without `await`; commands (`load`, `cancel`, `invalidate`)
+/// never block or suspend, they change the state and start or cancel the request's task.
+/// Listener callbacks run on `callbackQueue` (a private serial queue unless one is given, e.g.
+/// `.main` in an app that runs the main queue), one at a time, in the order the state changed.
+/// A callback reads the model's *current* state, which may already be ahead of the event if
+/// other threads call the model meanwhile.
 public final class AlbumListModel: Sendable {
     /// What `load(more:)` did with the call.
     public enum LoadDisposition: Sendable, Hashable {
@@ -118,7 +131,7 @@ public final class AlbumListModel: Sendable {
     }
 
     deinit {
-        state.withLock { $0.running?.request?.cancel() }
+        state.withLock { $0.running?.task.cancel() }
     }
 
     // MARK: - State
@@ -131,6 +144,8 @@ public final class AlbumListModel: Sendable {
     public var isOutdated: Bool { state.withLock { $0.isOutdated } }
     /// Whether a next page exists (false before the first load and at the end).
     public var hasMore: Bool { state.withLock { $0.next != nil } }
+    /// The `loadAndWait` calls suspended now (for tests: a call has provably registered).
+    var waitingCalls: Int { state.withLock { $0.waiters.count } }
 
     // MARK: - Listeners
 
@@ -150,44 +165,46 @@ public final class AlbumListModel: Sendable {
 
     /// Loads the first page (`more: false`, revalidating what is held) or the next page
     /// (`more: true`, appended). See the type's documentation for what happens while a load
-    /// is running; the result says which case applied.
+    /// is running; the result says which case applied. Returns at once.
     @discardableResult
     public func load(more: Bool = false) -> LoadDisposition {
-        let (disposition, start) = state.withLock { state -> (LoadDisposition, PendingStart?) in
-            switch (more, state.running?.more) {
-            case (false, false?), (true, true?):
-                return (.joined, nil)
-            case (true, false?):
-                state.queuedMore = true
-                return (.queued, nil)
-            case (false, true?):
-                state.running?.request?.cancel()
-                state.running = nil
-                emit(.cancel, &state)
-                return (.started, begin(more: false, &state))
-            case (true, nil):
-                guard state.next != nil else { return (.noMorePages, nil) }
-                return (.started, begin(more: true, &state))
-            case (false, nil):
-                return (.started, begin(more: false, &state))
+        state.withLock { state in request(more: more, &state) }
+    }
+
+    /// `load(more:)`, then suspends until the load this call started, joined or queued has ended
+    /// and every listener has been told. Throws that load's error, `.cancelled` when it was
+    /// cancelled (by `cancel()`, a reset that superseded it, `invalidate(erase: true)`, or this
+    /// task's cancellation, which cancels the load).
+    @discardableResult
+    public func loadAndWait(more: Bool = false) async throws(BlueLibraryClientError) -> LoadDisposition {
+        if Task.isCancelled { throw .cancelled }
+        let registration = WaitRegistration()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<LoadDisposition, BlueLibraryClientError>, Never>) in
+                let id = state.withLock { state -> Int? in
+                    let disposition = request(more: more, &state)
+                    guard disposition != .noMorePages, let running = state.running else {
+                        continuation.resume(returning: .success(disposition))
+                        return nil
+                    }
+                    state.lastWaiterID += 1
+                    state.waiters.append(Waiter(id: state.lastWaiterID, token: running.token, followsQueuedMore: disposition == .queued,
+                                                disposition: disposition, continuation: continuation))
+                    return state.lastWaiterID
+                }
+                if let id, registration.register(id) { abandonWait(id) }
             }
+        } onCancel: {
+            if let id = registration.cancel() { abandonWait(id) }
         }
-        if let start { send(start) }
-        return disposition
+        return try result.get()
     }
 
     /// Cancels the running load and any queued next-page load; the items are kept. Listeners
     /// hear `didCancelLoad`. Returns false (and tells nobody) when nothing was running.
     @discardableResult
     public func cancel() -> Bool {
-        state.withLock { state in
-            guard let running = state.running else { return false }
-            running.request?.cancel()
-            state.running = nil
-            state.queuedMore = false
-            emit(.cancel, &state)
-            return true
-        }
+        state.withLock { state in cancelRunning(&state) }
     }
 
     /// Marks the model outdated, so the next `load(more: false)` is known to be needed (it still
@@ -199,12 +216,7 @@ public final class AlbumListModel: Sendable {
             state.invalidations += 1
             state.isOutdated = true
             guard erase else { return }
-            if let running = state.running {
-                running.request?.cancel()
-                state.running = nil
-                state.queuedMore = false
-                emit(.cancel, &state)
-            }
+            cancelRunning(&state)
             let hadItems = !state.items.isEmpty
             state.items = []
             state.next = nil
@@ -231,6 +243,8 @@ public final class AlbumListModel: Sendable {
         var invalidations = 0
         var lastToken = 0
         var listeners: [WeakListener] = []
+        var waiters: [Waiter] = []
+        var lastWaiterID = 0
 
         var snapshot: Snapshot {
             Snapshot(items: items, isLoaded: loadedAt != nil, isLoading: running != nil, isLoadingMore: running?.more == true,
@@ -244,13 +258,19 @@ public final class AlbumListModel: Sendable {
         /// `invalidations` when the load began: a reset clears `isOutdated` only if it is unchanged.
         let invalidations: Int
         let sentETag: String?
-        var request: BlueLibraryRequest?
+        /// Runs the request and hands its result to `finish`; cancelling it aborts the transfer.
+        let task: Task<Void, Never>
     }
 
-    private struct PendingStart {
-        let token: Int
-        let query: AlbumPageQuery
-        let etag: String?
+    /// A `loadAndWait` call suspended until the load `token` ends.
+    private struct Waiter {
+        let id: Int
+        var token: Int
+        /// The call was `.queued`: when the reset `token` succeeds, it waits for the next-page
+        /// load that starts then.
+        var followsQueuedMore: Bool
+        let disposition: LoadDisposition
+        let continuation: CheckedContinuation<Result<LoadDisposition, BlueLibraryClientError>, Never>
     }
 
     private struct WeakListener: Sendable {
@@ -261,57 +281,88 @@ public final class AlbumListModel: Sendable {
         case start, finish, fail(BlueLibraryClientError), cancel, change
     }
 
-    /// Registers a load as running and says what to send; the caller sends it outside the lock.
-    private func begin(more: Bool, _ state: inout State) -> PendingStart? {
+    /// The load-while-loading rule (see the type's table), applied under the lock.
+    private func request(more: Bool, _ state: inout State) -> LoadDisposition {
+        switch (more, state.running?.more) {
+        case (false, false?), (true, true?):
+            return .joined
+        case (true, false?):
+            state.queuedMore = true
+            return .queued
+        case (false, true?):
+            cancelRunning(&state)
+            begin(more: false, &state)
+            return .started
+        case (true, nil):
+            guard state.next != nil else { return .noMorePages }
+            begin(more: true, &state)
+            return .started
+        case (false, nil):
+            begin(more: false, &state)
+            return .started
+        }
+    }
+
+    /// Registers a load as running and starts its task (which cannot run before the lock is
+    /// released: `Task.init` only enqueues it).
+    private func begin(more: Bool, _ state: inout State) {
         var pageQuery = query
         var etag: String?
         if more {
-            guard let next = state.next else { return nil }
+            guard let next = state.next else { return }
             pageQuery = query.continuing(at: next)
         } else {
             state.queuedMore = false
             etag = state.loadedAt != nil ? state.etag : nil
         }
         state.lastToken += 1
-        state.running = Running(token: state.lastToken, more: more, invalidations: state.invalidations, sentETag: etag)
+        let token = state.lastToken
+        let client = self.client
+        let task = Task { [weak self] in
+            let result: Result<Revalidated<AlbumPage>, BlueLibraryClientError>
+            do throws(BlueLibraryClientError) {
+                result = .success(try await client.list(pageQuery, ifNoneMatch: etag))
+            } catch {
+                result = .failure(error)
+            }
+            self?.finish(token: token, result)
+        }
+        state.running = Running(token: token, more: more, invalidations: state.invalidations, sentETag: etag, task: task)
         emit(.start, &state)
-        return PendingStart(token: state.lastToken, query: pageQuery, etag: etag)
     }
 
-    private func send(_ start: PendingStart) {
-        let request = client.startList(start.query, ifNoneMatch: start.etag) { [weak self] result in
-            self?.finish(token: start.token, result)
-        }
-        // The answer may already have come (or the load been cancelled) while the lock was free.
-        let stale = state.withLock { state -> Bool in
-            guard state.running?.token == start.token else { return true }
-            state.running?.request = request
-            return false
-        }
-        if stale { request.cancel() }
+    /// Cancels the running load (its task, so the transfer is aborted) and a queued next page.
+    @discardableResult
+    private func cancelRunning(_ state: inout State) -> Bool {
+        guard let running = state.running else { return false }
+        running.task.cancel()
+        state.running = nil
+        state.queuedMore = false
+        emit(.cancel, &state)
+        settle(running.token, .failure(.cancelled), &state)
+        return true
     }
 
     private func finish(token: Int, _ result: Result<Revalidated<AlbumPage>, BlueLibraryClientError>) {
-        let next = state.withLock { state -> PendingStart? in
-            guard let running = state.running, running.token == token else { return nil }  // cancelled or superseded
+        state.withLock { state in
+            guard let running = state.running, running.token == token else { return }  // cancelled or superseded
             state.running = nil
+            let outcome: Result<Void, BlueLibraryClientError>
             switch result {
-            case .failure(.cancelled):
-                state.queuedMore = false
-                emit(.cancel, &state)
-                return nil
             case let .failure(error):
                 state.queuedMore = false
-                emit(.fail(error), &state)
-                return nil
+                emit(error == .cancelled ? .cancel : .fail(error), &state)
+                outcome = .failure(error)
             case .success(.notModified) where running.more || running.sentETag == nil:
                 state.queuedMore = false
-                emit(.fail(.decoding(status: 304, message: "304 Not Modified for a request without If-None-Match")), &state)
-                return nil
+                let error = BlueLibraryClientError.decoding(status: 304, message: "304 Not Modified for a request without If-None-Match")
+                emit(.fail(error), &state)
+                outcome = .failure(error)
             case .success(.notModified):
                 state.loadedAt = Date()
                 if state.invalidations == running.invalidations { state.isOutdated = false }
                 emit(.finish, &state)
+                outcome = .success(())
             case let .success(.modified(page)) where running.more:
                 state.items += page.items
                 state.next = page.next
@@ -319,7 +370,7 @@ public final class AlbumListModel: Sendable {
                 if let version = state.version, page.version != version { state.isOutdated = true }
                 if !page.items.isEmpty { emit(.change, &state) }
                 emit(.finish, &state)
-                return nil
+                outcome = .success(())
             case let .success(.modified(page)):
                 let changed = state.items != page.items || state.loadedAt == nil
                 state.items = page.items
@@ -331,13 +382,55 @@ public final class AlbumListModel: Sendable {
                 if state.invalidations == running.invalidations { state.isOutdated = false }
                 if changed { emit(.change, &state) }
                 emit(.finish, &state)
+                outcome = .success(())
             }
             // A first page is in: send the next-page load that was queued behind it.
-            guard state.queuedMore else { return nil }
-            state.queuedMore = false
-            return state.next == nil ? nil : begin(more: true, &state)
+            if state.queuedMore {
+                state.queuedMore = false
+                if state.next != nil { begin(more: true, &state) }
+            }
+            settle(token, outcome, &state)
         }
-        if let next { send(next) }
+    }
+
+    /// The load `token` ended with `outcome`: resumes the calls waiting for it, after the
+    /// callbacks queued so far. A queued next-page call whose reset succeeded waits on for the
+    /// next-page load, if one started then.
+    private func settle(_ token: Int, _ outcome: Result<Void, BlueLibraryClientError>, _ state: inout State) {
+        let followUp = state.running.flatMap { $0.more && $0.token != token ? $0.token : nil }
+        var ended: [Waiter] = []
+        state.waiters.removeAll { waiter in
+            guard waiter.token == token else { return false }
+            ended.append(waiter)
+            return true
+        }
+        var results: [(CheckedContinuation<Result<LoadDisposition, BlueLibraryClientError>, Never>, Result<LoadDisposition, BlueLibraryClientError>)] = []
+        for var waiter in ended {
+            if case .success = outcome, waiter.followsQueuedMore, let followUp {
+                waiter.token = followUp
+                waiter.followsQueuedMore = false
+                state.waiters.append(waiter)
+            } else {
+                results.append((waiter.continuation, outcome.map { waiter.disposition }))
+            }
+        }
+        guard !results.isEmpty else { return }
+        callbackQueue.async { [results] in
+            for (continuation, result) in results { continuation.resume(returning: result) }
+        }
+    }
+
+    /// A `loadAndWait` call's task was cancelled: cancel the load it waits for.
+    private func abandonWait(_ id: Int) {
+        state.withLock { state in
+            guard let waiter = state.waiters.first(where: { $0.id == id }) else { return }  // already resumed
+            if state.running?.token == waiter.token {
+                cancelRunning(&state)
+            } else {
+                state.waiters.removeAll { $0.id == id }
+                callbackQueue.async { waiter.continuation.resume(returning: .failure(.cancelled)) }
+            }
+        }
     }
 
     /// Queues `event` for the listeners. Called with the lock held, so callbacks keep the order
@@ -358,6 +451,28 @@ public final class AlbumListModel: Sendable {
                 case .change: listener.didChange(self)
                 }
             }
+        }
+    }
+}
+
+/// Connects a `loadAndWait` call's registration with its task's cancellation, which may come
+/// first (from another thread).
+private final class WaitRegistration: Sendable {
+    private let state = Mutex<(id: Int?, cancelled: Bool)>((nil, false))
+
+    /// Records the waiter's id; true when the task was already cancelled.
+    func register(_ id: Int) -> Bool {
+        state.withLock { state in
+            state.id = id
+            return state.cancelled
+        }
+    }
+
+    /// Records the cancellation; the waiter's id when it is already registered.
+    func cancel() -> Int? {
+        state.withLock { state in
+            state.cancelled = true
+            return state.id
         }
     }
 }

@@ -7,14 +7,25 @@ import Synchronization
 
 /// A typed client for the BlueLibrary HTTP API over `URLSession`.
 ///
-/// **Calling convention.** The typed calls (`list`, `album`, `add`, `delete`, `move`, `undo`,
-/// `state`, `setState`, ...) are *synchronous*: they block the calling thread until the answer
-/// arrives or the timeout passes, and throw `BlueLibraryClientError`. Do not call them from a
-/// thread that the answer needs (the session's delegate queue, or the main thread of a UI app);
-/// use `AlbumListModel`, or `startList(_:ifNoneMatch:completion:)`, which never block.
+/// **Two faces, one description per call.** Every typed call (`list`, `album`, `add`, `delete`,
+/// `move`, `undo`, `state`, `setState`, ...) exists twice with the same name and arguments:
+/// - `async` (the primary API): `try await client.album(at: 0)`. It never blocks a thread, and
+///   cancelling the calling `Task` aborts the transfer at once (the URLSession task is
+///   cancelled, so the connection is closed, not left running until the answer comes) and the
+///   call throws `.cancelled`. A call made from an already cancelled task sends nothing.
+/// - blocking (a thin layer, for command-line tools and other code without `async`): the same
+///   call without `await` blocks the calling thread until the answer or the timeout. Never use
+///   it from `async` code or from a thread the answer needs (the main thread of a UI app).
 ///
-/// The client is immutable and `Sendable`: one instance can serve any number of threads.
-/// Responses are never cached by `URLSession`; revalidation is explicit (`ifNoneMatch:`).
+/// Both faces run the same `Call` (the request and how its answer is read, written once per
+/// endpoint in the "Calls" section) over one callback transport, `start(_:handle:completion:)`,
+/// the only place that talks to `URLSession`. The blocking face does not wait on the async one:
+/// a thread blocked on a `Task` can starve Swift's small cooperative pool, while the transport's
+/// completion runs on URLSession's own delegate queue, so blocking on it is always safe.
+///
+/// Every call throws `BlueLibraryClientError`. The client is immutable and `Sendable`: one
+/// instance serves any number of tasks and threads. Responses are never cached by `URLSession`;
+/// revalidation is explicit (`ifNoneMatch:`).
 public final class BlueLibraryClient: Sendable {
     public let baseURL: URL
     /// Seconds a request may take, end to end, before it fails with `.timeout`.
@@ -56,102 +67,154 @@ public final class BlueLibraryClient: Sendable {
     // MARK: - Albums
 
     /// `GET /albums`: one page. Throws on any status but 200.
-    public func list(_ query: AlbumPageQuery = AlbumPageQuery()) throws(BlueLibraryClientError) -> AlbumPage {
-        switch try list(query, ifNoneMatch: nil) {
-        case let .modified(page): return page
-        case .notModified: throw .decoding(status: 304, message: "304 Not Modified without If-None-Match")
-        }
+    public func list(_ query: AlbumPageQuery = AlbumPageQuery()) async throws(BlueLibraryClientError) -> AlbumPage {
+        try await send(listCall(query))
     }
 
     /// `GET /albums` with `If-None-Match`: `.notModified` when the server answers 304 (the page
     /// with that ETag is still current).
-    public func list(_ query: AlbumPageQuery, ifNoneMatch etag: String?) throws(BlueLibraryClientError) -> Revalidated<AlbumPage> {
-        let answer = try perform(listRequest(query, ifNoneMatch: etag))
-        return try Self.decodePage(answer)
-    }
-
-    /// `GET /albums` without blocking: `completion` runs once, on the session's delegate queue,
-    /// with the page, `.notModified`, or the error (`.cancelled` after `cancel()`).
-    @discardableResult
-    public func startList(
-        _ query: AlbumPageQuery, ifNoneMatch etag: String? = nil,
-        completion: @escaping @Sendable (Result<Revalidated<AlbumPage>, BlueLibraryClientError>) -> Void
-    ) -> BlueLibraryRequest {
-        let request: URLRequest
-        do {
-            request = try listRequest(query, ifNoneMatch: etag)
-        } catch {
-            completion(.failure(error))
-            return BlueLibraryRequest()
-        }
-        return start(request) { result in
-            completion(result.flatMap { answer in Result { () throws(BlueLibraryClientError) in try Self.decodePage(answer) } })
-        }
+    public func list(_ query: AlbumPageQuery, ifNoneMatch etag: String?) async throws(BlueLibraryClientError) -> Revalidated<AlbumPage> {
+        try await send(listCall(query, ifNoneMatch: etag))
     }
 
     /// `GET /albums/{id}`: the album with its current index.
-    public func album(id: String) throws(BlueLibraryClientError) -> AlbumResource {
-        try decode(perform(request("GET", ["albums", id])))
+    public func album(id: String) async throws(BlueLibraryClientError) -> AlbumResource {
+        try await send(albumCall(id: id))
     }
 
     /// `GET /albums/at/{index}`.
-    public func album(at index: Int) throws(BlueLibraryClientError) -> AlbumResource {
-        try decode(perform(request("GET", ["albums", "at", String(index)])))
+    public func album(at index: Int) async throws(BlueLibraryClientError) -> AlbumResource {
+        try await send(albumCall(at: index))
     }
 
     /// `POST /albums`: adds `input` at `index` (nil or past the end appends) and answers the new
     /// album with its index. It also becomes `client`'s current album. With an
     /// `idempotencyKey`, a retry adds nothing and answers the first result again.
     public func add(_ input: AlbumInput, at index: Int? = nil, client: String? = nil,
-                    idempotencyKey: String? = nil) throws(BlueLibraryClientError) -> AlbumResource {
-        var query: [(name: String, value: String)] = []
-        if let index { query.append(("index", String(index))) }
-        if let client { query.append(("client", client)) }
-        var headers: [String: String] = [:]
-        if let idempotencyKey { headers["Idempotency-Key"] = idempotencyKey }
-        return try decode(perform(request("POST", ["albums"], query: query, json: input, headers: headers)))
+                    idempotencyKey: String? = nil) async throws(BlueLibraryClientError) -> AlbumResource {
+        try await send(addCall(input, at: index, client: client, idempotencyKey: idempotencyKey))
     }
 
     /// `DELETE /albums/{id}`: answers the removed album with the index it had.
-    public func delete(id: String) throws(BlueLibraryClientError) -> AlbumResource {
-        try decode(perform(request("DELETE", ["albums", id])))
+    public func delete(id: String) async throws(BlueLibraryClientError) -> AlbumResource {
+        try await send(deleteCall(id: id))
     }
 
     /// `DELETE /albums/at/{index}`: answers the removed album with the index it had.
-    public func delete(at index: Int) throws(BlueLibraryClientError) -> AlbumResource {
-        try decode(perform(request("DELETE", ["albums", "at", String(index)])))
+    public func delete(at index: Int) async throws(BlueLibraryClientError) -> AlbumResource {
+        try await send(deleteCall(at: index))
     }
 
     /// `POST /albums/{id}/move`: moves the album to `index` (a current position) and answers it there.
-    public func move(id: String, to index: Int) throws(BlueLibraryClientError) -> AlbumResource {
-        try decode(perform(request("POST", ["albums", id, "move"], json: ["index": index])))
+    public func move(id: String, to index: Int) async throws(BlueLibraryClientError) -> AlbumResource {
+        try await send(moveCall(id: id, to: index))
     }
 
     // MARK: - Undo and state
 
     /// `POST /undo`: undoes the last mutation; `.problem` with status 409 when there is nothing to undo.
-    public func undo(client: String? = nil) throws(BlueLibraryClientError) -> UndoResultResource {
-        try decode(perform(request("POST", ["undo"], query: client.map { [("client", $0)] } ?? [])))
+    public func undo(client: String? = nil) async throws(BlueLibraryClientError) -> UndoResultResource {
+        try await send(undoCall(client: client))
     }
 
     /// `GET /undo`: the stack's depth and what the next undo would do.
-    public func undoStatus() throws(BlueLibraryClientError) -> UndoStatusResource {
-        try decode(perform(request("GET", ["undo"])))
+    public func undoStatus() async throws(BlueLibraryClientError) -> UndoStatusResource {
+        try await send(undoStatusCall())
     }
 
     /// `GET /state?client=`: the client's saved current album, resolved against the library now.
-    public func state(client: String? = nil) throws(BlueLibraryClientError) -> SavedStateResource {
-        try decode(perform(request("GET", ["state"], query: client.map { [("client", $0)] } ?? [])))
+    public func state(client: String? = nil) async throws(BlueLibraryClientError) -> SavedStateResource {
+        try await send(stateCall(client: client))
     }
 
     /// `PUT /state?client=`: saves the client's current album by position or by id.
-    public func setState(_ target: StateTarget, client: String? = nil) throws(BlueLibraryClientError) -> SavedStateResource {
+    public func setState(_ target: StateTarget, client: String? = nil) async throws(BlueLibraryClientError) -> SavedStateResource {
+        try await send(setStateCall(target, client: client))
+    }
+
+    // MARK: - Calls
+
+    /// One API call: the request to send and how its answer is read. Both faces run it.
+    struct Call<Value> {
+        let request: URLRequest
+        let read: (Answer) throws(BlueLibraryClientError) -> Value
+    }
+
+    /// A call whose 2xx answer is `Value` as JSON (any other status throws).
+    private func call<Value: Decodable>(_ method: String, _ path: [String], query: [(name: String, value: String)] = [],
+                                        headers: [String: String] = [:]) throws(BlueLibraryClientError) -> Call<Value> {
+        Call(request: try request(method, path, query: query, headers: headers), read: { answer throws(BlueLibraryClientError) in
+            try Self.decode(answer)
+        })
+    }
+
+    /// A call with a JSON body whose 2xx answer is `Value` as JSON.
+    private func call<Value: Decodable>(_ method: String, _ path: [String], query: [(name: String, value: String)] = [],
+                                        json body: some Encodable, headers: [String: String] = [:])
+        throws(BlueLibraryClientError) -> Call<Value>
+    {
+        Call(request: try request(method, path, query: query, json: body, headers: headers), read: { answer throws(BlueLibraryClientError) in
+            try Self.decode(answer)
+        })
+    }
+
+    func listCall(_ query: AlbumPageQuery) throws(BlueLibraryClientError) -> Call<AlbumPage> {
+        Call(request: try listRequest(query, ifNoneMatch: nil), read: { answer throws(BlueLibraryClientError) in
+            switch try Self.decodePage(answer) {
+            case let .modified(page): return page
+            case .notModified: throw .decoding(status: 304, message: "304 Not Modified without If-None-Match")
+            }
+        })
+    }
+
+    func listCall(_ query: AlbumPageQuery, ifNoneMatch etag: String?) throws(BlueLibraryClientError) -> Call<Revalidated<AlbumPage>> {
+        Call(request: try listRequest(query, ifNoneMatch: etag), read: { answer throws(BlueLibraryClientError) in
+            try Self.decodePage(answer)
+        })
+    }
+
+    func albumCall(id: String) throws(BlueLibraryClientError) -> Call<AlbumResource> { try call("GET", ["albums", id]) }
+
+    func albumCall(at index: Int) throws(BlueLibraryClientError) -> Call<AlbumResource> {
+        try call("GET", ["albums", "at", String(index)])
+    }
+
+    func addCall(_ input: AlbumInput, at index: Int?, client: String?, idempotencyKey: String?)
+        throws(BlueLibraryClientError) -> Call<AlbumResource>
+    {
+        var query: [(name: String, value: String)] = []
+        if let index { query.append(("index", String(index))) }
+        if let client { query.append(("client", client)) }
+        var headers: [String: String] = [:]
+        if let idempotencyKey { headers["Idempotency-Key"] = idempotencyKey }
+        return try call("POST", ["albums"], query: query, json: input, headers: headers)
+    }
+
+    func deleteCall(id: String) throws(BlueLibraryClientError) -> Call<AlbumResource> { try call("DELETE", ["albums", id]) }
+
+    func deleteCall(at index: Int) throws(BlueLibraryClientError) -> Call<AlbumResource> {
+        try call("DELETE", ["albums", "at", String(index)])
+    }
+
+    func moveCall(id: String, to index: Int) throws(BlueLibraryClientError) -> Call<AlbumResource> {
+        try call("POST", ["albums", id, "move"], json: ["index": index])
+    }
+
+    func undoCall(client: String?) throws(BlueLibraryClientError) -> Call<UndoResultResource> {
+        try call("POST", ["undo"], query: client.map { [("client", $0)] } ?? [])
+    }
+
+    func undoStatusCall() throws(BlueLibraryClientError) -> Call<UndoStatusResource> { try call("GET", ["undo"]) }
+
+    func stateCall(client: String?) throws(BlueLibraryClientError) -> Call<SavedStateResource> {
+        try call("GET", ["state"], query: client.map { [("client", $0)] } ?? [])
+    }
+
+    func setStateCall(_ target: StateTarget, client: String?) throws(BlueLibraryClientError) -> Call<SavedStateResource> {
         let query = client.map { [(name: "client", value: $0)] } ?? []
         switch target {
-        case let .index(index):
-            return try decode(perform(request("PUT", ["state"], query: query, json: ["currentAlbumIndex": index])))
-        case let .album(id):
-            return try decode(perform(request("PUT", ["state"], query: query, json: ["albumID": id])))
+        case let .index(index): return try call("PUT", ["state"], query: query, json: ["currentAlbumIndex": index])
+        case let .album(id): return try call("PUT", ["state"], query: query, json: ["albumID": id])
         }
     }
 
@@ -227,11 +290,12 @@ public final class BlueLibraryClient: Sendable {
 
     /// Sends `request`; `completion` runs once on the session's delegate queue. After
     /// `timeout` seconds without an answer the request is cancelled and fails with `.timeout`.
-    func start(_ request: URLRequest,
-               completion: @escaping @Sendable (Result<Answer, BlueLibraryClientError>) -> Void) -> BlueLibraryRequest {
+    /// A `handle` cancelled before or during the transfer completes it with `.cancelled` (and
+    /// a handle cancelled before this call sends nothing).
+    func start(_ request: URLRequest, handle: RequestHandle,
+               completion: @escaping @Sendable (Result<Answer, BlueLibraryClientError>) -> Void) {
         let timeout = self.timeout
         let label = "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "?")"
-        let handle = BlueLibraryRequest()
         let task = session.dataTask(with: request) { data, response, error in
             if let error {
                 completion(.failure(handle.timedOut ? .timeout(seconds: timeout) : Self.transportError(error, timeout: timeout, label: label)))
@@ -247,21 +311,47 @@ public final class BlueLibraryClient: Sendable {
             }
             completion(.success(Answer(status: http.statusCode, headers: headers, body: data ?? Data())))
         }
-        handle.attach(task)
-        task.resume()
+        guard handle.resume(task) else {
+            completion(.failure(.cancelled))
+            return
+        }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { handle.expire() }
-        return handle
     }
 
-    /// Sends `request` and waits for the answer.
-    func perform(_ request: URLRequest) throws(BlueLibraryClientError) -> Answer {
+    /// Runs `call` and reads its answer; cancelling the calling task aborts the transfer.
+    func send<Value>(_ call: Call<Value>) async throws(BlueLibraryClientError) -> Value {
+        try call.read(try await send(call.request))
+    }
+
+    /// Sends `request` and awaits the answer. The task's cancellation cancels the transfer.
+    func send(_ request: URLRequest) async throws(BlueLibraryClientError) -> Answer {
+        if Task.isCancelled { throw .cancelled }
+        let handle = RequestHandle()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Answer, BlueLibraryClientError>, Never>) in
+                start(request, handle: handle) { continuation.resume(returning: $0) }
+            }
+        } onCancel: {
+            handle.cancel()
+        }
+        return try result.get()
+    }
+
+    /// Runs `call`, blocking the calling thread until the answer comes.
+    func wait<Value>(_ call: Call<Value>) throws(BlueLibraryClientError) -> Value {
+        try call.read(try wait(call.request))
+    }
+
+    /// Sends `request` and blocks until the answer comes.
+    func wait(_ request: URLRequest) throws(BlueLibraryClientError) -> Answer {
         let box = ResultBox()
         let semaphore = DispatchSemaphore(value: 0)
-        let handle = start(request) { result in
+        let handle = RequestHandle()
+        start(request, handle: handle) { result in
             box.set(result)
             semaphore.signal()
         }
-        // URLSession enforces the timeout; this is only a backstop should it not.
+        // `start` enforces the timeout; this is only a backstop should it not.
         if semaphore.wait(timeout: .now() + timeout + 5) == .timedOut {
             handle.cancel()
             throw .timeout(seconds: timeout)
@@ -294,10 +384,6 @@ public final class BlueLibraryClient: Sendable {
             .split(whereSeparator: \.isNewline).joined(separator: " ").trimmingCharacters(in: .whitespaces)
         let title = HTTPURLResponse.localizedString(forStatusCode: answer.status)
         return Problem(title: title, status: answer.status, detail: text.isEmpty ? "HTTP \(answer.status) \(title)" : text)
-    }
-
-    func decode<T: Decodable>(_ answer: Answer, as type: T.Type = T.self) throws(BlueLibraryClientError) -> T {
-        try Self.decode(answer, as: type)
     }
 
     static func decode<T: Decodable>(_ answer: Answer, as type: T.Type = T.self) throws(BlueLibraryClientError) -> T {
@@ -349,8 +435,10 @@ public final class BlueLibraryClient: Sendable {
     }
 }
 
-/// A request in flight; `cancel()` makes it complete with `.cancelled` (unless it already completed).
-public final class BlueLibraryRequest: Sendable {
+/// One request's cancellation and deadline. `cancel()` makes the transfer complete with
+/// `.cancelled` (unless it already completed); a handle cancelled before `start` attaches a task
+/// keeps the request from being sent at all.
+final class RequestHandle: Sendable {
     private struct State {
         var task: URLSessionDataTask?
         var cancelled = false
@@ -360,9 +448,7 @@ public final class BlueLibraryRequest: Sendable {
     // URLSessionTask is thread-safe; the Mutex only orders attach, cancel and expire.
     private let state = Mutex<State>(State())
 
-    init() {}
-
-    public func cancel() {
+    func cancel() {
         let task = state.withLock { state -> URLSessionDataTask? in
             state.cancelled = true
             return state.task
@@ -372,12 +458,17 @@ public final class BlueLibraryRequest: Sendable {
 
     var timedOut: Bool { state.withLock { $0.timedOut } }
 
-    func attach(_ task: URLSessionDataTask) {
-        let cancelled = state.withLock { state -> Bool in
+    /// Remembers `task` for `cancel()` and resumes it, both under the lock, so a `cancel()`
+    /// always finds either a running task or none (a suspended task cancelled before its first
+    /// resume is a case FoundationNetworking handles differently). False, and `task` is never
+    /// resumed, when the handle was already cancelled.
+    func resume(_ task: URLSessionDataTask) -> Bool {
+        state.withLock { state -> Bool in
+            guard !state.cancelled else { return false }
             state.task = task
-            return state.cancelled
+            task.resume()
+            return true
         }
-        if cancelled { task.cancel() }
     }
 
     /// The deadline passed: cancel the task if it is still running, and remember why.

@@ -33,7 +33,8 @@ import Testing
         reader.start()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        errData.waitUntilSet()
+        // The child has exited, so its stderr is at end of file: the reader is about to finish.
+        #expect(errData.waitUntilSet(timeout: 30), "stderr of the child was not read to the end")
         return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                    stderr: String(decoding: errData.value, as: UTF8.self))
     }
@@ -160,18 +161,28 @@ import Testing
     }
 }
 
+/// Data handed from a reader thread to the test, which waits for it with a deadline.
 final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private let wasSet = DispatchSemaphore(value: 0)
+    // `data` is guarded by `condition`.
+    private let condition = NSCondition()
     private var data: Data?
+
     func set(_ value: Data) {
-        lock.withLock { data = value }
-        wasSet.signal()
+        condition.withLock {
+            data = value
+            condition.broadcast()
+        }
     }
-    /// Blocks until `set` has been called (the reader has reached the end of its pipe).
-    func waitUntilSet() {
-        wasSet.wait()
-        wasSet.signal()
+
+    func waitUntilSet(timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        return condition.withLock {
+            while data == nil {
+                if !condition.wait(until: deadline) { return data != nil }
+            }
+            return true
+        }
     }
-    var value: Data { lock.withLock { data ?? Data() } }
+
+    var value: Data { condition.withLock { data ?? Data() } }
 }

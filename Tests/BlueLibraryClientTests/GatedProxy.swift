@@ -8,6 +8,8 @@ import HTTPTestSupport
 /// exactly when an answer arrives (a load is provably still running while the test calls the
 /// model again). It records every request it sees. Open by default; `gated = true` makes each
 /// request wait for a `release()`. Answers are forwarded unchanged, re-framed with Content-Length.
+/// A client that closes its connection while its request is held is counted (`hangUps`): the
+/// proof that a cancelled request's transfer was aborted, not left running.
 final class GatedProxy: @unchecked Sendable {
     struct Seen: Sendable {
         var method: String
@@ -20,6 +22,7 @@ final class GatedProxy: @unchecked Sendable {
     private var seenRequests: [Seen] = []
     private var isGated = false
     private var releases = 0
+    private var hangUpCount = 0
     private var closed = false
     private let listener: Int32
     let port: Int
@@ -84,6 +87,21 @@ final class GatedProxy: @unchecked Sendable {
 
     var requests: [Seen] { condition.withLock { seenRequests } }
 
+    /// Connections the client closed while their request was held at the gate.
+    var hangUps: Int { condition.withLock { hangUpCount } }
+
+    /// Waits until `count` held requests have been given up by their client (connection closed).
+    @discardableResult
+    func waitForHangUps(_ count: Int, timeout: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while hangUpCount < count {
+            if !condition.wait(until: deadline) { return hangUpCount >= count }
+        }
+        return true
+    }
+
     /// Waits until `count` requests have arrived in total.
     @discardableResult
     func waitForRequests(_ count: Int, timeout: Double = 10) -> Bool {
@@ -134,7 +152,19 @@ final class GatedProxy: @unchecked Sendable {
             condition.lock()
             seenRequests.append(seen)
             condition.broadcast()
-            while isGated && releases == 0 && !closed { condition.wait() }
+            // Held: watch the client's socket between looks at the gate, so a client that gives
+            // up (closes the connection) is noticed at once.
+            while isGated && releases == 0 && !closed {
+                condition.unlock()
+                let hungUp = peerClosed(fd, waitMilliseconds: 20)
+                condition.lock()
+                if hungUp {
+                    hangUpCount += 1
+                    condition.broadcast()
+                    condition.unlock()
+                    return
+                }
+            }
             if isGated && releases > 0 { releases -= 1 }
             let stop = closed
             condition.unlock()
@@ -154,6 +184,16 @@ final class GatedProxy: @unchecked Sendable {
             let bytes = Array(out.utf8) + (response.status == 304 ? [] : response.body)
             guard write(fd, bytes) else { return }
         }
+    }
+
+    /// Whether the client closed (or reset) the connection, waiting at most `waitMilliseconds`
+    /// for it to happen. Only the hang-up is watched (POLLRDHUP), so bytes of a next request
+    /// neither count nor make the wait return early.
+    private func peerClosed(_ fd: Int32, waitMilliseconds: Int32) -> Bool {
+        let readHangUp: Int16 = 0x2000  // POLLRDHUP: Linux, and hidden from Swift without _GNU_SOURCE
+        var watched = pollfd(fd: fd, events: readHangUp, revents: 0)
+        guard poll(&watched, 1, waitMilliseconds) > 0 else { return false }
+        return watched.revents & (readHangUp | Int16(POLLHUP) | Int16(POLLERR)) != 0
     }
 
     private func readUntilBlankLine(_ fd: Int32, _ buffer: inout [UInt8]) -> Int? {

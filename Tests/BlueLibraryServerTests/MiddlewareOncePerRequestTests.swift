@@ -1,3 +1,4 @@
+import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Testing

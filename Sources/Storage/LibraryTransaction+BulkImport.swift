@@ -71,8 +71,7 @@ extension LibraryTransaction {
         let dropping = Schema.sortIndexes.filter { existing.contains($0.name) }
         guard !dropping.isEmpty else { return }
         for index in dropping {
-            // An identifier cannot be bound; these names are our own constants.
-            try db.run("DROP INDEX \(index.name)")
+            try db.run(SQL.dropIndex(index.name))
         }
         bulkImport.droppedIndexes = dropping
         store.counters.withLock { $0.sortIndexRebuilds += 1 }
@@ -81,11 +80,4 @@ extension LibraryTransaction {
     private func albumsOfOtherLibraries() throws -> Int {
         try db.scalar(SQL.albumsOfOtherLibraries, [.integer(try libraryRow)], as: Int.self) ?? 0
     }
-}
-
-extension SQL {
-    static let sortIndexNames = """
-        SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'albums'
-        """
-    static let albumsOfOtherLibraries = "SELECT COALESCE(SUM(album_count), 0) FROM libraries WHERE id <> ?1"
 }

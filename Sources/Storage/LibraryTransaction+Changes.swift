@@ -7,17 +7,17 @@ extension LibraryTransaction {
     func changes(after version: Int64, limit: Int) throws -> [LibraryChange] {
         guard let library, limit > 0 else { return [] }
         return try db.query(
-            ChangeSQL.changesAfter, [.integer(library), .integer(version), .integer(Int64(limit))], Self.change(from:))
+            SQL.changesAfter, [.integer(library), .integer(version), .integer(Int64(limit))], Self.change(from:))
     }
 
     func oldestRetainedChange() throws -> LibraryChange? {
         guard let library else { return nil }
-        return try db.firstRow(ChangeSQL.oldestChange, [.integer(library)], Self.change(from:))
+        return try db.firstRow(SQL.oldestChange, [.integer(library)], Self.change(from:))
     }
 
     func recordChange(_ change: LibraryChange) throws {
         do {
-            try db.run(ChangeSQL.insertChange, [
+            try db.run(SQL.insertChange, [
                 .integer(try libraryRow), .integer(change.version), .text(change.kind.rawValue),
                 change.id.map { .text($0.rawValue) } ?? .null, change.index.map { .integer(Int64($0)) } ?? .null,
                 .integer(Milliseconds.from(change.recordedAt)),
@@ -34,7 +34,7 @@ extension LibraryTransaction {
         // Walk the oldest `limit` rows and stop at the first one to keep: only a prefix goes.
         var last: Int64?
         var stopped = false
-        try db.forEachRow(ChangeSQL.oldestChanges, [.integer(library), .integer(Int64(limit))]) { row in
+        try db.forEachRow(SQL.oldestChanges, [.integer(library), .integer(Int64(limit))]) { row in
             guard !stopped else { return }
             let version = try row.int64(0)
             let recordedAt = try row.int64(1)
@@ -45,7 +45,7 @@ extension LibraryTransaction {
             }
         }
         if let last {
-            try db.run(ChangeSQL.deleteChangesThrough, [.integer(library), .integer(last)])
+            try db.run(SQL.deleteChangesThrough, [.integer(library), .integer(last)])
         }
     }
 
@@ -64,20 +64,4 @@ extension LibraryTransaction {
             version: try row.int64(0), kind: kind, id: id, index: try row.get(3, as: Int?.self),
             recordedAt: Milliseconds.date(try row.int64(4)))
     }
-}
-
-/// The change feed's statements.
-enum ChangeSQL {
-    private static let columns = "version, kind, album_id, position, recorded_at"
-    static let changesAfter = """
-        SELECT \(columns) FROM library_changes WHERE library = ?1 AND version > ?2 ORDER BY version LIMIT ?3
-        """
-    static let oldestChange = "SELECT \(columns) FROM library_changes WHERE library = ?1 ORDER BY version LIMIT 1"
-    static let oldestChanges =
-        "SELECT version, recorded_at FROM library_changes WHERE library = ?1 ORDER BY version LIMIT ?2"
-    static let insertChange = """
-        INSERT INTO library_changes (library, version, kind, album_id, position, recorded_at)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-        """
-    static let deleteChangesThrough = "DELETE FROM library_changes WHERE library = ?1 AND version <= ?2"
 }

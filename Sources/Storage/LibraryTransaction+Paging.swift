@@ -151,17 +151,12 @@ extension LibraryTransaction {
         case let .afterAlbum(id), let .afterValue(_, id):
             // `.afterValue` has no meaning in the position order; its id stands for the album.
             guard let place = try db.firstRow(
-                Self.placeSQL, [.integer(library), .text(id.rawValue)],
+                SQL.pagingPlaceOfAlbum, [.integer(library), .text(id.rawValue)],
                 { Place(ord: try $0.int64(0), bucket: try $0.int64(1), pos: try $0.int64(2)) })
             else { return nil }
             return try walk(library, filter, descending: descending, from: place, limit: limit, skip: 0)
         }
     }
-
-    private static let placeSQL = """
-        SELECT b.ord, a.bucket, a.pos FROM albums AS a JOIN buckets AS b ON b.id = a.bucket
-        WHERE a.library = ?1 AND a.album_id = ?2
-        """
 
     /// Up to `limit` matching albums in list order (reversed when `descending`) strictly after
     /// `from` (from the first when nil), skipping `skip` matching ones.
@@ -231,7 +226,7 @@ extension LibraryTransaction {
                     library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: max(0, offset))]
             case let .afterAlbum(id), let .afterValue(_, id):
                 guard let place = try db.firstRow(
-                    Self.placeSQL, [.integer(library), .text(id.rawValue)],
+                    SQL.pagingPlaceOfAlbum, [.integer(library), .text(id.rawValue)],
                     { Place(ord: try $0.int64(0), bucket: try $0.int64(1), pos: try $0.int64(2)) })
                 else { return [] }
                 return [
@@ -266,7 +261,7 @@ extension SQLiteAlbumStore {
             let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self)
             let transaction = LibraryTransaction(db, library: row, store: self)
             return try transaction.pageStatements(matching: filter, sort: sort, from: anchor, limit: limit).map { sql, bindings in
-                try db.query("EXPLAIN QUERY PLAN " + sql, bindings) { try $0.string(3) }.joined(separator: "; ")
+                try db.query(SQL.explainQueryPlan + sql, bindings) { try $0.string(3) }.joined(separator: "; ")
             }
         }
     }

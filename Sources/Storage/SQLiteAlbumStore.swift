@@ -169,11 +169,9 @@ public final class SQLiteAlbumStore: AlbumStore {
         reserve = DiskReserve(path: path + ".reserve", size: max(0, configuration.diskReserveBytes))
         let cacheKiB = configuration.writerCacheKiB
         if cacheKiB > 0 {
-            // A pragma value cannot be bound; it is an integer we format ourselves.
-            try database.writeWithoutTransaction { db in try db.run("PRAGMA cache_size = -\(cacheKiB)") }
+            try database.writeWithoutTransaction { db in try db.run(SQL.cacheSize(kibibytes: cacheKiB)) }
         }
-        // After a big import, keep at most 64 MiB of WAL file once it has been checkpointed.
-        try database.writeWithoutTransaction { db in try db.run("PRAGMA journal_size_limit = 67108864") }
+        try database.writeWithoutTransaction { db in try db.run(SQL.journalSizeLimit) }
         switch configuration.checkpointing {
         case .automatic:
             checkpointer = nil
@@ -200,7 +198,7 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// Copies the write-ahead log into the database and truncates it (`wal_checkpoint(TRUNCATE)`),
     /// so the next start need not read a large WAL. For graceful shutdown, when no reads run.
     public func checkpointAndTruncateWAL() throws {
-        try database.writeWithoutTransaction { db in try db.run("PRAGMA wal_checkpoint(TRUNCATE)") }
+        try database.writeWithoutTransaction { db in try db.run(SQL.checkpointAndTruncate) }
     }
 
     /// True from a write that found the disk full until a write succeeds again (reads go on).

@@ -2,6 +2,7 @@ import Crypto
 import Dispatch
 import Foundation
 import Library
+import ServerRecords
 import Storage
 import Synchronization
 import Testing

@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import Foundation
 import Library
+import ServerRecords
 import Storage
 import Synchronization
 import Testing

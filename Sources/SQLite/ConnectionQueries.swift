@@ -97,6 +97,7 @@ extension Connection {
         } else {
             let cacheable = !changesSchema && cache[sql] == nil
             statement = try Statement(db: handle, sql: sql, persistent: cacheable)
+            statement.clearsCacheWhenDone = changesSchema
             preparedStatementCount += 1
             if cacheable {
                 cache.insert(statement)
@@ -117,7 +118,7 @@ extension Connection {
     func checkIn(_ statement: Statement) {
         statement.resetAndClearBindings()
         statement.isInUse = false
-        if Connection.isSchemaChange(statement.sql) {
+        if statement.clearsCacheWhenDone {
             cache.removeAll()
         }
     }

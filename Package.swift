@@ -80,14 +80,20 @@ let package = Package(
         // Raw-socket HTTP client, child-process runner and tmpfs volumes shared by the end-to-end and storage tests.
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport", swiftSettings: strict),
 
+        // The AlbumStore contract, written once and run against every store (in-memory in
+        // LibraryTests, SQLite in StorageTests), with the in-memory stores and the facade fixture.
+        .target(name: "AlbumStoreContract", dependencies: ["Library", "ServerRecords"], path: "Tests/AlbumStoreContract", swiftSettings: strict),
+
         .testTarget(name: "EssentialsTests", dependencies: ["Essentials"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
-        .testTarget(name: "LibraryTests", dependencies: ["Library"], swiftSettings: strict),
+        .testTarget(name: "LibraryTests", dependencies: ["Library", "AlbumStoreContract"], swiftSettings: strict),
         .testTarget(name: "ServerRecordsTests", dependencies: ["ServerRecords"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
         .testTarget(name: "CoversTests", dependencies: ["Covers", "Library", "HTTPServer"], swiftSettings: strict),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite", "HTTPTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "StorageTests", dependencies: ["Storage", "Library", "ServerRecords", "SQLite", "HTTPTestSupport", "AlbumStoreContract"],
+            swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
             dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "bluelibrary", "Crypto", "Storage", "Library", "ServerRecords"],

@@ -1,4 +1,5 @@
 import Foundation
+import AlbumStoreContract
 import Testing
 @testable import Library
 

@@ -2,20 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Library
-
-/// A settings store in memory (counts saves).
-final class InMemorySettingsStore: SettingsStore {
-    private let stored: Mutex<[UInt8]?>
-    private let saveCount = Mutex(0)
-    init(_ json: String? = nil) { stored = Mutex(json.map { Array($0.utf8) }) }
-    var saves: Int { saveCount.withLock { $0 } }
-    var text: String? { stored.withLock { $0.map { String(decoding: $0, as: UTF8.self) } } }
-    func loadSettings() throws -> [UInt8]? { stored.withLock { $0 } }
-    func saveSettings(_ json: [UInt8]) throws {
-        stored.withLock { $0 = json }
-        saveCount.withLock { $0 += 1 }
-    }
-}
+import AlbumStoreContract
 
 @Suite struct SettingsTests {
     @Test func defaultsWhenNothingIsStored() throws {

@@ -12,25 +12,27 @@ import SQLite
 /// What is left here is the album rows themselves (insert, update, read by id) and the
 /// library's version.
 final class LibraryTransaction: AlbumStoreWriter {
-    let db: Connection
+    private let db: Connection
     /// The library's row id; `nil` in a read of a library that was never written.
-    let library: Int64?
-    let order: SparseOrder
-    let pages: AlbumPages
-    let bulkImport: BulkImport
-    let changeFeed: ChangeFeed
-    let undo: UndoStack
-    let savedStates: SavedStates
+    private let library: Int64?
+    private let store: SQLiteAlbumStore
+    private let order: SparseOrder
+    /// Made on the first append or emptying: reads (most transactions) never need it.
+    private var bulkImport: BulkImport?
+
+    // Parts without state of their own: plain values over the connection.
+    private var pages: AlbumPages { AlbumPages(db: db, library: library, order: order) }
+    private var changeFeed: ChangeFeed { ChangeFeed(db: db, library: library) }
+    private var undo: UndoStack { UndoStack(db: db, library: library) }
+    private var savedStates: SavedStates {
+        SavedStates(db: db, library: library, limit: store.configuration.maxSavedStates)
+    }
 
     init(_ db: Connection, library: Int64?, store: SQLiteAlbumStore) {
         self.db = db
         self.library = library
+        self.store = store
         order = SparseOrder(db, library: library, store: store)
-        pages = AlbumPages(db: db, library: library, order: order)
-        bulkImport = BulkImport(db, store: store)
-        changeFeed = ChangeFeed(db: db, library: library)
-        undo = UndoStack(db: db, library: library)
-        savedStates = SavedStates(db: db, library: library, limit: store.configuration.maxSavedStates)
     }
 
     /// The library row id, for operations that need the library to exist (writes).
@@ -42,7 +44,7 @@ final class LibraryTransaction: AlbumStoreWriter {
     /// indexes a bulk import dropped. Called by `write` before commit.
     func finish() throws {
         try order.finish()
-        try bulkImport.finish()
+        try bulkImport?.finish()
     }
 
     // MARK: - Reading
@@ -89,7 +91,7 @@ final class LibraryTransaction: AlbumStoreWriter {
         let library = try libraryRow
         let total = try order.count()
         if index == total {
-            try bulkImport.willAppend(countBefore: total, library: library)
+            try madeBulkImport().willAppend(countBefore: total, library: library)
         }
         try order.insert(at: index) { bucket, position in
             try insertRow(album, library: library, bucket: bucket, position: position)
@@ -127,7 +129,7 @@ final class LibraryTransaction: AlbumStoreWriter {
 
     func deleteAllAlbums() throws {
         try order.removeAll()
-        bulkImport.libraryEmptied()
+        madeBulkImport().libraryEmptied()
     }
 
     func deleteAllStates() throws {
@@ -163,6 +165,13 @@ final class LibraryTransaction: AlbumStoreWriter {
 
     func pruneChanges(throughVersion maxVersion: Int64, recordedBefore cutoff: Date, limit: Int) throws {
         try changeFeed.prune(throughVersion: maxVersion, recordedBefore: cutoff, limit: limit, library: try libraryRow)
+    }
+
+    private func madeBulkImport() -> BulkImport {
+        if let bulkImport { return bulkImport }
+        let made = BulkImport(db, store: store)
+        bulkImport = made
+        return made
     }
 
     // MARK: - Rows

@@ -23,6 +23,7 @@ public enum AlbumStoreContract {
         ContractCheck("a library never written reads as empty, at version 0", neverWritten),
         ContractCheck("inserts, moves and deletes keep the order; every read agrees with it", ordering),
         ContractCheck("a throwing write rolls everything back and rethrows the same error", rollback),
+        ContractCheck("out-of-range reads are empty, never a crash; a body's error stops a stream unchanged", edges),
         ContractCheck("update replaces fields in place; integrity violations throw and change nothing", integrity),
         ContractCheck("versions count from 1 per library; libraries are independent", versionsAndLibraries),
         ContractCheck("the undo stack pushes, trims to its limit, peeks, pops newest first and clears", undoStack),
@@ -133,6 +134,44 @@ public enum AlbumStoreContract {
         // The store is still usable after the rollback.
         try store.write(.default) { writer throws in try writer.insert(album(3), at: 1) }
         try expectOrder(store, [album(1), album(3)])
+    }
+
+    static func edges(_ factory: AlbumStoreFactory) throws {
+        let store = try factory().albums
+        let model = (1...6).map { album(UInt64($0)) }
+        try store.write(.default) { writer throws in
+            for (index, album) in model.enumerated() { try writer.insert(album, at: index) }
+            try writer.saveState(SavedState(client: "a", currentAlbumIndex: 0, albumID: nil, updatedAt: nil))
+            try writer.saveState(SavedState(client: "b", currentAlbumIndex: 1, albumID: nil, updatedAt: nil))
+            try writer.pushUndo(.remove(id: model[0].id, title: "x"), limit: -1)
+            #expect(try writer.undoDepth() == 0, "a negative limit keeps none")
+        }
+        struct Stop: Error, Equatable {}
+        try store.read(.default) { reader throws in
+            #expect(try reader.albums(offset: -1, limit: 3).isEmpty)
+            #expect(try reader.albums(offset: 2, limit: 0).isEmpty)
+            #expect(try reader.albums(offset: 2, limit: -4).isEmpty)
+            #expect(try reader.albums(matching: .all, sort: .position, from: .offset(-3), limit: 2) == Array(model.prefix(2)))
+            #expect(try reader.albums(matching: .all, sort: AlbumSort(.title), from: .offset(-3), limit: 1)?.count == 1)
+            #expect(try reader.albums(matching: .all, sort: .position, from: .start, limit: -1) == [])
+            #expect(try reader.changes(after: 0, limit: -1).isEmpty)
+            var seen = 0
+            #expect(throws: Stop()) {
+                try reader.forEachAlbum { _ in
+                    seen += 1
+                    if seen == 2 { throw Stop() }
+                }
+            }
+            #expect(seen == 2, "the stream stopped at the error")
+            var states = 0
+            #expect(throws: Stop()) {
+                try reader.forEachState { _ in
+                    states += 1
+                    throw Stop()
+                }
+            }
+            #expect(states == 1)
+        }
     }
 
     static func integrity(_ factory: AlbumStoreFactory) throws {

@@ -79,11 +79,15 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
         func album(at index: Int) throws -> Album? { data.albums.indices.contains(index) ? data.albums[index] : nil }
 
         func albums(offset: Int, limit: Int) throws -> [Album] {
-            guard offset < data.albums.count else { return [] }
+            guard offset >= 0, limit > 0, offset < data.albums.count else { return [] }
             return Array(data.albums[offset..<min(offset + limit, data.albums.count)])
         }
 
         func albums(matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int) throws -> [Album]? {
+            guard limit > 0 else {
+                if case let .afterAlbum(id) = anchor, try album(id: id) == nil { return nil }
+                return []
+            }
             var ordered = data.albums.filter(filter.matches)
             if sort.field != .position {
                 ordered.sort { sort.orders($0, before: $1) }
@@ -94,7 +98,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
             case .start:
                 break
             case let .offset(n):
-                ordered = Array(ordered.dropFirst(n))
+                ordered = Array(ordered.dropFirst(max(0, n)))
             case let .afterAlbum(id) where sort.field != .position:
                 // After the album's current key in this order (as SQLite does).
                 guard let anchor = try album(id: id) else { return nil }
@@ -178,6 +182,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
 
         func pushUndo(_ command: UndoCommand, limit: Int) throws {
             data.undo.append(command)
+            let limit = max(0, limit)
             if data.undo.count > limit { data.undo.removeFirst(data.undo.count - limit) }
         }
 

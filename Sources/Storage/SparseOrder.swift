@@ -73,12 +73,13 @@ struct Bucket: Equatable {
 }
 
 /// The list order of one library's albums, on the two levels of sparse keys above: the only
-/// code that reads or writes `buckets`, `albums.bucket`/`albums.pos` and `libraries.album_count`.
+/// code that writes `buckets`, `albums.bucket`/`albums.pos` and `libraries.album_count`
+/// (filtered pages, `AlbumPages`, and the consistency check only read them).
 ///
 /// Answers position questions (count, the album at an index, a range, the index of an album)
 /// and applies position changes (insert at, append, remove, remove all), keeping the bucket
-/// sizes, splits, merges and key spacing right. It knows nothing of album fields: an insert
-/// hands the chosen `(bucket, pos)` to a closure that writes the row.
+/// sizes, splits, merges and key spacing right. It never writes album fields: an insert hands
+/// the chosen `(bucket, pos)` to a closure that writes the row.
 ///
 /// One per transaction (created by `LibraryTransaction`), and it caches for that long only:
 /// - the album count, read once, then maintained, written back by `finish()`;

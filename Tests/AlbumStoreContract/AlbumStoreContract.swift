@@ -3,7 +3,7 @@ import Library
 import ServerRecords
 import Testing
 
-/// The `AlbumStore` contract (and the idempotency and settings stores beside it), written once
+/// The `AlbumStore` contract (and the idempotency, settings and access stores beside it), written once
 /// and run against every store: ordering rules, rollback, undo, saved states, archive-style
 /// replacement, paging, the change feed, idempotency keys and the settings document.
 ///
@@ -33,6 +33,7 @@ public enum AlbumStoreContract {
         ContractCheck("the change feed pages by version and is pruned only from its oldest end", changeFeed),
         ContractCheck("idempotency keys: claim, in progress, mismatch, replay, release, expiry", idempotency),
         ContractCheck("the settings document is stored, replaced and updated in place", settings),
+        ContractCheck("access records: the token hash, failed attempts per client, pruning", access),
     ]
 
     // MARK: - Checks
@@ -424,6 +425,43 @@ public enum AlbumStoreContract {
         }
         try settings.updateSettings { _ in nil }
         #expect(try settings.loadSettings() == Array(#"{"schemaVersion":2,"x":"☃"}"#.utf8))
+    }
+
+    static func access(_ factory: AlbumStoreFactory) throws {
+        let access = try factory().access
+        let start = Timestamp.date(milliseconds: 1_700_000_000_000)
+        let hash = TokenHash(salt: [1, 2, 3], hash: Array(repeating: 7, count: 32), iterations: 1000)
+        #expect(try access.tokenHash() == nil)
+        try access.setTokenHash(hash)
+        #expect(try access.tokenHash() == hash)
+
+        let locked = FailedAttempts(count: 5, windowStart: start, lockedUntil: start.addingTimeInterval(60))
+        var seen: FailedAttempts?? = .none
+        let written = try access.updateFailedAttempts(client: "10.0.0.1") { old in
+            seen = .some(old)
+            return locked
+        }
+        #expect(seen == .some(nil), "the body sees the stored record (none yet)")
+        #expect(written == locked)
+        try access.updateFailedAttempts(client: "10.0.0.2") { _ in FailedAttempts(count: 1, windowStart: start.addingTimeInterval(30)) }
+        try access.updateFailedAttempts(client: "10.0.0.3") { _ in FailedAttempts(count: 2, windowStart: start.addingTimeInterval(50)) }
+        #expect(try access.failedAttempts(client: "10.0.0.1") == locked)
+        #expect(try access.allFailedAttempts().keys.sorted() == ["10.0.0.1", "10.0.0.2", "10.0.0.3"])
+        try access.updateFailedAttempts(client: "10.0.0.3") { _ in nil }
+        #expect(try access.failedAttempts(client: "10.0.0.3") == nil)
+
+        // At start + 90 s with a 60 s window: .2's window (from +30 s) ended, .1's lock (to +60 s) too.
+        try access.updateFailedAttempts(client: "10.0.0.4") { _ in FailedAttempts(count: 1, windowStart: start.addingTimeInterval(80)) }
+        try access.updateFailedAttempts(client: "10.0.0.5") { _ in FailedAttempts(count: 1, windowStart: start.addingTimeInterval(85)) }
+        try access.pruneFailedAttempts(now: start.addingTimeInterval(90), interval: 60, keeping: 100)
+        #expect(try access.allFailedAttempts().keys.sorted() == ["10.0.0.4", "10.0.0.5"])
+        try access.pruneFailedAttempts(now: start.addingTimeInterval(90), interval: 60, keeping: 1)
+        #expect(try access.allFailedAttempts().keys.sorted() == ["10.0.0.5"], "the newest windows are kept")
+
+        // A new token (or none) clears every failure record.
+        try access.setTokenHash(nil)
+        #expect(try access.tokenHash() == nil)
+        #expect(try access.allFailedAttempts().isEmpty)
     }
 
     // MARK: - Expectations

@@ -1,20 +1,23 @@
 import Library
 import ServerRecords
 
-/// The stores one database gives a server: albums, idempotency keys, the settings document.
+/// The stores one database gives a server: albums, idempotency keys, the settings document,
+/// the access records.
 /// Made fresh (empty) for each check by an ``AlbumStoreFactory``.
 public struct StoreUnderTest {
     public let albums: any AlbumStore
     public let idempotency: any IdempotencyStore
     public let settings: any SettingsStore
+    public let access: any AccessStore
     /// Whatever must outlive the stores (a temporary directory holding the database file).
     private let owner: AnyObject?
 
     public init(albums: any AlbumStore, idempotency: any IdempotencyStore, settings: any SettingsStore,
-                keeping owner: AnyObject? = nil) {
+                access: any AccessStore, keeping owner: AnyObject? = nil) {
         self.albums = albums
         self.idempotency = idempotency
         self.settings = settings
+        self.access = access
         self.owner = owner
     }
 }
@@ -35,7 +38,9 @@ public struct AlbumStoreFactory: Sendable, CustomStringConvertible {
 
     /// The in-memory stores (fakes for tests; they must agree with SQLite, the reference).
     public static let inMemory = AlbumStoreFactory("in-memory") {
-        StoreUnderTest(albums: InMemoryAlbumStore(), idempotency: InMemoryIdempotencyStore(), settings: InMemorySettingsStore())
+        StoreUnderTest(
+            albums: InMemoryAlbumStore(), idempotency: InMemoryIdempotencyStore(), settings: InMemorySettingsStore(),
+            access: InMemoryAccessStore())
     }
 }
 

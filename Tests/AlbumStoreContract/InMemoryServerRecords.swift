@@ -59,3 +59,58 @@ public final class InMemorySettingsStore: SettingsStore {
         saveCount.withLock { $0 += 1 }
     }
 }
+
+/// `AccessStore` in memory, for tests (never shipped in Sources), with the SQLite store's rules:
+/// times kept in whole milliseconds, a new token hash clears every failure record.
+public final class InMemoryAccessStore: AccessStore {
+    private struct State {
+        var hash: TokenHash?
+        var failures: [String: FailedAttempts] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func tokenHash() throws -> TokenHash? { state.withLock { $0.hash } }
+
+    public func setTokenHash(_ hash: TokenHash?) throws {
+        state.withLock { state in
+            state.hash = hash
+            state.failures = [:]
+        }
+    }
+
+    public func failedAttempts(client: String) throws -> FailedAttempts? { state.withLock { $0.failures[client] } }
+
+    public func allFailedAttempts() throws -> [String: FailedAttempts] { state.withLock { $0.failures } }
+
+    @discardableResult
+    public func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts? {
+        state.withLock { state in
+            let new = body(state.failures[client]).map(Self.stored)
+            state.failures[client] = new
+            return new
+        }
+    }
+
+    public func pruneFailedAttempts(now: Date, interval: TimeInterval, keeping: Int) throws {
+        let now = Timestamp.milliseconds(now)
+        let interval = Int64(max(0, min(interval, 1e12)) * 1000)
+        state.withLock { state in
+            state.failures = state.failures.filter { _, record in
+                if let lockedUntil = record.lockedUntil { return Timestamp.milliseconds(lockedUntil) > now }
+                return Timestamp.milliseconds(record.windowStart) > now - interval
+            }
+            let newestFirst = state.failures.sorted { $0.value.windowStart > $1.value.windowStart }
+            for (client, _) in newestFirst.dropFirst(max(0, keeping)) { state.failures[client] = nil }
+        }
+    }
+
+    /// The record as a store keeps it: dates in whole milliseconds.
+    private static func stored(_ record: FailedAttempts) -> FailedAttempts {
+        FailedAttempts(
+            count: record.count, windowStart: Timestamp.date(milliseconds: Timestamp.milliseconds(record.windowStart)),
+            lockedUntil: record.lockedUntil.map { Timestamp.date(milliseconds: Timestamp.milliseconds($0)) })
+    }
+}

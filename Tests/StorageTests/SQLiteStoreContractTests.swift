@@ -16,7 +16,7 @@ extension AlbumStoreFactory {
         AlbumStoreFactory(name) {
             let directory = try TemporaryDirectory()
             let store = try Fixtures.store(directory, bucketSize: 4, spacing: keys)
-            return StoreUnderTest(albums: store, idempotency: store, settings: store, keeping: directory)
+            return StoreUnderTest(albums: store, idempotency: store, settings: store, access: store, keeping: directory)
         }
     }
 }

@@ -48,8 +48,12 @@ let package = Package(
         // The domain: albums, ordering rules, the facade, undo, state, archive. No I/O imports.
         .target(name: "Library", dependencies: ["Essentials"], swiftSettings: strict),
 
-        // AlbumStore on SQLite: the only module that knows SQL.
-        .target(name: "Storage", dependencies: ["Essentials", "Library", "SQLite", "CLinux"], swiftSettings: strict),
+        // What the server keeps besides albums (access token and failures, idempotency keys,
+        // secrets): protocols and values that Storage implements and BlueLibraryServer uses.
+        .target(name: "ServerRecords", dependencies: ["Essentials"], swiftSettings: strict),
+
+        // AlbumStore (and the ServerRecords stores) on SQLite: the only module that knows SQL.
+        .target(name: "Storage", dependencies: ["Essentials", "Library", "ServerRecords", "SQLite", "CLinux"], swiftSettings: strict),
 
         // Cover fetcher (libcurl) with a disk cache: implements Library's CoverSource.
         .target(name: "Covers", dependencies: ["Essentials", "Library", "Crypto", "CCurl"], swiftSettings: strict),
@@ -60,7 +64,7 @@ let package = Package(
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
-            dependencies: ["Essentials", "HTTPServer", "Library", "Storage", "Covers", "Crypto"],
+            dependencies: ["Essentials", "HTTPServer", "Library", "ServerRecords", "Storage", "Covers", "Crypto"],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: strict
         ),
@@ -84,16 +88,23 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The AlbumStore contract, written once and run against every store (in-memory in
+        // LibraryTests, SQLite in StorageTests), with the in-memory stores and the facade fixture.
+        .target(name: "AlbumStoreContract", dependencies: ["Library", "ServerRecords"], path: "Tests/AlbumStoreContract", swiftSettings: strict),
+
         .testTarget(name: "EssentialsTests", dependencies: ["Essentials"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["Essentials", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "HTTPTestSupport"], swiftSettings: strict),
-        .testTarget(name: "LibraryTests", dependencies: ["Library", "HTTPTestSupport"], swiftSettings: strict),
+        .testTarget(name: "LibraryTests", dependencies: ["Library", "HTTPTestSupport", "AlbumStoreContract"], swiftSettings: strict),
+        .testTarget(name: "ServerRecordsTests", dependencies: ["ServerRecords"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
         .testTarget(name: "CoversTests", dependencies: ["Essentials", "Covers", "Library", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Library", "SQLite", "HTTPTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "StorageTests", dependencies: ["Storage", "Library", "ServerRecords", "SQLite", "HTTPTestSupport", "AlbumStoreContract"],
+            swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
-            dependencies: ["Essentials", "BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Crypto", "Storage", "Library"],
+            dependencies: ["Essentials", "BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Crypto", "Storage", "Library", "ServerRecords"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPServer
 import Library
+import ServerRecords
 import Synchronization
 
 /// The passcode lock's decisions: which requests need the token, whether a presented token

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Library
+import ServerRecords
 
 /// `Idempotency-Key` for creating requests: a retry with the same key and body gets the first
 /// response and changes nothing more (keys live 24 hours); the same key with a different body

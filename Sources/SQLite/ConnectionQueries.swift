@@ -26,6 +26,20 @@ extension Connection {
         }
     }
 
+    /// A cursor over the result rows of `sql`, read one at a time with ``RowCursor/next()``.
+    /// The caller stops whenever it has seen enough (remaining rows are never computed); the
+    /// statement goes back to the cache when the cursor is dropped.
+    ///
+    /// ```swift
+    /// var rows = try db.cursor("SELECT ord, size FROM buckets ORDER BY ord")
+    /// while let row = try rows.next() {
+    ///     if try row.int(1) > 100 { break }
+    /// }
+    /// ```
+    public func cursor(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> RowCursor {
+        RowCursor(connection: self, statement: try checkOut(sql, bindings))
+    }
+
     /// Maps every result row through `transform` and returns the results.
     public func query<T>(_ sql: String, _ bindings: [SQLiteValue] = [], _ transform: (Row) throws -> T) throws -> [T] {
         var results: [T] = []
@@ -62,6 +76,20 @@ extension Connection {
     ///   from inside a row callback), a fresh uncached statement is used instead.
     /// - Schema-changing statements (CREATE/DROP/ALTER) are never cached and clear the cache.
     func withStatement<T>(_ sql: String, _ bindings: [SQLiteValue], _ body: (Statement) throws -> T) throws -> T {
+        let statement = try checkOut(sql, bindings)
+        defer { checkIn(statement) }
+        do {
+            return try body(statement)
+        } catch let error as SQLiteError {
+            cache.evict(statement)
+            throw error
+        }
+    }
+
+    /// The cached statement for `sql` (prepared and cached on a miss; a fresh uncached one
+    /// when the cached one is being stepped or `sql` changes the schema), marked in use and
+    /// bound to `bindings`. Every checked-out statement goes back through ``checkIn(_:)``.
+    func checkOut(_ sql: String, _ bindings: [SQLiteValue]) throws -> Statement {
         let changesSchema = Connection.isSchemaChange(sql)
         let statement: Statement
         if !changesSchema, let cached = cache[sql], !cached.isInUse {
@@ -69,25 +97,29 @@ extension Connection {
         } else {
             let cacheable = !changesSchema && cache[sql] == nil
             statement = try Statement(db: handle, sql: sql, persistent: cacheable)
+            statement.clearsCacheWhenDone = changesSchema
             preparedStatementCount += 1
             if cacheable {
                 cache.insert(statement)
             }
         }
         statement.isInUse = true
-        defer {
-            statement.resetAndClearBindings()
-            statement.isInUse = false
-            if changesSchema {
-                cache.removeAll()
-            }
-        }
         do {
             try statement.bind(bindings)
-            return try body(statement)
         } catch let error as SQLiteError {
+            checkIn(statement)
             cache.evict(statement)
             throw error
+        }
+        return statement
+    }
+
+    /// Resets a checked-out statement and clears its bindings; a schema change clears the cache.
+    func checkIn(_ statement: Statement) {
+        statement.resetAndClearBindings()
+        statement.isInUse = false
+        if statement.clearsCacheWhenDone {
+            cache.removeAll()
         }
     }
 

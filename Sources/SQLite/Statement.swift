@@ -19,6 +19,9 @@ public final class Statement {
     /// Set while a connection helper is stepping this statement, so that a re-entrant use of
     /// the same SQL gets a fresh statement instead of resetting this one.
     var isInUse = false
+    /// Set on a statement that changes the schema: the connection clears its statement cache
+    /// when the statement is checked in (such statements are never cached themselves).
+    var clearsCacheWhenDone = false
 
     init(db: OpaquePointer, sql: String, persistent: Bool) throws {
         self.db = db

@@ -74,9 +74,8 @@ final class Checkpointer: Sendable {
                 if connection == nil {
                     connection = try Connection(path: path, mode: .readWrite, options: options)
                 }
-                // Copies what it can without blocking anyone; the row is (busy, frames in the
-                // WAL, frames copied).
-                let frames = try connection?.firstRow("PRAGMA wal_checkpoint(PASSIVE)") { try $0.int(1) } ?? 0
+                // Copies what it can without blocking anyone (column 1: frames in the WAL).
+                let frames = try connection?.firstRow(SQL.passiveCheckpoint) { try $0.int(1) } ?? 0
                 checkpointCount.add(1, ordering: .relaxed)
                 // A passive checkpoint alone never restarts the WAL under a steady load: a
                 // commit lands while it copies, or a reader of an older snapshot is still

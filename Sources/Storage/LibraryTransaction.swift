@@ -4,68 +4,47 @@ import SQLite
 
 /// The reader/writer handed to one `read` or `write` body: one library, one transaction.
 ///
-/// Keeps a little state for the duration of the transaction — nothing outlives it:
-/// - the album count (read once, then maintained; written back in `finish()`);
-/// - the *tail*: the last bucket while albums are being appended, whose size is written back
-///   only when another operation needs bucket sizes or at `finish()`. A run of appends (an
-///   archive import) therefore costs one `INSERT` per album.
+/// A facade of parts with one job each, all made for this transaction and dropped with it:
+/// - `SparseOrder`: the list order (positions, buckets, the album count and the append tail);
+/// - `AlbumPages`: filtered, sorted pages;
+/// - `BulkImport`: drops and rebuilds the sort indexes around a large import (writes only);
+/// - `ChangeFeed`, `UndoStack`, `SavedStates`: their tables.
+/// What is left here is the album rows themselves (insert, update, read by id) and the
+/// library's version.
 final class LibraryTransaction: AlbumStoreWriter {
-    let db: Connection
+    private let db: Connection
     /// The library's row id; `nil` in a read of a library that was never written.
-    let library: Int64?
-    let store: SQLiteAlbumStore
-    let layout: BucketLayout
+    private let library: Int64?
+    private let store: SQLiteAlbumStore
+    private let order: SparseOrder
+    /// Made on the first append or emptying: reads (most transactions) never need it.
+    private var bulkImport: BulkImport?
 
-    var cachedCount: Int?
-    var countIsDirty = false
-    var tail: Tail?
-    /// Dropped sort indexes of a bulk import (`LibraryTransaction+BulkImport.swift`).
-    var bulkImport = BulkImport()
-
-    /// The last bucket while appending, with the last position in it.
-    struct Tail {
-        var bucket: Bucket
-        var lastPosition: Int64
-        var sizeIsDirty: Bool
+    // Parts without state of their own: plain values over the connection.
+    private var pages: AlbumPages { AlbumPages(db: db, library: library, order: order) }
+    private var changeFeed: ChangeFeed { ChangeFeed(db: db, library: library) }
+    private var undo: UndoStack { UndoStack(db: db, library: library) }
+    private var savedStates: SavedStates {
+        SavedStates(db: db, library: library, limit: store.configuration.maxSavedStates)
     }
 
     init(_ db: Connection, library: Int64?, store: SQLiteAlbumStore) {
         self.db = db
         self.library = library
         self.store = store
-        self.layout = BucketLayout(target: store.configuration.bucketSize, spacing: store.configuration.keySpacing)
+        order = SparseOrder(db, library: library, store: store)
     }
 
     /// The library row id, for operations that need the library to exist (writes).
-    var libraryRow: Int64 {
-        get throws {
-            guard let library else { throw StorageError(.corrupt, "the library has no row") }
-            return library
-        }
+    private var libraryRow: Int64 {
+        get throws { try order.libraryRow }
     }
 
-    /// Writes back what is only cached (tail size, count) and recreates the sort indexes a bulk
-    /// import dropped (`LibraryTransaction+BulkImport.swift`). Called by `write` before commit.
+    /// Writes back what is only cached (the order's tail size and count) and recreates the sort
+    /// indexes a bulk import dropped. Called by `write` before commit.
     func finish() throws {
-        try settleTail()
-        if countIsDirty, let library, let cachedCount {
-            try db.run(SQL.setAlbumCount, [.integer(library), .integer(Int64(cachedCount))])
-            countIsDirty = false
-        }
-        try restoreSortIndexes()
-    }
-
-    /// Writes the tail bucket's size and forgets the tail, so bucket rows are exact.
-    func settleTail() throws {
-        if let tail, tail.sizeIsDirty, let library {
-            try setSize(of: tail.bucket, library: library)
-        }
-        tail = nil
-    }
-
-    func setCount(_ count: Int) {
-        cachedCount = count
-        countIsDirty = true
+        try order.finish()
+        try bulkImport?.finish()
     }
 
     // MARK: - Reading
@@ -75,114 +54,47 @@ final class LibraryTransaction: AlbumStoreWriter {
         return try db.scalar(SQL.version, [.integer(library)], as: Int64.self) ?? 0
     }
 
-    func count() throws -> Int {
-        if let cachedCount { return cachedCount }
-        guard let library else { return 0 }
-        let count = try db.scalar(SQL.albumCount, [.integer(library)], as: Int.self) ?? 0
-        cachedCount = count
-        return count
-    }
+    func count() throws -> Int { try order.count() }
 
     func album(id: AlbumID) throws -> Album? {
         guard let library else { return nil }
-        return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], Self.album(from:))
+        return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], StoredRows.album(from:))
     }
 
-    func index(of id: AlbumID) throws -> Int? {
-        guard let library else { return nil }
-        try settleTail()
-        return try db.scalar(SQL.indexOfAlbum, [.integer(library), .text(id.rawValue)], as: Int.self)
+    func index(of id: AlbumID) throws -> Int? { try order.index(of: id) }
+    func album(at index: Int) throws -> Album? { try order.album(at: index) }
+    func albums(offset: Int, limit: Int) throws -> [Album] { try order.albums(offset: offset, limit: limit) }
+    func forEachAlbum(_ body: (Album) throws -> Void) throws { try order.forEachAlbum(body) }
+
+    func albums(matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int) throws -> [Album]? {
+        try pages.albums(matching: filter, sort: sort, from: anchor, limit: limit)
     }
 
-    func album(at index: Int) throws -> Album? {
-        guard library != nil, index >= 0, index < (try count()) else { return nil }
-        try settleTail()
-        let (bucket, offset) = try locate(index)
-        return try db.firstRow(
-            SQL.albumsInBucket, [.integer(bucket.id), .integer(1), .integer(Int64(offset))], Self.album(from:))
+    func count(matching filter: AlbumFilter) throws -> Int { try pages.count(matching: filter) }
+
+    func undoDepth() throws -> Int { try undo.depth() }
+    func peekUndo() throws -> UndoCommand? { try undo.peek() }
+
+    func state(client: String) throws -> SavedState? { try savedStates.state(client: client) }
+    func states() throws -> [SavedState] { try savedStates.all() }
+    func forEachState(_ body: (SavedState) throws -> Void) throws { try savedStates.forEach(body) }
+
+    func changes(after version: Int64, limit: Int) throws -> [LibraryChange] {
+        try changeFeed.changes(after: version, limit: limit)
     }
 
-    func albums(offset: Int, limit: Int) throws -> [Album] {
-        guard let library, offset >= 0, limit > 0 else { return [] }
-        let total = try count()
-        guard offset < total else { return [] }
-        try settleTail()
-        var (bucket, skip) = try locate(offset)
-        var result: [Album] = []
-        result.reserveCapacity(min(limit, total - offset))
-        while true {
-            let wanted = limit - result.count
-            try db.forEachRow(
-                SQL.albumsInBucket, [.integer(bucket.id), .integer(Int64(wanted)), .integer(Int64(skip))]
-            ) { row in
-                result.append(try Self.album(from: row))
-            }
-            guard result.count < limit,
-                  let next = try db.firstRow(SQL.bucketAfter, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
-            else { break }
-            bucket = next
-            skip = 0
-        }
-        return result
-    }
-
-    func forEachAlbum(_ body: (Album) throws -> Void) throws {
-        guard let library else { return }
-        try settleTail()
-        try db.forEachRow(SQL.bucketsForward, [.integer(library)]) { bucketRow in
-            let bucket = try Bucket(row: bucketRow)
-            try db.forEachRow(SQL.allAlbumsInBucket, [.integer(bucket.id)]) { row in
-                try body(try Self.album(from: row))
-            }
-        }
-    }
-
-    func undoDepth() throws -> Int {
-        guard let library else { return 0 }
-        return try db.scalar(SQL.undoDepth, [.integer(library)], as: Int.self) ?? 0
-    }
-
-    func peekUndo() throws -> UndoCommand? {
-        try newestUndo()?.1
-    }
-
-    func state(client: String) throws -> SavedState? {
-        guard let library else { return nil }
-        return try db.firstRow(SQL.state, [.integer(library), .text(client)], Self.state(from:))
-    }
-
-    func states() throws -> [SavedState] {
-        guard let library else { return [] }
-        return try db.query(SQL.states, [.integer(library)], Self.state(from:))
-    }
-
-    func forEachState(_ body: (SavedState) throws -> Void) throws {
-        guard let library else { return }
-        try db.forEachRow(SQL.states, [.integer(library)]) { row in try body(try Self.state(from: row)) }
-    }
+    func oldestRetainedChange() throws -> LibraryChange? { try changeFeed.oldestRetainedChange() }
 
     // MARK: - Writing
 
     func insert(_ album: Album, at index: Int) throws {
         let library = try libraryRow
-        let total = try count()
-        guard index >= 0, index <= total else {
-            throw StorageError(.indexOutOfRange, "insert at \(index) in a library of \(total)")
-        }
+        let total = try order.count()
         if index == total {
-            try willAppend(countBefore: total)
-            try append(album, library: library)
-            return
+            try madeBulkImport().willAppend(countBefore: total, library: library)
         }
-        try settleTail()
-        var (bucket, offset) = try locate(index)
-        let position = try position(forOffset: offset, in: &bucket)
-        try insertRow(album, library: library, bucket: bucket.id, position: position)
-        bucket.size += 1
-        try setSize(of: bucket, library: library)
-        setCount(total + 1)
-        if bucket.size > layout.maximum {
-            try split(bucket, library: library)
+        try order.insert(at: index) { bucket, position in
+            try insertRow(album, library: library, bucket: bucket, position: position)
         }
     }
 
@@ -200,17 +112,7 @@ final class LibraryTransaction: AlbumStoreWriter {
     }
 
     func delete(id: AlbumID) throws {
-        let library = try libraryRow
-        try settleTail()
-        let total = try count()
-        guard let (row, bucket) = try db.firstRow(SQL.placeOfAlbum, [.integer(library), .text(id.rawValue)], {
-            (try $0.int64(0), Bucket(ord: try $0.int64(1), id: try $0.int64(2), size: try $0.int(3)))
-        }) else {
-            throw StorageError(.albumNotFound, "no album \(id) to delete")
-        }
-        try db.run(SQL.deleteAlbumRow, [.integer(row)])
-        setCount(total - 1)
-        try removed(from: bucket, library: library)
+        try order.remove(id)
     }
 
     func move(id: AlbumID, to index: Int) throws {
@@ -226,21 +128,12 @@ final class LibraryTransaction: AlbumStoreWriter {
     }
 
     func deleteAllAlbums() throws {
-        let library = try libraryRow
-        tail = nil
-        // Other libraries' counts are exact: this transaction holds the write lock.
-        if try db.scalar(SQL.otherLibraryHasAlbums, [.integer(library)], as: Bool.self) == true {
-            try db.run(SQL.deleteAlbums, [.integer(library)])
-        } else {
-            try db.run(SQL.deleteEveryAlbum)
-        }
-        try db.run(SQL.deleteBuckets, [.integer(library)])
-        setCount(0)
-        libraryEmptied()
+        try order.removeAll()
+        madeBulkImport().libraryEmptied()
     }
 
     func deleteAllStates() throws {
-        try db.run(SQL.deleteStates, [.integer(try libraryRow)])
+        try savedStates.deleteAll(library: try libraryRow)
     }
 
     func bumpVersion() throws -> Int64 {
@@ -251,45 +144,39 @@ final class LibraryTransaction: AlbumStoreWriter {
     }
 
     func pushUndo(_ command: UndoCommand, limit: Int) throws {
-        let library = try libraryRow
-        let json = String(decoding: try JSONEncoder().encode(command), as: UTF8.self)
-        try db.run(SQL.pushUndo, [.integer(library), .text(json)])
-        try db.run(SQL.trimUndo, [.integer(library), .integer(Int64(max(0, limit)))])
+        try undo.push(command, limit: limit, library: try libraryRow)
     }
 
     func popUndo() throws -> UndoCommand? {
-        let library = try libraryRow
-        guard let (sequence, command) = try newestUndo() else { return nil }
-        try db.run(SQL.deleteUndo, [.integer(library), .integer(sequence)])
-        return command
+        try undo.pop(library: try libraryRow)
     }
 
     func clearUndo() throws {
-        try db.run(SQL.clearUndo, [.integer(try libraryRow)])
+        try undo.clear(library: try libraryRow)
     }
 
-    /// Saves `state`, replacing the client's earlier one. A new client past
-    /// `maxSavedStates` makes room: the least recently saved states go, a hundredth of the
-    /// limit at a time, so the scan that finds them runs once per that many new clients.
     func saveState(_ state: SavedState) throws {
-        let library = try libraryRow
-        let limit = store.configuration.maxSavedStates
-        let isNew = try db.scalar(SQL.stateExists, [.integer(library), .text(state.client)], as: Int.self) == nil
-        try db.run(SQL.saveState, [
-            .integer(library), .text(state.client), .integer(Int64(state.currentAlbumIndex)),
-            state.albumID.map { .text($0.rawValue) } ?? .null,
-            state.updatedAt.map { .integer(Milliseconds.from($0)) } ?? .null,
-        ])
-        guard isNew else { return }
-        let count = try db.scalar(SQL.stateCount, [.integer(library)], as: Int.self) ?? 0
-        guard count > limit else { return }
-        let excess = count - limit + max(0, (limit - 1) / 100)
-        try db.run(SQL.evictStates, [.integer(library), .text(state.client), .integer(Int64(excess))])
+        try savedStates.save(state, library: try libraryRow)
+    }
+
+    func recordChange(_ change: LibraryChange) throws {
+        try changeFeed.record(change, library: try libraryRow)
+    }
+
+    func pruneChanges(throughVersion maxVersion: Int64, recordedBefore cutoff: Date, limit: Int) throws {
+        try changeFeed.prune(throughVersion: maxVersion, recordedBefore: cutoff, limit: limit, library: try libraryRow)
+    }
+
+    private func madeBulkImport() -> BulkImport {
+        if let bulkImport { return bulkImport }
+        let made = BulkImport(db, store: store)
+        bulkImport = made
+        return made
     }
 
     // MARK: - Rows
 
-    func insertRow(_ album: Album, library: Int64, bucket: Int64, position: Int64) throws {
+    private func insertRow(_ album: Album, library: Int64, bucket: Int64, position: Int64) throws {
         do {
             try db.run(SQL.insertAlbum, [
                 .integer(library), .integer(bucket), .integer(position),
@@ -300,40 +187,5 @@ final class LibraryTransaction: AlbumStoreWriter {
         } catch let error as SQLiteError where error.isUniqueViolation {
             throw StorageError(.duplicateAlbum, "album \(album.id) is already in the library")
         }
-    }
-
-    private func newestUndo() throws -> (Int64, UndoCommand)? {
-        guard let library else { return nil }
-        guard let (sequence, json) = try db.firstRow(SQL.peekUndo, [.integer(library)], {
-            (try $0.int64(0), try $0.string(1))
-        }) else { return nil }
-        do {
-            return (sequence, try JSONDecoder().decode(UndoCommand.self, from: Data(json.utf8)))
-        } catch {
-            throw StorageError(.corrupt, "undo command \(sequence) cannot be decoded: \(error)")
-        }
-    }
-
-    /// Columns: album_id, title, artist, genre, year, cover_url, created_at, updated_at.
-    static func album(from row: Row) throws -> Album {
-        let text = try row.string(0)
-        guard let id = AlbumID(text) else { throw StorageError(.corrupt, "stored album id \(text) is malformed") }
-        return Album(
-            id: id, title: try row.string(1), artist: try row.string(2), genre: try row.string(3),
-            year: try row.get(4, as: Int?.self), coverUrl: try row.get(5, as: String?.self),
-            createdAt: Milliseconds.date(try row.int64(6)),
-            updatedAt: Milliseconds.date(try row.int64(7)))
-    }
-
-    /// Columns: client, current_index, album_id, updated_at.
-    static func state(from row: Row) throws -> SavedState {
-        var albumID: AlbumID?
-        if let text = try row.get(2, as: String?.self) {
-            guard let id = AlbumID(text) else { throw StorageError(.corrupt, "stored album id \(text) is malformed") }
-            albumID = id
-        }
-        return SavedState(
-            client: try row.string(0), currentAlbumIndex: try row.int(1), albumID: albumID,
-            updatedAt: try row.get(3, as: Int64?.self).map { Milliseconds.date($0) })
     }
 }

@@ -1,5 +1,13 @@
-/// Every statement the store runs. Constant text (values are always bound), so each one is
-/// prepared once per connection and then reused from the statement cache.
+/// Every statement the store runs, in one place: a second engine (PostgreSQL) starts from this
+/// list. Constant text (values are always bound), so each one is prepared once per connection
+/// and then reused from the statement cache.
+///
+/// Two kinds of SQL live elsewhere, each in one file:
+/// - the schema: the migrations' DDL, append-only, in `Schema.swift` (and the sort indexes a
+///   bulk import drops and recreates, `Schema.sortIndexes`);
+/// - filtered, sorted pages, whose text depends on which filter conditions are present: built
+///   by `PagingQuery` (`PagingSQL.swift`) from fixed fragments, so each shape is still one
+///   cached statement.
 enum SQL {
     // MARK: Libraries
 
@@ -68,6 +76,11 @@ enum SQL {
         SELECT a.row, b.ord, b.id, b.size FROM albums AS a JOIN buckets AS b ON b.id = a.bucket
         WHERE a.library = ?1 AND a.album_id = ?2
         """
+    /// Where an album sits for paging: its bucket's `ord`, its bucket, its `pos`.
+    static let pagingPlaceOfAlbum = """
+        SELECT b.ord, a.bucket, a.pos FROM albums AS a JOIN buckets AS b ON b.id = a.bucket
+        WHERE a.library = ?1 AND a.album_id = ?2
+        """
     static let deleteAlbumRow = "DELETE FROM albums WHERE row = ?1"
     static let deleteAlbums = "DELETE FROM albums WHERE library = ?1"
     /// Without a WHERE clause SQLite drops the table's pages wholesale (truncate optimisation).
@@ -132,4 +145,95 @@ enum SQL {
     static let duplicatePositions = """
         SELECT COUNT(*) FROM (SELECT 1 FROM albums WHERE library = ?1 GROUP BY bucket, pos HAVING COUNT(*) > 1)
         """
+
+    // MARK: Change feed (columns: version, kind, album_id, position, recorded_at)
+
+    private static let changeColumns = "version, kind, album_id, position, recorded_at"
+    static let changesAfter = """
+        SELECT \(changeColumns) FROM library_changes WHERE library = ?1 AND version > ?2 ORDER BY version LIMIT ?3
+        """
+    static let oldestChange = "SELECT \(changeColumns) FROM library_changes WHERE library = ?1 ORDER BY version LIMIT 1"
+    static let oldestChanges =
+        "SELECT version, recorded_at FROM library_changes WHERE library = ?1 ORDER BY version LIMIT ?2"
+    static let insertChange = """
+        INSERT INTO library_changes (library, version, kind, album_id, position, recorded_at)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        """
+    static let deleteChangesThrough = "DELETE FROM library_changes WHERE library = ?1 AND version <= ?2"
+
+    // MARK: Bulk import
+
+    static let sortIndexNames = """
+        SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'albums'
+        """
+    static let albumsOfOtherLibraries = "SELECT COALESCE(SUM(album_count), 0) FROM libraries WHERE id <> ?1"
+    /// An identifier cannot be bound; the names are our own constants (`Schema.sortIndexes`).
+    static func dropIndex(_ name: String) -> String { "DROP INDEX \(name)" }
+
+    // MARK: Idempotency keys
+
+    /// Expired keys, a bounded batch at a time.
+    static let purgeExpiredKeys =
+        "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys WHERE created_at < ?1 LIMIT 100)"
+    static let idempotencyKey = "SELECT fingerprint, status, headers, body FROM idempotency_keys WHERE key = ?1"
+    static let claimKey = "INSERT INTO idempotency_keys (key, fingerprint, created_at) VALUES (?1, ?2, ?3)"
+    static let completeKey = "UPDATE idempotency_keys SET status = ?2, headers = ?3, body = ?4 WHERE key = ?1"
+    static let releaseKey = "DELETE FROM idempotency_keys WHERE key = ?1 AND status IS NULL"
+
+    // MARK: Settings
+
+    static let settingsDocument = "SELECT document FROM settings WHERE id = 1"
+    static let saveSettingsDocument = """
+        INSERT INTO settings (id, document, updated_at) VALUES (1, ?1, ?2)
+        ON CONFLICT (id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
+        """
+
+    // MARK: Access (token hash, failed attempts)
+
+    static let tokenHash = "SELECT algorithm, salt, hash, iterations FROM access_token WHERE id = 1"
+    static let saveTokenHash = """
+        INSERT INTO access_token (id, algorithm, salt, hash, iterations, updated_at) VALUES (1, ?1, ?2, ?3, ?4, ?5)
+        ON CONFLICT (id) DO UPDATE SET algorithm = excluded.algorithm, salt = excluded.salt, hash = excluded.hash,
+            iterations = excluded.iterations, updated_at = excluded.updated_at
+        """
+    static let deleteTokenHash = "DELETE FROM access_token"
+    static let deleteEveryFailure = "DELETE FROM access_failures"
+    static let failure = "SELECT attempt_count, window_start, locked_until FROM access_failures WHERE client = ?1"
+    static let everyFailure = "SELECT client, attempt_count, window_start, locked_until FROM access_failures"
+    static let saveFailure = """
+        INSERT INTO access_failures (client, attempt_count, window_start, locked_until) VALUES (?1, ?2, ?3, ?4)
+        ON CONFLICT (client) DO UPDATE SET attempt_count = excluded.attempt_count,
+            window_start = excluded.window_start, locked_until = excluded.locked_until
+        """
+    static let deleteFailure = "DELETE FROM access_failures WHERE client = ?1"
+    /// Records whose lock (?1 = now) or unlocked window (?2 = its length) has ended.
+    static let deleteEndedFailures = """
+        DELETE FROM access_failures
+        WHERE (locked_until IS NOT NULL AND locked_until <= ?1)
+           OR (locked_until IS NULL AND window_start <= ?1 - ?2)
+        """
+    /// Keeps the ?1 newest windows.
+    static let deleteOldestFailuresBeyond = """
+        DELETE FROM access_failures WHERE client IN
+            (SELECT client FROM access_failures ORDER BY window_start DESC LIMIT -1 OFFSET ?1)
+        """
+
+    // MARK: Secrets
+
+    static let insertSecret =
+        "INSERT INTO secrets (name, value, created_at) VALUES (?1, ?2, ?3) ON CONFLICT (name) DO NOTHING"
+    static let secret = "SELECT value FROM secrets WHERE name = ?1"
+
+    // MARK: Maintenance (pragmas)
+
+    /// A pragma value cannot be bound; `kibibytes` is an integer formatted here.
+    static func cacheSize(kibibytes: Int) -> String { "PRAGMA cache_size = -\(kibibytes)" }
+    /// After a big import, keep at most 64 MiB of WAL file once it has been checkpointed.
+    static let journalSizeLimit = "PRAGMA journal_size_limit = 67108864"
+    static let checkpointAndTruncate = "PRAGMA wal_checkpoint(TRUNCATE)"
+    /// Copies what it can without blocking anyone; the row is (busy, frames in the WAL, frames copied).
+    static let passiveCheckpoint = "PRAGMA wal_checkpoint(PASSIVE)"
+    /// Moves whenever another connection commits.
+    static let dataVersion = "PRAGMA data_version"
+    static let explainQueryPlan = "EXPLAIN QUERY PLAN "
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// - Durability: WAL with `synchronous=NORMAL` by default (a committed write survives a
 ///   killed process; a power cut may lose the last commits); `.full` syncs every commit.
 ///
-/// The order of albums is kept with two levels of sparse keys (see `OrderedBuckets.swift`),
+/// The order of albums is kept with two levels of sparse keys (see `SparseOrder.swift`),
 /// so inserting or deleting anywhere costs O(bucket size) at worst and finding the album at an
 /// index costs one scan of the small bucket table plus one bounded index step.
 public final class SQLiteAlbumStore: AlbumStore {
@@ -89,7 +89,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             fallbackFrames: Int = 8192, readerWait: Duration = .milliseconds(200))
     }
 
-    /// Spacing of the sparse order keys (see `OrderedBuckets.swift`).
+    /// Spacing of the sparse order keys (see `SparseOrder.swift`).
     public struct KeySpacing: Sendable {
         /// Distance between album keys in a freshly (re)numbered bucket.
         public var positionGap: Int64
@@ -116,7 +116,7 @@ public final class SQLiteAlbumStore: AlbumStore {
         public var bucketRespaces = 0
         public var orderRenumbers = 0
         /// Bulk imports that dropped the sort indexes and rebuilt them before their commit
-        /// (see `LibraryTransaction+BulkImport.swift`).
+        /// (see `BulkImport.swift`).
         public var sortIndexRebuilds = 0
     }
 
@@ -169,11 +169,9 @@ public final class SQLiteAlbumStore: AlbumStore {
         reserve = DiskReserve(path: path + ".reserve", size: max(0, configuration.diskReserveBytes))
         let cacheKiB = configuration.writerCacheKiB
         if cacheKiB > 0 {
-            // A pragma value cannot be bound; it is an integer we format ourselves.
-            try database.writeWithoutTransaction { db in try db.run("PRAGMA cache_size = -\(cacheKiB)") }
+            try database.writeWithoutTransaction { db in try db.run(SQL.cacheSize(kibibytes: cacheKiB)) }
         }
-        // After a big import, keep at most 64 MiB of WAL file once it has been checkpointed.
-        try database.writeWithoutTransaction { db in try db.run("PRAGMA journal_size_limit = 67108864") }
+        try database.writeWithoutTransaction { db in try db.run(SQL.journalSizeLimit) }
         switch configuration.checkpointing {
         case .automatic:
             checkpointer = nil
@@ -200,7 +198,7 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// Copies the write-ahead log into the database and truncates it (`wal_checkpoint(TRUNCATE)`),
     /// so the next start need not read a large WAL. For graceful shutdown, when no reads run.
     public func checkpointAndTruncateWAL() throws {
-        try database.writeWithoutTransaction { db in try db.run("PRAGMA wal_checkpoint(TRUNCATE)") }
+        try database.writeWithoutTransaction { db in try db.run(SQL.checkpointAndTruncate) }
     }
 
     /// True from a write that found the disk full until a write succeeds again (reads go on).

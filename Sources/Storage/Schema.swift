@@ -27,7 +27,7 @@ import SQLite
 /// request's fingerprint, when it was claimed, and once answered the stored response
 /// (`status` NULL while the request is in progress).
 ///
-/// v3 adds one index per value sort of paged lists (`LibraryTransaction+Paging.swift`), each
+/// v3 adds one index per value sort of paged lists (`AlbumPages.swift`), each
 /// ending in `album_id` (the tie-break), so a keyset page is one index seek at any depth.
 /// `year_key` is `IFNULL(year, 0)` as a virtual generated column (computed, not stored): the
 /// year sort's key must be a plain column for SQLite to seek a `(year_key, album_id) > (?, ?)`
@@ -134,7 +134,7 @@ enum Schema {
 
     /// The sort indexes of v3, in the order v3 creates them: the one place their definitions
     /// live. v3 runs these statements, and a bulk import that drops the indexes for speed
-    /// (`LibraryTransaction+BulkImport.swift`) recreates them from the same text, so the schema
+    /// (`BulkImport.swift`) recreates them from the same text, so the schema
     /// (`sqlite_master`) reads exactly as after the migration. Never edit one: v3 has shipped,
     /// so a changed index is a new migration (which must then update this list too).
     static let sortIndexes: [SortIndex] = [

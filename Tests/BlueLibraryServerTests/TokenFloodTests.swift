@@ -5,6 +5,7 @@ import Dispatch
 import BlueLibraryTestSupport
 import Foundation
 import Library
+import ServerRecords
 import Storage
 import Synchronization
 import Testing

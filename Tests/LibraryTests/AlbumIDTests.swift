@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import AlbumStoreContract
 import Testing
 @testable import Library
 
@@ -8,7 +9,7 @@ struct AlbumIDTests {
     @Test("ids are 26 Crockford base32 symbols carrying the millisecond time")
     func format() {
         // Given a generator at a known time
-        let clock = ManualClock(Date(timeIntervalSince1970: 1_700_000_000.123))
+        let clock = ManualDateClock(Date(timeIntervalSince1970: 1_700_000_000.123))
         let id = AlbumIDGenerator.random(clock: { clock.now }).next()
         // Then the id has the ULID shape and decodes to that time
         #expect(id.rawValue.count == 26)
@@ -20,7 +21,7 @@ struct AlbumIDTests {
     @Test("ids are unique and sort in creation order, even within one millisecond")
     func uniqueAndOrdered() {
         // Given a clock that stands still for 1000 ids, then moves
-        let clock = ManualClock()
+        let clock = ManualDateClock()
         let generator = AlbumIDGenerator.random(clock: { clock.now })
         var ids = (0..<1000).map { _ in generator.next() }
         clock.advance(milliseconds: 1)

@@ -1,3 +1,4 @@
+import AlbumStoreContract
 import Testing
 @testable import Library
 

@@ -1,4 +1,5 @@
 import Foundation
+import AlbumStoreContract
 import HTTPTestSupport
 import Testing
 @testable import Library

@@ -2,20 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Library
-
-/// A settings store in memory (counts saves).
-final class InMemorySettingsStore: SettingsStore {
-    private let stored: Mutex<[UInt8]?>
-    private let saveCount = Mutex(0)
-    init(_ json: String? = nil) { stored = Mutex(json.map { Array($0.utf8) }) }
-    var saves: Int { saveCount.withLock { $0 } }
-    var text: String? { stored.withLock { $0.map { String(decoding: $0, as: UTF8.self) } } }
-    func loadSettings() throws -> [UInt8]? { stored.withLock { $0 } }
-    func saveSettings(_ json: [UInt8]) throws {
-        stored.withLock { $0 = json }
-        saveCount.withLock { $0 += 1 }
-    }
-}
+import AlbumStoreContract
 
 @Suite struct SettingsTests {
     @Test func defaultsWhenNothingIsStored() throws {
@@ -116,21 +103,6 @@ final class InMemorySettingsStore: SettingsStore {
         #expect(throws: LibraryError.self) {
             _ = try SettingsService(store: InMemorySettingsStore(#"{"schemaVersion": 99}"#))
         }
-    }
-
-    @Test func lockoutRule() {
-        let start = Date(timeIntervalSince1970: 1_000_000)
-        var record: FailedAttempts? = nil
-        for i in 1...3 {
-            record = FailedAttempts.afterFailure(record, now: start.addingTimeInterval(Double(i)), limit: 3, interval: 60)
-        }
-        #expect(record?.count == 3)
-        #expect(record?.lockedUntil == start.addingTimeInterval(63))
-        #expect(record?.lockRemaining(at: start.addingTimeInterval(10)) == 53)
-        #expect(record?.lockRemaining(at: start.addingTimeInterval(63)) == nil)
-        // A failure after the window starts a new count.
-        let fresh = FailedAttempts.afterFailure(FailedAttempts(count: 2, windowStart: start), now: start.addingTimeInterval(61), limit: 3, interval: 60)
-        #expect(fresh.count == 1 && fresh.lockedUntil == nil)
     }
 }
 

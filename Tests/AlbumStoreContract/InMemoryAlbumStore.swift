@@ -7,18 +7,18 @@ import Library
 /// from the body (or an injected commit failure) leaves nothing behind — the same contract the
 /// SQLite store keeps.
 // @unchecked because every access to `libraries` and the counters happens under `lock`.
-final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
-    struct LibraryData {
-        var albums: [Album] = []
-        var version: Int64 = 0
-        var undo: [UndoCommand] = []
-        var states: [String: SavedState] = [:]
+public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
+    public struct LibraryData {
+        public var albums: [Album] = []
+        public var version: Int64 = 0
+        public var undo: [UndoCommand] = []
+        public var states: [String: SavedState] = [:]
         /// The change feed, oldest first.
-        var changes: [LibraryChange] = []
+        public var changes: [LibraryChange] = []
     }
 
     /// Thrown by `write` when `failNextCommit` is set: the body ran but nothing is committed.
-    struct CommitFailure: Error, Equatable {}
+    public struct CommitFailure: Error, Equatable {}
 
     private let lock = NSLock()
     private var libraries: [LibraryID: LibraryData] = [:]
@@ -26,27 +26,29 @@ final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     private var _failNextCommit = false
 
     /// Committed write transactions so far.
-    var writeCount: Int { lock.withLock { _writeCount } }
+    public var writeCount: Int { lock.withLock { _writeCount } }
     private var _readCount = 0
     /// Read transactions so far.
-    var readCount: Int { lock.withLock { _readCount } }
+    public var readCount: Int { lock.withLock { _readCount } }
 
     /// Makes the next `write` run its body and then fail instead of committing.
-    func failNextCommit() { lock.withLock { _failNextCommit = true } }
+    public func failNextCommit() { lock.withLock { _failNextCommit = true } }
 
     /// A committed snapshot of one library, for assertions.
-    func data(_ library: LibraryID = .default) -> LibraryData {
+    public func data(_ library: LibraryID = .default) -> LibraryData {
         lock.withLock { libraries[library] ?? LibraryData() }
     }
 
-    func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
+    public init() {}
+
+    public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
         try lock.withLock {
             _readCount += 1
             return try body(Transaction(libraries[library] ?? LibraryData()))
         }
     }
 
-    func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
+    public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
         try lock.withLock {
             let transaction = Transaction(libraries[library] ?? LibraryData())
             let result = try body(transaction)
@@ -77,11 +79,15 @@ final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
         func album(at index: Int) throws -> Album? { data.albums.indices.contains(index) ? data.albums[index] : nil }
 
         func albums(offset: Int, limit: Int) throws -> [Album] {
-            guard offset < data.albums.count else { return [] }
+            guard offset >= 0, limit > 0, offset < data.albums.count else { return [] }
             return Array(data.albums[offset..<min(offset + limit, data.albums.count)])
         }
 
         func albums(matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int) throws -> [Album]? {
+            guard limit > 0 else {
+                if case let .afterAlbum(id) = anchor, try album(id: id) == nil { return nil }
+                return []
+            }
             var ordered = data.albums.filter(filter.matches)
             if sort.field != .position {
                 ordered.sort { sort.orders($0, before: $1) }
@@ -92,12 +98,18 @@ final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
             case .start:
                 break
             case let .offset(n):
-                ordered = Array(ordered.dropFirst(n))
+                ordered = Array(ordered.dropFirst(max(0, n)))
+            case let .afterAlbum(id) where sort.field != .position:
+                // After the album's current key in this order (as SQLite does).
+                guard let anchor = try album(id: id) else { return nil }
+                ordered = ordered.filter { sort.orders(anchor, before: $0) }
             case let .afterAlbum(id):
-                guard let position = data.albums.firstIndex(where: { $0.id == id }) else { return nil }
-                let after = Set(data.albums[(position + 1)...].map(\.id))
-                let before = Set(data.albums[..<position].map(\.id))
-                ordered = ordered.filter { sort.descending ? before.contains($0.id) : after.contains($0.id) }
+                guard let after = listedAfter(id, in: ordered, descending: sort.descending) else { return nil }
+                ordered = after
+            case let .afterValue(_, id) where sort.field == .position:
+                // In list order a value means nothing; the id stands for the album (as SQLite does).
+                guard let after = listedAfter(id, in: ordered, descending: sort.descending) else { return nil }
+                ordered = after
             case let .afterValue(value, id):
                 let key = Album(id: id, title: "", artist: "", genre: "", year: nil, coverUrl: nil,
                                 createdAt: Date(timeIntervalSince1970: 0), updatedAt: Date(timeIntervalSince1970: 0))
@@ -115,6 +127,14 @@ final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
                 }
             }
             return Array(ordered.prefix(limit))
+        }
+
+        /// The albums of `ordered` (list order, reversed when `descending`) after album `id`.
+        private func listedAfter(_ id: AlbumID, in ordered: [Album], descending: Bool) -> [Album]? {
+            guard let position = data.albums.firstIndex(where: { $0.id == id }) else { return nil }
+            let after = Set(data.albums[(position + 1)...].map(\.id))
+            let before = Set(data.albums[..<position].map(\.id))
+            return ordered.filter { descending ? before.contains($0.id) : after.contains($0.id) }
         }
 
         func count(matching filter: AlbumFilter) throws -> Int { data.albums.filter(filter.matches).count }
@@ -162,6 +182,7 @@ final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
 
         func pushUndo(_ command: UndoCommand, limit: Int) throws {
             data.undo.append(command)
+            let limit = max(0, limit)
             if data.undo.count > limit { data.undo.removeFirst(data.undo.count - limit) }
         }
 

@@ -1,19 +1,18 @@
 import Testing
 @testable import Library
 
-@Suite("Saved state (memento)")
-struct SavedStateTests {
-    @Test("a client that never saved a state starts at index 0")
+struct SavedStateRules {
+    let factory: AlbumStoreFactory
+
     func defaultState() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let state = try fixture.facade.state(client: "phone")
         #expect(state.currentAlbumIndex == 0 && state.updatedAt == nil)
         #expect(state.albumID == (try fixture.facade.album(at: 0).album.id))
     }
 
-    @Test("set by index stores the album it points to; out of range is refused")
     func setByIndex() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let state = try fixture.facade.setState(client: "phone", index: 3)
         #expect(state.albumID == (try fixture.facade.album(at: 3).album.id))
         #expect(try fixture.facade.state(client: "phone") == state)
@@ -21,10 +20,9 @@ struct SavedStateTests {
         #expect(fieldErrors { _ = try fixture.facade.setState(client: "bad name!", index: 0) }.map(\.field) == ["client"])
     }
 
-    @Test("the index is clamped when the list shrinks below it")
     func clampedWhenShrinking() throws {
         // Given a state on the last album
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         try fixture.facade.setState(index: 4)
         // When the last two albums are deleted
         try fixture.facade.delete(at: 4)
@@ -35,9 +33,8 @@ struct SavedStateTests {
         #expect(state.albumID == (try fixture.facade.album(at: 2).album.id))
     }
 
-    @Test("an emptied library gives index 0 and no album")
     func emptyLibrary() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         try fixture.facade.setState(index: 2)
         for _ in 0..<5 { try fixture.facade.delete(at: 0) }
         let state = try fixture.facade.state()
@@ -45,18 +42,16 @@ struct SavedStateTests {
         #expect(try fixture.facade.setState(index: 0).albumID == nil)
     }
 
-    @Test("the state follows its album when others are inserted above it")
     func followsAlbum() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let sting = try fixture.facade.setState(client: "tv", index: 2)
         _ = try fixture.facade.add(input("Top"), at: 0, client: "phone")
         let state = try fixture.facade.state(client: "tv")
         #expect(state.currentAlbumIndex == 3 && state.albumID == sting.albumID)
     }
 
-    @Test("adding at an index moves the acting client's state to the new album only")
     func addMovesState() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         try fixture.facade.setState(client: "tv", index: 1)
         let added = try fixture.facade.add(input("New"), at: 3, client: "phone")
         #expect(try fixture.facade.state(client: "phone").albumID == added.album.id)
@@ -64,10 +59,9 @@ struct SavedStateTests {
         #expect(try fixture.facade.state(client: "tv").currentAlbumIndex == 1)
     }
 
-    @Test("undoing a delete makes the restored album the client's current one")
     func undoMovesState() throws {
         // Given a client on album 0 who deletes album 3
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         try fixture.facade.setState(client: "phone", index: 0)
         let deleted = try fixture.facade.delete(at: 3)
         // When the client undoes
@@ -76,4 +70,16 @@ struct SavedStateTests {
         let state = try fixture.facade.state(client: "phone")
         #expect(state.currentAlbumIndex == 3 && state.albumID == deleted.album.id)
     }
+}
+
+extension FacadeRules {
+    static let savedStateRules: [ContractCheck] = [
+        ContractCheck("a client that never saved a state starts at index 0") { try SavedStateRules(factory: $0).defaultState() },
+        ContractCheck("set by index stores the album it points to; out of range is refused") { try SavedStateRules(factory: $0).setByIndex() },
+        ContractCheck("the index is clamped when the list shrinks below it") { try SavedStateRules(factory: $0).clampedWhenShrinking() },
+        ContractCheck("an emptied library gives index 0 and no album") { try SavedStateRules(factory: $0).emptyLibrary() },
+        ContractCheck("the state follows its album when others are inserted above it") { try SavedStateRules(factory: $0).followsAlbum() },
+        ContractCheck("adding at an index moves the acting client's state to the new album only") { try SavedStateRules(factory: $0).addMovesState() },
+        ContractCheck("undoing a delete makes the restored album the client's current one") { try SavedStateRules(factory: $0).undoMovesState() },
+    ]
 }

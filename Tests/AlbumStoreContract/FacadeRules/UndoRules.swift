@@ -1,12 +1,13 @@
+import Foundation
 import Testing
 @testable import Library
 
-@Suite("Undo (command)")
-struct UndoTests {
-    @Test("undo reverses delete, add, move and update, last first, restoring the exact order")
+struct UndoRules {
+    let factory: AlbumStoreFactory
+
     func lifo() throws {
         // Given the seed albums and a snapshot of them
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let original = try fixture.facade.page(PageRequest(limit: 500)).items.map(\.album)
         // When four different mutations happen
         try fixture.facade.delete(at: 0)
@@ -28,9 +29,8 @@ struct UndoTests {
         #expect(try fixture.facade.undoStatus() == UndoStatus(depth: 0, next: nil))
     }
 
-    @Test("several deletes are undone in reverse order")
     func severalDeletes() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let before = try fixture.titles()
         try fixture.facade.delete(at: 4)
         try fixture.facade.delete(at: 0)
@@ -39,10 +39,9 @@ struct UndoTests {
         #expect(try fixture.titles() == before)
     }
 
-    @Test("the undo limit drops the oldest commands")
     func limit() throws {
         // Given a limit of 2
-        let fixture = try Fixture(undoLimit: 2)
+        let fixture = try FacadeFixture(factory, undoLimit: 2)
         try fixture.add("A", "B", "C")
         // Then only the two newest adds can be undone
         #expect(try fixture.facade.undoStatus().depth == 2)
@@ -52,19 +51,17 @@ struct UndoTests {
         #expect(try fixture.titles() == ["A"])
     }
 
-    @Test("undo bumps the version once and is not itself undoable")
     func versionAndNoRedo() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         try fixture.facade.delete(at: 0)
         let result = try fixture.facade.undo()
         #expect(result.version == 3 && result.album?.index == 0)
         #expect(try fixture.facade.undoStatus().depth == 0)
     }
 
-    @Test("a command that no longer fits is dropped and reported, leaving albums alone")
     func conflict() throws {
         // Given a stack whose top command refers to an album that is not there
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         try fixture.facade.delete(at: 0)
         let ghost = AlbumID("01HZY8Q6V9T3X2K7M4N5P6R7S8")!
         try fixture.store.write(.default) { try $0.pushUndo(.remove(id: ghost, title: "Ghost"), limit: 100) }
@@ -79,9 +76,8 @@ struct UndoTests {
         #expect(try fixture.facade.count() == 5)
     }
 
-    @Test("undo commands survive a JSON round trip (the store keeps them as JSON)")
     func codable() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let album = try fixture.facade.album(at: 1).album
         let commands: [UndoCommand] = [
             .reinsert(album: album, index: 1), .remove(id: album.id, title: album.title),
@@ -96,4 +92,13 @@ struct UndoTests {
     }
 }
 
-import Foundation
+extension FacadeRules {
+    static let undoRules: [ContractCheck] = [
+        ContractCheck("undo reverses delete, add, move and update, last first, restoring the exact order") { try UndoRules(factory: $0).lifo() },
+        ContractCheck("several deletes are undone in reverse order") { try UndoRules(factory: $0).severalDeletes() },
+        ContractCheck("the undo limit drops the oldest commands") { try UndoRules(factory: $0).limit() },
+        ContractCheck("undo bumps the version once and is not itself undoable") { try UndoRules(factory: $0).versionAndNoRedo() },
+        ContractCheck("a command that no longer fits is dropped and reported, leaving albums alone") { try UndoRules(factory: $0).conflict() },
+        ContractCheck("undo commands survive a JSON round trip (the store keeps them as JSON)") { try UndoRules(factory: $0).codable() },
+    ]
+}

@@ -19,49 +19,58 @@ import SQLite
 /// so the indexes are dropped only when this import is large compared with the albums of
 /// the other libraries (at least a quarter of them), which keeps the rebuild's cost in
 /// proportion to the work it saves.
-struct BulkImport {
+///
+/// One per write transaction (created by `LibraryTransaction`), told about each append and
+/// each emptying of the library; owns what it dropped until `finish()` puts it back.
+final class BulkImport {
     /// Appends in one run (after the library was empty) that make dropping the indexes pay.
     static let threshold = 10_000
 
+    private let db: Connection
+    private let store: SQLiteAlbumStore
     /// Appends since the library was last empty in this transaction; nil when the library has
     /// not been empty (nothing to gain: the transaction is not filling it from scratch).
-    var appendsSinceEmpty: Int?
+    private var appendsSinceEmpty: Int?
     /// Appends needed before the indexes are dropped; known once the threshold is reached.
-    var appendsNeeded: Int?
+    private var appendsNeeded: Int?
     /// The sort indexes this transaction dropped, in `Schema.sortIndexes` order, to recreate.
-    var droppedIndexes: [Schema.SortIndex] = []
-}
+    private var droppedIndexes: [Schema.SortIndex] = []
 
-extension LibraryTransaction {
-    /// The library just became empty (every album deleted): a run of appends may follow.
-    func libraryEmptied() {
-        bulkImport.appendsSinceEmpty = 0
+    init(_ db: Connection, store: SQLiteAlbumStore) {
+        self.db = db
+        self.store = store
     }
 
-    /// Called before each append; `countBefore` is the library's count before it. Drops the
-    /// sort indexes once the appends into an emptied library are many enough.
-    func willAppend(countBefore: Int) throws {
-        if countBefore == 0 { bulkImport.appendsSinceEmpty = bulkImport.appendsSinceEmpty ?? 0 }
-        guard let appends = bulkImport.appendsSinceEmpty else { return }
-        bulkImport.appendsSinceEmpty = appends + 1
-        guard bulkImport.droppedIndexes.isEmpty, appends + 1 >= BulkImport.threshold else { return }
-        if bulkImport.appendsNeeded == nil {
-            bulkImport.appendsNeeded = max(BulkImport.threshold, try albumsOfOtherLibraries() / 4)
+    /// The library just became empty (every album deleted): a run of appends may follow.
+    func libraryEmptied() {
+        appendsSinceEmpty = 0
+    }
+
+    /// Called before each append to `library`; `countBefore` is the library's count before
+    /// it. Drops the sort indexes once the appends into an emptied library are many enough.
+    func willAppend(countBefore: Int, library: Int64) throws {
+        if countBefore == 0 { appendsSinceEmpty = appendsSinceEmpty ?? 0 }
+        guard let appends = appendsSinceEmpty else { return }
+        appendsSinceEmpty = appends + 1
+        guard droppedIndexes.isEmpty, appends + 1 >= Self.threshold else { return }
+        if appendsNeeded == nil {
+            let others = try db.scalar(SQL.albumsOfOtherLibraries, [.integer(library)], as: Int.self) ?? 0
+            appendsNeeded = max(Self.threshold, others / 4)
         }
-        guard let needed = bulkImport.appendsNeeded, appends + 1 >= needed else { return }
+        guard let needed = appendsNeeded, appends + 1 >= needed else { return }
         try dropSortIndexes()
     }
 
-    /// Recreates the sort indexes this transaction dropped. Called by `finish()`, before the
-    /// commit; throwing rolls the whole transaction back (indexes included).
-    func restoreSortIndexes() throws {
-        guard !bulkImport.droppedIndexes.isEmpty else { return }
-        for index in bulkImport.droppedIndexes {
+    /// Recreates the sort indexes this transaction dropped. Called before the commit;
+    /// throwing rolls the whole transaction back (indexes included).
+    func finish() throws {
+        guard !droppedIndexes.isEmpty else { return }
+        for index in droppedIndexes {
             try db.run(index.create)
         }
-        bulkImport.droppedIndexes = []
+        droppedIndexes = []
         // A later run of appends in this transaction may drop them again.
-        bulkImport.appendsNeeded = nil
+        appendsNeeded = nil
     }
 
     private func dropSortIndexes() throws {
@@ -71,21 +80,9 @@ extension LibraryTransaction {
         let dropping = Schema.sortIndexes.filter { existing.contains($0.name) }
         guard !dropping.isEmpty else { return }
         for index in dropping {
-            // An identifier cannot be bound; these names are our own constants.
-            try db.run("DROP INDEX \(index.name)")
+            try db.run(SQL.dropIndex(index.name))
         }
-        bulkImport.droppedIndexes = dropping
+        droppedIndexes = dropping
         store.counters.withLock { $0.sortIndexRebuilds += 1 }
     }
-
-    private func albumsOfOtherLibraries() throws -> Int {
-        try db.scalar(SQL.albumsOfOtherLibraries, [.integer(try libraryRow)], as: Int.self) ?? 0
-    }
-}
-
-extension SQL {
-    static let sortIndexNames = """
-        SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'albums'
-        """
-    static let albumsOfOtherLibraries = "SELECT COALESCE(SUM(album_count), 0) FROM libraries WHERE id <> ?1"
 }

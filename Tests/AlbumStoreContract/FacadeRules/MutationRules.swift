@@ -2,19 +2,18 @@ import Foundation
 import Testing
 @testable import Library
 
-@Suite("Reading, deleting and moving")
-struct MutationTests {
-    @Test("albums are addressable by id and by index")
+struct MutationRules {
+    let factory: AlbumStoreFactory
+
     func readByIDAndIndex() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let third = try fixture.facade.album(at: 2)
         #expect(third.album.title == "Nothing Like The Sun")
         #expect(try fixture.facade.album(id: third.album.id) == third)
     }
 
-    @Test("an indexed album encodes flat, with RFC 3339 dates and explicit nulls")
     func indexedAlbumJSON() throws {
-        let fixture = try Fixture()
+        let fixture = try FacadeFixture(factory)
         let added = try fixture.facade.add(input("T"), client: "phone")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -26,9 +25,8 @@ struct MutationTests {
         #expect(try JSONDecoder().decode(Album.self, from: Data(handWritten)) == added.album)
     }
 
-    @Test("reading out of range or an unknown id gives a clear error")
     func readErrors() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         #expect(throws: LibraryError.indexOutOfRange(index: 5, count: 5)) { try fixture.facade.album(at: 5) }
         #expect(throws: LibraryError.indexOutOfRange(index: -1, count: 5)) { try fixture.facade.album(at: -1) }
         #expect(LibraryError.indexOutOfRange(index: 5, count: 5).message
@@ -37,9 +35,8 @@ struct MutationTests {
         #expect(throws: LibraryError.notFound(unknown)) { try fixture.facade.album(id: unknown) }
     }
 
-    @Test("offset pages carry indexes, total and version; bad paging is a field error")
     func offsetPages() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let page = try fixture.facade.page(PageRequest(start: .offset(3), limit: 10, includeTotal: true))
         #expect(page.items.map(\.index) == [3, 4])
         #expect(page.total == 5 && page.version == 1 && page.next == nil)
@@ -48,10 +45,9 @@ struct MutationTests {
         #expect(fieldErrors { _ = try fixture.facade.page(PageRequest(limit: 501)) }.map(\.field) == ["limit"])
     }
 
-    @Test("delete by id and by index")
     func deleteByIDAndIndex() throws {
         // Given the seed albums
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let bowie = try fixture.facade.album(at: 0).album
         // When deleting Bowie by id and then index 2
         let deleted = try fixture.facade.delete(id: bowie.id)
@@ -62,9 +58,8 @@ struct MutationTests {
         #expect(try fixture.titles() == ["It's My Life", "Nothing Like The Sun", "American Pie"])
     }
 
-    @Test("deleting out of range or an unknown id changes nothing")
     func deleteErrors() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         #expect(throws: LibraryError.indexOutOfRange(index: 5, count: 5)) { try fixture.facade.delete(at: 5) }
         let unknown = AlbumID("01HZY8Q6V9T3X2K7M4N5P6R7S8")!
         #expect(throws: LibraryError.notFound(unknown)) { try fixture.facade.delete(id: unknown) }
@@ -73,9 +68,8 @@ struct MutationTests {
         #expect(LibraryError.indexOutOfRange(index: 0, count: 0).message == "index 0 is out of range: the library is empty")
     }
 
-    @Test("move puts the album at the target index; out of range is an error")
     func move() throws {
-        let fixture = try Fixture()
+        let fixture = try FacadeFixture(factory)
         let albums = try fixture.add("A", "B", "C", "D")
         // When moving A to the end and D to the front
         #expect(try fixture.facade.move(id: albums[0].id, to: 3).index == 3)
@@ -87,9 +81,8 @@ struct MutationTests {
         #expect(throws: LibraryError.indexOutOfRange(index: -1, count: 4)) { try fixture.facade.move(id: albums[1].id, to: -1) }
     }
 
-    @Test("update applies the patch, keeps createdAt and sets updatedAt")
     func update() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let bowie = try fixture.facade.album(at: 0).album
         fixture.clock.advance(milliseconds: 5000)
         let updated = try fixture.facade.update(id: bowie.id, patch: AlbumPatch(year: .set(1993)))
@@ -99,12 +92,25 @@ struct MutationTests {
         #expect(try fixture.facade.album(id: bowie.id).album == updated.album)
     }
 
-    @Test("an invalid patched result is refused and nothing changes")
     func invalidUpdate() throws {
-        let fixture = try Fixture(seeded: true)
+        let fixture = try FacadeFixture(factory, seeded: true)
         let bowie = try fixture.facade.album(at: 0).album
         let errors = fieldErrors { _ = try fixture.facade.update(id: bowie.id, patch: AlbumPatch(title: .remove)) }
         #expect(errors.map(\.field) == ["title"])
         #expect(try fixture.facade.album(at: 0).album == bowie)
     }
+}
+
+extension FacadeRules {
+    static let mutationRules: [ContractCheck] = [
+        ContractCheck("albums are addressable by id and by index") { try MutationRules(factory: $0).readByIDAndIndex() },
+        ContractCheck("an indexed album encodes flat, with RFC 3339 dates and explicit nulls") { try MutationRules(factory: $0).indexedAlbumJSON() },
+        ContractCheck("reading out of range or an unknown id gives a clear error") { try MutationRules(factory: $0).readErrors() },
+        ContractCheck("offset pages carry indexes, total and version; bad paging is a field error") { try MutationRules(factory: $0).offsetPages() },
+        ContractCheck("delete by id and by index") { try MutationRules(factory: $0).deleteByIDAndIndex() },
+        ContractCheck("deleting out of range or an unknown id changes nothing") { try MutationRules(factory: $0).deleteErrors() },
+        ContractCheck("move puts the album at the target index; out of range is an error") { try MutationRules(factory: $0).move() },
+        ContractCheck("update applies the patch, keeps createdAt and sets updatedAt") { try MutationRules(factory: $0).update() },
+        ContractCheck("an invalid patched result is refused and nothing changes") { try MutationRules(factory: $0).invalidUpdate() },
+    ]
 }

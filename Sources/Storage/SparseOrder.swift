@@ -72,20 +72,194 @@ struct Bucket: Equatable {
     }
 }
 
-/// Thrown inside a row callback to stop reading rows early.
-private struct StopScan: Error {}
+/// The list order of one library's albums, on the two levels of sparse keys above: the only
+/// code that writes `buckets`, `albums.bucket`/`albums.pos` and `libraries.album_count`
+/// (filtered pages, `AlbumPages`, and the consistency check only read them).
+///
+/// Answers position questions (count, the album at an index, a range, the index of an album)
+/// and applies position changes (insert at, append, remove, remove all), keeping the bucket
+/// sizes, splits, merges and key spacing right. It never writes album fields: an insert hands
+/// the chosen `(bucket, pos)` to a closure that writes the row.
+///
+/// One per transaction (created by `LibraryTransaction`), and it caches for that long only:
+/// - the album count, read once, then maintained, written back by `finish()`;
+/// - the *tail*: the last bucket while albums are being appended, whose size is written back
+///   only when something needs exact bucket sizes (`settleTail()`) or at `finish()`. A run of
+///   appends (an archive import) therefore costs one `INSERT` per album.
+final class SparseOrder {
+    let db: Connection
+    /// The library's row id; `nil` in a read of a library that was never written.
+    let library: Int64?
+    let layout: BucketLayout
+    private let store: SQLiteAlbumStore
 
-extension LibraryTransaction {
-    /// Calls `body` for rows until it returns false.
-    func scan(_ sql: String, _ bindings: [SQLiteValue], _ body: (Row) throws -> Bool) throws {
-        do {
-            try db.forEachRow(sql, bindings) { row in
-                if try !body(row) { throw StopScan() }
-            }
-        } catch is StopScan {}
+    private var cachedCount: Int?
+    private var countIsDirty = false
+    private var tail: Tail?
+
+    /// The last bucket while appending, with the last position in it.
+    private struct Tail {
+        var bucket: Bucket
+        var lastPosition: Int64
+        var sizeIsDirty: Bool
     }
 
-    func setSize(of bucket: Bucket, library: Int64) throws {
+    init(_ db: Connection, library: Int64?, store: SQLiteAlbumStore) {
+        self.db = db
+        self.library = library
+        self.store = store
+        self.layout = BucketLayout(target: store.configuration.bucketSize, spacing: store.configuration.keySpacing)
+    }
+
+    /// The library row id, for operations that need the library to exist (writes).
+    var libraryRow: Int64 {
+        get throws {
+            guard let library else { throw StorageError(.corrupt, "the library has no row") }
+            return library
+        }
+    }
+
+    /// Writes back what is only cached (tail size, count). Called before commit.
+    func finish() throws {
+        try settleTail()
+        if countIsDirty, let library, let cachedCount {
+            try db.run(SQL.setAlbumCount, [.integer(library), .integer(Int64(cachedCount))])
+            countIsDirty = false
+        }
+    }
+
+    /// Writes the tail bucket's size and forgets the tail, so bucket rows are exact.
+    func settleTail() throws {
+        if let tail, tail.sizeIsDirty, let library {
+            try setSize(of: tail.bucket, library: library)
+        }
+        tail = nil
+    }
+
+    private func setCount(_ count: Int) {
+        cachedCount = count
+        countIsDirty = true
+    }
+
+    // MARK: - Reading
+
+    /// The number of albums.
+    func count() throws -> Int {
+        if let cachedCount { return cachedCount }
+        guard let library else { return 0 }
+        let count = try db.scalar(SQL.albumCount, [.integer(library)], as: Int.self) ?? 0
+        cachedCount = count
+        return count
+    }
+
+    /// The position of the album with `id`, or `nil`.
+    func index(of id: AlbumID) throws -> Int? {
+        guard let library else { return nil }
+        try settleTail()
+        return try db.scalar(SQL.indexOfAlbum, [.integer(library), .text(id.rawValue)], as: Int.self)
+    }
+
+    /// The album at `index`, or `nil` outside `0..<count`.
+    func album(at index: Int) throws -> Album? {
+        guard library != nil, index >= 0, index < (try count()) else { return nil }
+        let (bucket, offset) = try locate(index)
+        return try db.firstRow(
+            SQL.albumsInBucket, [.integer(bucket.id), .integer(1), .integer(Int64(offset))], StoredRows.album(from:))
+    }
+
+    /// Up to `limit` albums from position `offset`, in order.
+    func albums(offset: Int, limit: Int) throws -> [Album] {
+        guard let library, offset >= 0, limit > 0 else { return [] }
+        let total = try count()
+        guard offset < total else { return [] }
+        var (bucket, skip) = try locate(offset)
+        var result: [Album] = []
+        result.reserveCapacity(min(limit, total - offset))
+        while true {
+            let wanted = limit - result.count
+            try db.forEachRow(
+                SQL.albumsInBucket, [.integer(bucket.id), .integer(Int64(wanted)), .integer(Int64(skip))]
+            ) { row in
+                result.append(try StoredRows.album(from: row))
+            }
+            guard result.count < limit,
+                  let next = try db.firstRow(SQL.bucketAfter, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
+            else { break }
+            bucket = next
+            skip = 0
+        }
+        return result
+    }
+
+    /// Calls `body` with every album in order, streaming bucket by bucket.
+    func forEachAlbum(_ body: (Album) throws -> Void) throws {
+        guard let library else { return }
+        try settleTail()
+        try db.forEachRow(SQL.bucketsForward, [.integer(library)]) { bucketRow in
+            let bucket = try Bucket(row: bucketRow)
+            try db.forEachRow(SQL.allAlbumsInBucket, [.integer(bucket.id)]) { row in
+                try body(try StoredRows.album(from: row))
+            }
+        }
+    }
+
+    // MARK: - Changing the order
+
+    /// Makes room at `index` (in `0...count`; `count` appends) and calls `writeRow` with the
+    /// `(bucket, pos)` the new album row must have; then counts it, splitting a bucket that
+    /// grew too large.
+    func insert(at index: Int, _ writeRow: (_ bucket: Int64, _ position: Int64) throws -> Void) throws {
+        let library = try libraryRow
+        let total = try count()
+        guard index >= 0, index <= total else {
+            throw StorageError(.indexOutOfRange, "insert at \(index) in a library of \(total)")
+        }
+        if index == total {
+            try append(library: library, writeRow)
+            return
+        }
+        var (bucket, offset) = try locate(index)
+        let position = try position(forOffset: offset, in: &bucket)
+        try writeRow(bucket.id, position)
+        bucket.size += 1
+        try setSize(of: bucket, library: library)
+        setCount(total + 1)
+        if bucket.size > layout.maximum {
+            try split(bucket, library: library)
+        }
+    }
+
+    /// Deletes the album row of `id` and closes its gap (an emptied bucket goes, a small one
+    /// merges into a neighbour).
+    func remove(_ id: AlbumID) throws {
+        let library = try libraryRow
+        try settleTail()
+        let total = try count()
+        guard let (row, bucket) = try db.firstRow(SQL.placeOfAlbum, [.integer(library), .text(id.rawValue)], {
+            (try $0.int64(0), Bucket(ord: try $0.int64(1), id: try $0.int64(2), size: try $0.int(3)))
+        }) else {
+            throw StorageError(.albumNotFound, "no album \(id) to delete")
+        }
+        try db.run(SQL.deleteAlbumRow, [.integer(row)])
+        setCount(total - 1)
+        try removed(from: bucket, library: library)
+    }
+
+    /// Deletes every album row of the library and its buckets.
+    func removeAll() throws {
+        let library = try libraryRow
+        tail = nil
+        // Other libraries' counts are exact: this transaction holds the write lock.
+        if try db.scalar(SQL.otherLibraryHasAlbums, [.integer(library)], as: Bool.self) == true {
+            try db.run(SQL.deleteAlbums, [.integer(library)])
+        } else {
+            try db.run(SQL.deleteEveryAlbum)
+        }
+        try db.run(SQL.deleteBuckets, [.integer(library)])
+        setCount(0)
+    }
+
+    private func setSize(of bucket: Bucket, library: Int64) throws {
         try db.run(SQL.setBucketSize, [.integer(library), .integer(bucket.ord), .integer(Int64(bucket.size))])
     }
 
@@ -95,39 +269,31 @@ extension LibraryTransaction {
 
     // MARK: - Locating
 
-    /// The bucket holding position `index` (in `0..<count`, tail settled) and the offset in it.
+    /// The bucket holding position `index` (in `0..<count`) and the offset in it, walking the
+    /// bucket table from whichever end is nearer. Settles the tail first (sizes must be exact).
     func locate(_ index: Int) throws -> (Bucket, Int) {
         let library = try libraryRow
+        try settleTail()
         let total = try count()
-        var found: (Bucket, Int)?
         if index < total / 2 {
             var before = 0
-            try scan(SQL.bucketsForward, [.integer(library)]) { row in
+            var buckets = try db.cursor(SQL.bucketsForward, [.integer(library)])
+            while let row = try buckets.next() {
                 let bucket = try Bucket(row: row)
-                if index < before + bucket.size {
-                    found = (bucket, index - before)
-                    return false
-                }
+                if index < before + bucket.size { return (bucket, index - before) }
                 before += bucket.size
-                return true
             }
         } else {
             let fromEnd = total - 1 - index
             var after = 0
-            try scan(SQL.bucketsBackward, [.integer(library)]) { row in
+            var buckets = try db.cursor(SQL.bucketsBackward, [.integer(library)])
+            while let row = try buckets.next() {
                 let bucket = try Bucket(row: row)
-                if fromEnd < after + bucket.size {
-                    found = (bucket, bucket.size - 1 - (fromEnd - after))
-                    return false
-                }
+                if fromEnd < after + bucket.size { return (bucket, bucket.size - 1 - (fromEnd - after)) }
                 after += bucket.size
-                return true
             }
         }
-        guard let found else {
-            throw StorageError(.corrupt, "bucket sizes do not add up to the count \(total) (looking for \(index))")
-        }
-        return found
+        throw StorageError(.corrupt, "bucket sizes do not add up to the count \(total) (looking for \(index))")
     }
 
     private func positions(in bucket: Bucket, offset: Int, count: Int) throws -> [Int64] {
@@ -152,7 +318,7 @@ extension LibraryTransaction {
 
     /// A free key such that a new album with it lands at `offset` (in `0...size`) of `bucket`,
     /// renumbering the bucket first when its neighbours' keys are adjacent.
-    func position(forOffset offset: Int, in bucket: inout Bucket) throws -> Int64 {
+    private func position(forOffset offset: Int, in bucket: inout Bucket) throws -> Int64 {
         for _ in 0..<2 {
             if offset == 0 {
                 let first = try firstPosition(in: bucket)
@@ -211,7 +377,7 @@ extension LibraryTransaction {
     }
 
     /// Rewrites the keys of `bucket` to 0, gap, 2·gap, … (order unchanged).
-    func renumber(_ bucket: Bucket) throws {
+    private func renumber(_ bucket: Bucket) throws {
         try db.run(SQL.renumberBucket, [.integer(bucket.id), .integer(layout.positionGap)])
         count(\.bucketRenumbers)
     }
@@ -219,7 +385,8 @@ extension LibraryTransaction {
     // MARK: - Appending
 
     /// Appends at the end: fills the last bucket up to the target size, then opens a new one.
-    func append(_ album: Album, library: Int64) throws {
+    /// `writeRow` inserts the album row with the (bucket, pos) it is given.
+    private func append(library: Int64, _ writeRow: (_ bucket: Int64, _ position: Int64) throws -> Void) throws {
         let total = try count()
         if tail == nil, let last = try db.firstRow(SQL.lastBucket, [.integer(library)], Bucket.init(row:)) {
             tail = Tail(bucket: last, lastPosition: try lastPosition(in: last), sizeIsDirty: false)
@@ -228,7 +395,7 @@ extension LibraryTransaction {
            current.lastPosition + layout.positionGap <= layout.positionLimit
         {
             let position = current.lastPosition + layout.positionGap
-            try insertRow(album, library: library, bucket: current.bucket.id, position: position)
+            try writeRow(current.bucket.id, position)
             current.lastPosition = position
             current.bucket.size += 1
             current.sizeIsDirty = true
@@ -246,7 +413,7 @@ extension LibraryTransaction {
                 ord = (renumbered?.ord ?? 0) + layout.bucketGap
             }
             let bucket = Bucket(ord: ord, id: try nextBucketID(), size: 1)
-            try insertRow(album, library: library, bucket: bucket.id, position: 0)
+            try writeRow(bucket.id, 0)
             try db.run(SQL.insertBucket, [.integer(library), .integer(ord), .integer(bucket.id), .integer(1)])
             tail = Tail(bucket: bucket, lastPosition: 0, sizeIsDirty: false)
         }
@@ -262,7 +429,7 @@ extension LibraryTransaction {
     /// Splits an oversized bucket in two halves. The first bucket of a library gives its lower
     /// half to a new bucket in front of it (repeated inserts at index 0 then never exhaust the
     /// keys between two buckets); any other gives its upper half to a new bucket after it.
-    func split(_ bucket: Bucket, library: Int64) throws {
+    private func split(_ bucket: Bucket, library: Int64) throws {
         var bucket = bucket
         let lowerCount = bucket.size / 2
         let splitPositions = try positions(in: bucket, offset: lowerCount, count: 1)
@@ -319,7 +486,7 @@ extension LibraryTransaction {
     /// are a primary key, so the rows are deleted and inserted again rather than updated in
     /// place (an in-place update could collide with a key not yet rewritten). Rare: only when
     /// 32 successive splits fell between the same two buckets.
-    func renumberBuckets(library: Int64) throws {
+    private func renumberBuckets(library: Int64) throws {
         let buckets = try db.query(SQL.bucketsForward, [.integer(library)], Bucket.init(row:))
         try db.run(SQL.deleteBuckets, [.integer(library)])
         for (index, bucket) in buckets.enumerated() {
@@ -334,7 +501,7 @@ extension LibraryTransaction {
 
     /// Updates `bucket` (as it was before) after one of its albums was deleted: removes it
     /// when empty, merges it into a neighbour when small.
-    func removed(from bucket: Bucket, library: Int64) throws {
+    private func removed(from bucket: Bucket, library: Int64) throws {
         var bucket = bucket
         bucket.size -= 1
         if bucket.size == 0 {

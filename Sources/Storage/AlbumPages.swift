@@ -1,0 +1,204 @@
+import Library
+import SQLite
+
+// Filtered, sorted pages (`albums(matching:sort:from:limit:)`, `count(matching:)`).
+//
+// Value sorts read one index each (migration "v3-sort-indexes"):
+//   title     → albums_by_title   (library, title COLLATE NOCASE, album_id)
+//   artist    → albums_by_artist  (library, artist COLLATE NOCASE, album_id)
+//   year      → albums_by_year    (library, year_key, album_id)   year_key = IFNULL(year, 0)
+//   createdAt → albums_by_created (library, created_at, album_id)
+// A keyset page is `WHERE library = ? AND (key, album_id) > (?, ?) ORDER BY key, album_id
+// LIMIT n` (`<` and DESC for descending): SQLite seeks the index to the key and reads n
+// entries, whatever the depth. Two details make the seek possible, both checked by tests with
+// EXPLAIN QUERY PLAN:
+// - the row value's left side must be plain columns, so the case-insensitive collation goes on
+//   the bound value (`(a.title, a.album_id) > (?2 COLLATE NOCASE, ?3)`; SQLite then compares
+//   the pair with NOCASE, the index's collation);
+// - `IFNULL(year, 0)` is the virtual generated column `year_key` (an expression inside a row
+//   value is never matched against an expression index).
+//
+// The library's own order (position) walks buckets by `ord` and albums inside by `pos`: the
+// rest of the anchor album's bucket, then `buckets JOIN albums ORDER BY b.ord, a.pos` after
+// that bucket — nested index loops, no sort.
+//
+// Filters are plain SQL conditions with the semantics of `AlbumFilter.matches`: `LIKE` (ASCII
+// case-insensitive, %, _ and \ escaped) on title or artist, `= ? COLLATE NOCASE` for artist
+// and genre, `year >= ?`/`year <= ?` (NULL years never pass). The SQL text depends only on
+// which conditions are present, so each shape is prepared once and cached.
+
+/// Filtered, sorted pages of one library inside one transaction (the statements' text comes
+/// from `PagingQuery`, `PagingSQL.swift`); unfiltered position offsets go through the
+/// ordering's bucket sizes (`SparseOrder`).
+struct AlbumPages {
+    let db: Connection
+    /// The library's row id; `nil` in a read of a library that was never written.
+    let library: Int64?
+    let order: SparseOrder
+
+    private func album(_ id: AlbumID) throws -> Album? {
+        guard let library else { return nil }
+        return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], StoredRows.album(from:))
+    }
+
+    func albums(matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int) throws -> [Album]? {
+        guard let library else {
+            if case .afterAlbum = anchor { return nil }
+            return []
+        }
+        guard limit > 0 else {
+            if case let .afterAlbum(id) = anchor, try album(id) == nil { return nil }
+            return []
+        }
+        if sort.field == .position {
+            return try positionPage(library, filter, descending: sort.descending, anchor, limit)
+        }
+        switch anchor {
+        case .start:
+            return try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0)
+        case let .offset(offset):
+            return try valuePage(library, filter, sort, after: nil, limit: limit, offset: max(0, offset))
+        case let .afterValue(value, id):
+            return try valuePage(library, filter, sort, after: (Self.sqliteValue(value), id), limit: limit, offset: 0)
+        case let .afterAlbum(id):
+            // Not what the facade asks (it pages value sorts by value), but well defined: after
+            // the album's current key in this order.
+            guard let album = try album(id), let value = SortValue.of(album, for: sort.field) else { return nil }
+            return try valuePage(library, filter, sort, after: (Self.sqliteValue(value), id), limit: limit, offset: 0)
+        }
+    }
+
+    func count(matching filter: AlbumFilter) throws -> Int {
+        if filter.isEmpty { return try order.count() }
+        guard let library else { return 0 }
+        let (sql, bindings) = PagingQuery.count(library, filter)
+        return try db.scalar(sql, bindings, as: Int.self) ?? 0
+    }
+
+    // MARK: - Value sorts
+
+    /// Up to `limit` albums in `sort` order (a value sort), after the key `after` if given,
+    /// skipping `offset` of them.
+    private func valuePage(
+        _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, after: (SQLiteValue, AlbumID)?, limit: Int,
+        offset: Int
+    ) throws -> [Album] {
+        let (sql, bindings) = PagingQuery.valuePage(library, filter, sort, after: after, limit: limit, offset: offset)
+        return try db.query(sql, bindings, StoredRows.album(from:))
+    }
+
+    private static func sqliteValue(_ value: SortValue) -> SQLiteValue {
+        // A value of the other kind (text for a number sort) is bound as it is: SQLite orders
+        // every integer before every text, so the page is well defined (and empty or full).
+        switch value {
+        case let .text(text): .text(text)
+        case let .integer(number): .integer(number)
+        }
+    }
+
+    // MARK: - The library's own order
+
+    private func positionPage(
+        _ library: Int64, _ filter: AlbumFilter, descending: Bool, _ anchor: SortAnchor, _ limit: Int
+    ) throws -> [Album]? {
+        switch anchor {
+        case .start:
+            return try walk(library, filter, descending: descending, from: nil, limit: limit, skip: 0)
+        case let .offset(offset):
+            let offset = max(0, offset)
+            guard filter.isEmpty else {
+                return try walk(library, filter, descending: descending, from: nil, limit: limit, skip: offset)
+            }
+            // Unfiltered: positions are known, so jump there through the bucket sizes.
+            if !descending { return try order.albums(offset: offset, limit: limit) }
+            let total = try order.count()
+            guard offset < total else { return [] }
+            let end = total - offset
+            return try order.albums(offset: max(0, end - limit), limit: min(limit, end)).reversed()
+        case let .afterAlbum(id), let .afterValue(_, id):
+            // `.afterValue` has no meaning in the position order; its id stands for the album.
+            guard let place = try db.firstRow(
+                SQL.pagingPlaceOfAlbum, [.integer(library), .text(id.rawValue)],
+                { PagingQuery.Place(ord: try $0.int64(0), bucket: try $0.int64(1), pos: try $0.int64(2)) })
+            else { return nil }
+            return try walk(library, filter, descending: descending, from: place, limit: limit, skip: 0)
+        }
+    }
+
+    /// Up to `limit` matching albums in list order (reversed when `descending`) strictly after
+    /// `from` (from the first when nil), skipping `skip` matching ones.
+    private func walk(
+        _ library: Int64, _ filter: AlbumFilter, descending: Bool, from place: PagingQuery.Place?, limit: Int, skip: Int
+    ) throws -> [Album] {
+        var result: [Album] = []
+        if let place {
+            let (sql, bindings) = PagingQuery.restOfBucket(filter, descending: descending, from: place, limit: limit)
+            result = try db.query(sql, bindings, StoredRows.album(from:))
+            if result.count >= limit { return result }
+        }
+        let (sql, bindings) = PagingQuery.bucketsAfter(
+            library, filter, descending: descending, afterOrd: place?.ord, limit: limit - result.count, skip: skip)
+        result += try db.query(sql, bindings, StoredRows.album(from:))
+        return result
+    }
+
+    // MARK: - Query plans
+
+    /// The statements a page of this query runs (for a position anchor: the rest of its bucket,
+    /// then the buckets after it), as (SQL, bindings). Empty when the page needs no statement of
+    /// its own (an unfiltered position offset goes through `albums(offset:limit:)`; an unknown
+    /// anchor album).
+    func pageStatements(
+        matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
+    ) throws -> [(String, [SQLiteValue])] {
+        guard let library else { return [] }
+        if sort.field == .position {
+            switch anchor {
+            case .start:
+                return [PagingQuery.bucketsAfter(library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: 0)]
+            case let .offset(offset):
+                guard !filter.isEmpty else { return [] }
+                return [PagingQuery.bucketsAfter(
+                    library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: max(0, offset))]
+            case let .afterAlbum(id), let .afterValue(_, id):
+                guard let place = try db.firstRow(
+                    SQL.pagingPlaceOfAlbum, [.integer(library), .text(id.rawValue)],
+                    { PagingQuery.Place(ord: try $0.int64(0), bucket: try $0.int64(1), pos: try $0.int64(2)) })
+                else { return [] }
+                return [
+                    PagingQuery.restOfBucket(filter, descending: sort.descending, from: place, limit: limit),
+                    PagingQuery.bucketsAfter(library, filter, descending: sort.descending, afterOrd: place.ord, limit: limit, skip: 0),
+                ]
+            }
+        }
+        switch anchor {
+        case .start:
+            return [PagingQuery.valuePage(library, filter, sort, after: nil, limit: limit, offset: 0)]
+        case let .offset(offset):
+            return [PagingQuery.valuePage(library, filter, sort, after: nil, limit: limit, offset: max(0, offset))]
+        case let .afterValue(value, id):
+            return [PagingQuery.valuePage(library, filter, sort, after: (Self.sqliteValue(value), id), limit: limit, offset: 0)]
+        case let .afterAlbum(id):
+            guard let album = try album(id), let value = SortValue.of(album, for: sort.field) else { return [] }
+            return [PagingQuery.valuePage(library, filter, sort, after: (Self.sqliteValue(value), id), limit: limit, offset: 0)]
+        }
+    }
+}
+extension SQLiteAlbumStore {
+    /// SQLite's plan (`EXPLAIN QUERY PLAN`, the detail lines joined by "; ") for each statement
+    /// a page of this query runs; see `AlbumPages.pageStatements`. For tests and
+    /// maintenance: a keyset page should read `USING INDEX albums_by_… (library=? AND (…)>(?,?))`
+    /// and never `USE TEMP B-TREE FOR ORDER BY`.
+    public func pagePlans(
+        _ library: LibraryID, matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
+    ) throws -> [String] {
+        try database.read { db in
+            let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self)
+            let pages = AlbumPages(db: db, library: row, order: SparseOrder(db, library: row, store: self))
+            return try pages.pageStatements(matching: filter, sort: sort, from: anchor, limit: limit).map { sql, bindings in
+                try db.query(SQL.explainQueryPlan + sql, bindings) { try $0.string(3) }.joined(separator: "; ")
+            }
+        }
+    }
+}
+

@@ -1,0 +1,51 @@
+import Foundation
+import Library
+import SQLite
+
+/// The change feed of one library (table `library_changes`, migration v4), inside one
+/// transaction: read after a version, record, prune the oldest.
+struct ChangeFeed {
+    let db: Connection
+    /// The library's row id; `nil` in a read of a library that was never written.
+    let library: Int64?
+
+    func changes(after version: Int64, limit: Int) throws -> [LibraryChange] {
+        guard let library, limit > 0 else { return [] }
+        return try db.query(
+            SQL.changesAfter, [.integer(library), .integer(version), .integer(Int64(limit))], StoredRows.change(from:))
+    }
+
+    func oldestRetainedChange() throws -> LibraryChange? {
+        guard let library else { return nil }
+        return try db.firstRow(SQL.oldestChange, [.integer(library)], StoredRows.change(from:))
+    }
+
+    func record(_ change: LibraryChange, library: Int64) throws {
+        do {
+            try db.run(SQL.insertChange, [
+                .integer(library), .integer(change.version), .text(change.kind.rawValue),
+                change.id.map { .text($0.rawValue) } ?? .null, change.index.map { .integer(Int64($0)) } ?? .null,
+                .integer(Milliseconds.from(change.recordedAt)),
+            ])
+        } catch let error as SQLiteError where error.isUniqueViolation {
+            throw StorageError(.corrupt, "a change with version \(change.version) is already recorded")
+        }
+    }
+
+    /// Deletes the oldest changes (at most `limit`) up to the first one to keep: only a prefix
+    /// goes, so the feed never has a hole.
+    func prune(throughVersion maxVersion: Int64, recordedBefore cutoff: Date, limit: Int, library: Int64) throws {
+        guard limit > 0 else { return }
+        let cutoffMilliseconds = Milliseconds.from(cutoff)
+        var last: Int64?
+        var oldest = try db.cursor(SQL.oldestChanges, [.integer(library), .integer(Int64(limit))])
+        while let row = try oldest.next() {
+            let version = try row.int64(0)
+            guard version <= maxVersion, try row.int64(1) < cutoffMilliseconds else { break }
+            last = version
+        }
+        if let last {
+            try db.run(SQL.deleteChangesThrough, [.integer(library), .integer(last)])
+        }
+    }
+}

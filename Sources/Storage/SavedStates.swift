@@ -1,0 +1,48 @@
+import Library
+import SQLite
+
+/// The saved states of one library (table `saved_states`, one row per client), inside one
+/// transaction, bounded to `maxSavedStates` clients.
+struct SavedStates {
+    let db: Connection
+    /// The library's row id; `nil` in a read of a library that was never written.
+    let library: Int64?
+    /// `Configuration.maxSavedStates`.
+    let limit: Int
+
+    func state(client: String) throws -> SavedState? {
+        guard let library else { return nil }
+        return try db.firstRow(SQL.state, [.integer(library), .text(client)], StoredRows.state(from:))
+    }
+
+    func all() throws -> [SavedState] {
+        guard let library else { return [] }
+        return try db.query(SQL.states, [.integer(library)], StoredRows.state(from:))
+    }
+
+    func forEach(_ body: (SavedState) throws -> Void) throws {
+        guard let library else { return }
+        try db.forEachRow(SQL.states, [.integer(library)]) { row in try body(try StoredRows.state(from: row)) }
+    }
+
+    /// Saves `state`, replacing the client's earlier one. A new client past `limit` makes
+    /// room: the least recently saved states go, a hundredth of the limit at a time, so the
+    /// scan that finds them runs once per that many new clients.
+    func save(_ state: SavedState, library: Int64) throws {
+        let isNew = try db.scalar(SQL.stateExists, [.integer(library), .text(state.client)], as: Int.self) == nil
+        try db.run(SQL.saveState, [
+            .integer(library), .text(state.client), .integer(Int64(state.currentAlbumIndex)),
+            state.albumID.map { .text($0.rawValue) } ?? .null,
+            state.updatedAt.map { .integer(Milliseconds.from($0)) } ?? .null,
+        ])
+        guard isNew else { return }
+        let count = try db.scalar(SQL.stateCount, [.integer(library)], as: Int.self) ?? 0
+        guard count > limit else { return }
+        let excess = count - limit + max(0, (limit - 1) / 100)
+        try db.run(SQL.evictStates, [.integer(library), .text(state.client), .integer(Int64(excess))])
+    }
+
+    func deleteAll(library: Int64) throws {
+        try db.run(SQL.deleteStates, [.integer(library)])
+    }
+}

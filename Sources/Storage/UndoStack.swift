@@ -1,0 +1,48 @@
+import Foundation
+import Library
+import SQLite
+
+/// The undo stack of one library (table `undo_commands`), inside one transaction: commands
+/// stored as the JSON of `UndoCommand`, newest on top (highest `seq`).
+struct UndoStack {
+    let db: Connection
+    /// The library's row id; `nil` in a read of a library that was never written.
+    let library: Int64?
+
+    func depth() throws -> Int {
+        guard let library else { return 0 }
+        return try db.scalar(SQL.undoDepth, [.integer(library)], as: Int.self) ?? 0
+    }
+
+    func peek() throws -> UndoCommand? {
+        try newest()?.command
+    }
+
+    func push(_ command: UndoCommand, limit: Int, library: Int64) throws {
+        let json = String(decoding: try JSONEncoder().encode(command), as: UTF8.self)
+        try db.run(SQL.pushUndo, [.integer(library), .text(json)])
+        try db.run(SQL.trimUndo, [.integer(library), .integer(Int64(max(0, limit)))])
+    }
+
+    func pop(library: Int64) throws -> UndoCommand? {
+        guard let (sequence, command) = try newest() else { return nil }
+        try db.run(SQL.deleteUndo, [.integer(library), .integer(sequence)])
+        return command
+    }
+
+    func clear(library: Int64) throws {
+        try db.run(SQL.clearUndo, [.integer(library)])
+    }
+
+    private func newest() throws -> (sequence: Int64, command: UndoCommand)? {
+        guard let library else { return nil }
+        guard let (sequence, json) = try db.firstRow(SQL.peekUndo, [.integer(library)], {
+            (try $0.int64(0), try $0.string(1))
+        }) else { return nil }
+        do {
+            return (sequence, try JSONDecoder().decode(UndoCommand.self, from: Data(json.utf8)))
+        } catch {
+            throw StorageError(.corrupt, "undo command \(sequence) cannot be decoded: \(error)")
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import Library
+import ServerRecords
+import Synchronization
+
+/// `IdempotencyStore` in a dictionary, for tests (never shipped in Sources). Keeps the SQLite
+/// store's rules: a claim is committed at once, expired keys count as unknown.
+public final class InMemoryIdempotencyStore: IdempotencyStore {
+    private struct Entry {
+        var fingerprint: String
+        var createdAt: Date
+        var response: IdempotentResponse?
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+
+    public init() {}
+
+    public func begin(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim {
+        // Milliseconds, as stored: a key exactly `expiry` old is still known.
+        let oldest = Timestamp.milliseconds(now) - Int64(expiry * 1000)
+        return entries.withLock { entries in
+            entries = entries.filter { Timestamp.milliseconds($0.value.createdAt) >= oldest }
+            guard let existing = entries[key] else {
+                entries[key] = Entry(fingerprint: fingerprint, createdAt: now)
+                return .claimed
+            }
+            guard existing.fingerprint == fingerprint else { return .mismatch }
+            guard let response = existing.response else { return .inProgress }
+            return .replay(response)
+        }
+    }
+
+    public func complete(key: String, response: IdempotentResponse) throws {
+        entries.withLock { $0[key]?.response = response }
+    }
+
+    public func release(key: String) throws {
+        entries.withLock { entries in
+            if entries[key]?.response == nil { entries[key] = nil }
+        }
+    }
+}
+
+/// A settings store in memory (counts saves).
+public final class InMemorySettingsStore: SettingsStore {
+    private let stored: Mutex<[UInt8]?>
+    private let saveCount = Mutex(0)
+
+    public init(_ json: String? = nil) { stored = Mutex(json.map { Array($0.utf8) }) }
+
+    public var saves: Int { saveCount.withLock { $0 } }
+    public var text: String? { stored.withLock { $0.map { String(decoding: $0, as: UTF8.self) } } }
+
+    public func loadSettings() throws -> [UInt8]? { stored.withLock { $0 } }
+
+    public func saveSettings(_ json: [UInt8]) throws {
+        stored.withLock { $0 = json }
+        saveCount.withLock { $0 += 1 }
+    }
+}
+
+/// `AccessStore` in memory, for tests (never shipped in Sources), with the SQLite store's rules:
+/// times kept in whole milliseconds, a new token hash clears every failure record.
+public final class InMemoryAccessStore: AccessStore {
+    private struct State {
+        var hash: TokenHash?
+        var failures: [String: FailedAttempts] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func tokenHash() throws -> TokenHash? { state.withLock { $0.hash } }
+
+    public func setTokenHash(_ hash: TokenHash?) throws {
+        state.withLock { state in
+            state.hash = hash
+            state.failures = [:]
+        }
+    }
+
+    public func failedAttempts(client: String) throws -> FailedAttempts? { state.withLock { $0.failures[client] } }
+
+    public func allFailedAttempts() throws -> [String: FailedAttempts] { state.withLock { $0.failures } }
+
+    @discardableResult
+    public func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts? {
+        state.withLock { state in
+            let new = body(state.failures[client]).map(Self.stored)
+            state.failures[client] = new
+            return new
+        }
+    }
+
+    public func pruneFailedAttempts(now: Date, interval: TimeInterval, keeping: Int) throws {
+        let now = Timestamp.milliseconds(now)
+        let interval = Int64(max(0, min(interval, 1e12)) * 1000)
+        state.withLock { state in
+            state.failures = state.failures.filter { _, record in
+                if let lockedUntil = record.lockedUntil { return Timestamp.milliseconds(lockedUntil) > now }
+                return Timestamp.milliseconds(record.windowStart) > now - interval
+            }
+            let newestFirst = state.failures.sorted { $0.value.windowStart > $1.value.windowStart }
+            for (client, _) in newestFirst.dropFirst(max(0, keeping)) { state.failures[client] = nil }
+        }
+    }
+
+    /// The record as a store keeps it: dates in whole milliseconds.
+    private static func stored(_ record: FailedAttempts) -> FailedAttempts {
+        FailedAttempts(
+            count: record.count, windowStart: Timestamp.date(milliseconds: Timestamp.milliseconds(record.windowStart)),
+            lockedUntil: record.lockedUntil.map { Timestamp.date(milliseconds: Timestamp.milliseconds($0)) })
+    }
+}

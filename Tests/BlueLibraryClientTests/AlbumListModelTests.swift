@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTPTestSupport
 import Synchronization
 import Testing
 

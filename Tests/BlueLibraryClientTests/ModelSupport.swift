@@ -1,18 +1,7 @@
 import BlueLibraryClient
 import Foundation
+import HTTPTestSupport
 import Synchronization
-
-/// Polls `condition` every few milliseconds until it holds or `timeout` passes; answers whether
-/// it held. Suspends between looks (never blocks a thread of the cooperative pool, which the
-/// model's and the client's tasks need to make progress).
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        guard ContinuousClock.now < deadline else { return false }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return true
-}
 
 /// The task's result, or nil when it has not finished within `timeout`: a call that never
 /// returns (a cancellation that did not work) fails the test instead of hanging the suite.

@@ -17,3 +17,18 @@ public func eventually(
         Thread.sleep(forTimeInterval: interval.seconds)
     }
 }
+
+/// `eventually` for async tests: suspends between looks instead of blocking a thread of the
+/// cooperative pool (which the tasks under test need to make progress).
+@discardableResult
+public func eventually(
+    timeout: Duration = .seconds(10), pollingEvery interval: Duration = .milliseconds(2),
+    _ condition: () throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        if try condition() { return true }
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: interval)
+    }
+}

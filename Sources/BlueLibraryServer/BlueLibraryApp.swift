@@ -1,5 +1,6 @@
 import Covers
 import Crypto
+import Essentials
 import Foundation
 import HTTPServer
 import Library
@@ -17,7 +18,7 @@ public final class BlueLibraryApp: Sendable {
     /// The request model's page cache (tests count its loads).
     let pageCache: AlbumListRoute.PageCache
     let store: SQLiteAlbumStore
-    let exportWorkers: WorkerPool
+    let exportWorkers: BoundedThreadPool
     /// The `GET /events` hub: the facade's event sink (cover events can be forwarded to it).
     public let events: EventHub
     let covers: CoverService
@@ -50,7 +51,7 @@ public final class BlueLibraryApp: Sendable {
         }
         // Known from here on without a read: every commit gives the new version.
         _ = try? facade.currentVersion()
-        exportWorkers = WorkerPool(threads: 2, name: "archive-export")
+        exportWorkers = BoundedThreadPool(threads: 2, name: "archive-export", stackSize: 1 << 20)
         covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events))
         let idempotency = IdempotencyGuard(store: store, clock: clock)
         let albums = AlbumRoutes(facade: facade, idempotency: idempotency, covers: covers)

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Library
 import Synchronization
@@ -57,7 +58,7 @@ public final class CoverService: CoverSource {
     private let fetcher: any CoverFetching
     private let events: (any CoverEventSink)?
     private let now: @Sendable () -> Date
-    private let threads: FetchThreads
+    private let threads: BoundedThreadPool
     private let registry = Mutex(Registry())
     private let counters = CoverCounters()
 
@@ -81,19 +82,19 @@ public final class CoverService: CoverSource {
             ?? CurlCoverFetcher(configuration: configuration.fetcher, pooledHandles: configuration.maxConcurrentFetches)
         self.events = events
         self.now = now
-        threads = FetchThreads(
-            count: configuration.maxConcurrentFetches, maxQueued: configuration.maxQueuedFetches, name: "cover-fetch")
+        threads = BoundedThreadPool(
+            threads: configuration.maxConcurrentFetches, queueLimit: configuration.maxQueuedFetches, name: "cover-fetch")
     }
 
     deinit {
-        threads.shutdown()
+        threads.shutdown(.cancelQueued)
     }
 
     /// Stops taking fetches: queued ones fail as `unavailable`, running ones finish on their
     /// threads. Cached covers are still served.
     public func shutdown() {
         registry.withLock { $0.stopped = true }
-        threads.shutdown()
+        threads.shutdown(.cancelQueued)
     }
 
     /// Changes settings at runtime (`PATCH /settings`); thread-safe, nil leaves a value as it is.
@@ -131,7 +132,7 @@ public final class CoverService: CoverSource {
             throw error
         case .wait(let flight):
             counters.misses.increment()
-            switch flight.wait(timeout: wait) {
+            switch flight.outcome.wait(timeout: wait) {
             case nil: return .loading
             case .success(let cover): return .ready(cover)
             case .failure(let error): throw error
@@ -221,10 +222,10 @@ public final class CoverService: CoverSource {
     }
 
     private func launch(_ flight: CoverFlight) {
-        let job = FetchThreads.Job(
-            run: { self.run(flight) },
+        let queued = threads.submit(
+            { self.run(flight) },
             cancel: { self.finish(flight, .failure(Self.unavailable)) })
-        if !threads.submit(job) {
+        if !queued {
             finish(flight, .failure(CoverError(.unavailable, detail: "Too many cover fetches are waiting.")))
         }
     }
@@ -273,7 +274,7 @@ public final class CoverService: CoverSource {
     private func finish(_ flight: CoverFlight, _ outcome: Result<CachedCover, CoverError>) {
         let key = flight.url.description
         let now = now()
-        let until = now.addingTimeInterval(configuration.failureMemory.timeInterval)
+        let until = now.addingTimeInterval(configuration.failureMemory.seconds)
         registry.withLock { registry in
             guard registry.flights[key] === flight else { return }
             registry.flights[key] = nil
@@ -304,7 +305,7 @@ public final class CoverService: CoverSource {
         case .failure:
             break
         }
-        flight.complete(outcome)
+        flight.outcome.complete(outcome)
     }
 
     private func isCurrent(_ flight: CoverFlight) -> Bool {
@@ -316,7 +317,7 @@ public final class CoverService: CoverSource {
     }
 
     private func freshUntil(_ validatedAt: Date) -> Date {
-        validatedAt.addingTimeInterval(tunables.withLock { $0.freshness }.timeInterval)
+        validatedAt.addingTimeInterval(tunables.withLock { $0.freshness }.seconds)
     }
 
     private func cover(from record: CoverCacheRecord) -> CachedCover {
@@ -327,11 +328,4 @@ public final class CoverService: CoverSource {
     }
 
     private static let unavailable = CoverError(.unavailable, detail: "The cover service is shutting down.")
-}
-
-extension Duration {
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Synchronization
 
@@ -44,10 +45,7 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
         }
     }
 
-    private final class Flight: Sendable {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<Loaded, any Error>?>(nil)
-    }
+    private typealias Flight = SingleFlight<Result<Loaded, any Error>>
 
     private enum Step {
         case hit(Value)
@@ -121,10 +119,7 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
         case let .hit(value):
             return value
         case let .wait(flight):
-            flight.done.wait()
-            flight.done.signal()  // let the next waiter through
-            let result = flight.result.withLock { $0! }
-            return try result.get().value
+            return try flight.wait().get().value
         case let .lead(flight):
             let result = Result { try load() }
             store.withLock { store in
@@ -140,8 +135,7 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
                 store.entries[key] = entry
                 evict(&store)
             }
-            flight.result.withLock { $0 = result }
-            flight.done.signal()
+            flight.complete(result)
             return try result.get().value
         }
     }

@@ -1,3 +1,4 @@
+import Crypto
 import Essentials
 import Foundation
 import Library

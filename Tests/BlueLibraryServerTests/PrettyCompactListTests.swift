@@ -4,11 +4,11 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// `?pretty` list and album bodies come from the Codable form (JSONEncoder, sorted keys,
-/// indented); the compact ones from the hand-written byte encoder on the hot path. This pins
-/// that the two always say the same thing: for awkward text (quotes, backslashes, control
-/// characters, slashes, non-ASCII, U+2028), missing optionals, pages with and without indexes,
-/// totals and cursors, both bodies parse to equal JSON values.
+/// `?pretty` list and album bodies are the compact ones (the hand-written byte encoder on the
+/// hot path) re-indented. This pins that the two always say the same thing: for awkward text
+/// (quotes, backslashes, control characters, slashes, non-ASCII, U+2028), missing optionals,
+/// pages with and without indexes, totals and cursors, both bodies parse to equal JSON values,
+/// and the pretty one is indented.
 @Suite struct PrettyCompactListTests {
     static let awkward = [
         "", "plain", "quote \" and \\ backslash", "line\nbreak\r\ttab", "\u{0}\u{1}\u{1F}\u{7F}",
@@ -42,6 +42,7 @@ import Testing
             let compact = try AlbumRepresentation.listBytes(page, next: next, pretty: false)
             let pretty = try AlbumRepresentation.listBytes(page, next: next, pretty: true)
             #expect(compact != pretty)
+            #expect(String(decoding: pretty, as: UTF8.self).hasPrefix("{\n  \"items\" : ["))
             #expect(try Self.parsed(compact) == Self.parsed(pretty))
         }
         let empty = AlbumListPage(items: [], next: nil, version: 0, total: 0)

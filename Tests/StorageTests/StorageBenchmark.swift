@@ -193,7 +193,7 @@ struct StorageBenchmark {
     }
 
     static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        duration.seconds
     }
 
     static func format(_ duration: Duration) -> String {

@@ -210,11 +210,13 @@ public final class AccessGuard: Sendable {
         if persistCount.wrappingAdd(1, ordering: .relaxed).newValue % 256 == 0 { try prune() }
     }
 
-    /// The keyed digest of `token` against the stored record, and the record (nil: no token stored).
+    /// The keyed digest of `token` against the stored record, and the record (nil: no token stored):
+    /// HMAC-SHA256 under the per-process `cacheKey` of the record followed by the token. Memory
+    /// only (never stored), so it can change between builds without touching stored hashes.
     private func digest(_ presented: [UInt8]) -> (record: [UInt8], digest: [UInt8])? {
         guard let stored = token.withLock({ $0 }) else { return nil }
         let record = stored.salt + stored.hash
-        guard let digest = try? PasswordHash.pbkdf2SHA256(password: presented, salt: cacheKey + record, iterations: 1) else { return nil }
+        guard let digest = try? HMACSHA256.tag(record + presented, key: cacheKey) else { return nil }
         return (record, digest)
     }
 

@@ -1,3 +1,4 @@
+import Essentials
 import HTTPServer
 
 /// One JSON line per request: method, path, status, bytes, duration, request id, client.
@@ -29,14 +30,14 @@ struct AccessLogMiddleware: HTTPMiddleware {
         }
         var json = JSONWriter(capacity: 320)
         json.beginObject()
-        json.key("time"); json.string(LogTimestamp.now())
+        json.key("time"); json.string(Timestamp.format(milliseconds: Timestamp.nowMilliseconds()))
         json.key("level"); json.string("info")
         json.key("message"); json.string("request")
         json.key("method"); json.string(request.method.rawValue)
         json.key("path"); json.string(String(request.path))
         json.key("status"); json.number(response.status.code)
         json.key("bytes"); json.number(bytes)
-        json.key("durationMs"); json.number(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)
+        json.key("durationMs"); json.number(Double(elapsed.nanoseconds / 1000) / 1000)
         json.key("requestId"); json.string(context.requestID)
         json.key("client"); json.string(context.clientAddress)
         json.endObject()

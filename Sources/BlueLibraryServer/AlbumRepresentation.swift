@@ -1,16 +1,18 @@
+import Essentials
 import HTTPServer
 import Library
 
 /// How albums and pages look on the wire, encoded by hand on the hot paths (no JSONEncoder
-/// per request), with `?pretty` falling back to the indented Codable form.
+/// per request). `?pretty` is the same bytes re-indented (Essentials' `JSONIndenter`), so the
+/// two forms come from one encoder and cannot disagree.
 enum AlbumRepresentation {
     /// An album with its index: the album's fields plus `"index"`.
     static func bytes(_ item: IndexedAlbum, pretty: Bool) throws -> [UInt8] {
-        if pretty { return try JSONBody.encode(item, pretty: true) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(320)
-        item.album.appendJSON(to: &bytes)
-        appendIndex(item.index, to: &bytes)
+        appendCompact(item, to: &bytes)
+        if pretty { return JSONIndenter.indent(bytes) }
+        bytes.append(0x0A)
         return bytes
     }
 
@@ -44,16 +46,15 @@ enum AlbumRepresentation {
     }
 
     /// One album's body and ETag from a single encoding of its fields: the tag hashes those
-    /// bytes, which then become the compact body. (`?pretty` bodies are the Codable form; their
-    /// tag is the compact one's, so a representation has one tag however it is printed.)
+    /// bytes, which then become the body (`?pretty`: re-indented; the tag is the compact one's,
+    /// so a representation has one tag however it is printed).
     static func encoded(_ item: IndexedAlbum, pretty: Bool) throws -> (body: [UInt8], etag: String) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(320)
         item.album.appendJSON(to: &bytes)
         let etag = etag(fields: bytes, index: item.index)
-        if pretty { return (try JSONBody.encode(item, pretty: true), etag) }
-        appendIndex(item.index, to: &bytes)
-        return (bytes, etag)
+        appendIndex(item.index, to: &bytes, newline: !pretty)
+        return (pretty ? JSONIndenter.indent(bytes) : bytes, etag)
     }
 
     /// The `If-Match` test for the facade, evaluated inside the write transaction.
@@ -89,7 +90,6 @@ enum AlbumRepresentation {
     /// `"total"` when counted. Items carry `index` only when the list shows indexes. `next` is
     /// the page's next cursor, already sealed.
     static func listBytes(_ page: AlbumListPage, next: String?, pretty: Bool) throws -> [UInt8] {
-        if pretty { return try JSONBody.encode(ListDocument(page: page, next: next), pretty: true) }
         var json = JSONWriter(capacity: 256 * max(1, page.items.count))
         json.beginObject()
         json.key("items")
@@ -108,6 +108,7 @@ enum AlbumRepresentation {
         }
         json.key("version"); json.number(page.version)
         json.endObject()
+        if pretty { return JSONIndenter.indent(json.bytes) }
         json.newline()
         return json.bytes
     }
@@ -117,34 +118,6 @@ enum AlbumRepresentation {
             appendCompact(IndexedAlbum(album: item.album, index: index), to: &bytes)
         } else {
             item.album.appendJSON(to: &bytes)
-        }
-    }
-
-    /// The Codable form of a list page, for `?pretty`.
-    struct ListDocument: Encodable {
-        let page: AlbumListPage
-        let next: String?
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(page.items.map(ListedItem.init), forKey: .items)
-            try container.encode(next, forKey: .next)  // null, not absent, at the end
-            try container.encodeIfPresent(page.total, forKey: .total)
-            try container.encode(page.version, forKey: .version)
-        }
-
-        enum CodingKeys: String, CodingKey { case items, next, total, version }
-    }
-
-    struct ListedItem: Encodable {
-        let item: ListedAlbum
-        init(_ item: ListedAlbum) { self.item = item }
-        func encode(to encoder: any Encoder) throws {
-            if let index = item.index {
-                try IndexedAlbum(album: item.album, index: index).encode(to: encoder)
-            } else {
-                try item.album.encode(to: encoder)
-            }
         }
     }
 }

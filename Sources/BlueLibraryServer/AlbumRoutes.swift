@@ -9,8 +9,11 @@ struct AlbumRoutes {
     /// Told about new cover URLs, so covers are fetched before anyone asks (the tutorial
     /// loaded them as the scroller showed each album).
     let covers: any CoverSource
-    /// `GET /albums/{id}` responses by id and query, current at a library version.
-    let albums = RequestModelCache<String, HTTPResponse>(limits: .init(maxEntries: 4096, maxCost: 16 << 20))
+    /// `GET /albums/{id}` responses by id and query, current at a library version
+    /// (made with ``cacheLimits`` by the composition root, which owns the clock).
+    let albums: RequestModelCache<String, HTTPResponse>
+
+    static let cacheLimits = RequestModelCache<String, HTTPResponse>.Limits(maxEntries: 4096, maxCost: 16 << 20)
 
     func register(into routes: inout RouterBuilder) {
         // Reads touch SQLite through the reader pool; writes wait for the single writer, so

@@ -1,4 +1,5 @@
 import Dispatch
+import Essentials
 import HTTPServer
 import Library
 import Synchronization
@@ -132,7 +133,7 @@ final class ImportSlots: Sendable {
 
 /// Threads for long exports, apart from the request workers.
 struct ArchiveWorkers: Sendable {
-    let pool: WorkerPool
+    let pool: BoundedThreadPool
     /// The pool's thread count: exports that run at once.
     let threads: Int
     func run(_ work: @escaping @Sendable () -> Void) { pool.submit(work) }
@@ -180,9 +181,7 @@ final class ExportSlots: Sendable {
             return nil
         }
         defer { waiting.subtract(1, ordering: .relaxed) }
-        let (seconds, attoseconds) = deadline.components
-        let nanoseconds = Int(clamping: seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue + attoseconds / 1_000_000_000)
-        return free.wait(timeout: .now() + .nanoseconds(max(0, nanoseconds))) == .success ? Lease(free) : nil
+        return free.wait(timeout: .now(plus: deadline)) == .success ? Lease(free) : nil
     }
 
     /// A slot held until `release()` or, should the export never start (the client left

@@ -1,5 +1,6 @@
 import Covers
 import Crypto
+import Essentials
 import Foundation
 import HTTPServer
 import Library
@@ -17,7 +18,7 @@ public final class BlueLibraryApp: Sendable {
     /// The request model's page cache (tests count its loads).
     let pageCache: AlbumListRoute.PageCache
     let store: SQLiteAlbumStore
-    let exportWorkers: WorkerPool
+    let exportWorkers: BoundedThreadPool
     /// The `GET /events` hub: the facade's event sink (cover events can be forwarded to it).
     public let events: EventHub
     let covers: CoverService
@@ -38,6 +39,8 @@ public final class BlueLibraryApp: Sendable {
 
         store = try Self.openStore(in: configuration.dataDirectory, diskReserveBytes: configuration.diskReserveBytes)
         let clock: @Sendable () -> Date = { Date() }
+        // Ages kept in memory (request models, cover freshness checks) use the monotonic clock.
+        let monotonic: any MonotonicClock = SystemClock()
         events = EventHub(configuration: configuration.events, version: try Self.libraryVersion(store))
         facade = LibraryFacade(store: store, clock: clock, ids: .random(clock: clock), events: events,
                                changeRetention: configuration.changeRetention)
@@ -50,16 +53,18 @@ public final class BlueLibraryApp: Sendable {
         }
         // Known from here on without a read: every commit gives the new version.
         _ = try? facade.currentVersion()
-        exportWorkers = WorkerPool(threads: 2, name: "archive-export")
-        covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events))
+        exportWorkers = BoundedThreadPool(threads: 2, name: "archive-export", stackSize: 1 << 20)
+        covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events), clock: monotonic)
         let idempotency = IdempotencyGuard(store: store, clock: clock)
-        let albums = AlbumRoutes(facade: facade, idempotency: idempotency, covers: covers)
+        let albums = AlbumRoutes(
+            facade: facade, idempotency: idempotency, covers: covers,
+            albums: RequestModelCache(limits: AlbumRoutes.cacheLimits, clock: monotonic))
 
         // The metrics middleware (outermost) is put in front once the routes are known.
         let forwarded = ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies, family: configuration.forwardedHeaders)
         var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), forwarded]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
-        let pageCache = AlbumListRoute.PageCache()
+        let pageCache = AlbumListRoute.PageCache(clock: monotonic)
         self.pageCache = pageCache
         (settings, accessGuard) = try Self.openAccess(
             store: store, facade: facade, events: events, configuration: configuration, logger: logger
@@ -92,7 +97,7 @@ public final class BlueLibraryApp: Sendable {
                       maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory,
                       exportPolicy: configuration.exports).register(into: &routes)
         TutorialRoutes(facade: facade, albums: albums).register(into: &routes)
-        CoverRoutes(facade: facade, covers: covers, wait: configuration.coverWait, coverURLs: RequestModelCache())
+        CoverRoutes(facade: facade, covers: covers, wait: configuration.coverWait, coverURLs: RequestModelCache(clock: monotonic))
             .register(into: &routes)
         EventRoutes(hub: events).register(into: &routes)
         ChangeRoutes(facade: facade).register(into: &routes)
@@ -143,13 +148,16 @@ public final class BlueLibraryApp: Sendable {
     }
 
     /// The cover service: cache in `<data>/covers`, internal addresses refused but for the allow-list.
-    static func openCovers(_ configuration: ServeConfiguration, events: any CoverEventSink) throws -> CoverService {
+    static func openCovers(
+        _ configuration: ServeConfiguration, events: any CoverEventSink, clock: any MonotonicClock
+    ) throws -> CoverService {
         let directory = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("covers").path
         do {
             var fetcher = CoverFetcherConfiguration()
             fetcher.addressPolicy = try CoverAddressPolicy(allowList: configuration.coverAllow)
             return try CoverService(configuration: CoverServiceConfiguration(
-                cacheDirectory: directory, cacheSizeLimit: configuration.coverCacheBytes, fetcher: fetcher), events: events)
+                cacheDirectory: directory, cacheSizeLimit: configuration.coverCacheBytes, fetcher: fetcher),
+                events: events, clock: clock)
         } catch {
             throw ConfigurationError("cannot open the cover cache in \(directory): \(error)")
         }

@@ -1,4 +1,5 @@
 import Dispatch
+import Essentials
 import Foundation
 import HTTPServer
 import Library
@@ -158,7 +159,7 @@ public final class EventHub: LibraryEventSink, Sendable {
                 } else {
                     writer.write(Self.frame(
                         id: state.latest, name: "library.outdated",
-                        json: "{\"lastEventId\":\(Self.jsonString(lastEventID)),\"version\":\(state.latest)}"))
+                        json: "{\"lastEventId\":\(JSONString.quoted(lastEventID)),\"version\":\(state.latest)}"))
                 }
             }
             // A first frame, so the client knows the subscription is live.
@@ -184,8 +185,7 @@ public final class EventHub: LibraryEventSink, Sendable {
 
     /// Starts the thread (once, with the first subscriber).
     private func startThread() {
-        let (seconds, attoseconds) = configuration.heartbeat.components
-        let interval = max(1_000_000, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        let interval = max(1_000_000, Int(clamping: configuration.heartbeat.nanoseconds))
         let thread = Thread { [self] in
             var nextHeartbeat = DispatchTime.now() + .nanoseconds(interval)
             while true {
@@ -272,33 +272,14 @@ public final class EventHub: LibraryEventSink, Sendable {
     static func payload(of event: LibraryEvent) -> String {
         switch event {
         case let .albumAdded(id, index, version), let .albumUpdated(id, index, version), let .albumDeleted(id, index, version):
-            return "{\"id\":\(jsonString(id.rawValue)),\"index\":\(index),\"version\":\(version)}"
+            return "{\"id\":\(JSONString.quoted(id.rawValue)),\"index\":\(index),\"version\":\(version)}"
         case let .albumMoved(id, from, to, version):
-            return "{\"from\":\(from),\"id\":\(jsonString(id.rawValue)),\"index\":\(to),\"to\":\(to),\"version\":\(version)}"
+            return "{\"from\":\(from),\"id\":\(JSONString.quoted(id.rawValue)),\"index\":\(to),\"to\":\(to),\"version\":\(version)}"
         case let .libraryReplaced(version):
             return "{\"version\":\(version)}"
         case let .stateChanged(client, index, albumID, version):
-            let id = albumID.map { jsonString($0.rawValue) } ?? "null"
-            return "{\"client\":\(jsonString(client)),\"id\":\(id),\"index\":\(index),\"version\":\(version)}"
+            let id = albumID.map { JSONString.quoted($0.rawValue) } ?? "null"
+            return "{\"client\":\(JSONString.quoted(client)),\"id\":\(id),\"index\":\(index),\"version\":\(version)}"
         }
-    }
-
-    /// `text` as a JSON string literal.
-    static func jsonString(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20:
-                result += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
     }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Essentials
 import HTTPServer
 
 /// Structured logs: one JSON object per line on stdout, as container platforms expect.
@@ -39,7 +40,7 @@ public struct JSONLogger: Sendable {
         guard always || isEnabled(level) else { return }
         var json = JSONWriter()
         json.beginObject()
-        json.key("time"); json.string(LogTimestamp.now())
+        json.key("time"); json.string(Timestamp.format(milliseconds: Timestamp.nowMilliseconds()))
         json.key("level"); json.string(Self.name(of: level))
         json.key("message"); json.string(message)
         for (key, value) in fields {
@@ -70,26 +71,5 @@ public struct JSONLogger: Sendable {
     public var serverLogger: HTTPServer.Logger {
         let logger = self
         return { level, message in logger.log(level, message) }
-    }
-}
-
-/// RFC 3339 UTC timestamps with milliseconds, without Foundation's formatters.
-enum LogTimestamp {
-    static func now() -> String {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return format(seconds: Int(ts.tv_sec), milliseconds: Int(ts.tv_nsec / 1_000_000))
-    }
-
-    static func format(seconds: Int, milliseconds: Int) -> String {
-        var t = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        func pad(_ n: Int32, _ width: Int) -> String {
-            let s = String(n)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(milliseconds), 3))Z"
     }
 }

@@ -1,3 +1,4 @@
+import Essentials
 import Synchronization
 
 /// The metrics registry behind `GET /metrics`: metric families in registration order, rendered
@@ -184,8 +185,7 @@ final class MetricHistogram: Sendable {
     }
 
     func observe(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        let nanoseconds = max(0, seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000)
+        let nanoseconds = Int64(clamping: duration.nanoseconds)
         var index = 0
         while index < boundNanoseconds.count, nanoseconds > boundNanoseconds[index] { index += 1 }
         buckets[index].increment()

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Storage
 import Synchronization
@@ -29,7 +30,7 @@ final class StoredStateWatcher: Sendable {
     }
 
     private func run() {
-        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        let seconds = interval.seconds
         while !stopped.load(ordering: .relaxed) {
             _ = wake.wait(timeout: .now() + seconds)
             if stopped.load(ordering: .relaxed) { break }

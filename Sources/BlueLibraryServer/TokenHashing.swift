@@ -1,5 +1,5 @@
 import Dispatch
-import HTTPServer
+import Essentials
 import Synchronization
 
 /// The slow token checks (PBKDF2, ~210,000 iterations) on a few threads of their own, with a
@@ -7,14 +7,16 @@ import Synchronization
 /// worker pool that serves writes, and beyond `capacity` checks are refused at once (503)
 /// instead of waiting.
 public final class TokenHashing: Sendable {
-    private let pool: WorkerPool
+    private let pool: BoundedThreadPool
     private let admitted = Atomic<Int>(0)
     /// Checks running or queued at most.
     public let capacity: Int
 
     public init(threads: Int = 2, capacity: Int = 8) {
-        pool = WorkerPool(threads: threads, name: "token-hash")
         self.capacity = max(threads, capacity)
+        // Admission below keeps queued + running within `capacity`, so the pool's own queue
+        // limit is never what refuses.
+        pool = BoundedThreadPool(threads: threads, queueLimit: self.capacity, name: "token-hash", stackSize: 1 << 20)
     }
 
     /// Runs `work` on the pool and waits for it; nil (nothing run) when `capacity` checks are
@@ -26,12 +28,12 @@ public final class TokenHashing: Sendable {
         }
         let result = Mutex<Bool?>(nil)
         let done = DispatchSemaphore(value: 0)
-        pool.submit {
+        let queued = pool.submit {
             let outcome = work()
             result.withLock { $0 = outcome }
             done.signal()
         }
-        done.wait()
+        if queued { done.wait() }
         admitted.subtract(1, ordering: .releasing)
         return result.withLock { $0 } ?? false
     }

@@ -3,7 +3,8 @@ import Glibc
 #endif
 
 /// Whole-file writes that readers see either entirely or not at all: the bytes go to a
-/// temporary file in the same directory, are flushed with `fsync`, and the file is renamed
+/// temporary file in the same directory (`mkstemp(3)`: a fresh unique name, created
+/// exclusively, mode 0600: only the service reads its cache), are flushed with `fsync`, and the file is renamed
 /// over the target (`rename(2)` is atomic within a file system). A crash leaves at most a
 /// `.tmp-` file, which the cache deletes when it starts.
 enum AtomicFile {
@@ -16,10 +17,11 @@ enum AtomicFile {
     static let temporaryPrefix = ".tmp-"
 
     static func write(_ bytes: [UInt8], to path: String, directory: String) throws(WriteError) {
-        var suffix = UInt64.random(in: 0...UInt64.max)
-        let temporary = directory + "/" + temporaryPrefix + SHA256.hex(withUnsafeBytes(of: &suffix) { Array($0) })
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw WriteError(operation: "open", code: errno) }
+        var template = Array((directory + "/" + temporaryPrefix + "XXXXXX").utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard descriptor >= 0 else { throw WriteError(operation: "mkstemp", code: errno) }
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         var failure: WriteError?
         bytes.withUnsafeBytes { buffer in
             var offset = 0

@@ -1,3 +1,5 @@
+import Crypto
+import Essentials
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -32,7 +34,8 @@ final class CoverDiskCache: Sendable {
     private struct Slot {
         var record: CoverCacheRecord
         var lastUse: UInt64
-        var persistedUse: ContinuousClock.Instant
+        /// The clock's nanoseconds when a hit last touched the record's file.
+        var persistedUse: UInt64
     }
 
     private struct Index {
@@ -42,11 +45,13 @@ final class CoverDiskCache: Sendable {
     }
 
     /// How often a hit may touch its record's modification time.
-    private static let usePersistInterval: Duration = .seconds(60)
+    private static let usePersistInterval: UInt64 = Duration.seconds(60).nanoseconds
 
     let directory: String
     let trimRatio: Double
     private let index = Mutex(Index())
+    /// Monotonic time for `persistedUse` (memory only; the record's mtime is the wall-clock use).
+    private let clock: any MonotonicClock
     /// The size limit in force (changed at runtime by `setSizeLimit`).
     private let limit: Atomic<Int>
     /// Entries removed by the size limit (LRU), since the cache was opened.
@@ -54,7 +59,8 @@ final class CoverDiskCache: Sendable {
 
     /// Opens (creating if needed) the cache in `directory` and reads its records.
     /// - Throws: ``CoverCacheOpenError`` when the directory cannot be created or listed.
-    init(directory: String, sizeLimit: Int, trimRatio: Double) throws(CoverCacheOpenError) {
+    init(directory: String, sizeLimit: Int, trimRatio: Double, clock: any MonotonicClock) throws(CoverCacheOpenError) {
+        self.clock = clock
         var directory = directory
         while directory.count > 1, directory.hasSuffix("/") { directory.removeLast() }
         self.directory = directory
@@ -97,12 +103,12 @@ final class CoverDiskCache: Sendable {
 
     /// The record for `url`, counted as a use (LRU).
     func lookup(_ url: String) -> CoverCacheRecord? {
-        let now = ContinuousClock.now
+        let now = clock.nanoseconds()
         let (record, persist) = index.withLock { index -> (CoverCacheRecord?, Bool) in
             guard var slot = index.slots[url] else { return (nil, false) }
             index.tick += 1
             slot.lastUse = index.tick
-            let persist = slot.persistedUse.duration(to: now) >= Self.usePersistInterval
+            let persist = now >= slot.persistedUse && now - slot.persistedUse >= Self.usePersistInterval
             if persist { slot.persistedUse = now }
             index.slots[url] = slot
             return (slot.record, persist)
@@ -142,7 +148,7 @@ final class CoverDiskCache: Sendable {
         let (replaced, victims) = index.withLock { index -> (CoverCacheRecord?, [CoverCacheRecord]) in
             index.tick += 1
             let old = index.slots.updateValue(
-                Slot(record: record, lastUse: index.tick, persistedUse: .now), forKey: url)
+                Slot(record: record, lastUse: index.tick, persistedUse: clock.nanoseconds()), forKey: url)
             index.totalBytes += record.length - (old?.record.length ?? 0)
             return (old?.record, Self.chooseVictims(&index, keeping: url, limit: limit.load(ordering: .relaxed), ratio: trimRatio))
         }
@@ -247,7 +253,7 @@ final class CoverDiskCache: Sendable {
         let victims = index.withLock { index -> [CoverCacheRecord] in
             for (record, _) in found.sorted(by: { $0.used < $1.used }) {
                 index.tick += 1
-                index.slots[record.url] = Slot(record: record, lastUse: index.tick, persistedUse: .now)
+                index.slots[record.url] = Slot(record: record, lastUse: index.tick, persistedUse: clock.nanoseconds())
                 index.totalBytes += record.length
             }
             return Self.chooseVictims(&index, keeping: "", limit: sizeLimit, ratio: trimRatio)

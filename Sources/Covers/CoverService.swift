@@ -1,3 +1,5 @@
+import Crypto
+import Essentials
 import Foundation
 import Library
 import Synchronization
@@ -20,15 +22,18 @@ import Synchronization
 public final class CoverService: CoverSource {
     private struct RememberedFailure {
         let error: CoverError
+        /// Wall time, as reported by `state(for:)`.
         let at: Date
-        let until: Date
+        /// The monotonic clock's nanoseconds until which the failure is answered from memory.
+        let until: UInt64
     }
 
     private struct Registry {
         var flights: [String: CoverFlight] = [:]
         var failures: [String: RememberedFailure] = [:]
-        /// After a failed revalidation, no new one before this time (the stale copy is served).
-        var revalidationPause: [String: Date] = [:]
+        /// After a failed revalidation, no new one before this (monotonic nanoseconds; the
+        /// stale copy is served meanwhile).
+        var revalidationPause: [String: UInt64] = [:]
         var stopped = false
     }
 
@@ -57,7 +62,8 @@ public final class CoverService: CoverSource {
     private let fetcher: any CoverFetching
     private let events: (any CoverEventSink)?
     private let now: @Sendable () -> Date
-    private let threads: FetchThreads
+    private let clock: any MonotonicClock
+    private let threads: BoundedThreadPool
     private let registry = Mutex(Registry())
     private let counters = CoverCounters()
 
@@ -66,34 +72,40 @@ public final class CoverService: CoverSource {
     /// - Parameters:
     ///   - fetcher: the upstream; default a ``CurlCoverFetcher`` with `configuration.fetcher`.
     ///   - events: receives `cover.loaded` / `cover.failed`.
-    ///   - now: the wall clock for freshness and remembered failures (tests pass a manual one).
+    ///   - now: the wall clock for what is stored or shown (a copy's `validatedAt`, hence its
+    ///     freshness, which must survive a restart; when a failure happened).
+    ///   - clock: the monotonic clock for ages kept only in memory (how long a failure is
+    ///     remembered, the pause after a failed revalidation, how often a hit touches its
+    ///     record on disk). Tests pass manual clocks for both instead of sleeping.
     /// - Throws: ``CoverCacheOpenError`` when the cache directory cannot be created or read.
     public init(
         configuration: CoverServiceConfiguration, fetcher: (any CoverFetching)? = nil,
-        events: (any CoverEventSink)? = nil, now: @escaping @Sendable () -> Date = { Date() }
+        events: (any CoverEventSink)? = nil, now: @escaping @Sendable () -> Date = { Date() },
+        clock: any MonotonicClock = SystemClock()
     ) throws(CoverCacheOpenError) {
         self.configuration = configuration
         tunables = Mutex(Tunables(freshness: configuration.freshness))
         cache = try CoverDiskCache(
             directory: configuration.cacheDirectory, sizeLimit: configuration.cacheSizeLimit,
-            trimRatio: configuration.trimRatio)
+            trimRatio: configuration.trimRatio, clock: clock)
+        self.clock = clock
         self.fetcher = fetcher
             ?? CurlCoverFetcher(configuration: configuration.fetcher, pooledHandles: configuration.maxConcurrentFetches)
         self.events = events
         self.now = now
-        threads = FetchThreads(
-            count: configuration.maxConcurrentFetches, maxQueued: configuration.maxQueuedFetches, name: "cover-fetch")
+        threads = BoundedThreadPool(
+            threads: configuration.maxConcurrentFetches, queueLimit: configuration.maxQueuedFetches, name: "cover-fetch")
     }
 
     deinit {
-        threads.shutdown()
+        threads.shutdown(.cancelQueued)
     }
 
     /// Stops taking fetches: queued ones fail as `unavailable`, running ones finish on their
     /// threads. Cached covers are still served.
     public func shutdown() {
         registry.withLock { $0.stopped = true }
-        threads.shutdown()
+        threads.shutdown(.cancelQueued)
     }
 
     /// Changes settings at runtime (`PATCH /settings`); thread-safe, nil leaves a value as it is.
@@ -131,7 +143,7 @@ public final class CoverService: CoverSource {
             throw error
         case .wait(let flight):
             counters.misses.increment()
-            switch flight.wait(timeout: wait) {
+            switch flight.outcome.wait(timeout: wait) {
             case nil: return .loading
             case .success(let cover): return .ready(cover)
             case .failure(let error): throw error
@@ -147,9 +159,10 @@ public final class CoverService: CoverSource {
             if !isStale(record, now: now) { counters.hits.increment() }
             return .loaded(cover(from: record))
         }
+        let tick = clock.nanoseconds()
         return registry.withLock { registry -> CoverState? in
             if registry.flights[key] != nil { return .loading }
-            if let failure = registry.failures[key], failure.until > now { return .failed(failure.error, at: failure.at) }
+            if let failure = registry.failures[key], failure.until > tick { return .failed(failure.error, at: failure.at) }
             return nil
         }
     }
@@ -195,9 +208,10 @@ public final class CoverService: CoverSource {
             return .serve(cover(from: record))
         }
         var started: CoverFlight?
+        let tick = clock.nanoseconds()
         let plan = registry.withLock { registry -> Plan in
             if let record = cache.peek(key) {
-                let paused = registry.revalidationPause[key].map { $0 > now } ?? false
+                let paused = registry.revalidationPause[key].map { $0 > tick } ?? false
                 if isStale(record, now: now), registry.flights[key] == nil, !paused, !registry.stopped {
                     let flight = CoverFlight(url: url, revalidating: record)
                     registry.flights[key] = flight
@@ -206,7 +220,7 @@ public final class CoverService: CoverSource {
                 return .serve(cover(from: record))
             }
             if let failure = registry.failures[key] {
-                if failure.until > now { return .fail(failure.error) }
+                if failure.until > tick { return .fail(failure.error) }
                 registry.failures[key] = nil
             }
             if let flight = registry.flights[key] { return .wait(flight) }
@@ -221,10 +235,10 @@ public final class CoverService: CoverSource {
     }
 
     private func launch(_ flight: CoverFlight) {
-        let job = FetchThreads.Job(
-            run: { self.run(flight) },
+        let queued = threads.submit(
+            { self.run(flight) },
             cancel: { self.finish(flight, .failure(Self.unavailable)) })
-        if !threads.submit(job) {
+        if !queued {
             finish(flight, .failure(CoverError(.unavailable, detail: "Too many cover fetches are waiting.")))
         }
     }
@@ -273,7 +287,9 @@ public final class CoverService: CoverSource {
     private func finish(_ flight: CoverFlight, _ outcome: Result<CachedCover, CoverError>) {
         let key = flight.url.description
         let now = now()
-        let until = now.addingTimeInterval(configuration.failureMemory.timeInterval)
+        let tick = clock.nanoseconds()
+        let (until, overflow) = tick.addingReportingOverflow(configuration.failureMemory.nanoseconds)
+        let remembered = overflow ? UInt64.max : until
         registry.withLock { registry in
             guard registry.flights[key] === flight else { return }
             registry.flights[key] = nil
@@ -283,13 +299,13 @@ public final class CoverService: CoverSource {
                 registry.revalidationPause[key] = nil
             case .failure(let error) where error.reason != .unavailable:
                 if flight.revalidating != nil {
-                    registry.revalidationPause[key] = until
+                    registry.revalidationPause[key] = remembered
                 } else {
                     if registry.failures.count >= Self.failureSweepThreshold {
-                        registry.failures = registry.failures.filter { $0.value.until > now }
-                        registry.revalidationPause = registry.revalidationPause.filter { $0.value > now }
+                        registry.failures = registry.failures.filter { $0.value.until > tick }
+                        registry.revalidationPause = registry.revalidationPause.filter { $0.value > tick }
                     }
-                    registry.failures[key] = RememberedFailure(error: error, at: now, until: until)
+                    registry.failures[key] = RememberedFailure(error: error, at: now, until: remembered)
                 }
             case .failure:
                 break
@@ -304,7 +320,7 @@ public final class CoverService: CoverSource {
         case .failure:
             break
         }
-        flight.complete(outcome)
+        flight.outcome.complete(outcome)
     }
 
     private func isCurrent(_ flight: CoverFlight) -> Bool {
@@ -316,7 +332,7 @@ public final class CoverService: CoverSource {
     }
 
     private func freshUntil(_ validatedAt: Date) -> Date {
-        validatedAt.addingTimeInterval(tunables.withLock { $0.freshness }.timeInterval)
+        validatedAt.addingTimeInterval(tunables.withLock { $0.freshness }.seconds)
     }
 
     private func cover(from record: CoverCacheRecord) -> CachedCover {
@@ -327,11 +343,4 @@ public final class CoverService: CoverSource {
     }
 
     private static let unavailable = CoverError(.unavailable, detail: "The cover service is shutting down.")
-}
-
-extension Duration {
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

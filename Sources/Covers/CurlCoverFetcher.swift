@@ -1,4 +1,5 @@
 import CCurl
+import Essentials
 import Library
 
 /// Fetches covers with libcurl under ``CoverFetcherConfiguration``'s limits.
@@ -175,13 +176,5 @@ public final class CurlCoverFetcher: CoverFetching {
         CoverError(
             .timeout,
             detail: "The upstream did not deliver the cover within \(totalTimeout.milliseconds) ms.")
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds (rounded towards zero).
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }

@@ -1,3 +1,5 @@
+import Essentials
+
 /// An error that knows the response it becomes: RFC 9457 problem details
 /// (`application/problem+json`). Handlers throw it; the router turns it into a response in
 /// one place, so no handler builds error bodies by hand.
@@ -66,7 +68,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 }
 
 /// A tiny forward-only JSON writer for fixed-shape documents (problem details, logs), so the
-/// hot paths need no Foundation encoder.
+/// hot paths need no Foundation encoder. Keys and strings are escaped by Essentials' `JSONString`.
 public struct JSONWriter: Sendable {
     public private(set) var bytes: [UInt8] = []
     private var needsComma = false
@@ -81,14 +83,14 @@ public struct JSONWriter: Sendable {
 
     public mutating func key(_ name: String) {
         separate()
-        Self.appendQuoted(name, to: &bytes)
+        JSONString.append(name, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
     public mutating func string(_ value: String) {
         separate()
-        Self.appendQuoted(value, to: &bytes)
+        JSONString.append(value, to: &bytes)
         needsComma = true
     }
 
@@ -125,24 +127,5 @@ public struct JSONWriter: Sendable {
 
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
-    }
-
-    /// Appends `value` as a JSON string literal (RFC 8259 §7).
-    public static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
     }
 }

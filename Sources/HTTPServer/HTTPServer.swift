@@ -74,7 +74,7 @@ public final class HTTPServer: Sendable {
         if let warning = DescriptorLimit.warning(maxConnections: configuration.limits.maxConnections, limit: descriptorLimit) {
             logger(.warning, warning)
         }
-        let workers = WorkerPool(threads: max(1, configuration.workerThreads), name: "http-worker")
+        let workers = BoundedThreadPool(threads: configuration.workerThreads, name: "http-worker", stackSize: 1 << 20)
         shared = ServerShared(router: router, limits: configuration.limits, workers: workers,
                               errorRenderer: errorRenderer, logger: logger, headCheck: headCheck, acceptProbe: acceptProbe)
         do {

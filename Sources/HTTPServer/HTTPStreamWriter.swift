@@ -65,8 +65,7 @@ public final class HTTPStreamWriter: Sendable {
                 guard now < deadline else { return false }
                 wait = min(wait, deadline - now)
             }
-            let (seconds, attoseconds) = wait.components
-            _ = progress.wait(timeout: .now() + .nanoseconds(Int(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))))
+            _ = progress.wait(timeout: .now(plus: max(wait, .nanoseconds(1))))
         }
     }
 

@@ -1,5 +1,6 @@
 import Essentials
 #if canImport(Glibc)
+import Essentials
 import Glibc
 import CLinux
 #endif
@@ -11,7 +12,7 @@ final class ServerShared: Sendable {
     let router: Router
     let limits: HTTPServerLimits
     let headParser: HTTPHeadParser
-    let workers: WorkerPool
+    let workers: BoundedThreadPool
     let errorRenderer: ErrorRenderer
     let logger: HTTPServer.Logger
     let overloadResponse: [UInt8]
@@ -24,7 +25,7 @@ final class ServerShared: Sendable {
     private let draining = Atomic<Bool>(false)
     private let drainedLoops = Mutex<(count: Int, waiter: (@Sendable () -> Void)?)>((0, nil))
 
-    init(router: Router, limits: HTTPServerLimits, workers: WorkerPool, errorRenderer: ErrorRenderer,
+    init(router: Router, limits: HTTPServerLimits, workers: BoundedThreadPool, errorRenderer: ErrorRenderer,
          logger: @escaping HTTPServer.Logger, headCheck: HeadCheck? = nil, acceptProbe: AcceptProbe? = nil) {
         self.headCheck = headCheck
         self.acceptProbe = acceptProbe

@@ -1,3 +1,5 @@
+import Essentials
+
 extension Connection {
     /// How the database file is opened.
     public enum Mode: Sendable {
@@ -39,10 +41,6 @@ extension Connection {
 extension Duration {
     /// Whole milliseconds, clamped to the `Int32` range SQLite accepts.
     var clampedMilliseconds: Int32 {
-        let (seconds, attoseconds) = components
-        let millis = seconds.multipliedReportingOverflow(by: 1000)
-        guard !millis.overflow else { return seconds < 0 ? 0 : Int32.max }
-        let total = millis.partialValue + attoseconds / 1_000_000_000_000_000
-        return Int32(clamping: max(0, total))
+        Int32(clamping: milliseconds)
     }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import Essentials
 import Synchronization
 
 /// Hands out indexes of free reader connections, one holder per index at a time.
@@ -61,11 +62,7 @@ final class ReaderPool: Sendable {
 
     /// A free index, or `nil` if none became free within `timeout`.
     func acquire(timeout: Duration) -> Int? {
-        let (seconds, attoseconds) = timeout.components
-        let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        let deadline: DispatchTime = nanoseconds.overflow
-            ? .distantFuture
-            : .now() + .nanoseconds(Int(clamping: max(0, nanoseconds.partialValue + attoseconds / 1_000_000_000)))
+        let deadline = DispatchTime.now(plus: timeout)
         // The turnstile: passed at once unless a WAL restart holds it for a moment (or another
         // reader is passing it this instant; not counted as a wait).
         if gate.wait(timeout: .now()) != .success {

@@ -1,5 +1,6 @@
 import CLinux
 import Dispatch
+import Essentials
 import Foundation
 import SQLite
 import Synchronization
@@ -64,7 +65,7 @@ final class Checkpointer: Sendable {
         _ = bl_make_calling_thread_nice()
         var connection: Connection?
         while !stopping.load(ordering: .acquiring) {
-            _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: interval.nanoseconds)))
+            _ = wake.wait(timeout: .now(plus: interval))
             wakePending.store(false, ordering: .releasing)
             if stopping.load(ordering: .acquiring) { break }
             // Past `fallbackFrames` the writers restart the WAL themselves; a copy started here
@@ -112,13 +113,5 @@ final class Checkpointer: Sendable {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wake.signal()
         finished.wait()
-    }
-}
-
-extension Duration {
-    fileprivate var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? Int64.max : product + attoseconds / 1_000_000_000
     }
 }

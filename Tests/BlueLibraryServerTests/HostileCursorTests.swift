@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Essentials
 import Glibc
 #endif
 import BlueLibraryTestSupport

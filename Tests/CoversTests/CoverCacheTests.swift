@@ -11,7 +11,7 @@ import Testing
 final class CoverCacheTests {
     let upstream: TestUpstream
     let directory: TemporaryDirectory
-    let clock = ManualClock()
+    let clock = CoverTestClock()
     let events = RecordingSink()
 
     init() throws {
@@ -27,7 +27,7 @@ final class CoverCacheTests {
     func service(cacheSizeLimit: Int = 512 * 1024 * 1024) throws -> CoverService {
         try CoverService(
             configuration: testConfiguration(directory: directory.path, cacheSizeLimit: cacheSizeLimit),
-            events: events, now: clock.function)
+            events: events, now: clock.function, clock: clock)
     }
 
     /// Waits (bounded) for background fetches such as revalidations to finish.
@@ -155,7 +155,7 @@ final class CoverCacheTests {
     @Test func updateChangesLimitsAtRuntimeAndASmallerLimitTrimsAtOnce() throws {
         let covers = try CoverService(
             configuration: testConfiguration(directory: directory.path, allow: [], cacheSizeLimit: 10_000),
-            events: events, now: clock.function)
+            events: events, now: clock.function, clock: clock)
         // The address guard: refused until the allow-list is updated.
         let blocked = coverError { () throws(CoverError) in try covers.cover(for: upstream.url("/sized/a-3000"), wait: .seconds(5)) }
         #expect(blocked?.reason == .blockedAddress)

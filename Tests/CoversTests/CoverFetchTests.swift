@@ -1,3 +1,4 @@
+import Crypto
 import Dispatch
 import Foundation
 import HTTPTestSupport
@@ -12,7 +13,7 @@ import Testing
 final class CoverFetchTests {
     let upstream: TestUpstream
     let directory: TemporaryDirectory
-    let clock = ManualClock()
+    let clock = CoverTestClock()
     let events = RecordingSink()
 
     init() throws {
@@ -28,7 +29,7 @@ final class CoverFetchTests {
     func service(allow: [String] = ["127.0.0.1/32"], totalTimeout: Duration = .seconds(5)) throws -> CoverService {
         try CoverService(
             configuration: testConfiguration(directory: directory.path, allow: allow, totalTimeout: totalTimeout),
-            events: events, now: clock.function)
+            events: events, now: clock.function, clock: clock)
     }
 
     /// Image files in the cache directory.
@@ -90,7 +91,7 @@ final class CoverFetchTests {
     @Test func concurrentFetchesStayWithinTheBound() throws {
         var configuration = try testConfiguration(directory: directory.path)
         configuration.maxConcurrentFetches = 3
-        let covers = try CoverService(configuration: configuration, events: events, now: clock.function)
+        let covers = try CoverService(configuration: configuration, events: events, now: clock.function, clock: clock)
         for index in 0..<12 { covers.prefetch(url: upstream.url("/concurrent/\(index).png")) }
         for _ in 0..<12 { #expect(events.waitForEvent()) }
         #expect(upstream.hits("/concurrent") == 12)

@@ -1,14 +1,22 @@
 import Covers
 import Dispatch
+import Essentials
 import Foundation
 import Library
 import Synchronization
 
-/// A wall clock the test moves by hand.
-final class ManualClock: Sendable {
-    private let current = Mutex(Date(timeIntervalSince1970: 1_714_564_800))
+/// A clock the test moves by hand: the wall clock (`function`, for what covers store) and the
+/// monotonic one (for what they keep in memory) move together, as they do in real life.
+final class CoverTestClock: MonotonicClock {
+    private static let start = Date(timeIntervalSince1970: 1_714_564_800)
+    private let current = Mutex(CoverTestClock.start)
 
     var now: Date { current.withLock { $0 } }
+
+    /// Nanoseconds since the test started (plus one second, so zero is never a reading).
+    func nanoseconds() -> UInt64 {
+        UInt64((now.timeIntervalSince(Self.start) * 1e9).rounded()) + 1_000_000_000
+    }
 
     func advance(by seconds: Double) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import Essentials
 import Foundation
 import HTTPServer
 import Synchronization
@@ -152,12 +153,5 @@ final class TestUpstream: Sendable {
     private final class Weak: @unchecked Sendable {
         // @unchecked: written once before the server starts, then only read.
         weak var upstream: TestUpstream?
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (whole, attoseconds) = components
-        return Double(whole) + Double(attoseconds) / 1e18
     }
 }

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Synchronization
 import Testing
@@ -11,7 +12,7 @@ import Testing
     /// What `/stream` saw.
     struct Seen: Sendable {
         var count = 0
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var hash = FNV1a.offsetBasis
         var peak = 0
         var failure: HTTPRequestBodyStream.Failure?
     }
@@ -27,10 +28,7 @@ import Testing
                 #expect(request.body.isEmpty)
                 do throws(HTTPRequestBodyStream.Failure) {
                     while let chunk = try stream.next() {
-                        for byte in chunk {
-                            result.hash ^= UInt64(byte)
-                            result.hash &*= 0x100_0000_01b3
-                        }
+                        chunk.withUnsafeBytes { FNV1a.update(&result.hash, with: $0) }
                         result.count += chunk.count
                         usleep(200)  // a consumer slower than loopback, so the window fills
                     }
@@ -55,14 +53,7 @@ import Testing
         }
     }
 
-    static func fnv(_ bytes: [UInt8]) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01b3
-        }
-        return hash
-    }
+    static func fnv(_ bytes: [UInt8]) -> UInt64 { FNV1a.hash(bytes) }
 
     @Test func aDeclaredLengthIsNotReservedUpFront() throws {
         let decoder = try HTTPBodyDecoder(framing: .length(1 << 30), limit: 1 << 30)

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Testing
 @testable import Library
@@ -230,7 +231,7 @@ struct JSONScannerTests {
             for special in ["\"", "\\", "\n", "é", "\u{1}", "😀"] {
                 let text = String(repeating: "a", count: length) + special + String(repeating: "b", count: 40 - length)
                 var encoded: [UInt8] = []
-                JSONBytes.appendString(text, to: &encoded)
+                JSONString.append(text, to: &encoded)
                 #expect(try string(encoded).get() == text)
             }
         }

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Synchronization
 import AlbumStoreContract
@@ -23,7 +24,7 @@ import Testing
     struct Boom: Error {}
 
     @Test func identicalConcurrentRequestsShareOneLoad() throws {
-        let cache = RequestModelCache<String, Int>()
+        let cache = RequestModelCache<String, Int>(clock: SystemClock())
         let gate = DispatchSemaphore(value: 0)
         let loads = Mutex(0)
         let results = Mutex<[Int]>([])
@@ -38,9 +39,13 @@ import Testing
                 results.withLock { $0.append(value ?? -1) }
             }
         }
-        // Given the load is running, the model is `loading`
-        while cache.state("page", version: 1) != .loading { usleep(1000) }
-        usleep(50_000)
+        // Given the load is running, the model is `loading`; release it once all 20 requests
+        // have missed (the 19 others have joined it), polling with a deadline.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while cache.state("page", version: 1) != .loading || cache.statistics.misses < 20, ContinuousClock.now < deadline {
+            usleep(1000)
+        }
+        #expect(cache.state("page", version: 1) == .loading)
         gate.signal()
         group.wait()
         #expect(loads.withLock { $0 } == 1)
@@ -50,7 +55,7 @@ import Testing
     }
 
     @Test func aNewVersionMakesPagesOutdatedAndTheNextRequestReloads() throws {
-        let cache = RequestModelCache<String, String>()
+        let cache = RequestModelCache<String, String>(clock: SystemClock())
         _ = try cache.value("p", version: 1) { .init(value: "v1", version: 1, cost: 2) }
         #expect(cache.current("p", version: 1) == "v1")
         #expect(cache.current("p", version: 2) == nil)
@@ -61,7 +66,7 @@ import Testing
     }
 
     @Test func invalidateMarksOutdatedAndEraseDropsValues() throws {
-        let cache = RequestModelCache<String, String>()
+        let cache = RequestModelCache<String, String>(clock: SystemClock())
         _ = try cache.value("p", version: 1) { .init(value: "v1", version: 1, cost: 10) }
         cache.invalidate(erase: false)
         #expect(cache.state("p", version: 1) == .outdated)
@@ -72,14 +77,14 @@ import Testing
     }
 
     @Test func failedLoadsAreNotKeptAndReachEveryWaiter() throws {
-        let cache = RequestModelCache<String, Int>()
+        let cache = RequestModelCache<String, Int>(clock: SystemClock())
         #expect(throws: Boom.self) { try cache.value("p", version: 1) { throw Boom() } }
         #expect(cache.state("p", version: 1) == nil)
         #expect(try cache.value("p", version: 1) { .init(value: 7, version: 1, cost: 1) } == 7)
     }
 
     @Test func boundedByEntriesAndCostLeastRecentlyUsedFirst() throws {
-        let cache = RequestModelCache<Int, Int>(limits: .init(maxEntries: 3, maxCost: 100, maxAge: .seconds(60)))
+        let cache = RequestModelCache<Int, Int>(limits: .init(maxEntries: 3, maxCost: 100, maxAge: .seconds(60)), clock: SystemClock())
         for key in 0..<3 { _ = try cache.value(key, version: 1) { .init(value: key, version: 1, cost: 10) } }
         _ = cache.current(0, version: 1)  // 0 is now the most recently used
         _ = try cache.value(3, version: 1) { .init(value: 3, version: 1, cost: 10) }
@@ -91,10 +96,13 @@ import Testing
     }
 
     @Test func pagesOlderThanMaxAgeAreOutdated() throws {
-        let cache = RequestModelCache<String, Int>(limits: .init(maxEntries: 10, maxCost: 100, maxAge: .milliseconds(30)))
+        let clock = Essentials.ManualClock()
+        let cache = RequestModelCache<String, Int>(limits: .init(maxEntries: 10, maxCost: 100, maxAge: .milliseconds(30)), clock: clock)
         _ = try cache.value("p", version: 1) { .init(value: 1, version: 1, cost: 1) }
         #expect(cache.current("p", version: 1) == 1)
-        usleep(60_000)
+        clock.advance(by: .milliseconds(29))
+        #expect(cache.current("p", version: 1) == 1, "still younger than maxAge")
+        clock.advance(by: .milliseconds(1))
         #expect(cache.current("p", version: 1) == nil)
         #expect(cache.state("p", version: 1) == .outdated)
     }

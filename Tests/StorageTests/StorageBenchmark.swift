@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import HTTPTestSupport
 import Library
@@ -193,7 +194,7 @@ struct StorageBenchmark {
     }
 
     static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        duration.seconds
     }
 
     static func format(_ duration: Duration) -> String {

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import FuzzSupport
 @_spi(Fuzzing) import Library

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 
 /// One album in a library: the tutorial's `Album`, plus the server-assigned identity and

@@ -1,3 +1,5 @@
+import Essentials
+
 extension LibraryFacade {
     /// Streams the library as an `ArchiveDocument`: the header, then each album as the store
     /// iterates them, then each state as the store iterates them — in chunks of about `chunkSize` bytes, never the whole
@@ -19,15 +21,15 @@ extension LibraryFacade {
             try stream.append { buffer in
                 JSONBytes.appendRaw("{", to: &buffer)
                 JSONBytes.appendKey("format", to: &buffer)
-                JSONBytes.appendString(ArchiveDocument.formatName, to: &buffer)
+                JSONString.append(ArchiveDocument.formatName, to: &buffer)
                 JSONBytes.appendRaw(",", to: &buffer)
                 JSONBytes.appendKey("formatVersion", to: &buffer)
                 JSONBytes.appendRaw(String(ArchiveDocument.currentFormatVersion) + ",", to: &buffer)
                 JSONBytes.appendKey("exportedAt", to: &buffer)
-                JSONBytes.appendString(Timestamp.format(exportedAt), to: &buffer)
+                Timestamp.appendQuoted(exportedAt, to: &buffer)
                 JSONBytes.appendRaw(",", to: &buffer)
                 JSONBytes.appendKey("library", to: &buffer)
-                JSONBytes.appendString(library.rawValue, to: &buffer)
+                JSONString.append(library.rawValue, to: &buffer)
                 JSONBytes.appendRaw(",", to: &buffer)
                 JSONBytes.appendKey("version", to: &buffer)
                 JSONBytes.appendRaw(String(version) + ",", to: &buffer)
@@ -134,15 +136,15 @@ extension LibraryFacade {
     private static func appendState(_ state: SavedState, to buffer: inout [UInt8]) {
         JSONBytes.appendRaw("{", to: &buffer)
         JSONBytes.appendKey("client", to: &buffer)
-        JSONBytes.appendString(state.client, to: &buffer)
+        JSONString.append(state.client, to: &buffer)
         JSONBytes.appendRaw(",", to: &buffer)
         JSONBytes.appendKey("currentAlbumIndex", to: &buffer)
         JSONBytes.appendRaw(String(state.currentAlbumIndex) + ",", to: &buffer)
         JSONBytes.appendKey("albumID", to: &buffer)
-        JSONBytes.appendOptionalString(state.albumID?.rawValue, to: &buffer)
+        JSONString.append(state.albumID?.rawValue, to: &buffer)
         JSONBytes.appendRaw(",", to: &buffer)
         JSONBytes.appendKey("updatedAt", to: &buffer)
-        JSONBytes.appendOptionalString(state.updatedAt.map(Timestamp.format), to: &buffer)
+        JSONString.append(state.updatedAt.map(Timestamp.format), to: &buffer)
         JSONBytes.appendRaw("}", to: &buffer)
     }
 }

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Synchronization
 
@@ -156,8 +157,7 @@ public final class LibraryFacade: Sendable {
         }
         guard let newest else { return }
         let retention = changeRetention
-        let (seconds, attoseconds) = retention.age.components
-        let cutoff = recordedAt.addingTimeInterval(-(Double(seconds) + Double(attoseconds) / 1e18))
+        let cutoff = recordedAt.addingTimeInterval(-retention.age.seconds)
         try writer.pruneChanges(
             throughVersion: newest - Int64(retention.count), recordedBefore: cutoff, limit: retention.prunePerWrite)
     }

@@ -1,3 +1,5 @@
+import Essentials
+
 /// A list query: which albums, in which order. Pages of one query are tied together by
 /// cursors, which carry the query's fingerprint.
 public struct AlbumQuery: Sendable, Hashable {

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 
 /// The opaque `cursor` of keyset paging: where the previous page ended, for which query.
@@ -113,32 +114,5 @@ public enum SortValue: Sendable, Hashable {
         case .year: .integer(Int64(album.year ?? 0))
         case .createdAt: .integer(Timestamp.milliseconds(album.createdAt))
         }
-    }
-}
-
-/// FNV-1a 64 (http://www.isthe.com/chongo/tech/comp/fnv/): a fast, stable, non-cryptographic
-/// hash for fingerprints, checksums and entity tags. The one implementation in the project.
-public enum FNV1a {
-    /// The hash of no bytes, where every hash starts.
-    public static let offsetBasis: UInt64 = 0xcbf2_9ce4_8422_2325
-
-    public static func hash(_ bytes: [UInt8]) -> UInt64 {
-        var hash = offsetBasis
-        update(&hash, with: bytes)
-        return hash
-    }
-
-    /// Continues `hash` over `bytes`: hashing a message in pieces gives the hash of the whole.
-    public static func update(_ hash: inout UInt64, with bytes: [UInt8]) {
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01b3
-        }
-    }
-
-    /// `value` as 16 lowercase hex digits.
-    public static func hex(_ value: UInt64) -> String {
-        let text = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - text.count) + text
     }
 }

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Synchronization
 
@@ -14,6 +15,8 @@ import Synchronization
 ///
 /// Bounded by entries and by cost (bytes); the least recently used entries go first.
 /// The values are whatever the caller makes of a page (the server keeps encoded responses).
+/// Ages are read from the injected `MonotonicClock` (`SystemClock` in the server, a
+/// `ManualClock` in tests), so `maxAge` is tested without sleeping.
 public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public enum State: Sendable, Equatable {
         case loading
@@ -44,10 +47,7 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
         }
     }
 
-    private final class Flight: Sendable {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<Loaded, any Error>?>(nil)
-    }
+    private typealias Flight = SingleFlight<Result<Loaded, any Error>>
 
     private enum Step {
         case hit(Value)
@@ -57,7 +57,8 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
 
     private struct Entry {
         var loaded: Loaded?
-        var loadedAt: ContinuousClock.Instant
+        /// The clock's nanoseconds when `loaded` was stored.
+        var loadedAt: UInt64
         var invalidated = false
         var flight: Flight?
         var lastUse: UInt64
@@ -73,10 +74,15 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
     }
 
     public let limits: Limits
+    private let clock: any MonotonicClock
+    /// `limits.maxAge` in the clock's unit.
+    private let maxAgeNanoseconds: UInt64
     private let store = Mutex(Store())
 
-    public init(limits: Limits = Limits()) {
+    public init(limits: Limits = Limits(), clock: any MonotonicClock) {
         self.limits = limits
+        self.clock = clock
+        maxAgeNanoseconds = limits.maxAge.nanoseconds
     }
 
     /// The value for `key` if it is loaded and current at `version`; never loads, never waits.
@@ -99,7 +105,7 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
     public func value(_ key: Key, version: Int64, load: () throws -> Loaded) throws -> Value {
         let step = store.withLock { store -> Step in
             store.useCounter += 1
-            var entry = store.entries[key] ?? Entry(loaded: nil, loadedAt: .now, flight: nil, lastUse: 0)
+            var entry = store.entries[key] ?? Entry(loaded: nil, loadedAt: 0, flight: nil, lastUse: 0)
             entry.lastUse = store.useCounter
             if let loaded = entry.loaded, isCurrent(entry, version: version) {
                 store.entries[key] = entry
@@ -121,10 +127,7 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
         case let .hit(value):
             return value
         case let .wait(flight):
-            flight.done.wait()
-            flight.done.signal()  // let the next waiter through
-            let result = flight.result.withLock { $0! }
-            return try result.get().value
+            return try flight.wait().get().value
         case let .lead(flight):
             let result = Result { try load() }
             store.withLock { store in
@@ -133,15 +136,14 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
                 if case let .success(loaded) = result {
                     store.cost -= entry.loaded?.cost ?? 0
                     entry.loaded = loaded
-                    entry.loadedAt = .now
+                    entry.loadedAt = clock.nanoseconds()
                     entry.invalidated = false
                     store.cost += loaded.cost
                 }
                 store.entries[key] = entry
                 evict(&store)
             }
-            flight.result.withLock { $0 = result }
-            flight.done.signal()
+            flight.complete(result)
             return try result.get().value
         }
     }
@@ -184,7 +186,8 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
 
     private func isCurrent(_ entry: Entry, version: Int64) -> Bool {
         guard let loaded = entry.loaded, !entry.invalidated, loaded.version == version else { return false }
-        return ContinuousClock.now - entry.loadedAt < limits.maxAge
+        let now = clock.nanoseconds()
+        return now < entry.loadedAt || now - entry.loadedAt < maxAgeNanoseconds
     }
 
     private func evict(_ store: inout Store) {

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 
 /// A client's saved "current album" (the tutorial's `currentAlbumIndex` memento).

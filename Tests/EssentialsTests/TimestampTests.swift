@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Library
+import Essentials
 
 @Suite("Timestamps")
 struct TimestampTests {
@@ -21,5 +21,29 @@ struct TimestampTests {
         }
         let date = Timestamp.truncated(Date(timeIntervalSince1970: 1_712_345_678.987654))
         #expect(Timestamp.parse(Timestamp.format(date)) == date)
+    }
+}
+
+@Suite("Timestamp bytes")
+struct TimestampBytesTests {
+    @Test("append writes the same text as format, with no String in between")
+    func appendMatchesFormat() {
+        for millis: Int64 in [0, 1, 999, 1_700_000_000_123, 951_782_400_000, 253_402_300_799_999, -1, -86_400_001] {
+            var bytes: [UInt8] = []
+            Timestamp.append(milliseconds: millis, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == Timestamp.format(Timestamp.date(milliseconds: millis)))
+        }
+        var quoted: [UInt8] = []
+        Timestamp.appendQuoted(Timestamp.date(milliseconds: 5), to: &quoted)
+        #expect(String(decoding: quoted, as: UTF8.self) == "\"1970-01-01T00:00:00.005Z\"")
+        #expect(Timestamp.format(milliseconds: -1) == "1969-12-31T23:59:59.999Z")
+        #expect(Timestamp.format(milliseconds: 253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
+    }
+
+    @Test("the wall clock reading is after 2020 and formats as a log time")
+    func now() {
+        let millis = Timestamp.nowMilliseconds()
+        #expect(millis > 1_577_836_800_000)
+        #expect(Timestamp.format(milliseconds: millis).utf8.count == 24)
     }
 }

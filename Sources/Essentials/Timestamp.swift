@@ -1,11 +1,21 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 
 /// Timestamps as the service stores and shows them: UTC, millisecond precision, RFC 3339
-/// (`2024-05-01T12:34:56.789Z`, <https://www.rfc-editor.org/rfc/rfc3339>).
+/// (`2024-05-01T12:34:56.789Z`, <https://www.rfc-editor.org/rfc/rfc3339>). The one formatter
+/// and parser in the project: album and state dates, archives, cursors and log lines.
 ///
 /// Rule: every time the domain records is first truncated to whole milliseconds
 /// (`Timestamp.truncated`). Text round trips (JSON, archives, SQLite) then give back exactly
 /// the same `Date`, so an exported and re-imported library compares equal.
+///
+/// ```swift
+/// Timestamp.format(Timestamp.date(milliseconds: 1_700_000_000_123))  // "2023-11-14T22:13:20.123Z"
+/// Timestamp.parse("2023-11-14T23:13:20.123+01:00")                  // the same Date
+/// Timestamp.append(milliseconds: ms, to: &bytes)                     // no String on hot paths
+/// ```
 public enum Timestamp {
     /// `date` truncated (towards the past) to a whole millisecond.
     public static func truncated(_ date: Date) -> Date {
@@ -29,15 +39,52 @@ public enum Timestamp {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 
+    /// Milliseconds since 1970 on the wall clock (CLOCK_REALTIME), for log lines.
+    public static func nowMilliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000)
+    }
+
     /// RFC 3339 text in UTC with exactly three fraction digits.
     public static func format(_ date: Date) -> String {
-        let total = milliseconds(date)
+        format(milliseconds: milliseconds(date))
+    }
+
+    /// RFC 3339 text in UTC with exactly three fraction digits for `milliseconds` since 1970.
+    public static func format(milliseconds: Int64) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        append(milliseconds: milliseconds, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the text of ``format(milliseconds:)`` to `bytes` (no quotes, no String made).
+    public static func append(milliseconds total: Int64, to bytes: inout [UInt8]) {
         let (days, msOfDay) = floorDivide(total, 86_400_000)
         let (year, month, day) = civil(fromDays: days)
         let seconds = msOfDay / 1000
-        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
-            + "T" + pad(seconds / 3600, 2) + ":" + pad(seconds / 60 % 60, 2) + ":" + pad(seconds % 60, 2)
-            + "." + pad(msOfDay % 1000, 3) + "Z"
+        appendPadded(year, width: 4, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        appendPadded(month, width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        appendPadded(day, width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: "T"))
+        appendPadded(seconds / 3600, width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        appendPadded(seconds / 60 % 60, width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        appendPadded(seconds % 60, width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: "."))
+        appendPadded(msOfDay % 1000, width: 3, to: &bytes)
+        bytes.append(UInt8(ascii: "Z"))
+    }
+
+    /// Appends `date` as a quoted JSON string (timestamps never need escaping).
+    public static func appendQuoted(_ date: Date, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        append(milliseconds: milliseconds(date), to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
     }
 
     /// Parses RFC 3339 text (`Z` or `±hh:mm` offset, optional fraction — digits beyond
@@ -47,7 +94,13 @@ public enum Timestamp {
         return text.withUTF8 { parse(utf8: $0) }
     }
 
-    private static func parse(utf8: UnsafeBufferPointer<UInt8>) -> Date? {
+    /// ``parse(_:)`` over UTF-8 bytes.
+    public static func parse(utf8: UnsafeBufferPointer<UInt8>) -> Date? {
+        parseMilliseconds(utf8: utf8).map { date(milliseconds: $0) }
+    }
+
+    /// Milliseconds since 1970 of RFC 3339 text; `nil` when the text is not such a timestamp.
+    public static func parseMilliseconds(utf8: UnsafeBufferPointer<UInt8>) -> Int64? {
         var scanner = DigitScanner(utf8)
         guard let year = scanner.number(4), scanner.skip("-"),
               let month = scanner.number(2), scanner.skip("-"),
@@ -79,8 +132,7 @@ public enum Timestamp {
         guard scanner.atEnd, (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
               hour < 24, minute < 60, second < 61 else { return nil }
         let days = self.days(fromCivil: year, month, day)
-        let total = ((days * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + min(second, 59) * 1000 + millis
-        return date(milliseconds: total)
+        return ((days * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + min(second, 59) * 1000 + millis
     }
 
     // MARK: - Calendar arithmetic (proleptic Gregorian, H. Hinnant's days_from_civil)
@@ -119,9 +171,31 @@ public enum Timestamp {
         return (quotient, value - quotient * divisor)
     }
 
-    private static func pad(_ value: Int64, _ width: Int) -> String {
-        let text = String(value)
-        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    /// The decimal text of `value`, left-padded with zeros to `width` characters (a negative
+    /// year keeps its sign after the zeros, as it always has).
+    private static func appendPadded(_ value: Int64, width: Int, to bytes: inout [UInt8]) {
+        guard value >= 0 else {
+            let text = String(value).utf8
+            for _ in 0..<max(0, width - text.count) { bytes.append(UInt8(ascii: "0")) }
+            bytes.append(contentsOf: text)
+            return
+        }
+        var digits = 1
+        var power: Int64 = 10
+        while digits < 19, value >= power {
+            digits += 1
+            power &*= 10
+        }
+        for _ in 0..<max(0, width - digits) { bytes.append(UInt8(ascii: "0")) }
+        let start = bytes.count
+        for _ in 0..<digits { bytes.append(0) }
+        var rest = value
+        var position = bytes.count - 1
+        while position >= start {
+            bytes[position] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+            position -= 1
+        }
     }
 }
 

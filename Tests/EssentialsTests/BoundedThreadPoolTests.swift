@@ -1,0 +1,53 @@
+import Dispatch
+import Essentials
+import Synchronization
+import Testing
+
+@Suite struct BoundedThreadPoolTests {
+    /// One thread, held by a job that waits for a gate: the queue fills and then refuses.
+    @Test func refusesWhenTheQueueIsFull() {
+        let pool = BoundedThreadPool(threads: 1, queueLimit: 2, name: "test-pool")
+        let gate = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let ran = Mutex<[Int]>([])
+        #expect(pool.submit { started.signal(); gate.wait(); ran.withLock { $0.append(0) } })
+        #expect(started.wait(timeout: .now() + 30) == .success)
+        #expect(pool.submit { ran.withLock { $0.append(1) } })
+        #expect(pool.submit { ran.withLock { $0.append(2) } })
+        #expect(pool.queuedCount == 2)
+        #expect(!pool.submit { ran.withLock { $0.append(3) } })
+        gate.signal()
+        pool.shutdown(.finishQueued)
+        #expect(ran.withLock { $0 } == [0, 1, 2])
+        #expect(!pool.submit {}, "no work is taken after shutdown")
+    }
+
+    @Test func cancelQueuedRunsEachQueuedItemsCancelInstead() {
+        let pool = BoundedThreadPool(threads: 1, queueLimit: 10, name: "test-pool")
+        let gate = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let log = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        pool.submit({ started.signal(); gate.wait(); log.withLock { $0.append("ran 0") }; done.signal() }, cancel: { log.withLock { $0.append("cancelled 0") } })
+        #expect(started.wait(timeout: .now() + 30) == .success)
+        for index in 1...3 {
+            pool.submit({ log.withLock { $0.append("ran \(index)") } }, cancel: { log.withLock { $0.append("cancelled \(index)") } })
+        }
+        pool.shutdown(.cancelQueued)
+        #expect(log.withLock { $0 } == ["cancelled 1", "cancelled 2", "cancelled 3"])
+        let finished = DispatchSemaphore(value: 0)
+        #expect(!pool.submit { finished.signal() })
+        gate.signal()
+        // The running job still finishes on its thread.
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(log.withLock { $0.last } == "ran 0")
+    }
+
+    @Test func runsWorkOnEveryThread() {
+        let pool = BoundedThreadPool(threads: 3, name: "test-pool")
+        let count = Atomic<Int>(0)
+        for _ in 0..<500 { pool.submit { count.add(1, ordering: .relaxed) } }
+        pool.shutdown()
+        #expect(count.load(ordering: .relaxed) == 500)
+    }
+}

@@ -2,6 +2,7 @@
 import Glibc
 import CLinux
 #endif
+import Essentials
 import Synchronization
 
 /// What every event loop of one server shares: the router, limits, the worker pool, the
@@ -9,6 +10,8 @@ import Synchronization
 final class ServerShared: Sendable {
     let router: Router
     let limits: HTTPServerLimits
+    /// Where the loops read "now" (once per wake-up) for every connection timeout.
+    let clock: any MonotonicClock
     let headParser: HTTPHeadParser
     let workers: WorkerPool
     let errorRenderer: ErrorRenderer
@@ -23,8 +26,10 @@ final class ServerShared: Sendable {
     private let draining = Atomic<Bool>(false)
     private let drainedLoops = Mutex<(count: Int, waiter: (@Sendable () -> Void)?)>((0, nil))
 
-    init(router: Router, limits: HTTPServerLimits, workers: WorkerPool, errorRenderer: ErrorRenderer,
-         logger: @escaping HTTPServer.Logger, headCheck: HeadCheck? = nil, acceptProbe: AcceptProbe? = nil) {
+    init(router: Router, limits: HTTPServerLimits, clock: any MonotonicClock = SystemClock(), workers: WorkerPool,
+         errorRenderer: ErrorRenderer, logger: @escaping HTTPServer.Logger, headCheck: HeadCheck? = nil,
+         acceptProbe: AcceptProbe? = nil) {
+        self.clock = clock
         self.headCheck = headCheck
         self.acceptProbe = acceptProbe
         self.router = router

@@ -66,6 +66,8 @@ final class Connection {
     private var requestBodyPaused = false
     private var input: [UInt8] = []
     private var inputStart = 0
+    /// How far the head at `inputStart` has been scanned (`.awaitingHead`).
+    private var headScan = HTTPHeadScan()
     private var output = OutputQueue()
     private var readable = false
     private var writable = true
@@ -269,7 +271,7 @@ final class Connection {
                     waitingSince = loop.now
                     deadline = waitingSince &+ shared.limits.headTimeout.nanoseconds
                 }
-                switch try shared.headParser.parse(input, from: inputStart) {
+                switch try shared.headParser.parse(input, from: inputStart, scan: &headScan) {
                 case .needMoreData:
                     return false
                 case let .head(head, consumed):
@@ -449,6 +451,7 @@ final class Connection {
         response.headers.set("Connection", "close")
         input.removeAll()
         inputStart = 0
+        headScan.reset()
         framing = ResponseFraming(isHead: false, version: version, keepAlive: false)
         phase = .processing
         lingerOnClose = true
@@ -581,6 +584,7 @@ final class Connection {
         // After a framing error the rest of the input cannot be trusted.
         input.removeAll()
         inputStart = 0
+        headScan.reset()
         framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
         phase = .processing
         lingerOnClose = true
@@ -686,6 +690,7 @@ final class Connection {
         pending = nil
         input = []
         inputStart = 0
+        headScan.reset()
         lingerBytesLeft = shared.limits.lingerMaxBytes
         deadline = loop.now &+ shared.limits.lingerTimeout.nanoseconds
         // Edge-triggered: bytes already waiting raise no new event, so read now.
@@ -742,6 +747,7 @@ final class Connection {
         response.headers.set("Connection", "close")
         input.removeAll()
         inputStart = 0
+        headScan.reset()
         pending = nil
         framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
         phase = .processing

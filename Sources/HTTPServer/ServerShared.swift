@@ -13,6 +13,8 @@ final class ServerShared: Sendable {
     /// Where the loops read "now" (once per wake-up) for every connection timeout.
     let clock: any MonotonicClock
     let headParser: HTTPHeadParser
+    /// `limits`' connection timeouts in clock nanoseconds, converted once.
+    let connectionTimeouts: ConnectionStateMachine.Timeouts
     let workers: WorkerPool
     let errorRenderer: ErrorRenderer
     let logger: HTTPServer.Logger
@@ -35,6 +37,7 @@ final class ServerShared: Sendable {
         self.router = router
         self.limits = limits
         self.headParser = HTTPHeadParser(limits: limits)
+        self.connectionTimeouts = ConnectionStateMachine.Timeouts(limits)
         self.workers = workers
         self.errorRenderer = errorRenderer
         self.logger = logger

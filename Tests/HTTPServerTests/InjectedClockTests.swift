@@ -7,12 +7,14 @@ import Testing
 /// `ManualClock`, a timeout fires when the test moves the clock past it, not when real time
 /// passes. (The rules themselves are unit-tested in `ConnectionStateTests`.)
 @Suite struct InjectedClockTests {
-    private static func server(clock: ManualClock, limits: HTTPServerLimits) throws -> HTTPServer {
+    private static func server(
+        clock: ManualClock, limits: HTTPServerLimits, acceptProbe: AcceptProbe? = nil
+    ) throws -> HTTPServer {
         var routes = RouterBuilder()
         routes.add(.get, "/hello") { _, _ in HTTPResponse(contentType: "text/plain", bytes: Array("hello\n".utf8)) }
         let server = try HTTPServer(
             configuration: .init(host: "127.0.0.1", port: 0, eventLoops: 1, workerThreads: 1, limits: limits, clock: clock),
-            router: routes.build())
+            router: routes.build(), errorRenderer: .standard, logger: { _, _ in }, headCheck: nil, acceptProbe: acceptProbe)
         server.start()
         return server
     }
@@ -55,5 +57,24 @@ import Testing
         #expect(try client.readResponse().status == 200)
         #expect(Self.advanceUntilClosed(client, clock), "an idle keep-alive connection closes once the clock passes idleTimeout")
         #expect(client.buffer.isEmpty, "closed without a response")
+    }
+
+    @Test func theAcceptPauseRunsOnTheInjectedClock() throws {
+        let clock = ManualClock()
+        let probe = AcceptProbe()
+        var limits = HTTPServerLimits()
+        limits.acceptRetryDelay = .seconds(3600)
+        let server = try Self.server(clock: clock, limits: limits, acceptProbe: probe)
+        defer { server.shutdown(grace: .seconds(2)) }
+
+        // Accept fails for want of descriptors: the loop pauses accepting for an hour.
+        probe.failAccepts(with: EMFILE)
+        let waiting = try TestClient(port: server.port)
+        try waiting.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
+        #expect(DescriptorExhaustionTests.waitUntil { probe.attempts > 0 })
+        probe.failAccepts(with: 0)
+        // An hour on the server's clock later, the waiting client is accepted and served.
+        clock.advance(by: .seconds(3600))
+        #expect(try waiting.readResponse().status == 200)
     }
 }

@@ -107,4 +107,54 @@ import Testing
         #expect(two.target == "/second")
         #expect(consumed == second.count)
     }
+
+    @Test func resumingAnswersEveryPrefixAsAFreshParseDoes() {
+        // Random heads from the bytes that matter to the scans (line ends, separators, a
+        // request line's pieces), under small limits so every limit is reached too.
+        var limits = HTTPServerLimits()
+        limits.maxRequestLineBytes = 24
+        limits.maxHeadBytes = 96
+        limits.maxHeaderCount = 4
+        let parser = HTTPHeadParser(limits: limits)
+        let pieces: [[UInt8]] = ["\r", "\n", "\r\n", ":", " ", "a", "GET / HTTP/1.1", "Host: h", "X: yy"].map { Array($0.utf8) }
+        var seed: UInt64 = 0x2545_F491_4F6C_DD1D
+        func random(_ bound: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(bound))
+        }
+        func describe(_ parse: () throws(HTTPParseError) -> HTTPHeadParser.Result) -> String {
+            do throws(HTTPParseError) {
+                switch try parse() {
+                case .needMoreData: return "needMoreData"
+                case let .head(head, consumed): return "head \(head.target) \(head.headers.fields.map(\.name)) \(consumed)"
+                }
+            } catch {
+                return "error \(error)"
+            }
+        }
+        var heads = 0
+        for _ in 0..<2000 {
+            var bytes: [UInt8] = []
+            // Half of them start as a valid head and end with an empty line, with noise between.
+            let wellFormed = random(2) == 0
+            if wellFormed { bytes += Array("GET /ok HTTP/1.1\r\nHost: h\r\n".utf8) }
+            for _ in 0..<random(wellFormed ? 4 : 30) { bytes += pieces[random(pieces.count)] }
+            if wellFormed { bytes += Array("\r\n\r\n".utf8) }
+            let step = 1 + random(6)
+            var scan = HTTPHeadScan()
+            var end = 0
+            while end < bytes.count {
+                end = min(bytes.count, end + step)
+                let prefix = Array(bytes[..<end])
+                let resumed = describe { () throws(HTTPParseError) in try parser.parse(prefix, from: 0, scan: &scan) }
+                let fresh = describe { () throws(HTTPParseError) in try parser.parse(prefix, from: 0) }
+                #expect(resumed == fresh, "\(String(decoding: prefix, as: UTF8.self).debugDescription) in \(step)-byte reads")
+                if resumed != "needMoreData" {
+                    if resumed.hasPrefix("head ") { heads += 1 }
+                    break
+                }
+            }
+        }
+        #expect(heads > 0, "the random inputs include complete heads")
+    }
 }

@@ -13,6 +13,10 @@
 ///          └──head with no body, or a streamed body──────▶ processing ──stream──▶ streaming
 ///     any (an error answer: 400, 408, 413, ...) ──▶ processing ──response, no keep-alive──▶ close
 ///     output flushed while closing ──▶ lingering (or closed) ──▶ closed
+///
+/// Beside the phase stand only what is independent of it: `closing` (what happens once the
+/// output is out), and two facts that can arrive in any phase, `peerClosed` and
+/// `drainRequested`. Socket readiness and the per-turn budget are I/O facts the connection keeps.
 struct ConnectionStateMachine {
     enum Phase {
         /// Waiting for (the rest of) a request head; when its first byte came (nil: idle).

@@ -4,32 +4,17 @@ import CLinux
 import Glibc
 #endif
 
-/// One client connection, confined to its event loop.
+/// One client connection, confined to its event loop: the I/O half of the pair. Its phase,
+/// deadlines and what follows a timeout, a finished response, a blocked write, the client
+/// leaving or a drain are decided by its ``ConnectionStateMachine`` (no syscalls, unit-tested
+/// with a `ManualClock`); this class reads and writes the socket, parses, dispatches requests
+/// and carries those decisions out.
 ///
 /// Requests are handled one at a time in arrival order: while a response is being produced,
 /// pipelined requests wait in the input buffer, which keeps responses in order (RFC 9112 §9.3.2)
 /// without a reorder queue. The socket is registered edge-triggered; `readable`/`writable`
 /// remember what epoll last said so the connection reads only when it wants input.
 final class Connection {
-    /// Where the connection is. A plain enum checked on every step of `drive()`; what each
-    /// phase needs is kept beside it (`pending`, `framing`, `stream`), so a check is an integer
-    /// compare rather than a copy of a payload-carrying enum out of the object.
-    enum Phase {
-        /// Waiting for (the rest of) a request head.
-        case awaitingHead
-        /// Head read; collecting the body into `pending`.
-        case readingBody
-        /// The responder runs (on the worker pool, or inline just now); `framing` says how to
-        /// frame its response.
-        case processing
-        /// A streaming body is open (`stream`, framed by `framing`).
-        case streaming
-        /// The last response is out and the write side shut down; what the client still
-        /// sends is read and dropped until it closes or a bound is reached (lingering close).
-        case lingering
-        case closed
-    }
-
     /// What the connection remembers about a request between head and response.
     struct PendingRequest {
         var head: HTTPRequestHead
@@ -53,32 +38,19 @@ final class Connection {
     unowned(unsafe) let loop: EventLoop
     private var shared: ServerShared { loop.shared }
 
-    private var phase: Phase = .awaitingHead
-    /// The request whose body is being read (`.readingBody`).
-    private var pending: PendingRequest?
-    /// How the current response is framed (`.processing`, `.streaming`).
-    private var framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
-    /// The open stream (`.streaming`).
-    private var stream: (writer: HTTPStreamWriter, endsOnShutdown: Bool)?
-    /// A request body still arriving while its responder runs (`.processing`, routes with
-    /// `RouteOptions.streamsBody`); `requestBodyPaused` while the responder is a window behind.
-    private var requestBody: (stream: HTTPRequestBodyStream, decoder: HTTPBodyDecoder)?
-    private var requestBodyPaused = false
+    /// The phase, its payloads and the deadline.
+    private var state: ConnectionStateMachine
     private var input: [UInt8] = []
     private var inputStart = 0
+    /// How far the head at `inputStart` has been scanned (while awaiting a head).
+    private var headScan = HTTPHeadScan()
     private var output = OutputQueue()
+    // What epoll last said about the socket (edge-triggered), and the bookkeeping of one turn:
+    // I/O facts, not phases.
     private var readable = false
     private var writable = true
     /// epoll reported a hang-up: read until recv says 0, even after a short read.
     private var hangUpReported = false
-    private var peerClosed = false
-    private var closeWhenFlushed = false
-    /// The response being written answers an error after which the client may still be
-    /// sending (a refused body): close by lingering.
-    private var lingerOnClose = false
-    /// What lingering may still discard.
-    private var lingerBytesLeft = 0
-    private var drainRequested = false
     /// True while `drive()` runs, so responses completed inside it do not re-enter it.
     private var driving = false
     /// What this connection used of its budget in the current turn (one `drive()`), and
@@ -86,23 +58,21 @@ final class Connection {
     private var requestsThisTurn = 0
     private var bytesThisTurn = 0
     private var turnScheduled = false
-    /// When the current wait (head, body, idle, write) times out, in MonotonicClock ns.
-    private(set) var deadline: UInt64 = .max
-    private var waitingSince: UInt64 = 0
-    /// When the current body was first expected, and how many bytes have come since
-    /// (MonotonicClock ns): the minimum body rate is measured from these.
-    private var bodyStartedAt: UInt64 = 0
-    private var bodyBytesReceived = 0
+
+    /// When the current wait (head, body, idle, write, linger) times out, in clock ns.
+    var deadline: UInt64 { state.deadline }
 
     init(id: UInt64, fd: Int32, peerAddress: IPAddress, loop: EventLoop) {
         self.id = id
         self.fd = fd
         self.peerAddress = peerAddress
         self.loop = loop
+        state = ConnectionStateMachine(timeouts: loop.shared.connectionTimeouts, now: loop.now)
     }
 
+    /// The connection is registered at `now`: it has `idleTimeout` to start a request.
     func start(now: UInt64) {
-        deadline = now &+ shared.limits.idleTimeout.nanoseconds
+        state = ConnectionStateMachine(timeouts: shared.connectionTimeouts, now: now)
     }
 
     // MARK: - Events
@@ -121,7 +91,7 @@ final class Connection {
     /// Reads, parses and answers as far as possible, then flushes.
     private func drive() {
         if driving { return }
-        if phase == .lingering {
+        if state.isLingering {
             bytesThisTurn = 0
             discardInput()
             return
@@ -131,8 +101,8 @@ final class Connection {
         requestsThisTurn = 0
         bytesThisTurn = 0
         while true {
-            if phase == .closed { return }
-            if closeWhenFlushed { break }
+            if state.isClosed { return }
+            if state.closing != .no { break }
             if turnUsedUp {
                 // Fairness: leave the rest for another turn, after the loop has served the
                 // other ready connections (edge-triggered, so no new event would come).
@@ -143,26 +113,23 @@ final class Connection {
                 // Too much queued to take on another request: write some out first. If the
                 // socket takes it all, carry on parsing; otherwise EPOLLOUT will drive again.
                 flush()
-                if phase == .closed { return }
+                if state.isClosed { return }
                 if output.queuedBytes > shared.limits.maxQueuedResponseBytes { break }
             }
             let progressed: Bool
-            switch phase {
-            case .awaitingHead, .readingBody:
+            if state.parsesInput {
                 progressed = parseInput()
-            case .streaming:
+            } else if state.isStreaming {
                 // Nothing is expected from the client; read only to notice it leaving.
                 inputStart = 0
                 input.removeAll(keepingCapacity: true)
                 progressed = false
-            case .processing:
-                progressed = requestBody != nil && !requestBodyPaused && pumpRequestBody()
-            case .lingering, .closed:
-                progressed = false
+            } else {
+                progressed = state.readsStreamedBody && pumpRequestBody()
             }
             if progressed { continue }
-            if phase == .processing && (requestBody == nil || requestBodyPaused) { break }
-            guard readable, !peerClosed else { break }
+            if state.waitsForResponder { break }
+            guard readable, !state.peerClosed else { break }
             if !readSocket() { break }
         }
         flush()
@@ -173,15 +140,7 @@ final class Connection {
         guard requestsThisTurn >= shared.limits.maxRequestsPerWakeup
             || bytesThisTurn >= shared.limits.maxReadBytesPerWakeup
         else { return false }
-        switch phase {
-        case .awaitingHead, .readingBody, .lingering, .streaming:
-            return inputStart < input.count || (readable && !peerClosed)
-        case .processing where requestBody != nil && !requestBodyPaused:
-            // A streamed body being read: the same budget as a buffered one.
-            return inputStart < input.count || (readable && !peerClosed)
-        case .processing, .closed:
-            return false
-        }
+        return state.wantsMoreInput(hasBufferedInput: inputStart < input.count, socketReadable: readable)
     }
 
     /// Asks the loop for another turn once it has served the other ready connections.
@@ -218,14 +177,10 @@ final class Connection {
                 inputStart = 0
             }
             input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<n]))
-            if phase == .readingBody || requestBody != nil {
-                bodyBytesReceived += n
-                armBodyDeadline()
-            }
+            state.bodyBytesArrived(n, now: loop.now)
             return true
         }
         if n == 0 {
-            peerClosed = true
             readable = false
             peerLeft()
             return false
@@ -243,60 +198,38 @@ final class Connection {
 
     /// The client closed its side: finish what can be finished, otherwise close.
     private func peerLeft() {
-        if let requestBody {
-            requestBody.stream.fail(.truncated)
-            self.requestBody = nil
-        }
-        switch phase {
-        case .processing:
-            // Half-closed clients still get their response.
-            closeWhenFlushed = true
-        case .awaitingHead where output.isEmpty:
-            close()
-        case .streaming, .readingBody, .awaitingHead, .lingering, .closed:
-            if output.isEmpty { close() } else { closeWhenFlushed = true }
-        }
+        // Its responder's next read fails; the body's deadline stands.
+        if let body = state.takeStreamedBody() { body.stream.fail(.truncated) }
+        if state.peerLeft(outputEmpty: output.isEmpty) { close() }
     }
 
     /// Parses what is buffered. Returns true if it made progress.
     private func parseInput() -> Bool {
+        guard inputStart < input.count else { return false }
         do {
-            switch phase {
-            case .awaitingHead:
-                guard inputStart < input.count else { return false }
-                if waitingSince == 0 {
-                    // The first byte of a head starts the head timeout.
-                    waitingSince = loop.now
-                    deadline = waitingSince &+ shared.limits.headTimeout.nanoseconds
-                }
-                switch try shared.headParser.parse(input, from: inputStart) {
+            if case .awaitingHead = state.phase {
+                // The first byte of a head starts the head timeout.
+                state.headBytesArrived(now: loop.now)
+                switch try shared.headParser.parse(input, from: inputStart, scan: &headScan) {
                 case .needMoreData:
                     return false
                 case let .head(head, consumed):
                     inputStart += consumed
-                    waitingSince = 0
                     try beginRequest(head, headBytes: consumed)
                     return true
                 }
-            case .readingBody:
-                guard inputStart < input.count, var pending else { return false }
-                // Take the pending request out first: with two references to the body
-                // buffer, every append would copy the whole body (quadratic uploads).
-                self.pending = nil
-                phase = .processing
-                framing = ResponseFraming(isHead: false, version: pending.head.version, keepAlive: false)
-                let used = try pending.decoder.consume(input, from: inputStart)
-                inputStart += used
-                if pending.decoder.isComplete {
-                    dispatch(pending)
-                } else {
-                    self.pending = pending
-                    phase = .readingBody
-                }
-                return used > 0
-            default:
-                return false
             }
+            // Take the pending request out first: with two references to the body buffer,
+            // every append would copy the whole body (quadratic uploads).
+            guard case (var pending, let progress)? = state.takeBodyRequest() else { return false }
+            let used = try pending.decoder.consume(input, from: inputStart)
+            inputStart += used
+            if pending.decoder.isComplete {
+                dispatch(pending)
+            } else {
+                state.bodyIncomplete(pending, progress)
+            }
+            return used > 0
         } catch {
             answerParseError(error)
             return false
@@ -325,66 +258,44 @@ final class Connection {
             // The client waits for this before sending the body (RFC 9110 §10.1.1).
             output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
         }
-        bodyStartedAt = loop.now
-        bodyBytesReceived = 0
         if pending.resolution.options.streamsBody {
             beginStreamedBody(pending)
             return
         }
-        armBodyDeadline()
-        self.pending = pending
-        phase = .readingBody
-    }
-
-    /// The body must make progress within `bodyTimeout` and, after the grace period, keep up
-    /// `minBodyBytesPerSecond` on average: the deadline is whichever comes first, so the
-    /// ordinary timeout sweep enforces both.
-    private func armBodyDeadline() {
-        let limits = shared.limits
-        var next = loop.now &+ limits.bodyTimeout.nanoseconds
-        if limits.minBodyBytesPerSecond > 0 {
-            // When the bytes received so far stop being enough (Double: no overflow for
-            // any body size or rate).
-            let earned = Double(bodyBytesReceived) / Double(limits.minBodyBytesPerSecond) * 1e9
-            let allowed = max(Double(limits.bodyRateGracePeriod.nanoseconds), earned)
-            if allowed < Double(UInt64.max / 2) { next = min(next, bodyStartedAt &+ UInt64(allowed)) }
-        }
-        deadline = next
+        state.awaitBody(pending, now: loop.now)
     }
 
     /// Starts the responder at once and feeds it the body as it arrives (`pumpRequestBody`).
     private func beginStreamedBody(_ pending: PendingRequest) {
         let stream = HTTPRequestBodyStream(loop: loop, connectionID: id, window: pending.resolution.options.bodyStreamWindow)
-        requestBody = (stream, pending.decoder)
-        requestBodyPaused = false
+        let body = ConnectionStateMachine.StreamedBody(
+            stream: stream, decoder: pending.decoder, progress: .init(startedAt: loop.now))
+        // `dispatch` frames the response; the body's deadline runs from now.
+        state.streamBody(
+            body, framing: ResponseFraming(isHead: false, version: pending.head.version, keepAlive: false), now: loop.now)
         dispatch(pending, bodyStream: stream)
-        if requestBody != nil { armBodyDeadline() }
     }
 
     /// Decodes buffered body bytes into the responder's stream. Returns true if it made progress.
     private func pumpRequestBody() -> Bool {
-        guard var body = requestBody, inputStart < input.count else { return false }
-        requestBody = nil
+        guard inputStart < input.count, var body = state.takeStreamedBody() else { return false }
         do {
             let used = try body.decoder.consume(input, from: inputStart)
             inputStart += used
             let chunk = body.decoder.takeBody()
             if !chunk.isEmpty, !body.stream.deliver(chunk) {
                 // The responder is a window behind: stop reading until it resumes us.
-                requestBodyPaused = true
-                deadline = .max
+                body.paused = true
             }
             if body.decoder.isComplete {
                 body.stream.finish()
-                requestBodyPaused = false
-                deadline = .max
+                state.putStreamedBody(nil)
             } else {
-                requestBody = body
+                state.putStreamedBody(body)
             }
             return used > 0
         } catch {
             body.stream.fail(.rejected)
-            requestBodyPaused = false
             answerParseError(error)
             return false
         }
@@ -392,12 +303,7 @@ final class Connection {
 
     /// The responder took enough of a paused body: read on.
     func resumeRequestBody() {
-        guard requestBody != nil, requestBodyPaused else { return }
-        requestBodyPaused = false
-        // The server was the one not reading: the body's rate is measured afresh from here.
-        bodyStartedAt = loop.now
-        bodyBytesReceived = 0
-        armBodyDeadline()
+        guard state.resumeStreamedBody(now: loop.now) else { return }
         drive()
     }
 
@@ -417,10 +323,8 @@ final class Connection {
             refuseBeforeBody(response, version: head.version)
             return true
         case let .decideOnWorker(decide):
-            // Nothing is read while the check runs (`.processing` parses no input).
-            self.pending = pending
-            phase = .processing
-            deadline = .max
+            // Nothing is read while the check runs.
+            state.checkHeadOnWorker(pending)
             let id = self.id
             shared.workers.submit { [loop] in
                 let response = decide()
@@ -432,8 +336,7 @@ final class Connection {
 
     /// The worker's head check is done (on the loop thread).
     private func headChecked(_ response: HTTPResponse?) {
-        guard phase == .processing, let pending else { return }
-        self.pending = nil
+        guard let pending = state.takeCheckedHead() else { return }
         if let response {
             refuseBeforeBody(response, version: pending.head.version)
             return
@@ -445,13 +348,20 @@ final class Connection {
     /// Answers from the head and closes: the body is never read, so what follows in the
     /// input cannot be trusted as a next request.
     private func refuseBeforeBody(_ response: HTTPResponse, version: HTTPVersion) {
+        answerWithError(response, version: version)
+    }
+
+    /// The server's own answer (a refused head, a parse error, a timeout), after which the
+    /// connection closes by lingering: what is buffered cannot be trusted as a next request,
+    /// and a body still streaming to a responder is abandoned.
+    private func answerWithError(_ response: HTTPResponse, version: HTTPVersion) {
         var response = response
         response.headers.set("Connection", "close")
         input.removeAll()
         inputStart = 0
-        framing = ResponseFraming(isHead: false, version: version, keepAlive: false)
-        phase = .processing
-        lingerOnClose = true
+        headScan.reset()
+        if let body = state.takeStreamedBody() { body.stream.abandon() }
+        state.answerWithError(version: version)
         complete(response)
     }
 
@@ -475,11 +385,9 @@ final class Connection {
             routePattern: pending.resolution.pattern, host: head.headers["Host"], receivedAt: pending.receivedAt)
         let framing = ResponseFraming(
             isHead: head.method == .head, version: head.version,
-            keepAlive: head.wantsKeepAlive && !drainRequested && !shared.isDraining)
+            keepAlive: head.wantsKeepAlive && !state.drainRequested && !shared.isDraining)
         let responder = pending.resolution.responder
-        deadline = .max
-        self.framing = framing
-        phase = .processing
+        state.dispatch(framing: framing)
         // Middleware and the route's fast path run here, once; what blocks comes back as
         // work for the pool (always so for streamed bodies, read by blocking calls).
         let work: @Sendable () throws -> HTTPResponse
@@ -510,17 +418,15 @@ final class Connection {
 
     /// Writes the response to the current request (on the loop thread).
     func complete(_ response: HTTPResponse) {
-        guard phase == .processing else { return }
-        var framing = self.framing
+        guard case .processing(var framing, let requestBody) = state.phase else { return }
         if let requestBody {
             // Answered before the whole body arrived: the rest is not read, so the connection
             // cannot carry another request.
+            _ = state.takeStreamedBody()
             requestBody.stream.abandon()
-            self.requestBody = nil
-            requestBodyPaused = false
             framing.keepAlive = false
         }
-        if drainRequested || shared.isDraining { framing.keepAlive = false }
+        if state.drainRequested || shared.isDraining { framing.keepAlive = false }
         var response = response
         var fileFD: Int32 = -1
         if !framing.isHead && response.status.allowsBody, case let .file(file) = response.body {
@@ -554,41 +460,29 @@ final class Connection {
                 return
             }
             let writer = HTTPStreamWriter(loop: loop, connectionID: id)
-            self.stream = (writer, stream.endsOnShutdown)
-            self.framing = framing
-            phase = .streaming
-            deadline = .max
+            state.openStream(.init(writer: writer, endsOnShutdown: stream.endsOnShutdown), framing: framing)
             flush()
             stream.start(writer)
-            if drainRequested && stream.endsOnShutdown { streamFinish() }
+            if state.drainRequested && stream.endsOnShutdown { streamFinish() }
         }
     }
 
     private func finishResponse(_ framing: ResponseFraming) {
-        phase = .awaitingHead
-        if !framing.keepAlive { closeWhenFlushed = true }
-        deadline = loop.now &+ (output.isEmpty ? shared.limits.idleTimeout : shared.limits.writeTimeout).nanoseconds
-        if drainRequested && inputStart >= input.count { closeWhenFlushed = true }
+        state.responseFinished(
+            keepAlive: framing.keepAlive, outputEmpty: output.isEmpty, inputDrained: inputStart >= input.count, now: loop.now)
         if !driving { drive() }
     }
 
     private func answerParseError(_ error: HTTPParseError) {
-        var response = HTTPError(error.status, detail: error.detail).response()
-        response.headers.set("Connection", "close")
         // After a framing error the rest of the input cannot be trusted.
-        input.removeAll()
-        inputStart = 0
-        framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
-        phase = .processing
-        lingerOnClose = true
         shared.onParseError(error, peerAddress)
-        complete(response)
+        answerWithError(HTTPError(error.status, detail: error.detail).response(), version: .http1_1)
     }
 
     // MARK: - Streams
 
     func streamWrite(_ bytes: [UInt8]) {
-        guard phase == .streaming, let writer = stream?.writer, !bytes.isEmpty else { return }
+        guard case let .streaming(framing, stream) = state.phase, !bytes.isEmpty else { return }
         if output.queuedBytes > shared.limits.maxQueuedStreamBytes {
             // A reader this slow would hold memory forever: drop it.
             close()
@@ -601,24 +495,21 @@ final class Connection {
         } else {
             output.append(bytes)
         }
-        writer.didQueue(appended: bytes.count, queued: output.queuedBytes)
+        stream.writer.didQueue(appended: bytes.count, queued: output.queuedBytes)
         flush()
     }
 
     func streamFinish() {
-        guard phase == .streaming, let writer = stream?.writer else { return }
-        if framing.version == .http1_1 { output.append(Array("0\r\n\r\n".utf8)) }
-        closeWhenFlushed = true
-        phase = .awaitingHead
-        stream = nil
-        writer.markClosed()
+        guard let version = state.responseFraming?.version, let stream = state.streamFinished() else { return }
+        if version == .http1_1 { output.append(Array("0\r\n\r\n".utf8)) }
+        stream.writer.markClosed()
         flush()
     }
 
     // MARK: - Writing and closing
 
     private func flush() {
-        if phase == .closed { return }
+        if state.isClosed { return }
         if !output.isEmpty && writable {
             let (result, written) = output.flush(to: fd)
             switch result {
@@ -630,46 +521,26 @@ final class Connection {
                 close()
                 return
             }
-            if written > 0, !output.isEmpty {
-                deadline = loop.now &+ shared.limits.writeTimeout.nanoseconds
-            }
-            if written > 0, phase == .streaming, let writer = stream?.writer { writer.didFlush(queued: output.queuedBytes) }
+            if written > 0, !output.isEmpty { state.wroteSome(now: loop.now) }
+            if written > 0, case let .streaming(_, stream) = state.phase { stream.writer.didFlush(queued: output.queuedBytes) }
         }
         if output.isEmpty {
-            if closeWhenFlushed {
-                if shouldLinger {
+            if state.closing != .no {
+                if state.shouldLinger(hasUnreadInput: inputStart < input.count, socketReadable: readable) {
                     beginLingering()
                 } else {
                     close()
                 }
                 return
             }
-            if phase == .awaitingHead, deadline != .max, inputStart >= input.count {
-                deadline = loop.now &+ shared.limits.idleTimeout.nanoseconds
-            }
-            switch phase {
-            case .processing where requestBody != nil && !requestBodyPaused:
-                // A streamed body is still owed by the client: its deadline stands.
-                break
-            case .streaming, .processing:
-                // Nothing owed to this client right now (a handler is still working).
-                deadline = .max
-            default:
-                break
-            }
-        } else if !writable, deadline == .max {
+            state.outputDrained(inputDrained: inputStart >= input.count, now: loop.now)
+        } else if !writable {
             // The client stopped reading: it has `writeTimeout` to make progress.
-            deadline = loop.now &+ shared.limits.writeTimeout.nanoseconds
+            state.writeBlocked(now: loop.now)
         }
     }
 
     // MARK: - Lingering close
-
-    /// Whether closing now could reset a connection whose client is still sending: after an
-    /// error response, or with input not yet read. (Not while the server shuts down.)
-    private var shouldLinger: Bool {
-        !peerClosed && !drainRequested && (lingerOnClose || inputStart < input.count || readable)
-    }
 
     /// What nginx calls a lingering close: a close with unread input makes the kernel send a
     /// reset, which can destroy the response before the client has read it. So the write side
@@ -678,20 +549,17 @@ final class Connection {
     /// has passed.
     private func beginLingering() {
         shutdown(fd, Int32(SHUT_WR))
-        phase = .lingering
-        closeWhenFlushed = false
-        pending = nil
+        state.beginLingering(maxBytes: shared.limits.lingerMaxBytes, now: loop.now)
         input = []
         inputStart = 0
-        lingerBytesLeft = shared.limits.lingerMaxBytes
-        deadline = loop.now &+ shared.limits.lingerTimeout.nanoseconds
+        headScan.reset()
         // Edge-triggered: bytes already waiting raise no new event, so read now.
         discardInput()
     }
 
     /// Reads and drops what the socket has, while lingering.
     private func discardInput() {
-        while phase == .lingering {
+        while state.isLingering {
             if bytesThisTurn >= shared.limits.maxReadBytesPerWakeup {
                 yieldTurn()
                 return
@@ -699,8 +567,7 @@ final class Connection {
             let n = recv(fd, loop.readScratch.baseAddress, loop.readScratch.count, 0)
             if n > 0 {
                 bytesThisTurn += n
-                lingerBytesLeft -= n
-                if lingerBytesLeft <= 0 { close() }
+                if state.discarded(n) { close() }
             } else if n == 0 {
                 close()
             } else if errno == EAGAIN || errno == EWOULDBLOCK {
@@ -714,66 +581,34 @@ final class Connection {
 
     /// The current wait ran out: a slow or idle client is dropped, others are not affected.
     func timedOut() {
-        switch phase {
-        case .awaitingHead where inputStart < input.count && output.isEmpty:
-            // Half a head after the head timeout: a slowloris client. 408 and close.
-            answerTimeout("The request head did not arrive in time.")
-        case .readingBody where output.isEmpty:
-            // A body that stalled, or trickles in below the minimum rate: the same.
-            answerTimeout("The request body did not arrive in time, or arrived too slowly.")
-        case .processing where requestBody != nil && output.isEmpty:
-            // A streamed body (the responder is already reading it) that stalled or trickles
-            // in below the minimum rate: the same; the responder's next read fails.
-            answerTimeout("The request body did not arrive in time, or arrived too slowly.")
-        case .readingBody:
+        switch state.timedOut(hasBufferedInput: inputStart < input.count, outputEmpty: output.isEmpty) {
+        case let .requestTimeout(detail):
             shared.onTimeout(peerAddress)
-            close()
-        default:
+            answerWithError(HTTPError(.requestTimeout, detail: detail).response(), version: .http1_1)
+        case let .close(counted):
+            if counted { shared.onTimeout(peerAddress) }
             close()
         }
-    }
-
-    private func answerTimeout(_ detail: String) {
-        shared.onTimeout(peerAddress)
-        var response = HTTPError(.requestTimeout, detail: detail).response()
-        response.headers.set("Connection", "close")
-        input.removeAll()
-        inputStart = 0
-        pending = nil
-        framing = ResponseFraming(isHead: false, version: .http1_1, keepAlive: false)
-        phase = .processing
-        lingerOnClose = true
-        complete(response)
     }
 
     /// Server shutdown: close now if idle, otherwise after the current response.
     func drain() {
-        drainRequested = true
-        switch phase {
-        case .awaitingHead where inputStart >= input.count:
-            // Idle, or still writing its last response: close once that is out.
-            if output.isEmpty { close() } else { closeWhenFlushed = true }
-        case .streaming:
-            if stream?.endsOnShutdown == true { streamFinish() }
-        case .lingering:
-            // Its response is out; the server is going away.
-            close()
-        default:
-            break
+        switch state.drain(inputDrained: inputStart >= input.count, outputEmpty: output.isEmpty) {
+        case .none: break
+        case .close: close()
+        case .finishStream: streamFinish()
         }
     }
 
     func close() {
-        if phase == .closed { return }
-        if phase == .streaming { stream?.writer.markClosed() }
-        requestBody?.stream.fail(.truncated)
-        requestBody = nil
-        stream = nil
-        pending = nil
-        phase = .closed
+        if state.isClosed { return }
+        switch state.close() {
+        case let .streaming(_, stream): stream.writer.markClosed()
+        case let .processing(_, body?): body.stream.fail(.truncated)
+        default: break
+        }
         output.discard()
         Glibc.close(fd)
-        deadline = .max
         loop.remove(self)
     }
 }

@@ -42,9 +42,11 @@ final class EventLoop: @unchecked Sendable {
     /// Accept failures are logged at most once per this interval.
     static let acceptReportInterval: UInt64 = 5_000_000_000
     private var dateSecond = 0
-    /// MonotonicClock time of the current loop iteration (read once per wake-up, as nginx
+    /// The server's clock (``HTTPServer/Configuration/clock``): every timeout is measured on it.
+    private let clock: any MonotonicClock
+    /// The clock's time at the current loop iteration (read once per wake-up, as nginx
     /// does): what connection deadlines are computed from.
-    private(set) var now: UInt64 = SystemClock().nanoseconds()
+    private(set) var now: UInt64
     /// The same moment on the ContinuousClock: when requests completed in this wake-up count
     /// as received.
     private(set) var wokeAt: ContinuousClock.Instant = .now
@@ -57,6 +59,8 @@ final class EventLoop: @unchecked Sendable {
         self.index = index
         self.shared = shared
         self.listener = listener
+        clock = shared.clock
+        now = clock.nanoseconds()
         epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epfd >= 0 else { throw SocketError("epoll_create1") }
         wakefd = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
@@ -124,7 +128,7 @@ final class EventLoop: @unchecked Sendable {
             }
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), timeout) }
             if n < 0 && errno != EINTR { break }
-            now = SystemClock().nanoseconds()
+            now = clock.nanoseconds()
             wokeAt = .now
             refreshDate()
             if n > 0 {
@@ -139,7 +143,7 @@ final class EventLoop: @unchecked Sendable {
                 }
             }
             if !laterTurns.isEmpty { runLaterTurns() }
-            now = SystemClock().nanoseconds()
+            now = clock.nanoseconds()
             if acceptPausedUntil != 0 && now >= acceptPausedUntil { resumeAccepting() }
             if now &- lastSweep > 100_000_000 {
                 lastSweep = now

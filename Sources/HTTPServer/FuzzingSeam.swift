@@ -24,13 +24,37 @@
         case .needMoreData:
             return nil
         case let .head(head, consumed):
-            var length: Int?
-            if case let .length(n) = head.framing { length = n }
-            return Head(
-                method: head.method.rawValue, target: head.target, version: head.version, headers: head.headers,
-                contentLength: length, isChunked: head.framing == .chunked,
-                expectsContinue: head.expectsContinue, wantsKeepAlive: head.wantsKeepAlive, consumed: consumed)
+            return Self.head(head, consumed: consumed)
         }
+    }
+
+    /// `HTTPHeadParser` as a connection drives it while a head arrives read by read: each call
+    /// resumes the scan where the previous one stopped (`HTTPHeadScan`).
+    public struct HeadScanner {
+        let parser: HTTPHeadParser
+        var scan = HTTPHeadScan()
+
+        public init(limits: HTTPServerLimits = HTTPServerLimits()) {
+            parser = HTTPHeadParser(limits: limits)
+        }
+
+        /// Parses the head at `buffer[start...]`; call again with the same `start` and more
+        /// bytes appended while it returns nil.
+        public mutating func parse(_ buffer: [UInt8], from start: Int) throws(HTTPParseError) -> Head? {
+            switch try parser.parse(buffer, from: start, scan: &scan) {
+            case .needMoreData: return nil
+            case let .head(head, consumed): return HTTPFuzzingSeam.head(head, consumed: consumed)
+            }
+        }
+    }
+
+    static func head(_ head: HTTPRequestHead, consumed: Int) -> Head {
+        var length: Int?
+        if case let .length(n) = head.framing { length = n }
+        return Head(
+            method: head.method.rawValue, target: head.target, version: head.version, headers: head.headers,
+            contentLength: length, isChunked: head.framing == .chunked,
+            expectsContinue: head.expectsContinue, wantsKeepAlive: head.wantsKeepAlive, consumed: consumed)
     }
 
     /// `HTTPBodyDecoder` for a chunked body (or a Content-Length one when `contentLength` is set).

@@ -16,8 +16,39 @@ struct HTTPRequestHead: Sendable {
     }
 }
 
+/// How far the head parser has looked into a head that is not complete yet, so that the next
+/// call resumes there instead of rescanning from the head's first byte: a head trickled in a
+/// byte per read costs linear work, not quadratic. Offsets count from the head's start (the
+/// `start` given to ``HTTPHeadParser/parse(_:from:scan:)``), so they stay valid when the
+/// connection compacts its buffer. A connection keeps one per head and starts afresh with each
+/// head (the parser resets it when it returns one).
+struct HTTPHeadScan {
+    /// Empty lines (CR, LF) known to come before the request line.
+    var skipped = 0
+    /// Where the search for the empty line ending the head resumes.
+    var headEndScanned = 0
+    /// Where the search for the end of the request line resumes (while not found).
+    var requestLineScanned = 0
+    var requestLineEnded = false
+    /// Bytes the searches above have looked at, over every head parsed with this value: what
+    /// the tests measure to prove that scanning resumes. (One add per call, not per byte.)
+    private(set) var bytesExamined = 0
+
+    init() {}
+
+    /// Forgets the positions (a head was taken, or the input was dropped); keeps the count.
+    mutating func reset() {
+        let examined = bytesExamined
+        self = HTTPHeadScan()
+        bytesExamined = examined
+    }
+
+    mutating func examined(_ count: Int) { bytesExamined &+= count }
+}
+
 /// Parses a request head out of a byte buffer without consuming anything until the whole
-/// head is there (RFC 9112 §2-§6).
+/// head is there (RFC 9112 §2-§6). Incremental: what it has already scanned of an incomplete
+/// head is remembered in an ``HTTPHeadScan``.
 struct HTTPHeadParser {
     let limits: HTTPServerLimits
 
@@ -26,24 +57,46 @@ struct HTTPHeadParser {
         case head(HTTPRequestHead, consumed: Int)
     }
 
-    /// Looks at `buffer[start...]`. Throws `HTTPParseError` for anything malformed or too large.
+    /// Looks at `buffer[start...]` from scratch (the fuzz targets). Throws `HTTPParseError` for
+    /// anything malformed or too large.
     func parse(_ buffer: [UInt8], from start: Int) throws(HTTPParseError) -> Result {
+        var scan = HTTPHeadScan()
+        return try parse(buffer, from: start, scan: &scan)
+    }
+
+    /// Looks at `buffer[start...]`, resuming where `scan` says the previous call on the same
+    /// head stopped. Throws `HTTPParseError` for anything malformed or too large.
+    func parse(_ buffer: [UInt8], from start: Int, scan: inout HTTPHeadScan) throws(HTTPParseError) -> Result {
         // Leading empty lines before a request line are ignored (RFC 9112 §2.2).
-        var lineStart = start
+        var lineStart = start + scan.skipped
         while lineStart < buffer.count, buffer[lineStart] == 0x0D || buffer[lineStart] == 0x0A {
             lineStart += 1
         }
-        guard let headEnd = Self.findHeadEnd(buffer, from: lineStart) else {
+        scan.examined(lineStart - start - scan.skipped)
+        scan.skipped = lineStart - start
+        let headEndFrom = max(lineStart, start + scan.headEndScanned)
+        scan.examined(max(0, buffer.count - headEndFrom))
+        guard let headEnd = Self.findHeadEnd(buffer, from: headEndFrom) else {
+            // An LF in the last two bytes may yet end the head: look at them again next time.
+            scan.headEndScanned = max(lineStart, buffer.count - 2) - start
             let pending = buffer.count - lineStart
-            if Self.firstLineEnd(buffer, from: lineStart, limit: limits.maxRequestLineBytes) == nil,
-                pending > limits.maxRequestLineBytes
-            {
-                throw .requestLineTooLong
+            if !scan.requestLineEnded {
+                let lineFrom = max(lineStart, start + scan.requestLineScanned)
+                let lineEnd = Self.firstLineEnd(
+                    buffer, from: lineFrom, limit: limits.maxRequestLineBytes - (lineFrom - lineStart))
+                scan.examined(max(0, min(buffer.count, lineStart + limits.maxRequestLineBytes + 2) - lineFrom))
+                if lineEnd == nil {
+                    if pending > limits.maxRequestLineBytes { throw .requestLineTooLong }
+                    scan.requestLineScanned = buffer.count - start
+                } else {
+                    scan.requestLineEnded = true
+                }
             }
             // The skipped empty lines count too, or an endless stream of them would grow the buffer.
             if buffer.count - start > limits.maxHeadBytes { throw .headTooLarge }
             return .needMoreData
         }
+        scan.reset()
         if headEnd.contentEnd - start > limits.maxHeadBytes { throw .headTooLarge }
 
         var lines = LineIterator(buffer: buffer, position: lineStart, end: headEnd.contentEnd)

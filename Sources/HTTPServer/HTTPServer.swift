@@ -32,14 +32,19 @@ public final class HTTPServer: Sendable {
         /// Threads for blocking work (`.workerPool` routes, routes' blocking paths). Default 16.
         public var workerThreads: Int
         public var limits: HTTPServerLimits
+        /// What the event loops read "now" from for every timeout in `limits` (head, body and
+        /// minimum body rate, idle keep-alive, write, lingering close, the accept pause).
+        /// Default: ``SystemClock``; tests pass a `ManualClock`. Read once per loop wake-up.
+        public var clock: any MonotonicClock
 
         public init(host: String = "0.0.0.0", port: Int = 8080, eventLoops: Int? = nil, workerThreads: Int = 16,
-                    limits: HTTPServerLimits = HTTPServerLimits()) {
+                    limits: HTTPServerLimits = HTTPServerLimits(), clock: any MonotonicClock = SystemClock()) {
             self.host = host
             self.port = port
             self.eventLoops = eventLoops ?? HTTPServer.availableCPUs()
             self.workerThreads = workerThreads
             self.limits = limits
+            self.clock = clock
         }
     }
 
@@ -75,7 +80,7 @@ public final class HTTPServer: Sendable {
             logger(.warning, warning)
         }
         let workers = BoundedThreadPool(threads: configuration.workerThreads, name: "http-worker", stackSize: 1 << 20)
-        shared = ServerShared(router: router, limits: configuration.limits, workers: workers,
+        shared = ServerShared(router: router, limits: configuration.limits, clock: configuration.clock, workers: workers,
                               errorRenderer: errorRenderer, logger: logger, headCheck: headCheck, acceptProbe: acceptProbe)
         do {
             let first = try ListeningSocket(host: configuration.host, port: configuration.port)

@@ -4,6 +4,7 @@ import Essentials
 import Glibc
 import CLinux
 #endif
+import Essentials
 import Synchronization
 
 /// What every event loop of one server shares: the router, limits, the worker pool, the
@@ -11,7 +12,11 @@ import Synchronization
 final class ServerShared: Sendable {
     let router: Router
     let limits: HTTPServerLimits
+    /// Where the loops read "now" (once per wake-up) for every connection timeout.
+    let clock: any MonotonicClock
     let headParser: HTTPHeadParser
+    /// `limits`' connection timeouts in clock nanoseconds, converted once.
+    let connectionTimeouts: ConnectionStateMachine.Timeouts
     let workers: BoundedThreadPool
     let errorRenderer: ErrorRenderer
     let logger: HTTPServer.Logger
@@ -25,13 +30,16 @@ final class ServerShared: Sendable {
     private let draining = Atomic<Bool>(false)
     private let drainedLoops = Mutex<(count: Int, waiter: (@Sendable () -> Void)?)>((0, nil))
 
-    init(router: Router, limits: HTTPServerLimits, workers: BoundedThreadPool, errorRenderer: ErrorRenderer,
-         logger: @escaping HTTPServer.Logger, headCheck: HeadCheck? = nil, acceptProbe: AcceptProbe? = nil) {
+    init(router: Router, limits: HTTPServerLimits, clock: any MonotonicClock = SystemClock(), workers: BoundedThreadPool,
+         errorRenderer: ErrorRenderer, logger: @escaping HTTPServer.Logger, headCheck: HeadCheck? = nil,
+         acceptProbe: AcceptProbe? = nil) {
+        self.clock = clock
         self.headCheck = headCheck
         self.acceptProbe = acceptProbe
         self.router = router
         self.limits = limits
         self.headParser = HTTPHeadParser(limits: limits)
+        self.connectionTimeouts = ConnectionStateMachine.Timeouts(limits)
         self.workers = workers
         self.errorRenderer = errorRenderer
         self.logger = logger

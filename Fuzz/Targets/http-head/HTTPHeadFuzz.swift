@@ -5,8 +5,11 @@ import FuzzSupport
 // Properties: it never traps; a head takes at least one byte and no more than there is;
 // while it waits for more data the buffer is within the head limit (else it would grow
 // without bound); the result does not depend on where in the buffer the head starts; a
-// head found in the input is not found in any shorter prefix of it.
-// The first byte picks the limits (the defaults, or small ones so the limits are reached).
+// head found in the input is not found in any shorter prefix of it; parsing the input as it
+// arrives in pieces, with the scan resuming where it stopped, answers every prefix as parsing
+// that prefix from scratch does.
+// The first byte picks the limits (the defaults, or small ones so the limits are reached) and
+// the size of the pieces.
 
 private func describe(_ result: Result<HTTPFuzzingSeam.Head?, HTTPParseError>) -> String {
     switch result {
@@ -30,7 +33,9 @@ private func parse(_ buffer: [UInt8], from start: Int, _ limits: HTTPServerLimit
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var input = FuzzInput(data, size)
     var limits = HTTPServerLimits()
-    if input.byte() & 1 == 1 {
+    let first = input.byte()
+    let piece = 1 + Int(first >> 1) % 7
+    if first & 1 == 1 {
         limits.maxRequestLineBytes = 40
         limits.maxHeadBytes = 200
         limits.maxHeaderCount = 4
@@ -53,6 +58,24 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     case .success(nil):
         check(buffer.count <= limits.maxHeadBytes, "waits for more with \(buffer.count) bytes buffered")
     case .failure:
+        break
+    }
+    // Read by read, resuming the scan: each prefix gets the answer a fresh parse gives it.
+    // (The first KiB only: a fresh parse of every prefix is quadratic.)
+    var scanner = HTTPFuzzingSeam.HeadScanner(limits: limits)
+    var end = 0
+    while end < min(buffer.count, 1024) {
+        end = min(buffer.count, 1024, end + piece)
+        let prefix = Array(buffer[..<end])
+        let resumed: Result<HTTPFuzzingSeam.Head?, HTTPParseError>
+        do throws(HTTPParseError) {
+            resumed = .success(try scanner.parse(prefix, from: 0))
+        } catch {
+            resumed = .failure(error)
+        }
+        let fresh = parse(prefix, from: 0, limits)
+        check(describe(resumed) == describe(fresh), "\(describe(resumed)) resumed, \(describe(fresh)) fresh, at \(end) bytes")
+        if case .success(nil) = resumed { continue }
         break
     }
     // The same bytes after others already consumed give the same answer.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Library
+import Library
 
 struct ChangeFeedRules {
     let factory: AlbumStoreFactory

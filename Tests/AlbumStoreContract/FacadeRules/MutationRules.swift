@@ -1,7 +1,7 @@
 import Essentials
 import Foundation
 import Testing
-@testable import Library
+import Library
 
 struct MutationRules {
     let factory: AlbumStoreFactory

@@ -2,7 +2,7 @@ import Essentials
 import Foundation
 import Synchronization
 import Testing
-@testable import Library
+import Library
 
 struct PagingRules {
     let factory: AlbumStoreFactory

@@ -1,5 +1,5 @@
 import Testing
-@testable import Library
+import Library
 
 struct VersionAndEventRules {
     let factory: AlbumStoreFactory

@@ -36,7 +36,8 @@ let package = Package(
         // Linux system calls (epoll, eventfd, sendfile) that the Glibc module does not export.
         .systemLibrary(name: "CLinux"),
 
-        // Small tools every module shares (clocks, durations, ...): imports nothing of ours.
+        // Small tools every module may share (clocks, durations, JSON strings, timestamps, FNV-1a, IP ranges,
+        // a bounded thread pool, single-flight): imports nothing of ours.
         .target(name: "Essentials", swiftSettings: strict),
 
         // The reusable floor: knows nothing about albums.
@@ -50,7 +51,7 @@ let package = Package(
 
         // What the server keeps besides albums (access token and failures, idempotency keys,
         // secrets): protocols and values that Storage implements and BlueLibraryServer uses.
-        .target(name: "ServerRecords", dependencies: ["Essentials"], swiftSettings: strict),
+        .target(name: "ServerRecords", swiftSettings: strict),
 
         // AlbumStore (and the ServerRecords stores) on SQLite: the only module that knows SQL.
         .target(name: "Storage", dependencies: ["Essentials", "Library", "ServerRecords", "SQLite", "CLinux"], swiftSettings: strict),
@@ -59,7 +60,7 @@ let package = Package(
         .target(name: "Covers", dependencies: ["Essentials", "Library", "Crypto", "CCurl"], swiftSettings: strict),
 
         // PBKDF2-HMAC-SHA256, HMAC-SHA256 and secure random bytes (libcrypto): knows nothing about albums.
-        .target(name: "Crypto", dependencies: ["Essentials", "CCrypto"], swiftSettings: strict),
+        .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
 
         // The HTTP face and composition root.
         .target(
@@ -69,7 +70,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // The Swift client for apps: typed calls and the paged-list model. Knows nothing of the server's modules.
-        .target(name: "BlueLibraryClient", dependencies: ["Essentials"], swiftSettings: strict),
+        .target(name: "BlueLibraryClient", swiftSettings: strict),
 
         .executableTarget(
             name: "bluelibrary",

@@ -110,7 +110,7 @@ public final class BlueLibraryApp: Sendable {
         server = try HTTPServer(
             configuration: .init(
                 host: configuration.host, port: configuration.port, eventLoops: configuration.eventLoops,
-                workerThreads: configuration.workers, limits: configuration.limits),
+                workerThreads: configuration.workers, limits: configuration.limits, clock: monotonic),
             router: router, errorRenderer: Self.errorRenderer(logger: logger), logger: logger.serverLogger,
             headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger))
         httpMetrics.register(with: metrics)

@@ -145,12 +145,13 @@ public struct IPAddressRange: Sendable, Hashable, CustomStringConvertible {
     /// The range as it was written.
     public let description: String
 
-    /// Parses `address` or `address/prefix` (an IPv4 prefix 0–32, an IPv6 one 0–128). The
-    /// address is read as ``IPAddress/init(_:)`` reads it (no brackets).
+    /// Parses `address` or `address/prefix` (an IPv4 prefix 0–32, an IPv6 one 0–128, also for
+    /// an IPv4-mapped address written in IPv6 form, e.g. `::ffff:10.0.0.0/104`). The address is
+    /// read as ``IPAddress/init(_:)`` reads it (no brackets).
     public init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 1 || parts.count == 2, let address = IPAddress(String(parts[0])) else { return nil }
-        let isV4 = address.isIPv4
+        let isV4 = !parts[0].contains(":")  // how it is written, not what it maps to
         var prefix = isV4 ? 32 : 128
         if parts.count == 2 {
             guard let value = Int(parts[1]), value >= 0, value <= prefix else { return nil }

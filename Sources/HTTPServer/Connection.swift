@@ -1,5 +1,5 @@
-#if canImport(Glibc)
 import Essentials
+#if canImport(Glibc)
 import CLinux
 import Glibc
 #endif

@@ -1,10 +1,8 @@
 import Essentials
 #if canImport(Glibc)
-import Essentials
 import Glibc
 import CLinux
 #endif
-import Essentials
 import Synchronization
 
 /// What every event loop of one server shares: the router, limits, the worker pool, the

@@ -6,6 +6,14 @@ import Glibc
 #endif
 
 @Suite struct IPAddressTests {
+    @Test func aMappedRangeWrittenInIPv6FormTakesAnIPv6Prefix() throws {
+        let range = try #require(IPAddressRange("::ffff:10.0.0.0/104"))
+        #expect(range.contains(try #require(IPAddress("10.1.2.3"))))
+        #expect(!range.contains(try #require(IPAddress("11.0.0.1"))))
+        #expect(IPAddressRange("::ffff:0:0/96") != nil)
+        #expect(IPAddressRange("10.0.0.0/33") == nil)
+    }
+
     @Test func parsesIPv4AndIPv6AsInetPtonDoes() throws {
         let v4 = try #require(IPAddress("192.0.2.7"))
         #expect(v4.isIPv4)

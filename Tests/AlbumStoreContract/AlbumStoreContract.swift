@@ -530,8 +530,8 @@ public enum AlbumStoreContract {
 
     private static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
 
-    /// A valid album id whose text encodes `number`.
-    static func id(_ number: UInt64) -> AlbumID {
+    /// A valid album id whose text encodes `number` (ids sort like the numbers).
+    public static func id(_ number: UInt64) -> AlbumID {
         var symbols = [UInt8](repeating: UInt8(ascii: "0"), count: AlbumID.length)
         var rest = number
         var position = AlbumID.length - 1

@@ -1,3 +1,4 @@
+import AlbumStoreContract
 import Essentials
 import Foundation
 import HTTPTestSupport
@@ -9,17 +10,7 @@ enum Fixtures {
     private static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
 
     /// A valid album id whose text encodes `number` (ids sort like the numbers).
-    static func id(_ number: UInt64) -> AlbumID {
-        var symbols = [UInt8](repeating: UInt8(ascii: "0"), count: AlbumID.length)
-        var rest = number
-        var position = AlbumID.length - 1
-        while rest > 0 {
-            symbols[position] = alphabet[Int(rest & 31)]
-            rest >>= 5
-            position -= 1
-        }
-        return AlbumID(String(decoding: symbols, as: UTF8.self))!
-    }
+    static func id(_ number: UInt64) -> AlbumID { AlbumStoreContract.id(number) }
 
     /// A valid album id made of random bits.
     static func randomID(using generator: inout some RandomNumberGenerator) -> AlbumID {

@@ -1,5 +1,6 @@
 import Essentials
 import Foundation
+import HTTPTestSupport
 import Synchronization
 import AlbumStoreContract
 import Testing
@@ -41,11 +42,9 @@ import Testing
         }
         // Given the load is running, the model is `loading`; release it once all 20 requests
         // have missed (the 19 others have joined it), polling with a deadline.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while cache.state("page", version: 1) != .loading || cache.statistics.misses < 20, ContinuousClock.now < deadline {
-            usleep(1000)
-        }
-        #expect(cache.state("page", version: 1) == .loading)
+        #expect(eventually(timeout: .seconds(30)) {
+            cache.state("page", version: 1) == .loading && cache.statistics.misses >= 20
+        })
         gate.signal()
         group.wait()
         #expect(loads.withLock { $0 } == 1)

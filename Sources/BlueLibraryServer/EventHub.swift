@@ -273,6 +273,10 @@ public final class EventHub: LibraryEventSink, Sendable {
         switch event {
         case let .albumAdded(id, index, version), let .albumUpdated(id, index, version), let .albumDeleted(id, index, version):
             return "{\"id\":\(JSONString.quoted(id.rawValue)),\"index\":\(index),\"version\":\(version)}"
+        case let .albumMovedIn(id, index, source, version):
+            return "{\"id\":\(JSONString.quoted(id.rawValue)),\"index\":\(index),\"movedFrom\":\(JSONString.quoted(source.rawValue)),\"version\":\(version)}"
+        case let .albumMovedOut(id, index, target, version):
+            return "{\"id\":\(JSONString.quoted(id.rawValue)),\"index\":\(index),\"movedTo\":\(JSONString.quoted(target.rawValue)),\"version\":\(version)}"
         case let .albumMoved(id, from, to, version):
             return "{\"from\":\(from),\"id\":\(JSONString.quoted(id.rawValue)),\"index\":\(to),\"to\":\(to),\"version\":\(version)}"
         case let .libraryReplaced(version):

@@ -30,6 +30,14 @@ extension LibraryError {
                              errors: problems.map { .init(field: $0.path, message: $0.message) })
         case .changesExpired:
             return HTTPError(.gone, detail: message, type: type, title: "Changes no longer available")
+        case .libraryNotFound:
+            return HTTPError(.notFound, detail: message, type: type, title: "Library not found")
+        case .viewNotFound:
+            return HTTPError(.notFound, detail: message, type: type, title: "View not found")
+        case .conflict:
+            return HTTPError(.conflict, detail: message, type: type, title: "Conflict")
+        case .walkExpired:
+            return HTTPError(.gone, detail: message, type: type, title: "Walk can no longer continue")
         case .storage, .outputFailed:
             return HTTPError(.internalServerError, detail: message, type: type, title: "Storage failure")
         }

@@ -22,7 +22,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     public struct CommitFailure: Error, Equatable {}
 
     private let lock = NSLock()
-    private var libraries: [LibraryID: LibraryData] = [:]
+    private var libraryData: [LibraryID: LibraryData] = [:]
     private var _writeCount = 0
     private var _failNextCommit = false
 
@@ -37,7 +37,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
 
     /// A committed snapshot of one library, for assertions.
     public func data(_ library: LibraryID = .default) -> LibraryData {
-        lock.withLock { libraries[library] ?? LibraryData() }
+        lock.withLock { libraryData[library] ?? LibraryData() }
     }
 
     public init() {}
@@ -45,19 +45,19 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
         try lock.withLock {
             _readCount += 1
-            return try body(Transaction(libraries[library] ?? LibraryData()))
+            return try body(Transaction(libraryData[library] ?? LibraryData()))
         }
     }
 
     public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
         try lock.withLock {
-            let transaction = Transaction(libraries[library] ?? LibraryData())
+            let transaction = Transaction(libraryData[library] ?? LibraryData())
             let result = try body(transaction)
             if _failNextCommit {
                 _failNextCommit = false
                 throw CommitFailure()
             }
-            libraries[library] = transaction.data
+            libraryData[library] = transaction.data
             _writeCount += 1
             return result
         }

@@ -31,6 +31,16 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The change feed no longer holds every change after `since` (pruned, or `since` is not a
     /// version of this library): the client must reload everything.
     case changesExpired(since: Int64, oldest: Int64, current: Int64)
+    /// No library has this id.
+    case libraryNotFound(LibraryID)
+    /// No view has this id.
+    case viewNotFound(ViewID)
+    /// The request conflicts with what exists (an id that is taken, a non-empty library deleted
+    /// without `force`, an album id another library holds); the message says what to do.
+    case conflict(String)
+    /// A cursor walk can no longer be continued exactly (the changes since it started are no
+    /// longer kept, or a source was replaced); the message says why. Start again.
+    case walkExpired(String)
 
     /// A stable, payload-free name for logs, metrics and problem `type` URIs.
     public var code: String {
@@ -48,6 +58,10 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storage: "storage"
         case .outputFailed: "output-failed"
         case .changesExpired: "changes-expired"
+        case .libraryNotFound: "library-not-found"
+        case .viewNotFound: "view-not-found"
+        case .conflict: "conflict"
+        case .walkExpired: "walk-expired"
         }
     }
 
@@ -91,6 +105,14 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
                 return "version \(since) is newer than the library (version \(current)); reload everything, then ask for changes since the version you loaded"
             }
             return "changes since version \(since) are no longer kept (the oldest usable since is \(oldest)); reload everything, then ask for changes since the version you loaded"
+        case .libraryNotFound(let id):
+            return "no library has id \"\(id)\"; list the libraries with GET /libraries"
+        case .viewNotFound(let id):
+            return "no view has id \"\(id)\"; list the views with GET /views"
+        case .conflict(let detail):
+            return detail
+        case .walkExpired(let detail):
+            return detail
         }
     }
 

@@ -19,14 +19,22 @@ public struct LibraryChange: Sendable, Equatable {
     public var id: AlbumID?
     /// The album's index after the change (for `.deleted`: the index it had); `nil` for `.replaced`.
     public var index: Int?
+    /// For `.moved`: the index the album had before the move (cursor walks replay moves).
+    public var fromIndex: Int?
+    /// For an album moved between libraries: the other library. An `.added` change with a peer
+    /// is the album arriving from that library; a `.deleted` one, the album leaving for it.
+    public var peer: LibraryID?
     /// When the change was committed (retention is measured from it).
     public var recordedAt: Date
 
-    public init(version: Int64, kind: Kind, id: AlbumID?, index: Int?, recordedAt: Date) {
+    public init(version: Int64, kind: Kind, id: AlbumID?, index: Int?, fromIndex: Int? = nil, peer: LibraryID? = nil,
+                recordedAt: Date) {
         self.version = version
         self.kind = kind
         self.id = id
         self.index = index
+        self.fromIndex = fromIndex
+        self.peer = peer
         self.recordedAt = recordedAt
     }
 
@@ -40,8 +48,12 @@ public struct LibraryChange: Sendable, Equatable {
             self.init(version: version, kind: .updated, id: id, index: index, recordedAt: recordedAt)
         case let .albumDeleted(id, index, version):
             self.init(version: version, kind: .deleted, id: id, index: index, recordedAt: recordedAt)
-        case let .albumMoved(id, _, to, version):
-            self.init(version: version, kind: .moved, id: id, index: to, recordedAt: recordedAt)
+        case let .albumMoved(id, from, to, version):
+            self.init(version: version, kind: .moved, id: id, index: to, fromIndex: from, recordedAt: recordedAt)
+        case let .albumMovedIn(id, index, source, version):
+            self.init(version: version, kind: .added, id: id, index: index, peer: source, recordedAt: recordedAt)
+        case let .albumMovedOut(id, index, target, version):
+            self.init(version: version, kind: .deleted, id: id, index: index, peer: target, recordedAt: recordedAt)
         case let .libraryReplaced(version):
             self.init(version: version, kind: .replaced, id: nil, index: nil, recordedAt: recordedAt)
         case .stateChanged:

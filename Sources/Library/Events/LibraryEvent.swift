@@ -7,6 +7,11 @@ public enum LibraryEvent: Sendable, Equatable {
     case albumUpdated(id: AlbumID, index: Int, version: Int64)
     case albumDeleted(id: AlbumID, index: Int, version: Int64)
     case albumMoved(id: AlbumID, from: Int, to: Int, version: Int64)
+    /// An album arrived at `index` from library `from` (a move between libraries); announced
+    /// as `album.added` with `movedFrom`.
+    case albumMovedIn(id: AlbumID, index: Int, from: LibraryID, version: Int64)
+    /// An album left `index` for library `to`; announced as `album.deleted` with `movedTo`.
+    case albumMovedOut(id: AlbumID, index: Int, to: LibraryID, version: Int64)
     /// The whole library was replaced (archive import) or created (seeding).
     case libraryReplaced(version: Int64)
     /// A client's saved state changed; `version` is the library version it refers to
@@ -16,9 +21,9 @@ public enum LibraryEvent: Sendable, Equatable {
     /// The SSE event name (`album.added`, `library.replaced`, ...).
     public var name: String {
         switch self {
-        case .albumAdded: "album.added"
+        case .albumAdded, .albumMovedIn: "album.added"
         case .albumUpdated: "album.updated"
-        case .albumDeleted: "album.deleted"
+        case .albumDeleted, .albumMovedOut: "album.deleted"
         case .albumMoved: "album.moved"
         case .libraryReplaced: "library.replaced"
         case .stateChanged: "state.changed"
@@ -28,7 +33,8 @@ public enum LibraryEvent: Sendable, Equatable {
     public var version: Int64 {
         switch self {
         case .albumAdded(_, _, let version), .albumUpdated(_, _, let version), .albumDeleted(_, _, let version),
-             .albumMoved(_, _, _, let version), .libraryReplaced(let version), .stateChanged(_, _, _, let version):
+             .albumMoved(_, _, _, let version), .albumMovedIn(_, _, _, let version), .albumMovedOut(_, _, _, let version),
+             .libraryReplaced(let version), .stateChanged(_, _, _, let version):
             version
         }
     }

@@ -1,17 +1,86 @@
-/// The name of one album library.
+/// The id of one album library: lowercase ASCII letters, digits and `-`, 1 to 40 characters
+/// (`default`, `jazz`, `road-trip-2026`).
 ///
-/// There is only `default` for now; the type exists so that every store call already says
-/// which library it means, and `/libraries/{lib}/...` can arrive later without changing the
-/// store protocol.
-public struct LibraryID: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+/// `default` always exists and cannot be deleted: it is the library the routes without a
+/// `/libraries/{lib}` prefix mean.
+public struct LibraryID: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible, Comparable {
+    public let rawValue: String
+
+    /// Wraps `rawValue` without checking it (for ids read back from storage or made in code).
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// An id from user input.
+    /// - Throws: `.invalid` (field `field`) saying what the rule is.
+    public init(validating text: String, field: String = "id") throws(LibraryError) {
+        guard let reason = CatalogName.problem(text) else {
+            self.init(rawValue: text)
+            return
+        }
+        throw .invalid(ValidationFailure([FieldError(field: field, message: "library \(reason)")]))
+    }
+
+    /// The library every route without a `/libraries/{lib}` prefix uses.
+    public static let `default` = LibraryID(rawValue: "default")
+
+    public var description: String { rawValue }
+
+    public static func < (lhs: LibraryID, rhs: LibraryID) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// The id of one composite view (`/views/{view}`), with the same rules as a library id.
+public struct ViewID: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible, Comparable {
     public let rawValue: String
 
     public init(rawValue: String) {
         self.rawValue = rawValue
     }
 
-    /// The library every route uses until several libraries exist.
-    public static let `default` = LibraryID(rawValue: "default")
+    /// An id from user input.
+    /// - Throws: `.invalid` (field `field`) saying what the rule is.
+    public init(validating text: String, field: String = "id") throws(LibraryError) {
+        guard let reason = CatalogName.problem(text) else {
+            self.init(rawValue: text)
+            return
+        }
+        throw .invalid(ValidationFailure([FieldError(field: field, message: "view \(reason)")]))
+    }
 
     public var description: String { rawValue }
+
+    public static func < (lhs: ViewID, rhs: ViewID) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// The shared rule for library and view ids, and for their display names.
+enum CatalogName {
+    static let maxIDLength = 40
+    static let maxNameLength = 200
+
+    /// Why `text` is not a valid id (a phrase after "library"/"view"), or nil when it is.
+    static func problem(_ text: String) -> String? {
+        let bytes = Array(text.utf8)
+        guard (1...maxIDLength).contains(bytes.count) else {
+            return "ids are 1 to \(maxIDLength) characters (got \(bytes.count))"
+        }
+        let allowed = bytes.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "-")
+        }
+        guard allowed else {
+            return "ids use only lowercase letters a-z, digits 0-9 and '-' (got \"\(text.prefix(60))\")"
+        }
+        return nil
+    }
+
+    /// A display name: trimmed, 1 to 200 characters.
+    /// - Throws: `.invalid` for field `field`.
+    static func validatedName(_ name: String, field: String = "name") throws(LibraryError) -> String {
+        let trimmed = AlbumFieldRules.trimmed(name)
+        guard !trimmed.isEmpty, trimmed.count <= maxNameLength else {
+            throw .invalid(ValidationFailure([FieldError(
+                field: field, message: "name must be 1 to \(maxNameLength) characters after trimming spaces")]))
+        }
+        return trimmed
+    }
 }

@@ -53,14 +53,18 @@ public struct PageRequest: Sendable, Hashable {
     }
 }
 
-/// An album in a list, with its library index when the list shows indexes.
+/// An album in a list, with its index when the list shows indexes (in a view: its index in
+/// the view), and in a view the library it belongs to.
 public struct ListedAlbum: Sendable, Equatable {
     public var album: Album
     public var index: Int?
+    /// The library that holds the album; set in view pages only.
+    public var library: LibraryID?
 
-    public init(album: Album, index: Int?) {
+    public init(album: Album, index: Int?, library: LibraryID? = nil) {
         self.album = album
         self.index = index
+        self.library = library
     }
 }
 
@@ -69,15 +73,19 @@ public struct AlbumListPage: Sendable, Equatable {
     public var items: [ListedAlbum]
     /// The cursor of the next page, or nil at the end.
     public var next: PageCursor?
-    /// The library version the page was read at.
+    /// The library version the page was read at (a view: its first source's).
     public var version: Int64
+    /// The version of each source the page was read at, in the view's source order (a
+    /// library page: `[version]`).
+    public var versions: [Int64]
     /// The number of albums the query matches, when asked for.
     public var total: Int?
 
-    public init(items: [ListedAlbum], next: PageCursor?, version: Int64, total: Int?) {
+    public init(items: [ListedAlbum], next: PageCursor?, version: Int64, versions: [Int64]? = nil, total: Int?) {
         self.items = items
         self.next = next
         self.version = version
+        self.versions = versions ?? [version]
         self.total = total
     }
 }

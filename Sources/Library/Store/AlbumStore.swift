@@ -12,10 +12,47 @@
 ///   report its own `LibraryError`s).
 /// - The reader and writer passed to `body` are valid only during the call; do not keep them.
 /// - A committed `write` is durable before it returns (the server acknowledges after it).
+/// - Libraries: `default` always exists. `read`/`write` of a library that does not exist (never
+///   created, or deleted) throw `LibraryError.libraryNotFound`. A library id that is deleted and
+///   created again continues its version numbers (versions never repeat for an id), so ETags
+///   and cursors of the old library never match the new one.
+/// - Album ids are unique across all libraries: inserting an id that any library holds fails.
 public protocol AlbumStore: Sendable {
     /// Runs `body` on a consistent read snapshot of `library`.
     func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T
 
     /// Runs `body` in one write transaction on `library`; a throw rolls everything back.
     func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T
+
+    /// Runs `body` on one consistent snapshot of several libraries; the readers come in the
+    /// order of `libraries` (which has no duplicates).
+    func read<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreReader]) throws -> T) throws -> T
+
+    /// Runs `body` in one write transaction over several libraries (a move between libraries);
+    /// the writers come in the order of `libraries` (no duplicates). A throw rolls back all.
+    func write<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreWriter]) throws -> T) throws -> T
+
+    // MARK: - Catalog (each call is its own transaction)
+
+    /// Every library, ordered by id.
+    func libraries() throws -> [LibraryRecord]
+
+    /// Creates an empty library. - Throws: `LibraryError.conflict` when the id exists.
+    func createLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord
+
+    /// Changes a library's display name. - Throws: `LibraryError.libraryNotFound`.
+    func renameLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord
+
+    /// Deletes a library with everything it holds (albums, order, undo stack, saved states,
+    /// change feed); views are not touched. - Throws: `LibraryError.libraryNotFound`.
+    func deleteLibrary(_ id: LibraryID) throws
+
+    /// Every view definition, ordered by id.
+    func views() throws -> [ViewDefinition]
+
+    /// Stores `view`, replacing the definition with the same id.
+    func saveView(_ view: ViewDefinition) throws
+
+    /// Deletes a view definition; false when there was none.
+    func deleteView(_ id: ViewID) throws -> Bool
 }

@@ -14,6 +14,9 @@ public protocol AlbumStoreReader {
     /// The album with `id`, or `nil`.
     func album(id: AlbumID) throws -> Album?
 
+    /// The library that holds the album with `id` (this one or any other), or `nil`.
+    func library(of id: AlbumID) throws -> LibraryID?
+
     /// The position of the album with `id`, or `nil` when there is none.
     func index(of id: AlbumID) throws -> Int?
 

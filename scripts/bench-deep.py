@@ -2,8 +2,9 @@
 """Deep-page latency client for scripts/bench (scenario deep-pages).
 
   bench-deep.py HOST PORT [--sorts position,-position,...] [--walk-limit 500] [--walk-pages 1000]
-                [--samples 50] [--limit 50]
+                [--samples 50] [--limit 50] [--path /albums]
 
+--path: the list to walk (default /albums; /views/all/albums for a composite view).
 Per sort S, on one keep-alive connection: walks cursors from GET /albums?limit=<walk-limit>&sort=S
 following the body's `next` <walk-pages> times (to album offset walk-limit * walk-pages), then
 times <samples> cold first pages (GET /albums?limit=<limit>&sort=S&nc=<i>) and <samples> cold
@@ -42,7 +43,7 @@ def next_path(nxt, base):
         u = urllib.parse.urlsplit(nxt)
         return u.path + ("?" + u.query if u.query else "")
     if nxt.startswith("/") or nxt.startswith("?"):
-        return ("/albums" + nxt) if nxt.startswith("?") else nxt
+        return (base.split("?")[0] + nxt) if nxt.startswith("?") else nxt
     return base + "&cursor=" + urllib.parse.quote(nxt, safe="")
 
 def items_of(doc):
@@ -58,6 +59,7 @@ def main():
     ap.add_argument("--walk-pages", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=50)
     ap.add_argument("--limit", type=int, default=50)
+    ap.add_argument("--path", default="/albums")
     a = ap.parse_args()
     c = Client(a.host, a.port)
     nc = int(time.time() * 1000) % 10**9   # unique across runs on the same server too
@@ -69,7 +71,7 @@ def main():
             if not first_err: first_err = msg
         # walk to offset walk_limit * walk_pages
         t0 = time.perf_counter()
-        base = "/albums?limit=%d&sort=%s" % (a.walk_limit, urllib.parse.quote(sort, safe=""))
+        base = "%s?limit=%d&sort=%s" % (a.path, a.walk_limit, urllib.parse.quote(sort, safe=""))
         path, nxt, offset = base, None, 0
         for _ in range(a.walk_pages):
             st, body, _ms = c.get(path)
@@ -81,7 +83,7 @@ def main():
             path = next_path(nxt, base)
         walk_s = time.perf_counter() - t0
         # cold first pages
-        fbase = "/albums?limit=%d&sort=%s" % (a.limit, urllib.parse.quote(sort, safe=""))
+        fbase = "%s?limit=%d&sort=%s" % (a.path, a.limit, urllib.parse.quote(sort, safe=""))
         first = []
         for i in range(a.samples):
             nc += 1

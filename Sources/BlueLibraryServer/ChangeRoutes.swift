@@ -1,16 +1,18 @@
 import HTTPServer
 import Library
 
-/// `GET /changes?since=<version>&limit=`: the change feed for clients that sync rather than
-/// listen. 410 Gone when `since` is older than what is kept (reload everything).
+/// `GET /changes?since=<version>&limit=` (and `/libraries/{lib}/changes`): a library's change
+/// feed for clients that sync rather than listen. 410 Gone when `since` is older than what is
+/// kept (reload everything).
 struct ChangeRoutes {
-    let facade: LibraryFacade
+    let libraries: LibraryResolver
 
     static let defaultLimit = 100
     static let maxLimit = 1000
 
     func register(into routes: inout RouterBuilder) {
-        routes.add(.get, "/changes", options: .workerPool) { [facade] request, _ in
+        routes.addForEachLibrary(.get, "/changes", options: .workerPool) { [libraries] request, context in
+            let facade = try libraries.facade(context)
             guard let sinceText = request.query("since") else {
                 throw HTTPError(
                     .badRequest,

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import Library
+import Synchronization
+import Testing
 
 /// Moves between libraries (`Libraries.move`), their undo from the source library, and the
 /// rule that album ids are unique across libraries (archive import, undo).
@@ -193,6 +194,54 @@ struct MoveBetweenLibrariesRules {
         #expect(try fixture.storedVersion(jazz) == 2)
     }
 
+    func concurrent() throws {
+        // Given 12 albums in default and 12 in jazz, memos read
+        let fixture = try RegistryFixture(factory, libraries: ["jazz"])
+        let albums = try (0..<12).flatMap { n in
+            [try fixture.add("D\(n)", to: .default)[0], try fixture.add("J\(n)", to: jazz)[0]]
+        }
+        let libraries = [LibraryID.default, jazz]
+        for library in libraries { _ = try fixture.facade(library).currentVersion() }
+        // When four threads move albums both ways and undo, at once
+        let unexpected = Mutex<[String]>([])
+        let done = Mutex<(moves: Int, undos: Int)>((0, 0))
+        let registry = fixture.libraries
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for step in 0..<25 {
+                let album = albums[(worker * 7 + step * 5) % albums.count]
+                let (from, to) = (libraries[(worker + step) % 2], libraries[(worker + step + 1) % 2])
+                do {
+                    if step % 5 == 4 {
+                        try registry.facade(from).undo()
+                        done.withLock { $0.undos += 1 }
+                    } else {
+                        _ = try registry.move(album.id, from: from, to: to, index: step % 3 == 0 ? nil : step % 4)
+                        done.withLock { $0.moves += 1 }
+                    }
+                } catch LibraryError.notFound, LibraryError.undoConflict, LibraryError.undoStackEmpty {
+                    // Another thread moved that album first, or undid what this undo meant.
+                } catch {
+                    unexpected.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        #expect(unexpected.withLock { $0 }.isEmpty)
+        let (moves, undos) = done.withLock { $0 }
+        #expect(moves >= 20 && undos >= 4, "\(moves) moves and \(undos) undos succeeded")
+        // Then every album is in exactly one library, with its fields
+        let held = try libraries.flatMap { try fixture.facade($0).page(PageRequest(limit: 500)).items.map(\.album) }
+        #expect(held.count == albums.count)
+        #expect(Set(held.map(\.id)) == Set(albums.map(\.id)))
+        #expect(held.sorted { $0.id.rawValue < $1.id.rawValue } == albums.sorted { $0.id.rawValue < $1.id.rawValue })
+        // And each memo knows its library's version, and each feed is consecutive up to it
+        for library in libraries {
+            let version = try fixture.storedVersion(library)
+            #expect(try fixture.facade(library).currentVersion() == version)
+            let feed = try fixture.facade(library).changes(since: 0, limit: 1000).changes.map(\.version)
+            #expect(feed == Array(1...version))
+        }
+    }
+
     func codable() throws {
         let album = AlbumID("01HZY8Q6V9T3X2K7M4N5P6R7S8")!
         let command = UndoCommand.moveBack(id: album, title: "B", library: jazz, index: 3)
@@ -252,6 +301,7 @@ extension FacadeRules {
         ContractCheck("the undo of a move is dropped when the album or its library is gone") { try MoveBetweenLibrariesRules(factory: $0).undoThatNoLongerFits() },
         ContractCheck("the undo of a move puts the album back at its index, clamped to the end") { try MoveBetweenLibrariesRules(factory: $0).undoClampsIndex() },
         ContractCheck("a facade made on its own still undoes a move in both libraries") { try MoveBetweenLibrariesRules(factory: $0).undoOnStandaloneFacade() },
+        ContractCheck("concurrent moves both ways and undos keep each album in one library, memos and feeds right") { try MoveBetweenLibrariesRules(factory: $0).concurrent() },
         ContractCheck("moveBack survives a JSON round trip as {kind: moveBack, id, title, library, index}") { try MoveBetweenLibrariesRules(factory: $0).codable() },
         ContractCheck("archive import refuses album ids another library holds, changing nothing") { try MoveBetweenLibrariesRules(factory: $0).importRefusesIDsOfOtherLibraries() },
         ContractCheck("undoing a delete whose id another library now holds is dropped") { try MoveBetweenLibrariesRules(factory: $0).reinsertBlockedByIDElsewhere() },

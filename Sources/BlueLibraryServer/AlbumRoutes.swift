@@ -118,8 +118,10 @@ struct AlbumRoutes {
         let target = try library { () throws(LibraryError) in try MoveRequest.decode(json: request.body) }
         do {
             if let destination = target.library, destination != facade.library {
-                // INTERIM until lib-domain's Libraries.move lands in this branch.
-                throw HTTPError(.notImplemented, detail: "Moving album \(id) to library \(destination) is not available yet.")
+                let item = try library { () throws(LibraryError) in
+                    try libraries.libraries.move(id, from: facade.library, to: destination, index: target.index)
+                }
+                return try AlbumRepresentation.response(item, library: destination, request: request)
             }
             guard let index = target.index else {
                 throw HTTPError(.unprocessableContent, detail: "The body must be {\"index\": n} with the target position.",

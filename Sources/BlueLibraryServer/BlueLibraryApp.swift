@@ -100,6 +100,7 @@ public final class BlueLibraryApp: Sendable {
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [store] in store.isDiskFull }).register(into: &routes)
         albums.register(into: &routes)
+        LibraryRoutes(libraries: resolver, idempotency: idempotency).register(into: &routes)
         AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: try Self.cursorSeal(store))
             .register(into: &routes)
         UndoStateRoutes(libraries: resolver).register(into: &routes)

@@ -91,6 +91,28 @@ import Testing
         try LibraryRouteTests.expectProblem(try Routes.request(port, "GET", "/libraries/jazz/events?library=default"), 400)
     }
 
+    @Test func aStreamOverSeveralLibrariesGetsOneHeartbeatPerRoundAndOneShutdownEvent() throws {
+        let app = try TestApp.make()  // heartbeats every 15 s: the test sends its own rounds
+        app.start()
+        try Routes.createLibrary(app.port, "jazz")
+        try Routes.createLibrary(app.port, "rock")
+        let stream = try SSEClient(port: app.port, query: "?library=jazz&library=rock&library=default")
+        // One heartbeat round of every hub: only the first library's hub writes to the stream.
+        let hubs = app.eventHubs.all
+        #expect(hubs.count == 3)
+        for hub in hubs { hub.sendHeartbeat() }
+        _ = try Routes.add(app.port, "After the heartbeats", in: "/libraries/rock")
+        #expect(try stream.nextChunk() == ": heartbeat\n\n")
+        #expect(try stream.next()?.name == "album.added")
+        #expect(stream.comments.isEmpty, "one heartbeat per round, not one per library: \(stream.comments)")
+
+        app.shutdown()
+        var names: [String] = []
+        while let event = try stream.next() { names.append(event.name) }
+        #expect(names == ["state.changed", "server.shutdown"])  // then the last chunk: a clean end
+        app.waitUntilStopped()
+    }
+
     @Test func vectorIDsParseAndDataGainsTheLibrary() {
         #expect(MultiLibraryEventStream.parse("default:12,jazz:3") == [.default: 12, .init(rawValue: "jazz"): 3])
         #expect(MultiLibraryEventStream.parse(" a:1,b:x,c,:2 ") == [.init(rawValue: "a"): 1])

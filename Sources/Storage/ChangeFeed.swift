@@ -6,17 +6,16 @@ import SQLite
 /// transaction: read after a version, record, prune the oldest.
 struct ChangeFeed {
     let db: Connection
-    /// The library's row id; `nil` in a read of a library that was never written.
-    let library: Int64?
+    /// The library's row id (a live library: transactions open only on those).
+    let library: Int64
 
     func changes(after version: Int64, limit: Int) throws -> [LibraryChange] {
-        guard let library, limit > 0 else { return [] }
+        guard limit > 0 else { return [] }
         return try db.query(
             SQL.changesAfter, [.integer(library), .integer(version), .integer(Int64(limit))], StoredRows.change(from:))
     }
 
     func oldestRetainedChange() throws -> LibraryChange? {
-        guard let library else { return nil }
         return try db.firstRow(SQL.oldestChange, [.integer(library)], StoredRows.change(from:))
     }
 
@@ -26,10 +25,16 @@ struct ChangeFeed {
                 .integer(library), .integer(change.version), .text(change.kind.rawValue),
                 change.id.map { .text($0.rawValue) } ?? .null, change.index.map { .integer(Int64($0)) } ?? .null,
                 .integer(Milliseconds.from(change.recordedAt)),
+                change.fromIndex.map { .integer(Int64($0)) } ?? .null, change.peer.map { .text($0.rawValue) } ?? .null,
             ])
         } catch let error as SQLiteError where error.isUniqueViolation {
             throw StorageError(.corrupt, "a change with version \(change.version) is already recorded")
         }
+    }
+
+    /// Deletes every change of the library (it is being deleted).
+    func deleteAll(library: Int64) throws {
+        try db.run(SQL.deleteChanges, [.integer(library)])
     }
 
     /// Deletes the oldest changes (at most `limit`) up to the first one to keep: only a prefix

@@ -134,13 +134,13 @@ struct PagingRules {
         let mark = try #require(page.next?.mark)
         let anchor = try #require(page.items.first?.album.id)
         let scope = PageCursor.scope(library: .default)
-        func cursor(_ mark: WalkMark?) -> PageCursor {
+        func positional(_ mark: WalkMark?) -> PageCursor {
             PageCursor(fingerprint: AlbumQuery().fingerprint, scope: scope, mark: mark)
         }
-        for bad in [cursor(WalkMark(versions: mark.versions, source: 0, boundary: -1)),
-                    cursor(WalkMark(versions: mark.versions, source: 1, boundary: 0)),
-                    cursor(WalkMark(versions: [], source: 0, boundary: 0)),
-                    cursor(WalkMark(versions: mark.versions, source: 0, boundary: 0, exceptions: Array(
+        for bad in [positional(WalkMark(versions: mark.versions, source: 0, boundary: -1)),
+                    positional(WalkMark(versions: mark.versions, source: 1, boundary: 0)),
+                    positional(WalkMark(versions: [], source: 0, boundary: 0)),
+                    positional(WalkMark(versions: mark.versions, source: 0, boundary: 0, exceptions: Array(
                         repeating: WalkException(id: anchor, seen: true, source: 0), count: WalkMark.maxExceptions + 1))),
                     PageCursor(fingerprint: AlbumQuery().fingerprint, scope: scope, lastValue: .text("x"), lastID: anchor)] {
             #expect(throws: LibraryError.self) { try PageCursor.decode(bad.encoded(sealedWith: seal), for: AlbumQuery(), seal: seal) }

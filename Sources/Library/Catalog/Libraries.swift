@@ -49,6 +49,7 @@ public final class Libraries: Sendable {
             changeRetention: changeRetention)
         defaultLibrary = first
         facades = Mutex([.default: first])
+        first.attach(to: self)
     }
 
     /// The facade of library `id`.
@@ -72,6 +73,7 @@ public final class Libraries: Sendable {
             let made = LibraryFacade(
                 store: store, library: id, clock: clock, ids: ids, undoLimit: undoLimit.load(ordering: .relaxed),
                 events: sinks(id), changeRetention: changeRetention)
+            made.attach(to: self)
             facades[id] = made
             return made
         }

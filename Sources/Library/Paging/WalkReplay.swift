@@ -16,7 +16,8 @@
 /// - Nothing is shown between pages, so an album's seen flag is constant over the interval:
 ///   its exception flag if it has one, else whether it was behind when the page was read,
 ///   which is where it was at its first change in the source it was in (that change is not
-///   an add); an album whose first change in every source is an add was not in the list.
+///   an add). An album whose first change in every source is an add was not in the list: it
+///   is never an exception, so it is shown iff it is ahead (it "lands" behind or ahead).
 /// - Others' changes never change whether an album is behind, so an album nothing happened
 ///   to keeps its exception (if any) as it is; a touched album gets one iff seen != behind
 ///   at its last change (its source and side then are its source and side now).
@@ -113,7 +114,9 @@ struct WalkReplay {
         for (id, exception) in exceptions where !touched.contains(id) { result.append(exception) }
         for id in touched {
             guard let place = now[id] else { continue }
-            let seen = exceptions[id]?.seen ?? seenAtStart[id] ?? false
+            // An album that was in no source of the list (added, or moved in from outside) is
+            // taken as seen iff it landed behind: it appears iff it lands ahead.
+            let seen = exceptions[id]?.seen ?? seenAtStart[id] ?? place.behind
             if seen != place.behind { result.append(WalkException(id: id, seen: seen, source: place.source)) }
         }
         guard result.count <= WalkMark.maxExceptions else {

@@ -194,6 +194,22 @@ extension AlbumStoreContract {
             #expect(try readers[0].undoDepth() == 0)
             #expect(try readers[1].changes(after: 0, limit: 5).isEmpty)
         }
+        // Emptying one library while another in the same transaction has new albums keeps those.
+        try store.write([jazz, blues]) { writers throws in
+            try writers[0].insert(album(4), at: 1)
+            try writers[1].deleteAllAlbums()
+            try writers[1].insert(album(5), at: 0)
+        }
+        try expectOrder(store, in: jazz, [album(1), album(4)])
+        try expectOrder(store, in: blues, [album(5)])
+        try store.write([blues, jazz]) { writers throws in
+            try writers[0].deleteAllAlbums()
+            try writers[1].deleteAllAlbums()
+            try writers[0].insert(album(2), at: 0)
+        }
+        try expectOrder(store, in: jazz, [])
+        try expectOrder(store, in: blues, [album(2)])
+        #expect(try store.libraries().map(\.albumCount) == [1, 0, 0], "counts kept per library (blues, default, jazz)")
         // One library in a list is the same as the single-library calls.
         #expect(try store.write([.default]) { try $0[0].bumpVersion() } == 1)
         #expect(try store.read(.default) { try $0.version() } == 1)

@@ -70,8 +70,9 @@ public final class LibraryFacade: Sendable {
     }
 
     /// The library version without a store read: known from the last read or the last commit
-    /// (only the first call, or one racing a commit, reads). Valid while this facade is the
-    /// only writer of its library (one process); the request model uses it to tell current
+    /// (only the first call, or one racing a commit, reads). Valid while every commit to its
+    /// library goes through this facade or tells it (`didCommit`: a move between libraries made
+    /// by the other library's facade), in one process; the request model uses it to tell current
     /// pages from outdated ones. Call it once at start so no request reads.
     public func currentVersion() throws(LibraryError) -> Int64 {
         let (commits, known) = versionMemo.withLock { ($0.commits, $0.version) }

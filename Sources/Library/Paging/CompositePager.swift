@@ -70,6 +70,8 @@ struct CompositePager {
 
         var k = 0, b = 0
         var exceptions: [WalkException] = []
+        /// The album just before the boundary in source k, when known (see `WalkMark.anchor`).
+        var boundaryAnchor: AlbumID?
         var offsetStart: (source: Int, skip: Int)?
         switch start {
         case .first:
@@ -123,6 +125,7 @@ struct CompositePager {
             }
             k = replay.source
             b = min(replay.boundary, counts[actual(k)])
+            boundaryAnchor = b == replay.boundary && b > 0 ? replay.anchor : nil
             exceptions = try replay.exceptionsNow()
         }
 
@@ -171,7 +174,13 @@ struct CompositePager {
                 }
             } else if position == 0 {
                 anchor = .start
-            } else if position < counts[source], let before = try reader.album(at: reversed ? counts[source] - position : position - 1) {
+            } else if position >= counts[source] {
+                (walkSource, position) = (walkSource + 1, 0)
+                continue
+            } else if let known = boundaryAnchor {
+                anchor = .afterAlbum(known)
+            } else if let before = try reader.album(at: reversed ? counts[source] - position : position - 1) {
+                boundaryAnchor = before.id
                 anchor = .afterAlbum(before.id)
             } else {
                 (walkSource, position) = (walkSource + 1, 0)
@@ -180,7 +189,16 @@ struct CompositePager {
             var next = position
             while true {
                 let wanted = max(1, limit - items.count + 1 + seenAhead.count + skip)
-                let rows = try reader.albums(matching: filter.store, sort: order, from: anchor, limit: wanted) ?? []
+                var fetched = try reader.albums(matching: filter.store, sort: order, from: anchor, limit: wanted)
+                if fetched == nil, next == position, position > 0,
+                    let before = try reader.album(at: reversed ? counts[source] - position : position - 1)
+                {
+                    // The anchor is gone (it cannot be, by the replay's rules; the index decides).
+                    boundaryAnchor = before.id
+                    anchor = .afterAlbum(before.id)
+                    fetched = try reader.albums(matching: filter.store, sort: order, from: anchor, limit: wanted)
+                }
+                let rows = fetched ?? []
                 for row in rows {
                     let index = next
                     next += 1
@@ -219,7 +237,8 @@ struct CompositePager {
         }.map(\.exception)
         let leftOver = remaining.contains { !$0.seen }
         guard more || leftOver else { return (items, nil) }
-        let mark = WalkMark(versions: versions, source: newK, boundary: newB, exceptions: remaining)
+        let anchor = last?.id ?? (newK == k && newB == b ? boundaryAnchor : nil)
+        let mark = WalkMark(versions: versions, source: newK, boundary: newB, exceptions: remaining, anchor: newB > 0 ? anchor : nil)
         return (items, PageCursor(fingerprint: query.fingerprint, scope: scope, revision: revision, mark: mark))
     }
 

@@ -35,6 +35,10 @@ struct CompositePager {
     static let maxReplayedChanges: Int64 = 10_000
 
     func page(start: PageStart, limit: Int, includeTotal: Bool) throws -> AlbumListPage {
+        guard !readers.isEmpty else {
+            // A view whose every source was deleted (with force) lists nothing.
+            return AlbumListPage(items: [], next: nil, version: 0, versions: [], total: includeTotal ? 0 : nil)
+        }
         let versions = try readers.map { try $0.version() }
         if case let .cursor(cursor) = start {
             guard cursor.scope == scope else {

@@ -23,6 +23,14 @@ import Synchronization
 /// a thread blocked on a `Task` can starve Swift's small cooperative pool, while the transport's
 /// completion runs on URLSession's own delegate queue, so blocking on it is always safe.
 ///
+/// **Libraries and views.** Album calls take `in:` the list they act on: list-shaped calls
+/// (`list`, `album(at:)`, `add`, `delete(at:)`) an `AlbumListSource`, a library or a composite
+/// view; calls that exist only for a library (by album id, `move`, `undo`, `state`) a library
+/// id. Left out, it is the default library, on the same unprefixed routes as before libraries
+/// existed, so a call written without `in:` sends the same request it always did. One client
+/// serves every library and view of its server. `libraries()`, `createView(_:)`, ... manage them
+/// (`BlueLibraryClient+Catalog.swift`).
+///
 /// Every call throws `BlueLibraryClientError`. The client is immutable and `Sendable`: one
 /// instance serves any number of tasks and threads. Responses are never cached by `URLSession`;
 /// revalidation is explicit (`ifNoneMatch:`).

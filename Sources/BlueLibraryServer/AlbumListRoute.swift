@@ -1,7 +1,9 @@
 import HTTPServer
 import Library
 
-/// `GET /albums`: a page of a list query, through the request model.
+/// `GET /albums` and `GET /libraries/{lib}/albums`: a page of a list query, through the
+/// request model. Pages are cached per library (each has its own versions); `/albums` and
+/// `/libraries/default/albums` are the same list and share entries and ETags.
 ///
 /// The fast path runs on the event loop and touches no database: the ETag is the library
 /// version plus the query, so `If-None-Match` is answered from the version alone, and a page
@@ -14,7 +16,7 @@ import Library
 struct AlbumListRoute {
     typealias PageCache = RequestModelCache<PageKey, CachedPage>
 
-    let facade: LibraryFacade
+    let libraries: LibraryResolver
     let pages: PageCache
     let settings: SettingsService
     /// Seals the cursors this route hands out and opens the ones it is given.
@@ -24,33 +26,39 @@ struct AlbumListRoute {
     struct CachedPage: Sendable {
         var bytes: [UInt8]
         var etag: String
-        var nextLink: String?
+        /// The next page's query string (the path is the request's own, so both route forms
+        /// share the page).
+        var nextQuery: String?
     }
 
     /// A list query as the model knows it: the raw query string under the paging limits in
     /// force. (No parsing on the hot path; equivalent queries spelled differently are separate
     /// models, which only costs a cache entry.)
     struct PageKey: Hashable, Sendable {
+        var library: LibraryID
         var defaultLimit: Int
         var maxLimit: Int
         var query: String
 
-        /// `"v<version>-<hash>"`: changes with every commit and with every query.
+        /// `"v<version>-<hash>"`: changes with every commit, every query and every library
+        /// (`default`'s tags are what they were before libraries).
         func etag(version: Int64) -> String {
-            var text = "\(defaultLimit),\(maxLimit)|"
+            var text = library == .default ? "" : "\(library.rawValue)|"
+            text += "\(defaultLimit),\(maxLimit)|"
             text += query
             return "\"v\(version)-\(ETag.hash(Array(text.utf8)))\""
         }
     }
 
     func register(into routes: inout RouterBuilder) {
-        routes.add(.get, "/albums", fast: respondFromMemory, blocking: respond)
+        routes.addForEachLibrary(.get, "/albums", fast: respondFromMemory, blocking: respond)
     }
 
     /// The fast path: a 304 from the version alone, or a page loaded at the current version;
-    /// nil when the page must be read (`respond`).
+    /// nil when the page must be read (`respond`), or the library's facade is not in memory.
     func respondFromMemory(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
-        let (key, version, _) = try lookup(request)
+        guard let facade = try libraries.loaded(context) else { return nil }
+        let (key, version, _) = try lookup(request, facade)
         return fromMemory(request, context, key: key, version: version)
     }
 
@@ -58,7 +66,8 @@ struct AlbumListRoute {
     /// share one store read). The cursor is parsed here, on the worker: opening one (base64,
     /// HMAC, JSON) is not loop work.
     func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let (key, version, paging) = try lookup(request)
+        let facade = try libraries.facade(context)
+        let (key, version, paging) = try lookup(request, facade)
         if let answered = fromMemory(request, context, key: key, version: version) { return answered }
         let pageRequest = try Self.pageRequest(from: request, paging: paging, seal: seal)
         let pretty = request.wantsPretty
@@ -67,17 +76,17 @@ struct AlbumListRoute {
             let next = page.next?.encoded(sealedWith: seal)
             let bytes = try AlbumRepresentation.listBytes(page, next: next, pretty: pretty)
             let cached = CachedPage(
-                bytes: bytes, etag: key.etag(version: page.version), nextLink: next.map { Self.nextPath(request, cursor: $0) })
+                bytes: bytes, etag: key.etag(version: page.version), nextQuery: next.map { Self.nextQuery(request, cursor: $0) })
             return .init(value: cached, version: page.version, cost: bytes.count + key.query.utf8.count + 256)
         }
-        return response(page, context: context)
+        return response(page, request: request, context: context)
     }
 
     /// The cache key under the paging limits in force (a page read under other limits is
     /// never served), and the library version.
-    private func lookup(_ request: HTTPRequest) throws -> (PageKey, Int64, LibrarySettings.Paging) {
+    private func lookup(_ request: HTTPRequest, _ facade: LibraryFacade) throws -> (PageKey, Int64, LibrarySettings.Paging) {
         let paging = settings.paging
-        let key = PageKey(defaultLimit: paging.defaultLimit, maxLimit: paging.maxLimit, query: String(request.rawQuery ?? ""))
+        let key = PageKey(library: facade.library, defaultLimit: paging.defaultLimit, maxLimit: paging.maxLimit, query: String(request.rawQuery ?? ""))
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
         return (key, version, paging)
     }
@@ -90,22 +99,22 @@ struct AlbumListRoute {
                 return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
             }
         }
-        return cached.map { response($0, context: context) }
+        return cached.map { response($0, request: request, context: context) }
     }
 
-    func response(_ page: CachedPage, context: RequestContext) -> HTTPResponse {
+    func response(_ page: CachedPage, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
         var headers: HTTPHeaders = ["ETag": page.etag, "Cache-Control": "no-cache"]
-        if let next = page.nextLink {
-            headers.add("Link", "<\(RequestInput.absoluteURL(next, context))>; rel=\"next\"")
+        if let next = page.nextQuery {
+            headers.add("Link", "<\(RequestInput.absoluteURL("\(request.path)?\(next)", context))>; rel=\"next\"")
         }
         return HTTPResponse(contentType: "application/json", bytes: page.bytes, headers: headers)
     }
 
-    /// The next page's path: this request's query with `cursor` replaced (and `offset` dropped).
-    static func nextPath(_ request: HTTPRequest, cursor: String) -> String {
+    /// The next page's query: this request's query with `cursor` replaced (and `offset` dropped).
+    static func nextQuery(_ request: HTTPRequest, cursor: String) -> String {
         var items = request.queryItems.filter { $0.name != "cursor" && $0.name != "offset" }
         items.append((name: "cursor", value: cursor))
-        return "/albums?" + items.map { "\(QueryEncoding.escape($0.name))=\(QueryEncoding.escape($0.value))" }.joined(separator: "&")
+        return items.map { "\(QueryEncoding.escape($0.name))=\(QueryEncoding.escape($0.value))" }.joined(separator: "&")
     }
 
     /// Reads `limit`, `cursor` or `offset`, `sort`, `q`, `artist`, `genre`, `yearFrom`, `yearTo`, `count`.

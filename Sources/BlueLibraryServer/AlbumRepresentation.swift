@@ -48,13 +48,24 @@ enum AlbumRepresentation {
     /// One album's body and ETag from a single encoding of its fields: the tag hashes those
     /// bytes, which then become the body (`?pretty`: re-indented; the tag is the compact one's,
     /// so a representation has one tag however it is printed).
-    static func encoded(_ item: IndexedAlbum, pretty: Bool) throws -> (body: [UInt8], etag: String) {
+    ///
+    /// With `library` (an album that just moved between libraries) the body also says which
+    /// library holds it now: `"library": "jazz"` after `"index"`.
+    static func encoded(_ item: IndexedAlbum, library: LibraryID? = nil, pretty: Bool) throws -> (body: [UInt8], etag: String) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(320)
         item.album.appendJSON(to: &bytes)
         let etag = etag(fields: bytes, index: item.index)
-        appendIndex(item.index, to: &bytes, newline: !pretty)
-        return (pretty ? JSONIndenter.indent(bytes) : bytes, etag)
+        appendIndex(item.index, to: &bytes, newline: false)
+        if let library {
+            bytes.removeLast()  // the closing brace
+            bytes.append(contentsOf: ",\"library\":".utf8)
+            JSONString.append(library.rawValue, to: &bytes)
+            bytes.append(UInt8(ascii: "}"))
+        }
+        if pretty { return (JSONIndenter.indent(bytes), etag) }
+        bytes.append(0x0A)
+        return (bytes, etag)
     }
 
     /// The `If-Match` test for the facade, evaluated inside the write transaction.
@@ -73,11 +84,13 @@ enum AlbumRepresentation {
     }
 
     /// A response for one album, with its ETag, answering 304 when `If-None-Match` matches.
+    /// `library`: see ``encoded(_:library:pretty:)``.
     static func response(
-        _ item: IndexedAlbum, request: HTTPRequest, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()
+        _ item: IndexedAlbum, library: LibraryID? = nil, request: HTTPRequest, status: HTTPStatus = .ok,
+        headers: HTTPHeaders = HTTPHeaders()
     ) throws -> HTTPResponse {
         var headers = headers
-        let (body, etag) = try encoded(item, pretty: request.wantsPretty)
+        let (body, etag) = try encoded(item, library: library, pretty: request.wantsPretty)
         headers.set("ETag", etag)
         headers.set("Cache-Control", "no-cache")
         let response = HTTPResponse(status: status, contentType: "application/json", bytes: body, headers: headers)

@@ -1,15 +1,16 @@
 import HTTPServer
 import Library
 
-/// `/albums`, `/albums/{id}`, `/albums/{id}/table`, `/albums/{id}/move`, `/albums/at/{index}`:
-/// each handler decodes its input, makes one facade call and encodes the result.
+/// `/albums`, `/albums/{id}`, `/albums/{id}/table`, `/albums/{id}/move`, `/albums/at/{index}`,
+/// each also under `/libraries/{lib}` (without the prefix: `default`): each handler finds the
+/// library's facade, decodes its input, makes one facade call and encodes the result.
 struct AlbumRoutes {
-    let facade: LibraryFacade
+    let libraries: LibraryResolver
     let idempotency: IdempotencyGuard
     /// Told about new cover URLs, so covers are fetched before anyone asks (the tutorial
     /// loaded them as the scroller showed each album).
     let covers: any CoverSource
-    /// `GET /albums/{id}` responses by id and query, current at a library version
+    /// `GET /albums/{id}` responses by library, id and query, current at the library's version
     /// (made with ``cacheLimits`` by the composition root, which owns the clock).
     let albums: RequestModelCache<String, HTTPResponse>
 
@@ -18,18 +19,19 @@ struct AlbumRoutes {
     func register(into routes: inout RouterBuilder) {
         // Reads touch SQLite through the reader pool; writes wait for the single writer, so
         // they run on the worker pool and never stall an event loop.
-        routes.add(.post, "/albums", options: .workerPool, create)
-        routes.add(.get, "/albums/{id}", fast: showCached, blocking: show)
-        routes.add(.patch, "/albums/{id}", options: .workerPool, update)
-        routes.add(.delete, "/albums/{id}", options: .workerPool, delete)
-        routes.add(.get, "/albums/{id}/table", options: .workerPool, table)
-        routes.add(.post, "/albums/{id}/move", options: .workerPool, move)
-        routes.add(.get, "/albums/at/{index}", options: .workerPool, showAt)
-        routes.add(.delete, "/albums/at/{index}", options: .workerPool, deleteAt)
+        routes.addForEachLibrary(.post, "/albums", options: .workerPool, create)
+        routes.addForEachLibrary(.get, "/albums/{id}", fast: showCached, blocking: show)
+        routes.addForEachLibrary(.patch, "/albums/{id}", options: .workerPool, update)
+        routes.addForEachLibrary(.delete, "/albums/{id}", options: .workerPool, delete)
+        routes.addForEachLibrary(.get, "/albums/{id}/table", options: .workerPool, table)
+        routes.addForEachLibrary(.post, "/albums/{id}/move", options: .workerPool, move)
+        routes.addForEachLibrary(.get, "/albums/at/{index}", options: .workerPool, showAt)
+        routes.addForEachLibrary(.delete, "/albums/at/{index}", options: .workerPool, deleteAt)
     }
 
     func create(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
+        let facade = try libraries.facade(context)
         return try idempotency.run(request, context: context) {
             let add = try library { () throws(LibraryError) in try AlbumAddRequest.decode(json: request.body) }
             let queryIndex = try request.query("index").map { try RequestInput.index($0) }
@@ -42,9 +44,10 @@ struct AlbumRoutes {
     }
 
     /// One album, through the request model like list pages: answered from memory on the
-    /// event loop while the library version is unchanged (nil otherwise: `show` reads it on
-    /// the worker pool).
+    /// event loop while the library version is unchanged (nil otherwise, or when the library's
+    /// facade is not in memory yet: `show` reads it on the worker pool).
     func showCached(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
+        guard let facade = try libraries.loaded(context) else { return nil }
         let key = try Self.cacheKey(request, context)
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
         guard let cached = albums.current(key, version: version) else { return nil }
@@ -53,6 +56,7 @@ struct AlbumRoutes {
 
     /// One album read through the request model (concurrent misses share one read).
     func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let facade = try libraries.facade(context)
         let key = try Self.cacheKey(request, context)
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
         let id = try RequestInput.albumID(context)
@@ -67,13 +71,18 @@ struct AlbumRoutes {
         return try ConditionalGET.respond(to: request, with: response)
     }
 
-    /// `GET /albums/{id}` responses are cached by id and query string.
+    /// `GET /albums/{id}` responses are cached by library, id and query string (the library's
+    /// versions are its own; `default` and its prefixed form share entries).
     static func cacheKey(_ request: HTTPRequest, _ context: RequestContext) throws -> String {
-        "\(try context.parameter("id"))?\(request.rawQuery ?? "")"
+        let id = try context.parameter("id")
+        let query = request.rawQuery ?? ""
+        guard let library = context.parameters["lib"], library != LibraryID.default.rawValue else { return "\(id)?\(query)" }
+        return "\(library)/\(id)?\(query)"
     }
 
     func update(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
+        let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
         let patch = try library { () throws(LibraryError) in try AlbumPatch.decode(json: request.body) }
         let ifMatch = AlbumRepresentation.ifMatch(request)
@@ -83,6 +92,7 @@ struct AlbumRoutes {
     }
 
     func delete(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
         let ifMatch = AlbumRepresentation.ifMatch(request)
         let removed = try library { () throws(LibraryError) in try facade.delete(id: id, ifMatch: ifMatch) }
@@ -90,6 +100,7 @@ struct AlbumRoutes {
     }
 
     func table(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
         let item = try library { () throws(LibraryError) in try facade.album(id: id) }
         return try ConditionalGET.respond(
@@ -97,28 +108,49 @@ struct AlbumRoutes {
             with: JSONBody.response(item.album.tableRepresentation, pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
     }
 
+    /// `{"index": n}` moves within the route's library; `{"library": "jazz", "index": n}` moves
+    /// the album to another library (index optional: the end), answering the album with its
+    /// `library` and its index there. Naming the route's own library is a move within it.
     func move(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
+        let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
-        let target = try MoveRequest.decode(request.body)
+        let target = try library { () throws(LibraryError) in try MoveRequest.decode(json: request.body) }
         do {
-            let item = try library { () throws(LibraryError) in try facade.move(id: id, to: target) }
+            if let destination = target.library, destination != facade.library {
+                let item = try library { () throws(LibraryError) in
+                    try libraries.libraries.move(id, from: facade.library, to: destination, index: target.index)
+                }
+                return try AlbumRepresentation.response(item, library: destination, request: request)
+            }
+            guard let index = target.index else {
+                throw HTTPError(.unprocessableContent, detail: "The body must be {\"index\": n} with the target position.",
+                                errors: [.init(field: "index", message: "index is required")])
+            }
+            let item = try library { () throws(LibraryError) in try facade.move(id: id, to: index) }
             return try AlbumRepresentation.response(item, request: request)
         } catch var error as HTTPError where error.status == .notFound && error.title == "Index out of range" {
             // A target past the end is a bad value in a valid request, not a missing resource.
             error.status = .unprocessableContent
             error.errors = [.init(field: "index", message: error.detail)]
             throw error
+        } catch var error as HTTPError where error.status == .notFound && error.title == "Library not found" && target.library != nil {
+            // The target library named in a valid body does not exist: a bad value, 422.
+            error.status = .unprocessableContent
+            error.errors = [.init(field: "library", message: error.detail)]
+            throw error
         }
     }
 
     func showAt(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let facade = try libraries.facade(context)
         let index = try RequestInput.index(try context.parameter("index"))
         let item = try library { () throws(LibraryError) in try facade.album(at: index) }
         return try AlbumRepresentation.response(item, request: request)
     }
 
     func deleteAt(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let facade = try libraries.facade(context)
         let index = try RequestInput.index(try context.parameter("index"))
         let removed = try library { () throws(LibraryError) in try facade.delete(at: index) }
         return try deleted(removed, request: request)
@@ -129,23 +161,12 @@ struct AlbumRoutes {
         if let url = item.album.coverUrl { covers.prefetch(url: url) }
         return try AlbumRepresentation.response(
             item, request: request, status: .created,
-            headers: ["Location": RequestInput.absoluteURL("/albums/\(item.album.id.rawValue)", context)])
+            headers: ["Location": RequestInput.absoluteURL(
+                "\(LibraryResolver.pathPrefix(context))/albums/\(item.album.id.rawValue)", context)])
     }
 
     /// 200 with the removed album and the index it had, so a client can show what went.
     func deleted(_ item: IndexedAlbum, request: HTTPRequest) throws -> HTTPResponse {
         HTTPResponse(contentType: "application/json", bytes: try AlbumRepresentation.bytes(item, pretty: request.wantsPretty))
-    }
-}
-
-/// `{"index": n}` for `POST /albums/{id}/move`.
-enum MoveRequest {
-    static func decode(_ body: [UInt8]) throws -> Int {
-        let index = try library { () throws(LibraryError) in try IndexRequest.decode(json: body, allowPlainText: false) }
-        guard let index else {
-            throw HTTPError(.unprocessableContent, detail: "The body must be {\"index\": n} with the target position.",
-                            errors: [.init(field: "index", message: "index is required")])
-        }
-        return index
     }
 }

@@ -5,9 +5,10 @@ import Library
 import Synchronization
 
 /// `GET /archive` streams the whole library as one versioned JSON document; `PUT /archive`
-/// replaces the library from one, atomically.
+/// replaces the library from one, atomically. Both also under `/libraries/{lib}` (the
+/// document says which library it came from; an import goes into the route's library).
 struct ArchiveRoutes {
-    let facade: LibraryFacade
+    let libraries: LibraryResolver
     let idempotency: IdempotencyGuard
     let workers: ArchiveWorkers
     /// The largest archive `PUT /archive` takes.
@@ -27,7 +28,8 @@ struct ArchiveRoutes {
 
     func register(into routes: inout RouterBuilder) {
         let slots = ExportSlots(count: workers.threads)
-        routes.add(.get, "/archive", options: .workerPool) { [facade, workers, exportPolicy] _, _ in
+        routes.addForEachLibrary(.get, "/archive", options: .workerPool) { [libraries, workers, exportPolicy] _, context in
+            let facade = try libraries.facade(context)
             // An export holds one read snapshot from its first byte to its last, which keeps
             // the WAL from restarting (issue 11, #9): exports run one per export thread, a
             // request waits for its turn at most `queueDeadline` (on a request worker, at most
@@ -70,8 +72,9 @@ struct ArchiveRoutes {
         // The body streams to a file as it arrives (never whole in memory, and the database's
         // writer is not held while the client uploads), then is imported from a mapping.
         let options = RouteOptions(execution: .workerPool, maxBodyBytes: maxImportBytes, streamsBody: true)
-        routes.add(.put, "/archive", options: options) { [spoolDirectory, imports] request, context in
+        routes.addForEachLibrary(.put, "/archive", options: options) { [libraries, spoolDirectory, imports] request, context in
             try RequestInput.requireJSON(request)
+            let facade = try libraries.facade(context)
             guard imports.take(limit: Self.maximumConcurrentImports) else {
                 throw HTTPError(.serviceUnavailable, detail: "Another archive import is running; retry when it is done.",
                                 headers: ["Retry-After": "10"])

@@ -21,7 +21,7 @@ extension BlueLibraryApp {
     /// `apply` puts the settings that have live effects outside the facade (paging, covers) in
     /// force: once at start, and after every change before `settings.changed` is published.
     static func openAccess(
-        store: SQLiteAlbumStore, facade: LibraryFacade, events: EventHub, configuration: ServeConfiguration,
+        store: SQLiteAlbumStore, libraries: Libraries, events: EventHub, configuration: ServeConfiguration,
         logger: JSONLogger, apply: @escaping @Sendable (_ old: LibrarySettings?, _ new: LibrarySettings) -> Void = { _, _ in }
     ) throws -> (SettingsService, AccessGuard) {
         let settings: SettingsService
@@ -42,10 +42,10 @@ extension BlueLibraryApp {
             }
             logger.log(.info, "write protection enabled from BLUELIBRARY_TOKEN (its hash is stored)")
         }
-        facade.setUndoLimit(settings.current.undo.depth)
+        libraries.setUndoLimit(settings.current.undo.depth)
         apply(nil, settings.current)
-        settings.observe { [facade, events] old, new in
-            if old.undo.depth != new.undo.depth { facade.setUndoLimit(new.undo.depth) }
+        settings.observe { [libraries, events] old, new in
+            if old.undo.depth != new.undo.depth { libraries.setUndoLimit(new.undo.depth) }
             apply(old, new)
             events.publish(name: "settings.changed", json: SettingsRoutes.eventJSON(old, new))
         }

@@ -14,13 +14,18 @@ public final class BlueLibraryApp: Sendable {
     let server: HTTPServer
     let state: ServiceState
     public let router: Router
-    public let facade: LibraryFacade
+    /// Every library, each behind its own facade.
+    public let libraries: Libraries
+    /// The facade of the library `default` (the routes without a `/libraries/{lib}` prefix).
+    public var facade: LibraryFacade { libraries.defaultLibrary }
     /// The request model's page cache (tests count its loads).
     let pageCache: AlbumListRoute.PageCache
     let store: SQLiteAlbumStore
     let exportWorkers: BoundedThreadPool
-    /// The `GET /events` hub: the facade's event sink (cover events can be forwarded to it).
-    public let events: EventHub
+    /// One event hub per library (each facade's event sink).
+    let eventHubs: EventHubs
+    /// The `GET /events` hub of `default` (cover and settings events go to it too).
+    public var events: EventHub { eventHubs.defaultHub }
     let covers: CoverService
     /// The live settings document (`GET/PATCH /settings`) and the passcode lock.
     public let settings: SettingsService
@@ -41,9 +46,14 @@ public final class BlueLibraryApp: Sendable {
         let clock: @Sendable () -> Date = { Date() }
         // Ages kept in memory (request models, cover freshness checks) use the monotonic clock.
         let monotonic: any MonotonicClock = SystemClock()
-        events = EventHub(configuration: configuration.events, version: try Self.libraryVersion(store))
-        facade = LibraryFacade(store: store, clock: clock, ids: .random(clock: clock), events: events,
-                               changeRetention: configuration.changeRetention)
+        let eventHubs = EventHubs(configuration: configuration.events, defaultVersion: try Self.libraryVersion(store))
+        self.eventHubs = eventHubs
+        let libraries = Libraries(store: store, clock: clock, ids: .random(clock: clock),
+                                  changeRetention: configuration.changeRetention) { eventHubs.sink($0) }
+        self.libraries = libraries
+        let facade = libraries.defaultLibrary
+        let events = eventHubs.defaultHub
+        let resolver = LibraryResolver(libraries: libraries)
         if configuration.seed {
             do {
                 if try facade.seedIfEmpty() { logger.log(.info, "seeded the library with the tutorial's five albums") }
@@ -57,7 +67,7 @@ public final class BlueLibraryApp: Sendable {
         covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events), clock: monotonic)
         let idempotency = IdempotencyGuard(store: store, clock: clock)
         let albums = AlbumRoutes(
-            facade: facade, idempotency: idempotency, covers: covers,
+            libraries: resolver, idempotency: idempotency, covers: covers,
             albums: RequestModelCache(limits: AlbumRoutes.cacheLimits, clock: monotonic))
 
         // The metrics middleware (outermost) is put in front once the routes are known.
@@ -67,7 +77,7 @@ public final class BlueLibraryApp: Sendable {
         let pageCache = AlbumListRoute.PageCache(clock: monotonic)
         self.pageCache = pageCache
         (settings, accessGuard) = try Self.openAccess(
-            store: store, facade: facade, events: events, configuration: configuration, logger: logger
+            store: store, libraries: libraries, events: events, configuration: configuration, logger: logger
         ) { [covers, logger] old, new in
             // Pages are cached by query; a changed default or maximum changes what a query means.
             if let old, old.paging != new.paging { pageCache.invalidate(erase: true) }
@@ -90,17 +100,18 @@ public final class BlueLibraryApp: Sendable {
         var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [store] in store.isDiskFull }).register(into: &routes)
         albums.register(into: &routes)
-        AlbumListRoute(facade: facade, pages: pageCache, settings: settings, seal: try Self.cursorSeal(store))
+        LibraryRoutes(libraries: resolver, idempotency: idempotency).register(into: &routes)
+        AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: try Self.cursorSeal(store))
             .register(into: &routes)
-        UndoStateRoutes(facade: facade).register(into: &routes)
-        ArchiveRoutes(facade: facade, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers, threads: 2),
+        UndoStateRoutes(libraries: resolver).register(into: &routes)
+        ArchiveRoutes(libraries: resolver, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers, threads: 2),
                       maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory,
                       exportPolicy: configuration.exports).register(into: &routes)
         TutorialRoutes(facade: facade, albums: albums).register(into: &routes)
-        CoverRoutes(facade: facade, covers: covers, wait: configuration.coverWait, coverURLs: RequestModelCache(clock: monotonic))
+        CoverRoutes(libraries: resolver, covers: covers, wait: configuration.coverWait, coverURLs: RequestModelCache(clock: monotonic))
             .register(into: &routes)
-        EventRoutes(hub: events).register(into: &routes)
-        ChangeRoutes(facade: facade).register(into: &routes)
+        EventRoutes(libraries: resolver, hubs: eventHubs).register(into: &routes)
+        ChangeRoutes(libraries: resolver).register(into: &routes)
         SettingsRoutes(settings: settings, validate: Self.settingsRules(store: store, configuration: configuration)).register(into: &routes)
         MetricsRoutes(metrics: metrics).register(into: &routes)
         let httpMetrics = HTTPMetrics(routes: routes.routeTable)
@@ -114,7 +125,7 @@ public final class BlueLibraryApp: Sendable {
             router: router, errorRenderer: Self.errorRenderer(logger: logger), logger: logger.serverLogger,
             headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger))
         httpMetrics.register(with: metrics)
-        ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: events,
+        ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: eventHubs,
                                 covers: covers, pages: pageCache, store: store)
     }
 
@@ -133,7 +144,7 @@ public final class BlueLibraryApp: Sendable {
     public func shutdown() {
         state.beginDraining()
         logger.log(.info, "draining", [("graceSeconds", .int(Int(configuration.shutdownGrace.components.seconds)))], always: true)
-        events.shutdown()
+        eventHubs.shutdown()
         server.shutdown(grace: configuration.shutdownGrace)
         storedStateWatcher.stop()
         exportWorkers.shutdown()

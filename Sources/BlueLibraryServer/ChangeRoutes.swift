@@ -1,16 +1,18 @@
 import HTTPServer
 import Library
 
-/// `GET /changes?since=<version>&limit=`: the change feed for clients that sync rather than
-/// listen. 410 Gone when `since` is older than what is kept (reload everything).
+/// `GET /changes?since=<version>&limit=` (and `/libraries/{lib}/changes`): a library's change
+/// feed for clients that sync rather than listen. 410 Gone when `since` is older than what is
+/// kept (reload everything).
 struct ChangeRoutes {
-    let facade: LibraryFacade
+    let libraries: LibraryResolver
 
     static let defaultLimit = 100
     static let maxLimit = 1000
 
     func register(into routes: inout RouterBuilder) {
-        routes.add(.get, "/changes", options: .workerPool) { [facade] request, _ in
+        routes.addForEachLibrary(.get, "/changes", options: .workerPool) { [libraries] request, context in
+            let facade = try libraries.facade(context)
             guard let sinceText = request.query("since") else {
                 throw HTTPError(
                     .badRequest,
@@ -26,13 +28,28 @@ struct ChangeRoutes {
     }
 }
 
-/// `{"changes": [{"version", "kind", "id", "index"}], "next": version, "more": bool}`.
+/// `{"changes": [{"version", "kind", "id", "index"}], "next": version, "more": bool}`; a change
+/// also has `"from"` (moved: the index before), `"movedFrom"` (added: arrived from that
+/// library) or `"movedTo"` (deleted: left for that library), only when they apply.
 struct ChangePageDocument: Encodable {
     struct Change: Encodable {
         let version: Int64
         let kind: String
         let id: String?
         let index: Int?
+        let from: Int?
+        let movedFrom: String?
+        let movedTo: String?
+
+        init(_ change: LibraryChange) {
+            version = change.version
+            kind = change.kind.rawValue
+            id = change.id?.rawValue
+            index = change.index
+            from = change.kind == .moved ? change.fromIndex : nil
+            movedFrom = change.kind == .added ? change.peer?.rawValue : nil
+            movedTo = change.kind == .deleted ? change.peer?.rawValue : nil
+        }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -40,9 +57,12 @@ struct ChangePageDocument: Encodable {
             try container.encode(kind, forKey: .kind)
             try container.encode(id, forKey: .id)
             try container.encode(index, forKey: .index)
+            try container.encodeIfPresent(from, forKey: .from)
+            try container.encodeIfPresent(movedFrom, forKey: .movedFrom)
+            try container.encodeIfPresent(movedTo, forKey: .movedTo)
         }
 
-        enum CodingKeys: String, CodingKey { case version, kind, id, index }
+        enum CodingKeys: String, CodingKey { case version, kind, id, index, from, movedFrom, movedTo }
     }
 
     let changes: [Change]
@@ -50,7 +70,7 @@ struct ChangePageDocument: Encodable {
     let more: Bool
 
     init(_ page: ChangePage) {
-        changes = page.changes.map { Change(version: $0.version, kind: $0.kind.rawValue, id: $0.id?.rawValue, index: $0.index) }
+        changes = page.changes.map(Change.init)
         next = page.next
         more = page.more
     }

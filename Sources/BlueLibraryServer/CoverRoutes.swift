@@ -3,34 +3,40 @@ import HTTPServer
 import Library
 
 /// `GET /albums/{id}/cover` and `DELETE /albums/{id}/cover`: the tutorial's `downloadImage:`
-/// with its disk cache, behind the facade's album lookup.
+/// with its disk cache, behind the facade's album lookup; also under `/libraries/{lib}`.
 ///
 /// A cached, fresh cover is answered on the event loop (the album → cover URL lookup is
 /// remembered per library version, and the bytes go out with `sendfile`); a miss, a stale copy
 /// or an unknown album moves to the worker pool, which waits for the fetch up to `wait`.
 struct CoverRoutes {
-    let facade: LibraryFacade
+    let libraries: LibraryResolver
     let covers: any CoverSource
     /// How long a request waits for an uncached cover before answering 504.
     let wait: Duration
-    /// album id → its cover URL, current at a library version.
-    let coverURLs: RequestModelCache<AlbumID, CoverLink>
+    /// (library, album id) → its cover URL, current at that library's version.
+    let coverURLs: RequestModelCache<Key, CoverLink>
+
+    struct Key: Hashable, Sendable {
+        var library: LibraryID
+        var album: AlbumID
+    }
 
     struct CoverLink: Sendable {
         var url: String?
     }
 
     func register(into routes: inout RouterBuilder) {
-        routes.add(.get, "/albums/{id}/cover", fast: showCached, blocking: show)
-        routes.add(.delete, "/albums/{id}/cover", options: .workerPool, evict)
+        routes.addForEachLibrary(.get, "/albums/{id}/cover", fast: showCached, blocking: show)
+        routes.addForEachLibrary(.delete, "/albums/{id}/cover", options: .workerPool, evict)
     }
 
     /// A cached, fresh cover of an album whose cover URL is known at the current version,
     /// from memory and the disk cache's index; nil for anything else (`show` handles it).
     func showCached(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
+        guard let facade = try libraries.loaded(context) else { return nil }
         let id = try RequestInput.albumID(context)
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
-        guard let link = coverURLs.current(id, version: version), let url = link.url,
+        guard let link = coverURLs.current(Key(library: facade.library, album: id), version: version), let url = link.url,
             case let .loaded(cover)? = covers.state(for: url), cover.freshUntil > Date()
         else { return nil }
         return try Self.response(cover, request: request)
@@ -39,9 +45,10 @@ struct CoverRoutes {
     /// Any cover request: it may wait for the album read and the upstream fetch.
     func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         if let cached = try showCached(request, context) { return cached }
+        let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
-        let link = try coverURLs.value(id, version: version) {
+        let link = try coverURLs.value(Key(library: facade.library, album: id), version: version) {
             let item = try library { () throws(LibraryError) in try facade.album(id: id) }
             return .init(value: CoverLink(url: item.album.coverUrl), version: version, cost: 64)
         }
@@ -72,6 +79,7 @@ struct CoverRoutes {
     }
 
     func evict(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
         let item = try library { () throws(LibraryError) in try facade.album(id: id) }
         if let url = item.album.coverUrl { covers.evict(url: url) }

@@ -38,21 +38,50 @@ public final class EventHub: LibraryEventSink, Sendable {
         }
     }
 
-    struct Frame {
+    /// One event: its parts (streams over several libraries rewrite the id and the data) and
+    /// the SSE frame a stream of this hub alone sends.
+    struct Frame: Sendable {
         let version: Int64
+        let name: String
+        let json: String
         let bytes: [UInt8]
+
+        init(version: Int64, name: String, json: String) {
+            self.version = version
+            self.name = name
+            self.json = json
+            bytes = EventHub.frame(id: version, name: name, json: json)
+        }
     }
 
     /// A frame waiting for the delivery thread; `sequence` orders every published frame.
     struct Pending {
         let sequence: UInt64
-        let bytes: [UInt8]
+        let frame: Frame
     }
 
     struct Subscriber {
-        let writer: HTTPStreamWriter
+        let sink: any EventStreamSink
         /// Frames before this sequence were replayed (or not wanted) at subscription.
         let firstSequence: UInt64
+    }
+
+    /// Where a subscription resumes.
+    enum Resume: Sendable, Equatable {
+        /// A fresh subscription: live events only.
+        case fresh
+        /// After the event with this id (the client's `Last-Event-ID`).
+        case after(Int64)
+        /// An id that is no version of this library: the stream starts with `library.outdated`.
+        case unknown(String)
+
+        init(lastEventID: String?) {
+            guard let lastEventID else {
+                self = .fresh
+                return
+            }
+            self = Int64(lastEventID.trimmingASCIIWhitespace()).map { .after($0) } ?? .unknown(lastEventID)
+        }
     }
 
     private struct State {
@@ -129,12 +158,12 @@ public final class EventHub: LibraryEventSink, Sendable {
     public func publish(name: String, json: String, version: Int64? = nil) {
         let signal = state.withLock { state -> Bool in
             let id = version ?? state.latest
-            let frame = Frame(version: id, bytes: Self.frame(id: id, name: name, json: json))
+            let frame = Frame(version: id, name: name, json: json)
             state.append(frame, capacity: configuration.replayCapacity)
             let sequence = state.nextSequence
             state.nextSequence += 1
             guard !state.subscribers.isEmpty, !state.shutDown else { return false }
-            state.pending.append(Pending(sequence: sequence, bytes: frame.bytes))
+            state.pending.append(Pending(sequence: sequence, frame: frame))
             return state.pending.count == 1
         }
         if signal { wake.signal() }
@@ -146,39 +175,57 @@ public final class EventHub: LibraryEventSink, Sendable {
     ///
     /// - Parameter lastEventID: the client's `Last-Event-ID`, or nil for a fresh subscription.
     func subscribe(_ writer: HTTPStreamWriter, lastEventID: String?) {
-        let subscription: (id: UInt64, needsThread: Bool)? = state.withLock { state in
-            if state.shutDown {
-                writer.write(Self.shutdownFrame)
-                return nil
-            }
+        subscribe(PlainEventStream(writer: writer), resume: Resume(lastEventID: lastEventID), lastEventID: lastEventID, announce: true)
+    }
+
+    /// Adds one subscription: the missed frames (or `library.outdated`), then every frame
+    /// published after this call, each handed to `sink`.
+    ///
+    /// - Parameters:
+    ///   - lastEventID: the id the client gave, quoted back in `library.outdated`.
+    ///   - announce: send `: subscribed` once the subscription is live.
+    /// - Returns: the newest version this hub has published (or started at) as of the
+    ///   subscription; nil when the hub has shut down (the sink got `server.shutdown`).
+    @discardableResult
+    func subscribe(_ sink: any EventStreamSink, resume: Resume, lastEventID: String? = nil, announce: Bool) -> Int64? {
+        let subscription: (id: UInt64, needsThread: Bool, latest: Int64)? = state.withLock { state in
+            if state.shutDown { return nil }
             // Under the lock: the replay is queued before any live frame (the delivery thread
             // takes the lock before writing), and no frame is both replayed and delivered.
-            if let lastEventID {
-                if let seen = Int64(lastEventID.trimmingASCIIWhitespace()), seen >= state.evictedThrough, seen <= state.latest {
-                    for frame in state.frames(after: seen) { writer.write(frame.bytes) }
-                } else {
-                    writer.write(Self.frame(
-                        id: state.latest, name: "library.outdated",
-                        json: "{\"lastEventId\":\(JSONString.quoted(lastEventID)),\"version\":\(state.latest)}"))
+            switch resume {
+            case .fresh:
+                break
+            case let .after(seen) where seen >= state.evictedThrough && seen <= state.latest:
+                for frame in state.frames(after: seen) { _ = sink.send(frame) }
+            case .after, .unknown:
+                let given: String
+                switch resume {
+                case let .after(seen): given = lastEventID ?? String(seen)
+                case let .unknown(text): given = lastEventID ?? text
+                case .fresh: given = ""
                 }
+                _ = sink.send(Frame(
+                    version: state.latest, name: "library.outdated",
+                    json: "{\"lastEventId\":\(JSONString.quoted(given)),\"version\":\(state.latest)}"))
             }
             // A first frame, so the client knows the subscription is live.
-            writer.write(Self.subscribedFrame)
+            if announce { sink.comment(Self.subscribedFrame) }
             let id = state.nextSubscriber
             state.nextSubscriber += 1
-            state.subscribers[id] = Subscriber(writer: writer, firstSequence: state.nextSequence)
+            state.subscribers[id] = Subscriber(sink: sink, firstSequence: state.nextSequence)
             // Decided here, so a concurrent `shutdown()` knows the thread will run and waits.
             defer { state.threadStarted = true }
-            return (id, !state.threadStarted)
+            return (id, !state.threadStarted, state.latest)
         }
-        guard let (id, needsThread) = subscription else {
-            writer.finish()
-            return
+        guard let (id, needsThread, latest) = subscription else {
+            sink.serverShutdown()
+            return nil
         }
         if needsThread { startThread() }
-        writer.onClose { [weak self] in
+        sink.onClose { [weak self] in
             self?.state.withLock { state in state.subscribers[id] = nil }
         }
+        return latest
     }
 
     // MARK: - The delivery and heartbeat thread
@@ -210,9 +257,9 @@ public final class EventHub: LibraryEventSink, Sendable {
             return (state.pending, Array(state.subscribers), state.shutDown)
         }
         var closed: [UInt64] = []
-        for frame in batch {
-            for (id, subscriber) in subscribers where frame.sequence >= subscriber.firstSequence {
-                if !subscriber.writer.write(frame.bytes) { closed.append(id) }
+        for pending in batch {
+            for (id, subscriber) in subscribers where pending.sequence >= subscriber.firstSequence {
+                if !subscriber.sink.send(pending.frame) { closed.append(id) }
             }
         }
         if !closed.isEmpty {
@@ -225,10 +272,7 @@ public final class EventHub: LibraryEventSink, Sendable {
                 defer { state.subscribers = [:] }
                 return Array(state.subscribers.values)
             }
-            for subscriber in last {
-                subscriber.writer.write(Self.shutdownFrame)
-                subscriber.writer.finish()
-            }
+            for subscriber in last { subscriber.sink.serverShutdown() }
             return false
         }
         return true
@@ -237,7 +281,7 @@ public final class EventHub: LibraryEventSink, Sendable {
     /// Sends one heartbeat comment to every subscriber (the timer's work).
     func sendHeartbeat() {
         let subscribers = state.withLock { state in state.shutDown ? [] : Array(state.subscribers.values) }
-        for subscriber in subscribers { subscriber.writer.write(Self.heartbeatFrame) }
+        for subscriber in subscribers { subscriber.sink.heartbeat() }
     }
 
     /// Graceful shutdown: what was published is still delivered, then every open stream gets
@@ -286,4 +330,33 @@ public final class EventHub: LibraryEventSink, Sendable {
             return "{\"client\":\(JSONString.quoted(client)),\"id\":\(id),\"index\":\(index),\"version\":\(version)}"
         }
     }
+}
+
+/// Where a hub hands one subscription's frames. Called from the hub's thread (live frames,
+/// heartbeats, shutdown) and, for the replay, from the subscribing thread under the hub's lock.
+protocol EventStreamSink: Sendable {
+    /// Sends one event; false when the stream is gone (the hub then forgets it).
+    func send(_ frame: EventHub.Frame) -> Bool
+    /// Sends an SSE comment frame (`: subscribed`).
+    func comment(_ bytes: [UInt8])
+    /// Sends the heartbeat comment.
+    func heartbeat()
+    /// Sends `server.shutdown` and ends the stream.
+    func serverShutdown()
+    /// Runs `handler` when the stream closes.
+    func onClose(_ handler: @escaping @Sendable () -> Void)
+}
+
+/// The stream of one library's hub: frames as the hub formatted them.
+struct PlainEventStream: EventStreamSink {
+    let writer: HTTPStreamWriter
+
+    func send(_ frame: EventHub.Frame) -> Bool { writer.write(frame.bytes) }
+    func comment(_ bytes: [UInt8]) { writer.write(bytes) }
+    func heartbeat() { writer.write(EventHub.heartbeatFrame) }
+    func serverShutdown() {
+        writer.write(EventHub.shutdownFrame)
+        writer.finish()
+    }
+    func onClose(_ handler: @escaping @Sendable () -> Void) { writer.onClose(handler) }
 }

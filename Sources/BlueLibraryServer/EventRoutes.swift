@@ -1,22 +1,104 @@
 import HTTPServer
+import Library
 
-/// `GET /events`: the Server-Sent Events stream of library changes (see `EventHub`).
+/// `GET /events` and `GET /libraries/{lib}/events`: the Server-Sent Events stream of one
+/// library's changes (see `EventHub`); `GET /events?library=a&library=b`: one stream over
+/// several libraries (see `MultiLibraryEventStream` for its ids and data).
 struct EventRoutes {
-    let hub: EventHub
+    let libraries: LibraryResolver
+    let hubs: EventHubs
 
     func register(into routes: inout RouterBuilder) {
-        routes.add(.get, "/events") { [hub] request, _ in
-            // The header is what EventSource sends on reconnect; the query parameter is for
-            // clients that cannot set headers on their first request.
-            let lastEventID = request.headers["Last-Event-ID"] ?? request.query("lastEventId")
-            let headers: HTTPHeaders = [
-                "Content-Type": "text/event-stream",
-                "Cache-Control": "no-cache",
-                "X-Accel-Buffering": "no",
-            ]
-            return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true) { writer in
-                hub.subscribe(writer, lastEventID: lastEventID)
-            }))
+        routes.addForEachLibrary(.get, "/events", fast: subscribeKnown, blocking: subscribe)
+    }
+
+    /// Every library's hub is made: subscribe on the event loop.
+    func subscribeKnown(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
+        let named = try Self.namedLibraries(request, context)
+        guard !named.isEmpty else {
+            guard let facade = try libraries.loaded(context), let hub = hubs.existing(facade.library) else { return nil }
+            return Self.stream(request, hub: hub)
         }
+        var found: [(LibraryID, EventHub)] = []
+        for id in named {
+            guard libraries.libraries.loadedFacade(id) != nil, let hub = hubs.existing(id) else { return nil }
+            found.append((id, hub))
+        }
+        return Self.stream(request, hubs: found)
+    }
+
+    /// Finds the libraries (a store read for one not used yet) and makes their hubs.
+    func subscribe(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let named = try Self.namedLibraries(request, context)
+        guard !named.isEmpty else { return Self.stream(request, hub: try hub(try libraries.facade(context))) }
+        var found: [(LibraryID, EventHub)] = []
+        for id in named {
+            let facade: LibraryFacade
+            do {
+                facade = try library { () throws(LibraryError) in try libraries.libraries.facade(id) }
+            } catch var error as HTTPError where error.status == .notFound {
+                // A library named in the query that does not exist: a bad value, 422.
+                error.status = .unprocessableContent
+                error.errors = [.init(field: "library", message: error.detail)]
+                throw error
+            }
+            found.append((id, try hub(facade)))
+        }
+        return Self.stream(request, hubs: found)
+    }
+
+    private func hub(_ facade: LibraryFacade) throws -> EventHub {
+        try hubs.hub(facade.library) { try library { () throws(LibraryError) in try facade.currentVersion() } }
+    }
+
+    /// The `library` query parameters of `/events`, deduplicated in order (none: one library,
+    /// the route's).
+    /// - Throws: 400 for a bad id, too many, or `library` on a `/libraries/{lib}/events` route.
+    static func namedLibraries(_ request: HTTPRequest, _ context: RequestContext) throws -> [LibraryID] {
+        let texts = request.queryItems.filter { $0.name == "library" }.map(\.value)
+        guard !texts.isEmpty else { return [] }
+        if context.parameters["lib"] != nil {
+            throw HTTPError(.badRequest, detail: "library query parameters are for /events only; use /events?library=a&library=b.")
+        }
+        var ids: [LibraryID] = []
+        for text in texts {
+            let id: LibraryID
+            do {
+                id = try LibraryID(validating: text, field: "library")
+            } catch {
+                throw HTTPError(.badRequest, detail: "library=\(text.prefix(60)) is not a library id: \(error.message).")
+            }
+            if !ids.contains(id) { ids.append(id) }
+        }
+        guard ids.count <= MultiLibraryEventStream.maxLibraries else {
+            throw HTTPError(.badRequest, detail: "One stream takes at most \(MultiLibraryEventStream.maxLibraries) libraries (got \(ids.count)); open several.")
+        }
+        return ids
+    }
+
+    static let headers: HTTPHeaders = [
+        "Content-Type": "text/event-stream",
+        "Cache-Control": "no-cache",
+        "X-Accel-Buffering": "no",
+    ]
+
+    /// The header is what EventSource sends on reconnect; the query parameter is for clients
+    /// that cannot set headers on their first request.
+    static func lastEventID(_ request: HTTPRequest) -> String? {
+        request.headers["Last-Event-ID"] ?? request.query("lastEventId")
+    }
+
+    static func stream(_ request: HTTPRequest, hub: EventHub) -> HTTPResponse {
+        let lastEventID = lastEventID(request)
+        return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true) { writer in
+            hub.subscribe(writer, lastEventID: lastEventID)
+        }))
+    }
+
+    static func stream(_ request: HTTPRequest, hubs: [(LibraryID, EventHub)]) -> HTTPResponse {
+        let lastEventID = lastEventID(request)
+        return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true) { writer in
+            MultiLibraryEventStream(writer: writer, libraries: hubs.map(\.0)).start(hubs: hubs, lastEventID: lastEventID)
+        }))
     }
 }

@@ -20,11 +20,11 @@ struct MetricsRoutes {
 /// from the plain counters the other modules keep (they know nothing of Prometheus).
 enum ServiceMetrics {
     static func register(
-        in metrics: Metrics, connections: @escaping @Sendable () -> Int, events: EventHub, covers: CoverService,
+        in metrics: Metrics, connections: @escaping @Sendable () -> Int, events: EventHubs, covers: CoverService,
         pages: AlbumListRoute.PageCache, store: SQLiteAlbumStore
     ) {
         metrics.sampled("bluelibrary_http_open_connections", help: "Client connections open right now.", connections)
-        metrics.sampled("bluelibrary_event_subscribers", help: "GET /events streams open right now.") {
+        metrics.sampled("bluelibrary_event_subscribers", help: "Event stream subscriptions open right now (a stream over several libraries counts once per library).") {
             events.subscriberCount
         }
 

@@ -1,30 +1,35 @@
 import HTTPServer
 import Library
 
-/// `/undo` (the command stack) and `/state` (the saved current album, per client).
+/// `/undo` (the command stack) and `/state` (the saved current album, per client), each also
+/// under `/libraries/{lib}`: every library has its own stack and states.
 struct UndoStateRoutes {
-    let facade: LibraryFacade
+    let libraries: LibraryResolver
 
     func register(into routes: inout RouterBuilder) {
-        routes.add(.get, "/undo", options: .workerPool) { request, _ in
+        routes.addForEachLibrary(.get, "/undo", options: .workerPool) { [libraries] request, context in
+            let facade = try libraries.facade(context)
             let status = try library { () throws(LibraryError) in try facade.undoStatus() }
             return try ConditionalGET.respond(
                 to: request,
                 with: JSONBody.response(UndoStatusDocument(status), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
         }
-        routes.add(.post, "/undo", options: .workerPool) { request, _ in
+        routes.addForEachLibrary(.post, "/undo", options: .workerPool) { [libraries] request, context in
+            let facade = try libraries.facade(context)
             let client = try RequestInput.client(request)
             let result = try library { () throws(LibraryError) in try facade.undo(client: client) }
             return try JSONBody.response(UndoResultDocument(result), pretty: request.wantsPretty)
         }
-        routes.add(.get, "/state", options: .workerPool) { request, _ in
+        routes.addForEachLibrary(.get, "/state", options: .workerPool) { [libraries] request, context in
+            let facade = try libraries.facade(context)
             let client = try RequestInput.client(request)
             let state = try library { () throws(LibraryError) in try facade.state(client: client) }
             return try ConditionalGET.respond(
                 to: request, with: JSONBody.response(state, pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
         }
-        routes.add(.put, "/state", options: .workerPool) { request, _ in
+        routes.addForEachLibrary(.put, "/state", options: .workerPool) { [libraries] request, context in
             try RequestInput.requireJSON(request)
+            let facade = try libraries.facade(context)
             let client = try RequestInput.client(request)
             let input = try library { () throws(LibraryError) in try StateRequest.decode(json: request.body) }
             let state: SavedState

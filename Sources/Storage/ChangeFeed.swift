@@ -26,10 +26,16 @@ struct ChangeFeed {
                 .integer(library), .integer(change.version), .text(change.kind.rawValue),
                 change.id.map { .text($0.rawValue) } ?? .null, change.index.map { .integer(Int64($0)) } ?? .null,
                 .integer(Milliseconds.from(change.recordedAt)),
+                change.fromIndex.map { .integer(Int64($0)) } ?? .null, change.peer.map { .text($0.rawValue) } ?? .null,
             ])
         } catch let error as SQLiteError where error.isUniqueViolation {
             throw StorageError(.corrupt, "a change with version \(change.version) is already recorded")
         }
+    }
+
+    /// Deletes every change of the library (it is being deleted).
+    func deleteAll(library: Int64) throws {
+        try db.run(SQL.deleteChanges, [.integer(library)])
     }
 
     /// Deletes the oldest changes (at most `limit`) up to the first one to keep: only a prefix

@@ -28,11 +28,14 @@ final class LibraryTransaction: AlbumStoreWriter {
         SavedStates(db: db, library: library, limit: store.configuration.maxSavedStates)
     }
 
-    init(_ db: Connection, library: Int64?, store: SQLiteAlbumStore) {
+    /// - Parameter soleWriter: whether this is the only library the transaction writes; only
+    ///   then may emptying the library drop every album row wholesale when no other library
+    ///   has albums (another open library's count is cached, not yet in its row).
+    init(_ db: Connection, library: Int64?, store: SQLiteAlbumStore, soleWriter: Bool) {
         self.db = db
         self.library = library
         self.store = store
-        order = SparseOrder(db, library: library, store: store)
+        order = SparseOrder(db, library: library, store: store, soleWriter: soleWriter)
     }
 
     /// The library row id, for operations that need the library to exist (writes).
@@ -59,6 +62,10 @@ final class LibraryTransaction: AlbumStoreWriter {
     func album(id: AlbumID) throws -> Album? {
         guard let library else { return nil }
         return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], StoredRows.album(from:))
+    }
+
+    func library(of id: AlbumID) throws -> LibraryID? {
+        try db.scalar(SQL.libraryOfAlbum, [.text(id.rawValue)], as: String.self).map(LibraryID.init(rawValue:))
     }
 
     func index(of id: AlbumID) throws -> Int? { try order.index(of: id) }
@@ -167,6 +174,17 @@ final class LibraryTransaction: AlbumStoreWriter {
         try changeFeed.prune(throughVersion: maxVersion, recordedBefore: cutoff, limit: limit, library: try libraryRow)
     }
 
+    /// Deletes everything the library holds (albums, buckets, undo stack, saved states,
+    /// changes), each with one statement, and marks its row deleted (the version stays).
+    func removeLibrary() throws {
+        let library = try libraryRow
+        try order.removeAll()
+        try undo.clear(library: library)
+        try savedStates.deleteAll(library: library)
+        try changeFeed.deleteAll(library: library)
+        try db.run(SQL.tombstoneLibrary, [.integer(library)])
+    }
+
     private func madeBulkImport() -> BulkImport {
         if let bulkImport { return bulkImport }
         let made = BulkImport(db, store: store)
@@ -185,7 +203,7 @@ final class LibraryTransaction: AlbumStoreWriter {
                 .integer(Milliseconds.from(album.createdAt)), .integer(Milliseconds.from(album.updatedAt)),
             ])
         } catch let error as SQLiteError where error.isUniqueViolation {
-            throw StorageError(.duplicateAlbum, "album \(album.id) is already in the library")
+            throw StorageError(.duplicateAlbum, "album \(album.id) is already in a library")
         }
     }
 }

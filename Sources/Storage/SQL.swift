@@ -11,12 +11,49 @@
 enum SQL {
     // MARK: Libraries
 
+    /// The row of a name, live or deleted (rows are never removed: see `Schema` v7).
     static let libraryID = "SELECT id FROM libraries WHERE name = ?1"
-    static let createLibrary = "INSERT INTO libraries (name) VALUES (?1) ON CONFLICT (name) DO NOTHING"
+    static let libraryIsLive = "SELECT deleted = 0 FROM libraries WHERE id = ?1"
+    private static let libraryColumns = "name, display_name, album_count, version"
+    static let liveLibraries = "SELECT \(libraryColumns) FROM libraries WHERE deleted = 0 ORDER BY name"
+    /// Creates a library, or brings a deleted one back one version above where it ended; no
+    /// row comes back when a live library has the name.
+    static let createLibrary = """
+        INSERT INTO libraries (name, display_name) VALUES (?1, ?2)
+        ON CONFLICT (name) DO UPDATE SET
+            deleted = 0, display_name = excluded.display_name, version = version + 1, album_count = 0
+        WHERE deleted = 1
+        RETURNING id, \(libraryColumns)
+        """
+    static let renameLibrary = """
+        UPDATE libraries SET display_name = ?2 WHERE name = ?1 AND deleted = 0 RETURNING \(libraryColumns)
+        """
+    static let tombstoneLibrary = "UPDATE libraries SET deleted = 1, album_count = 0 WHERE id = ?1"
+    /// Where an album is, whichever library holds it (the global index of v7).
+    static let libraryOfAlbum = """
+        SELECT l.name FROM albums AS a JOIN libraries AS l ON l.id = a.library WHERE a.album_id = ?1
+        """
     static let version = "SELECT version FROM libraries WHERE id = ?1"
     static let albumCount = "SELECT album_count FROM libraries WHERE id = ?1"
     static let setAlbumCount = "UPDATE libraries SET album_count = ?2 WHERE id = ?1"
     static let bumpVersion = "UPDATE libraries SET version = version + 1 WHERE id = ?1 RETURNING version"
+
+    // MARK: Views (columns: id, name, sources, filter_text, filter_artist, filter_genre,
+    // filter_year_from, filter_year_to, revision)
+
+    static let views = """
+        SELECT id, name, sources, filter_text, filter_artist, filter_genre, filter_year_from, filter_year_to, revision
+        FROM views ORDER BY id
+        """
+    static let saveView = """
+        INSERT INTO views (id, name, sources, filter_text, filter_artist, filter_genre, filter_year_from,
+            filter_year_to, revision) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        ON CONFLICT (id) DO UPDATE SET name = excluded.name, sources = excluded.sources,
+            filter_text = excluded.filter_text, filter_artist = excluded.filter_artist,
+            filter_genre = excluded.filter_genre, filter_year_from = excluded.filter_year_from,
+            filter_year_to = excluded.filter_year_to, revision = excluded.revision
+        """
+    static let deleteView = "DELETE FROM views WHERE id = ?1"
 
     // MARK: Buckets (columns: ord, id, size)
 
@@ -146,9 +183,9 @@ enum SQL {
         SELECT COUNT(*) FROM (SELECT 1 FROM albums WHERE library = ?1 GROUP BY bucket, pos HAVING COUNT(*) > 1)
         """
 
-    // MARK: Change feed (columns: version, kind, album_id, position, recorded_at)
+    // MARK: Change feed (columns: version, kind, album_id, position, recorded_at, from_position, peer)
 
-    private static let changeColumns = "version, kind, album_id, position, recorded_at"
+    private static let changeColumns = "version, kind, album_id, position, recorded_at, from_position, peer"
     static let changesAfter = """
         SELECT \(changeColumns) FROM library_changes WHERE library = ?1 AND version > ?2 ORDER BY version LIMIT ?3
         """
@@ -156,10 +193,11 @@ enum SQL {
     static let oldestChanges =
         "SELECT version, recorded_at FROM library_changes WHERE library = ?1 ORDER BY version LIMIT ?2"
     static let insertChange = """
-        INSERT INTO library_changes (library, version, kind, album_id, position, recorded_at)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        INSERT INTO library_changes (library, version, kind, album_id, position, recorded_at, from_position, peer)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
         """
     static let deleteChangesThrough = "DELETE FROM library_changes WHERE library = ?1 AND version <= ?2"
+    static let deleteChanges = "DELETE FROM library_changes WHERE library = ?1"
 
     // MARK: Bulk import
 

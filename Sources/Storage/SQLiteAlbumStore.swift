@@ -123,7 +123,8 @@ public final class SQLiteAlbumStore: AlbumStore {
     public let path: String
     public let configuration: Configuration
     let database: Database
-    /// Row ids of libraries known to exist (committed); rows are never deleted.
+    /// Row ids of library names seen committed; rows are never deleted (a deleted library is
+    /// a tombstone row, see `liveRow`), so an entry never goes stale.
     private let libraryRows = Mutex<[String: Int64]>([:])
     private let checkpointer: Checkpointer?
     private let reserve: DiskReserve
@@ -265,51 +266,83 @@ public final class SQLiteAlbumStore: AlbumStore {
     public var orderingCounters: OrderingCounters { counters.withLock { $0 } }
 
     public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
-        let known = libraryRows.withLock { $0[library.rawValue] }
-        var found: Int64?
-        let result = try database.read { db in
-            let row = try known ?? db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self)
-            found = row
-            return try body(LibraryTransaction(db, library: row, store: self))
-        }
-        if known == nil, let found {
-            // Committed (this snapshot saw it) and library rows are never deleted.
-            libraryRows.withLock { $0[library.rawValue] = found }
-        }
-        return result
+        try read([library]) { try body($0[0]) }
     }
 
     public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
-        let known = libraryRows.withLock { $0[library.rawValue] }
-        var rowID: Int64 = 0
+        try write([library]) { try body($0[0]) }
+    }
+
+    public func read<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreReader]) throws -> T) throws -> T {
+        Self.checkDistinct(libraries)
+        return try database.read { db in
+            let transactions = try libraries.map { library in
+                LibraryTransaction(db, library: try liveRow(library, db), store: self, soleWriter: false)
+            }
+            return try body(transactions)
+        }
+    }
+
+    public func write<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreWriter]) throws -> T) throws -> T {
+        Self.checkDistinct(libraries)
+        return try committing { db in
+            let soleWriter = libraries.count == 1
+            let transactions = try libraries.map { library in
+                LibraryTransaction(db, library: try liveRow(library, db), store: self, soleWriter: soleWriter)
+            }
+            let result = try body(transactions)
+            for transaction in transactions { try transaction.finish() }
+            return result
+        }
+    }
+
+    /// Runs `body` in one write transaction on the writer, with the disk-full handling and the
+    /// checkpointing every commit needs.
+    func committing<T>(_ body: (Connection) throws -> T) throws -> T {
         let result: T
         do {
-            result = try database.write { db in
-                let row = try known ?? Self.createLibrary(library, db)
-                rowID = row
-                let transaction = LibraryTransaction(db, library: row, store: self)
-                let result = try body(transaction)
-                try transaction.finish()
-                return result
-            }
+            result = try database.write(body)
         } catch where Self.isDiskFull(error) {
             diskBecameFull()
             throw error
         }
         reserve.writeSucceeded()
-        if known == nil {
-            libraryRows.withLock { $0[library.rawValue] = rowID }
-        }
         didCommit()
         return result
     }
 
-    private static func createLibrary(_ library: LibraryID, _ db: Connection) throws -> Int64 {
-        try db.run(SQL.createLibrary, [.text(library.rawValue)])
+    private static func checkDistinct(_ libraries: [LibraryID]) {
+        precondition(libraries.count < 2 || Set(libraries).count == libraries.count, "libraries must not repeat")
+    }
+
+    /// The row id of `library` inside the transaction on `db`, which must show it live.
+    ///
+    /// The name-to-row cache is never stale: library rows are never removed (a deleted library
+    /// is a tombstone, and creating it again reuses its row, see `Schema` v7), so only whether
+    /// the row is live is read each time (one primary-key lookup, in this transaction's
+    /// snapshot, so another process's delete is seen too).
+    /// - Throws: `LibraryError.libraryNotFound` when there is no live library `library`.
+    func liveRow(_ library: LibraryID, _ db: Connection) throws -> Int64 {
+        if let known = libraryRows.withLock({ $0[library.rawValue] }) {
+            guard try db.scalar(SQL.libraryIsLive, [.integer(known)], as: Bool.self) == true else {
+                throw LibraryError.libraryNotFound(library)
+            }
+            return known
+        }
         guard let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
-            throw StorageError(.corrupt, "library \(library) was not created")
+            throw LibraryError.libraryNotFound(library)
+        }
+        // The row is committed (the transaction has changed nothing yet) and permanent.
+        remember(library, row: row)
+        guard try db.scalar(SQL.libraryIsLive, [.integer(row)], as: Bool.self) == true else {
+            throw LibraryError.libraryNotFound(library)
         }
         return row
+    }
+
+    /// Caches the row of `library` (a row once seen for a name is its row forever).
+    func remember(_ library: LibraryID, row: Int64) {
+        libraryRows.withLock { $0[library.rawValue] = row }
     }
 
     // MARK: - Consistency

@@ -15,7 +15,7 @@ import SQLite
 /// - `albums`: the album fields plus `(bucket, pos)`, where `pos` is a sparse key ordering the
 ///   albums of one bucket. Timestamps are integer milliseconds since 1970 (UTC), which give
 ///   back exactly the domain's millisecond `Date`s (see `Milliseconds`). `album_id` is unique
-///   per library. No FOREIGN KEY on purpose: SQLite disables its truncate optimisation for a
+///   per library (from v7: across libraries). No FOREIGN KEY on purpose: SQLite disables its truncate optimisation for a
 ///   table in a foreign-key relation, and wiping 1M albums row by row takes seconds, not
 ///   milliseconds (library rows are never deleted, so `library` cannot dangle).
 ///   `albums_by_position` is deliberately not UNIQUE: renumbering a bucket rewrites keys in
@@ -39,29 +39,52 @@ import SQLite
 /// Clustered on `(library, version)` (`WITHOUT ROWID`): that primary key is the one index both
 /// reading a page (`version > ?`) and pruning the oldest rows (`ORDER BY version LIMIT n`)
 /// need, so no secondary index is kept (each would cost every write a second B-tree insert).
+///
+/// v5 and v6 add the settings, access and secrets tables (see their statements below).
+///
+/// v7 (issue 13: several libraries, views, moves between libraries):
+/// - `libraries` gains `display_name` (NULL: the id, `name`, is shown) and `deleted` (0/1).
+///   A deleted library is a tombstone: its albums, buckets, undo commands, saved states and
+///   changes are gone, but its row stays with its `version`, so a library created again with
+///   the id reuses the row and continues one above the old version (versions never repeat for
+///   an id: old ETags and cursors never match the new library), and a row id once seen for a
+///   name is that name's forever (`SQLiteAlbumStore`'s row-id cache never goes stale; whether
+///   the library is live is checked in each transaction). `default` is inserted here, so it
+///   exists from the start; before v7 a library row was made by the first write to it.
+/// - `albums_by_album_id`: a UNIQUE index on `albums(album_id)`: album ids are unique across
+///   libraries (it also answers `library(of:)`). The v1 `UNIQUE (library, album_id)` stays (it
+///   cannot be dropped without rebuilding the table); it is implied by the new one. A database
+///   that holds one id in two libraries (possible before v7) cannot migrate: the migration
+///   fails on the duplicate and changes nothing.
+/// - `library_changes` gains `from_position` (the index before a `moved`) and `peer` (for an
+///   album moved between libraries: the library it came from (`added`) or left for
+///   (`deleted`), by id).
+/// - `views`: one row per composite view: `name`, `sources` (library ids in order, joined by
+///   `,`, which ids never contain), the filter's conditions (`filter_text`, `filter_artist`,
+///   `filter_genre`, `filter_year_from`, `filter_year_to`, NULL when absent) and `revision`.
+///   Views name libraries by id without a reference: deleting a library leaves them alone.
 enum Schema {
-    static var migrator: Migrator {
+    static var migrator: Migrator { migrator(first: migrations.count) }
+
+    /// A migrator of the first `count` migrations only (tests build older databases with it).
+    static func migrator(first count: Int) -> Migrator {
         var migrator = Migrator()
-        migrator.register("v1-libraries-buckets-albums-undo-states") { db in
-            try db.execute(v1)
-        }
-        migrator.register("v2-idempotency-keys") { db in
-            try db.execute(v2)
-        }
-        migrator.register("v3-sort-indexes") { db in
-            try db.execute(v3)
-        }
-        migrator.register("v4-change-log") { db in
-            try db.execute(v4)
-        }
-        migrator.register("v5-settings-and-access") { db in
-            try db.execute(v5)
-        }
-        migrator.register("v6-secrets") { db in
-            try db.execute(v6)
+        for (identifier, statements) in migrations.prefix(count) {
+            migrator.register(identifier) { db in try db.execute(statements) }
         }
         return migrator
     }
+
+    /// Every migration, in order: its identifier and its statements. Append only.
+    private static let migrations: [(identifier: String, statements: String)] = [
+        ("v1-libraries-buckets-albums-undo-states", v1),
+        ("v2-idempotency-keys", v2),
+        ("v3-sort-indexes", v3),
+        ("v4-change-log", v4),
+        ("v5-settings-and-access", v5),
+        ("v6-secrets", v6),
+        ("v7-catalog-global-ids-moves-views", v7),
+    ]
 
     private static let v1 = """
         CREATE TABLE libraries (
@@ -197,6 +220,28 @@ enum Schema {
             name TEXT PRIMARY KEY,
             value BLOB NOT NULL,
             created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """
+
+    /// v7: the library catalog (display names, tombstones), globally unique album ids, move
+    /// columns in the change feed, composite views (see the layout above).
+    private static let v7 = """
+        ALTER TABLE libraries ADD COLUMN display_name TEXT;
+        ALTER TABLE libraries ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1));
+        INSERT INTO libraries (name) VALUES ('default') ON CONFLICT (name) DO NOTHING;
+        CREATE UNIQUE INDEX albums_by_album_id ON albums (album_id);
+        ALTER TABLE library_changes ADD COLUMN from_position INTEGER;
+        ALTER TABLE library_changes ADD COLUMN peer TEXT;
+        CREATE TABLE views (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            sources TEXT NOT NULL,
+            filter_text TEXT,
+            filter_artist TEXT,
+            filter_genre TEXT,
+            filter_year_from INTEGER,
+            filter_year_to INTEGER,
+            revision INTEGER NOT NULL
         ) WITHOUT ROWID;
         """
 }

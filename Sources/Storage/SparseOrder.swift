@@ -104,10 +104,14 @@ final class SparseOrder {
         var sizeIsDirty: Bool
     }
 
-    init(_ db: Connection, library: Int64?, store: SQLiteAlbumStore) {
+    /// Whether this is the only library its write transaction writes (see `removeAll`).
+    private let soleWriter: Bool
+
+    init(_ db: Connection, library: Int64?, store: SQLiteAlbumStore, soleWriter: Bool = false) {
         self.db = db
         self.library = library
         self.store = store
+        self.soleWriter = soleWriter
         self.layout = BucketLayout(target: store.configuration.bucketSize, spacing: store.configuration.keySpacing)
     }
 
@@ -249,8 +253,10 @@ final class SparseOrder {
     func removeAll() throws {
         let library = try libraryRow
         tail = nil
-        // Other libraries' counts are exact: this transaction holds the write lock.
-        if try db.scalar(SQL.otherLibraryHasAlbums, [.integer(library)], as: Bool.self) == true {
+        // Other libraries' counts are exact when this is the only library the transaction
+        // writes (it holds the write lock); with several, another's may still be cached.
+        let othersHaveAlbums = try !soleWriter || db.scalar(SQL.otherLibraryHasAlbums, [.integer(library)], as: Bool.self) == true
+        if othersHaveAlbums {
             try db.run(SQL.deleteAlbums, [.integer(library)])
         } else {
             try db.run(SQL.deleteEveryAlbum)

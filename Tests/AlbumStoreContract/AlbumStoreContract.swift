@@ -21,7 +21,7 @@ import Testing
 public enum AlbumStoreContract {
     /// Every check, in a stable order.
     public static let checks: [ContractCheck] = [
-        ContractCheck("a library never written reads as empty, at version 0", neverWritten),
+        ContractCheck("a library created and never written reads as empty, at version 0", neverWritten),
         ContractCheck("inserts, moves and deletes keep the order; every read agrees with it", ordering),
         ContractCheck("a throwing write rolls everything back and rethrows the same error", rollback),
         ContractCheck("out-of-range reads are empty, never a crash; a body's error stops a stream unchanged", edges),
@@ -32,6 +32,13 @@ public enum AlbumStoreContract {
         ContractCheck("removing every album keeps states, version and undo; appends refill the library", replaceAll),
         ContractCheck("pages follow every sort, filter and anchor as the rules describe", pages),
         ContractCheck("the change feed pages by version and is pruned only from its oldest end", changeFeed),
+        ContractCheck("the catalog: default always exists; create, rename, delete; missing libraries throw", catalog),
+        ContractCheck("a library created again starts empty and continues its versions", recreatedLibrary),
+        ContractCheck("deleting a library removes everything it holds and nothing of the others", deletedLibrary),
+        ContractCheck("album ids are unique across libraries; library(of:) finds them as the transaction sees it", globalIDs),
+        ContractCheck("several libraries: one snapshot, one transaction, all rolled back together", severalLibraries),
+        ContractCheck("the change feed keeps fromIndex and peer", changeFeedMoves),
+        ContractCheck("views are stored whole, replaced by id, listed by id and deleted", viewDefinitions),
         ContractCheck("idempotency keys: claim, in progress, mismatch, replay, release, expiry", idempotency),
         ContractCheck("the settings document is stored, replaced and updated in place", settings),
         ContractCheck("access records: the token hash, failed attempts per client, pruning", access),
@@ -41,7 +48,9 @@ public enum AlbumStoreContract {
 
     static func neverWritten(_ factory: AlbumStoreFactory) throws {
         let stores = try factory()
-        try stores.albums.read(LibraryID(rawValue: "fresh")) { reader throws in
+        let fresh = LibraryID(rawValue: "fresh")
+        _ = try stores.albums.createLibrary(fresh, name: "Fresh")
+        try stores.albums.read(fresh) { reader throws in
             #expect(try reader.version() == 0)
             #expect(try reader.count() == 0)
             #expect(try reader.album(at: 0) == nil)
@@ -203,6 +212,7 @@ public enum AlbumStoreContract {
     static func versionsAndLibraries(_ factory: AlbumStoreFactory) throws {
         let store = try factory().albums
         let other = LibraryID(rawValue: "other")
+        _ = try store.createLibrary(other, name: "Other")
         #expect(try store.write(.default) { try $0.bumpVersion() } == 1)
         #expect(try store.write(.default) { try $0.bumpVersion() } == 2)
         #expect(try store.write(other) { try $0.bumpVersion() } == 1)
@@ -211,7 +221,7 @@ public enum AlbumStoreContract {
             try writer.saveState(SavedState(client: "a", currentAlbumIndex: 0, albumID: nil, updatedAt: nil))
             try writer.pushUndo(.remove(id: album(1).id, title: "Album 1"), limit: 5)
         }
-        try store.write(other) { writer throws in try writer.insert(album(1), at: 0) } // the same id in another library
+        try store.write(other) { writer throws in try writer.insert(album(2), at: 0) }
         try store.write(other) { writer throws in try writer.deleteAllAlbums() }
         try store.read(.default) { reader throws in
             #expect(try reader.version() == 2)
@@ -467,9 +477,10 @@ public enum AlbumStoreContract {
 
     // MARK: - Expectations
 
-    /// Every positional read of `store` agrees with `model`.
-    static func expectOrder(_ store: any AlbumStore, _ model: [Album], sourceLocation: SourceLocation = #_sourceLocation) throws {
-        try store.read(.default) { reader throws in
+    /// Every positional read of `library` in `store` agrees with `model`.
+    static func expectOrder(_ store: any AlbumStore, in library: LibraryID = .default, _ model: [Album],
+                            sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try store.read(library) { reader throws in
             #expect(try reader.count() == model.count, sourceLocation: sourceLocation)
             var streamed: [Album] = []
             try reader.forEachAlbum { streamed.append($0) }

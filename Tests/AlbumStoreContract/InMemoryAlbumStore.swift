@@ -4,10 +4,16 @@ import Library
 
 /// An `AlbumStore` over plain arrays, for tests only (never shipped in Sources).
 ///
-/// Transactions work on a copy of the library's data and commit by swapping it in, so a throw
-/// from the body (or an injected commit failure) leaves nothing behind — the same contract the
-/// SQLite store keeps.
-// @unchecked because every access to `libraries` and the counters happens under `lock`.
+/// Transactions work on copies of the libraries' data and commit by swapping them in, so a
+/// throw from the body (or an injected commit failure) leaves nothing behind — the same
+/// contract the SQLite store keeps. Every call holds one lock, so reads and writes of any set
+/// of libraries are serialised (one snapshot, one transaction).
+///
+/// Catalog rules (as SQLite): `default` always exists; reading or writing a library that does
+/// not exist throws `LibraryError.libraryNotFound`; a deleted library's last version is kept,
+/// and a library created again with its id starts one above it (versions never repeat for an
+/// id); album ids are unique across libraries; `default` cannot be deleted (`.conflict`).
+// @unchecked because every access to the mutable state happens under `lock`.
 public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     public struct LibraryData {
         public var albums: [Album] = []
@@ -22,11 +28,17 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     public struct CommitFailure: Error, Equatable {}
 
     private let lock = NSLock()
-    private var libraryData: [LibraryID: LibraryData] = [:]
+    /// Every existing library's committed data.
+    private var libraryData: [LibraryID: LibraryData] = [.default: LibraryData()]
+    /// Display names of the existing libraries.
+    private var names: [LibraryID: String] = [.default: LibraryID.default.rawValue]
+    /// The last version of each deleted library (a re-created one continues above it).
+    private var retiredVersions: [LibraryID: Int64] = [:]
+    private var viewDefinitions: [ViewID: ViewDefinition] = [:]
     private var _writeCount = 0
     private var _failNextCommit = false
 
-    /// Committed write transactions so far.
+    /// Committed write transactions so far (catalog calls included).
     public var writeCount: Int { lock.withLock { _writeCount } }
     private var _readCount = 0
     /// Read transactions so far.
@@ -35,47 +47,163 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     /// Makes the next `write` run its body and then fail instead of committing.
     public func failNextCommit() { lock.withLock { _failNextCommit = true } }
 
-    /// A committed snapshot of one library, for assertions.
+    /// A committed snapshot of one library, for assertions (empty for a missing library).
     public func data(_ library: LibraryID = .default) -> LibraryData {
         lock.withLock { libraryData[library] ?? LibraryData() }
     }
 
     public init() {}
 
+    // MARK: - Transactions
+
     public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
-        try lock.withLock {
-            _readCount += 1
-            return try body(Transaction(libraryData[library] ?? LibraryData()))
-        }
+        try read([library]) { try body($0[0]) }
     }
 
     public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
+        try write([library]) { try body($0[0]) }
+    }
+
+    public func read<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreReader]) throws -> T) throws -> T {
         try lock.withLock {
-            let transaction = Transaction(libraryData[library] ?? LibraryData())
-            let result = try body(transaction)
+            _readCount += 1
+            let context = try open(libraries)
+            return try body(context.transactions)
+        }
+    }
+
+    public func write<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreWriter]) throws -> T) throws -> T {
+        try lock.withLock {
+            let context = try open(libraries)
+            let result = try body(context.transactions)
             if _failNextCommit {
                 _failNextCommit = false
                 throw CommitFailure()
             }
-            libraryData[library] = transaction.data
+            for transaction in context.transactions { libraryData[transaction.library] = transaction.data }
             _writeCount += 1
             return result
         }
     }
 
-    /// One transaction's private copy of the data.
+    /// Transactions over copies of `libraries` (caller holds the lock).
+    private func open(_ libraries: [LibraryID]) throws -> Context {
+        precondition(Set(libraries).count == libraries.count, "libraries must not repeat")
+        let context = Context(committed: libraryData)
+        for library in libraries {
+            guard let data = libraryData[library] else { throw LibraryError.libraryNotFound(library) }
+            context.transactions.append(Transaction(data, library: library, context: context))
+        }
+        return context
+    }
+
+    // MARK: - Catalog
+
+    public func libraries() throws -> [LibraryRecord] {
+        lock.withLock {
+            libraryData.keys.sorted().map { record($0) }
+        }
+    }
+
+    public func createLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord {
+        try lock.withLock {
+            guard libraryData[id] == nil else { throw LibraryError.conflict("a library with id \"\(id)\" exists already") }
+            var data = LibraryData()
+            if let retired = retiredVersions.removeValue(forKey: id) { data.version = retired + 1 }
+            libraryData[id] = data
+            names[id] = name
+            _writeCount += 1
+            return record(id)
+        }
+    }
+
+    public func renameLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord {
+        try lock.withLock {
+            guard libraryData[id] != nil else { throw LibraryError.libraryNotFound(id) }
+            names[id] = name
+            _writeCount += 1
+            return record(id)
+        }
+    }
+
+    public func deleteLibrary(_ id: LibraryID) throws {
+        try lock.withLock {
+            guard id != .default else { throw LibraryError.conflict("the default library cannot be deleted") }
+            guard let data = libraryData.removeValue(forKey: id) else { throw LibraryError.libraryNotFound(id) }
+            names[id] = nil
+            retiredVersions[id] = data.version
+            _writeCount += 1
+        }
+    }
+
+    public func views() throws -> [ViewDefinition] {
+        lock.withLock { viewDefinitions.values.sorted { $0.id < $1.id } }
+    }
+
+    public func saveView(_ view: ViewDefinition) throws {
+        lock.withLock {
+            viewDefinitions[view.id] = view
+            _writeCount += 1
+        }
+    }
+
+    public func deleteView(_ id: ViewID) throws -> Bool {
+        lock.withLock {
+            guard viewDefinitions.removeValue(forKey: id) != nil else { return false }
+            _writeCount += 1
+            return true
+        }
+    }
+
+    /// The catalog record of an existing library (caller holds the lock).
+    private func record(_ id: LibraryID) -> LibraryRecord {
+        let data = libraryData[id] ?? LibraryData()
+        return LibraryRecord(id: id, name: names[id] ?? id.rawValue, albumCount: data.albums.count, version: data.version)
+    }
+
+    // MARK: - Transaction state
+
+    /// What the transactions of one `read`/`write` share: the committed data of every library
+    /// and the open transactions, so a lookup across libraries sees this transaction's changes.
+    final class Context {
+        let committed: [LibraryID: LibraryData]
+        var transactions: [Transaction] = []
+
+        init(committed: [LibraryID: LibraryData]) { self.committed = committed }
+
+        /// The library that holds `id`, as this transaction sees it.
+        func library(of id: AlbumID) -> LibraryID? {
+            for transaction in transactions where transaction.data.albums.contains(where: { $0.id == id }) {
+                return transaction.library
+            }
+            let open = Set(transactions.map(\.library))
+            for (library, data) in committed where !open.contains(library) {
+                if data.albums.contains(where: { $0.id == id }) { return library }
+            }
+            return nil
+        }
+    }
+
+    /// One library's private copy of the data within a transaction.
     final class Transaction: AlbumStoreWriter {
         struct IntegrityError: Error, CustomStringConvertible {
             var description: String
         }
 
+        let library: LibraryID
         var data: LibraryData
+        private unowned let context: Context
 
-        init(_ data: LibraryData) { self.data = data }
+        init(_ data: LibraryData, library: LibraryID, context: Context) {
+            self.data = data
+            self.library = library
+            self.context = context
+        }
 
         func version() throws -> Int64 { data.version }
         func count() throws -> Int { data.albums.count }
         func album(id: AlbumID) throws -> Album? { data.albums.first { $0.id == id } }
+        func library(of id: AlbumID) throws -> LibraryID? { context.library(of: id) }
         func index(of id: AlbumID) throws -> Int? { data.albums.firstIndex { $0.id == id } }
         func album(at index: Int) throws -> Album? { data.albums.indices.contains(index) ? data.albums[index] : nil }
 
@@ -151,7 +279,9 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
 
         func insert(_ album: Album, at index: Int) throws {
             guard (0...data.albums.count).contains(index) else { throw IntegrityError(description: "insert at \(index)") }
-            guard try self.album(id: album.id) == nil else { throw IntegrityError(description: "duplicate \(album.id)") }
+            if let holder = context.library(of: album.id) {
+                throw IntegrityError(description: "duplicate \(album.id) (held by library \(holder))")
+            }
             data.albums.insert(album, at: index)
         }
 

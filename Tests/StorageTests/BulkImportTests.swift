@@ -67,6 +67,7 @@ struct BulkImportTests {
 
         // Another library with albums, whose rows the rebuilt indexes must cover too.
         let other = LibraryID(rawValue: "other")
+        _ = try store.createLibrary(other, name: "Other")
         let otherAlbums = Self.albums(700, seed: 5)
         try store.write(other) { writer in
             for (index, album) in otherAlbums.enumerated() { try writer.insert(album, at: index) }

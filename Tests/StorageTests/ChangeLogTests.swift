@@ -39,6 +39,7 @@ struct ChangeLogTests {
                 }
             }
             // Another library has its own feed.
+            _ = try store.createLibrary(LibraryID(rawValue: "other"), name: "Other")
             try store.write(LibraryID(rawValue: "other")) { try $0.recordChange(Self.change(1, .updated)) }
         }
         let store = try Fixtures.store(directory)

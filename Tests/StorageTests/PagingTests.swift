@@ -43,6 +43,7 @@ struct PagingTests {
         init(albumCount: Int, seed: UInt64) throws {
             directory = try TemporaryDirectory()
             store = try Fixtures.store(directory, bucketSize: 16)
+            _ = try store.createLibrary(LibraryID(rawValue: "never-written"), name: "Never written")
             var random = SeededGenerator(seed: seed)
             var model: [Album] = []
             let albums = (0..<albumCount).map { _ in Generated.album(using: &random) }

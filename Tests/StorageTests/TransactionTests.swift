@@ -165,7 +165,10 @@ struct TransactionTests {
     @Test func aLibraryNeverWrittenReadsAsEmpty() throws {
         let directory = try TemporaryDirectory()
         let store = try Fixtures.store(directory)
-        try store.read(LibraryID(rawValue: "nobody")) { reader throws in
+        let nobody = LibraryID(rawValue: "nobody")
+        #expect(throws: LibraryError.libraryNotFound(nobody)) { try store.read(nobody) { try $0.count() } }
+        _ = try store.createLibrary(nobody, name: "Nobody")
+        try store.read(nobody) { reader throws in
             #expect(try reader.version() == 0)
             #expect(try reader.count() == 0)
             #expect(try reader.album(at: 0) == nil)
@@ -186,17 +189,21 @@ struct TransactionTests {
         let directory = try TemporaryDirectory()
         let store = try Fixtures.store(directory, bucketSize: 4)
         let other = LibraryID(rawValue: "other")
+        _ = try store.createLibrary(other, name: "Other")
         try store.write(.default) { writer throws in
             for number in 1...10 as ClosedRange<UInt64> { try writer.insert(Fixtures.album(number), at: 0) }
             _ = try writer.bumpVersion()
         }
+        // The same id may not live in two libraries.
+        #expect(throws: StorageError.self) {
+            try store.write(other) { writer throws in try writer.insert(Fixtures.album(1, title: "Other copy"), at: 0) }
+        }
         try store.write(other) { writer throws in
-            // The same id may live in two libraries.
-            try writer.insert(Fixtures.album(1, title: "Other copy"), at: 0)
+            try writer.insert(Fixtures.album(51, title: "Other copy"), at: 0)
             try writer.insert(Fixtures.album(50), at: 1)
             try writer.saveState(SavedState(client: "x", currentAlbumIndex: 1, albumID: nil, updatedAt: nil))
         }
-        #expect(try Fixtures.allAlbums(store, other) == [Fixtures.album(1, title: "Other copy"), Fixtures.album(50)])
+        #expect(try Fixtures.allAlbums(store, other) == [Fixtures.album(51, title: "Other copy"), Fixtures.album(50)])
         #expect(try Fixtures.allAlbums(store).count == 10)
         try store.read(.default) { reader throws in
             #expect(try reader.version() == 1)

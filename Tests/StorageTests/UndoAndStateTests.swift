@@ -69,6 +69,7 @@ struct UndoAndStateTests {
         let directory = try TemporaryDirectory()
         let store = try Fixtures.store(directory)
         let other = LibraryID(rawValue: "other")
+        _ = try store.createLibrary(other, name: "Other")
         try store.write(.default) { writer throws in
             for command in Self.commands { try writer.pushUndo(command, limit: 10) }
         }

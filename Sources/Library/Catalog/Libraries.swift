@@ -47,6 +47,7 @@ public final class Libraries: Sendable {
             changeRetention: changeRetention)
         defaultLibrary = first
         facades = Mutex([.default: first])
+        first.attach(to: self)
     }
 
     /// The facade of library `id`.
@@ -63,6 +64,14 @@ public final class Libraries: Sendable {
         return facadeForExisting(id)
     }
 
+    /// The facade of `id` if this process has made it already: a lock and a dictionary lookup,
+    /// never a store read (for paths that must not block, such as the request model's fast
+    /// path); nil means "ask ``facade(_:)``", not "no such library".
+    public func loadedFacade(_ id: LibraryID) -> LibraryFacade? {
+        if id == .default { return defaultLibrary }
+        return facades.withLock { $0[id] }
+    }
+
     /// The facade of `id`, made now if there is none; for a library known to exist.
     func facadeForExisting(_ id: LibraryID) -> LibraryFacade {
         facades.withLock { facades in
@@ -70,6 +79,7 @@ public final class Libraries: Sendable {
             let made = LibraryFacade(
                 store: store, library: id, clock: clock, ids: ids, undoLimit: undoLimit.load(ordering: .relaxed),
                 events: sinks(id), changeRetention: changeRetention)
+            made.attach(to: self)
             facades[id] = made
             return made
         }

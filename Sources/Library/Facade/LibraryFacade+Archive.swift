@@ -78,7 +78,10 @@ extension LibraryFacade {
     /// own `version` is not restored: versions only grow, or caches would serve stale pages
     /// as current.
     ///
-    /// - Throws: `.malformed`, `.archiveInvalid` (nothing changed), `.storage`.
+    /// An album id that another library holds is refused with `.conflict` naming it (ids are
+    /// unique across libraries); nothing is changed.
+    ///
+    /// - Throws: `.malformed`, `.archiveInvalid`, `.conflict` (nothing changed), `.storage`.
     @discardableResult
     public func importArchive(_ bytes: [UInt8]) throws(LibraryError) -> ArchiveImportSummary {
         try bytes.withUnsafeBufferPointer { buffer throws(LibraryError) in try importArchive(json: buffer) }
@@ -111,6 +114,12 @@ extension LibraryFacade {
                         inserted = 0
                     case let .batch(albums, bytesRead):
                         for album in albums {
+                            // Album ids are unique across libraries (this one's are gone by now).
+                            if let holder = try writer.library(of: album.id) {
+                                throw LibraryError.conflict(
+                                    "album \(album.id) of the archive is in library \"\(holder)\"; album ids are unique across libraries, "
+                                        + "so move or delete it there first (or remove it from the archive); nothing was changed")
+                            }
                             try writer.insert(album, at: inserted)
                             inserted += 1
                         }

@@ -9,31 +9,52 @@ extension LibraryFacade {
     ///   `client`'s current album, as the tutorial's undo went through `addAlbum:atIndex:`.
     /// - A command that no longer fits the library is discarded (so it cannot block older
     ///   commands forever) and reported as `.undoConflict`; the albums are not changed.
+    /// - The undo of a move to another library (`moveBack`) is one transaction over both
+    ///   libraries: it bumps both versions, records a change in both feeds and publishes
+    ///   `album.deleted` (`movedTo`) there and `album.added` (`movedFrom`) here. It no longer
+    ///   fits when the album is not in that library any more, or the library was deleted.
     ///
     /// - Throws: `.undoStackEmpty`, `.undoConflict`, `.invalid` for a bad client name.
     @discardableResult
     public func undo(client: String = ClientName.default) throws(LibraryError) -> UndoResult {
         try ClientName.validate(client)
-        let outcome: UndoOutcome = try mutating { writer in
-            guard let command = try writer.popUndo() else { throw LibraryError.undoStackEmpty }
-            guard let change = try apply(command, writer) else {
-                return (.conflict(command), [])
+        // The top of the stack decides which transaction undoes it; a top that changed between
+        // the two (another undo won the race) means looking again.
+        for _ in 0..<Self.undoAttempts {
+            let outcome: UndoOutcome? = try mutating { writer in
+                guard let command = try writer.peekUndo() else { throw LibraryError.undoStackEmpty }
+                if case .moveBack(_, _, let peer, _) = command { return (.elsewhere(peer), []) }
+                _ = try writer.popUndo()
+                guard let change = try apply(command, writer) else {
+                    return (.conflict(command), [])
+                }
+                let version = try finishMutation(writer, undo: nil)
+                var events = [change.event(version)]
+                if let restored = change.album {
+                    try writer.saveState(SavedState(
+                        client: client, currentAlbumIndex: restored.index, albumID: restored.album.id, updatedAt: now()))
+                    events.append(.stateChanged(client: client, index: restored.index, albumID: restored.album.id, version: version))
+                }
+                return (.applied(UndoResult(command: command, album: change.album, version: version)), events)
             }
-            let version = try finishMutation(writer, undo: nil)
-            var events = [change.event(version)]
-            if let restored = change.album {
-                try writer.saveState(SavedState(
-                    client: client, currentAlbumIndex: restored.index, albumID: restored.album.id, updatedAt: now()))
-                events.append(.stateChanged(client: client, index: restored.index, albumID: restored.album.id, version: version))
+            var settled = outcome
+            if case .elsewhere(let peer) = outcome {
+                settled = try undoMoveBack(from: peer, client: client)
             }
-            return (.applied(UndoResult(command: command, album: change.album, version: version)), events)
+            switch settled {
+            case .applied(let result):
+                return result
+            case .conflict(let command):
+                throw .undoConflict("'\(command.summary)' no longer matches the library, so it was dropped")
+            case .elsewhere, nil:
+                continue
+            }
         }
-        switch outcome {
-        case .applied(let result): return result
-        case .conflict(let command):
-            throw .undoConflict("'\(command.summary)' no longer matches the library, so it was dropped")
-        }
+        throw .undoConflict("the undo stack kept changing while undoing; try again")
     }
+
+    /// How often `undo` looks at the stack's top again when it changed under it.
+    private static let undoAttempts = 16
 
     /// The undo stack's depth and what the next undo would do.
     public func undoStatus() throws(LibraryError) -> UndoStatus {
@@ -45,6 +66,40 @@ extension LibraryFacade {
     private enum UndoOutcome {
         case applied(UndoResult)
         case conflict(UndoCommand)
+        /// The top is a move back from library `peer`: it needs a write over both.
+        case elsewhere(LibraryID)
+    }
+
+    /// Undoes the `moveBack` from `peer` on top of the stack in one write over both libraries.
+    /// - Returns: the outcome; `nil` when the top is no longer a move back from `peer`.
+    private func undoMoveBack(from peer: LibraryID, client: String) throws(LibraryError) -> UndoOutcome? {
+        do {
+            let other = try peerFacade(peer)
+            return try Self.mutating(leaving: other, arriving: self) { theirs, mine in
+                guard let command = try mine.peekUndo(), case .moveBack(let id, _, let library, let index) = command,
+                    library == peer
+                else { return (nil, [], []) }
+                _ = try mine.popUndo()
+                guard try theirs.index(of: id) != nil else { return (.conflict(command), [], []) }
+                let (restored, leaving, arriving) = try Self.transfer(
+                    id, from: (other, theirs), to: (self, mine), at: { count in min(max(index, 0), count) },
+                    undo: { _, _ in nil })
+                let version = arriving.version
+                try mine.saveState(SavedState(
+                    client: client, currentAlbumIndex: restored.index, albumID: id, updatedAt: now()))
+                let state = LibraryEvent.stateChanged(client: client, index: restored.index, albumID: id, version: version)
+                return (.applied(UndoResult(command: command, album: restored, version: version)), [leaving], [arriving, state])
+            }
+        } catch {
+            guard case .libraryNotFound(let missing) = error, missing == peer else { throw error }
+            // The album's library is gone, and the album with it: the command is dropped.
+            return try mutating { writer in
+                guard let command = try writer.peekUndo(), case .moveBack(_, _, let library, _) = command, library == peer
+                else { return (nil, []) }
+                _ = try writer.popUndo()
+                return (.conflict(command), [])
+            }
+        }
     }
 
     /// What applying a command did: the album it put back (if any) and its event.
@@ -57,7 +112,8 @@ extension LibraryFacade {
     private func apply(_ command: UndoCommand, _ writer: any AlbumStoreWriter) throws -> AppliedUndo? {
         switch command {
         case .reinsert(let album, let index):
-            guard try writer.album(id: album.id) == nil else { return nil }
+            // Album ids are unique across libraries: one imported elsewhere since blocks it.
+            guard try writer.library(of: album.id) == nil else { return nil }
             let position = min(max(index, 0), try writer.count())
             try writer.insert(album, at: position)
             return AppliedUndo(album: IndexedAlbum(album: album, index: position)) {
@@ -84,6 +140,9 @@ extension LibraryFacade {
             return AppliedUndo(album: IndexedAlbum(album: previous, index: index)) {
                 .albumUpdated(id: previous.id, index: index, version: $0)
             }
+        case .moveBack:
+            // Needs the other library too: `undo` hands it to `undoMoveBack` and never here.
+            return nil
         }
     }
 }

@@ -33,6 +33,9 @@ public final class LibraryFacade: Sendable {
     /// bumps the version gives the new one (from its events), so no read follows a commit; a
     /// read that raced with a commit is not remembered.
     private let versionMemo = Mutex<(commits: UInt64, version: Int64?)>((0, nil))
+    /// The registry that made this facade (weak: the registry owns its facades), where the
+    /// undo of a move between libraries finds the other library's facade.
+    private let registry = Mutex(RegistryLink())
 
     /// - Parameters:
     ///   - store: where albums, versions, undo commands and states live.
@@ -67,8 +70,9 @@ public final class LibraryFacade: Sendable {
     }
 
     /// The library version without a store read: known from the last read or the last commit
-    /// (only the first call, or one racing a commit, reads). Valid while this facade is the
-    /// only writer of its library (one process); the request model uses it to tell current
+    /// (only the first call, or one racing a commit, reads). Valid while every commit to its
+    /// library goes through this facade or tells it (`didCommit`: a move between libraries made
+    /// by the other library's facade), in one process; the request model uses it to tell current
     /// pages from outdated ones. Call it once at start so no request reads.
     public func currentVersion() throws(LibraryError) -> Int64 {
         let (commits, known) = versionMemo.withLock { ($0.commits, $0.version) }
@@ -116,6 +120,15 @@ public final class LibraryFacade: Sendable {
         } catch {
             throw Self.libraryError(from: error)
         }
+        didCommit(committedEvents)
+        return result
+    }
+
+    /// Takes note of a commit to this library, whether this facade made it or another one did
+    /// (a move between libraries writes both libraries in one transaction made elsewhere):
+    /// keeps the version memo right and publishes `committedEvents` to this library's sink.
+    /// Call it once per committed transaction, after the commit, with this library's events.
+    func didCommit(_ committedEvents: [LibraryEvent]) {
         // Every version bump has exactly one versioned event (the change feed relies on it);
         // state events carry the version without bumping it, and a commit without a bump
         // leaves the version as it was.
@@ -132,7 +145,6 @@ public final class LibraryFacade: Sendable {
                 events.publish(event)
             }
         }
-        return result
     }
 
     /// Bumps the version and records the inverse command: the two things every mutation does
@@ -169,6 +181,31 @@ public final class LibraryFacade: Sendable {
         case let output as ExportOutputError: .outputFailed(UnderlyingError(output.underlying))
         default: .storage(UnderlyingError(error))
         }
+    }
+}
+
+extension LibraryFacade {
+    struct RegistryLink {
+        weak var libraries: Libraries?
+    }
+
+    /// Links this facade to the registry that made it (once, when it is made).
+    func attach(to libraries: Libraries) {
+        registry.withLock { $0.libraries = libraries }
+    }
+
+    /// The facade of library `id` for a write that spans this library and that one: the
+    /// registry's, so its version memo and event sink see the commit. A facade made on its own
+    /// (tests, tools) has no registry and gets a facade made for the one call, whose sink is
+    /// none.
+    /// - Throws: `.libraryNotFound` when the registry knows no such library.
+    func peerFacade(_ id: LibraryID) throws(LibraryError) -> LibraryFacade {
+        if let libraries = registry.withLock({ $0.libraries }) {
+            return try libraries.facade(id)
+        }
+        return LibraryFacade(
+            store: store, library: id, clock: clock, ids: ids, undoLimit: undoLimit, events: nil,
+            changeRetention: changeRetention)
     }
 }
 

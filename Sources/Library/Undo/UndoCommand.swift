@@ -6,21 +6,26 @@
 /// - a delete records `reinsert` of the whole album at its old index;
 /// - an add records `remove` of the new id;
 /// - a move records `move` back to the old index;
-/// - an update records `restore` of the previous album.
+/// - an update records `restore` of the previous album;
+/// - a move to another library records `moveBack` on the **source** library's stack: the
+///   album is now in `library`, and undoing moves it from there back to `index` here (one
+///   transaction over both libraries; the other library's stack gets nothing).
 ///
-/// Coding: `{"kind": "reinsert", "album": {...}, "index": 0}` and so on; a stable, explicit
-/// shape because the store keeps these as JSON across versions of the server.
+/// Coding: `{"kind": "reinsert", "album": {...}, "index": 0}`, `{"kind": "moveBack", "id": ...,
+/// "title": ..., "library": "jazz", "index": 3}` and so on; a stable, explicit shape because
+/// the store keeps these as JSON across versions of the server.
 public enum UndoCommand: Sendable, Equatable, Codable {
     case reinsert(album: Album, index: Int)
     case remove(id: AlbumID, title: String)
     case move(id: AlbumID, title: String, index: Int)
     case restore(album: Album)
+    case moveBack(id: AlbumID, title: String, library: LibraryID, index: Int)
 
     /// The album the command acts on.
     public var albumID: AlbumID {
         switch self {
         case .reinsert(let album, _), .restore(let album): album.id
-        case .remove(let id, _), .move(let id, _, _): id
+        case .remove(let id, _), .move(let id, _, _), .moveBack(let id, _, _, _): id
         }
     }
 
@@ -31,15 +36,16 @@ public enum UndoCommand: Sendable, Equatable, Codable {
         case .remove(_, let title): "remove the added album '\(title)'"
         case .move(_, let title, let index): "move '\(title)' back to index \(index)"
         case .restore(let album): "restore the previous fields of '\(album.title)'"
+        case .moveBack(_, let title, let library, let index): "move '\(title)' back from library \(library) to index \(index)"
         }
     }
 
     private enum Kind: String, Codable {
-        case reinsert, remove, move, restore
+        case reinsert, remove, move, restore, moveBack
     }
 
     private enum CodingKeys: String, CodingKey {
-        case kind, album, id, title, index
+        case kind, album, id, title, index, library
     }
 
     public init(from decoder: any Decoder) throws {
@@ -60,6 +66,12 @@ public enum UndoCommand: Sendable, Equatable, Codable {
                 index: try container.decode(Int.self, forKey: .index))
         case .restore:
             self = .restore(album: try container.decode(Album.self, forKey: .album))
+        case .moveBack:
+            self = .moveBack(
+                id: try container.decode(AlbumID.self, forKey: .id),
+                title: try container.decode(String.self, forKey: .title),
+                library: try container.decode(LibraryID.self, forKey: .library),
+                index: try container.decode(Int.self, forKey: .index))
         }
     }
 
@@ -82,6 +94,12 @@ public enum UndoCommand: Sendable, Equatable, Codable {
         case .restore(let album):
             try container.encode(Kind.restore, forKey: .kind)
             try container.encode(album, forKey: .album)
+        case .moveBack(let id, let title, let library, let index):
+            try container.encode(Kind.moveBack, forKey: .kind)
+            try container.encode(id, forKey: .id)
+            try container.encode(title, forKey: .title)
+            try container.encode(library, forKey: .library)
+            try container.encode(index, forKey: .index)
         }
     }
 }

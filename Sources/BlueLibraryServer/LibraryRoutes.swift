@@ -1,0 +1,88 @@
+import HTTPServer
+import Library
+
+/// The catalog of libraries: `GET/POST /libraries`, `GET/PATCH/DELETE /libraries/{lib}`
+/// (`?force=true` deletes a library that holds albums or that views use). Each handler makes
+/// one `Libraries` call; the domain holds every rule (`default` is never deleted, 409s).
+struct LibraryRoutes {
+    let libraries: LibraryResolver
+    let idempotency: IdempotencyGuard
+
+    func register(into routes: inout RouterBuilder) {
+        routes.add(.get, "/libraries", options: .workerPool, list)
+        routes.add(.post, "/libraries", options: .workerPool, create)
+        routes.add(.get, "/libraries/{lib}", options: .workerPool, show)
+        routes.add(.patch, "/libraries/{lib}", options: .workerPool, rename)
+        routes.add(.delete, "/libraries/{lib}", options: .workerPool, delete)
+    }
+
+    func list(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let records = try library { () throws(LibraryError) in try libraries.libraries.list() }
+        return try ConditionalGET.respond(
+            to: request,
+            with: JSONBody.response(LibraryListDocument(libraries: records.map(LibraryDocument.init)), pretty: request.wantsPretty,
+                                    headers: ["Cache-Control": "no-cache"]))
+    }
+
+    /// 201 with `Location: /libraries/{id}`; 422 for a bad id or name, 409 when the id is taken.
+    func create(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        try RequestInput.requireJSON(request)
+        return try idempotency.run(request, context: context) {
+            let input = try library { () throws(LibraryError) in try LibraryCreateRequest.decode(json: request.body) }
+            let record = try library { () throws(LibraryError) in try libraries.libraries.create(id: input.id, name: input.name) }
+            return try JSONBody.response(
+                LibraryDocument(record), status: .created, pretty: request.wantsPretty,
+                headers: ["Location": RequestInput.absoluteURL("/libraries/\(record.id.rawValue)", context)])
+        }
+    }
+
+    func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let id = try LibraryResolver.libraryID(context)
+        let record = try library { () throws(LibraryError) in try libraries.libraries.record(id) }
+        return try ConditionalGET.respond(
+            to: request,
+            with: JSONBody.response(LibraryDocument(record), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
+    }
+
+    func rename(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        try RequestInput.requireJSON(request)
+        let id = try LibraryResolver.libraryID(context)
+        let name = try library { () throws(LibraryError) in try LibraryRenameRequest.decode(json: request.body) }
+        let record = try library { () throws(LibraryError) in try libraries.libraries.rename(id, name: name) }
+        return try JSONBody.response(LibraryDocument(record), pretty: request.wantsPretty)
+    }
+
+    /// 204; 409 for `default`, for a library with albums or used by views without `?force=true`.
+    func delete(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let id = try LibraryResolver.libraryID(context)
+        let force: Bool
+        switch request.query("force") {
+        case nil, "false", "0": force = false
+        case "true", "1", "": force = true
+        case let other?:
+            throw HTTPError(.badRequest, detail: "force must be true or false, not '\(other.prefix(40))'.")
+        }
+        try library { () throws(LibraryError) in try libraries.libraries.delete(id, force: force) }
+        return HTTPResponse(status: .noContent)
+    }
+}
+
+/// A library on the wire: `{"id", "name", "albumCount", "version"}`.
+struct LibraryDocument: Encodable {
+    let id: String
+    let name: String
+    let albumCount: Int
+    let version: Int64
+
+    init(_ record: LibraryRecord) {
+        id = record.id.rawValue
+        name = record.name
+        albumCount = record.albumCount
+        version = record.version
+    }
+}
+
+/// `GET /libraries`: `{"libraries": [...]}`, ordered by id.
+struct LibraryListDocument: Encodable {
+    let libraries: [LibraryDocument]
+}

@@ -178,7 +178,9 @@ final class LibraryTransaction: AlbumStoreWriter {
     /// changes), each with one statement, and marks its row deleted (the version stays).
     func removeLibrary() throws {
         let library = try libraryRow
+        try madeBulkImport().willDeleteAll(try order.count(), library: library)
         try order.removeAll()
+        try bulkImport?.finish()
         try undo.clear(library: library)
         try savedStates.deleteAll(library: library)
         try changeFeed.deleteAll(library: library)

@@ -31,13 +31,13 @@ final class SSEClient: @unchecked Sendable {
 
     /// Connects and waits until the subscription is live (its `: subscribed` comment), so
     /// nothing published afterwards can be missed. Replayed frames before it are kept.
-    init(port: Int, lastEventID: String? = nil, query: String = "", receiveBuffer: Int? = nil) throws {
+    init(port: Int, lastEventID: String? = nil, path: String = "/events", query: String = "", receiveBuffer: Int? = nil) throws {
         client = try RawHTTPClient(port: port)
         if let receiveBuffer {
             var size = Int32(receiveBuffer)
             setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
-        var request = "GET /events\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+        var request = "GET \(path)\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
         try client.send(request + "\r\n")
         head = try client.readResponse(isHead: true)

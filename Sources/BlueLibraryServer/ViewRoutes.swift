@@ -51,8 +51,8 @@ struct ViewRoutes {
     func create(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
         return try idempotency.run(request, context: context) {
-            let body = try library { () throws(LibraryError) in try ViewDefinitionRequest.decodeCreation(json: request.body) }
-            let created = try library { () throws(LibraryError) in
+            let body = try Self.definition { () throws(LibraryError) in try ViewDefinitionRequest.decodeCreation(json: request.body) }
+            let created = try Self.definition { () throws(LibraryError) in
                 try libraries.createView(id: body.id!, name: body.name, sources: body.sources ?? [], filter: body.filter ?? .all)
             }
             pages.definitionsChanged()
@@ -73,8 +73,8 @@ struct ViewRoutes {
     func update(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
         let id = try Self.viewID(context)
-        let body = try library { () throws(LibraryError) in try ViewDefinitionRequest.decodeUpdate(json: request.body) }
-        let updated = try library { () throws(LibraryError) in
+        let body = try Self.definition { () throws(LibraryError) in try ViewDefinitionRequest.decodeUpdate(json: request.body) }
+        let updated = try Self.definition { () throws(LibraryError) in
             try libraries.updateView(id, name: body.name, sources: body.sources, filter: body.filter)
         }
         pages.definitionsChanged()
@@ -123,6 +123,17 @@ struct ViewRoutes {
         let index = try RequestInput.index(try context.parameter("index"))
         let removed = try library { () throws(LibraryError) in try libraries.delete(view: id, at: index) }
         return try Self.response(removed, request: request)
+    }
+
+    /// A call about a view's definition: as ``library(_:)``, with 422s titled for a view (the
+    /// shared mapping names an album).
+    static func definition<T>(_ body: () throws(LibraryError) -> T) throws -> T {
+        do {
+            return try library(body)
+        } catch var error as HTTPError where error.status == .unprocessableContent {
+            error.title = "Invalid view"
+            throw error
+        }
     }
 
     /// The view document with each source's current version (from memory).

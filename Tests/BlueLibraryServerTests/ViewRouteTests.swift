@@ -216,6 +216,44 @@ import Testing
         #expect((try redefined.json()["items"] as? [[String: Any]])?.first?["library"] as? String == "rock")
     }
 
+    @Test func cursorsBelongToTheirViewAndDefinition() throws {
+        _ = try createView()
+        _ = try createView("other")
+        let page = try get("/views/all/albums?limit=2").json()
+        let cursor = try #require(page["next"] as? String)
+        #expect(try get("/views/all/albums?limit=2&cursor=\(cursor)").status == 200)
+        for misused in ["/views/other/albums?limit=2&cursor=\(cursor)", "/albums?limit=2&cursor=\(cursor)",
+                        "/views/all/albums?limit=2&sort=title&cursor=\(cursor)"] {
+            let refused = try get(misused)
+            #expect(refused.status == 400, "\(misused): \(refused.text)")
+            #expect(Self.problemType(refused) == "urn:bluelibrary:problem:invalid-cursor")
+        }
+        // A changed definition ends the walks of the old one: start again.
+        #expect(try send("PATCH", "/views/all", #"{"sources": ["jazz", "rock"]}"#).status == 200)
+        let stale = try get("/views/all/albums?limit=2&cursor=\(cursor)")
+        #expect([400, 410].contains(stale.status), "\(stale.text)")
+        #expect((try stale.json()["detail"] as? String)?.isEmpty == false)
+    }
+
+    @Test func viewWritesAreIdempotentAndProblemsNameTheView() throws {
+        _ = try createView()
+        let headers = ["Content-Type": "application/json", "Idempotency-Key": "view-add-1"]
+        let body = Array(#"{"title": "Once", "artist": "Only"}"#.utf8)
+        let first = try RawHTTPClient.request(port: port, method: "POST", path: "/views/all/albums?index=0", headers: headers, body: body)
+        let again = try RawHTTPClient.request(port: port, method: "POST", path: "/views/all/albums?index=0", headers: headers, body: body)
+        #expect(first.status == 201 && again.status == 201)
+        #expect(again.header("Idempotent-Replayed") == "true" && again.body == first.body)
+        #expect(try get("/libraries/default/albums?count=true&limit=1").json()["total"] as? Int == Self.perLibrary + 1)
+
+        let invalid = try createView("x", sources: [])
+        #expect(invalid.status == 422)
+        #expect(try invalid.json()["title"] as? String == "Invalid view")
+        let badAlbum = try send("POST", "/views/all/albums", #"{"artist": "No title"}"#)
+        #expect(badAlbum.status == 422 && Self.fields(badAlbum) == ["title"])
+        let pretty = try get("/views/all/albums?limit=1&pretty")
+        #expect(pretty.text.contains("\n  \"items\""))
+    }
+
     /// Walks the view in position order with cursors while another task adds, deletes and moves
     /// albums (within and between libraries) in all three sources, a few operations per page.
     /// Every album present throughout is seen exactly once; nothing is seen twice.

@@ -97,6 +97,20 @@ import Testing
         #expect(try moved.exceptionsNow() == [WalkException(id: Self.id(2), seen: false, source: 0)])
     }
 
+    @Test func theAlbumBeforeTheBoundaryStaysThereUntilItIsDeletedOrMoved() throws {
+        let mark = WalkMark(versions: [0], source: 0, boundary: 3, anchor: Self.id(9))
+        // Inserts before it and at the boundary, deletes of others, an edit of it: it stays.
+        let kept = try replay(mark, [([Self.added(1, at: 2), Self.added(2, at: 4), Self.deleted(3, at: 0), Self.updated(9, at: 2)], 9)])
+        #expect(kept.anchor == Self.id(9) && kept.boundary == 3)
+        let moved = try replay(mark, [([Self.moved(9, from: 2, to: 0)], 9)])
+        #expect(moved.anchor == nil && moved.boundary == 3)
+        let deleted = try replay(mark, [([Self.deleted(9, at: 2)], 8)])
+        #expect(deleted.anchor == nil && deleted.boundary == 2)
+        let otherSource = try replay(WalkMark(versions: [0, 0], source: 1, boundary: 1, anchor: Self.id(9)),
+                                     [([Self.deleted(9, at: 0)], 0), ([], 1)])
+        #expect(otherSource.anchor == Self.id(9), "only changes in the current source count")
+    }
+
     @Test func whatCannotBeReplayedExpiresTheWalk() throws {
         let mark = WalkMark(versions: [0], source: 0, boundary: 1)
         let replaced = LibraryChange(version: 0, kind: .replaced, id: nil, index: nil, recordedAt: Self.at)

@@ -205,12 +205,15 @@ extension Libraries {
     ///
     /// The place is resolved in one snapshot; a change committed before the insert may shift
     /// where the album lands by as much (it stays in the library chosen).
-    /// - Throws: `.indexOutOfRange` for a negative index; `.viewNotFound`; `.invalid` for a bad
-    ///   client name.
+    /// - Throws: `.indexOutOfRange` for a negative index; `.viewNotFound`; `.conflict` for a
+    ///   view left without sources; `.invalid` for a bad client name.
     public func add(view id: ViewID, input: AlbumInput, at index: Int? = nil, client: String = ClientName.default)
         throws(LibraryError) -> ViewAlbum
     {
         let view = try self.view(id)
+        guard !view.sources.isEmpty else {
+            throw .conflict("the view \"\(id)\" has no sources (they were deleted); give it sources with PATCH first")
+        }
         let layout = try reading(view) { readers in CompositeIndex(counts: try readers.map { try $0.count() }) }
         let (source, local) = try layout.insertion(at: index ?? layout.total)
         let added = try facade(view.sources[source]).add(input, at: local, client: client)

@@ -35,6 +35,10 @@ struct CompositePager {
     static let maxReplayedChanges: Int64 = 10_000
 
     func page(start: PageStart, limit: Int, includeTotal: Bool) throws -> AlbumListPage {
+        guard !readers.isEmpty else {
+            // A view whose every source was deleted (with force) lists nothing.
+            return AlbumListPage(items: [], next: nil, version: 0, versions: [], total: includeTotal ? 0 : nil)
+        }
         let versions = try readers.map { try $0.version() }
         if case let .cursor(cursor) = start {
             guard cursor.scope == scope else {
@@ -64,18 +68,19 @@ struct CompositePager {
         let n = readers.count
         let reversed = query.sort.descending
         func actual(_ walkSource: Int) -> Int { reversed ? n - 1 - walkSource : walkSource }
-        let counts = try readers.map { try $0.count() }
-        let layout = CompositeIndex(counts: counts)
-        func walkIndex(_ index: Int, source: Int) -> Int { reversed ? counts[source] - 1 - index : index }
+        let counts = SourceCounts(readers)
+        func walkIndex(_ index: Int, source: Int) throws -> Int { reversed ? try counts[source] - 1 - index : index }
 
         var k = 0, b = 0
         var exceptions: [WalkException] = []
+        /// The album just before the boundary in source k, when known (see `WalkMark.anchor`).
+        var boundaryAnchor: AlbumID?
         var offsetStart: (source: Int, skip: Int)?
         switch start {
         case .first:
             break
         case let .offset(offset) where filter.isEmpty:
-            let walkCounts = (0..<n).map { counts[actual($0)] }
+            let walkCounts = try (0..<n).map { try counts[actual($0)] }
             let walkLayout = CompositeIndex(counts: walkCounts)
             if let (source, local) = walkLayout.decompose(offset) {
                 (k, b) = (source, local)
@@ -119,10 +124,11 @@ struct CompositePager {
                     throw LibraryError.walkExpired(
                         "the change feed of \(libraries[source]) no longer holds every change since this walk's last page; start again")
                 }
-                try replay.replay(walkSource: walkSource, changes: changes, countNow: counts[source], reversed: reversed)
+                try replay.replay(walkSource: walkSource, changes: changes, countNow: try counts[source], reversed: reversed)
             }
             k = replay.source
-            b = min(replay.boundary, counts[actual(k)])
+            b = min(replay.boundary, try counts[actual(k)])
+            boundaryAnchor = b == replay.boundary && b > 0 ? replay.anchor : nil
             exceptions = try replay.exceptionsNow()
         }
 
@@ -131,12 +137,13 @@ struct CompositePager {
         for exception in exceptions {
             let reader = readers[actual(exception.source)]
             guard let album = try reader.album(id: exception.id), let index = try reader.index(of: exception.id) else { continue }
-            placed.append(Placed(exception: exception, album: album, walkIndex: walkIndex(index, source: actual(exception.source))))
+            placed.append(Placed(exception: exception, album: album, walkIndex: try walkIndex(index, source: actual(exception.source))))
         }
         let seenAhead = Set(placed.filter(\.exception.seen).map(\.exception.id))
 
-        func listed(_ album: Album, source: Int, walkIndex: Int?) -> ListedAlbum {
-            let index = query.showsIndexes && filter.isEmpty ? walkIndex.map { layout.adduce(source: source, local: $0) } : nil
+        func listed(_ album: Album, source: Int, walkIndex: Int?) throws -> ListedAlbum {
+            var index: Int?
+            if query.showsIndexes && filter.isEmpty, let walkIndex { index = try counts.offset(of: source) + walkIndex }
             return ListedAlbum(album: album, index: index, library: labels ? libraries[source] : nil)
         }
 
@@ -147,7 +154,7 @@ struct CompositePager {
             guard items.count < limit else { break }
             settled.insert(unseen.exception.id)
             if filter.matches(unseen.album) {
-                items.append(listed(unseen.album, source: actual(unseen.exception.source), walkIndex: unseen.walkIndex))
+                items.append(try listed(unseen.album, source: actual(unseen.exception.source), walkIndex: unseen.walkIndex))
             }
         }
 
@@ -171,7 +178,13 @@ struct CompositePager {
                 }
             } else if position == 0 {
                 anchor = .start
-            } else if position < counts[source], let before = try reader.album(at: reversed ? counts[source] - position : position - 1) {
+            } else if position >= (try counts[source]) {
+                (walkSource, position) = (walkSource + 1, 0)
+                continue
+            } else if let known = boundaryAnchor {
+                anchor = .afterAlbum(known)
+            } else if let before = try reader.album(at: reversed ? try counts[source] - position : position - 1) {
+                boundaryAnchor = before.id
                 anchor = .afterAlbum(before.id)
             } else {
                 (walkSource, position) = (walkSource + 1, 0)
@@ -180,7 +193,16 @@ struct CompositePager {
             var next = position
             while true {
                 let wanted = max(1, limit - items.count + 1 + seenAhead.count + skip)
-                let rows = try reader.albums(matching: filter.store, sort: order, from: anchor, limit: wanted) ?? []
+                var fetched = try reader.albums(matching: filter.store, sort: order, from: anchor, limit: wanted)
+                if fetched == nil, next == position, position > 0,
+                    let before = try reader.album(at: reversed ? try counts[source] - position : position - 1)
+                {
+                    // The anchor is gone (it cannot be, by the replay's rules; the index decides).
+                    boundaryAnchor = before.id
+                    anchor = .afterAlbum(before.id)
+                    fetched = try reader.albums(matching: filter.store, sort: order, from: anchor, limit: wanted)
+                }
+                let rows = fetched ?? []
                 for row in rows {
                     let index = next
                     next += 1
@@ -193,7 +215,7 @@ struct CompositePager {
                         more = true
                         break scan
                     }
-                    items.append(listed(row, source: source, walkIndex: contiguous ? index : nil))
+                    items.append(try listed(row, source: source, walkIndex: contiguous ? index : nil))
                     last = (walkSource, row.id, contiguous ? index : nil)
                 }
                 guard rows.count == wanted, let end = rows.last else { break }
@@ -209,7 +231,7 @@ struct CompositePager {
             if let index = last.walkIndex {
                 newB = index + 1
             } else if let index = try readers[actual(last.walkSource)].index(of: last.id) {
-                newB = walkIndex(index, source: actual(last.walkSource)) + 1
+                newB = try walkIndex(index, source: actual(last.walkSource)) + 1
             }
         }
         let remaining = placed.filter { placed in
@@ -219,7 +241,8 @@ struct CompositePager {
         }.map(\.exception)
         let leftOver = remaining.contains { !$0.seen }
         guard more || leftOver else { return (items, nil) }
-        let mark = WalkMark(versions: versions, source: newK, boundary: newB, exceptions: remaining)
+        let anchor = last?.id ?? (newK == k && newB == b ? boundaryAnchor : nil)
+        let mark = WalkMark(versions: versions, source: newK, boundary: newB, exceptions: remaining, anchor: newB > 0 ? anchor : nil)
         return (items, PageCursor(fingerprint: query.fingerprint, scope: scope, revision: revision, mark: mark))
     }
 
@@ -284,5 +307,33 @@ extension PageRequest {
         if case let .offset(offset) = start, offset < 0 {
             throw .invalid(ValidationFailure([FieldError(field: "offset", message: "offset must be 0 or more (got \(offset))")]))
         }
+    }
+}
+
+/// The album counts of a page's sources, each read when first needed (a first page in
+/// ascending order reads none but what it pages through).
+private final class SourceCounts {
+    private let readers: [any AlbumStoreReader]
+    private var known: [Int?]
+
+    init(_ readers: [any AlbumStoreReader]) {
+        self.readers = readers
+        known = Array(repeating: nil, count: readers.count)
+    }
+
+    subscript(source: Int) -> Int {
+        get throws {
+            if let count = known[source] { return count }
+            let count = try readers[source].count()
+            known[source] = count
+            return count
+        }
+    }
+
+    /// The view index of the first album of `source`.
+    func offset(of source: Int) throws -> Int {
+        var sum = 0
+        for earlier in 0..<source { sum += try self[earlier] }
+        return sum
     }
 }

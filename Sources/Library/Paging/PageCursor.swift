@@ -58,6 +58,7 @@ public struct PageCursor: Sendable, Hashable {
         var k: Int?
         var b: Int?
         var x: [String]?
+        var a: String?
         var t: String?
         var n: Int64?
         var i: String?
@@ -75,6 +76,7 @@ public struct PageCursor: Sendable, Hashable {
             wire.k = mark.source
             wire.b = mark.boundary
             wire.x = mark.exceptions.map { ($0.seen ? "+" : "-") + "\($0.source)." + $0.id.rawValue }
+            wire.a = mark.anchor?.rawValue
         }
         switch lastValue {
         case let .text(text)?: wire.t = text
@@ -131,7 +133,12 @@ public struct PageCursor: Sendable, Hashable {
                 }
                 exceptions.append(exception)
             }
-            cursor.mark = WalkMark(versions: versions, source: source, boundary: boundary, exceptions: exceptions)
+            var anchor: AlbumID?
+            if let text = wire.a {
+                guard let id = AlbumID(text) else { throw .invalidCursor(edited) }
+                anchor = id
+            }
+            cursor.mark = WalkMark(versions: versions, source: source, boundary: boundary, exceptions: exceptions, anchor: anchor)
         } else {
             let value: SortValue? = wire.t.map { .text($0) } ?? wire.n.map { .integer($0) }
             guard let value, let id = wire.i.flatMap({ AlbumID($0) }) else {
@@ -157,17 +164,23 @@ public struct WalkMark: Sendable, Hashable {
     /// Albums on the wrong side of the boundary: seen but ahead (skip when met), or not seen
     /// but behind (show next).
     public var exceptions: [WalkException]
+    /// The album just before the boundary when the page was read (nil when the boundary is at
+    /// the start of its source). It stays just before the boundary until it is itself deleted
+    /// or moved (nothing lands between them: an insert at the boundary is ahead), so the next
+    /// page can continue after it without looking the boundary up by index.
+    public var anchor: AlbumID?
 
     /// At most this many sources (a view's limit).
     public static let maxSources = 32
     /// At most this many exceptions; more and the walk expires (too much moved across it).
     public static let maxExceptions = 64
 
-    public init(versions: [Int64], source: Int, boundary: Int, exceptions: [WalkException] = []) {
+    public init(versions: [Int64], source: Int, boundary: Int, exceptions: [WalkException] = [], anchor: AlbumID? = nil) {
         self.versions = versions
         self.source = source
         self.boundary = boundary
         self.exceptions = exceptions
+        self.anchor = anchor
     }
 }
 

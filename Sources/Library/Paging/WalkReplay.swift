@@ -25,6 +25,8 @@
 struct WalkReplay {
     private(set) var source: Int
     private(set) var boundary: Int
+    /// The album just before the boundary, while it is known to be (see `WalkMark.anchor`).
+    private(set) var anchor: AlbumID?
     private let exceptions: [AlbumID: WalkException]
     /// Per touched album: seen when the last page was read (nil: not known from a change),
     /// and where it is now (nil: in no source of the list).
@@ -35,6 +37,7 @@ struct WalkReplay {
     init(_ mark: WalkMark) {
         source = mark.source
         boundary = mark.boundary
+        anchor = mark.anchor
         var exceptions: [AlbumID: WalkException] = [:]
         for exception in mark.exceptions { exceptions[exception.id] = exception }
         self.exceptions = exceptions
@@ -67,6 +70,7 @@ struct WalkReplay {
                 throw .walkExpired("a source of this list was replaced (archive import) since the last page; start again")
             }
             let first = present[id] == nil && !absent.contains(id)
+            if walkSource == source, id == anchor, change.kind != .updated { anchor = nil }
             touched.insert(id)
             // Index conversions: `size` is the list's length when the index is meant.
             func position(_ index: Int, size: Int) -> Int { reversed ? size - 1 - index : index }

@@ -54,8 +54,16 @@ struct ViewRules {
         let stale = libraryError { _ = try libraries.page(view: id, PageRequest(start: .cursor(try #require(page.next)), limit: 1)) }
         #expect(stale?.code == "walk-expired", "a cursor of the old definition")
         // A forced delete of a source removes it from the view: a new revision, seen at once.
+        let onlyJazz = ViewID(rawValue: "only-jazz")
+        _ = try libraries.createView(id: onlyJazz, sources: [ViewFixture.jazz])
         try libraries.delete(ViewFixture.jazz, force: true)
         #expect(try libraries.viewVersion(id) == ViewVersion(revision: 3, versions: [0]))
+        // A view left without sources lists nothing and takes no albums.
+        #expect(try libraries.viewVersion(onlyJazz) == ViewVersion(revision: 2, versions: []))
+        let empty = try libraries.page(view: onlyJazz, PageRequest(includeTotal: true))
+        #expect(empty.items.isEmpty && empty.next == nil && empty.total == 0)
+        #expect(libraryError { _ = try libraries.add(view: onlyJazz, input: input("X")) }?.code == "conflict")
+        #expect(libraryError { _ = try libraries.album(view: onlyJazz, at: 0) } == .indexOutOfRange(index: 0, count: 0))
     }
 
     func indexAddressingActsInTheOwningLibrary() throws {

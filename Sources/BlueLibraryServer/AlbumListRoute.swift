@@ -42,6 +42,14 @@ struct AlbumListRoute {
         var maxLimit: Int
         var query: String
 
+        /// Equality compares the library too; the hash leaves it out (the same query in two
+        /// libraries shares a bucket), so the hot path hashes no more than before libraries.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(defaultLimit)
+            hasher.combine(maxLimit)
+            hasher.combine(query)
+        }
+
         /// `"v<version>-<hash>"`: changes with every commit, every query and every library
         /// (`default`'s tags are what they were before libraries).
         func etag(version: Int64) -> String {

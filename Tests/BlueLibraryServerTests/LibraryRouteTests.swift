@@ -71,7 +71,9 @@ import Testing
         #expect(try Self.request(port, "GET", "/libraries/rock").json()["name"] as? String == "rock")
 
         try Self.expectProblem(try Self.request(port, "POST", "/libraries", json: #"{"id": "jazz"}"#), 409, "conflict")
-        try Self.expectProblem(try Self.request(port, "POST", "/libraries", json: #"{"id": "Jazz!"}"#), 422, "invalid", field: "id")
+        let badID = try Self.request(port, "POST", "/libraries", json: #"{"id": "Jazz!"}"#)
+        try Self.expectProblem(badID, 422, "invalid", field: "id")
+        #expect(try badID.json()["title"] as? String == "Invalid library")
         try Self.expectProblem(try Self.request(port, "POST", "/libraries", json: #"{"name": "x"}"#), 422, "invalid", field: "id")
         try Self.expectProblem(try Self.request(port, "POST", "/libraries", json: #"{"id": "ok", "nmae": "x"}"#), 422, "invalid", field: "nmae")
         try Self.expectProblem(try Self.request(port, "POST", "/libraries", json: #"{"id": "#), 400, "malformed")

@@ -91,7 +91,7 @@ let package = Package(
 
         // The AlbumStore contract, written once and run against every store (in-memory in
         // LibraryTests, SQLite in StorageTests), with the in-memory stores and the facade fixture.
-        .target(name: "AlbumStoreContract", dependencies: ["Essentials", "Library", "ServerRecords"], path: "Tests/AlbumStoreContract", swiftSettings: strict),
+        .target(name: "AlbumStoreContract", dependencies: ["Essentials", "Library", "ServerRecords", "HTTPTestSupport"], path: "Tests/AlbumStoreContract", swiftSettings: strict),
 
         .testTarget(name: "EssentialsTests", dependencies: ["Essentials"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["Essentials", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),

@@ -29,6 +29,8 @@ struct AlbumListRoute {
         /// The next page's query string (the path is the request's own, so both route forms
         /// share the page).
         var nextQuery: String?
+        /// `/albums?` + `nextQuery`, made once: the bare route's link costs nothing per request.
+        var nextBarePath: String?
     }
 
     /// A list query as the model knows it: the raw query string under the paging limits in
@@ -39,6 +41,14 @@ struct AlbumListRoute {
         var defaultLimit: Int
         var maxLimit: Int
         var query: String
+
+        /// Equality compares the library too; the hash leaves it out (the same query in two
+        /// libraries shares a bucket), so the hot path hashes no more than before libraries.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(defaultLimit)
+            hasher.combine(maxLimit)
+            hasher.combine(query)
+        }
 
         /// `"v<version>-<hash>"`: changes with every commit, every query and every library
         /// (`default`'s tags are what they were before libraries).
@@ -74,9 +84,10 @@ struct AlbumListRoute {
         let page = try pages.value(key, version: version) {
             let page = try library { () throws(LibraryError) in try facade.page(pageRequest) }
             let next = page.next?.encoded(sealedWith: seal)
+            let nextQuery = next.map { Self.nextQuery(request, cursor: $0) }
             let bytes = try AlbumRepresentation.listBytes(page, next: next, pretty: pretty)
             let cached = CachedPage(
-                bytes: bytes, etag: key.etag(version: page.version), nextQuery: next.map { Self.nextQuery(request, cursor: $0) })
+                bytes: bytes, etag: key.etag(version: page.version), nextQuery: nextQuery, nextBarePath: nextQuery.map { "/albums?" + $0 })
             return .init(value: cached, version: page.version, cost: bytes.count + key.query.utf8.count + 256)
         }
         return response(page, request: request, context: context)
@@ -104,8 +115,9 @@ struct AlbumListRoute {
 
     func response(_ page: CachedPage, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
         var headers: HTTPHeaders = ["ETag": page.etag, "Cache-Control": "no-cache"]
-        if let next = page.nextQuery {
-            headers.add("Link", "<\(RequestInput.absoluteURL("\(request.path)?\(next)", context))>; rel=\"next\"")
+        if let next = page.nextQuery, let bare = page.nextBarePath {
+            let path = request.path == "/albums" ? bare : "\(request.path)?\(next)"
+            headers.add("Link", "<\(RequestInput.absoluteURL(path, context))>; rel=\"next\"")
         }
         return HTTPResponse(contentType: "application/json", bytes: page.bytes, headers: headers)
     }

@@ -27,7 +27,8 @@ struct LibraryResolver: Sendable {
 
     /// The facade if it is in memory; nil when finding it needs the store.
     func loaded(_ context: RequestContext) throws -> LibraryFacade? {
-        guard context.parameters["lib"] != nil else { return libraries.defaultLibrary }
+        // `/albums` has no parameters at all: `default` without a dictionary lookup.
+        guard !context.parameters.isEmpty, context.parameters["lib"] != nil else { return libraries.defaultLibrary }
         return libraries.loadedFacade(try Self.libraryID(context))
     }
 

@@ -28,7 +28,7 @@ struct LibraryRoutes {
     func create(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
         return try idempotency.run(request, context: context) {
-            let input = try library { () throws(LibraryError) in try LibraryCreateRequest.decode(json: request.body) }
+            let input = try Self.input { () throws(LibraryError) in try LibraryCreateRequest.decode(json: request.body) }
             let record = try library { () throws(LibraryError) in try libraries.libraries.create(id: input.id, name: input.name) }
             return try JSONBody.response(
                 LibraryDocument(record), status: .created, pretty: request.wantsPretty,
@@ -47,7 +47,7 @@ struct LibraryRoutes {
     func rename(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
         let id = try LibraryResolver.libraryID(context)
-        let name = try library { () throws(LibraryError) in try LibraryRenameRequest.decode(json: request.body) }
+        let name = try Self.input { () throws(LibraryError) in try LibraryRenameRequest.decode(json: request.body) }
         let record = try library { () throws(LibraryError) in try libraries.libraries.rename(id, name: name) }
         return try JSONBody.response(LibraryDocument(record), pretty: request.wantsPretty)
     }
@@ -64,6 +64,19 @@ struct LibraryRoutes {
         }
         try library { () throws(LibraryError) in try libraries.libraries.delete(id, force: force) }
         return HTTPResponse(status: .noContent)
+    }
+}
+
+extension LibraryRoutes {
+    /// Decodes a catalog body: a 422 is titled "Invalid library" (the domain's `.invalid` is
+    /// titled for albums, its most common case).
+    static func input<T>(_ body: () throws(LibraryError) -> T) throws -> T {
+        do {
+            return try library(body)
+        } catch var error as HTTPError where error.status == .unprocessableContent {
+            error.title = "Invalid library"
+            throw error
+        }
     }
 }
 

@@ -52,6 +52,8 @@ struct SystemRoutes {
                 .init(rel: "undo", href: "/undo", title: "Undo stack; POST undoes the last change"),
                 .init(rel: "state", href: "/state", title: "Saved current album (?client= names a client)"),
                 .init(rel: "archive", href: "/archive", title: "Export (GET) or replace (PUT) the whole library"),
+                .init(rel: "libraries", href: "/libraries",
+                      title: "The libraries; every album route also exists under /libraries/{lib}/ (without it: default)"),
                 .init(rel: "health", href: "/healthz", title: "Liveness probe"),
                 .init(rel: "ready", href: "/readyz", title: "Readiness probe (503 while draining)"),
                 .init(rel: "openapi", href: "/openapi.yaml", title: "OpenAPI 3.1 description of every route"),

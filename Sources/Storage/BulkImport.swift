@@ -20,6 +20,10 @@ import SQLite
 /// the other libraries (at least a quarter of them), which keeps the rebuild's cost in
 /// proportion to the work it saves.
 ///
+/// Deleting a large library is the mirror image (`willDeleteAll`): removing its rows from the
+/// four indexes costs a random B-tree step per row and index, so when the other libraries hold
+/// few albums compared with it, the indexes are dropped and rebuilt over what remains.
+///
 /// One per write transaction (created by `LibraryTransaction`), told about each append and
 /// each emptying of the library; owns what it dropped until `finish()` puts it back.
 final class BulkImport {
@@ -58,6 +62,17 @@ final class BulkImport {
             appendsNeeded = max(Self.threshold, others / 4)
         }
         guard let needed = appendsNeeded, appends + 1 >= needed else { return }
+        try dropSortIndexes()
+    }
+
+    /// Called before deleting the `count` albums of `library` in one statement (the library is
+    /// being deleted): drops the sort indexes when rebuilding them over the other libraries'
+    /// albums costs less than deleting `count` entries from each (the same proportion as for
+    /// an import). `finish()` recreates them.
+    func willDeleteAll(_ count: Int, library: Int64) throws {
+        guard droppedIndexes.isEmpty, count >= Self.threshold else { return }
+        let others = try db.scalar(SQL.albumsOfOtherLibraries, [.integer(library)], as: Int.self) ?? 0
+        guard count >= max(Self.threshold, others / 4) else { return }
         try dropSortIndexes()
     }
 

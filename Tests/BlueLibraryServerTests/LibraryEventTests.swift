@@ -91,6 +91,50 @@ import Testing
         try LibraryRouteTests.expectProblem(try Routes.request(port, "GET", "/libraries/jazz/events?library=default"), 400)
     }
 
+    @Test func aStreamOverSeveralLibrariesGetsOneHeartbeatPerRoundAndOneShutdownEvent() throws {
+        let app = try TestApp.make()  // heartbeats every 15 s: the test sends its own rounds
+        app.start()
+        try Routes.createLibrary(app.port, "jazz")
+        try Routes.createLibrary(app.port, "rock")
+        let stream = try SSEClient(port: app.port, query: "?library=jazz&library=rock&library=default")
+        // One heartbeat round of every hub: only the first library's hub writes to the stream.
+        let hubs = app.eventHubs.all
+        #expect(hubs.count == 3)
+        for hub in hubs { hub.sendHeartbeat() }
+        _ = try Routes.add(app.port, "After the heartbeats", in: "/libraries/rock")
+        #expect(try stream.nextChunk() == ": heartbeat\n\n")
+        #expect(try stream.next()?.name == "album.added")
+        #expect(stream.comments.isEmpty, "one heartbeat per round, not one per library: \(stream.comments)")
+
+        app.shutdown()
+        var names: [String] = []
+        while let event = try stream.next() { names.append(event.name) }
+        #expect(names == ["state.changed", "server.shutdown"])  // then the last chunk: a clean end
+        app.waitUntilStopped()
+    }
+
+    @Test func afterARestartALibraryIsFoundAgainAndItsStreamResumesFromItsVersion() throws {
+        let data = TestApp.temporaryDirectory()
+        let first = try TestApp.make { $0.dataDirectory = data }
+        first.start()
+        try Routes.createLibrary(first.port, "jazz")
+        let id = try Routes.add(first.port, "Kind of Blue", in: "/libraries/jazz")
+        first.shutdown()
+        first.waitUntilStopped()
+
+        let app = try TestApp.make { $0.dataDirectory = data }
+        app.start()
+        defer { app.shutdown() }
+        // Not in memory yet: the fast paths decline, the worker finds it in the store.
+        #expect(try Routes.ids(app.port, in: "/libraries/jazz") == [id])
+        let stream = try SSEClient(port: app.port, lastEventID: "1", path: "/libraries/jazz/events")
+        #expect(stream.pending.isEmpty)  // version 1 is the library's version: nothing missed
+        let old = try SSEClient(port: app.port, lastEventID: "0", path: "/libraries/jazz/events")
+        #expect(try old.next().map(\.name) == "library.outdated")  // before this process: reload
+        _ = try Routes.add(app.port, "Blue Train", in: "/libraries/jazz")
+        #expect(try stream.next().map(\.id) == "2")
+    }
+
     @Test func vectorIDsParseAndDataGainsTheLibrary() {
         #expect(MultiLibraryEventStream.parse("default:12,jazz:3") == [.default: 12, .init(rawValue: "jazz"): 3])
         #expect(MultiLibraryEventStream.parse(" a:1,b:x,c,:2 ") == [.init(rawValue: "a"): 1])

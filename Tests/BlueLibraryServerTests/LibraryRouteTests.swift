@@ -71,7 +71,9 @@ import Testing
         #expect(try Self.request(port, "GET", "/libraries/rock").json()["name"] as? String == "rock")
 
         try Self.expectProblem(try Self.request(port, "POST", "/libraries", json: #"{"id": "jazz"}"#), 409, "conflict")
-        try Self.expectProblem(try Self.request(port, "POST", "/libraries", json: #"{"id": "Jazz!"}"#), 422, "invalid", field: "id")
+        let badID = try Self.request(port, "POST", "/libraries", json: #"{"id": "Jazz!"}"#)
+        try Self.expectProblem(badID, 422, "invalid", field: "id")
+        #expect(try badID.json()["title"] as? String == "Invalid library")
         try Self.expectProblem(try Self.request(port, "POST", "/libraries", json: #"{"name": "x"}"#), 422, "invalid", field: "id")
         try Self.expectProblem(try Self.request(port, "POST", "/libraries", json: #"{"id": "ok", "nmae": "x"}"#), 422, "invalid", field: "nmae")
         try Self.expectProblem(try Self.request(port, "POST", "/libraries", json: #"{"id": "#), 400, "malformed")
@@ -102,7 +104,18 @@ import Testing
         try Self.expectProblem(try Self.request(port, "GET", "/libraries/jazz/albums"), 404, "library-not-found")
         try Self.expectProblem(try Self.request(port, "DELETE", "/libraries/jazz"), 404, "library-not-found")
 
-        // The id can be used again: empty, with versions continuing past the old ones.
+        // The id can be used again: empty, with versions continuing past the old ones, so
+        // nothing cached or tagged for the old library answers for the new one.
+        try Self.createLibrary(port, "old")
+        _ = try Self.add(port, "Gone", in: "/libraries/old")
+        let oldPage = try Self.request(port, "GET", "/libraries/old/albums")
+        let oldTag = try #require(oldPage.header("ETag"))
+        #expect(try Self.request(port, "DELETE", "/libraries/old?force=true").status == 204)
+        try Self.createLibrary(port, "old")
+        let newPage = try Self.request(port, "GET", "/libraries/old/albums", headers: ["If-None-Match": oldTag])
+        #expect(newPage.status == 200)
+        #expect(try newPage.json()["items"] as? [Any] != nil && (try newPage.json()["items"] as? [Any])?.isEmpty == true)
+        #expect(newPage.header("ETag") != oldTag)
         try Self.createLibrary(port, "jazz")
         let again = try Self.request(port, "GET", "/libraries/jazz").json()
         #expect(again["albumCount"] as? Int == 0)
@@ -163,6 +176,10 @@ import Testing
         let second = try Self.add(port, "A Love Supreme", in: jazz)
         #expect(try Self.ids(port, in: jazz) == [first, second])
         #expect(try Self.ids(port) == defaultIDs)
+
+        // Covers too: the album has none (404 no-cover), an album of another library is not found.
+        try Self.expectProblem(try Self.request(port, "GET", "\(jazz)/albums/\(first)/cover"), 404, "no-cover")
+        try Self.expectProblem(try Self.request(port, "GET", "\(jazz)/albums/\(defaultIDs[0])/cover"), 404, "not-found")
 
         // Albums are found only in their own library.
         #expect(try Self.request(port, "GET", "\(jazz)/albums/\(first)").status == 200)

@@ -254,16 +254,25 @@ struct PagingTests {
             var random = SeededGenerator(seed: 32)
             while !shared.stop.load(ordering: .relaxed) {
                 do {
+                    // Each write records its change, as the facade does: cursor walks replay them.
                     try store.write(.default) { writer in
                         let count = try writer.count()
+                        let change: (LibraryChange.Kind, AlbumID, Int)
                         if Bool.random(using: &random) || count < 500 {
-                            try writer.insert(Generated.album(using: &random), at: Int.random(in: 0...count, using: &random))
+                            let album = Generated.album(using: &random)
+                            let index = Int.random(in: 0...count, using: &random)
+                            try writer.insert(album, at: index)
+                            change = (.added, album.id, index)
                         } else {
-                            let album = try writer.album(at: Int.random(in: 0..<count, using: &random))!
+                            let index = Int.random(in: 0..<count, using: &random)
+                            let album = try writer.album(at: index)!
                             try writer.delete(id: album.id)
                             shared.deleted.withLock { _ = $0.insert(album.id) }
+                            change = (.deleted, album.id, index)
                         }
-                        _ = try writer.bumpVersion()
+                        let version = try writer.bumpVersion()
+                        try writer.recordChange(LibraryChange(
+                            version: version, kind: change.0, id: change.1, index: change.2, recordedAt: Date()))
                     }
                     shared.writes.add(1, ordering: .relaxed)
                 } catch {

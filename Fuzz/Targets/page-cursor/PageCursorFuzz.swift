@@ -9,7 +9,8 @@ import FuzzSupport
 // any payload and reach the JSON and the checks behind the tag, as someone holding the key could.
 // Byte 0: bit 0 = seal the rest as a payload, or take the rest as the cursor text; bits 1-3
 // pick the query. Properties: it never traps; an accepted cursor belongs to the query, has no
-// negative end index and encodes to a text that decodes to the same cursor.
+// negative boundary or source outside its versions, and encodes to a text that decodes to the
+// same cursor.
 
 private let queries: [AlbumQuery] = [
     AlbumQuery(),
@@ -44,7 +45,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = mode & 1 == 1 ? sealed(rest) : String(decoding: rest, as: UTF8.self)
     guard let cursor = try? PageCursor.decode(text, for: query, seal: seal) else { return 0 }
     check(cursor.fingerprint == query.fingerprint, "accepted a cursor of another query")
-    check((cursor.endIndex ?? 0) >= 0, "end index \(cursor.endIndex!)")
+    if let mark = cursor.mark {
+        check(mark.boundary >= 0 && mark.versions.indices.contains(mark.source), "walk mark \(mark)")
+        check(mark.exceptions.count <= WalkMark.maxExceptions, "\(mark.exceptions.count) exceptions")
+    }
     let text2 = cursor.encoded(sealedWith: seal)
     let again = try? PageCursor.decode(text2, for: query, seal: seal)
     check(again == cursor, "\(cursor) encodes to \(text2), which decodes to \(String(describing: again))")

@@ -94,6 +94,7 @@ extension Libraries {
             view.revision += 1
             try catalog { try store.saveView(view) }
         }
+        if !users.isEmpty { viewsChanged() }
         try catalog { try store.deleteLibrary(id) }
         dropFacade(id)
     }

@@ -20,6 +20,8 @@ public final class Libraries: Sendable {
     /// Where the facade of a library publishes its events (`nil`: nowhere).
     let sinks: @Sendable (LibraryID) -> (any LibraryEventSink)?
     private let facades: Mutex<[LibraryID: LibraryFacade]>
+    /// The view definitions as last read or written (see `Libraries+Views.swift`).
+    let viewCache = ViewCache()
     /// The facade of `default`, which always exists.
     public let defaultLibrary: LibraryFacade
 

@@ -1,55 +1,89 @@
 import Essentials
 import Foundation
 
-/// The opaque `cursor` of keyset paging: where the previous page ended, for which query.
+/// The opaque `cursor` of a page walk: where the previous page ended, for which query of
+/// which list (a library, or a view and its revision).
 ///
-/// What it holds:
-/// - the query's fingerprint, so a cursor used with another sort or filter is refused;
-/// - the sort value and id of the last album of the page (value-ordered sorts continue after
-///   that key, which stays meaningful even if the album is deleted);
-/// - for the library's own order, the ids of the page's last albums (newest last): the next
-///   page starts after the last of them that still exists. Positions are not stable keys
-///   (inserts renumber them), so a position sort continues after an album, not after a number;
-///   if the page's last album was deleted the one before it stands in, and so on.
-/// - for position order, the index the page ended at, used only if every anchor is gone.
+/// Two kinds, by the query's sort:
+/// - **Position order** (the sources' own orders concatenated): a ``WalkMark``, the exact-walk
+///   state (the sources' versions when the page was read, the current source and the
+///   boundary in it, and the albums on the "wrong" side of it). See `WalkReplay` for how the
+///   next page replays the change feed from those versions.
+/// - **Value sorts**: the sort value and id of the page's last album; the next page is the
+///   keyset after that key in every source (ids are unique across libraries, so ties are
+///   total). Stays meaningful if the album is deleted.
 ///
 /// On the wire: base64url of a small JSON document followed by its tag under the server's
 /// `CursorSeal` (HMAC-SHA256 with a key kept in the database), so a cursor the server did not
 /// issue, or one that was edited or cut short, is refused before anything in it is believed.
-/// Even so, nothing in a cursor is trusted to be in range: a negative end index is refused and
-/// the arithmetic on it cannot overflow.
+/// Even so, nothing in a cursor is trusted to be in range: every number is checked. Cursors of
+/// the format before exact walks (no `w`) are refused with `.invalidCursor` ("start again").
 public struct PageCursor: Sendable, Hashable {
+    /// The query's fingerprint (sort and filter).
     public var fingerprint: String
+    /// The list walked: `library:<id>` or `view:<id>` (see ``scope(library:)``).
+    public var scope: String
+    /// The view's revision when the walk started (nil for a library).
+    public var revision: Int64?
+    /// The exact-walk state, for position order.
+    public var mark: WalkMark?
+    /// For value sorts: the last album's sort value and id.
     public var lastValue: SortValue?
-    public var anchors: [AlbumID]
-    public var endIndex: Int?
+    public var lastID: AlbumID?
 
-    /// How many trailing ids a position cursor keeps.
-    public static let anchorCount = 8
+    /// The wire format written now; anything else is refused.
+    static let format = 3
 
-    public init(fingerprint: String, lastValue: SortValue?, anchors: [AlbumID], endIndex: Int?) {
+    public init(fingerprint: String, scope: String, revision: Int64? = nil, mark: WalkMark? = nil,
+                lastValue: SortValue? = nil, lastID: AlbumID? = nil) {
         self.fingerprint = fingerprint
+        self.scope = scope
+        self.revision = revision
+        self.mark = mark
         self.lastValue = lastValue
-        self.anchors = anchors
-        self.endIndex = endIndex
+        self.lastID = lastID
     }
 
+    /// The scope text of a library's list.
+    public static func scope(library: LibraryID) -> String { "library:\(library.rawValue)" }
+    /// The scope text of a view's list.
+    public static func scope(view: ViewID) -> String { "view:\(view.rawValue)" }
+
     private struct Wire: Codable {
+        var w: Int?
         var f: String
+        var s: String
+        var r: Int64?
+        var v: [Int64]?
+        var k: Int?
+        var b: Int?
+        var x: [String]?
+        var a: String?
         var t: String?
         var n: Int64?
-        var a: [String]
-        var e: Int?
+        var i: String?
+    }
+
+    private struct FormatProbe: Decodable {
+        var w: Int?
     }
 
     /// The opaque text, sealed with `seal`.
     public func encoded(sealedWith seal: CursorSeal) -> String {
-        var wire = Wire(f: fingerprint, t: nil, n: nil, a: anchors.map(\.rawValue), e: endIndex)
+        var wire = Wire(w: Self.format, f: fingerprint, s: scope, r: revision)
+        if let mark {
+            wire.v = mark.versions
+            wire.k = mark.source
+            wire.b = mark.boundary
+            wire.x = mark.exceptions.map { ($0.seen ? "+" : "-") + "\($0.source)." + $0.id.rawValue }
+            wire.a = mark.anchor?.rawValue
+        }
         switch lastValue {
         case let .text(text)?: wire.t = text
         case let .integer(number)?: wire.n = number
         case nil: break
         }
+        wire.i = lastID?.rawValue
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys  // one page, one cursor text
         var bytes = Array((try? encoder.encode(wire)) ?? Data())
@@ -59,43 +93,118 @@ public struct PageCursor: Sendable, Hashable {
             .replacingOccurrences(of: "=", with: "")
     }
 
-    /// Reads a cursor sealed with `seal` and checks it belongs to `query`.
+    /// Reads a cursor sealed with `seal` and checks it belongs to `query` (the list it walks is
+    /// checked by the page, which knows it).
     /// - Throws: `.invalidCursor` saying what is wrong and what to do.
     public static func decode(_ text: String, for query: AlbumQuery, seal: CursorSeal) throws(LibraryError) -> PageCursor {
-        guard text.utf8.count <= 4096 else {
-            throw .invalidCursor("the cursor is not one this server issued; start from the first page (no cursor)")
-        }
+        let foreign = "the cursor is not one this server issued; start from the first page (no cursor)"
+        let edited = "the cursor was changed; use the next link exactly as the server gave it"
+        guard text.utf8.count <= 8192 else { throw .invalidCursor(foreign) }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.utf8.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), data.count > seal.tagLength else {
-            throw .invalidCursor("the cursor is not one this server issued; start from the first page (no cursor)")
-        }
+        guard let data = Data(base64Encoded: base64), data.count > seal.tagLength else { throw .invalidCursor(foreign) }
         let bytes = Array(data)
         let payload = Array(bytes[..<(bytes.count - seal.tagLength)])
-        guard seal.verify(payload, tag: Array(bytes[(bytes.count - seal.tagLength)...])),
-            let wire = try? JSONDecoder().decode(Wire.self, from: Data(payload))
-        else {
+        guard seal.verify(payload, tag: Array(bytes[(bytes.count - seal.tagLength)...])) else {
             throw .invalidCursor(
                 "the cursor was changed, cut short or issued by another server; use the next link exactly as the server gave it")
+        }
+        guard let probe = try? JSONDecoder().decode(FormatProbe.self, from: Data(payload)), probe.w == format,
+            let wire = try? JSONDecoder().decode(Wire.self, from: Data(payload))
+        else {
+            throw .invalidCursor("the cursor comes from an earlier version of the server; start again without a cursor")
         }
         guard wire.f == query.fingerprint else {
             throw .invalidCursor(
                 "the cursor belongs to a different query (sort or filters changed); repeat the query without a cursor to start again")
         }
-        let anchors = wire.a.compactMap { AlbumID($0) }
-        guard anchors.count == wire.a.count else {
-            throw .invalidCursor("the cursor was changed; use the next link exactly as the server gave it")
-        }
-        guard anchors.count <= anchorCount, (wire.e ?? 0) >= 0 else {
-            throw .invalidCursor("the cursor was changed; use the next link exactly as the server gave it")
-        }
-        let value: SortValue? = wire.t.map { .text($0) } ?? wire.n.map { .integer($0) }
-        let cursor = PageCursor(fingerprint: wire.f, lastValue: value, anchors: anchors, endIndex: wire.e)
-        let positional = query.sort.field == .position
-        guard positional ? !anchors.isEmpty : (value != nil && anchors.count == 1) else {
-            throw .invalidCursor("the cursor does not fit this sort; repeat the query without a cursor to start again")
+        var cursor = PageCursor(fingerprint: wire.f, scope: wire.s, revision: wire.r)
+        if query.sort.field == .position {
+            guard let versions = wire.v, let source = wire.k, let boundary = wire.b,
+                (1...WalkMark.maxSources).contains(versions.count), versions.allSatisfy({ $0 >= 0 }),
+                (0..<versions.count).contains(source), boundary >= 0
+            else { throw .invalidCursor(edited) }
+            let texts = wire.x ?? []
+            guard texts.count <= WalkMark.maxExceptions else { throw .invalidCursor(edited) }
+            var exceptions: [WalkException] = []
+            for text in texts {
+                guard let exception = WalkException(wire: text), exception.source < versions.count else {
+                    throw .invalidCursor(edited)
+                }
+                exceptions.append(exception)
+            }
+            var anchor: AlbumID?
+            if let text = wire.a {
+                guard let id = AlbumID(text) else { throw .invalidCursor(edited) }
+                anchor = id
+            }
+            cursor.mark = WalkMark(versions: versions, source: source, boundary: boundary, exceptions: exceptions, anchor: anchor)
+        } else {
+            let value: SortValue? = wire.t.map { .text($0) } ?? wire.n.map { .integer($0) }
+            guard let value, let id = wire.i.flatMap({ AlbumID($0) }) else {
+                throw .invalidCursor("the cursor does not fit this sort; repeat the query without a cursor to start again")
+            }
+            cursor.lastValue = value
+            cursor.lastID = id
         }
         return cursor
+    }
+}
+
+/// Where an exact walk in position order stands (see `WalkReplay`).
+public struct WalkMark: Sendable, Hashable {
+    /// Each source's version when the page was read, in the view's source order.
+    public var versions: [Int64]
+    /// The current source, in walk order (position order descending walks the sources last
+    /// to first, each reversed).
+    public var source: Int
+    /// The boundary in the current source, in walk order: the albums before it (and all of
+    /// the earlier sources) are behind the walk.
+    public var boundary: Int
+    /// Albums on the wrong side of the boundary: seen but ahead (skip when met), or not seen
+    /// but behind (show next).
+    public var exceptions: [WalkException]
+    /// The album just before the boundary when the page was read (nil when the boundary is at
+    /// the start of its source). It stays just before the boundary until it is itself deleted
+    /// or moved (nothing lands between them: an insert at the boundary is ahead), so the next
+    /// page can continue after it without looking the boundary up by index.
+    public var anchor: AlbumID?
+
+    /// At most this many sources (a view's limit).
+    public static let maxSources = 32
+    /// At most this many exceptions; more and the walk expires (too much moved across it).
+    public static let maxExceptions = 64
+
+    public init(versions: [Int64], source: Int, boundary: Int, exceptions: [WalkException] = [], anchor: AlbumID? = nil) {
+        self.versions = versions
+        self.source = source
+        self.boundary = boundary
+        self.exceptions = exceptions
+        self.anchor = anchor
+    }
+}
+
+/// An album on the wrong side of a walk's boundary, with whether the walk has shown it (or
+/// passed it) and the source (walk order) it is in.
+public struct WalkException: Sendable, Hashable {
+    public var id: AlbumID
+    public var seen: Bool
+    public var source: Int
+
+    public init(id: AlbumID, seen: Bool, source: Int) {
+        self.id = id
+        self.seen = seen
+        self.source = source
+    }
+
+    /// `+3.ID` (seen) or `-3.ID` (not seen).
+    init?(wire text: String) {
+        guard let sign = text.first, sign == "+" || sign == "-" else { return nil }
+        let rest = text.dropFirst()
+        guard let dot = rest.firstIndex(of: "."), let source = Int(rest[..<dot]), source >= 0,
+            let id = AlbumID(String(rest[rest.index(after: dot)...]))
+        else { return nil }
+        self.init(id: id, seen: sign == "+", source: source)
     }
 }
 

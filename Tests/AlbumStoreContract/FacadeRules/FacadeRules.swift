@@ -7,6 +7,6 @@ public enum FacadeRules {
     /// Every check, in a stable order.
     public static var checks: [ContractCheck] {
         mutationRules + insertionIndexRules + undoRules + savedStateRules + versionAndEventRules + pagingRules
-            + changeFeedRules + archiveRules + catalogRules + moveBetweenLibrariesRules
+            + changeFeedRules + archiveRules + catalogRules + moveBetweenLibrariesRules + viewRules + walkRules
     }
 }

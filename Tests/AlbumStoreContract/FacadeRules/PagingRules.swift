@@ -129,14 +129,26 @@ struct PagingRules {
         #expect(throws: LibraryError.self) { try PageCursor.decode(String(tampered), for: AlbumQuery(), seal: seal) }
         #expect(throws: LibraryError.self) { try PageCursor.decode(String(cursor.dropLast(3)), for: AlbumQuery(), seal: seal) }
         #expect(throws: LibraryError.self) { try PageCursor.decode("not a cursor", for: AlbumQuery(), seal: seal) }
-        // Sealed, but saying what the server never says: a negative end index, too many anchors.
-        let anchor = try #require(page.next?.anchors.first)
-        for bad in [PageCursor(fingerprint: AlbumQuery().fingerprint, lastValue: nil, anchors: [anchor], endIndex: -1),
-                    PageCursor(fingerprint: AlbumQuery().fingerprint, lastValue: nil, anchors: [anchor], endIndex: Int.min),
-                    PageCursor(fingerprint: AlbumQuery().fingerprint, lastValue: nil,
-                               anchors: Array(repeating: anchor, count: PageCursor.anchorCount + 1), endIndex: 2)] {
+        // Sealed, but saying what the server never says: a negative boundary, a source past the
+        // versions, no versions, too many exceptions, a value cursor for the position order.
+        let mark = try #require(page.next?.mark)
+        let anchor = try #require(page.items.first?.album.id)
+        let scope = PageCursor.scope(library: .default)
+        func positional(_ mark: WalkMark?) -> PageCursor {
+            PageCursor(fingerprint: AlbumQuery().fingerprint, scope: scope, mark: mark)
+        }
+        for bad in [positional(WalkMark(versions: mark.versions, source: 0, boundary: -1)),
+                    positional(WalkMark(versions: mark.versions, source: 1, boundary: 0)),
+                    positional(WalkMark(versions: [], source: 0, boundary: 0)),
+                    positional(WalkMark(versions: mark.versions, source: 0, boundary: 0, exceptions: Array(
+                        repeating: WalkException(id: anchor, seen: true, source: 0), count: WalkMark.maxExceptions + 1))),
+                    PageCursor(fingerprint: AlbumQuery().fingerprint, scope: scope, lastValue: .text("x"), lastID: anchor)] {
             #expect(throws: LibraryError.self) { try PageCursor.decode(bad.encoded(sealedWith: seal), for: AlbumQuery(), seal: seal) }
         }
+        // A cursor of another library is refused by the page.
+        let foreign = PageCursor(fingerprint: AlbumQuery().fingerprint, scope: PageCursor.scope(library: LibraryID(rawValue: "jazz")),
+                                 mark: mark)
+        #expect(libraryError { _ = try fixture.facade.page(PageRequest(start: .cursor(foreign), limit: 2)) }?.code == "invalid-cursor")
         #expect(throws: LibraryError.self) { try fixture.facade.page(PageRequest(limit: 0)) }
         #expect(throws: LibraryError.self) { try fixture.facade.page(PageRequest(limit: 501)) }
         #expect(throws: LibraryError.self) { try AlbumSort.parse("colour") }
@@ -145,14 +157,14 @@ struct PagingRules {
         }
     }
 
-    /// The facade never trusts a cursor's numbers, whoever made it: every anchor gone and an
-    /// end index at either end of `Int` continues at a valid offset instead of overflowing.
+    /// The facade never trusts a cursor's numbers, whoever made it: a boundary at either end
+    /// of `Int` continues at a valid place instead of overflowing.
     func aCursorWhoseAnchorsAreGoneNeverOverflows() throws {
         let fixture = try FacadeFixture(factory, seeded: true)
-        let gone = try #require(AlbumID("01ARZ3NDEKTSV4RRFFQ69G5FAV"))
-        for end in [Int.min, Int.min + 1, -1, 0, 3, Int.max - 1, Int.max] {
-            let cursor = PageCursor(fingerprint: AlbumQuery().fingerprint, lastValue: nil,
-                                    anchors: Array(repeating: gone, count: PageCursor.anchorCount), endIndex: end)
+        let version = try fixture.facade.version()
+        for end in [0, 3, 5, Int.max - 1, Int.max] {
+            let mark = WalkMark(versions: [version], source: 0, boundary: end)
+            let cursor = PageCursor(fingerprint: AlbumQuery().fingerprint, scope: PageCursor.scope(library: .default), mark: mark)
             let page = try fixture.facade.page(PageRequest(start: .cursor(cursor), limit: 2))
             #expect(page.items.count <= 2, "end \(end)")
         }

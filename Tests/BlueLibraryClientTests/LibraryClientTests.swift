@@ -121,4 +121,32 @@ import Testing
         }
         #expect(missing?.status == 422 && missing?.problem?.errors.map(\.field) == ["library"])
     }
+
+    // MARK: The model
+
+    @Test func aModelOverALibraryPagesItAndAnExpiredWalkLeavesItOutdated() async throws {
+        _ = try await client.createLibrary(id: "big")
+        let added = try await add((0..<140).map { "Album \($0)" }, to: "big")
+        let model = AlbumListModel(client: client, source: "big", query: AlbumPageQuery(limit: 70))
+        #expect(model.source == .library("big"))
+        let recorder = Recorder()
+        model.addListener(recorder)
+        try await model.loadAndWait()
+        #expect(model.items.map(\.id) == Array(added.prefix(70)).map(\.id) && model.hasMore && model.snapshot.versions == nil)
+
+        // 65 albums not yet shown move before the cursor: more than a cursor can carry (64), so
+        // the server answers 410 (the walk expired) and the model says it is outdated.
+        for _ in 0..<65 { _ = try await client.move(id: try await client.album(at: 139, in: "big").id, to: 0, in: "big") }
+        let expired = await #expect(throws: BlueLibraryClientError.self) { try await model.loadAndWait(more: true) }
+        #expect(expired?.status == 410)
+        #expect(model.isOutdated && model.items.count == 70)
+        #expect(await recorder.wait(for: 5).suffix(2) == ["start", "fail(410)"])
+
+        // A reload starts the walk again; it is exact from there.
+        try await model.loadAndWait()
+        #expect(!model.isOutdated)
+        while model.hasMore { try await model.loadAndWait(more: true) }
+        #expect(Set(model.items.map(\.id)) == Set(added.map(\.id)) && model.items.count == 140)
+        #expect(try await server.albums().count == 5)
+    }
 }

@@ -235,6 +235,34 @@ import Testing
         #expect((try stale.json()["detail"] as? String)?.isEmpty == false)
     }
 
+    @Test func aSourceDeletedWithForceLeavesTheViewAndOutdatesItsPages() throws {
+        _ = try createView()
+        let first = try get("/views/all/albums?limit=100")
+        let tag = try #require(first.header("ETag"))
+        #expect(try send("DELETE", "/libraries/jazz").status == 409, "jazz is used by the view")
+        #expect(try send("DELETE", "/libraries/jazz?force=true").status == 204)
+        let after = try get("/views/all/albums?limit=100", headers: ["If-None-Match": tag])
+        #expect(after.status == 200)
+        let items = try #require(try after.json()["items"] as? [[String: Any]])
+        #expect(Set(items.compactMap { $0["library"] as? String }) == ["default", "rock"])
+        let view = try get("/views/all").json()
+        #expect(view["sources"] as? [String] == ["default", "rock"])
+        #expect(view["revision"] as? Int == 2)
+
+        // Every source gone: the view lists nothing and refuses adds until PATCH gives it sources.
+        #expect(try createView("rocks", sources: ["rock"]).status == 201)
+        let rockPage = try get("/views/rocks/albums?count=true")
+        #expect(try rockPage.json()["total"] as? Int == Self.perLibrary)
+        #expect(try send("DELETE", "/libraries/rock?force=true").status == 204)
+        #expect(try get("/views/rocks").json()["sources"] as? [String] == [])
+        let empty = try get("/views/rocks/albums?count=true", headers: ["If-None-Match": try #require(rockPage.header("ETag"))])
+        #expect(empty.status == 200)
+        #expect(try empty.json()["total"] as? Int == 0 && (try empty.json()["items"] as? [Any])?.isEmpty == true)
+        #expect(try send("POST", "/views/rocks/albums", #"{"title": "Nowhere", "artist": "X"}"#).status == 409)
+        #expect(try send("PATCH", "/views/rocks", #"{"sources": ["default"]}"#).status == 200)
+        #expect(try get("/views/rocks/albums?count=true").json()["total"] as? Int == Self.perLibrary)
+    }
+
     @Test func viewWritesAreIdempotentAndProblemsNameTheView() throws {
         _ = try createView()
         let headers = ["Content-Type": "application/json", "Idempotency-Key": "view-add-1"]

@@ -34,13 +34,19 @@ extension AlbumListModelListener {
 
 /// A paged album list as a model with explicit state, after Three20's `TTModel`.
 ///
+/// **Source.** The list of one library (the default library unless told) or of a composite
+/// view (`source: .view("everything")`): the same paging, ETags and cursors either way. A view's
+/// page is current while none of its sources changed; a change in any of them outdates it.
+///
 /// **State.** Four flags that may combine (loaded *and* loading more, loaded *and* outdated):
 /// - `isLoaded`: a first page has been taken in, so `items` is real data (it stays true while a
 ///   reload runs, and only `invalidate(erase: true)` makes it false again).
 /// - `isLoading`: a request is running (a first page or a next page).
 /// - `isLoadingMore`: the running request is for the next page.
-/// - `isOutdated`: the items may no longer match the library: `invalidate` was called, or a
-///   next page was read at a newer library version than the first page. A successful
+/// - `isOutdated`: the items may no longer match the library: `invalidate` was called, a next
+///   page was read at a newer library version than the first page (for a view: a newer version
+///   of any source), or the server refused the next-page cursor because the walk expired (410:
+///   too much changed meanwhile; the load fails and only a reload continues). A successful
 ///   `load(more: false)` clears it (unless `invalidate` was called while that load ran).
 ///
 /// **Loading.** `load(more: false)` reloads from the first page. It keeps the items until the
@@ -103,8 +109,10 @@ public final class AlbumListModel: Sendable {
         public var isOutdated: Bool
         /// The cursor of the next page; nil at the end or before the first load.
         public var next: String?
-        /// The library version of the first page held.
+        /// The library version of the first page held (for a view: see `AlbumPageResource.version`).
         public var version: Int64?
+        /// A view's first page: each source library's version (nil for a library's list).
+        public var versions: [String: Int64]?
         /// The number of matching albums, when the query asks for `count`.
         public var total: Int?
         /// The first page's ETag, sent as `If-None-Match` on the next `load(more: false)`.
@@ -115,14 +123,18 @@ public final class AlbumListModel: Sendable {
     }
 
     public let client: BlueLibraryClient
+    /// The library or view whose list this is.
+    public let source: AlbumListSource
     /// The list's query: page size, order and filters. Its cursor is ignored (the model pages itself).
     public let query: AlbumPageQuery
     /// Where listener callbacks run.
     public let callbackQueue: DispatchQueue
     private let state: Mutex<State>
 
-    public init(client: BlueLibraryClient, query: AlbumPageQuery = AlbumPageQuery(), callbackQueue: DispatchQueue? = nil) {
+    public init(client: BlueLibraryClient, source: AlbumListSource = .defaultLibrary, query: AlbumPageQuery = AlbumPageQuery(),
+                callbackQueue: DispatchQueue? = nil) {
         self.client = client
+        self.source = source
         var query = query
         query.cursor = nil
         self.query = query
@@ -222,6 +234,7 @@ public final class AlbumListModel: Sendable {
             state.next = nil
             state.etag = nil
             state.version = nil
+            state.versions = nil
             state.total = nil
             state.loadedAt = nil
             if hadItems { emit(.change, &state) }
@@ -235,6 +248,7 @@ public final class AlbumListModel: Sendable {
         var next: String?
         var etag: String?
         var version: Int64?
+        var versions: [String: Int64]?
         var total: Int?
         var loadedAt: Date?
         var isOutdated = false
@@ -248,7 +262,8 @@ public final class AlbumListModel: Sendable {
 
         var snapshot: Snapshot {
             Snapshot(items: items, isLoaded: loadedAt != nil, isLoading: running != nil, isLoadingMore: running?.more == true,
-                     isOutdated: isOutdated, next: next, version: version, total: total, etag: etag, loadedAt: loadedAt)
+                     isOutdated: isOutdated, next: next, version: version, versions: versions, total: total, etag: etag,
+                     loadedAt: loadedAt)
         }
     }
 
@@ -318,10 +333,11 @@ public final class AlbumListModel: Sendable {
         state.lastToken += 1
         let token = state.lastToken
         let client = self.client
+        let source = self.source
         let task = Task { [weak self] in
             let result: Result<Revalidated<AlbumPage>, BlueLibraryClientError>
             do throws(BlueLibraryClientError) {
-                result = .success(try await client.list(pageQuery, ifNoneMatch: etag))
+                result = .success(try await client.list(pageQuery, in: source, ifNoneMatch: etag))
             } catch {
                 result = .failure(error)
             }
@@ -351,6 +367,8 @@ public final class AlbumListModel: Sendable {
             switch result {
             case let .failure(error):
                 state.queuedMore = false
+                // 410: the cursor's walk expired (too much changed since); only a reload goes on.
+                if running.more, error.status == 410 { state.isOutdated = true }
                 emit(error == .cancelled ? .cancel : .fail(error), &state)
                 outcome = .failure(error)
             case .success(.notModified) where running.more || running.sentETag == nil:
@@ -368,6 +386,7 @@ public final class AlbumListModel: Sendable {
                 state.next = page.next
                 if let total = page.total { state.total = total }
                 if let version = state.version, page.version != version { state.isOutdated = true }
+                if let versions = state.versions, let pageVersions = page.versions, pageVersions != versions { state.isOutdated = true }
                 if !page.items.isEmpty { emit(.change, &state) }
                 emit(.finish, &state)
                 outcome = .success(())
@@ -377,6 +396,7 @@ public final class AlbumListModel: Sendable {
                 state.next = page.next
                 state.etag = page.etag
                 state.version = page.version
+                state.versions = page.versions
                 state.total = page.total
                 state.loadedAt = Date()
                 if state.invalidations == running.invalidations { state.isOutdated = false }

@@ -23,6 +23,14 @@ import Synchronization
 /// a thread blocked on a `Task` can starve Swift's small cooperative pool, while the transport's
 /// completion runs on URLSession's own delegate queue, so blocking on it is always safe.
 ///
+/// **Libraries and views.** Album calls take `in:` the list they act on: list-shaped calls
+/// (`list`, `album(at:)`, `add`, `delete(at:)`) an `AlbumListSource`, a library or a composite
+/// view; calls that exist only for a library (by album id, `move`, `undo`, `state`) a library
+/// id. Left out, it is the default library, on the same unprefixed routes as before libraries
+/// existed, so a call written without `in:` sends the same request it always did. One client
+/// serves every library and view of its server. `libraries()`, `createView(_:)`, ... manage them
+/// (`BlueLibraryClient+Catalog.swift`).
+///
 /// Every call throws `BlueLibraryClientError`. The client is immutable and `Sendable`: one
 /// instance serves any number of tasks and threads. Responses are never cached by `URLSession`;
 /// revalidation is explicit (`ifNoneMatch:`).
@@ -66,70 +74,104 @@ public final class BlueLibraryClient: Sendable {
 
     // MARK: - Albums
 
-    /// `GET /albums`: one page. Throws on any status but 200.
-    public func list(_ query: AlbumPageQuery = AlbumPageQuery()) async throws(BlueLibraryClientError) -> AlbumPage {
-        try await send(listCall(query))
+    /// `GET /albums` (or a library's or view's list): one page. Throws on any status but 200.
+    public func list(_ query: AlbumPageQuery = AlbumPageQuery(), in source: AlbumListSource = .defaultLibrary)
+        async throws(BlueLibraryClientError) -> AlbumPage
+    {
+        try await send(listCall(query, in: source))
     }
 
-    /// `GET /albums` with `If-None-Match`: `.notModified` when the server answers 304 (the page
-    /// with that ETag is still current).
-    public func list(_ query: AlbumPageQuery, ifNoneMatch etag: String?) async throws(BlueLibraryClientError) -> Revalidated<AlbumPage> {
-        try await send(listCall(query, ifNoneMatch: etag))
+    /// `GET /albums` (or a library's or view's list) with `If-None-Match`: `.notModified` when
+    /// the server answers 304 (the page with that ETag is still current).
+    public func list(_ query: AlbumPageQuery, in source: AlbumListSource = .defaultLibrary,
+                     ifNoneMatch etag: String?) async throws(BlueLibraryClientError) -> Revalidated<AlbumPage> {
+        try await send(listCall(query, in: source, ifNoneMatch: etag))
     }
 
-    /// `GET /albums/{id}`: the album with its current index.
-    public func album(id: String) async throws(BlueLibraryClientError) -> AlbumResource {
-        try await send(albumCall(id: id))
+    /// `GET /albums/{id}`: the album with its current index in `library`.
+    public func album(id: String, in library: String = AlbumListSource.defaultLibraryID) async throws(BlueLibraryClientError)
+        -> AlbumResource
+    {
+        try await send(albumCall(id: id, in: library))
     }
 
-    /// `GET /albums/at/{index}`.
-    public func album(at index: Int) async throws(BlueLibraryClientError) -> AlbumResource {
-        try await send(albumCall(at: index))
+    /// `GET /albums/at/{index}`; through a view, the album at that view position (with its `library`).
+    public func album(at index: Int, in source: AlbumListSource = .defaultLibrary) async throws(BlueLibraryClientError)
+        -> AlbumResource
+    {
+        try await send(albumCall(at: index, in: source))
     }
 
     /// `POST /albums`: adds `input` at `index` (nil or past the end appends) and answers the new
     /// album with its index. It also becomes `client`'s current album. With an
-    /// `idempotencyKey`, a retry adds nothing and answers the first result again.
-    public func add(_ input: AlbumInput, at index: Int? = nil, client: String? = nil,
+    /// `idempotencyKey`, a retry adds nothing and answers the first result again. Through a
+    /// view, the album goes into the library that owns view position `index` (past the end:
+    /// the last source), and undoing it is that library's undo.
+    public func add(_ input: AlbumInput, at index: Int? = nil, in source: AlbumListSource = .defaultLibrary, client: String? = nil,
                     idempotencyKey: String? = nil) async throws(BlueLibraryClientError) -> AlbumResource {
-        try await send(addCall(input, at: index, client: client, idempotencyKey: idempotencyKey))
+        try await send(addCall(input, at: index, in: source, client: client, idempotencyKey: idempotencyKey))
     }
 
     /// `DELETE /albums/{id}`: answers the removed album with the index it had.
-    public func delete(id: String) async throws(BlueLibraryClientError) -> AlbumResource {
-        try await send(deleteCall(id: id))
+    public func delete(id: String, in library: String = AlbumListSource.defaultLibraryID) async throws(BlueLibraryClientError)
+        -> AlbumResource
+    {
+        try await send(deleteCall(id: id, in: library))
     }
 
-    /// `DELETE /albums/at/{index}`: answers the removed album with the index it had.
-    public func delete(at index: Int) async throws(BlueLibraryClientError) -> AlbumResource {
-        try await send(deleteCall(at: index))
+    /// `DELETE /albums/at/{index}`: answers the removed album with the index it had. Through a
+    /// view, the album at that view position is deleted from its own library (undo it there).
+    public func delete(at index: Int, in source: AlbumListSource = .defaultLibrary) async throws(BlueLibraryClientError)
+        -> AlbumResource
+    {
+        try await send(deleteCall(at: index, in: source))
     }
 
-    /// `POST /albums/{id}/move`: moves the album to `index` (a current position) and answers it there.
-    public func move(id: String, to index: Int) async throws(BlueLibraryClientError) -> AlbumResource {
-        try await send(moveCall(id: id, to: index))
+    /// `POST /albums/{id}/move`: moves the album to `index` (a current position) in its own
+    /// library and answers it there.
+    public func move(id: String, to index: Int, in library: String = AlbumListSource.defaultLibraryID)
+        async throws(BlueLibraryClientError) -> AlbumResource
+    {
+        try await send(moveCall(id: id, to: index, in: library))
+    }
+
+    /// `POST /albums/{id}/move` with `{"library": target, "index": index}`: moves the album from
+    /// `library` (where it is now) into the library `target`, at `index` there (nil or past the
+    /// end appends). Answers the album with `library` set to `target` and its index there.
+    /// Undo it with `undo(in: library)`: it is on the source library's stack.
+    public func move(id: String, from library: String = AlbumListSource.defaultLibraryID, toLibrary target: String,
+                     at index: Int? = nil) async throws(BlueLibraryClientError) -> AlbumResource {
+        try await send(moveCall(id: id, from: library, toLibrary: target, at: index))
     }
 
     // MARK: - Undo and state
 
     /// `POST /undo`: undoes the last mutation; `.problem` with status 409 when there is nothing to undo.
-    public func undo(client: String? = nil) async throws(BlueLibraryClientError) -> UndoResultResource {
-        try await send(undoCall(client: client))
+    public func undo(client: String? = nil, in library: String = AlbumListSource.defaultLibraryID)
+        async throws(BlueLibraryClientError) -> UndoResultResource
+    {
+        try await send(undoCall(client: client, in: library))
     }
 
     /// `GET /undo`: the stack's depth and what the next undo would do.
-    public func undoStatus() async throws(BlueLibraryClientError) -> UndoStatusResource {
-        try await send(undoStatusCall())
+    public func undoStatus(in library: String = AlbumListSource.defaultLibraryID) async throws(BlueLibraryClientError)
+        -> UndoStatusResource
+    {
+        try await send(undoStatusCall(in: library))
     }
 
     /// `GET /state?client=`: the client's saved current album, resolved against the library now.
-    public func state(client: String? = nil) async throws(BlueLibraryClientError) -> SavedStateResource {
-        try await send(stateCall(client: client))
+    public func state(client: String? = nil, in library: String = AlbumListSource.defaultLibraryID)
+        async throws(BlueLibraryClientError) -> SavedStateResource
+    {
+        try await send(stateCall(client: client, in: library))
     }
 
     /// `PUT /state?client=`: saves the client's current album by position or by id.
-    public func setState(_ target: StateTarget, client: String? = nil) async throws(BlueLibraryClientError) -> SavedStateResource {
-        try await send(setStateCall(target, client: client))
+    public func setState(_ target: StateTarget, client: String? = nil, in library: String = AlbumListSource.defaultLibraryID)
+        async throws(BlueLibraryClientError) -> SavedStateResource
+    {
+        try await send(setStateCall(target, client: client, in: library))
     }
 
     // MARK: - Calls
@@ -141,7 +183,7 @@ public final class BlueLibraryClient: Sendable {
     }
 
     /// A call whose 2xx answer is `Value` as JSON (any other status throws).
-    private func call<Value: Decodable>(_ method: String, _ path: [String], query: [(name: String, value: String)] = [],
+    func call<Value: Decodable>(_ method: String, _ path: [String], query: [(name: String, value: String)] = [],
                                         headers: [String: String] = [:]) throws(BlueLibraryClientError) -> Call<Value> {
         Call(request: try request(method, path, query: query, headers: headers), read: { answer throws(BlueLibraryClientError) in
             try Self.decode(answer)
@@ -149,7 +191,7 @@ public final class BlueLibraryClient: Sendable {
     }
 
     /// A call with a JSON body whose 2xx answer is `Value` as JSON.
-    private func call<Value: Decodable>(_ method: String, _ path: [String], query: [(name: String, value: String)] = [],
+    func call<Value: Decodable>(_ method: String, _ path: [String], query: [(name: String, value: String)] = [],
                                         json body: some Encodable, headers: [String: String] = [:])
         throws(BlueLibraryClientError) -> Call<Value>
     {
@@ -158,8 +200,10 @@ public final class BlueLibraryClient: Sendable {
         })
     }
 
-    func listCall(_ query: AlbumPageQuery) throws(BlueLibraryClientError) -> Call<AlbumPage> {
-        Call(request: try listRequest(query, ifNoneMatch: nil), read: { answer throws(BlueLibraryClientError) in
+    func listCall(_ query: AlbumPageQuery, in source: AlbumListSource = .defaultLibrary) throws(BlueLibraryClientError)
+        -> Call<AlbumPage>
+    {
+        Call(request: try listRequest(query, in: source, ifNoneMatch: nil), read: { answer throws(BlueLibraryClientError) in
             switch try Self.decodePage(answer) {
             case let .modified(page): return page
             case .notModified: throw .decoding(status: 304, message: "304 Not Modified without If-None-Match")
@@ -167,19 +211,23 @@ public final class BlueLibraryClient: Sendable {
         })
     }
 
-    func listCall(_ query: AlbumPageQuery, ifNoneMatch etag: String?) throws(BlueLibraryClientError) -> Call<Revalidated<AlbumPage>> {
-        Call(request: try listRequest(query, ifNoneMatch: etag), read: { answer throws(BlueLibraryClientError) in
+    func listCall(_ query: AlbumPageQuery, in source: AlbumListSource = .defaultLibrary, ifNoneMatch etag: String?)
+        throws(BlueLibraryClientError) -> Call<Revalidated<AlbumPage>>
+    {
+        Call(request: try listRequest(query, in: source, ifNoneMatch: etag), read: { answer throws(BlueLibraryClientError) in
             try Self.decodePage(answer)
         })
     }
 
-    func albumCall(id: String) throws(BlueLibraryClientError) -> Call<AlbumResource> { try call("GET", ["albums", id]) }
-
-    func albumCall(at index: Int) throws(BlueLibraryClientError) -> Call<AlbumResource> {
-        try call("GET", ["albums", "at", String(index)])
+    func albumCall(id: String, in library: String) throws(BlueLibraryClientError) -> Call<AlbumResource> {
+        try call("GET", path(library, "albums", id))
     }
 
-    func addCall(_ input: AlbumInput, at index: Int?, client: String?, idempotencyKey: String?)
+    func albumCall(at index: Int, in source: AlbumListSource) throws(BlueLibraryClientError) -> Call<AlbumResource> {
+        try call("GET", source.pathPrefix + ["albums", "at", String(index)])
+    }
+
+    func addCall(_ input: AlbumInput, at index: Int?, in source: AlbumListSource, client: String?, idempotencyKey: String?)
         throws(BlueLibraryClientError) -> Call<AlbumResource>
     {
         var query: [(name: String, value: String)] = []
@@ -187,41 +235,66 @@ public final class BlueLibraryClient: Sendable {
         if let client { query.append(("client", client)) }
         var headers: [String: String] = [:]
         if let idempotencyKey { headers["Idempotency-Key"] = idempotencyKey }
-        return try call("POST", ["albums"], query: query, json: input, headers: headers)
+        return try call("POST", source.pathPrefix + ["albums"], query: query, json: input, headers: headers)
     }
 
-    func deleteCall(id: String) throws(BlueLibraryClientError) -> Call<AlbumResource> { try call("DELETE", ["albums", id]) }
-
-    func deleteCall(at index: Int) throws(BlueLibraryClientError) -> Call<AlbumResource> {
-        try call("DELETE", ["albums", "at", String(index)])
+    func deleteCall(id: String, in library: String) throws(BlueLibraryClientError) -> Call<AlbumResource> {
+        try call("DELETE", path(library, "albums", id))
     }
 
-    func moveCall(id: String, to index: Int) throws(BlueLibraryClientError) -> Call<AlbumResource> {
-        try call("POST", ["albums", id, "move"], json: ["index": index])
+    func deleteCall(at index: Int, in source: AlbumListSource) throws(BlueLibraryClientError) -> Call<AlbumResource> {
+        try call("DELETE", source.pathPrefix + ["albums", "at", String(index)])
     }
 
-    func undoCall(client: String?) throws(BlueLibraryClientError) -> Call<UndoResultResource> {
-        try call("POST", ["undo"], query: client.map { [("client", $0)] } ?? [])
+    func moveCall(id: String, to index: Int, in library: String) throws(BlueLibraryClientError) -> Call<AlbumResource> {
+        try call("POST", path(library, "albums", id, "move"), json: ["index": index])
     }
 
-    func undoStatusCall() throws(BlueLibraryClientError) -> Call<UndoStatusResource> { try call("GET", ["undo"]) }
-
-    func stateCall(client: String?) throws(BlueLibraryClientError) -> Call<SavedStateResource> {
-        try call("GET", ["state"], query: client.map { [("client", $0)] } ?? [])
+    func moveCall(id: String, from library: String, toLibrary target: String, at index: Int?) throws(BlueLibraryClientError)
+        -> Call<AlbumResource>
+    {
+        try call("POST", path(library, "albums", id, "move"), json: LibraryMoveBody(library: target, index: index))
     }
 
-    func setStateCall(_ target: StateTarget, client: String?) throws(BlueLibraryClientError) -> Call<SavedStateResource> {
+    func undoCall(client: String?, in library: String) throws(BlueLibraryClientError) -> Call<UndoResultResource> {
+        try call("POST", path(library, "undo"), query: client.map { [("client", $0)] } ?? [])
+    }
+
+    func undoStatusCall(in library: String) throws(BlueLibraryClientError) -> Call<UndoStatusResource> {
+        try call("GET", path(library, "undo"))
+    }
+
+    func stateCall(client: String?, in library: String) throws(BlueLibraryClientError) -> Call<SavedStateResource> {
+        try call("GET", path(library, "state"), query: client.map { [("client", $0)] } ?? [])
+    }
+
+    func setStateCall(_ target: StateTarget, client: String?, in library: String) throws(BlueLibraryClientError)
+        -> Call<SavedStateResource>
+    {
         let query = client.map { [(name: "client", value: $0)] } ?? []
         switch target {
-        case let .index(index): return try call("PUT", ["state"], query: query, json: ["currentAlbumIndex": index])
-        case let .album(id): return try call("PUT", ["state"], query: query, json: ["albumID": id])
+        case let .index(index): return try call("PUT", path(library, "state"), query: query, json: ["currentAlbumIndex": index])
+        case let .album(id): return try call("PUT", path(library, "state"), query: query, json: ["albumID": id])
         }
+    }
+
+    /// The body of a move between libraries: `{"library": "jazz", "index": 0}` (`index` left out when nil).
+    private struct LibraryMoveBody: Encodable {
+        var library: String
+        var index: Int?
+    }
+
+    /// `segments` under `library`'s prefix (none for the default library).
+    func path(_ library: String, _ segments: String...) -> [String] {
+        AlbumListSource.library(library).pathPrefix + segments
     }
 
     // MARK: - Requests
 
-    func listRequest(_ query: AlbumPageQuery, ifNoneMatch etag: String?) throws(BlueLibraryClientError) -> URLRequest {
-        try request("GET", ["albums"], query: query.queryItems, headers: etag.map { ["If-None-Match": $0] } ?? [:])
+    func listRequest(_ query: AlbumPageQuery, in source: AlbumListSource = .defaultLibrary, ifNoneMatch etag: String?)
+        throws(BlueLibraryClientError) -> URLRequest
+    {
+        try request("GET", source.pathPrefix + ["albums"], query: query.queryItems, headers: etag.map { ["If-None-Match": $0] } ?? [:])
     }
 
     /// The URL of `path` (segments, each percent-encoded) under the base URL, with `query`.

@@ -8,7 +8,8 @@ import Foundation
 
 /// One album as the server sends it. `index` is the album's 0-based position in the library:
 /// always present on single-album answers, and on list pages only when the list is in
-/// position order without filters.
+/// position order without filters (on a view's page: its position in the view). `library` is
+/// the library that holds it, sent on a view's pages and by a move between libraries.
 public struct AlbumResource: Codable, Sendable, Hashable, Identifiable {
     public var id: String
     public var title: String
@@ -20,9 +21,10 @@ public struct AlbumResource: Codable, Sendable, Hashable, Identifiable {
     public var createdAt: String
     public var updatedAt: String
     public var index: Int?
+    public var library: String?
 
     public init(id: String, title: String, artist: String, genre: String = "Pop", year: Int? = nil, coverUrl: String? = nil,
-                createdAt: String, updatedAt: String, index: Int? = nil) {
+                createdAt: String, updatedAt: String, index: Int? = nil, library: String? = nil) {
         self.id = id
         self.title = title
         self.artist = artist
@@ -32,14 +34,15 @@ public struct AlbumResource: Codable, Sendable, Hashable, Identifiable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.index = index
+        self.library = library
     }
 
     public var createdDate: Date? { WireDate.parse(createdAt) }
     public var updatedDate: Date? { WireDate.parse(updatedAt) }
 
-    enum CodingKeys: String, CodingKey { case id, title, artist, genre, year, coverUrl, createdAt, updatedAt, index }
+    enum CodingKeys: String, CodingKey { case id, title, artist, genre, year, coverUrl, createdAt, updatedAt, index, library }
 
-    /// Like the server: `year` and `coverUrl` are `null` when absent; `index` is left out when unknown.
+    /// Like the server: `year` and `coverUrl` are `null` when absent; `index` and `library` are left out when unknown.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -51,12 +54,17 @@ public struct AlbumResource: Codable, Sendable, Hashable, Identifiable {
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(updatedAt, forKey: .updatedAt)
         try container.encodeIfPresent(index, forKey: .index)
+        try container.encodeIfPresent(library, forKey: .library)
     }
 }
 
 /// The body of `GET /albums`: `{"items": [...], "next": cursor-or-null, "version": n}`, plus
 /// `total` when the query asked for `count=true`. `next` must be present (it is `null` on the
 /// last page): a body without it is not this format and fails to decode.
+///
+/// A view's page (`GET /views/{view}/albums`) is the same body; it may also carry `versions`,
+/// each source library's version. When it carries `versions` without `version`, `version` is
+/// their sum: it grows whenever any source changes, which is all `version` is used for here.
 public struct AlbumPageResource: Codable, Sendable, Hashable {
     public var items: [AlbumResource]
     /// The opaque cursor of the next page, or nil when this page reaches the end.
@@ -65,15 +73,18 @@ public struct AlbumPageResource: Codable, Sendable, Hashable {
     public var version: Int64
     /// The number of albums matching the query; only with `count=true`.
     public var total: Int?
+    /// A view's page: each source library's version (by library id); nil when not sent.
+    public var versions: [String: Int64]?
 
-    public init(items: [AlbumResource], next: String?, version: Int64, total: Int? = nil) {
+    public init(items: [AlbumResource], next: String?, version: Int64, total: Int? = nil, versions: [String: Int64]? = nil) {
         self.items = items
         self.next = next
         self.version = version
         self.total = total
+        self.versions = versions
     }
 
-    enum CodingKeys: String, CodingKey { case items, next, version, total }
+    enum CodingKeys: String, CodingKey { case items, next, version, total, versions }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -83,8 +94,13 @@ public struct AlbumPageResource: Codable, Sendable, Hashable {
                 CodingKeys.next, .init(codingPath: container.codingPath, debugDescription: "a page must carry \"next\" (a cursor or null)"))
         }
         next = try container.decode(String?.self, forKey: .next)
-        version = try container.decode(Int64.self, forKey: .version)
         total = try container.decodeIfPresent(Int.self, forKey: .total)
+        versions = try container.decodeIfPresent([String: Int64].self, forKey: .versions)
+        if let versions, !container.contains(.version) {
+            version = versions.values.reduce(0, +)
+        } else {
+            version = try container.decode(Int64.self, forKey: .version)
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -93,6 +109,7 @@ public struct AlbumPageResource: Codable, Sendable, Hashable {
         try container.encode(next, forKey: .next)
         try container.encode(version, forKey: .version)
         try container.encodeIfPresent(total, forKey: .total)
+        try container.encodeIfPresent(versions, forKey: .versions)
     }
 }
 
@@ -113,6 +130,7 @@ public struct AlbumPage: Sendable, Hashable {
     public var items: [AlbumResource] { resource.items }
     public var next: String? { resource.next }
     public var version: Int64 { resource.version }
+    public var versions: [String: Int64]? { resource.versions }
     public var total: Int? { resource.total }
 }
 

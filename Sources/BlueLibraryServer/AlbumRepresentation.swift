@@ -101,8 +101,10 @@ enum AlbumRepresentation {
 
     /// A page of a list: `{"items": [...], "next": cursor-or-null, "version": n}` and
     /// `"total"` when counted. Items carry `index` only when the list shows indexes. `next` is
-    /// the page's next cursor, already sealed.
-    static func listBytes(_ page: AlbumListPage, next: String?, pretty: Bool) throws -> [UInt8] {
+    /// the page's next cursor, already sealed. With `sources` (a view page: the view's
+    /// libraries, in the order of `page.versions`) the page also says `"versions"`, each
+    /// source's version: `{"default": 12, "jazz": 3}`.
+    static func listBytes(_ page: AlbumListPage, next: String?, pretty: Bool, sources: [LibraryID]? = nil) throws -> [UInt8] {
         var json = JSONWriter(capacity: 256 * max(1, page.items.count))
         json.beginObject()
         json.key("items")
@@ -120,17 +122,37 @@ enum AlbumRepresentation {
             json.key("total"); json.number(total)
         }
         json.key("version"); json.number(page.version)
+        if let sources {
+            // A view page: the version of each source the page was read at.
+            json.key("versions")
+            json.beginObject()
+            for (source, version) in zip(sources, page.versions) {
+                json.key(source.rawValue); json.number(version)
+            }
+            json.endObject()
+        }
         json.endObject()
         if pretty { return JSONIndenter.indent(json.bytes) }
         json.newline()
         return json.bytes
     }
 
+    /// A list item: the album's fields, `"index"` when the list shows indexes and
+    /// `"library"` when it spans several libraries (view pages).
     static func appendCompact(_ item: ListedAlbum, to bytes: inout [UInt8]) {
         if let index = item.index {
             appendCompact(IndexedAlbum(album: item.album, index: index), to: &bytes)
         } else {
             item.album.appendJSON(to: &bytes)
         }
+        if let library = item.library { appendLibrary(library, to: &bytes) }
+    }
+
+    /// Adds `"library": id` to the object at the end of `bytes`.
+    static func appendLibrary(_ library: LibraryID, to bytes: inout [UInt8]) {
+        bytes.removeLast()  // the closing brace
+        bytes.append(contentsOf: ",\"library\":".utf8)
+        JSONString.append(library.rawValue, to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
     }
 }

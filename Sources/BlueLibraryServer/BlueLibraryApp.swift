@@ -20,6 +20,8 @@ public final class BlueLibraryApp: Sendable {
     public var facade: LibraryFacade { libraries.defaultLibrary }
     /// The request model's page cache (tests count its loads).
     let pageCache: AlbumListRoute.PageCache
+    /// The request model's view pages (tests count their loads).
+    let viewPages: ViewPages
     let store: SQLiteAlbumStore
     let exportWorkers: BoundedThreadPool
     /// One event hub per library (each facade's event sink).
@@ -76,11 +78,16 @@ public final class BlueLibraryApp: Sendable {
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
         let pageCache = AlbumListRoute.PageCache(clock: monotonic)
         self.pageCache = pageCache
+        let viewPages = ViewPages(clock: monotonic)
+        self.viewPages = viewPages
         (settings, accessGuard) = try Self.openAccess(
             store: store, libraries: libraries, events: events, configuration: configuration, logger: logger
         ) { [covers, logger] old, new in
             // Pages are cached by query; a changed default or maximum changes what a query means.
-            if let old, old.paging != new.paging { pageCache.invalidate(erase: true) }
+            if let old, old.paging != new.paging {
+                pageCache.invalidate(erase: true)
+                viewPages.cache.invalidate(erase: true)
+            }
             if old?.covers != new.covers { Self.applyCoverSettings(new.covers, to: covers, configuration: configuration, logger: logger) }
         }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
@@ -101,8 +108,11 @@ public final class BlueLibraryApp: Sendable {
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [store] in store.isDiskFull }).register(into: &routes)
         albums.register(into: &routes)
         LibraryRoutes(libraries: resolver, idempotency: idempotency).register(into: &routes)
-        AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: try Self.cursorSeal(store))
+        let seal = try Self.cursorSeal(store)
+        AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: seal)
             .register(into: &routes)
+        ViewRoutes(libraries: libraries, idempotency: idempotency, covers: covers, pages: viewPages).register(into: &routes)
+        ViewListRoute(libraries: libraries, pages: viewPages, settings: settings, seal: seal).register(into: &routes)
         UndoStateRoutes(libraries: resolver).register(into: &routes)
         ArchiveRoutes(libraries: resolver, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers, threads: 2),
                       maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory,

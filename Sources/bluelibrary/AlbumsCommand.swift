@@ -6,7 +6,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// `bluelibrary albums list|add|delete|undo`: a client of a running server, built on
+/// `bluelibrary albums list|add|delete|move|undo`: a client of a running server, built on
 /// `BlueLibraryClient` and `AlbumListModel`. Prints an aligned table (or a sentence) by
 /// default and JSON with `--json`. A failed request prints the problem's detail on one line
 /// to stderr and exits 1; a bad command line exits 2.
@@ -22,10 +22,15 @@ enum AlbumsCommand {
                   Add an album (at index I, or at the end).
           delete  ID | --at INDEX [--json]
                   Delete an album by id or by position.
+          move    ID (--index I | --to-library L [--index I]) [--json]
+                  Move an album to index I of its library, or into library L (at index I
+                  there, or at the end). Undo a move into another library in the library
+                  it came from.
           undo    [--json]
                   Undo the last change.
 
         Options for every command:
+          --library ID     The library (default: "default"; see 'bluelibrary libraries --help').
           --url URL        The server (default: $BLUELIBRARY_URL, else http://127.0.0.1:8080).
           --client NAME    The client whose current album add and undo update (default: "default").
           --timeout SEC    Seconds to wait for each answer (default: 10).
@@ -41,17 +46,11 @@ enum AlbumsCommand {
             print(helpText)
             exit(0)
         }
-        let environment = ProcessInfo.processInfo.environment
-        let url = options.value("url") ?? environment["BLUELIBRARY_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
-        let timeout = options.double("timeout") ?? 10
+        let client = connect(&options)
         let json = options.flag("json")
         let clientName = options.value("client")
-        let client: BlueLibraryClient
-        do {
-            client = try BlueLibraryClient(url: url, timeout: timeout)
-        } catch {
-            fail("--url: \(error.description)")
-        }
+        let library = options.value("library") ?? AlbumListSource.defaultLibraryID
+        let libraryOption = library == AlbumListSource.defaultLibraryID ? "" : " --library \(library)"
 
         let result: Result<Void, BlueLibraryClientError>
         switch subcommand {
@@ -70,7 +69,10 @@ enum AlbumsCommand {
             query.cursor = options.value("cursor")
             let all = options.flag("all")
             options.finish()
-            result = Result { () throws(BlueLibraryClientError) in try list(client, query: query, all: all, json: json) }
+            result = Result { () throws(BlueLibraryClientError) in
+                try list(client, source: .library(library), query: query, all: all, json: json,
+                         moreCommand: "bluelibrary albums list" + libraryOption)
+            }
         case "add":
             guard let title = options.value("title"), let artist = options.value("artist") else {
                 fail("albums add needs --title and --artist")
@@ -80,7 +82,7 @@ enum AlbumsCommand {
             let index = options.int("index")
             options.finish()
             result = Result { () throws(BlueLibraryClientError) in
-                let album = try client.add(input, at: index, client: clientName)
+                let album = try client.add(input, at: index, in: .library(library), client: clientName)
                 if json { printJSON(album) } else { print("Added \(describe(album)).") }
             }
         case "delete":
@@ -90,13 +92,32 @@ enum AlbumsCommand {
             guard (index == nil) != (id == nil) else { fail("albums delete needs an album id or --at INDEX (one of them)") }
             result = Result { () throws(BlueLibraryClientError) in
                 let album: AlbumResource
-                if let id { album = try client.delete(id: id) } else { album = try client.delete(at: index!) }
+                if let id {
+                    album = try client.delete(id: id, in: library)
+                } else {
+                    album = try client.delete(at: index!, in: .library(library))
+                }
                 if json { printJSON(album) } else { print("Deleted \(describe(album)).") }
+            }
+        case "move":
+            let index = options.int("index")
+            let target = options.value("to-library")
+            guard let id = options.positional() else { fail("albums move needs an album id") }
+            options.finish()
+            if target == nil && index == nil { fail("albums move needs --index I, --to-library L, or both") }
+            result = Result { () throws(BlueLibraryClientError) in
+                let album: AlbumResource
+                if let target {
+                    album = try client.move(id: id, from: library, toLibrary: target, at: index)
+                } else {
+                    album = try client.move(id: id, to: index!, in: library)
+                }
+                if json { printJSON(album) } else { print("Moved \(describe(album)).") }
             }
         case "undo":
             options.finish()
             result = Result { () throws(BlueLibraryClientError) in
-                let undone = try client.undo(client: clientName)
+                let undone = try client.undo(client: clientName, in: library)
                 if json {
                     printJSON(undone)
                 } else if let album = undone.album, let index = album.index {
@@ -112,21 +133,48 @@ enum AlbumsCommand {
         exit(0)
     }
 
+    // MARK: - Shared by the client commands
+
+    /// The client for `--url` (else `$BLUELIBRARY_URL`, else the local default) and `--timeout`.
+    static func connect(_ options: inout Options) -> BlueLibraryClient {
+        let environment = ProcessInfo.processInfo.environment
+        let url = options.value("url") ?? environment["BLUELIBRARY_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
+        let timeout = options.double("timeout") ?? 10
+        do {
+            return try BlueLibraryClient(url: url, timeout: timeout)
+        } catch {
+            fail("--url: \(error.description)")
+        }
+    }
+
+    /// Runs `body` and exits: 0 when it succeeded, 1 with the error on stderr when it failed.
+    static func perform(_ body: () throws(BlueLibraryClientError) -> Void) -> Never {
+        do throws(BlueLibraryClientError) {
+            try body()
+        } catch {
+            fail(error.description, code: 1)
+        }
+        exit(0)
+    }
+
     // MARK: - list
 
-    static func list(_ client: BlueLibraryClient, query: AlbumPageQuery, all: Bool, json: Bool) throws(BlueLibraryClientError) {
+    /// Prints a page of `source`'s list (every page with `all`); when more remain, a line says
+    /// how to continue: `moreCommand` with `--cursor`.
+    static func list(_ client: BlueLibraryClient, source: AlbumListSource = .defaultLibrary, query: AlbumPageQuery, all: Bool,
+                     json: Bool, moreCommand: String) throws(BlueLibraryClientError) {
         var result: AlbumPageResource
         if query.cursor != nil {
             // Continuing from a printed cursor: plain pages, since the model always starts at the first.
-            var page = try client.list(query)
+            var page = try client.list(query, in: source)
             result = page.resource
             while all, let next = page.next {
-                page = try client.list(query.continuing(at: next))
+                page = try client.list(query.continuing(at: next), in: source)
                 result.items += page.items
                 result.next = page.next
             }
         } else {
-            let model = AlbumListModel(client: client, query: query)
+            let model = AlbumListModel(client: client, source: source, query: query)
             let waiter = LoadWaiter()
             model.addListener(waiter)
             try waiter.run(model, more: false, timeout: client.timeout)
@@ -134,7 +182,8 @@ enum AlbumsCommand {
                 try waiter.run(model, more: true, timeout: client.timeout)
             }
             let snapshot = model.snapshot
-            result = AlbumPageResource(items: snapshot.items, next: snapshot.next, version: snapshot.version ?? 0, total: snapshot.total)
+            result = AlbumPageResource(items: snapshot.items, next: snapshot.next, version: snapshot.version ?? 0, total: snapshot.total,
+                                       versions: snapshot.versions)
         }
         let items = result.items
         if json {
@@ -147,28 +196,40 @@ enum AlbumsCommand {
         }
         printTable(items)
         if let next = result.next {
-            print("\n\(items.count) albums shown; more with: bluelibrary albums list --cursor \(next) (or --all)")
+            print("\n\(items.count) albums shown; more with: \(moreCommand) --cursor \(next) (or --all)")
         }
     }
 
+    /// Albums as a table: an index column when any has an index, a LIBRARY column when any says
+    /// its library (a view's page).
     static func printTable(_ albums: [AlbumResource]) {
         let showIndex = albums.contains { $0.index != nil }
+        let showLibrary = albums.contains { $0.library != nil }
         var header = ["TITLE", "ARTIST", "GENRE", "YEAR", "ID"]
+        if showLibrary { header.insert("LIBRARY", at: 4) }
         if showIndex { header.insert("#", at: 0) }
         var rows = [header]
         for album in albums {
             var row = [clip(album.title), clip(album.artist), clip(album.genre), album.year.map(String.init) ?? "-", album.id]
+            if showLibrary { row.insert(album.library ?? "", at: 4) }
             if showIndex { row.insert(album.index.map(String.init) ?? "", at: 0) }
             rows.append(row)
         }
+        printRows(rows, numeric: ["#", "YEAR"])
+    }
+
+    /// Prints `rows` (the first is the header) in aligned columns, two spaces apart; the
+    /// columns named in `numeric` right-aligned, the rest left-aligned.
+    static func printRows(_ rows: [[String]], numeric: Set<String>) {
+        guard let header = rows.first else { return }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         for row in rows {
             var line = ""
             for (column, cell) in row.enumerated() {
                 let pad = String(repeating: " ", count: widths[column] - cell.count)
                 // Numbers right-aligned (index, year), text left-aligned.
-                let numeric = header[column] == "#" || header[column] == "YEAR"
-                line += (column == 0 ? "" : "  ") + (numeric ? pad + cell : cell + (column == row.count - 1 ? "" : pad))
+                let isNumber = numeric.contains(header[column])
+                line += (column == 0 ? "" : "  ") + (isNumber ? pad + cell : cell + (column == row.count - 1 ? "" : pad))
             }
             print(line)
         }
@@ -182,7 +243,8 @@ enum AlbumsCommand {
     static func describe(_ album: AlbumResource) -> String {
         let year = album.year.map { " (\($0))" } ?? ""
         let index = album.index.map { " at index \($0)" } ?? ""
-        return "\"\(album.title)\" by \(album.artist)\(year)\(index), id \(album.id)"
+        let library = album.library.map { " in library \($0)" } ?? ""
+        return "\"\(album.title)\" by \(album.artist)\(year)\(index)\(library), id \(album.id)"
     }
 
     static func printJSON(_ value: some Encodable) {
@@ -231,8 +293,13 @@ enum AlbumsCommand {
     /// over is a usage error.
     struct Options {
         private var words: [String]
+        /// The command whose `--help` a usage error points to (`albums`, `libraries`, `views`).
+        let command: String
 
-        init(_ words: [String]) { self.words = words }
+        init(_ words: [String], command: String = "albums") {
+            self.words = words
+            self.command = command
+        }
 
         mutating func value(_ name: String) -> String? {
             for (position, word) in words.enumerated() {
@@ -275,7 +342,7 @@ enum AlbumsCommand {
         }
 
         func finish() {
-            if let word = words.first { fail("unexpected '\(word)'; try 'bluelibrary albums --help'") }
+            if let word = words.first { fail("unexpected '\(word)'; try 'bluelibrary \(command) --help'") }
         }
     }
 }

@@ -21,6 +21,10 @@ case "healthcheck":
     HealthcheckCommand.run(Array(arguments.dropFirst()))
 case "albums":
     AlbumsCommand.run(Array(arguments.dropFirst()))
+case "libraries":
+    LibrariesCommand.run(Array(arguments.dropFirst()))
+case "views":
+    ViewsCommand.run(Array(arguments.dropFirst()))
 case "token":
     TokenCommand.run(Array(arguments.dropFirst()))
 case "help", "--help", "-h":
@@ -29,7 +33,10 @@ case "help", "--help", "-h":
 
         Commands:
           serve        Run the HTTP server (see 'bluelibrary serve --help').
-          albums       Client: list, add, delete albums and undo (see 'bluelibrary albums --help').
+          albums       Client: list, add, delete, move albums and undo (see 'bluelibrary albums --help').
+          libraries    Client: list, create, rename, delete libraries (see 'bluelibrary libraries --help').
+          views        Client: list, create, update, delete views and page through their albums
+                       (see 'bluelibrary views --help').
           token set    Read a token from stdin, store its hash, enable write protection.
           healthcheck  Exit 0 if the local server's /readyz answers 200 (for container HEALTHCHECK).
           help         Show this text.

@@ -8,35 +8,9 @@ import Testing
 
     init() throws { server = try LiveServer() }
 
-    struct Run {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
     /// Runs `bluelibrary albums <arguments>` with BLUELIBRARY_URL pointing at the test server.
-    func albums(_ arguments: [String], environment: [String: String]? = nil) throws -> Run {
-        let process = Process()
-        process.executableURL = ServerProcess.executableURL
-        process.arguments = ["albums"] + arguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BLUELIBRARY_") }
-        for (key, value) in environment ?? ["BLUELIBRARY_URL": server.url] { env[key] = value }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read both pipes to the end concurrently so neither can fill up and stall the child.
-        let errData = LockedData()
-        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
-        reader.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        // The child has exited, so its stderr is at end of file: the reader is about to finish.
-        #expect(errData.waitUntilSet(timeout: 30), "stderr of the child was not read to the end")
-        return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                   stderr: String(decoding: errData.value, as: UTF8.self))
+    func albums(_ arguments: [String], environment: [String: String]? = nil) throws -> CommandRun {
+        try CommandRun.bluelibrary(["albums"] + arguments, environment: environment ?? ["BLUELIBRARY_URL": server.url])
     }
 
     func json(_ text: String) throws -> [String: Any] {
@@ -159,6 +133,41 @@ import Testing
         let help = try albums(["--help"])
         #expect(help.status == 0 && help.stdout.contains("bluelibrary albums <command>"))
     }
+}
+
+/// The exit status and output of one run of the built `bluelibrary` executable.
+struct CommandRun {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+
+    /// Runs `bluelibrary <arguments>` with the environment's BLUELIBRARY_ variables replaced by `environment`.
+    static func bluelibrary(_ arguments: [String], environment: [String: String]) throws -> CommandRun {
+        let process = Process()
+        process.executableURL = ServerProcess.executableURL
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BLUELIBRARY_") }
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes to the end concurrently so neither can fill up and stall the child.
+        let errData = LockedData()
+        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+        reader.start()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        // The child has exited, so its stderr is at end of file: the reader is about to finish.
+        #expect(errData.waitUntilSet(timeout: 30), "stderr of the child was not read to the end")
+        return CommandRun(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                          stderr: String(decoding: errData.value, as: UTF8.self))
+    }
+
+    /// The lines of stdout.
+    var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 }
 
 /// Data handed from a reader thread to the test, which waits for it with a deadline.

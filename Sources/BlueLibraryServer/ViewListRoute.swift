@@ -1,0 +1,127 @@
+import HTTPServer
+import Library
+
+/// `GET /views/{view}/albums`: a page of a composite view, through the request model, with
+/// the query parameters, cursors, `count`, `Link` and ETag rules of `GET /albums`
+/// (``AlbumListRoute`` parses the query and shapes the response; only the version differs).
+///
+/// A view's version is the vector of its sources' library versions, under the definition's
+/// `revision`. The fast path reads it from memory (`Libraries.viewVersion`, no database, for
+/// views ``ViewPages`` calls warm): a 304 or a page loaded at that vector is answered on the
+/// event loop. A commit in any source
+/// changes the vector, so every page of the view becomes `outdated`.
+///
+/// In the page cache the model's single `Int64` version is the sum of the source versions,
+/// and the revision is part of the key. Under one revision the sources are fixed and each
+/// library version only grows (a re-created library continues its numbers), so two vectors of
+/// one revision with the same sum are the same vector: the sum is exact, not a hash. Pages of
+/// a deleted view are erased when a view is created (``ViewPages/definitionsChanged()``), so a
+/// re-created view with an old revision number never meets them.
+struct ViewListRoute {
+    /// A page ready to send.
+    struct CachedPage: Sendable {
+        var bytes: [UInt8]
+        var etag: String
+        /// The next page's query string (the path is the request's own).
+        var nextQuery: String?
+    }
+
+    let libraries: Libraries
+    let pages: ViewPages
+    let settings: SettingsService
+    let seal: CursorSeal
+
+    /// A view page query as the model knows it: the view and its definition's revision, and
+    /// the list query under the paging limits in force.
+    struct PageKey: Hashable, Sendable {
+        var view: ViewID
+        var revision: Int64
+        var defaultLimit: Int
+        var maxLimit: Int
+        var query: String
+
+        /// `"w<sum>-<hash>"`: the hash covers the view, its revision, every source version, the
+        /// limits and the query, so it changes with every commit in any source, with every
+        /// change of the definition and with every query.
+        func etag(versions: [Int64]) -> String {
+            var text = view.rawValue + "|" + ViewVersion(revision: revision, versions: versions).tag + "|"
+            text += "\(defaultLimit),\(maxLimit)|" + query
+            return "\"w\(versions.reduce(0, &+))-\(ETag.hash(Array(text.utf8)))\""
+        }
+    }
+
+    func register(into routes: inout RouterBuilder) {
+        routes.add(.get, "/views/{view}/albums", fast: respondFromMemory, blocking: respond)
+    }
+
+    /// The fast path: a 304 from the version vector alone, or a page loaded at it; nil when
+    /// the page must be read (`respond`).
+    func respondFromMemory(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
+        guard pages.isWarm(try ViewRoutes.viewID(context)) else { return nil }
+        let (key, version, _) = try lookup(request, context)
+        return fromMemory(request, context, key: key, version: version)
+    }
+
+    /// Any view page request: from memory if it can be, else read in one snapshot of the
+    /// sources (identical concurrent requests share the read).
+    func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let (key, version, paging) = try lookup(request, context)
+        pages.warmed(key.view)  // its definition and every source's version are in memory now
+        if let answered = fromMemory(request, context, key: key, version: version) { return answered }
+        let pageRequest = try AlbumListRoute.pageRequest(from: request, paging: paging, seal: seal)
+        let pretty = request.wantsPretty
+        let page = try pages.cache.value(key, version: version.sum) {
+            let (page, sources, steady) = try library { () throws(LibraryError) in
+                let before = try libraries.view(key.view)
+                let page = try libraries.page(view: key.view, pageRequest)
+                let after = try libraries.viewVersion(key.view)
+                // The definition changed around the read: the page is this request's answer but
+                // is never kept as current for the key's revision.
+                return (page, before.sources, before.revision == key.revision && after.revision == key.revision)
+            }
+            let next = page.next?.encoded(sealedWith: seal)
+            let bytes = try AlbumRepresentation.listBytes(page, next: next, pretty: pretty, sources: sources)
+            let cached = CachedPage(
+                bytes: bytes, etag: key.etag(versions: page.versions), nextQuery: next.map { AlbumListRoute.nextQuery(request, cursor: $0) })
+            let sum = steady ? page.versions.reduce(0, &+) : -1
+            return .init(value: cached, version: sum, cost: bytes.count + key.query.utf8.count + 256)
+        }
+        return Self.response(page, request: request, context: context)
+    }
+
+    /// The cache key under the paging limits in force, and the view's version from memory.
+    private func lookup(
+        _ request: HTTPRequest, _ context: RequestContext
+    ) throws -> (PageKey, (versions: [Int64], sum: Int64), LibrarySettings.Paging) {
+        let view = try ViewRoutes.viewID(context)
+        let paging = settings.paging
+        let version = try library { () throws(LibraryError) in try libraries.viewVersion(view) }
+        let key = PageKey(
+            view: view, revision: version.revision,
+            defaultLimit: paging.defaultLimit, maxLimit: paging.maxLimit, query: String(request.rawQuery ?? ""))
+        return (key, (version.versions, version.versions.reduce(0, &+)), paging)
+    }
+
+    private func fromMemory(
+        _ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: (versions: [Int64], sum: Int64)
+    ) -> HTTPResponse? {
+        let cached = pages.cache.current(key, version: version.sum)
+        if let condition = request.headers["If-None-Match"] {
+            let etag = cached?.etag ?? key.etag(versions: version.versions)
+            if ETag.list(condition, matches: etag) {
+                return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
+            }
+        }
+        return cached.map { Self.response($0, request: request, context: context) }
+    }
+
+    /// 200 with a page: its ETag, and `Link: rel="next"` to this path with the next cursor.
+    static func response(_ page: CachedPage, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
+        var headers: HTTPHeaders = ["ETag": page.etag, "Cache-Control": "no-cache"]
+        if let next = page.nextQuery {
+            headers.add("Link", "<\(RequestInput.absoluteURL("\(request.path)?\(next)", context))>; rel=\"next\"")
+        }
+        return HTTPResponse(contentType: "application/json", bytes: page.bytes, headers: headers)
+    }
+
+}

@@ -1,0 +1,34 @@
+import Essentials
+import Library
+import Synchronization
+
+/// The request model's state for view pages: the page cache, and which views the fast path
+/// may answer from memory.
+///
+/// Rules:
+/// - A view is "warm" once a page of it was read on the worker pool: that read loaded its
+///   definition and made every source's facade learn its version, so `Libraries.viewVersion`
+///   is memory work from then on. The event-loop fast path answers only warm views (anything
+///   else goes to the worker pool), so it never waits for the database.
+/// - ``definitionsChanged()`` (a view created, changed or deleted) erases the cached pages and
+///   cools every view: a re-created view may reuse an old revision number, and a changed one
+///   may name sources whose facades are not made yet.
+final class ViewPages: Sendable {
+    typealias Cache = RequestModelCache<ViewListRoute.PageKey, ViewListRoute.CachedPage>
+
+    let cache: Cache
+    private let warm = Mutex<Set<ViewID>>([])
+
+    init(clock: any MonotonicClock) {
+        cache = Cache(clock: clock)
+    }
+
+    func isWarm(_ view: ViewID) -> Bool { warm.withLock { $0.contains(view) } }
+
+    func warmed(_ view: ViewID) { _ = warm.withLock { $0.insert(view) } }
+
+    func definitionsChanged() {
+        warm.withLock { $0.removeAll() }
+        cache.invalidate(erase: true)
+    }
+}

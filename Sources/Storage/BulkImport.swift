@@ -30,8 +30,8 @@ import SQLite
 /// `LibraryError.conflict` naming the album and the library that holds it (the transaction
 /// rolls back: nothing changed).
 ///
-/// Deleting a large library is the mirror image (`willDeleteAll`): removing its rows from the
-/// four indexes costs a random B-tree step per row and index, so when the other libraries hold
+/// Deleting a large library is the mirror image (`willDeleteAll`): removing its rows from these
+/// five indexes costs a random B-tree step per row and index, so when the other libraries hold
 /// few albums compared with it, the indexes are dropped and rebuilt over what remains.
 ///
 /// One per write transaction (created by `LibraryTransaction`), told about each append and
@@ -79,9 +79,9 @@ final class BulkImport {
     }
 
     /// Called before deleting the `count` albums of `library` in one statement (the library is
-    /// being deleted): drops the sort indexes when rebuilding them over the other libraries'
-    /// albums costs less than deleting `count` entries from each (the same proportion as for
-    /// an import). `finish()` recreates them.
+    /// being deleted): drops the indexes when rebuilding them over the other libraries' albums
+    /// costs less than deleting `count` entries from each (the same proportion as for an
+    /// import). `finish()` recreates them.
     func willDeleteAll(_ count: Int, library: Int64) throws {
         guard droppedIndexes.isEmpty, count >= Self.threshold else { return }
         let others = try db.scalar(SQL.albumsOfOtherLibraries, [.integer(library)], as: Int.self) ?? 0

@@ -32,20 +32,15 @@ import SQLite
 /// ordering's bucket sizes (`SparseOrder`).
 struct AlbumPages {
     let db: Connection
-    /// The library's row id; `nil` in a read of a library that was never written.
-    let library: Int64?
+    /// The library's row id (a live library: transactions open only on those).
+    let library: Int64
     let order: SparseOrder
 
     private func album(_ id: AlbumID) throws -> Album? {
-        guard let library else { return nil }
         return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], StoredRows.album(from:))
     }
 
     func albums(matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int) throws -> [Album]? {
-        guard let library else {
-            if case .afterAlbum = anchor { return nil }
-            return []
-        }
         guard limit > 0 else {
             if case let .afterAlbum(id) = anchor, try album(id) == nil { return nil }
             return []
@@ -70,7 +65,6 @@ struct AlbumPages {
 
     func count(matching filter: AlbumFilter) throws -> Int {
         if filter.isEmpty { return try order.count() }
-        guard let library else { return 0 }
         let (sql, bindings) = PagingQuery.count(library, filter)
         return try db.scalar(sql, bindings, as: Int.self) ?? 0
     }
@@ -151,7 +145,6 @@ struct AlbumPages {
     func pageStatements(
         matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
     ) throws -> [(String, [SQLiteValue])] {
-        guard let library else { return [] }
         if sort.field == .position {
             switch anchor {
             case .start:
@@ -193,7 +186,7 @@ extension SQLiteAlbumStore {
         _ library: LibraryID, matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
     ) throws -> [String] {
         try database.read { db in
-            let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self)
+            let row = try liveRow(library, db)
             let pages = AlbumPages(db: db, library: row, order: SparseOrder(db, library: row, store: self))
             return try pages.pageStatements(matching: filter, sort: sort, from: anchor, limit: limit).map { sql, bindings in
                 try db.query(SQL.explainQueryPlan + sql, bindings) { try $0.string(3) }.joined(separator: "; ")

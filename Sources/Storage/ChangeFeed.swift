@@ -6,17 +6,16 @@ import SQLite
 /// transaction: read after a version, record, prune the oldest.
 struct ChangeFeed {
     let db: Connection
-    /// The library's row id; `nil` in a read of a library that was never written.
-    let library: Int64?
+    /// The library's row id (a live library: transactions open only on those).
+    let library: Int64
 
     func changes(after version: Int64, limit: Int) throws -> [LibraryChange] {
-        guard let library, limit > 0 else { return [] }
+        guard limit > 0 else { return [] }
         return try db.query(
             SQL.changesAfter, [.integer(library), .integer(version), .integer(Int64(limit))], StoredRows.change(from:))
     }
 
     func oldestRetainedChange() throws -> LibraryChange? {
-        guard let library else { return nil }
         return try db.firstRow(SQL.oldestChange, [.integer(library)], StoredRows.change(from:))
     }
 

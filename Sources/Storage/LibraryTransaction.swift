@@ -13,8 +13,8 @@ import SQLite
 /// library's version.
 final class LibraryTransaction: AlbumStoreWriter {
     private let db: Connection
-    /// The library's row id; `nil` in a read of a library that was never written.
-    private let library: Int64?
+    /// The library's row id (a live library: transactions open only on those).
+    private let library: Int64
     private let store: SQLiteAlbumStore
     private let order: SparseOrder
     /// Made on the first append or emptying: reads (most transactions) never need it.
@@ -31,16 +31,11 @@ final class LibraryTransaction: AlbumStoreWriter {
     /// - Parameter soleWriter: whether this is the only library the transaction writes; only
     ///   then may emptying the library drop every album row wholesale when no other library
     ///   has albums (another open library's count is cached, not yet in its row).
-    init(_ db: Connection, library: Int64?, store: SQLiteAlbumStore, soleWriter: Bool) {
+    init(_ db: Connection, library: Int64, store: SQLiteAlbumStore, soleWriter: Bool) {
         self.db = db
         self.library = library
         self.store = store
         order = SparseOrder(db, library: library, store: store, soleWriter: soleWriter)
-    }
-
-    /// The library row id, for operations that need the library to exist (writes).
-    private var libraryRow: Int64 {
-        get throws { try order.libraryRow }
     }
 
     /// Writes back what is only cached (the order's tail size and count) and recreates the sort
@@ -53,14 +48,12 @@ final class LibraryTransaction: AlbumStoreWriter {
     // MARK: - Reading
 
     func version() throws -> Int64 {
-        guard let library else { return 0 }
         return try db.scalar(SQL.version, [.integer(library)], as: Int64.self) ?? 0
     }
 
     func count() throws -> Int { try order.count() }
 
     func album(id: AlbumID) throws -> Album? {
-        guard let library else { return nil }
         return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], StoredRows.album(from:))
     }
 
@@ -95,7 +88,6 @@ final class LibraryTransaction: AlbumStoreWriter {
     // MARK: - Writing
 
     func insert(_ album: Album, at index: Int) throws {
-        let library = try libraryRow
         let total = try order.count()
         if index == total {
             try madeBulkImport().willAppend(countBefore: total, library: library)
@@ -106,7 +98,6 @@ final class LibraryTransaction: AlbumStoreWriter {
     }
 
     func update(_ album: Album) throws {
-        let library = try libraryRow
         try db.run(SQL.updateAlbum, [
             .integer(library), .text(album.id.rawValue), .text(album.title), .text(album.artist),
             .text(album.genre), album.year.map { .integer(Int64($0)) } ?? .null,
@@ -140,44 +131,43 @@ final class LibraryTransaction: AlbumStoreWriter {
     }
 
     func deleteAllStates() throws {
-        try savedStates.deleteAll(library: try libraryRow)
+        try savedStates.deleteAll(library: library)
     }
 
     func bumpVersion() throws -> Int64 {
-        guard let version = try db.scalar(SQL.bumpVersion, [.integer(try libraryRow)], as: Int64.self) else {
+        guard let version = try db.scalar(SQL.bumpVersion, [.integer(library)], as: Int64.self) else {
             throw StorageError(.corrupt, "the library has no row")
         }
         return version
     }
 
     func pushUndo(_ command: UndoCommand, limit: Int) throws {
-        try undo.push(command, limit: limit, library: try libraryRow)
+        try undo.push(command, limit: limit, library: library)
     }
 
     func popUndo() throws -> UndoCommand? {
-        try undo.pop(library: try libraryRow)
+        try undo.pop(library: library)
     }
 
     func clearUndo() throws {
-        try undo.clear(library: try libraryRow)
+        try undo.clear(library: library)
     }
 
     func saveState(_ state: SavedState) throws {
-        try savedStates.save(state, library: try libraryRow)
+        try savedStates.save(state, library: library)
     }
 
     func recordChange(_ change: LibraryChange) throws {
-        try changeFeed.record(change, library: try libraryRow)
+        try changeFeed.record(change, library: library)
     }
 
     func pruneChanges(throughVersion maxVersion: Int64, recordedBefore cutoff: Date, limit: Int) throws {
-        try changeFeed.prune(throughVersion: maxVersion, recordedBefore: cutoff, limit: limit, library: try libraryRow)
+        try changeFeed.prune(throughVersion: maxVersion, recordedBefore: cutoff, limit: limit, library: library)
     }
 
     /// Deletes everything the library holds (albums, buckets, undo stack, saved states,
     /// changes), each with one statement, and marks its row deleted (the version stays).
     func removeLibrary() throws {
-        let library = try libraryRow
         try madeBulkImport().willDeleteAll(try order.count(), library: library)
         try order.removeAll()
         try bulkImport?.finish()

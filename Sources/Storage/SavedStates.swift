@@ -5,23 +5,20 @@ import SQLite
 /// transaction, bounded to `maxSavedStates` clients.
 struct SavedStates {
     let db: Connection
-    /// The library's row id; `nil` in a read of a library that was never written.
-    let library: Int64?
+    /// The library's row id (a live library: transactions open only on those).
+    let library: Int64
     /// `Configuration.maxSavedStates`.
     let limit: Int
 
     func state(client: String) throws -> SavedState? {
-        guard let library else { return nil }
         return try db.firstRow(SQL.state, [.integer(library), .text(client)], StoredRows.state(from:))
     }
 
     func all() throws -> [SavedState] {
-        guard let library else { return [] }
         return try db.query(SQL.states, [.integer(library)], StoredRows.state(from:))
     }
 
     func forEach(_ body: (SavedState) throws -> Void) throws {
-        guard let library else { return }
         try db.forEachRow(SQL.states, [.integer(library)]) { row in try body(try StoredRows.state(from: row)) }
     }
 

@@ -88,8 +88,8 @@ struct Bucket: Equatable {
 ///   appends (an archive import) therefore costs one `INSERT` per album.
 final class SparseOrder {
     let db: Connection
-    /// The library's row id; `nil` in a read of a library that was never written.
-    let library: Int64?
+    /// The library's row id (a live library: transactions open only on those).
+    let library: Int64
     let layout: BucketLayout
     private let store: SQLiteAlbumStore
 
@@ -107,7 +107,7 @@ final class SparseOrder {
     /// Whether this is the only library its write transaction writes (see `removeAll`).
     private let soleWriter: Bool
 
-    init(_ db: Connection, library: Int64?, store: SQLiteAlbumStore, soleWriter: Bool = false) {
+    init(_ db: Connection, library: Int64, store: SQLiteAlbumStore, soleWriter: Bool = false) {
         self.db = db
         self.library = library
         self.store = store
@@ -115,18 +115,11 @@ final class SparseOrder {
         self.layout = BucketLayout(target: store.configuration.bucketSize, spacing: store.configuration.keySpacing)
     }
 
-    /// The library row id, for operations that need the library to exist (writes).
-    var libraryRow: Int64 {
-        get throws {
-            guard let library else { throw StorageError(.corrupt, "the library has no row") }
-            return library
-        }
-    }
 
     /// Writes back what is only cached (tail size, count). Called before commit.
     func finish() throws {
         try settleTail()
-        if countIsDirty, let library, let cachedCount {
+        if countIsDirty, let cachedCount {
             try db.run(SQL.setAlbumCount, [.integer(library), .integer(Int64(cachedCount))])
             countIsDirty = false
         }
@@ -134,7 +127,7 @@ final class SparseOrder {
 
     /// Writes the tail bucket's size and forgets the tail, so bucket rows are exact.
     func settleTail() throws {
-        if let tail, tail.sizeIsDirty, let library {
+        if let tail, tail.sizeIsDirty {
             try setSize(of: tail.bucket, library: library)
         }
         tail = nil
@@ -150,7 +143,6 @@ final class SparseOrder {
     /// The number of albums.
     func count() throws -> Int {
         if let cachedCount { return cachedCount }
-        guard let library else { return 0 }
         let count = try db.scalar(SQL.albumCount, [.integer(library)], as: Int.self) ?? 0
         cachedCount = count
         return count
@@ -158,14 +150,13 @@ final class SparseOrder {
 
     /// The position of the album with `id`, or `nil`.
     func index(of id: AlbumID) throws -> Int? {
-        guard let library else { return nil }
         try settleTail()
         return try db.scalar(SQL.indexOfAlbum, [.integer(library), .text(id.rawValue)], as: Int.self)
     }
 
     /// The album at `index`, or `nil` outside `0..<count`.
     func album(at index: Int) throws -> Album? {
-        guard library != nil, index >= 0, index < (try count()) else { return nil }
+        guard index >= 0, index < (try count()) else { return nil }
         let (bucket, offset) = try locate(index)
         return try db.firstRow(
             SQL.albumsInBucket, [.integer(bucket.id), .integer(1), .integer(Int64(offset))], StoredRows.album(from:))
@@ -173,7 +164,7 @@ final class SparseOrder {
 
     /// Up to `limit` albums from position `offset`, in order.
     func albums(offset: Int, limit: Int) throws -> [Album] {
-        guard let library, offset >= 0, limit > 0 else { return [] }
+        guard offset >= 0, limit > 0 else { return [] }
         let total = try count()
         guard offset < total else { return [] }
         var (bucket, skip) = try locate(offset)
@@ -197,7 +188,6 @@ final class SparseOrder {
 
     /// Calls `body` with every album in order, streaming bucket by bucket.
     func forEachAlbum(_ body: (Album) throws -> Void) throws {
-        guard let library else { return }
         try settleTail()
         try db.forEachRow(SQL.bucketsForward, [.integer(library)]) { bucketRow in
             let bucket = try Bucket(row: bucketRow)
@@ -213,7 +203,6 @@ final class SparseOrder {
     /// `(bucket, pos)` the new album row must have; then counts it, splitting a bucket that
     /// grew too large.
     func insert(at index: Int, _ writeRow: (_ bucket: Int64, _ position: Int64) throws -> Void) throws {
-        let library = try libraryRow
         let total = try count()
         guard index >= 0, index <= total else {
             throw StorageError(.indexOutOfRange, "insert at \(index) in a library of \(total)")
@@ -236,7 +225,6 @@ final class SparseOrder {
     /// Deletes the album row of `id` and closes its gap (an emptied bucket goes, a small one
     /// merges into a neighbour).
     func remove(_ id: AlbumID) throws {
-        let library = try libraryRow
         try settleTail()
         let total = try count()
         guard let (row, bucket) = try db.firstRow(SQL.placeOfAlbum, [.integer(library), .text(id.rawValue)], {
@@ -251,7 +239,6 @@ final class SparseOrder {
 
     /// Deletes every album row of the library and its buckets.
     func removeAll() throws {
-        let library = try libraryRow
         tail = nil
         // Other libraries' counts are exact when this is the only library the transaction
         // writes (it holds the write lock); with several, another's may still be cached.
@@ -278,7 +265,6 @@ final class SparseOrder {
     /// The bucket holding position `index` (in `0..<count`) and the offset in it, walking the
     /// bucket table from whichever end is nearer. Settles the tail first (sizes must be exact).
     func locate(_ index: Int) throws -> (Bucket, Int) {
-        let library = try libraryRow
         try settleTail()
         let total = try count()
         if index < total / 2 {

@@ -6,11 +6,10 @@ import SQLite
 /// stored as the JSON of `UndoCommand`, newest on top (highest `seq`).
 struct UndoStack {
     let db: Connection
-    /// The library's row id; `nil` in a read of a library that was never written.
-    let library: Int64?
+    /// The library's row id (a live library: transactions open only on those).
+    let library: Int64
 
     func depth() throws -> Int {
-        guard let library else { return 0 }
         return try db.scalar(SQL.undoDepth, [.integer(library)], as: Int.self) ?? 0
     }
 
@@ -35,7 +34,6 @@ struct UndoStack {
     }
 
     private func newest() throws -> (sequence: Int64, command: UndoCommand)? {
-        guard let library else { return nil }
         guard let (sequence, json) = try db.firstRow(SQL.peekUndo, [.integer(library)], {
             (try $0.int64(0), try $0.string(1))
         }) else { return nil }

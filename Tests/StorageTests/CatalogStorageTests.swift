@@ -72,6 +72,75 @@ struct CatalogStorageTests {
         #expect(try connection.scalar("SELECT COUNT(*) FROM albums", as: Int.self) == 2)
     }
 
+    /// A read over several libraries is one snapshot: a move between them committed while the
+    /// body runs is not seen half-done (the album is in its old library in both readers).
+    @Test func aReadOfSeveralLibrariesIsOneSnapshot() throws {
+        let directory = try TemporaryDirectory()
+        let store = try Fixtures.store(directory, bucketSize: 4)
+        let jazz = LibraryID(rawValue: "jazz")
+        _ = try store.createLibrary(jazz, name: "Jazz")
+        try store.write(.default) { writer in
+            for number in 1...5 as ClosedRange<UInt64> { try writer.insert(Fixtures.album(number), at: Int(number) - 1) }
+        }
+        let moved = Fixtures.album(3)
+        try store.read([.default, jazz]) { readers throws in
+            #expect(try readers[0].count() == 5)
+            // Committed on the writer connection while this read is open.
+            try store.write([.default, jazz]) { writers throws in
+                try writers[0].delete(id: moved.id)
+                try writers[1].insert(moved, at: 0)
+                _ = try writers[0].bumpVersion()
+                _ = try writers[1].bumpVersion()
+            }
+            #expect(try readers[1].count() == 0)
+            #expect(try readers[1].version() == 0)
+            #expect(try readers[1].library(of: moved.id) == .default)
+            #expect(try readers[0].index(of: moved.id) == 2)
+        }
+        try store.read([.default, jazz]) { readers throws in
+            #expect(try readers.map { try $0.count() } == [4, 1])
+            #expect(try readers[0].library(of: moved.id) == jazz)
+        }
+    }
+
+    /// A bulk import drops the album-id index with the sort indexes; an id another library
+    /// holds is then found when the index is rebuilt: `.conflict` naming it, nothing changed.
+    @Test func aBulkImportOfAnIDAnotherLibraryHoldsIsAConflict() throws {
+        let directory = try TemporaryDirectory()
+        let store = try Fixtures.store(directory, bucketSize: 64)
+        let migrated = try BulkImportTests.indexSchema(store)
+        let other = LibraryID(rawValue: "other")
+        _ = try store.createLibrary(other, name: "Other")
+        let imported = BulkImportTests.albums(BulkImport.threshold + 200, seed: 11)
+        let taken = imported[BulkImport.threshold + 100]
+        try store.write(other) { writer in try writer.insert(taken, at: 0) }
+        try store.write(.default) { writer in try writer.insert(Fixtures.album(1), at: 0) }
+        let rebuilds = store.orderingCounters.sortIndexRebuilds
+        do {
+            try store.write(.default) { writer in
+                try writer.deleteAllAlbums()
+                for (index, album) in imported.enumerated() { try writer.insert(album, at: index) }
+                _ = try writer.bumpVersion()
+            }
+            Issue.record("the import was committed")
+        } catch let LibraryError.conflict(message) {
+            #expect(message.contains(taken.id.rawValue) && message.contains("\"other\""), "\(message)")
+        }
+        #expect(store.orderingCounters.sortIndexRebuilds == rebuilds + 1, "the indexes were dropped")
+        #expect(try BulkImportTests.indexSchema(store) == migrated)
+        #expect(try Fixtures.allAlbums(store) == [Fixtures.album(1)])
+        #expect(try store.read(.default) { try $0.version() } == 0)
+        #expect(try store.read(.default) { try $0.library(of: taken.id) } == other)
+        // Without the taken id the same import goes through, and the index is back.
+        try store.write(.default) { writer in
+            try writer.deleteAllAlbums()
+            for (index, album) in imported.filter({ $0.id != taken.id }).enumerated() { try writer.insert(album, at: index) }
+        }
+        #expect(try BulkImportTests.indexSchema(store) == migrated)
+        #expect(try store.read(.default) { try $0.count() } == imported.count - 1)
+        #expect(throws: StorageError.self) { try store.write(.default) { writer in try writer.insert(taken, at: 0) } }
+    }
+
     /// Two stores on one file stand for two processes: each caches row ids; a delete and a
     /// re-create in one must be seen by the other.
     @Test func theRowCacheFollowsADeleteAndRecreateByAnotherProcess() throws {

@@ -114,13 +114,7 @@ extension LibraryFacade {
                         inserted = 0
                     case let .batch(albums, bytesRead):
                         for album in albums {
-                            // Album ids are unique across libraries (this one's are gone by now).
-                            if let holder = try writer.library(of: album.id) {
-                                throw LibraryError.conflict(
-                                    "album \(album.id) of the archive is in library \"\(holder)\"; album ids are unique across libraries, "
-                                        + "so move or delete it there first (or remove it from the archive); nothing was changed")
-                            }
-                            try writer.insert(album, at: inserted)
+                            try self.insertImported(album, at: inserted, writer)
                             inserted += 1
                         }
                         read(bytesRead)
@@ -139,6 +133,23 @@ extension LibraryFacade {
             let version = try finishMutation(writer, undo: nil)
             let summary = ArchiveImportSummary(albumCount: albumCount, stateCount: document.states.count, version: version)
             return (summary, [.libraryReplaced(version: version)])
+        }
+    }
+
+    /// Inserts one album of an archive. Album ids are unique across libraries and the store
+    /// refuses an id another library holds; only then is the holder looked up (one lookup per
+    /// album would slow every import down), to say which library it is.
+    private func insertImported(_ album: Album, at index: Int, _ writer: any AlbumStoreWriter) throws {
+        do {
+            try writer.insert(album, at: index)
+        } catch {
+            // This library's own albums are gone by now: any holder is another library.
+            if let holder = try writer.library(of: album.id), holder != library {
+                throw LibraryError.conflict(
+                    "album \(album.id) of the archive is in library \"\(holder)\"; album ids are unique across libraries, "
+                        + "so move or delete it there first (or remove it from the archive); nothing was changed")
+            }
+            throw error
         }
     }
 

@@ -209,6 +209,10 @@ extension FacadeRules {
             try rules.randomWalk(seed: 8, query: AlbumQuery(filter: AlbumFilter(yearFrom: 1970)), viewFilter: AlbumFilter(genre: "rock"))
             try rules.randomWalk(seed: 9, query: AlbumQuery(sort: AlbumSort(.position, descending: true), filter: AlbumFilter(text: "1")),
                                  viewFilter: AlbumFilter(text: "e"))
+            // Value sorts are keyset walks: exact under adds, deletes and moves too.
+            try rules.randomWalk(seed: 10, query: AlbumQuery(sort: AlbumSort(.title)))
+            try rules.randomWalk(seed: 11, query: AlbumQuery(sort: AlbumSort(.year, descending: true), filter: AlbumFilter(artist: "ann")),
+                                 viewFilter: AlbumFilter(yearTo: 1995))
         },
         ContractCheck("valueSortsOfAViewMatchTheReference") { try WalkRules(factory: $0).valueSortsOfAViewMatchTheReference() },
     ]

@@ -179,6 +179,8 @@ struct WalkRules {
                         #expect(counted.total == expected.count)
                         let offset = try fixture.libraries.page(view: view.id, PageRequest(query: query, start: .offset(3), limit: 5))
                         #expect(offset.items.map(\.album.id) == Array(expected.dropFirst(3).prefix(5)).map(\.album.id), "offset")
+                        let far = try fixture.libraries.page(view: view.id, PageRequest(query: query, start: .offset(Int.max), limit: 5))
+                        #expect(far.items.isEmpty && far.next == nil, "an offset past the end, however large")
                     }
                 }
             }

@@ -132,14 +132,16 @@ struct CompositePager {
             exceptions = try replay.exceptionsNow()
         }
 
-        // Where each exception is now (the store knows its index; the replay only its side).
+        // Where each unseen exception is now, to show it (the store knows its index; the replay
+        // only its side). Seen ones are only skipped when met: their index is read only if the
+        // walk stops in their source (below).
         var placed: [Placed] = []
-        for exception in exceptions {
+        for exception in exceptions where !exception.seen {
             let reader = readers[actual(exception.source)]
             guard let album = try reader.album(id: exception.id), let index = try reader.index(of: exception.id) else { continue }
             placed.append(Placed(exception: exception, album: album, walkIndex: try walkIndex(index, source: actual(exception.source))))
         }
-        let seenAhead = Set(placed.filter(\.exception.seen).map(\.exception.id))
+        let seenAhead = Set(exceptions.filter(\.seen).map(\.id))
 
         func listed(_ album: Album, source: Int, walkIndex: Int?) throws -> ListedAlbum {
             var index: Int?
@@ -234,11 +236,17 @@ struct CompositePager {
                 newB = try walkIndex(index, source: actual(last.walkSource)) + 1
             }
         }
-        let remaining = placed.filter { placed in
-            let exception = placed.exception
-            if !exception.seen { return !settled.contains(exception.id) }
-            return exception.source > newK || (exception.source == newK && placed.walkIndex >= newB)
-        }.map(\.exception)
+        // Unseen exceptions not shown yet stay; seen ones stay while still ahead of the walk.
+        var remaining = placed.map(\.exception).filter { !settled.contains($0.id) }
+        for exception in exceptions where exception.seen {
+            if exception.source > newK {
+                remaining.append(exception)
+            } else if exception.source == newK, let index = try readers[actual(newK)].index(of: exception.id),
+                try walkIndex(index, source: actual(newK)) >= newB
+            {
+                remaining.append(exception)
+            }
+        }
         let leftOver = remaining.contains { !$0.seen }
         guard more || leftOver else { return (items, nil) }
         let anchor = last?.id ?? (newK == k && newB == b ? boundaryAnchor : nil)

@@ -10,18 +10,21 @@
 ///   iff it lands ahead of the walk's boundary; a deleted one may have been shown before its
 ///   deletion. Albums that crossed the boundary the other way (not shown, now behind) come
 ///   first on the next page, so that page is not in list order. If the change feed no longer
-///   holds every change since the cursor's versions, or a source was replaced, the walk
-///   expires (`.walkExpired`: start again).
+///   holds every change since the cursor's versions, a source was replaced, the view's
+///   definition changed, or more than `WalkMark.maxExceptions` albums are on the wrong side,
+///   the walk expires (`.walkExpired`: start again).
 /// - **Value sorts** are keyset walks by (value, id) over every source merged; ids are unique
 ///   across libraries, so the order is total. Exact under adds, deletes and moves; an edit
 ///   that changes the sorted field may carry an album across the cursor.
 /// - Items carry their index (in a view: the view index) only in unfiltered ascending
 ///   position order, and their library when `labels` is set (views).
-/// - Cost: a first page is bounded reads from the start of the first sources; a cursor page
-///   reads the changes since the cursor (at most ``maxReplayedChanges``, else the walk
-///   expires), one album by index and a keyset read from it — never a scan. An offset page
-///   may walk. A filter the store cannot apply whole (`CombinedFilter.remainder`) reads past
-///   the rows it drops.
+/// - Cost: one read transaction per page. A first page is bounded reads from the start of
+///   the first sources; a cursor page reads the changes since the cursor (at most
+///   ``maxReplayedChanges``, else the walk expires) and a keyset read after the album just
+///   before its boundary (by id; by index only when that album was itself moved or deleted),
+///   plus the place of each exception — never a scan. A value-sorted view page reads each
+///   source in batches as the merge needs them. An offset page may walk. A filter the store
+///   cannot apply whole (`CombinedFilter.remainder`) reads past the rows it drops.
 struct CompositePager {
     let readers: [any AlbumStoreReader]
     let libraries: [LibraryID]

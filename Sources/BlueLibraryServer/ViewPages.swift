@@ -6,10 +6,11 @@ import Synchronization
 /// may answer from memory.
 ///
 /// Rules:
-/// - A view is "warm" once a page of it was read on the worker pool: that read loaded its
-///   definition and made every source's facade learn its version, so `Libraries.viewVersion`
-///   is memory work from then on. The event-loop fast path answers only warm views (anything
-///   else goes to the worker pool), so it never waits for the database.
+/// - A view is "warm" once a page request for it ran on the worker pool: `viewVersion` there
+///   loaded its definition and made every source's facade learn its version. The event-loop
+///   fast path answers only warm views, and only through `Libraries.viewVersionInMemory`
+///   (nil when the definitions were forgotten or a source's facade is not made), so it never
+///   waits for the database: anything else goes to the worker pool.
 /// - ``definitionsChanged()`` (a view created, changed or deleted) erases the cached pages and
 ///   cools every view: a re-created view may reuse an old revision number, and a changed one
 ///   may name sources whose facades are not made yet.

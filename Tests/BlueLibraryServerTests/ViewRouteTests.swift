@@ -285,7 +285,10 @@ import Testing
     /// Walks the view in position order with cursors while another task adds, deletes and moves
     /// albums (within and between libraries) in all three sources, a few operations per page.
     /// Every album present throughout is seen exactly once; nothing is seen twice.
-    @Test func cursorWalkIsExactWhileTheSourcesChange() throws {
+    /// The same walk in value orders (keyset walks by value and id: exact under adds, deletes
+    /// and moves, which change no value).
+    @Test(arguments: [("position", UInt64(13)), ("position", 29), ("title", 7), ("-year", 11)])
+    func cursorWalkIsExactWhileTheSourcesChange(sort: String, seed: UInt64) throws {
         for library in Self.sources {
             for n in 0..<10 { try #require(try send("POST", "/libraries/\(library)/albums", #"{"title": "More \#(n)", "artist": "B"}"#).status == 201) }
         }
@@ -297,11 +300,15 @@ import Testing
         let shared = WalkMutations()
         var owner: [String: String] = [:]
         for item in initial { owner[item["id"] as! String] = item["library"] as? String }
+        // Lockstep with overlap: each page lets the other task run one batch of changes,
+        // which runs while the next page is read; the walk waits for a batch to end before
+        // letting the next one start (so every batch really happens during the walk).
         let turns = DispatchSemaphore(value: 0)
+        let batchDone = DispatchSemaphore(value: 0)
         let port = self.port
         let mutator = Thread { [owner] in
             var owner = owner
-            var random = SeededGenerator(seed: 13)
+            var random = SeededGenerator(seed: seed)
             var serial = 0
             func send(_ method: String, _ path: String, _ json: String? = nil) -> [String: Any]? {
                 guard let response = try? RawHTTPClient.request(
@@ -341,19 +348,24 @@ import Testing
                         }
                     }
                 }
+                batchDone.signal()
             }
         }
         mutator.start()
 
         var seen: [String] = []
-        var next: String? = "/views/all/albums?limit=2"
+        var batchRunning = false
+        var next: String? = "/views/all/albums?limit=2&sort=\(sort)"
         while let target = next {
             let response = try get(target)
             try #require(response.status == 200, "\(target): \(response.text)")
             seen += (try response.json()["items"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
             next = response.header("Link").flatMap(Self.linkTarget)
+            if batchRunning { batchDone.wait() }
             turns.signal()  // the other task changes the sources while the next page is read
+            batchRunning = true
         }
+        if batchRunning { batchDone.wait() }
         shared.finished.store(true, ordering: .releasing)
         turns.signal()
         #expect(eventually { mutator.isFinished })
@@ -362,13 +374,13 @@ import Testing
         #expect(mutations.moves > 0 && !mutations.deleted.isEmpty && !mutations.added.isEmpty, "the walk ran while things changed")
         let throughout = initialIDs.subtracting(mutations.deleted)
         let counts = Dictionary(seen.map { ($0, 1) }, uniquingKeysWith: +)
-        #expect(counts.filter { $0.value > 1 }.isEmpty, "seen twice: \(counts.filter { $0.value > 1 }.keys.sorted())")
-        #expect(throughout.subtracting(seen).isEmpty, "missed: \(throughout.subtracting(seen).sorted())")
+        #expect(counts.filter { $0.value > 1 }.isEmpty, "sort=\(sort) seed=\(seed): seen twice: \(counts.filter { $0.value > 1 }.keys.sorted())")
+        #expect(throughout.subtracting(seen).isEmpty, "sort=\(sort) seed=\(seed): missed: \(throughout.subtracting(seen).sorted())")
         #expect(Set(seen).isSubset(of: initialIDs.union(mutations.added)))
     }
 }
 
-/// What the mutating task of ``ViewRouteTests/cursorWalkIsExactWhileTheSourcesChange()`` did.
+/// What the mutating task of ``ViewRouteTests/cursorWalkIsExactWhileTheSourcesChange(sort:seed:)`` did.
 private final class WalkMutations: Sendable {
     struct Log {
         var deleted: Set<String> = []

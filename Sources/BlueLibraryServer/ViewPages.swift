@@ -33,3 +33,19 @@ final class ViewPages: Sendable {
         cache.invalidate(erase: true)
     }
 }
+
+extension ViewPages {
+    /// `bluelibrary_view_page_cache_{hits_total,misses_total,entries}`: the view page cache
+    /// as the page cache metrics show `GET /albums`'s.
+    func register(in metrics: Metrics) {
+        metrics.sampled("bluelibrary_view_page_cache_hits_total",
+                        help: "GET /views/{view}/albums requests answered from a cached page (200 with it, or 304 against its ETag).",
+                        kind: .counter) { [cache] in cache.statistics.hits }
+        metrics.sampled("bluelibrary_view_page_cache_misses_total",
+                        help: "GET /views/{view}/albums pages read from the database (or joined to an identical read).",
+                        kind: .counter) { [cache] in cache.statistics.misses }
+        metrics.sampled("bluelibrary_view_page_cache_entries", help: "GET /views/{view}/albums pages held in memory.") { [cache] in
+            cache.usage.entries
+        }
+    }
+}

@@ -201,6 +201,12 @@ import Testing
         #expect(try get(path).body == first.body)
         #expect(app.viewPages.cache.loadCount == loads, "304 and a current page need no load")
 
+        let metrics = try MetricsTests.scrape(port)
+        #expect(metrics.types["bluelibrary_view_page_cache_hits_total"] == "counter")
+        #expect(metrics.value("bluelibrary_view_page_cache_hits_total") >= 2, "the 304 and the cached 200")
+        #expect(metrics.value("bluelibrary_view_page_cache_misses_total") == 1)
+        #expect(metrics.value("bluelibrary_view_page_cache_entries") == 1)
+
         // A change in the last source only (not on the first page) still outdates the page.
         #expect(try send("POST", "/libraries/rock/albums", #"{"title": "New", "artist": "X"}"#).status == 201)
         let after = try get(path, headers: ["If-None-Match": tag])

@@ -1,3 +1,4 @@
+import Library
 import SQLite
 
 /// Bulk imports without the sort indexes.
@@ -20,8 +21,17 @@ import SQLite
 /// the other libraries (at least a quarter of them), which keeps the rebuild's cost in
 /// proportion to the work it saves.
 ///
-/// Deleting a large library is the mirror image (`willDeleteAll`): removing its rows from the
-/// four indexes costs a random B-tree step per row and index, so when the other libraries hold
+/// The album-id index of v7 (`UNIQUE`, across libraries) is dropped and rebuilt with them: with
+/// ids in archive order (random), each insert lands at a random place in it (1M albums, debug
+/// build, a busy machine, whole benchmark process: 101 s wall and 7.4 s system time keeping it
+/// during the appends, 83 s and 3.7 s dropping and rebuilding it; user time the same). While it is
+/// gone, an album id another library holds is not refused at its insert (the v1 index still
+/// refuses one within the library); rebuilding the index finds it, and `finish()` then throws
+/// `LibraryError.conflict` naming the album and the library that holds it (the transaction
+/// rolls back: nothing changed).
+///
+/// Deleting a large library is the mirror image (`willDeleteAll`): removing its rows from these
+/// five indexes costs a random B-tree step per row and index, so when the other libraries hold
 /// few albums compared with it, the indexes are dropped and rebuilt over what remains.
 ///
 /// One per write transaction (created by `LibraryTransaction`), told about each append and
@@ -37,8 +47,10 @@ final class BulkImport {
     private var appendsSinceEmpty: Int?
     /// Appends needed before the indexes are dropped; known once the threshold is reached.
     private var appendsNeeded: Int?
-    /// The sort indexes this transaction dropped, in `Schema.sortIndexes` order, to recreate.
+    /// The indexes this transaction dropped, in `Schema.bulkIndexes` order, to recreate.
     private var droppedIndexes: [Schema.SortIndex] = []
+    /// The library being filled or deleted (whose albums a failed album-id index names).
+    private var library: Int64?
 
     init(_ db: Connection, store: SQLiteAlbumStore) {
         self.db = db
@@ -62,17 +74,19 @@ final class BulkImport {
             appendsNeeded = max(Self.threshold, others / 4)
         }
         guard let needed = appendsNeeded, appends + 1 >= needed else { return }
+        self.library = library
         try dropSortIndexes()
     }
 
     /// Called before deleting the `count` albums of `library` in one statement (the library is
-    /// being deleted): drops the sort indexes when rebuilding them over the other libraries'
-    /// albums costs less than deleting `count` entries from each (the same proportion as for
-    /// an import). `finish()` recreates them.
+    /// being deleted): drops the indexes when rebuilding them over the other libraries' albums
+    /// costs less than deleting `count` entries from each (the same proportion as for an
+    /// import). `finish()` recreates them.
     func willDeleteAll(_ count: Int, library: Int64) throws {
         guard droppedIndexes.isEmpty, count >= Self.threshold else { return }
         let others = try db.scalar(SQL.albumsOfOtherLibraries, [.integer(library)], as: Int.self) ?? 0
         guard count >= max(Self.threshold, others / 4) else { return }
+        self.library = library
         try dropSortIndexes()
     }
 
@@ -81,18 +95,37 @@ final class BulkImport {
     func finish() throws {
         guard !droppedIndexes.isEmpty else { return }
         for index in droppedIndexes {
-            try db.run(index.create)
+            if index.name == Schema.albumIDIndex.name {
+                try recreateAlbumIDIndex()
+            } else {
+                try db.run(index.create)
+            }
         }
         droppedIndexes = []
         // A later run of appends in this transaction may drop them again.
         appendsNeeded = nil
     }
 
+    /// Recreates the album-id index; when an album is in two libraries, throws `.conflict`
+    /// naming it and the other library.
+    private func recreateAlbumIDIndex() throws {
+        do {
+            try db.run(Schema.albumIDIndex.create)
+        } catch let error as SQLiteError where error.isUniqueViolation {
+            guard let library, let (id, holder) = try db.firstRow(SQL.albumHeldElsewhere, [.integer(library)], {
+                (try $0.string(0), try $0.string(1))
+            }) else { throw error }
+            throw LibraryError.conflict(
+                "album \(id) is in library \"\(holder)\"; album ids are unique across libraries, so move or delete it "
+                    + "there first; nothing was changed")
+        }
+    }
+
     private func dropSortIndexes() throws {
         // Only those that exist (a maintenance job may have dropped one on purpose): the
         // rebuild then restores exactly the schema found.
         let existing = Set(try db.query(SQL.sortIndexNames) { try $0.string(0) })
-        let dropping = Schema.sortIndexes.filter { existing.contains($0.name) }
+        let dropping = Schema.bulkIndexes.filter { existing.contains($0.name) }
         guard !dropping.isEmpty else { return }
         for index in dropping {
             try db.run(SQL.dropIndex(index.name))

@@ -4,7 +4,7 @@
 ///
 /// Two kinds of SQL live elsewhere, each in one file:
 /// - the schema: the migrations' DDL, append-only, in `Schema.swift` (and the sort indexes a
-///   bulk import drops and recreates, `Schema.sortIndexes`);
+///   bulk import drops and recreates, `Schema.bulkIndexes`);
 /// - filtered, sorted pages, whose text depends on which filter conditions are present: built
 ///   by `PagingQuery` (`PagingSQL.swift`) from fixed fragments, so each shape is still one
 ///   cached statement.
@@ -205,7 +205,13 @@ enum SQL {
         SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'albums'
         """
     static let albumsOfOtherLibraries = "SELECT COALESCE(SUM(album_count), 0) FROM libraries WHERE id <> ?1"
-    /// An identifier cannot be bound; the names are our own constants (`Schema.sortIndexes`).
+    /// An album of library ?1 that another library holds too, with that library's name (after
+    /// a bulk import, when the album-id index could not be rebuilt; no index needed).
+    static let albumHeldElsewhere = """
+        SELECT a.album_id, l.name FROM albums AS a JOIN libraries AS l ON l.id = a.library
+        WHERE a.library <> ?1 AND a.album_id IN (SELECT album_id FROM albums WHERE library = ?1) LIMIT 1
+        """
+    /// An identifier cannot be bound; the names are our own constants (`Schema.bulkIndexes`).
     static func dropIndex(_ name: String) -> String { "DROP INDEX \(name)" }
 
     // MARK: Idempotency keys

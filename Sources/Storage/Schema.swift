@@ -149,7 +149,8 @@ enum Schema {
         \(sortIndexes.map(\.create).joined(separator: "\n"))
         """
 
-    /// One of the value-sort indexes v3 creates: its name and its exact `CREATE INDEX` text.
+    /// An index a bulk import may drop and recreate (v3's sort indexes, v7's album-id index):
+    /// its name and its exact `CREATE INDEX` text.
     struct SortIndex: Sendable {
         let name: String
         let create: String
@@ -174,6 +175,15 @@ enum Schema {
             name: "albums_by_created",
             create: "CREATE INDEX albums_by_created ON albums (library, created_at, album_id);"),
     ]
+
+    /// The global album-id index of v7, the one place its definition lives: v7 runs it, and a
+    /// bulk import or a large library deletion that dropped it for speed (`BulkImport.swift`)
+    /// recreates it from the same text. Never edit it (v7 has shipped once this is released).
+    static let albumIDIndex = SortIndex(
+        name: "albums_by_album_id", create: "CREATE UNIQUE INDEX albums_by_album_id ON albums (album_id);")
+
+    /// The indexes a bulk import may drop and rebuild: v3's sort indexes and v7's album-id index.
+    static var bulkIndexes: [SortIndex] { sortIndexes + [albumIDIndex] }
 
     private static let v4 = """
         CREATE TABLE library_changes (
@@ -229,7 +239,7 @@ enum Schema {
         ALTER TABLE libraries ADD COLUMN display_name TEXT;
         ALTER TABLE libraries ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1));
         INSERT INTO libraries (name) VALUES ('default') ON CONFLICT (name) DO NOTHING;
-        CREATE UNIQUE INDEX albums_by_album_id ON albums (album_id);
+        \(albumIDIndex.create)
         ALTER TABLE library_changes ADD COLUMN from_position INTEGER;
         ALTER TABLE library_changes ADD COLUMN peer TEXT;
         CREATE TABLE views (

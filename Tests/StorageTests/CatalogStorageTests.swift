@@ -103,6 +103,44 @@ struct CatalogStorageTests {
         }
     }
 
+    /// A bulk import drops the album-id index with the sort indexes; an id another library
+    /// holds is then found when the index is rebuilt: `.conflict` naming it, nothing changed.
+    @Test func aBulkImportOfAnIDAnotherLibraryHoldsIsAConflict() throws {
+        let directory = try TemporaryDirectory()
+        let store = try Fixtures.store(directory, bucketSize: 64)
+        let migrated = try BulkImportTests.indexSchema(store)
+        let other = LibraryID(rawValue: "other")
+        _ = try store.createLibrary(other, name: "Other")
+        let imported = BulkImportTests.albums(BulkImport.threshold + 200, seed: 11)
+        let taken = imported[BulkImport.threshold + 100]
+        try store.write(other) { writer in try writer.insert(taken, at: 0) }
+        try store.write(.default) { writer in try writer.insert(Fixtures.album(1), at: 0) }
+        let rebuilds = store.orderingCounters.sortIndexRebuilds
+        do {
+            try store.write(.default) { writer in
+                try writer.deleteAllAlbums()
+                for (index, album) in imported.enumerated() { try writer.insert(album, at: index) }
+                _ = try writer.bumpVersion()
+            }
+            Issue.record("the import was committed")
+        } catch let LibraryError.conflict(message) {
+            #expect(message.contains(taken.id.rawValue) && message.contains("\"other\""), "\(message)")
+        }
+        #expect(store.orderingCounters.sortIndexRebuilds == rebuilds + 1, "the indexes were dropped")
+        #expect(try BulkImportTests.indexSchema(store) == migrated)
+        #expect(try Fixtures.allAlbums(store) == [Fixtures.album(1)])
+        #expect(try store.read(.default) { try $0.version() } == 0)
+        #expect(try store.read(.default) { try $0.library(of: taken.id) } == other)
+        // Without the taken id the same import goes through, and the index is back.
+        try store.write(.default) { writer in
+            try writer.deleteAllAlbums()
+            for (index, album) in imported.filter({ $0.id != taken.id }).enumerated() { try writer.insert(album, at: index) }
+        }
+        #expect(try BulkImportTests.indexSchema(store) == migrated)
+        #expect(try store.read(.default) { try $0.count() } == imported.count - 1)
+        #expect(throws: StorageError.self) { try store.write(.default) { writer in try writer.insert(taken, at: 0) } }
+    }
+
     /// Two stores on one file stand for two processes: each caches row ids; a delete and a
     /// re-create in one must be seen by the other.
     @Test func theRowCacheFollowsADeleteAndRecreateByAnotherProcess() throws {

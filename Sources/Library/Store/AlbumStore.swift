@@ -15,8 +15,11 @@
 /// - Libraries: `default` always exists. `read`/`write` of a library that does not exist (never
 ///   created, or deleted) throw `LibraryError.libraryNotFound`. A library id that is deleted and
 ///   created again continues its version numbers (versions never repeat for an id), so ETags
-///   and cursors of the old library never match the new one.
-/// - Album ids are unique across all libraries: inserting an id that any library holds fails.
+///   and cursors of the old library never match the new one: it starts one above the last
+///   version the deleted library had. `deleteLibrary(.default)` throws `LibraryError.conflict`.
+/// - Album ids are unique across all libraries: inserting an id that any library holds fails
+///   (at the insert, or for a bulk import in SQLite at the commit, as `LibraryError.conflict`
+///   naming the album and its library; either way nothing is committed).
 public protocol AlbumStore: Sendable {
     /// Runs `body` on a consistent read snapshot of `library`.
     func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T

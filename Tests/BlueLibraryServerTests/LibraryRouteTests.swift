@@ -225,6 +225,12 @@ import Testing
         // Album ids are unique across libraries: the same archive cannot go into another one.
         try Self.expectProblem(try Self.request(port, "PUT", "/libraries/copy/archive", json: archive.text), 409, "conflict")
         #expect(try Self.ids(port, in: "/libraries/copy") == [])
+        // Once the ids are free again, the archive of jazz imports into copy.
+        #expect(try Self.request(port, "DELETE", "\(jazz)?force=true").status == 204)
+        let imported = try Self.request(port, "PUT", "/libraries/copy/archive", json: archive.text)
+        #expect(imported.status == 200, "\(imported.text)")
+        #expect(try Self.ids(port, in: "/libraries/copy") == [first])
+        #expect(try Self.request(port, "GET", "/libraries/copy/state?client=phone").json()["currentAlbumIndex"] as? Int == 0)
     }
 
     @Test func moveBetweenLibrariesAndUndoFromTheSource() throws {

@@ -17,6 +17,24 @@ import Testing
         #expect(!served.isEmpty)
     }
 
+    /// The `/libraries/{lib}/...` copies of the album routes are what
+    /// `scripts/openapi-library-copies.py` derives from the bare routes (edit the bare route,
+    /// then run the script).
+    @Test func libraryRouteCopiesAreInStepWithTheBareRoutes() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", root.appendingPathComponent("scripts/openapi-library-copies.py").path, "--check",
+                             root.appendingPathComponent("openapi.yaml").path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        process.waitUntilExit()
+        let message = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(message)")
+    }
+
     @Test func specIsValidOpenAPI31() throws {
         // openapi-spec-validator comes from PyPI; scripts/test installs it.
         let specPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -183,6 +183,11 @@ import Testing
         let id = try #require(try inside.json()["id"] as? String)
         #expect(inside.header("Location")?.hasSuffix("/libraries/jazz/albums/\(id)") == true)
         #expect(try get("/libraries/jazz/albums/at/1").json()["id"] as? String == id)
+        // On the boundary between default and jazz: the end of the earlier source.
+        let boundary = try send("POST", "/views/all/albums?index=\(Self.perLibrary)", #"{"title": "Boundary", "artist": "X"}"#)
+        #expect(try boundary.json()["library"] as? String == "default")
+        #expect(try boundary.json()["index"] as? Int == Self.perLibrary)
+        #expect(try send("POST", "/libraries/default/undo").status == 200)
         let appended = try send("POST", "/views/all/albums", #"{"title": "Last", "artist": "X"}"#)
         #expect(try appended.json()["library"] as? String == "rock")
         #expect(try appended.json()["index"] as? Int == 3 * Self.perLibrary + 1)
@@ -213,6 +218,21 @@ import Testing
         #expect(after.status == 200)
         #expect(after.header("ETag") != tag)
         #expect(app.viewPages.cache.loadCount == loads + 1)
+
+        // Identical concurrent requests for an outdated page share one read.
+        let before = app.viewPages.cache.loadCount
+        let group = DispatchGroup()
+        let codes = Mutex<[Int]>([])
+        let port = self.port
+        for _ in 0..<12 {
+            DispatchQueue.global().async(group: group) {
+                let status = (try? RawHTTPClient.request(port: port, path: "/views/all/albums?limit=7&sort=title").status) ?? -1
+                codes.withLock { $0.append(status) }
+            }
+        }
+        group.wait()
+        #expect(codes.withLock { $0 } == Array(repeating: 200, count: 12))
+        #expect(app.viewPages.cache.loadCount - before == 1)
 
         // A new definition is a new version too.
         let current = try #require(after.header("ETag"))

@@ -53,7 +53,7 @@ struct ViewRoutes {
         return try idempotency.run(request, context: context) {
             let body = try Self.definition { () throws(LibraryError) in try ViewDefinitionRequest.decodeCreation(json: request.body) }
             let created = try Self.definition { () throws(LibraryError) in
-                try libraries.createView(id: body.id!, name: body.name, sources: body.sources ?? [], filter: body.filter ?? .all)
+                try libraries.createView(id: body.id, name: body.name, sources: body.sources, filter: body.filter)
             }
             pages.definitionsChanged()
             let document = try library { () throws(LibraryError) in try viewDocument(created) }

@@ -152,6 +152,9 @@ import Testing
         _ = try createView("nineties", filter: #"{"yearFrom": 1993}"#)
         let late = try follow("/views/nineties/albums?limit=3&q=odd")
         #expect(late.compactMap { $0["year"] as? Int }.sorted() == [1993, 1993, 1993, 1995, 1995, 1995])
+        let filteredView = try follow("/views/nineties/albums?limit=4")
+        #expect(filteredView.count == 9 && filteredView.allSatisfy { $0["index"] == nil }, "a view's filter makes its list a filtered one")
+        #expect(try get("/views/nineties/albums/at/0").json()["title"] as? String == "D0 even", "view indexes ignore the view's filter")
     }
 
     @Test func indexAddressingWritesToTheOwningLibraryAndUndoesThere() throws {

@@ -168,6 +168,15 @@ import Testing
         #expect(try get("/views/all/albums/at/\(Self.perLibrary)", headers: ["If-None-Match": tag]).status == 304)
         #expect(try get("/views/all/albums/at/\(3 * Self.perLibrary)").status == 404)
 
+        // The last of default moved to the front of jazz keeps its view index: a new tag all the same.
+        let last = try get("/views/all/albums/at/\(Self.perLibrary - 1)")
+        let lastID = try #require(try last.json()["id"] as? String)
+        #expect(try send("POST", "/albums/\(lastID)/move", #"{"library": "jazz", "index": 0}"#).status == 200)
+        let moved = try get("/views/all/albums/at/\(Self.perLibrary - 1)", headers: ["If-None-Match": try #require(last.header("ETag"))])
+        let movedBody = try moved.json()
+        #expect(moved.status == 200 && movedBody["library"] as? String == "jazz" && movedBody["id"] as? String == lastID)
+        #expect(try send("POST", "/undo").status == 200, "the move is undone from the source library")
+
         // Delete through the view, undo in the library that held it.
         let removed = try send("DELETE", "/views/all/albums/at/\(Self.perLibrary)")
         #expect(removed.status == 200)

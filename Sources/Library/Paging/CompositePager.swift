@@ -10,18 +10,21 @@
 ///   iff it lands ahead of the walk's boundary; a deleted one may have been shown before its
 ///   deletion. Albums that crossed the boundary the other way (not shown, now behind) come
 ///   first on the next page, so that page is not in list order. If the change feed no longer
-///   holds every change since the cursor's versions, or a source was replaced, the walk
-///   expires (`.walkExpired`: start again).
+///   holds every change since the cursor's versions, a source was replaced, the view's
+///   definition changed, or more than `WalkMark.maxExceptions` albums are on the wrong side,
+///   the walk expires (`.walkExpired`: start again).
 /// - **Value sorts** are keyset walks by (value, id) over every source merged; ids are unique
 ///   across libraries, so the order is total. Exact under adds, deletes and moves; an edit
 ///   that changes the sorted field may carry an album across the cursor.
 /// - Items carry their index (in a view: the view index) only in unfiltered ascending
 ///   position order, and their library when `labels` is set (views).
-/// - Cost: a first page is bounded reads from the start of the first sources; a cursor page
-///   reads the changes since the cursor (at most ``maxReplayedChanges``, else the walk
-///   expires), one album by index and a keyset read from it — never a scan. An offset page
-///   may walk. A filter the store cannot apply whole (`CombinedFilter.remainder`) reads past
-///   the rows it drops.
+/// - Cost: one read transaction per page. A first page is bounded reads from the start of
+///   the first sources; a cursor page reads the changes since the cursor (at most
+///   ``maxReplayedChanges``, else the walk expires) and a keyset read after the album just
+///   before its boundary (by id; by index only when that album was itself moved or deleted),
+///   plus the place of each exception — never a scan. A value-sorted view page reads each
+///   source in batches as the merge needs them. An offset page may walk. A filter the store
+///   cannot apply whole (`CombinedFilter.remainder`) reads past the rows it drops.
 struct CompositePager {
     let readers: [any AlbumStoreReader]
     let libraries: [LibraryID]
@@ -132,14 +135,16 @@ struct CompositePager {
             exceptions = try replay.exceptionsNow()
         }
 
-        // Where each exception is now (the store knows its index; the replay only its side).
+        // Where each unseen exception is now, to show it (the store knows its index; the replay
+        // only its side). Seen ones are only skipped when met: their index is read only if the
+        // walk stops in their source (below).
         var placed: [Placed] = []
-        for exception in exceptions {
+        for exception in exceptions where !exception.seen {
             let reader = readers[actual(exception.source)]
             guard let album = try reader.album(id: exception.id), let index = try reader.index(of: exception.id) else { continue }
             placed.append(Placed(exception: exception, album: album, walkIndex: try walkIndex(index, source: actual(exception.source))))
         }
-        let seenAhead = Set(placed.filter(\.exception.seen).map(\.exception.id))
+        let seenAhead = Set(exceptions.filter(\.seen).map(\.id))
 
         func listed(_ album: Album, source: Int, walkIndex: Int?) throws -> ListedAlbum {
             var index: Int?
@@ -234,11 +239,17 @@ struct CompositePager {
                 newB = try walkIndex(index, source: actual(last.walkSource)) + 1
             }
         }
-        let remaining = placed.filter { placed in
-            let exception = placed.exception
-            if !exception.seen { return !settled.contains(exception.id) }
-            return exception.source > newK || (exception.source == newK && placed.walkIndex >= newB)
-        }.map(\.exception)
+        // Unseen exceptions not shown yet stay; seen ones stay while still ahead of the walk.
+        var remaining = placed.map(\.exception).filter { !settled.contains($0.id) }
+        for exception in exceptions where exception.seen {
+            if exception.source > newK {
+                remaining.append(exception)
+            } else if exception.source == newK, let index = try readers[actual(newK)].index(of: exception.id),
+                try walkIndex(index, source: actual(newK)) >= newB
+            {
+                remaining.append(exception)
+            }
+        }
         let leftOver = remaining.contains { !$0.seen }
         guard more || leftOver else { return (items, nil) }
         let anchor = last?.id ?? (newK == k && newB == b ? boundaryAnchor : nil)

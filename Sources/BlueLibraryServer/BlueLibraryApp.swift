@@ -137,6 +137,7 @@ public final class BlueLibraryApp: Sendable {
         httpMetrics.register(with: metrics)
         ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: eventHubs,
                                 covers: covers, pages: pageCache, store: store)
+        viewPages.register(in: metrics)
     }
 
     /// The bound port (the real one when configured with port 0).

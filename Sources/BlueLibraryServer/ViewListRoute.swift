@@ -57,9 +57,10 @@ struct ViewListRoute {
     /// The fast path: a 304 from the version vector alone, or a page loaded at it; nil when
     /// the page must be read (`respond`).
     func respondFromMemory(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
-        guard pages.isWarm(try ViewRoutes.viewID(context)) else { return nil }
-        let (key, version, _) = try lookup(request, context)
-        return fromMemory(request, context, key: key, version: version)
+        let view = try ViewRoutes.viewID(context)
+        guard pages.isWarm(view), let known = libraries.viewVersionInMemory(view) else { return nil }
+        let key = key(request, view: view, version: known, paging: settings.paging)
+        return fromMemory(request, context, key: key, version: (known.versions, known.versions.reduce(0, &+)))
     }
 
     /// Any view page request: from memory if it can be, else read in one snapshot of the
@@ -89,17 +90,21 @@ struct ViewListRoute {
         return Self.response(page, request: request, context: context)
     }
 
-    /// The cache key under the paging limits in force, and the view's version from memory.
+    /// The cache key under the paging limits in force, and the view's version (memory once
+    /// the view and its sources are known; the first request may read them).
     private func lookup(
         _ request: HTTPRequest, _ context: RequestContext
     ) throws -> (PageKey, (versions: [Int64], sum: Int64), LibrarySettings.Paging) {
         let view = try ViewRoutes.viewID(context)
         let paging = settings.paging
         let version = try library { () throws(LibraryError) in try libraries.viewVersion(view) }
-        let key = PageKey(
+        return (key(request, view: view, version: version, paging: paging), (version.versions, version.versions.reduce(0, &+)), paging)
+    }
+
+    private func key(_ request: HTTPRequest, view: ViewID, version: ViewVersion, paging: LibrarySettings.Paging) -> PageKey {
+        PageKey(
             view: view, revision: version.revision,
             defaultLimit: paging.defaultLimit, maxLimit: paging.maxLimit, query: String(request.rawQuery ?? ""))
-        return (key, (version.versions, version.versions.reduce(0, &+)), paging)
     }
 
     private func fromMemory(

@@ -53,7 +53,7 @@ struct ViewRoutes {
         return try idempotency.run(request, context: context) {
             let body = try Self.definition { () throws(LibraryError) in try ViewDefinitionRequest.decodeCreation(json: request.body) }
             let created = try Self.definition { () throws(LibraryError) in
-                try libraries.createView(id: body.id!, name: body.name, sources: body.sources ?? [], filter: body.filter ?? .all)
+                try libraries.createView(id: body.id, name: body.name, sources: body.sources, filter: body.filter)
             }
             pages.definitionsChanged()
             let document = try library { () throws(LibraryError) in try viewDocument(created) }
@@ -142,12 +142,19 @@ struct ViewRoutes {
         return ViewDocument(view, versions: Dictionary(zip(view.sources, version.versions), uniquingKeysWith: { first, _ in first }))
     }
 
-    /// An album reached through a view: its fields, its view `index`, its `library`; the ETag
-    /// as `GET /albums/{id}` makes it from the fields and the (view) index.
+    /// An album reached through a view: its fields, its view `index`, its `library`. The ETag
+    /// is `GET /albums/{id}`'s (fields hash and index) with the library after it,
+    /// `"<fields>.<index>.<library>"`: an album moved to another library at the same view index
+    /// is a new representation. (`If-Match` compares the fields part only, as everywhere.)
     static func response(
         _ item: ViewAlbum, request: HTTPRequest, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()
     ) throws -> HTTPResponse {
-        try AlbumRepresentation.response(
-            IndexedAlbum(album: item.album, index: item.index), library: item.library, request: request, status: status, headers: headers)
+        var headers = headers
+        let (body, etag) = try AlbumRepresentation.encoded(
+            IndexedAlbum(album: item.album, index: item.index), library: item.library, pretty: request.wantsPretty)
+        headers.set("ETag", String(etag.dropLast()) + ".\(item.library.rawValue)\"")
+        headers.set("Cache-Control", "no-cache")
+        let response = HTTPResponse(status: status, contentType: "application/json", bytes: body, headers: headers)
+        return request.method == .get || request.method == .head ? try ConditionalGET.respond(to: request, with: response) : response
     }
 }

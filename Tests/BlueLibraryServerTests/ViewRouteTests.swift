@@ -152,6 +152,9 @@ import Testing
         _ = try createView("nineties", filter: #"{"yearFrom": 1993}"#)
         let late = try follow("/views/nineties/albums?limit=3&q=odd")
         #expect(late.compactMap { $0["year"] as? Int }.sorted() == [1993, 1993, 1993, 1995, 1995, 1995])
+        let filteredView = try follow("/views/nineties/albums?limit=4")
+        #expect(filteredView.count == 9 && filteredView.allSatisfy { $0["index"] == nil }, "a view's filter makes its list a filtered one")
+        #expect(try get("/views/nineties/albums/at/0").json()["title"] as? String == "D0 even", "view indexes ignore the view's filter")
     }
 
     @Test func indexAddressingWritesToTheOwningLibraryAndUndoesThere() throws {
@@ -164,6 +167,15 @@ import Testing
         let tag = try #require(atFirstJazz.header("ETag"))
         #expect(try get("/views/all/albums/at/\(Self.perLibrary)", headers: ["If-None-Match": tag]).status == 304)
         #expect(try get("/views/all/albums/at/\(3 * Self.perLibrary)").status == 404)
+
+        // The last of default moved to the front of jazz keeps its view index: a new tag all the same.
+        let last = try get("/views/all/albums/at/\(Self.perLibrary - 1)")
+        let lastID = try #require(try last.json()["id"] as? String)
+        #expect(try send("POST", "/albums/\(lastID)/move", #"{"library": "jazz", "index": 0}"#).status == 200)
+        let moved = try get("/views/all/albums/at/\(Self.perLibrary - 1)", headers: ["If-None-Match": try #require(last.header("ETag"))])
+        let movedBody = try moved.json()
+        #expect(moved.status == 200 && movedBody["library"] as? String == "jazz" && movedBody["id"] as? String == lastID)
+        #expect(try send("POST", "/undo").status == 200, "the move is undone from the source library")
 
         // Delete through the view, undo in the library that held it.
         let removed = try send("DELETE", "/views/all/albums/at/\(Self.perLibrary)")
@@ -183,6 +195,11 @@ import Testing
         let id = try #require(try inside.json()["id"] as? String)
         #expect(inside.header("Location")?.hasSuffix("/libraries/jazz/albums/\(id)") == true)
         #expect(try get("/libraries/jazz/albums/at/1").json()["id"] as? String == id)
+        // On the boundary between default and jazz: the end of the earlier source.
+        let boundary = try send("POST", "/views/all/albums?index=\(Self.perLibrary)", #"{"title": "Boundary", "artist": "X"}"#)
+        #expect(try boundary.json()["library"] as? String == "default")
+        #expect(try boundary.json()["index"] as? Int == Self.perLibrary)
+        #expect(try send("POST", "/libraries/default/undo").status == 200)
         let appended = try send("POST", "/views/all/albums", #"{"title": "Last", "artist": "X"}"#)
         #expect(try appended.json()["library"] as? String == "rock")
         #expect(try appended.json()["index"] as? Int == 3 * Self.perLibrary + 1)
@@ -201,12 +218,33 @@ import Testing
         #expect(try get(path).body == first.body)
         #expect(app.viewPages.cache.loadCount == loads, "304 and a current page need no load")
 
+        let metrics = try MetricsTests.scrape(port)
+        #expect(metrics.types["bluelibrary_view_page_cache_hits_total"] == "counter")
+        #expect(metrics.value("bluelibrary_view_page_cache_hits_total") >= 2, "the 304 and the cached 200")
+        #expect(metrics.value("bluelibrary_view_page_cache_misses_total") == 1)
+        #expect(metrics.value("bluelibrary_view_page_cache_entries") == 1)
+
         // A change in the last source only (not on the first page) still outdates the page.
         #expect(try send("POST", "/libraries/rock/albums", #"{"title": "New", "artist": "X"}"#).status == 201)
         let after = try get(path, headers: ["If-None-Match": tag])
         #expect(after.status == 200)
         #expect(after.header("ETag") != tag)
         #expect(app.viewPages.cache.loadCount == loads + 1)
+
+        // Identical concurrent requests for an outdated page share one read.
+        let before = app.viewPages.cache.loadCount
+        let group = DispatchGroup()
+        let codes = Mutex<[Int]>([])
+        let port = self.port
+        for _ in 0..<12 {
+            DispatchQueue.global().async(group: group) {
+                let status = (try? RawHTTPClient.request(port: port, path: "/views/all/albums?limit=7&sort=title").status) ?? -1
+                codes.withLock { $0.append(status) }
+            }
+        }
+        group.wait()
+        #expect(codes.withLock { $0 } == Array(repeating: 200, count: 12))
+        #expect(app.viewPages.cache.loadCount - before == 1)
 
         // A new definition is a new version too.
         let current = try #require(after.header("ETag"))
@@ -285,7 +323,10 @@ import Testing
     /// Walks the view in position order with cursors while another task adds, deletes and moves
     /// albums (within and between libraries) in all three sources, a few operations per page.
     /// Every album present throughout is seen exactly once; nothing is seen twice.
-    @Test func cursorWalkIsExactWhileTheSourcesChange() throws {
+    /// The same walk in value orders (keyset walks by value and id: exact under adds, deletes
+    /// and moves, which change no value).
+    @Test(arguments: [("position", UInt64(13)), ("position", 29), ("title", 7), ("-year", 11)])
+    func cursorWalkIsExactWhileTheSourcesChange(sort: String, seed: UInt64) throws {
         for library in Self.sources {
             for n in 0..<10 { try #require(try send("POST", "/libraries/\(library)/albums", #"{"title": "More \#(n)", "artist": "B"}"#).status == 201) }
         }
@@ -297,11 +338,15 @@ import Testing
         let shared = WalkMutations()
         var owner: [String: String] = [:]
         for item in initial { owner[item["id"] as! String] = item["library"] as? String }
+        // Lockstep with overlap: each page lets the other task run one batch of changes,
+        // which runs while the next page is read; the walk waits for a batch to end before
+        // letting the next one start (so every batch really happens during the walk).
         let turns = DispatchSemaphore(value: 0)
+        let batchDone = DispatchSemaphore(value: 0)
         let port = self.port
         let mutator = Thread { [owner] in
             var owner = owner
-            var random = SeededGenerator(seed: 13)
+            var random = SeededGenerator(seed: seed)
             var serial = 0
             func send(_ method: String, _ path: String, _ json: String? = nil) -> [String: Any]? {
                 guard let response = try? RawHTTPClient.request(
@@ -341,19 +386,24 @@ import Testing
                         }
                     }
                 }
+                batchDone.signal()
             }
         }
         mutator.start()
 
         var seen: [String] = []
-        var next: String? = "/views/all/albums?limit=2"
+        var batchRunning = false
+        var next: String? = "/views/all/albums?limit=2&sort=\(sort)"
         while let target = next {
             let response = try get(target)
             try #require(response.status == 200, "\(target): \(response.text)")
             seen += (try response.json()["items"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
             next = response.header("Link").flatMap(Self.linkTarget)
+            if batchRunning { batchDone.wait() }
             turns.signal()  // the other task changes the sources while the next page is read
+            batchRunning = true
         }
+        if batchRunning { batchDone.wait() }
         shared.finished.store(true, ordering: .releasing)
         turns.signal()
         #expect(eventually { mutator.isFinished })
@@ -362,13 +412,13 @@ import Testing
         #expect(mutations.moves > 0 && !mutations.deleted.isEmpty && !mutations.added.isEmpty, "the walk ran while things changed")
         let throughout = initialIDs.subtracting(mutations.deleted)
         let counts = Dictionary(seen.map { ($0, 1) }, uniquingKeysWith: +)
-        #expect(counts.filter { $0.value > 1 }.isEmpty, "seen twice: \(counts.filter { $0.value > 1 }.keys.sorted())")
-        #expect(throughout.subtracting(seen).isEmpty, "missed: \(throughout.subtracting(seen).sorted())")
+        #expect(counts.filter { $0.value > 1 }.isEmpty, "sort=\(sort) seed=\(seed): seen twice: \(counts.filter { $0.value > 1 }.keys.sorted())")
+        #expect(throughout.subtracting(seen).isEmpty, "sort=\(sort) seed=\(seed): missed: \(throughout.subtracting(seen).sorted())")
         #expect(Set(seen).isSubset(of: initialIDs.union(mutations.added)))
     }
 }
 
-/// What the mutating task of ``ViewRouteTests/cursorWalkIsExactWhileTheSourcesChange()`` did.
+/// What the mutating task of ``ViewRouteTests/cursorWalkIsExactWhileTheSourcesChange(sort:seed:)`` did.
 private final class WalkMutations: Sendable {
     struct Log {
         var deleted: Set<String> = []

@@ -18,7 +18,7 @@ struct ViewDefinitionRequestTests {
     func requiredMembers() throws {
         #expect(fieldErrors { _ = try ViewDefinitionRequest.decodeCreation(json: bytes(#"{"name": "x"}"#)) }.map(\.field) == ["id", "sources"])
         let minimal = try ViewDefinitionRequest.decodeCreation(json: bytes(#"{"id": "v", "sources": ["default"]}"#))
-        #expect(minimal.name == nil && minimal.filter == nil)
+        #expect(minimal == .init(id: ViewID(rawValue: "v"), name: nil, sources: [.default], filter: .all))
     }
 
     @Test("every bad member is reported at once, named as written")

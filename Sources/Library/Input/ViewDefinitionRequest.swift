@@ -30,17 +30,26 @@ public struct ViewDefinitionRequest: Sendable, Equatable {
     static let example = #"{"id": "everything", "name": "Everything", "sources": ["default", "jazz"]}"#
     static let filterKeys = ["q", "artist", "genre", "yearFrom", "yearTo"]
 
+    /// A `POST /views` body, complete: the filter defaults to none, the name to nil (the
+    /// catalog's default, the id).
+    public struct Creation: Sendable, Equatable {
+        public var id: ViewID
+        public var name: String?
+        public var sources: [LibraryID]
+        public var filter: AlbumFilter
+    }
+
     /// A `POST /views` body: `id` and `sources` are required.
     /// - Throws: `.malformed` for syntax; `.invalid` naming every bad field.
-    public static func decodeCreation(json bytes: [UInt8]) throws(LibraryError) -> ViewDefinitionRequest {
+    public static func decodeCreation(json bytes: [UInt8]) throws(LibraryError) -> Creation {
         let request = try decode(json: bytes, allowID: true)
         var missing: [FieldError] = []
         if request.id == nil { missing.append(FieldError(field: "id", message: "id is required: the view's id, like \"everything\"")) }
         if request.sources == nil {
             missing.append(FieldError(field: "sources", message: "sources is required: the library ids the view shows, like [\"default\", \"jazz\"]"))
         }
-        guard missing.isEmpty else { throw .invalid(ValidationFailure(missing)) }
-        return request
+        guard missing.isEmpty, let id = request.id, let sources = request.sources else { throw .invalid(ValidationFailure(missing)) }
+        return Creation(id: id, name: request.name, sources: sources, filter: request.filter ?? .all)
     }
 
     /// A `PATCH /views/{view}` body: what is given changes, the rest stays.

@@ -1,0 +1,20 @@
+extension Libraries {
+    /// The version of view `id` if answering needs no store read: the definitions are in
+    /// memory and every source's facade is made; nil otherwise ("ask ``viewVersion(_:)`` on a
+    /// thread that may wait"), never "no such view".
+    ///
+    /// A facade reads its version once, on first use, and keeps it from then on: callers that
+    /// must never wait (the request model's event-loop path) use this only for views whose
+    /// ``viewVersion(_:)`` they have seen answer since the definition last changed.
+    public func viewVersionInMemory(_ id: ViewID) -> ViewVersion? {
+        struct NotLoaded: Error {}
+        guard let views = try? viewCache.all({ throw NotLoaded() }), let view = views[id] else { return nil }
+        var versions: [Int64] = []
+        versions.reserveCapacity(view.sources.count)
+        for source in view.sources {
+            guard let facade = loadedFacade(source), let version = try? facade.currentVersion() else { return nil }
+            versions.append(version)
+        }
+        return ViewVersion(revision: view.revision, versions: versions)
+    }
+}

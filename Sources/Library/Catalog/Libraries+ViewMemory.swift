@@ -9,10 +9,11 @@ extension Libraries {
     public func viewVersionInMemory(_ id: ViewID) -> ViewVersion? {
         struct NotLoaded: Error {}
         guard let views = try? viewCache.all({ throw NotLoaded() }), let view = views[id] else { return nil }
+        guard let sources = loadedFacades(view.sources) else { return nil }
         var versions: [Int64] = []
-        versions.reserveCapacity(view.sources.count)
-        for source in view.sources {
-            guard let facade = loadedFacade(source), let version = try? facade.currentVersion() else { return nil }
+        versions.reserveCapacity(sources.count)
+        for facade in sources {
+            guard let version = try? facade.currentVersion() else { return nil }
             versions.append(version)
         }
         return ViewVersion(revision: view.revision, versions: versions)

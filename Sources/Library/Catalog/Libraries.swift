@@ -74,6 +74,20 @@ public final class Libraries: Sendable {
         return facades.withLock { $0[id] }
     }
 
+    /// ``loadedFacade(_:)`` for several libraries under one lock (a view's sources); nil when
+    /// any of them is not made yet.
+    func loadedFacades(_ ids: [LibraryID]) -> [LibraryFacade]? {
+        facades.withLock { facades in
+            var found: [LibraryFacade] = []
+            found.reserveCapacity(ids.count)
+            for id in ids {
+                guard let facade = facades[id] else { return nil }
+                found.append(facade)
+            }
+            return found
+        }
+    }
+
     /// The facade of `id`, made now if there is none; for a library known to exist.
     func facadeForExisting(_ id: LibraryID) -> LibraryFacade {
         facades.withLock { facades in

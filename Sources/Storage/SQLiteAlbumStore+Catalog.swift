@@ -36,10 +36,13 @@ extension SQLiteAlbumStore {
 
     /// Removes everything `id` holds with a few set-wide statements (no per-album work in
     /// Swift) and leaves its row as a tombstone keeping the version.
-    public func deleteLibrary(_ id: LibraryID) throws {
+    public func deleteLibrary(_ id: LibraryID, onlyIfEmpty: Bool) throws {
         guard id != .default else { throw LibraryError.conflict("the default library cannot be deleted") }
         try committing { db in
             let transaction = LibraryTransaction(db, library: try liveRow(id, db), store: self, soleWriter: true)
+            if onlyIfEmpty, case let count = try transaction.count(), count > 0 {
+                throw LibraryError.libraryNotEmpty(id, count: count)
+            }
             try transaction.removeLibrary()
         }
     }

@@ -102,6 +102,9 @@ extension AlbumStoreContract {
                 try writer.recordChange(change(version, .added, albums[0].id, 0))
             }
         }
+        // Only if empty: refused inside the delete, nothing is removed.
+        expectConflict { try store.deleteLibrary(jazz, onlyIfEmpty: true) }
+        try expectOrder(store, in: jazz, doomed)
         try store.deleteLibrary(jazz)
         #expect(try store.libraries().map(\.id) == [blues, .default])
         for (library, albums) in [(LibraryID.default, kept), (blues, bluesAlbums)] {

@@ -126,9 +126,11 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
         }
     }
 
-    public func deleteLibrary(_ id: LibraryID) throws {
+    public func deleteLibrary(_ id: LibraryID, onlyIfEmpty: Bool) throws {
         try lock.withLock {
             guard id != .default else { throw LibraryError.conflict("the default library cannot be deleted") }
+            guard let held = libraryData[id] else { throw LibraryError.libraryNotFound(id) }
+            if onlyIfEmpty, !held.albums.isEmpty { throw LibraryError.libraryNotEmpty(id, count: held.albums.count) }
             guard let data = libraryData.removeValue(forKey: id) else { throw LibraryError.libraryNotFound(id) }
             names[id] = nil
             retiredVersions[id] = data.version

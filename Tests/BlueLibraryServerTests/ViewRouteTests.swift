@@ -85,7 +85,8 @@ import Testing
         let view = try created.json()
         #expect(view["name"] as? String == "all", "the name defaults to the id")
         #expect(view["sources"] as? [String] == Self.sources)
-        #expect(view["revision"] as? Int == 1)
+        let first = try #require(view["revision"] as? Int)
+        #expect(first >= 1)
         #expect((view["filter"] as? [String: Any])?.keys.sorted() == ["yearFrom"])
         #expect((view["versions"] as? [String: Any])?.keys.sorted() == Self.sources)
 
@@ -101,7 +102,7 @@ import Testing
 
         let renamed = try send("PATCH", "/views/all", #"{"name": "Everything", "filter": null}"#)
         #expect(renamed.status == 200, "\(renamed.text)")
-        #expect(try renamed.json()["revision"] as? Int == 2)
+        #expect(try renamed.json()["revision"] as? Int == first + 1)
         #expect((try renamed.json()["filter"] as? [String: Any])?.isEmpty == true)
         #expect(Self.fields(try send("PATCH", "/views/all", #"{"id": "x"}"#)) == ["id"])
         #expect(try get("/views/all").json()["name"] as? String == "Everything")
@@ -274,7 +275,7 @@ import Testing
     }
 
     @Test func aSourceDeletedWithForceLeavesTheViewAndOutdatesItsPages() throws {
-        _ = try createView()
+        let revision = try #require(try createView().json()["revision"] as? Int)
         let first = try get("/views/all/albums?limit=100")
         let tag = try #require(first.header("ETag"))
         #expect(try send("DELETE", "/libraries/jazz").status == 409, "jazz is used by the view")
@@ -285,7 +286,7 @@ import Testing
         #expect(Set(items.compactMap { $0["library"] as? String }) == ["default", "rock"])
         let view = try get("/views/all").json()
         #expect(view["sources"] as? [String] == ["default", "rock"])
-        #expect(view["revision"] as? Int == 2)
+        #expect(view["revision"] as? Int == revision + 1)
 
         // Every source gone: the view lists nothing and refuses adds until PATCH gives it sources.
         #expect(try createView("rocks", sources: ["rock"]).status == 201)

@@ -76,26 +76,28 @@ extension Libraries {
         guard id != .default else {
             throw .conflict("the library default cannot be deleted; delete its albums instead if you want it empty")
         }
-        let record = try record(id)
-        if record.albumCount > 0, !force {
-            throw .conflict(
-                "library \"\(id)\" holds \(record.albumCount) album\(record.albumCount == 1 ? "" : "s"); "
-                    + "move them elsewhere first, or delete with ?force=true to delete them with the library")
+        // One definition change at a time: no view can gain this library as a source between
+        // the check below and the delete (createView and updateView hold the same lock).
+        try viewCache.serialized { () throws(LibraryError) in
+            let record = try record(id)
+            if record.albumCount > 0, !force {
+                throw .libraryNotEmpty(id, count: record.albumCount)
+            }
+            let users = try knownViews().values.filter { $0.sources.contains(id) }.sorted { $0.id < $1.id }
+            if !users.isEmpty, !force {
+                let names = users.map { "\"\($0.id)\"" }.joined(separator: ", ")
+                throw .conflict(
+                    "library \"\(id)\" is a source of the view\(users.count == 1 ? "" : "s") \(names); "
+                        + "remove it from their sources first, or delete with ?force=true to remove it from them")
+            }
+            for var view in users {
+                view.sources.removeAll { $0 == id }
+                view.revision += 1
+                try save(view)
+            }
+            // Checked again inside the delete: an album may have arrived since `record` was read.
+            try catalog { try store.deleteLibrary(id, onlyIfEmpty: !force) }
         }
-        let users = try catalog { try store.views() }.filter { $0.sources.contains(id) }
-        if !users.isEmpty, !force {
-            let names = users.map { "\"\($0.id)\"" }.joined(separator: ", ")
-            throw .conflict(
-                "library \"\(id)\" is a source of the view\(users.count == 1 ? "" : "s") \(names); "
-                    + "remove it from their sources first, or delete with ?force=true to remove it from them")
-        }
-        for var view in users {
-            view.sources.removeAll { $0 == id }
-            view.revision += 1
-            try catalog { try store.saveView(view) }
-        }
-        if !users.isEmpty { viewsChanged() }
-        try catalog { try store.deleteLibrary(id) }
         dropFacade(id)
     }
 

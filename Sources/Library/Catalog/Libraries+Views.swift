@@ -1,3 +1,4 @@
+import Essentials
 import Synchronization
 
 /// A view's version for the request model: its revision and the version of each source, in
@@ -65,7 +66,12 @@ extension Libraries {
         return view
     }
 
-    /// Creates a view (revision 1).
+    /// Creates a view. Its first revision is the clock in milliseconds, or one above every
+    /// revision this process has seen (deleted views included) if that is higher: a view
+    /// created again under the id of a deleted one never takes a revision its predecessor had
+    /// (which its clients may still hold in ETags and cursors). Across a restart this rests on
+    /// the clock: it fails only if the deleted view was changed more than once per millisecond
+    /// over its life, or the clock went back.
     ///
     /// - Parameters:
     ///   - name: the display name (trimmed, 1-200 characters); nil: the id.
@@ -84,7 +90,8 @@ extension Libraries {
             guard try knownViews()[id] == nil else {
                 throw .conflict("a view with id \"\(id)\" exists; choose another id, or change that view with PATCH")
             }
-            let view = ViewDefinition(id: id, name: name, sources: sources, filter: filter, revision: 1)
+            let first = max(1, Timestamp.milliseconds(clock()), viewCache.highestRevision + 1)
+            let view = ViewDefinition(id: id, name: name, sources: sources, filter: filter, revision: first)
             try save(view)
             return view
         }
@@ -215,15 +222,18 @@ extension Libraries {
             throw .conflict("the view \"\(id)\" has no sources (they were deleted); give it sources with PATCH first")
         }
         let layout = try reading(view) { readers in CompositeIndex(counts: try readers.map { try $0.count() }) }
-        let (source, local) = try layout.insertion(at: index ?? layout.total)
+        // No index: the end of the last source (an index equal to the total would go to the end
+        // of the first source whose end reaches it, an earlier one when the last are empty).
+        let (source, local) = try index.map { index throws(LibraryError) in try layout.insertion(at: index) }
+            ?? (layout.counts.count - 1, layout.counts[layout.counts.count - 1])
         let added = try facade(view.sources[source]).add(input, at: local, client: client)
-        return ViewAlbum(album: added.album, index: layout.offsets[source] + added.index, library: view.sources[source],
+        return ViewAlbum(album: added.album, index: layout.adduce(source: source, local: added.index), library: view.sources[source],
                          libraryIndex: added.index)
     }
 
     // MARK: - Helpers
 
-    private func knownViews() throws(LibraryError) -> [ViewID: ViewDefinition] {
+    func knownViews() throws(LibraryError) -> [ViewID: ViewDefinition] {
         do {
             return try viewCache.all { try store.views() }
         } catch {
@@ -231,7 +241,7 @@ extension Libraries {
         }
     }
 
-    private func save(_ view: ViewDefinition) throws(LibraryError) {
+    func save(_ view: ViewDefinition) throws(LibraryError) {
         do {
             try store.saveView(view)
         } catch {

@@ -47,8 +47,11 @@ public protocol AlbumStore: Sendable {
     func renameLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord
 
     /// Deletes a library with everything it holds (albums, order, undo stack, saved states,
-    /// change feed); views are not touched. - Throws: `LibraryError.libraryNotFound`.
-    func deleteLibrary(_ id: LibraryID) throws
+    /// change feed); views are not touched. With `onlyIfEmpty`, a library that holds albums
+    /// when the delete's own transaction looks is left alone: `LibraryError.conflict` (so an
+    /// album that arrives after a caller saw the library empty is never deleted with it).
+    /// - Throws: `LibraryError.libraryNotFound`, `.conflict`.
+    func deleteLibrary(_ id: LibraryID, onlyIfEmpty: Bool) throws
 
     /// Every view definition, ordered by id.
     func views() throws -> [ViewDefinition]
@@ -58,4 +61,20 @@ public protocol AlbumStore: Sendable {
 
     /// Deletes a view definition; false when there was none.
     func deleteView(_ id: ViewID) throws -> Bool
+}
+
+extension AlbumStore {
+    /// Deletes a library with everything it holds, albums included.
+    public func deleteLibrary(_ id: LibraryID) throws {
+        try deleteLibrary(id, onlyIfEmpty: false)
+    }
+}
+
+/// The refusal of `deleteLibrary(_:onlyIfEmpty:)` for a library that holds albums.
+extension LibraryError {
+    public static func libraryNotEmpty(_ id: LibraryID, count: Int) -> LibraryError {
+        .conflict(
+            "library \"\(id)\" holds \(count) album\(count == 1 ? "" : "s"); "
+                + "move them elsewhere first, or delete with ?force=true to delete them with the library")
+    }
 }

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Library
 import Testing
@@ -24,17 +25,22 @@ struct ViewRules {
         #expect(try libraries.views().isEmpty, "nothing was saved")
 
         let made = try libraries.createView(id: id, sources: [ViewFixture.jazz, .default], filter: AlbumFilter(genre: "Rock"))
-        #expect(made == ViewDefinition(id: id, name: "mix", sources: [ViewFixture.jazz, .default], filter: AlbumFilter(genre: "Rock"), revision: 1))
+        let first = Timestamp.milliseconds(fixture.clock.now)
+        #expect(made == ViewDefinition(id: id, name: "mix", sources: [ViewFixture.jazz, .default], filter: AlbumFilter(genre: "Rock"), revision: first))
         #expect(libraryError { _ = try libraries.createView(id: id, sources: [.default]) }?.code == "conflict")
         #expect(try libraries.updateView(id) == made, "no change, no new revision")
         let renamed = try libraries.updateView(id, name: "Mix", sources: [ViewFixture.blues])
-        #expect(renamed.revision == 2 && renamed.name == "Mix" && renamed.sources == [ViewFixture.blues] && renamed.filter == made.filter)
+        #expect(renamed.revision == first + 1 && renamed.name == "Mix" && renamed.sources == [ViewFixture.blues] && renamed.filter == made.filter)
         _ = try libraries.createView(id: ViewID(rawValue: "a-first"), name: "First", sources: [.default])
         #expect(try libraries.views().map(\.id.rawValue) == ["a-first", "mix"])
         try libraries.deleteView(id)
         #expect(libraryError { _ = try libraries.view(id) } == .viewNotFound(id))
         #expect(libraryError { try libraries.deleteView(id) } == .viewNotFound(id))
         #expect(libraryError { _ = try libraries.page(view: id, PageRequest()) } == .viewNotFound(id))
+        // Created again under the deleted id: a revision the old view never had.
+        fixture.clock.advance(milliseconds: 1)
+        let again = try libraries.createView(id: id, sources: [.default])
+        #expect(again.revision > renamed.revision)
     }
 
     func aViewsVersionFollowsItsSourcesAndRevision() throws {
@@ -42,24 +48,24 @@ struct ViewRules {
         try fixture.create(ViewFixture.jazz)
         let libraries = fixture.libraries
         let id = ViewID(rawValue: "both")
-        _ = try libraries.createView(id: id, sources: [.default, ViewFixture.jazz])
+        let first = try libraries.createView(id: id, sources: [.default, ViewFixture.jazz]).revision
         let before = try libraries.viewVersion(id)
-        #expect(before == ViewVersion(revision: 1, versions: [0, 0]))
+        #expect(before == ViewVersion(revision: first, versions: [0, 0]))
         try fixture.fill(ViewFixture.jazz, 2, prefix: "J")
-        #expect(try libraries.viewVersion(id) == ViewVersion(revision: 1, versions: [0, 2]))
+        #expect(try libraries.viewVersion(id) == ViewVersion(revision: first, versions: [0, 2]))
         let page = try libraries.page(view: id, PageRequest(limit: 1))
         #expect(page.versions == [0, 2] && page.version == 0)
         _ = try libraries.updateView(id, name: "Both")
-        #expect(try libraries.viewVersion(id).tag == "2:0.2")
+        #expect(try libraries.viewVersion(id).tag == "\(first + 1):0.2")
         let stale = libraryError { _ = try libraries.page(view: id, PageRequest(start: .cursor(try #require(page.next)), limit: 1)) }
         #expect(stale?.code == "walk-expired", "a cursor of the old definition")
         // A forced delete of a source removes it from the view: a new revision, seen at once.
         let onlyJazz = ViewID(rawValue: "only-jazz")
-        _ = try libraries.createView(id: onlyJazz, sources: [ViewFixture.jazz])
+        let onlyFirst = try libraries.createView(id: onlyJazz, sources: [ViewFixture.jazz]).revision
         try libraries.delete(ViewFixture.jazz, force: true)
-        #expect(try libraries.viewVersion(id) == ViewVersion(revision: 3, versions: [0]))
+        #expect(try libraries.viewVersion(id) == ViewVersion(revision: first + 2, versions: [0]))
         // A view left without sources lists nothing and takes no albums.
-        #expect(try libraries.viewVersion(onlyJazz) == ViewVersion(revision: 2, versions: []))
+        #expect(try libraries.viewVersion(onlyJazz) == ViewVersion(revision: onlyFirst + 1, versions: []))
         let empty = try libraries.page(view: onlyJazz, PageRequest(includeTotal: true))
         #expect(empty.items.isEmpty && empty.next == nil && empty.total == 0)
         #expect(libraryError { _ = try libraries.add(view: onlyJazz, input: input("X")) }?.code == "conflict")
@@ -106,6 +112,12 @@ struct ViewRules {
         let page = try libraries.page(view: id, PageRequest(limit: 4))
         #expect(page.items.map(\.index) == [0, 1, 2, 3])
         #expect(page.items.map(\.library) == [.default, .default, ViewFixture.blues, ViewFixture.blues])
+
+        // No index goes to the end of the last source, even when it is empty.
+        let lastEmpty = ViewID(rawValue: "last-empty")
+        _ = try libraries.createView(id: lastEmpty, sources: [.default, ViewFixture.jazz])
+        let intoJazz = try libraries.add(view: lastEmpty, input: input("Into jazz"))
+        #expect(intoJazz.library == ViewFixture.jazz && intoJazz.libraryIndex == 0 && intoJazz.index == 2)
     }
 }
 

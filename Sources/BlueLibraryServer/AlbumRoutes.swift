@@ -110,14 +110,15 @@ struct AlbumRoutes {
 
     /// `{"index": n}` moves within the route's library; `{"library": "jazz", "index": n}` moves
     /// the album to another library (index optional: the end), answering the album with its
-    /// `library` and its index there. Naming the route's own library is a move within it.
+    /// `library` and its index there. Naming the route's own library is a move within it (index
+    /// optional there too: the end).
     func move(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
         let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
         let target = try library { () throws(LibraryError) in try MoveRequest.decode(json: request.body) }
         do {
-            if let destination = target.library, destination != facade.library {
+            if let destination = target.library {
                 let item = try library { () throws(LibraryError) in
                     try libraries.libraries.move(id, from: facade.library, to: destination, index: target.index)
                 }

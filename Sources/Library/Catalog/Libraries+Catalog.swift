@@ -38,7 +38,9 @@ extension Libraries {
     }
 
     /// Creates an empty library with an id already checked; `name` (already trimmed and
-    /// checked) defaults to the id.
+    /// checked) defaults to the id. The id of a deleted library continues its versions, and
+    /// `library.replaced` is published at the new one (an event stream of the old library, or
+    /// one resumed from its ids, learns that everything changed).
     /// - Throws: `.conflict` when a library has the id, `.storage`.
     public func create(id: LibraryID, name: String? = nil) throws(LibraryError) -> LibraryRecord {
         if try list().contains(where: { $0.id == id }) {
@@ -46,7 +48,13 @@ extension Libraries {
                 "a library with id \"\(id)\" already exists; choose another id, or rename that one with PATCH /libraries/\(id)")
         }
         // A create racing this one is refused by the store with its own `.conflict`.
-        return try catalog { try store.createLibrary(id, name: name ?? id.rawValue) }
+        let record = try catalog { try store.createLibrary(id, name: name ?? id.rawValue) }
+        if record.version > 0 {
+            // The id of a deleted library, its versions continued: tell whoever still follows
+            // the old library's events (or resumes from one of its ids) to reload.
+            sinks(id)?.publish(.libraryReplaced(version: record.version))
+        }
+        return record
     }
 
     /// Changes a library's display name (`PATCH /libraries/{lib}`): trimmed, 1 to 200 characters.

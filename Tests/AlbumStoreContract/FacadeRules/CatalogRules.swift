@@ -86,7 +86,9 @@ struct CatalogRules {
         #expect(libraryError { _ = try old.count() } == .libraryNotFound(jazz))
         #expect(libraryError { _ = try old.add(input("Late")) } == .libraryNotFound(jazz))
         // And created again it is empty, with a new facade whose versions continue
-        _ = try fixture.libraries.create(id: "jazz")
+        let revived = try fixture.libraries.create(id: "jazz")
+        #expect(fixture.sink(jazz).events.last == .libraryReplaced(version: revived.version),
+                "followers of the old jazz are told to reload")
         let renewed = try fixture.facade(jazz)
         #expect(renewed !== old)
         #expect(try renewed.count() == 0 && renewed.undoStatus().depth == 0)

@@ -57,12 +57,7 @@ enum AlbumRepresentation {
         item.album.appendJSON(to: &bytes)
         let etag = etag(fields: bytes, index: item.index)
         appendIndex(item.index, to: &bytes, newline: false)
-        if let library {
-            bytes.removeLast()  // the closing brace
-            bytes.append(contentsOf: ",\"library\":".utf8)
-            JSONString.append(library.rawValue, to: &bytes)
-            bytes.append(UInt8(ascii: "}"))
-        }
+        if let library { appendLibrary(library, to: &bytes) }
         if pretty { return (JSONIndenter.indent(bytes), etag) }
         bytes.append(0x0A)
         return (bytes, etag)

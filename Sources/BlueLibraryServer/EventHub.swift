@@ -301,6 +301,11 @@ public final class EventHub: LibraryEventSink, Sendable {
     // MARK: - Formatting
 
     static func frame(id: Int64, name: String, json: String) -> [UInt8] {
+        frame(id: String(id), name: name, json: json)
+    }
+
+    /// An SSE frame with any id text (a stream over several libraries uses a version vector).
+    static func frame(id: String, name: String, json: String) -> [UInt8] {
         // A data line must not contain a newline; JSON from JSONEncoder or `payload` has none,
         // but a caller's text is split into several data lines to be safe.
         var text = "id: \(id)\nevent: \(name)\n"

@@ -85,10 +85,7 @@ final class MultiLibraryEventStream: Sendable {
             // A library whose version is not known yet (its subscription is being made) is left
             // out: resuming from this id starts it with `library.outdated`, never with a guess.
             let id = order.compactMap { library in versions[library].map { "\(library.rawValue):\($0)" } }.joined(separator: ",")
-            var text = "id: \(id)\nevent: \(frame.name)\n"
-            for line in json.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
-            text += "\n"
-            return writer.write(Array(text.utf8))
+            return writer.write(EventHub.frame(id: id, name: frame.name, json: json))
         }
     }
 

@@ -3,7 +3,8 @@ extension Libraries {
     /// memory and every source's facade is made; nil otherwise ("ask ``viewVersion(_:)`` on a
     /// thread that may wait"), never "no such view".
     ///
-    /// A facade reads its version once, on first use, and keeps it from then on: callers that
+    /// A facade that has not learnt its version yet (it reads it once, on first use, and keeps
+    /// it from then on) makes this nil, so this never reads the store. Callers that
     /// must never wait (the request model's event-loop path) use this only for views whose
     /// ``viewVersion(_:)`` they have seen answer since the definition last changed.
     public func viewVersionInMemory(_ id: ViewID) -> ViewVersion? {
@@ -13,7 +14,7 @@ extension Libraries {
         var versions: [Int64] = []
         versions.reserveCapacity(sources.count)
         for facade in sources {
-            guard let version = try? facade.currentVersion() else { return nil }
+            guard let version = facade.knownVersion() else { return nil }
             versions.append(version)
         }
         return ViewVersion(revision: view.revision, versions: versions)

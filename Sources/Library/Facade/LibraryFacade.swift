@@ -84,6 +84,12 @@ public final class LibraryFacade: Sendable {
         return read
     }
 
+    /// The version if this facade knows it without a read (``currentVersion()`` has read it,
+    /// or a commit gave it); nil otherwise. For paths that must never wait for the store.
+    public func knownVersion() -> Int64? {
+        versionMemo.withLock { $0.version }
+    }
+
     /// The number of albums.
     public func count() throws(LibraryError) -> Int {
         try reading { try $0.count() }

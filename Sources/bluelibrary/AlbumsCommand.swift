@@ -37,17 +37,7 @@ enum AlbumsCommand {
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let subcommand = arguments.first, !["help", "--help", "-h"].contains(subcommand) else {
-            print(helpText)
-            exit(0)
-        }
-        var options = Options(Array(arguments.dropFirst()))
-        if options.flag("help") || options.flag("h") {
-            print(helpText)
-            exit(0)
-        }
-        let client = connect(&options)
-        let json = options.flag("json")
+        var (subcommand, options, client, json) = begin(arguments, command: "albums", help: helpText)
         let clientName = options.value("client")
         let library = options.value("library") ?? AlbumListSource.defaultLibraryID
         let libraryOption = library == AlbumListSource.defaultLibraryID ? "" : " --library \(library)"
@@ -136,6 +126,26 @@ enum AlbumsCommand {
     // MARK: - Shared by the client commands
 
     /// The client for `--url` (else `$BLUELIBRARY_URL`, else the local default) and `--timeout`.
+    /// What every command group (`albums`, `libraries`, `views`) does first: `--help` or no
+    /// subcommand prints `help` and exits 0; else the subcommand, its options, the client
+    /// (`--url`, `--timeout`) and whether `--json` was given.
+    static func begin(_ arguments: [String], command: String, help: String)
+        -> (subcommand: String, options: Options, client: BlueLibraryClient, json: Bool)
+    {
+        guard let subcommand = arguments.first, !["help", "--help", "-h"].contains(subcommand) else {
+            print(help)
+            exit(0)
+        }
+        var options = Options(Array(arguments.dropFirst()), command: command)
+        if options.flag("help") || options.flag("h") {
+            print(help)
+            exit(0)
+        }
+        let client = connect(&options)
+        let json = options.flag("json")  // consumed before the options are handed on
+        return (subcommand, options, client, json)
+    }
+
     static func connect(_ options: inout Options) -> BlueLibraryClient {
         let environment = ProcessInfo.processInfo.environment
         let url = options.value("url") ?? environment["BLUELIBRARY_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"

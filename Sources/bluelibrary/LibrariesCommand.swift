@@ -34,17 +34,7 @@ enum LibrariesCommand {
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let subcommand = arguments.first, !["help", "--help", "-h"].contains(subcommand) else {
-            print(helpText)
-            exit(0)
-        }
-        var options = AlbumsCommand.Options(Array(arguments.dropFirst()), command: "libraries")
-        if options.flag("help") || options.flag("h") {
-            print(helpText)
-            exit(0)
-        }
-        let client = AlbumsCommand.connect(&options)
-        let json = options.flag("json")
+        var (subcommand, options, client, json) = AlbumsCommand.begin(arguments, command: "libraries", help: helpText)
         switch subcommand {
         case "list":
             options.finish()

@@ -40,17 +40,7 @@ enum ViewsCommand {
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let subcommand = arguments.first, !["help", "--help", "-h"].contains(subcommand) else {
-            print(helpText)
-            exit(0)
-        }
-        var options = AlbumsCommand.Options(Array(arguments.dropFirst()), command: "views")
-        if options.flag("help") || options.flag("h") {
-            print(helpText)
-            exit(0)
-        }
-        let client = AlbumsCommand.connect(&options)
-        let json = options.flag("json")
+        var (subcommand, options, client, json) = AlbumsCommand.begin(arguments, command: "views", help: helpText)
         switch subcommand {
         case "list":
             options.finish()

@@ -11,26 +11,6 @@ import Testing
 
     init() throws { server = try LiveServer() }
 
-    /// Adds albums titled `titles` (artist "Band", genre "Jazz") at the end of `library`.
-    @discardableResult
-    func add(_ titles: [String], to library: String) async throws -> [AlbumResource] {
-        var added: [AlbumResource] = []
-        for title in titles { added.append(try await client.add(AlbumInput(title: title, artist: "Band", genre: "Jazz"), in: .library(library))) }
-        return added
-    }
-
-    /// Every album of `source`, page by page with cursors.
-    func walk(_ source: AlbumListSource, limit: Int, sort: AlbumSort? = nil) async throws -> [AlbumResource] {
-        var query = AlbumPageQuery(limit: limit, sort: sort)
-        var albums: [AlbumResource] = []
-        while true {
-            let page = try await client.list(query, in: source)
-            albums += page.items
-            guard let next = page.next else { return albums }
-            query = query.continuing(at: next)
-        }
-    }
-
     // MARK: Libraries
 
     @Test func librariesAreCreatedRenamedAndDeletedWithTheServersRefusals() async throws {
@@ -51,7 +31,7 @@ import Testing
         #expect(renamed.name == "Jazz & Blues" && renamed.id == "jazz")
         #expect(try await client.library("jazz").name == "Jazz & Blues")
 
-        try await add(["Kind of Blue"], to: "jazz")
+        try await client.addAlbums(["Kind of Blue"], to: "jazz")
         #expect(try await client.library("jazz").albumCount == 1)
         let nonEmpty = await #expect(throws: BlueLibraryClientError.self) { try await self.client.deleteLibrary("jazz") }
         #expect(nonEmpty?.status == 409)
@@ -68,9 +48,9 @@ import Testing
 
     @Test func albumCallsActOnTheLibraryTheyAreGiven() async throws {
         _ = try await client.createLibrary(id: "jazz")
-        let added = try await add(["Kind of Blue", "A Love Supreme", "Mingus Ah Um"], to: "jazz")
+        let added = try await client.addAlbums(["Kind of Blue", "A Love Supreme", "Mingus Ah Um"], to: "jazz")
         #expect(added.map(\.index) == [0, 1, 2])
-        #expect(try await walk("jazz", limit: 2).map(\.title) == ["Kind of Blue", "A Love Supreme", "Mingus Ah Um"])
+        #expect(try await client.walk("jazz", limit: 2).map(\.title) == ["Kind of Blue", "A Love Supreme", "Mingus Ah Um"])
         #expect(try await client.album(at: 1, in: "jazz").id == added[1].id)
         #expect(try await client.album(id: added[2].id, in: "jazz").index == 2)
 
@@ -93,12 +73,12 @@ import Testing
 
     @Test func aMoveBetweenLibrariesIsUndoneInTheLibraryItLeft() async throws {
         _ = try await client.createLibrary(id: "jazz")
-        try await add(["Kind of Blue"], to: "jazz")
+        try await client.addAlbums(["Kind of Blue"], to: "jazz")
         let first = try await client.album(at: 0)
 
         let moved = try await client.move(id: first.id, toLibrary: "jazz", at: 0)
         #expect(moved.id == first.id && moved.library == "jazz" && moved.index == 0)
-        #expect(try await walk("jazz", limit: 10).map(\.id) == [first.id, try await client.album(at: 1, in: "jazz").id])
+        #expect(try await client.walk("jazz", limit: 10).map(\.id) == [first.id, try await client.album(at: 1, in: "jazz").id])
         #expect(try await server.albums().map(\.id).contains(first.id) == false)
         #expect(try await client.library("jazz").albumCount == 2)
 
@@ -126,7 +106,7 @@ import Testing
 
     @Test func aModelOverALibraryPagesItAndAnExpiredWalkLeavesItOutdated() async throws {
         _ = try await client.createLibrary(id: "big")
-        let added = try await add((0..<140).map { "Album \($0)" }, to: "big")
+        let added = try await client.addAlbums((0..<140).map { "Album \($0)" }, to: "big")
         let model = AlbumListModel(client: client, source: "big", query: AlbumPageQuery(limit: 70))
         #expect(model.source == .library("big"))
         let recorder = Recorder()

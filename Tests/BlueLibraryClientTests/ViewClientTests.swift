@@ -11,26 +11,6 @@ import Testing
 
     init() throws { server = try LiveServer() }
 
-    /// Adds albums titled `titles` (artist "Band", genre "Jazz") at the end of `library`.
-    @discardableResult
-    func add(_ titles: [String], to library: String) async throws -> [AlbumResource] {
-        var added: [AlbumResource] = []
-        for title in titles { added.append(try await client.add(AlbumInput(title: title, artist: "Band", genre: "Jazz"), in: .library(library))) }
-        return added
-    }
-
-    /// Every album of `source`, page by page with cursors.
-    func walk(_ source: AlbumListSource, limit: Int, sort: AlbumSort? = nil) async throws -> [AlbumResource] {
-        var query = AlbumPageQuery(limit: limit, sort: sort)
-        var albums: [AlbumResource] = []
-        while true {
-            let page = try await client.list(query, in: source)
-            albums += page.items
-            guard let next = page.next else { return albums }
-            query = query.continuing(at: next)
-        }
-    }
-
     // MARK: Views
 
     @Test func viewsAreDefinedListedUpdatedAndDeleted() async throws {
@@ -62,16 +42,16 @@ import Testing
 
     @Test func aViewPagesOverItsLibrariesAndChangesGoToTheOwningLibrary() async throws {
         _ = try await client.createLibrary(id: "jazz")
-        let jazz = try await add(["Kind of Blue", "A Love Supreme"], to: "jazz")
+        let jazz = try await client.addAlbums(["Kind of Blue", "A Love Supreme"], to: "jazz")
         let defaults = try await server.albums()
         _ = try await client.createView(ViewInput(id: "all", sources: ["default", "jazz"]))
 
-        let walked = try await walk(.view("all"), limit: 3)
+        let walked = try await client.walk(.view("all"), limit: 3)
         #expect(walked.map(\.id) == defaults.map(\.id) + jazz.map(\.id))
         #expect(walked.map(\.index) == Array(0..<7).map { Optional($0) })
         #expect(walked.map(\.library) == Array(repeating: "default", count: 5) + ["jazz", "jazz"])
 
-        let byTitle = try await walk(.view("all"), limit: 2, sort: AlbumSort(.title))
+        let byTitle = try await client.walk(.view("all"), limit: 2, sort: AlbumSort(.title))
         #expect(byTitle.map(\.title) == walked.map(\.title).sorted())
 
         let atFive = try await client.album(at: 5, in: .view("all"))
@@ -94,7 +74,7 @@ import Testing
 
     @Test func aModelOverAViewRevalidatesAndIsOutdatedByAChangeInAnySource() async throws {
         _ = try await client.createLibrary(id: "jazz")
-        try await add(["Kind of Blue", "A Love Supreme"], to: "jazz")
+        try await client.addAlbums(["Kind of Blue", "A Love Supreme"], to: "jazz")
         _ = try await client.createView(ViewInput(id: "all", sources: ["default", "jazz"]))
 
         let model = AlbumListModel(client: client, source: .view("all"), query: AlbumPageQuery(limit: 3))
@@ -111,7 +91,7 @@ import Testing
         #expect(await recorder.wait(for: 5) == ["start", "change", "finish", "start", "finish"])
 
         // A change in the second source outdates the first page.
-        try await add(["Giant Steps"], to: "jazz")
+        try await client.addAlbums(["Giant Steps"], to: "jazz")
         try await model.loadAndWait(more: true)
         #expect(model.isOutdated && model.items.count == 6)
         try await model.loadAndWait()

@@ -22,8 +22,8 @@ struct ViewListRoute {
     struct CachedPage: Sendable {
         var bytes: [UInt8]
         var etag: String
-        /// The next page's query string (the path is the request's own).
-        var nextQuery: String?
+        /// The next page's path and query (the view's path with the next cursor).
+        var nextPath: String?
     }
 
     let libraries: Libraries
@@ -83,7 +83,7 @@ struct ViewListRoute {
             let next = page.next?.encoded(sealedWith: seal)
             let bytes = try AlbumRepresentation.listBytes(page, next: next, pretty: pretty, sources: sources)
             let cached = CachedPage(
-                bytes: bytes, etag: key.etag(versions: page.versions), nextQuery: next.map { AlbumListRoute.nextQuery(request, cursor: $0) })
+                bytes: bytes, etag: key.etag(versions: page.versions), nextPath: next.map { "\(request.path)?" + AlbumListRoute.nextQuery(request, cursor: $0) })
             let sum = steady ? page.versions.reduce(0, &+) : -1
             return .init(value: cached, version: sum, cost: bytes.count + key.query.utf8.count + 256)
         }
@@ -123,8 +123,8 @@ struct ViewListRoute {
     /// 200 with a page: its ETag, and `Link: rel="next"` to this path with the next cursor.
     static func response(_ page: CachedPage, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
         var headers: HTTPHeaders = ["ETag": page.etag, "Cache-Control": "no-cache"]
-        if let next = page.nextQuery {
-            headers.add("Link", "<\(RequestInput.absoluteURL("\(request.path)?\(next)", context))>; rel=\"next\"")
+        if let next = page.nextPath {
+            headers.add("Link", "<\(RequestInput.absoluteURL(next, context))>; rel=\"next\"")
         }
         return HTTPResponse(contentType: "application/json", bytes: page.bytes, headers: headers)
     }

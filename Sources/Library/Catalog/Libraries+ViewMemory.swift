@@ -10,7 +10,14 @@ extension Libraries {
     public func viewVersionInMemory(_ id: ViewID) -> ViewVersion? {
         struct NotLoaded: Error {}
         guard let views = try? viewCache.all({ throw NotLoaded() }), let view = views[id] else { return nil }
-        guard let sources = loadedFacades(view.sources) else { return nil }
+        let sources: [LibraryFacade]
+        if let memo = viewSources.withLock({ $0[id] }), memo.revision == view.revision {
+            sources = memo.facades  // one lookup instead of one per source
+        } else {
+            guard let found = loadedFacades(view.sources) else { return nil }
+            viewSources.withLock { $0[id] = (view.revision, found) }
+            sources = found
+        }
         var versions: [Int64] = []
         versions.reserveCapacity(sources.count)
         for facade in sources {

@@ -22,6 +22,9 @@ public final class Libraries: Sendable {
     private let facades: Mutex<[LibraryID: LibraryFacade]>
     /// The view definitions as last read or written (see `Libraries+Views.swift`).
     let viewCache = ViewCache()
+    /// The facades of each view's sources, for the revision they were looked up at (see
+    /// `viewVersionInMemory`); emptied whenever a facade is dropped.
+    let viewSources = Mutex<[ViewID: (revision: Int64, facades: [LibraryFacade])]>([:])
     /// The facade of `default`, which always exists.
     public let defaultLibrary: LibraryFacade
 
@@ -105,6 +108,7 @@ public final class Libraries: Sendable {
     func dropFacade(_ id: LibraryID) {
         precondition(id != .default, "the default library is never dropped")
         _ = facades.withLock { $0.removeValue(forKey: id) }
+        viewSources.withLock { $0 = [:] }
     }
 
     /// Changes how many undo commands every library keeps (the `undo.depth` setting).

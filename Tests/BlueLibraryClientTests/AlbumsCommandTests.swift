@@ -143,55 +143,14 @@ struct CommandRun {
 
     /// Runs `bluelibrary <arguments>` with the environment's BLUELIBRARY_ variables replaced by `environment`.
     static func bluelibrary(_ arguments: [String], environment: [String: String]) throws -> CommandRun {
-        let process = Process()
-        process.executableURL = ServerProcess.executableURL
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BLUELIBRARY_") }
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read both pipes to the end concurrently so neither can fill up and stall the child.
-        let errData = LockedData()
-        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
-        reader.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        // The child has exited, so its stderr is at end of file: the reader is about to finish.
-        #expect(errData.waitUntilSet(timeout: 30), "stderr of the child was not read to the end")
-        return CommandRun(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                          stderr: String(decoding: errData.value, as: UTF8.self))
+        let run = try ChildProcess.run(
+            ServerProcess.executableURL.path, arguments,
+            environment: ChildProcess.environment(dropping: { $0.hasPrefix("BLUELIBRARY_") }, adding: environment))
+        return CommandRun(status: run.status, stdout: String(decoding: run.stdout, as: UTF8.self),
+                          stderr: String(decoding: run.stderr, as: UTF8.self))
     }
 
     /// The lines of stdout.
     var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 }
 
-/// Data handed from a reader thread to the test, which waits for it with a deadline.
-final class LockedData: @unchecked Sendable {
-    // `data` is guarded by `condition`.
-    private let condition = NSCondition()
-    private var data: Data?
-
-    func set(_ value: Data) {
-        condition.withLock {
-            data = value
-            condition.broadcast()
-        }
-    }
-
-    func waitUntilSet(timeout: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        return condition.withLock {
-            while data == nil {
-                if !condition.wait(until: deadline) { return data != nil }
-            }
-            return true
-        }
-    }
-
-    var value: Data { condition.withLock { data ?? Data() } }
-}

@@ -1,5 +1,6 @@
 import BlueLibraryTestSupport
 import Foundation
+import HTTPTestSupport
 import HTTPServer
 import Testing
 
@@ -22,34 +23,26 @@ import Testing
     /// then run the script).
     @Test func libraryRouteCopiesAreInStepWithTheBareRoutes() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", root.appendingPathComponent("scripts/openapi-library-copies.py").path, "--check",
-                             root.appendingPathComponent("openapi.yaml").path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        process.waitUntilExit()
-        let message = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(message)")
+        let run = try ChildProcess.run(
+            "/usr/bin/env", ["python3", root.appendingPathComponent("scripts/openapi-library-copies.py").path, "--check",
+                             root.appendingPathComponent("openapi.yaml").path],
+            environment: ProcessInfo.processInfo.environment, mergeStderr: true)
+        let message = String(decoding: run.stdout, as: UTF8.self)
+        #expect(run.status == 0, "\(message)")
     }
 
     @Test func specIsValidOpenAPI31() throws {
         // openapi-spec-validator comes from PyPI; scripts/test installs it.
         let specPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../openapi.yaml").standardized.path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c",
-                             "import sys\nfrom openapi_spec_validator import validate\nfrom openapi_spec_validator.readers import read_from_filename\nvalidate(read_from_filename(sys.argv[1])[0])",
-                             specPath]
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        process.waitUntilExit()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(message)")
+        let run = try ChildProcess.run(
+            "/usr/bin/env",
+            ["python3", "-c",
+             "import sys\nfrom openapi_spec_validator import validate\nfrom openapi_spec_validator.readers import read_from_filename\nvalidate(read_from_filename(sys.argv[1])[0])",
+             specPath],
+            environment: ProcessInfo.processInfo.environment)
+        let message = String(decoding: run.stderr, as: UTF8.self)
+        #expect(run.status == 0, "\(message)")
     }
 }
 

@@ -110,16 +110,11 @@ import Testing
         let specPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../openapi.yaml").standardized.path
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.checker, specPath, samplesPath]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let run = try ChildProcess.run(
+            "/usr/bin/env", ["python3", Self.checker, specPath, samplesPath],
+            environment: ProcessInfo.processInfo.environment, mergeStderr: true)
+        let text = String(decoding: run.stdout, as: UTF8.self)
+        #expect(run.status == 0, "\(text)")
         print(text)
     }
 }

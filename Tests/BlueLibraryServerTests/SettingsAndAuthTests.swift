@@ -223,20 +223,11 @@ final class LogCollector: Sendable {
 
     @Test func tokenSetCommandReadsStdin() throws {
         let directory = TestApp.temporaryDirectory()
-        let process = Process()
-        process.executableURL = ServerProcess.executableURL
-        process.arguments = ["token", "set", "--data-dir", directory]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        input.fileHandleForWriting.write(Data((Self.token + "\n").utf8))
-        try input.fileHandleForWriting.close()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let run = try ChildProcess.run(
+            ServerProcess.executableURL.path, ["token", "set", "--data-dir", directory],
+            environment: ProcessInfo.processInfo.environment, input: Array((Self.token + "\n").utf8), mergeStderr: true)
+        let text = String(decoding: run.stdout, as: UTF8.self)
+        #expect(run.status == 0, "\(text)")
         #expect(!text.contains(Self.token))
 
         let store = try SQLiteAlbumStore(path: directory + "/bluelibrary.sqlite")

@@ -13,18 +13,10 @@ import Testing
     static let token = "correct-horse-battery-staple"
 
     static func setTokenFromTheCommandLine(_ directory: String) throws {
-        let process = Process()
-        process.executableURL = ServerProcess.executableURL
-        process.arguments = ["token", "set", "--data-dir", directory]
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data((token + "\n").utf8))
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let run = try ChildProcess.run(
+            ServerProcess.executableURL.path, ["token", "set", "--data-dir", directory],
+            environment: ProcessInfo.processInfo.environment, input: Array((token + "\n").utf8))
+        #expect(run.status == 0)
     }
 
     static func storedLock(_ directory: String) throws -> Bool {

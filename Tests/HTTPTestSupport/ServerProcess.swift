@@ -104,18 +104,10 @@ public final class ServerProcess: @unchecked Sendable {
 
     /// Runs the executable with `arguments` to completion; returns status and combined output.
     public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = executableURL
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BLUELIBRARY_") }
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let run = try ChildProcess.run(
+            executableURL.path, arguments,
+            environment: ChildProcess.environment(dropping: { $0.hasPrefix("BLUELIBRARY_") }, adding: environment),
+            mergeStderr: true)
+        return (run.status, String(decoding: run.stdout, as: UTF8.self))
     }
 }

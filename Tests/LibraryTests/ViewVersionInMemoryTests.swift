@@ -24,7 +24,7 @@ struct ViewVersionInMemoryTests {
         #expect(moved.versions[1] == read.versions[1] + 1, "a commit in a source is seen without a read")
         #expect(libraries.viewVersionInMemory(ViewID(rawValue: "nope")) == nil)
 
-        libraries.viewsChanged()
+        libraries.viewCache.forget()
         #expect(libraries.viewVersionInMemory(view) == nil, "forgotten definitions need a read again")
     }
 }

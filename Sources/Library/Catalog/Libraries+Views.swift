@@ -135,12 +135,6 @@ extension Libraries {
         }
     }
 
-    /// Tells the view cache that definitions were saved in the store by another path (a
-    /// library deleted with `force` removed from the views that used it).
-    func viewsChanged() {
-        viewCache.forget()
-    }
-
     /// The version of view `id` without the database (once every source's facade has read
     /// its version): its revision and each source's `currentVersion()`.
     /// - Throws: `.viewNotFound`; `.libraryNotFound` for a source that no longer exists.

@@ -2,8 +2,8 @@ import Synchronization
 
 /// The view definitions in memory, so a view's version (``Libraries/viewVersion(_:)``) and its
 /// pages need no catalog read. Loaded from the store on first use; every change of a
-/// definition made through `Libraries` is recorded here after the store committed it. Code
-/// that saves views in the store by another path must call ``Libraries/viewsChanged()``.
+/// definition made through `Libraries` is recorded here after the store committed it (so
+/// views must be saved through `Libraries.save`, never by the store directly).
 ///
 /// A load that raced with a change is used once but not kept (the generation tells).
 final class ViewCache: Sendable {

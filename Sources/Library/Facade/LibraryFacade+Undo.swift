@@ -23,7 +23,7 @@ extension LibraryFacade {
         for _ in 0..<Self.undoAttempts {
             let outcome: UndoOutcome? = try mutating { writer in
                 guard let command = try writer.peekUndo() else { throw LibraryError.undoStackEmpty }
-                if case .moveBack(_, _, let peer, _) = command { return (.elsewhere(peer), []) }
+                if case .moveBack(_, _, let peer, _) = command, peer != library { return (.elsewhere(peer), []) }
                 _ = try writer.popUndo()
                 guard let change = try apply(command, writer) else {
                     return (.conflict(command), [])
@@ -141,7 +141,8 @@ extension LibraryFacade {
                 .albumUpdated(id: previous.id, index: index, version: $0)
             }
         case .moveBack:
-            // Needs the other library too: `undo` hands it to `undoMoveBack` and never here.
+            // Needs the other library too: `undo` hands it to `undoMoveBack`. Only one naming
+            // this library itself (never written by a move; a damaged stack) comes here: dropped.
             return nil
         }
     }

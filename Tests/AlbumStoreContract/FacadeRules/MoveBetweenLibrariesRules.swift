@@ -159,6 +159,11 @@ struct MoveBetweenLibrariesRules {
         try fixture.libraries.delete(jazz, force: true)
         #expect(libraryError { try source.undo() } == .undoConflict(
             "'move 'A' back from library jazz to index 0' no longer matches the library, so it was dropped"))
+        // And a move back that names its own library (no move writes one) is dropped, not a trap
+        try fixture.store.write(.default) { writer in
+            try writer.pushUndo(.moveBack(id: added[2].id, title: "C", library: .default, index: 0), limit: 100)
+        }
+        #expect(libraryError { try source.undo() }?.code == "undo-conflict")
         // And the older commands still work
         #expect(try source.undoStatus().next == "remove the added album 'C'")
         try source.undo()

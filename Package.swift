@@ -28,6 +28,11 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .systemLibrary(
+            name: "CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
             name: "CCrypto",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
@@ -46,6 +51,10 @@ let package = Package(
         // A small, safe wrapper over libsqlite3: knows nothing about albums.
         .target(name: "SQLite", dependencies: ["Essentials", "CSQLite"], swiftSettings: strict),
 
+        // A small, safe wrapper over libpq (connections, typed parameters, prepared statements,
+        // transactions, LISTEN/NOTIFY, a bounded pool): knows nothing about albums.
+        .target(name: "Postgres", dependencies: ["Essentials", "CPostgres"], swiftSettings: strict),
+
         // The domain: albums, ordering rules, the facade, undo, state, archive. No I/O imports.
         .target(name: "Library", dependencies: ["Essentials"], swiftSettings: strict),
 
@@ -53,8 +62,8 @@ let package = Package(
         // secrets): protocols and values that Storage implements and BlueLibraryServer uses.
         .target(name: "ServerRecords", swiftSettings: strict),
 
-        // AlbumStore (and the ServerRecords stores) on SQLite: the only module that knows SQL.
-        .target(name: "Storage", dependencies: ["Essentials", "Library", "ServerRecords", "SQLite", "CLinux"], swiftSettings: strict),
+        // AlbumStore (and the ServerRecords stores) on SQLite and on PostgreSQL: the only module that knows SQL.
+        .target(name: "Storage", dependencies: ["Essentials", "Library", "ServerRecords", "SQLite", "Postgres", "CLinux"], swiftSettings: strict),
 
         // Cover fetcher (libcurl) with a disk cache: implements Library's CoverSource.
         .target(name: "Covers", dependencies: ["Essentials", "Library", "Crypto", "CCurl"], swiftSettings: strict),

@@ -61,9 +61,30 @@ public protocol AlbumStore: Sendable {
 
     /// Deletes a view definition; false when there was none.
     func deleteView(_ id: ViewID) throws -> Bool
+
+    // MARK: - Several processes on one database
+
+    /// True when other processes (other instances on one PostgreSQL) commit to the same
+    /// database. A facade then trusts nothing it remembers: each request reads the versions
+    /// it depends on (``versions(of:)``, one small statement), so a request that starts after
+    /// any instance acknowledged a write sees that write. Default: false.
+    var isShared: Bool { get }
+
+    /// The current version of each library, in the order given (no duplicates), read in one
+    /// snapshot. - Throws: `LibraryError.libraryNotFound` for a library that does not exist.
+    func versions(of libraries: [LibraryID]) throws -> [Int64]
 }
 
 extension AlbumStore {
+    /// False: this process is the only writer, so what a facade learnt from its own commits
+    /// (the version memo, the view definitions) stays true until its next commit.
+    public var isShared: Bool { false }
+
+    /// Reads the versions in one snapshot (stores with a cheaper single statement override it).
+    public func versions(of libraries: [LibraryID]) throws -> [Int64] {
+        try read(libraries) { readers in try readers.map { try $0.version() } }
+    }
+
     /// Deletes a library with everything it holds, albums included.
     public func deleteLibrary(_ id: LibraryID) throws {
         try deleteLibrary(id, onlyIfEmpty: false)

@@ -122,3 +122,25 @@ enum SQLDialect: Sendable, Equatable {
         "translate(\(expression), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
     }
 }
+
+/// The statements only the PostgreSQL store runs (SQLite needs none of them: one writer, one
+/// process): row locks that serialise writers of a library across instances, the versions of
+/// several libraries in one statement, and the notifications other instances listen for.
+enum PostgresSQL {
+    /// The row of a name and whether it is live, locked for the rest of the transaction.
+    static let lockLibraryByName = "SELECT id, deleted = 0 FROM libraries WHERE name = ?1 FOR UPDATE"
+    /// Whether the library row is live, locked for the rest of the transaction.
+    static let lockLibrary = "SELECT deleted = 0 FROM libraries WHERE id = ?1 FOR UPDATE"
+    /// The row of a name and whether it is live.
+    static let libraryRow = "SELECT id, deleted = 0 FROM libraries WHERE name = ?1"
+    /// Tells listening instances that a library (?1, its name) committed a new version.
+    static let notifyCommit = "SELECT pg_notify('\(PostgresAlbumStore.commitChannel)', ?1)"
+    /// Tells listening instances that the catalog or a view definition changed.
+    static let notifyCatalog = "SELECT pg_notify('\(PostgresAlbumStore.catalogChannel)', '')"
+
+    /// name, version, live of the libraries named by ?1…?count (one statement, one snapshot).
+    static func versions(count: Int) -> String {
+        let placeholders = (1...max(1, count)).map { "?\($0)" }.joined(separator: ", ")
+        return "SELECT name, version, deleted = 0 FROM libraries WHERE name IN (\(placeholders))"
+    }
+}

@@ -320,54 +320,14 @@ public final class SQLiteAlbumStore: AlbumStore {
 
     // MARK: - Consistency
 
-    /// A summary of one library's ordering structure.
-    public struct OrderingReport: Sendable, Equatable {
-        public var albumCount: Int
-        public var bucketCount: Int
-        public var largestBucket: Int
-        public var smallestBucket: Int
-
-        public init(albumCount: Int, bucketCount: Int, largestBucket: Int, smallestBucket: Int) {
-            self.albumCount = albumCount
-            self.bucketCount = bucketCount
-            self.largestBucket = largestBucket
-            self.smallestBucket = smallestBucket
-        }
-    }
+    /// A summary of one library's ordering structure (see `AlbumOrderingReport`).
+    public typealias OrderingReport = AlbumOrderingReport
 
     /// Checks the ordering bookkeeping of `library` against the album rows (every bucket's
     /// size, the library's count, no empty bucket, no shared position) and returns a summary.
     /// Scans the whole library: for tests and maintenance, not for requests.
     /// - Throws: `StorageError.corrupt` describing the first broken invariant.
     public func checkConsistency(_ library: LibraryID) throws -> OrderingReport {
-        try database.read { db in
-            guard let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
-                return OrderingReport(albumCount: 0, bucketCount: 0, largestBucket: 0, smallestBucket: 0)
-            }
-            var report = OrderingReport(albumCount: 0, bucketCount: 0, largestBucket: 0, smallestBucket: Int.max)
-            var problems: [String] = []
-            try db.forEachRow(SQL.bucketsWithActualSizes, [.integer(row)]) { bucket in
-                let (id, size, actual, foreign) = (try bucket.int64(1), try bucket.int(2), try bucket.int(3), try bucket.int(4))
-                if size != actual { problems.append("bucket \(id) records \(size) albums but holds \(actual)") }
-                if size == 0 { problems.append("bucket \(id) is empty") }
-                if foreign != 0 { problems.append("bucket \(id) holds \(foreign) albums of another library") }
-                report.bucketCount += 1
-                report.albumCount += actual
-                report.largestBucket = max(report.largestBucket, actual)
-                report.smallestBucket = min(report.smallestBucket, actual)
-            }
-            if report.bucketCount == 0 { report.smallestBucket = 0 }
-            let recorded = try db.scalar(SQL.albumCount, [.integer(row)], as: Int.self) ?? 0
-            let rows = try db.scalar(SQL.albumsOfLibrary, [.integer(row)], as: Int.self) ?? 0
-            if recorded != rows { problems.append("library records \(recorded) albums but holds \(rows)") }
-            if report.albumCount != rows { problems.append("buckets hold \(report.albumCount) of \(rows) albums") }
-            if try db.scalar(SQL.duplicatePositions, [.integer(row)], as: Int.self) != 0 {
-                problems.append("two albums share a position")
-            }
-            if let first = problems.first {
-                throw StorageError(.corrupt, first)
-            }
-            return report
-        }
+        try database.read { db in try AlbumOrderingReport.check(library, db) }
     }
 }

@@ -67,11 +67,12 @@ public enum DatabaseMigration {
                 try postgres.transaction(.readCommitted) {
                     var summary = Summary()
                     try postgres.execute(lockTables)
-                    if try !isEmpty(postgres) {
+                    let held = try heldData(postgres)
+                    if !held.isEmpty {
                         guard replacing else {
                             throw Failure(
                                 kind: .targetNotEmpty,
-                                message: "the target database already holds data; --force replaces it")
+                                message: "the target database already holds data (\(held.joined(separator: ", "))); --force replaces it")
                         }
                         summary.replaced = true
                     }
@@ -236,16 +237,9 @@ public enum DatabaseMigration {
         TRUNCATE libraries, buckets, albums, undo_commands, saved_states, library_changes, views, settings,
             access_token, access_failures, idempotency_keys, secrets
         """
-    /// Empty: no rows at all but the `default` library the migration inserts, untouched.
-    private static let holdsData = """
-        SELECT EXISTS (SELECT 1 FROM libraries WHERE name <> 'default' OR version <> 0 OR album_count <> 0
-                OR deleted <> 0 OR display_name IS NOT NULL)
-            OR EXISTS (SELECT 1 FROM buckets) OR EXISTS (SELECT 1 FROM albums) OR EXISTS (SELECT 1 FROM undo_commands)
-            OR EXISTS (SELECT 1 FROM saved_states) OR EXISTS (SELECT 1 FROM library_changes)
-            OR EXISTS (SELECT 1 FROM views) OR EXISTS (SELECT 1 FROM settings) OR EXISTS (SELECT 1 FROM access_token)
-            OR EXISTS (SELECT 1 FROM access_failures) OR EXISTS (SELECT 1 FROM idempotency_keys)
-            OR EXISTS (SELECT 1 FROM secrets)
-        """
+    /// The `default` library as the migration inserts it, untouched.
+    private static let isFreshDefault =
+        "name = 'default' AND version = 0 AND album_count = 0 AND deleted = 0 AND display_name IS NULL"
     /// The id sequences continue after the copied ids; every signal moves (settings, token and
     /// lockouts were replaced).
     private static let afterCopy = """
@@ -254,8 +248,14 @@ public enum DatabaseMigration {
         UPDATE server_signals SET generation = generation + 1;
         """
 
-    private static func isEmpty(_ postgres: PostgresConnection) throws -> Bool {
-        try postgres.scalar(holdsData, as: Bool.self) == false
+    /// What the target holds ("3 albums", …): nothing for an empty target, one with the
+    /// schema and the fresh `default` library only.
+    private static func heldData(_ postgres: PostgresConnection) throws -> [String] {
+        try tables.compactMap { table in
+            let filter = table.name == "libraries" ? " WHERE NOT (\(isFreshDefault))" : ""
+            let count = try postgres.scalar("SELECT COUNT(*) FROM \(table.name)\(filter)", as: Int.self) ?? 0
+            return count == 0 ? nil : "\(table.name): \(count)"
+        }
     }
 
     /// Tells running instances the catalog and every library changed (delivered at commit).

@@ -32,6 +32,7 @@ struct MigrateCommandTests {
         let refused = try migrate(["--from", directory.path, "--to", database.url])
         #expect(refused.status == 1)
         #expect(refused.errors.contains("--force"))
+        #expect(refused.errors.contains("albums: "), "it says what the target holds")
 
         let forced = try migrate(["--from=\(directory.path)", "--to=\(database.url)", "--force"])
         #expect(forced.status == 0, "\(forced.errors)")

@@ -65,14 +65,23 @@ public final class PostgresServer: Sendable {
             try handle.close()
             try start()
         } catch {
-            try? FileManager.default.removeItem(atPath: directory)
+            Self.remove(directory)
             throw error
         }
     }
 
     deinit {
         try? Self.run(Self.binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "stop"])
-        try? FileManager.default.removeItem(atPath: directory)
+        Self.remove(directory)
+    }
+
+    /// Removes `path`, trying again while the server's last processes finish writing into it.
+    private static func remove(_ path: String) {
+        for _ in 0..<200 {
+            try? FileManager.default.removeItem(atPath: path)
+            guard FileManager.default.fileExists(atPath: path) else { return }
+            usleep(10_000)
+        }
     }
 
     /// Starts the (stopped) server and waits until it accepts connections.
@@ -123,8 +132,10 @@ public final class PostgresServer: Sendable {
         if let pidLine = try? String(contentsOfFile: server.dataDirectory + "/postmaster.pid", encoding: .utf8)
             .split(separator: "\n").first, let pid = pid_t(pidLine) {
             kill(pid, SIGQUIT)
+            // Not our child: watch it go (briefly), so no file is written after the removal.
+            for _ in 0..<500 where kill(pid, 0) == 0 { usleep(10_000) }
         }
-        try? FileManager.default.removeItem(atPath: server.directory)
+        remove(server.directory)
     }
 
     // MARK: - Running the tools

@@ -86,7 +86,8 @@ public final class PostgresAlbumStore: AlbumStore {
         Self.checkDistinct(libraries)
         return try reading { session in
             let transactions = try libraries.map { library in
-                LibraryTransaction(session, library: try Self.liveRow(library, session), context: engine, soleWriter: false)
+                PostgresTransaction(engine: LibraryTransaction(
+                    session, library: try Self.liveRow(library, session), context: engine, soleWriter: false))
             }
             return try body(transactions)
         }
@@ -97,11 +98,12 @@ public final class PostgresAlbumStore: AlbumStore {
         return try writing { session in
             let rows = try Self.lock(libraries, session)
             let transactions = rows.map { row in
-                LibraryTransaction(session, library: row, context: engine, soleWriter: libraries.count == 1)
+                PostgresTransaction(engine: LibraryTransaction(
+                    session, library: row, context: engine, soleWriter: libraries.count == 1))
             }
             let result = try body(transactions)
-            for transaction in transactions { try transaction.finish() }
-            for (library, transaction) in zip(libraries, transactions) where transaction.bumpedVersion {
+            for transaction in transactions { try transaction.engine.finish() }
+            for (library, transaction) in zip(libraries, transactions) where transaction.engine.bumpedVersion {
                 try session.run(PostgresSQL.notifyCommit, [.text(library.rawValue)])
             }
             return result

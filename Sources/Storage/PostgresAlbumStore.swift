@@ -114,8 +114,7 @@ public final class PostgresAlbumStore: AlbumStore {
     public func versions(of libraries: [LibraryID]) throws -> [Int64] {
         Self.checkDistinct(libraries)
         guard !libraries.isEmpty else { return [] }
-        let found = try pool.withConnection { connection in
-            let session = PostgresSession(connection)
+        let found = try statement { session in
             var found: [String: Int64] = [:]
             try session.forEachRow(
                 PostgresSQL.versions(count: libraries.count), libraries.map { .text($0.rawValue) }
@@ -128,6 +127,12 @@ public final class PostgresAlbumStore: AlbumStore {
             guard let version = found[library.rawValue] else { throw LibraryError.libraryNotFound(library) }
             return version
         }
+    }
+
+    /// Runs `body`, one statement (its own snapshot, no BEGIN/COMMIT round trips), on a pooled
+    /// connection: the catalog and the view definitions, which a shared store's facade reads often.
+    func statement<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        try pool.withConnection { connection in try body(PostgresSession(connection)) }
     }
 
     /// Runs `body` in one REPEATABLE READ READ ONLY transaction on a pooled connection.

@@ -81,6 +81,23 @@ struct PostgresServerRecordsTests {
         #expect(try instances[1].failedAttempts(client: "10.0.0.9") == FailedAttempts(count: 4 * rounds, windowStart: start))
     }
 
+    @Test("settings updated through two instances at once: no update is lost")
+    func settingsAcrossInstances() throws {
+        let database = try TestDatabase()
+        let instances = [try PostgresServerRecords.migrating(pool: database.pool()), PostgresServerRecords(pool: database.pool())]
+        let rounds = 25
+        let results = concurrently(4) { thread in
+            for _ in 0..<rounds {
+                try instances[thread % 2].updateSettings { stored in
+                    let count = stored.flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
+                    return Array(String(count + 1).utf8)
+                }
+            }
+        }
+        for result in results { try result.get() }
+        #expect(try instances[1].loadSettings() == Array(String(4 * rounds).utf8))
+    }
+
     @Test("every change to settings, the token or failed attempts moves the signal generation")
     func signals() throws {
         let database = try TestDatabase()

@@ -202,3 +202,20 @@ public final class PostgresAlbumStore: AlbumStore {
         try reading { session in try AlbumOrderingReport.check(library, session) }
     }
 }
+
+extension PostgresAlbumStore {
+    /// PostgreSQL's plan (`EXPLAIN`, its lines joined by "; ") for each statement a page of
+    /// this query runs; see `AlbumPages.pageStatements`. For tests and maintenance: a keyset
+    /// page of a large library should read an `Index Scan using albums_by_…` with no `Sort`.
+    public func pagePlans(
+        _ library: LibraryID, matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
+    ) throws -> [String] {
+        try reading { session in
+            let row = try Self.liveRow(library, session)
+            let pages = AlbumPages(db: session, library: row, order: SparseOrder(session, library: row, context: engine))
+            return try pages.pageStatements(matching: filter, sort: sort, from: anchor, limit: limit).map { sql, bindings in
+                try session.query("EXPLAIN " + sql, bindings) { try $0.string(0) }.joined(separator: "; ")
+            }
+        }
+    }
+}

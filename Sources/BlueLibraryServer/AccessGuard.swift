@@ -13,7 +13,11 @@ import Synchronization
 /// Everything a decision needs is in memory: the stored token hash (loaded at start, re-read
 /// by `reloadToken()` when the database changed) and the failure records (loaded at start;
 /// every change is written through to the store by the thread that made it, which is never an
-/// event loop). So the quick decisions (no token, a locked address, the token that verified
+/// event loop). On a database shared by several instances (`shared`) the store's record is the
+/// one that counts: a failure is added to it in one transaction (so failures spread over the
+/// instances lock the address like failures at one), and `reloadFailures()` (run when the
+/// database's access signal moves, within a second) brings every instance's lockouts into
+/// memory. So the quick decisions (no token, a locked address, the token that verified
 /// last) touch no database and wait on no lock held across I/O.
 public final class AccessGuard: Sendable {
     public enum Decision: Equatable, Sendable {
@@ -38,6 +42,8 @@ public final class AccessGuard: Sendable {
     private let persistCount = Atomic<Int>(0)
 
     let store: any AccessStore
+    /// Other instances record failures in the same store (see the type's comment).
+    let shared: Bool
     let settings: SettingsService
     let clock: @Sendable () -> Date
     /// A per-process random key for the verified-token cache.
@@ -54,8 +60,9 @@ public final class AccessGuard: Sendable {
 
     public init(store: any AccessStore, settings: SettingsService, clock: @escaping @Sendable () -> Date,
                 maxFailureRecords: Int = 10_000, hashing: TokenHashing = TokenHashing(),
-                beforeHash: @escaping @Sendable () -> Void = {}) throws {
+                beforeHash: @escaping @Sendable () -> Void = {}, shared: Bool = false) throws {
         self.store = store
+        self.shared = shared
         self.settings = settings
         self.clock = clock
         self.maxFailureRecords = max(1, maxFailureRecords)
@@ -79,6 +86,14 @@ public final class AccessGuard: Sendable {
         if changed {
             failures.withLock { $0.removeAll() }
         }
+    }
+
+    /// Replaces the failure records in memory with the stored ones, when other instances
+    /// record failures too (`shared`; one process keeps memory and store equal by itself).
+    public func reloadFailures() throws {
+        guard shared else { return }
+        let stored = try store.allFailedAttempts()
+        failures.withLock { $0 = stored }
     }
 
     /// Whether a token is stored (from memory).
@@ -155,7 +170,11 @@ public final class AccessGuard: Sendable {
             try persist(client: client)
             return .allowed
         case false?:
-            try persist(client: client)
+            if shared {
+                try recordSharedFailure(client: client, now: now, limit: access.attemptLimit, interval: interval)
+            } else {
+                try persist(client: client)
+            }
             return .unauthorized(invalidToken: true)
         }
     }
@@ -198,6 +217,17 @@ public final class AccessGuard: Sendable {
     private func clearFailures(client: String) throws {
         guard failures.withLock({ $0.removeValue(forKey: client) }) != nil else { return }
         try persist(client: client)
+    }
+
+    /// Adds one failure to the stored record (whatever other instances added) and keeps the
+    /// result in memory.
+    private func recordSharedFailure(client: String, now: Date, limit: Int, interval: TimeInterval) throws {
+        let merged = try persisting.withLock { _ in
+            try store.updateFailedAttempts(client: client) { stored in
+                FailedAttempts.afterFailure(stored, now: now, limit: limit, interval: interval)
+            }
+        }
+        failures.withLock { $0[client] = merged }
     }
 
     /// Writes the client's record as it is in memory now (the latest, whoever wins the lock);

@@ -36,6 +36,9 @@ public final class PostgresConnection {
         }
         do {
             try Self.finishConnecting(connection, timeout: connectTimeout)
+            // libpq prints notices (and a server's goodbye to an idle connection) to stderr by
+            // default; a library does not log: errors reach callers as thrown values.
+            PQsetNoticeReceiver(connection, { _, _ in }, nil)
             guard PQsetClientEncoding(connection, "UTF8") == 0 else {
                 throw PostgresError(connection: connection, sql: nil)
             }

@@ -73,6 +73,7 @@ public final class PostgresPool: Sendable {
     ///
     /// `body` must leave no transaction open (one left open is rolled back) and must not keep
     /// the connection.
+    @discardableResult
     public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let pooled = try acquire()
         defer { release(pooled) }

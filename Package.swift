@@ -113,6 +113,13 @@ let package = Package(
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Library", "ServerRecords", "SQLite", "HTTPTestSupport", "AlbumStoreContract"],
             swiftSettings: strict),
+        // The PostgreSQL schema, ServerRecords on PostgreSQL and the SQLite-to-PostgreSQL migration,
+        // against a throwaway PostgreSQL (HTTPTestSupport's PostgresServer); `bluelibrary migrate` end to end.
+        .testTarget(
+            name: "PostgresStorageTests",
+            dependencies: ["Storage", "Postgres", "Library", "ServerRecords", "SQLite", "Essentials", "HTTPTestSupport",
+                           "AlbumStoreContract", "bluelibrary"],
+            swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
             dependencies: ["Essentials", "BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Crypto", "Storage", "Library", "ServerRecords", "AlbumStoreContract"],

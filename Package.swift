@@ -106,6 +106,11 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["Essentials", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "HTTPTestSupport", "Essentials"], swiftSettings: strict),
+        // The AlbumStore contract, unchanged, and writes through several instances at once, on PostgreSQL.
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: ["Storage", "Postgres", "Library", "ServerRecords", "Essentials", "HTTPTestSupport", "AlbumStoreContract"],
+            swiftSettings: strict),
         .testTarget(name: "LibraryTests", dependencies: ["Library", "HTTPTestSupport", "AlbumStoreContract"], swiftSettings: strict),
         .testTarget(name: "ServerRecordsTests", dependencies: ["ServerRecords"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),

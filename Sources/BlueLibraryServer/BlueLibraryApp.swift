@@ -47,7 +47,7 @@ public final class BlueLibraryApp: Sendable {
         let state = ServiceState()
         self.state = state
 
-        let backend = try Self.openBackend(configuration, logger: logger)
+        let backend = try Self.openBackend(configuration)
         self.backend = backend
         let store = backend.albums
         let clock: @Sendable () -> Date = { Date() }
@@ -267,9 +267,9 @@ public final class BlueLibraryApp: Sendable {
 
     /// The database `configuration` names: PostgreSQL for a `--database-url`, else the SQLite
     /// file in the data directory (created if missing).
-    static func openBackend(_ configuration: ServeConfiguration, logger: JSONLogger) throws -> any StoreBackend {
-        if configuration.databaseURL != nil {
-            throw ConfigurationError("PENDING-POSTGRES")
+    static func openBackend(_ configuration: ServeConfiguration) throws -> any StoreBackend {
+        if let url = configuration.databaseURL {
+            return try PostgresBackend(url: url, poolSize: configuration.databasePoolSize)
         }
         return try SQLiteBackend(directory: configuration.dataDirectory, diskReserveBytes: configuration.diskReserveBytes)
     }

@@ -132,12 +132,18 @@ public final class AccessGuard: Sendable {
     /// across it.
     public func check(authorization: String?, client: String) throws -> Decision {
         let now = clock()
+        // Shared: a decision that is not quick (it runs on a worker and touches the store
+        // anyway) starts from the stored record, so another instance's lockout counts at once.
+        if shared, !isQuick(authorization: authorization, client: client) {
+            let stored = try store.failedAttempts(client: client)
+            failures.withLock { $0[client] = stored }
+        }
         if let locked = lockout(client: client, now: now) { return locked }
         guard let presented = Self.bearerToken(authorization) else { return .unauthorized(invalidToken: false) }
         let bytes = Array(presented.utf8)
         if cachedMatch(bytes) {
-            try clearFailures(client: client)
-            return .allowed
+            try clearFailures(client: client, now: now)
+            return lockout(client: client, now: now) ?? .allowed
         }
         let access = settings.current.access
         let interval = TimeInterval(access.checkIntervalSeconds)
@@ -167,6 +173,10 @@ public final class AccessGuard: Sendable {
             return .busy
         case true?:
             failures.withLock { _ = $0.removeValue(forKey: client) }
+            if shared {
+                try clearSharedFailures(client: client, now: now)
+                return lockout(client: client, now: now) ?? .allowed
+            }
             try persist(client: client)
             return .allowed
         case false?:
@@ -214,9 +224,21 @@ public final class AccessGuard: Sendable {
         return .locked(retryAfter: max(1, Int(remaining.rounded(.up))))
     }
 
-    private func clearFailures(client: String) throws {
+    private func clearFailures(client: String, now: Date) throws {
         guard failures.withLock({ $0.removeValue(forKey: client) }) != nil else { return }
+        if shared { return try clearSharedFailures(client: client, now: now) }
         try persist(client: client)
+    }
+
+    /// A right token clears the stored record, unless another instance locked the address
+    /// meanwhile: that lock stays, in the store and in memory.
+    private func clearSharedFailures(client: String, now: Date) throws {
+        let kept = try persisting.withLock { _ in
+            try store.updateFailedAttempts(client: client) { stored in
+                stored?.lockRemaining(at: now) != nil ? stored : nil
+            }
+        }
+        failures.withLock { $0[client] = kept }
     }
 
     /// Adds one failure to the stored record (whatever other instances added) and keeps the
@@ -309,7 +331,8 @@ struct AuthMiddleware: HTTPMiddleware {
         return try next.respond(to: request, context: context)
     }
 
-    /// The response refusing the request (a 401/429/503, or a 500 when the check failed),
+    /// The response refusing the request (a 401/429/503, a 503 when the database is away, or a
+    /// 500 when the check failed otherwise),
     /// or nil when it may proceed. Blocks unless `isQuick` said the decision is in memory.
     private func decide(_ request: HTTPRequest, _ context: RequestContext, client: String) -> HTTPResponse? {
         let decision: AccessGuard.Decision
@@ -317,6 +340,7 @@ struct AuthMiddleware: HTTPMiddleware {
             decision = try guardian.check(authorization: request.headers["Authorization"], client: client)
         } catch {
             logger.log(.error, "access check failed", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID))])
+            if let dependency = DependencyUnavailable.cause(of: error) { return DependencyUnavailable.error(dependency).response() }
             return HTTPError(.internalServerError, detail: "The server could not check the access token. Quote request id \(context.requestID) when reporting it.")
                 .response()
         }

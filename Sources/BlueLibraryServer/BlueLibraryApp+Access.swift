@@ -104,22 +104,28 @@ public enum TokenSetting {
         return nil
     }
 
-    public static func set(_ token: AccessToken, dataDirectory: String) throws(ConfigurationError) {
+    /// Stores `token`'s hash in the SQLite database of `dataDirectory`, or in the PostgreSQL
+    /// database `databaseURL` names (every instance on it learns it within a second).
+    public static func set(_ token: AccessToken, dataDirectory: String, databaseURL: String? = nil) throws(ConfigurationError) {
         if let problem = problem(with: token.value) { throw ConfigurationError(problem) }
-        let store: SQLiteAlbumStore
+        var configuration = ServeConfiguration()
+        configuration.dataDirectory = dataDirectory
+        configuration.databaseURL = databaseURL
+        configuration.databasePoolSize = 1
+        let backend: any StoreBackend
         do {
-            store = try BlueLibraryApp.openStore(in: dataDirectory)
+            backend = try BlueLibraryApp.openBackend(configuration)
         } catch let error as ConfigurationError {
             throw error
         } catch {
             throw ConfigurationError("cannot open the database in \(dataDirectory): \(error)")
         }
         do {
-            try AccessGuard.storeToken(token.value, in: store)
-            let settings = try SettingsService(store: store)
+            try AccessGuard.storeToken(token.value, in: backend.records)
+            let settings = try SettingsService(store: backend.records)
             try settings.modify { $0.access.passcodeEnabled = true }
         } catch {
-            throw ConfigurationError("cannot store the token hash in \(store.path): \(error)")
+            throw ConfigurationError("cannot store the token hash in \(backend.location): \(error)")
         }
     }
 }

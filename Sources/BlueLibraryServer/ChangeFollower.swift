@@ -119,8 +119,18 @@ final class ChangeFollower: Sendable {
 
     /// One pass over every library with a hub. Called by the thread; tests and requests may
     /// call it too (passes are serialised).
+    ///
+    /// The versions of every followed library are read first in one statement, so a pass in
+    /// which nothing changed (most polls) costs that statement alone; only libraries whose
+    /// version moved are read further. (When one of them was deleted, that statement fails
+    /// and each library is looked at on its own.)
     func catchUp() {
-        for (library, hub) in hubs.allByLibrary {
+        let followed = hubs.allByLibrary.sorted { $0.0 < $1.0 }
+        guard !followed.isEmpty else { return }
+        let current = try? store.versions(of: followed.map(\.0))
+        let known = published.withLock { $0 }
+        for (index, (library, hub)) in followed.enumerated() {
+            if let current, current[index] == (known[library] ?? hub.startVersion) { continue }
             catchUp(library, hub: hub)
         }
     }

@@ -135,4 +135,24 @@ final class MultiInstanceServerTests {
             (try? Self.add(b.port, "X", headers: right).status) == 429
         }, "and at B")
     }
+
+    @Test func aTokenSetFromTheCommandLineLocksEveryInstance() throws {
+        let url = try PostgresServer.shared().makeDatabase()
+        let environment = ["BLUELIBRARY_DATABASE_URL": url]
+        let arguments = ["--access-log", "off", "--seed", "off"]
+        let a = try ServerProcess(arguments: arguments, environment: environment, dataDirectory: TestApp.temporaryDirectory())
+        let b = try ServerProcess(arguments: arguments, environment: environment, dataDirectory: TestApp.temporaryDirectory())
+        #expect(try Self.add(a.port, "Open").status == 201)
+        let run = try ChildProcess.run(
+            ServerProcess.executableURL.path, ["token", "set", "--database-url", url],
+            environment: ChildProcess.environment(dropping: { $0.hasPrefix("BLUELIBRARY_") }, adding: [:]),
+            input: Array((Self.token + "\n").utf8), mergeStderr: true)
+        #expect(run.status == 0, "\(String(decoding: run.stdout, as: UTF8.self))")
+        for instance in [a, b] {
+            #expect(eventually(timeout: .seconds(10), pollingEvery: .milliseconds(50)) {
+                (try? Self.add(instance.port, "Closed").status) == 401
+            })
+            #expect(try Self.add(instance.port, "Mine", headers: ["Authorization": "Bearer \(Self.token)"]).status == 201)
+        }
+    }
 }

@@ -78,4 +78,31 @@ struct PostgresAppTests {
                                     request, context)
         #expect(other.status == .internalServerError)
     }
+
+    @Test func theCommitListenerWakesOnANotificationAndComesBackAfterARestart() throws {
+        let cluster = try PostgresServer()
+        let url = try cluster.makeDatabase()
+        let wakeup = ListenWakeup(url: url, channel: "bluelibrary_commits")
+        defer { wakeup.close() }
+        #expect(wakeup.wait(upTo: .seconds(1)), "the first wait connects, and says so (the follower then reads)")
+        #expect(!wakeup.wait(upTo: .milliseconds(50)), "nothing committed: a timeout")
+        let other = try PostgresConnection(url: url)
+        try other.run("SELECT pg_notify('bluelibrary_commits', 'default')")
+        #expect(wakeup.wait(upTo: .seconds(10)), "woken by the notification, long before the timeout")
+
+        try cluster.stop()
+        #expect(!wakeup.wait(upTo: .milliseconds(200)), "the connection is gone")
+        try cluster.start()
+        #expect(eventually(timeout: .seconds(20), pollingEvery: .milliseconds(10)) { wakeup.wait(upTo: .milliseconds(100)) },
+                "listening again after the restart, with backoff")
+        let again = try PostgresConnection(url: url)
+        try again.run("SELECT pg_notify('bluelibrary_commits', 'default')")
+        #expect(wakeup.wait(upTo: .seconds(10)))
+    }
+
+    @Test func theDatabasePasswordNeverReachesAMessage() {
+        #expect(PostgresBackend.redacted("postgres://app:s3cret@db:5432/lib") == "postgres://app:****@db:5432/lib")
+        #expect(PostgresBackend.redacted("postgres://app@db/lib") == "postgres://app@db/lib")
+        #expect(PostgresBackend.redacted("postgresql://db/lib") == "postgresql://db/lib")
+    }
 }

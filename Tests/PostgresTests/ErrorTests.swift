@@ -89,3 +89,14 @@ import Testing
         #expect(postgresError { try connection.run("SELECT 1") }?.kind == .connection)
     }
 }
+
+@Suite struct ConnectionSettingsTests {
+    @Test func theURLsOwnParametersWinOverTheDefaults() throws {
+        let url = try PostgresServer.shared().makeDatabase()
+        let plain = try PostgresConnection(url: url)
+        #expect(try plain.scalar("SHOW application_name", as: String.self) == "bluelibrary")
+        let named = try PostgresConnection(url: url + "?application_name=other")
+        #expect(try named.scalar("SHOW application_name", as: String.self) == "other")
+        #expect(try named.scalar("SHOW client_encoding", as: String.self) == "UTF8")
+    }
+}

@@ -32,6 +32,25 @@ import Testing
         #expect(pool.statistics.open == 0)
     }
 
+    @Test func afterAFailedConnectTheNextOnesFailAtOnceUntilTheDelayHasPassed() throws {
+        let server = try PostgresServer()
+        let url = try server.makeDatabase()
+        try server.stop()
+        var configuration = PostgresPool.Configuration(url: url, size: 2)
+        configuration.firstReconnectDelay = .seconds(3600)
+        configuration.longestReconnectDelay = .seconds(3600)
+        let pool = PostgresPool(configuration)
+        let first = postgresError { try pool.withConnection { _ in } }
+        #expect(first?.kind == .connection)
+        #expect(first?.message.contains("not connecting for a moment") == false)
+        try server.start()
+        // The server is back, but the pool waits out its delay without trying.
+        let second = postgresError { try pool.withConnection { _ in } }
+        #expect(second?.kind == .connection)
+        #expect(second?.message.contains("not connecting for a moment") == true)
+        #expect(!pool.ping())
+    }
+
     @Test func aFullPoolThrowsPoolExhaustedAfterTheAcquireTimeout() throws {
         let pool = try makePool(size: 1, acquireTimeout: .milliseconds(100))
         let holding = DispatchSemaphore(value: 0)

@@ -37,8 +37,15 @@ extension BlueLibraryApp {
         }
         if let token = configuration.token {
             do {
-                try AccessGuard.storeToken(token.value, in: store)
-                try settings.modify { $0.access.passcodeEnabled = true }
+                // The hash stored already verifies this token (a restart, or another instance
+                // started with it): kept, so the start clears no lockout and tells no other
+                // instance of a token change that is none.
+                if try !AccessGuard.storedHash(in: store, verifies: token.value) {
+                    try AccessGuard.storeToken(token.value, in: store)
+                }
+                if !settings.current.access.passcodeEnabled {
+                    try settings.modify { $0.access.passcodeEnabled = true }
+                }
             } catch {
                 throw ConfigurationError("cannot store the BLUELIBRARY_TOKEN hash in \(backend.location): \(error)")
             }

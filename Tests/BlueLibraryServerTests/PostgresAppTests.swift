@@ -105,4 +105,33 @@ struct PostgresAppTests {
         #expect(PostgresBackend.redacted("postgres://app@db/lib") == "postgres://app@db/lib")
         #expect(PostgresBackend.redacted("postgresql://db/lib") == "postgresql://db/lib")
     }
+
+    @Test func resumingAnywhereFromAnyIDOfTheFeed() throws {
+        let url = try PostgresServer.shared().makeDatabase()
+        let a = try Self.app(url) { $0.events.replayCapacity = 2 }
+        let b = try Self.app(url) { $0.events.replayCapacity = 2 }
+        a.start()
+        b.start()
+        defer {
+            a.shutdown()
+            b.shutdown()
+        }
+        func add(_ port: Int, _ title: String) throws {
+            let response = try RawHTTPClient.request(
+                port: port, method: "POST", path: "/albums", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"title":"\#(title)","artist":"A"}"#.utf8))
+            #expect(response.status == 201)
+        }
+        for index in 0..<5 { try add(a.port, "A\(index)") }  // versions 1...5
+        // B keeps two events; 1 is older: the feed fills 2...5 in.
+        let old = try SSEClient(port: b.port, lastEventID: "1")
+        let missed = try old.next(4)
+        #expect(missed.map(\.id) == ["2", "3", "4", "5"] && missed.allSatisfy { $0.name == "album.added" }, "\(missed)")
+        // An id B may not have published yet (written on A a moment ago): B catches up first.
+        try add(a.port, "Six")
+        let ahead = try SSEClient(port: b.port, lastEventID: "6")
+        try add(a.port, "Seven")
+        let next = try #require(try ahead.next())
+        #expect(next.name == "album.added" && next.id == "7", "not library.outdated: \(next)")
+    }
 }

@@ -77,7 +77,8 @@ public final class BlueLibraryApp: Sendable {
                 throw ConfigurationError("cannot seed the library in \(backend.location): \(error.message)")
             }
         }
-        // Known from here on without a read: every commit gives the new version.
+        // Known from here on without a read: every commit gives the new version (on a shared
+        // store this is one read, and every request reads again).
         _ = try? facade.currentVersion()
         exportWorkers = BoundedThreadPool(threads: 2, name: "archive-export", stackSize: 1 << 20)
         covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events), clock: monotonic)
@@ -166,7 +167,7 @@ public final class BlueLibraryApp: Sendable {
         changeFollower?.start()
         server.start()
         logger.log(.info, "listening", [("host", .string(configuration.host)), ("port", .int(server.port)),
-                                        ("dataDir", .string(configuration.dataDirectory)),
+                                        ("dataDir", .string(configuration.dataDirectory)), ("database", .string(backend.location)),
                                         ("version", .string(BlueLibraryVersion.current))], always: true)
     }
 

@@ -67,7 +67,11 @@ extension BlueLibraryApp {
     /// cover fetcher's address guard understands and, unless the operator started with
     /// `BLUELIBRARY_COVER_ALLOW_FROM_SETTINGS=on`, already opened by `BLUELIBRARY_COVER_ALLOW`
     /// (settings may only narrow it).
-    static func settingsRules(store: any AccessStore, configuration: ServeConfiguration) -> @Sendable (LibrarySettings) -> [FieldError] {
+    ///
+    /// Whether a token is stored is asked of `guardian` (its memory, re-read whenever the
+    /// database's token changes), not of the store: the rules run inside the settings' write
+    /// transaction, where a second database call would need a second pooled connection.
+    static func settingsRules(guardian: AccessGuard, configuration: ServeConfiguration) -> @Sendable (LibrarySettings) -> [FieldError] {
         let environment = (try? CoverAddressPolicy(allowList: configuration.coverAllow)) ?? CoverAddressPolicy()
         let fromSettings = configuration.coverAllowFromSettings
         return { settings in
@@ -85,7 +89,7 @@ extension BlueLibraryApp {
                 }
             }
             guard settings.access.passcodeEnabled else { return errors }
-            if (try? store.tokenHash()) != nil { return errors }
+            if guardian.hasToken { return errors }
             return errors + [FieldError(field: "access.passcodeEnabled",
                                message: "access.passcodeEnabled cannot be true before a token is set; run 'bluelibrary token set' (or start with BLUELIBRARY_TOKEN) first")]
         }

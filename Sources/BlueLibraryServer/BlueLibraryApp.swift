@@ -140,7 +140,7 @@ public final class BlueLibraryApp: Sendable {
             .register(into: &routes)
         EventRoutes(libraries: resolver, hubs: eventHubs, follower: changeFollower).register(into: &routes)
         ChangeRoutes(libraries: resolver).register(into: &routes)
-        SettingsRoutes(settings: settings, validate: Self.settingsRules(store: backend.records, configuration: configuration)).register(into: &routes)
+        SettingsRoutes(settings: settings, validate: Self.settingsRules(guardian: accessGuard, configuration: configuration)).register(into: &routes)
         MetricsRoutes(metrics: metrics).register(into: &routes)
         let httpMetrics = HTTPMetrics(routes: routes.routeTable)
         routes.middleware.insert(MetricsMiddleware(http: httpMetrics), at: 0)

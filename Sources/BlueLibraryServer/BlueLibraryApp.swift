@@ -64,7 +64,7 @@ public final class BlueLibraryApp: Sendable {
         let libraries = Libraries(store: store, clock: clock, ids: .random(clock: clock),
                                   changeRetention: configuration.changeRetention) { library in
             let hubSink = eventHubs.sink(library)
-            return changeFollower.map { $0.sink(publishing: hubSink) } ?? hubSink
+            return changeFollower.map { $0.sink(library, publishing: hubSink) } ?? hubSink
         }
         self.libraries = libraries
         let facade = libraries.defaultLibrary

@@ -134,4 +134,35 @@ struct PostgresAppTests {
         let next = try #require(try ahead.next())
         #expect(next.name == "album.added" && next.id == "7", "not library.outdated: \(next)")
     }
+
+    @Test func aPoolOfOneConnectionServesEveryKindOfRequest() throws {
+        // No path holds a pooled connection while it asks for another (that would wait out the
+        // acquire timeout and answer 503 with a pool of one).
+        let app = try Self.app(try PostgresServer.shared().makeDatabase()) {
+            $0.databasePoolSize = 1
+            $0.token = AccessToken("pool-of-one-token-123")
+        }
+        app.start()
+        defer { app.shutdown() }
+        let auth = ["Authorization": "Bearer pool-of-one-token-123"]
+        func call(_ method: String, _ path: String, _ json: String? = nil, headers: [String: String] = [:]) throws -> Int {
+            var headers = headers.merging(auth) { $1 }
+            if json != nil { headers["Content-Type"] = method == "PATCH" && path == "/settings" ? "application/merge-patch+json" : "application/json" }
+            return try RawHTTPClient.request(port: app.port, method: method, path: path, headers: headers,
+                                             body: Array((json ?? "").utf8)).status
+        }
+        let stream = try SSEClient(port: app.port)
+        #expect(try call("POST", "/albums", #"{"title":"One","artist":"A"}"#, headers: ["Idempotency-Key": "k1"]) == 201)
+        #expect(try call("POST", "/albums", #"{"title":"One","artist":"A"}"#, headers: ["Idempotency-Key": "k1"]) == 201)
+        #expect(try call("GET", "/albums") == 200)
+        #expect(try call("GET", "/albums/at/0") == 200)
+        #expect(try call("PATCH", "/settings", #"{"paging": {"defaultLimit": 3}, "access": {"passcodeEnabled": true}}"#) == 200)
+        #expect(try call("POST", "/libraries", #"{"id":"jazz"}"#) == 201)
+        #expect(try call("POST", "/views", #"{"id":"all","sources":["default","jazz"]}"#) == 201)
+        #expect(try call("GET", "/views/all/albums") == 200)
+        #expect(try call("POST", "/undo") == 200)
+        #expect(try call("GET", "/changes?since=0") == 200)
+        #expect(try call("GET", "/readyz") == 200)
+        #expect(try stream.next()?.name == "album.added")
+    }
 }

@@ -58,7 +58,8 @@ final class ChangeFollower: Sendable {
 
     /// The event sink of `library`'s facade: `state.changed` goes to `hubSink` at once (it is
     /// in no feed); a versioned event makes the follower catch the library's hub up from the
-    /// feed on this thread (nothing to do when nobody made the hub: no one listens).
+    /// feed on this thread when the hub has subscribers (one read after the commit), and wakes
+    /// the follower's thread otherwise.
     func sink(_ library: LibraryID, publishing hubSink: any LibraryEventSink) -> any LibraryEventSink {
         OwnCommits(follower: self, library: library, hubSink: hubSink)
     }
@@ -71,8 +72,12 @@ final class ChangeFollower: Sendable {
         func publish(_ event: LibraryEvent) {
             if case .stateChanged = event {
                 hubSink.publish(event)
-            } else if let hub = follower.hubs.existing(library) {
+            } else if let hub = follower.hubs.existing(library), hub.subscriberCount > 0 {
                 follower.catchUp(library, hub: hub)
+            } else {
+                // Nobody listens now: the follower's thread keeps the hub's ring up to date
+                // without holding up the request.
+                follower.wake()
             }
         }
     }

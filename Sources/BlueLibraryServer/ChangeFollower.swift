@@ -161,15 +161,15 @@ final class ChangeFollower: Sendable {
                         if let event = LibraryEvent(change) { hub.publish(event) }
                         after = change.version
                     }
-                    if changes.count < Self.batch {
-                        if version > after {
-                            hub.publish(.libraryReplaced(version: version))
-                            after = version
-                        }
-                        break
+                    if changes.count < Self.batch, version > after {
+                        hub.publish(.libraryReplaced(version: version))
+                        after = version
                     }
+                    // Kept per batch: a later batch that fails never has this one published twice.
+                    let through = after
+                    published.withLock { $0[library] = through }
+                    if changes.count < Self.batch { break }
                 }
-                published.withLock { $0[library] = after }
                 if failing.exchange(false, ordering: .relaxed) {
                     logger.log(.info, "change feed readable again: events resume")
                 }

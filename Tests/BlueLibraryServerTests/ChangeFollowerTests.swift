@@ -82,6 +82,19 @@ struct ChangeFollowerTests {
     }
 }
 
+extension ChangeFollowerTests {
+    @Test("a backlog longer than one read is published whole, in order")
+    func longBacklog() throws {
+        let received = RecordingStream()
+        hubsA.defaultHub.subscribe(received, resume: .fresh, announce: false)
+        let count = ChangeFollower.batch * 2 + 10
+        for index in 0..<count { _ = try b.defaultLibrary.add(try AlbumInput(title: "T\(index)", artist: "A")) }
+        followerA.catchUp()
+        #expect(eventually { received.frames.count == count })
+        #expect(received.frames.map(\.version) == (1...Int64(count)).map { $0 })
+    }
+}
+
 /// An event stream that records what a hub sends it.
 final class RecordingStream: EventStreamSink {
     private let received = Mutex<[EventHub.Frame]>([])

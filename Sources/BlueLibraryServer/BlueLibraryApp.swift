@@ -59,7 +59,8 @@ public final class BlueLibraryApp: Sendable {
         // commits, in version order, with the same ids); the facades then publish only what
         // the feed does not carry, and wake the follower for their own commits.
         let changeFollower = backend.isShared
-            ? ChangeFollower(store: store, hubs: eventHubs, wakeup: backend.makeCommitWakeup(), logger: logger) : nil
+            ? ChangeFollower(store: store, hubs: eventHubs, wakeup: backend.makeCommitWakeup(), relay: backend.makeEventRelay(), logger: logger)
+            : nil
         self.changeFollower = changeFollower
         let libraries = Libraries(store: store, clock: clock, ids: .random(clock: clock),
                                   changeRetention: configuration.changeRetention) { library in

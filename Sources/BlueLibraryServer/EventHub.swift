@@ -155,6 +155,11 @@ public final class EventHub: LibraryEventSink, Sendable {
     /// feed first (`Backfill`), off the event loop.
     func needsBackfill(lastEventID: String?) -> Bool {
         guard case let .after(seen) = Resume(lastEventID: lastEventID) else { return false }
+        return needsBackfill(after: seen)
+    }
+
+    /// ``needsBackfill(lastEventID:)`` for a version (one library of a stream's vector).
+    func needsBackfill(after seen: Int64) -> Bool {
         let (evicted, latest) = window
         return seen < evicted || seen > latest
     }

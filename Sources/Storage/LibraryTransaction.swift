@@ -1,7 +1,8 @@
 import Foundation
 import Library
 
-/// The reader/writer handed to one `read` or `write` body: one library, one transaction.
+/// The engine of one library in one transaction, on any `SQLSession`: what a `read` or `write`
+/// body's reader/writer does (handed out wrapped in a `StoreTransaction`, which forwards to it).
 ///
 /// A facade of parts with one job each, all made for this transaction and dropped with it:
 /// - `SparseOrder`: the list order (positions, buckets, the album count and the append tail);
@@ -10,7 +11,7 @@ import Library
 /// - `ChangeFeed`, `UndoStack`, `SavedStates`: their tables.
 /// What is left here is the album rows themselves (insert, update, read by id) and the
 /// library's version.
-final class LibraryTransaction<DB: SQLSession>: AlbumStoreWriter {
+final class LibraryTransaction<DB: SQLSession> {
     private let db: DB
     /// The library's row id (a live library: transactions open only on those).
     private let library: Int64
@@ -32,12 +33,19 @@ final class LibraryTransaction<DB: SQLSession>: AlbumStoreWriter {
     /// - Parameter soleWriter: whether this is the only library the transaction writes; only
     ///   then may emptying the library drop every album row wholesale when no other library
     ///   has albums (another open library's count is cached, not yet in its row).
-    init(_ db: DB, library: Int64, context: EngineContext, soleWriter: Bool) {
+    /// - Parameter known: the library row's album count and version, when the store read them in
+    ///   this transaction (PostgreSQL, with the row's lock or in the snapshot: saves a round trip
+    ///   each); SQLite reads them when asked.
+    init(_ db: DB, library: Int64, context: EngineContext, soleWriter: Bool, known: KnownLibraryRow? = nil) {
         self.db = db
         self.library = library
         self.context = context
-        order = SparseOrder(db, library: library, context: context, soleWriter: soleWriter)
+        knownVersion = known?.version
+        order = SparseOrder(db, library: library, context: context, soleWriter: soleWriter, knownCount: known?.albumCount)
     }
+
+    /// The version, when known without a statement (see `init`); kept up to date by `bumpVersion`.
+    private var knownVersion: Int64?
 
     /// Writes back what is only cached (the order's tail size and count) and recreates the sort
     /// indexes a bulk import dropped. Called by `write` before commit.
@@ -49,6 +57,7 @@ final class LibraryTransaction<DB: SQLSession>: AlbumStoreWriter {
     // MARK: - Reading
 
     func version() throws -> Int64 {
+        if let knownVersion { return knownVersion }
         return try db.value(SQL.version, [.integer(library)], as: Int64.self) ?? 0
     }
 
@@ -140,6 +149,7 @@ final class LibraryTransaction<DB: SQLSession>: AlbumStoreWriter {
             throw StorageError(.corrupt, "the library has no row")
         }
         bumpedVersion = true
+        if knownVersion != nil { knownVersion = version }
         return version
     }
 
@@ -208,4 +218,12 @@ final class LibraryTransaction<DB: SQLSession>: AlbumStoreWriter {
                     + "delete it there first; nothing was changed")
         }
     }
+}
+
+/// A live library's row as a store read it at the start of a transaction (see
+/// `LibraryTransaction.init`).
+struct KnownLibraryRow {
+    var id: Int64
+    var albumCount: Int
+    var version: Int64
 }

@@ -6,7 +6,7 @@ import Postgres
 /// version moved).
 extension PostgresAlbumStore {
     public func libraries() throws -> [LibraryRecord] {
-        try reading { session in try session.query(SQL.liveLibraries, []) { try StoredRows.library(from: $0) } }
+        try statement { session in try session.query(SQL.liveLibraries, []) { try StoredRows.library(from: $0) } }
     }
 
     /// Creates `id`, or brings a deleted `id` back on its old row one version above where it
@@ -42,7 +42,7 @@ extension PostgresAlbumStore {
         guard id != .default else { throw LibraryError.conflict("the default library cannot be deleted") }
         try writing { session in
             let row = try Self.lock([id], session)[0]
-            let transaction = LibraryTransaction(session, library: row, context: engine, soleWriter: true)
+            let transaction = LibraryTransaction(session, library: row.id, context: engine, soleWriter: true, known: row)
             if onlyIfEmpty, case let count = try transaction.count(), count > 0 {
                 throw LibraryError.libraryNotEmpty(id, count: count)
             }
@@ -52,7 +52,7 @@ extension PostgresAlbumStore {
     }
 
     public func views() throws -> [ViewDefinition] {
-        try reading { session in try session.query(SQL.views, []) { try StoredRows.view(from: $0) } }
+        try statement { session in try session.query(SQL.views, []) { try StoredRows.view(from: $0) } }
     }
 
     public func saveView(_ view: ViewDefinition) throws {

@@ -21,6 +21,27 @@ enum SQLDialect: Sendable, Equatable {
     case sqlite
     case postgres
 
+    /// Statements that find the bucket holding a position in the database (?1 library, ?2 the
+    /// position counted from the start, resp. from the end): columns ord, id, size, and the
+    /// albums in the buckets passed before it. `nil`: the engine walks the bucket rows itself
+    /// (SQLite: in-process, and it stops at the bucket; a server would send the whole table).
+    var locateBucket: (forward: String, backward: String)? {
+        switch self {
+        case .sqlite: nil
+        case .postgres: (Self.locateBucket(descending: false), Self.locateBucket(descending: true))
+        }
+    }
+
+    private static func locateBucket(descending: Bool) -> String {
+        let direction = descending ? " DESC" : ""
+        return """
+            SELECT ord, id, size, passed FROM (
+                SELECT ord, id, size, (SUM(size) OVER (ORDER BY ord\(direction) ROWS UNBOUNDED PRECEDING) - size)::bigint AS passed
+                FROM buckets WHERE library = ?1) AS w
+            WHERE passed + size > ?2 ORDER BY ord\(direction) LIMIT 1
+            """
+    }
+
     /// A fresh bucket id (one row, one column).
     var nextBucketID: String {
         switch self {
@@ -127,12 +148,13 @@ enum SQLDialect: Sendable, Equatable {
 /// process): row locks that serialise writers of a library across instances, the versions of
 /// several libraries in one statement, and the notifications other instances listen for.
 enum PostgresSQL {
-    /// The row of a name and whether it is live, locked for the rest of the transaction.
-    static let lockLibraryByName = "SELECT id, deleted = 0 FROM libraries WHERE name = ?1 FOR UPDATE"
-    /// Whether the library row is live, locked for the rest of the transaction.
-    static let lockLibrary = "SELECT deleted = 0 FROM libraries WHERE id = ?1 FOR UPDATE"
-    /// The row of a name and whether it is live.
-    static let libraryRow = "SELECT id, deleted = 0 FROM libraries WHERE name = ?1"
+    /// The row of a name: id, live, album count, version; locked for the rest of the transaction.
+    static let lockLibraryByName =
+        "SELECT id, deleted = 0, album_count, version FROM libraries WHERE name = ?1 FOR UPDATE"
+    /// The library row ?1: id, live, album count, version; locked for the rest of the transaction.
+    static let lockLibrary = "SELECT id, deleted = 0, album_count, version FROM libraries WHERE id = ?1 FOR UPDATE"
+    /// The row of a name: id, live, album count, version.
+    static let libraryRow = "SELECT id, deleted = 0, album_count, version FROM libraries WHERE name = ?1"
     /// Tells listening instances that a library (?1, its name) committed a new version.
     static let notifyCommit = "SELECT pg_notify('\(PostgresAlbumStore.commitChannel)', ?1)"
     /// Tells listening instances that the catalog or a view definition changed.

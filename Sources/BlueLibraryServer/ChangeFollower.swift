@@ -149,12 +149,17 @@ final class ChangeFollower: Sendable {
     ///
     /// The versions of every followed library are read first in one statement, so a pass in
     /// which nothing changed (most polls) costs that statement alone; only libraries whose
-    /// version moved are read further. (When one of them was deleted, that statement fails
-    /// and each library is looked at on its own.)
+    /// version moved are read further. (When one of them was deleted, that statement fails;
+    /// the libraries that exist are then listed, in one more, and only they are followed.)
     func catchUp() {
-        let followed = hubs.allByLibrary.sorted { $0.0 < $1.0 }
+        var followed = hubs.allByLibrary.sorted { $0.0 < $1.0 }
         guard !followed.isEmpty else { return }
-        let current = try? store.versions(of: followed.map(\.0))
+        var current = try? store.versions(of: followed.map(\.0))
+        if current == nil, let existing = try? Set(store.libraries().map(\.id)) {
+            followed = followed.filter { existing.contains($0.0) }
+            guard !followed.isEmpty else { return }
+            current = try? store.versions(of: followed.map(\.0))
+        }
         let known = published.withLock { $0 }
         for (index, (library, hub)) in followed.enumerated() {
             if let current, current[index] == (known[library] ?? hub.startVersion) { continue }

@@ -108,15 +108,12 @@ public final class BlueLibraryApp: Sendable {
         }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
         do {
-            storedStateWatcher = StoredStateWatcher(signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval) {
-                [settings, accessGuard, logger] in
-                do {
-                    try accessGuard.reloadToken()
-                    try accessGuard.reloadFailures()
-                    try settings.reload()
-                } catch {
-                    logger.log(.error, "could not re-read the settings", [("error", .string(String(describing: error)))])
-                }
+            storedStateWatcher = StoredStateWatcher(
+                signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval, logger: logger
+            ) { [settings, accessGuard] in
+                try accessGuard.reloadToken()
+                try accessGuard.reloadFailures()
+                try settings.reload()
             }
         } catch {
             throw ConfigurationError("cannot watch the database \(backend.location): \(error)")

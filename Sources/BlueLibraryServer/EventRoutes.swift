@@ -7,6 +7,11 @@ import Library
 struct EventRoutes {
     let libraries: LibraryResolver
     let hubs: EventHubs
+    /// On a shared database: the follower that publishes the change feed to the hubs.
+    let follower: ChangeFollower?
+    /// The most changes a `Last-Event-ID` older than a hub's window is filled with from the
+    /// change feed (a longer gap starts with `library.outdated`).
+    static let maxBackfill = 10_000
 
     func register(into routes: inout RouterBuilder) {
         routes.addForEachLibrary(.get, "/events", fast: subscribeKnown, blocking: subscribe)
@@ -16,12 +21,17 @@ struct EventRoutes {
     func subscribeKnown(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
         let named = try Self.namedLibraries(request, context)
         guard !named.isEmpty else {
-            guard let facade = try libraries.loaded(context), let hub = hubs.existing(facade.library) else { return nil }
+            guard let facade = try libraries.loaded(context), let hub = hubs.existing(facade.library),
+                  !hub.needsBackfill(lastEventID: Self.lastEventID(request))
+            else { return nil }
             return Self.stream(request, hub: hub)
         }
+        let vector = Self.lastEventID(request).map(MultiLibraryEventStream.parse) ?? [:]
         var found: [(LibraryID, EventHub)] = []
         for id in named {
-            guard libraries.libraries.loadedFacade(id) != nil, let hub = hubs.existing(id) else { return nil }
+            guard libraries.libraries.loadedFacade(id) != nil, let hub = hubs.existing(id),
+                  !(vector[id].map { hub.needsBackfill(after: $0) } ?? false)
+            else { return nil }
             found.append((id, hub))
         }
         return Self.stream(request, hubs: found)
@@ -30,7 +40,16 @@ struct EventRoutes {
     /// Finds the libraries (a store read for one not used yet) and makes their hubs.
     func subscribe(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let named = try Self.namedLibraries(request, context)
-        guard !named.isEmpty else { return Self.stream(request, hub: try hub(try libraries.facade(context))) }
+        guard !named.isEmpty else {
+            let facade = try libraries.facade(context)
+            let hub = try hub(facade)
+            guard case let .after(seen) = EventHub.Resume(lastEventID: Self.lastEventID(request)) else {
+                return Self.stream(request, hub: hub)
+            }
+            return Self.stream(request, hub: hub, backfill: backfill(after: seen, facade: facade, hub: hub))
+        }
+        let vector = Self.lastEventID(request).map(MultiLibraryEventStream.parse) ?? [:]
+        var backfills: [LibraryID: EventHub.Backfill] = [:]
         var found: [(LibraryID, EventHub)] = []
         for id in named {
             let facade: LibraryFacade
@@ -42,9 +61,24 @@ struct EventRoutes {
                 error.errors = [.init(field: "library", message: error.detail)]
                 throw error
             }
-            found.append((id, try hub(facade)))
+            let hub = try hub(facade)
+            if let seen = vector[id] { backfills[id] = backfill(after: seen, facade: facade, hub: hub) }
+            found.append((id, hub))
         }
-        return Self.stream(request, hubs: found)
+        return Self.stream(request, hubs: found, backfills: backfills)
+    }
+
+    /// What a resume from further back than `hub` keeps needs from the change feed: first the
+    /// hub is brought up to the database (another instance may have committed what the client
+    /// saw), then the feed's changes after the client's id are read (nil when the feed no
+    /// longer has them all, or none are needed: the hub decides with what it has).
+    private func backfill(after seen: Int64, facade: LibraryFacade, hub: EventHub) -> EventHub.Backfill? {
+        guard hub.needsBackfill(after: seen) else { return nil }
+        if seen > hub.window.latest, let follower { follower.catchUp(facade.library, hub: hub) }
+        guard seen < hub.window.evictedThrough,
+              let page = try? facade.changes(since: seen, limit: Self.maxBackfill)
+        else { return nil }
+        return EventHub.Backfill(after: seen, events: page.changes.compactMap(LibraryEvent.init))
     }
 
     private func hub(_ facade: LibraryFacade) throws -> EventHub {
@@ -88,17 +122,20 @@ struct EventRoutes {
         request.headers["Last-Event-ID"] ?? request.query("lastEventId")
     }
 
-    static func stream(_ request: HTTPRequest, hub: EventHub) -> HTTPResponse {
+    static func stream(_ request: HTTPRequest, hub: EventHub, backfill: EventHub.Backfill? = nil) -> HTTPResponse {
         let lastEventID = lastEventID(request)
         return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true) { writer in
-            hub.subscribe(writer, lastEventID: lastEventID)
+            hub.subscribe(writer, lastEventID: lastEventID, backfill: backfill)
         }))
     }
 
-    static func stream(_ request: HTTPRequest, hubs: [(LibraryID, EventHub)]) -> HTTPResponse {
+    static func stream(_ request: HTTPRequest, hubs: [(LibraryID, EventHub)], backfills: [LibraryID: EventHub.Backfill] = [:])
+        -> HTTPResponse
+    {
         let lastEventID = lastEventID(request)
         return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true) { writer in
-            MultiLibraryEventStream(writer: writer, libraries: hubs.map(\.0)).start(hubs: hubs, lastEventID: lastEventID)
+            MultiLibraryEventStream(writer: writer, libraries: hubs.map(\.0))
+                .start(hubs: hubs, lastEventID: lastEventID, backfills: backfills)
         }))
     }
 }

@@ -105,6 +105,7 @@ let package = Package(
         .testTarget(name: "EssentialsTests", dependencies: ["Essentials"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["Essentials", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "HTTPTestSupport"], swiftSettings: strict),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "HTTPTestSupport", "Essentials"], swiftSettings: strict),
         .testTarget(name: "LibraryTests", dependencies: ["Library", "HTTPTestSupport", "AlbumStoreContract"], swiftSettings: strict),
         .testTarget(name: "ServerRecordsTests", dependencies: ["ServerRecords"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),

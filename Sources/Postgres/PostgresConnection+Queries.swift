@@ -1,0 +1,138 @@
+import CPostgres
+
+/// A prepared statement's identity on one connection: its text and its parameter types.
+struct StatementKey: Hashable {
+    let sql: String
+    let types: [Oid]
+}
+
+extension PostgresConnection {
+    /// Runs one statement to completion and returns the number of rows it affected (rows, if
+    /// any, are discarded).
+    @discardableResult
+    public func run(_ sql: String, _ params: [PostgresValue] = []) throws -> Int {
+        try executePrepared(sql, params).affectedRows
+    }
+
+    /// Maps every result row through `transform` and returns the results.
+    public func query<T>(_ sql: String, _ params: [PostgresValue] = [], _ transform: (PostgresRow) throws -> T) throws -> [T] {
+        let result = try executePrepared(sql, params)
+        var rows: [T] = []
+        rows.reserveCapacity(result.rowCount)
+        for index in 0..<result.rowCount {
+            rows.append(try transform(PostgresRow(result: result, index: index, sql: sql)))
+        }
+        return rows
+    }
+
+    /// Maps the first result row through `transform`; `nil` when there is no row. (The server
+    /// computes the whole result: say `LIMIT 1` when more rows may match.)
+    public func firstRow<T>(_ sql: String, _ params: [PostgresValue] = [], _ transform: (PostgresRow) throws -> T) throws -> T? {
+        let result = try executePrepared(sql, params)
+        guard result.rowCount > 0 else { return nil }
+        return try transform(PostgresRow(result: result, index: 0, sql: sql))
+    }
+
+    /// The first column of the first row decoded as `T`, or `nil` when there is no row.
+    /// (For a nullable column ask for an optional `T`.)
+    public func scalar<T: PostgresDecodable>(_ sql: String, _ params: [PostgresValue] = [], as type: T.Type = T.self) throws -> T? {
+        try firstRow(sql, params) { row in try row.get(0, as: T.self) }
+    }
+
+    /// Calls `body` for each result row as it arrives from the server (libpq's single-row
+    /// mode): the result is never held whole, so any number of rows takes constant memory.
+    ///
+    /// The ``PostgresRow`` is only valid inside `body`, and `body` must not run statements on
+    /// this connection (they throw). When `body` throws, the remaining rows are read and
+    /// dropped, then its error is rethrown.
+    public func forEachRow(_ sql: String, _ params: [PostgresValue] = [], _ body: (PostgresRow) throws -> Void) throws {
+        try requireIdle(sql)
+        let parameters = PostgresParameters(params)
+        let name = try preparedStatement(StatementKey(sql: sql, types: parameters.types))
+        let sent = parameters.withCArrays { values, lengths, formats in
+            PQsendQueryPrepared(handle, name, parameters.count, values, lengths, formats, 0)
+        }
+        guard sent == 1 else { throw PostgresError(connection: handle, sql: sql) }
+        // Can only fail when called at the wrong moment, which the line above rules out.
+        _ = PQsetSingleRowMode(handle)
+        isStreaming = true
+        defer { isStreaming = false }
+        var failure: (any Error)?
+        while let raw = PQgetResult(handle) {
+            let result = PostgresResult(raw)
+            guard failure == nil else { continue }  // drain what is left
+            switch result.status {
+            case PGRES_SINGLE_TUPLE:
+                do {
+                    try body(PostgresRow(result: result, index: 0, sql: sql))
+                } catch {
+                    failure = error
+                }
+            case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
+                break
+            default:
+                failure = PostgresError(result: result.handle, connection: handle, sql: sql)
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    // MARK: - Prepared statements
+
+    /// Prepares `sql` (once per connection and parameter types) and executes it with
+    /// `params`, returning the whole result.
+    func executePrepared(_ sql: String, _ params: [PostgresValue]) throws -> PostgresResult {
+        try requireIdle(sql)
+        let parameters = PostgresParameters(params)
+        let key = StatementKey(sql: sql, types: parameters.types)
+        do {
+            return try executePrepared(key, parameters)
+        } catch let error as PostgresError where isStaleStatement(error) {
+            // Dropped behind our back (DISCARD ALL) or its result type changed (ALTER TABLE):
+            // prepare it again, unless a transaction is now aborted anyway.
+            statements[key] = nil
+            guard !isInTransaction else { throw error }
+            return try executePrepared(key, parameters)
+        }
+    }
+
+    private func executePrepared(_ key: StatementKey, _ parameters: PostgresParameters) throws -> PostgresResult {
+        let name = try preparedStatement(key)
+        let raw = parameters.withCArrays { values, lengths, formats in
+            PQexecPrepared(handle, name, parameters.count, values, lengths, formats, 0)
+        }
+        guard let raw else { throw PostgresError(connection: handle, sql: key.sql) }
+        let result = PostgresResult(raw)
+        try result.check([PGRES_COMMAND_OK, PGRES_TUPLES_OK], connection: handle, sql: key.sql)
+        return result
+    }
+
+    /// The name of the prepared statement for `key`, preparing it on a miss.
+    func preparedStatement(_ key: StatementKey) throws -> String {
+        if let name = statements[key] { return name }
+        if statements.count >= Self.statementCacheCapacity && !isInTransaction {
+            try deallocateAllStatements()
+        }
+        let name = "bl_\(nextStatementName())"
+        guard let raw = PQprepare(handle, name, key.sql, Int32(key.types.count), key.types) else {
+            throw PostgresError(connection: handle, sql: key.sql)
+        }
+        let result = PostgresResult(raw)
+        try result.check([PGRES_COMMAND_OK], connection: handle, sql: key.sql)
+        statements[key] = name
+        preparedStatementCount += 1
+        return name
+    }
+
+    private func deallocateAllStatements() throws {
+        guard let raw = PQexec(handle, "DEALLOCATE ALL") else { throw PostgresError(connection: handle, sql: "DEALLOCATE ALL") }
+        try PostgresResult(raw).check([PGRES_COMMAND_OK], connection: handle, sql: "DEALLOCATE ALL")
+        statements.removeAll()
+    }
+
+    /// A prepared statement that no longer exists (26000) or whose cached plan changed its
+    /// result type (0A000).
+    private func isStaleStatement(_ error: PostgresError) -> Bool {
+        error.sqlState == "26000" || (error.sqlState == "0A000" && error.message.contains("cached plan"))
+    }
+}

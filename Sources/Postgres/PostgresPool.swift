@@ -1,0 +1,200 @@
+import Dispatch
+import Essentials
+import Synchronization
+
+/// A bounded pool of connections to one server, shared by threads.
+///
+/// - At most `size` connections exist; a thread that finds none free waits up to
+///   `acquireTimeout`, then gets a `.poolExhausted` error (503 material, not a hang).
+/// - Connections are opened lazily, on demand: creating a pool never touches the server, so an
+///   unreachable server fails requests, not startup.
+/// - A connection found broken after its holder's body (the server went away, the network
+///   failed) is discarded, and so is an idle one whose server closed it meanwhile (checked
+///   with a non-blocking look at its socket when it is handed out).
+/// - After a failed connect, new connects back off: 100 ms doubling up to 2 s; an acquisition
+///   that would connect meanwhile fails at once with `.connection`, so a dead server costs
+///   callers no connect timeouts.
+/// - Each new connection gets the configured `statement_timeout`.
+public final class PostgresPool: Sendable {
+    public struct Configuration: Sendable {
+        /// The server, as `postgresql://user@host:port/database`.
+        public var url: String
+        /// Most connections open at once.
+        public var size: Int
+        /// Longest wait for a free connection before `.poolExhausted`.
+        public var acquireTimeout: Duration
+        /// Longest wait for the server when opening a connection.
+        public var connectTimeout: Duration
+        /// Each connection's `statement_timeout` (nil: none): a longer statement fails with `.timeout`.
+        public var statementTimeout: Duration?
+
+        public init(
+            url: String, size: Int = 10, acquireTimeout: Duration = .seconds(2), connectTimeout: Duration = .seconds(5),
+            statementTimeout: Duration? = .seconds(30)
+        ) {
+            precondition(size > 0, "a pool needs room for one connection at least")
+            self.url = url
+            self.size = size
+            self.acquireTimeout = acquireTimeout
+            self.connectTimeout = connectTimeout
+            self.statementTimeout = statementTimeout
+        }
+    }
+
+    /// First and longest pause between connect attempts after failures.
+    static let firstBackoff = Duration.milliseconds(100)
+    static let longestBackoff = Duration.seconds(2)
+
+    public let configuration: Configuration
+    /// One permit per connection that may be handed out.
+    private let slots: DispatchSemaphore
+    private let state: Mutex<State>
+
+    private struct State {
+        var idle: [PooledConnection] = []
+        var open = 0
+        var inUse = 0
+        var waits = 0
+        var exhausted = 0
+        var connectFailures = 0
+        var nextConnectAt: ContinuousClock.Instant?
+        var lastConnectError = ""
+    }
+
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+        slots = DispatchSemaphore(value: configuration.size)
+        state = Mutex(State())
+    }
+
+    /// Runs `body` with a connection of the pool, which goes back to the pool afterwards (or
+    /// is discarded when broken). Throws `.poolExhausted` when none is free within the acquire
+    /// timeout, `.connection` when a new one cannot be opened, or what `body` throws.
+    ///
+    /// `body` must leave no transaction open (one left open is rolled back) and must not keep
+    /// the connection.
+    public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let pooled = try acquire()
+        defer { release(pooled) }
+        return try body(pooled.connection)
+    }
+
+    /// True when a connection of the pool answers `SELECT 1` (for readiness checks).
+    public func ping() -> Bool {
+        (try? withConnection { try $0.scalar("SELECT 1", as: Int.self) }) == 1
+    }
+
+    /// Connections open (idle or in use), in use, acquisitions that had to wait, and those that
+    /// waited in vain (`.poolExhausted`).
+    public var statistics: (open: Int, inUse: Int, waits: Int, exhausted: Int) {
+        state.withLock { ($0.open, $0.inUse, $0.waits, $0.exhausted) }
+    }
+
+    /// Closes the idle connections (those in use close when given back broken, or stay).
+    public func closeIdleConnections() {
+        let closing = state.withLock { state in
+            let idle = state.idle
+            state.open -= idle.count
+            state.idle.removeAll()
+            return idle
+        }
+        _ = closing  // deinit of the last reference closes each connection
+    }
+
+    // MARK: - Acquire and release
+
+    private func acquire() throws -> PooledConnection {
+        if slots.wait(timeout: .now()) != .success {
+            state.withLock { $0.waits += 1 }
+            guard slots.wait(timeout: .now(plus: configuration.acquireTimeout)) == .success else {
+                state.withLock { $0.exhausted += 1 }
+                throw PostgresError(
+                    kind: .poolExhausted,
+                    message: "no free connection within \(configuration.acquireTimeout) (pool of \(configuration.size))"
+                )
+            }
+        }
+        // Holding a permit: an idle connection, or room to open one.
+        while let pooled = state.withLock({ state -> PooledConnection? in
+            guard let pooled = state.idle.popLast() else { return nil }
+            state.inUse += 1
+            return pooled
+        }) {
+            if pooled.connection.isHealthyWhenIdle() { return pooled }
+            state.withLock {
+                $0.inUse -= 1
+                $0.open -= 1
+            }
+        }
+        do {
+            return try connect()
+        } catch {
+            slots.signal()
+            throw error
+        }
+    }
+
+    /// Opens a connection, unless an earlier failure's backoff has not run out.
+    private func connect() throws -> PooledConnection {
+        let backingOff = state.withLock { state -> String? in
+            if let next = state.nextConnectAt, ContinuousClock.now < next {
+                return state.lastConnectError
+            }
+            state.open += 1
+            state.inUse += 1
+            return nil
+        }
+        if let backingOff {
+            throw PostgresError(kind: .connection, message: "not connecting for a moment after a failure: \(backingOff)")
+        }
+        do {
+            let connection = try PostgresConnection(url: configuration.url, connectTimeout: configuration.connectTimeout)
+            if let timeout = configuration.statementTimeout {
+                try connection.setStatementTimeout(timeout)
+            }
+            state.withLock {
+                $0.connectFailures = 0
+                $0.nextConnectAt = nil
+            }
+            return PooledConnection(connection)
+        } catch {
+            state.withLock { state in
+                state.open -= 1
+                state.inUse -= 1
+                state.connectFailures += 1
+                let doublings = min(state.connectFailures - 1, 10)
+                let pause = min(Self.firstBackoff * (1 << doublings), Self.longestBackoff)
+                state.nextConnectAt = ContinuousClock.now + pause
+                state.lastConnectError = (error as? PostgresError)?.message ?? "\(error)"
+            }
+            throw error
+        }
+    }
+
+    private func release(_ pooled: PooledConnection) {
+        let connection = pooled.connection
+        if !connection.isBroken && connection.isInTransaction {
+            try? connection.execute("ROLLBACK")
+        }
+        let keep = !connection.isBroken && !connection.isInTransaction
+        state.withLock { state in
+            state.inUse -= 1
+            if keep {
+                state.idle.append(pooled)
+            } else {
+                state.open -= 1
+            }
+        }
+        slots.signal()
+    }
+}
+
+/// A pool's connection: handed to one thread at a time (the pool's permits guarantee it), so
+/// it may cross threads although `PostgresConnection` is not `Sendable`.
+private final class PooledConnection: @unchecked Sendable {
+    let connection: PostgresConnection
+
+    init(_ connection: PostgresConnection) {
+        self.connection = connection
+    }
+}

@@ -1,0 +1,78 @@
+extension PostgresConnection {
+    /// The isolation (and access) of a transaction ``PostgresConnection/transaction(_:_:)`` opens.
+    public enum TransactionMode: Sendable {
+        /// Each statement sees what was committed before it started. For writes that lock what
+        /// they change first (`SELECT … FOR UPDATE`).
+        case readCommitted
+        /// One snapshot for the whole transaction, no writes: consistent multi-statement reads.
+        case repeatableReadReadOnly
+        /// Fails with a `.serialization` error instead of allowing an anomaly: retry it.
+        case serializable
+
+        var beginSQL: String {
+            switch self {
+            case .readCommitted: "BEGIN ISOLATION LEVEL READ COMMITTED"
+            case .repeatableReadReadOnly: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            case .serializable: "BEGIN ISOLATION LEVEL SERIALIZABLE"
+            }
+        }
+    }
+
+    /// Runs `body` in a transaction: commits when it returns; when it throws, rolls back and
+    /// rethrows the same error.
+    ///
+    /// When the connection is already in a transaction, `body` runs in a SAVEPOINT instead
+    /// (`mode` is then irrelevant): a throw rolls back only the nested work. A body that
+    /// swallowed a statement's error cannot commit (PostgreSQL ignores everything after an
+    /// error): the transaction is rolled back and an error says so.
+    public func transaction<T>(_ mode: TransactionMode, _ body: () throws -> T) throws -> T {
+        if isInTransaction {
+            return try savepoint(body)
+        }
+        try execute(mode.beginSQL)
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            rollbackAfterError()
+            throw error
+        }
+        if isInFailedTransaction {
+            rollbackAfterError()
+            throw PostgresError(kind: .other, message: "the transaction failed (a statement's error was caught) and was rolled back")
+        }
+        do {
+            try execute("COMMIT")
+        } catch {
+            // A failed COMMIT ends the transaction; ROLLBACK only if the server says one is open.
+            rollbackAfterError()
+            throw error
+        }
+        return result
+    }
+
+    private func savepoint<T>(_ body: () throws -> T) throws -> T {
+        let name = "bl_sp\(nextStatementName())"
+        try execute("SAVEPOINT \(name)")
+        do {
+            let result = try body()
+            try execute("RELEASE SAVEPOINT \(name)")
+            return result
+        } catch {
+            // The body's error is the one worth reporting; if this fails, the outer
+            // transaction fails in turn.
+            if !isBroken {
+                try? execute("ROLLBACK TO SAVEPOINT \(name)")
+                try? execute("RELEASE SAVEPOINT \(name)")
+            }
+            throw error
+        }
+    }
+
+    private func rollbackAfterError() {
+        guard !isBroken, isInTransaction else { return }
+        // Report the original error; a connection whose ROLLBACK fails is broken, and the
+        // server rolls back when it closes.
+        try? execute("ROLLBACK")
+    }
+}

@@ -1,0 +1,173 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// A throwaway PostgreSQL 15 cluster for tests: `initdb` into a fresh temporary directory, then
+/// a server on 127.0.0.1 at a free port (no Unix socket), trusting every local connection, with
+/// `fsync` off. PostgreSQL refuses to run as root, so when the tests run as root the cluster
+/// belongs to, and runs as, the system user `bluelibrary-test` (created with `useradd` when
+/// missing); otherwise it runs as the current user.
+///
+/// ``shared()`` is one cluster per test process (stopped at exit); each test takes a fresh empty
+/// database from it with ``makeDatabase()``. A fault test (the server stopped under load) makes
+/// its own `PostgresServer()` and calls ``stop()`` and ``start()``; it is removed when released.
+public final class PostgresServer: Sendable {
+    public static let binDirectory = "/usr/lib/postgresql/15/bin"
+    public static let unprivilegedUser = "bluelibrary-test"
+
+    /// Holds `data/` (the cluster) and `server.log`.
+    public let directory: String
+    public let port: Int
+    private let databaseCount = Atomic<Int>(0)
+
+    public var dataDirectory: String { directory + "/data" }
+    public var logFile: String { directory + "/server.log" }
+
+    /// The URL of `database` on this server, as the superuser `postgres`.
+    public func url(database: String = "postgres") -> String {
+        "postgresql://postgres@127.0.0.1:\(port)/\(database)"
+    }
+
+    /// Creates and starts a new cluster.
+    public init() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binDirectory + "/initdb") else {
+            throw ChildProcess.SpawnFailure(description: "PostgreSQL 15 is not installed (scripts/test installs the Debian package postgresql)")
+        }
+        directory = try TemporaryDirectory.create(prefix: "bluelibrary-postgres")
+        port = try NginxProxy.freePort()
+        do {
+            if let owner = try Self.runAsUser() {
+                guard chown(directory, owner.uid, owner.gid) == 0 else {
+                    throw ChildProcess.SpawnFailure(description: "chown \(directory): \(String(cString: strerror(errno)))")
+                }
+            }
+            try Self.run(Self.binDirectory + "/initdb", [
+                "-D", dataDirectory, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
+            ])
+            let settings = """
+
+                # bluelibrary tests
+                listen_addresses = '127.0.0.1'
+                port = \(port)
+                unix_socket_directories = ''
+                max_connections = 200
+                shared_buffers = 32MB
+                fsync = off
+                synchronous_commit = off
+                full_page_writes = off
+
+                """
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dataDirectory + "/postgresql.conf"))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(settings.utf8))
+            try handle.close()
+            try start()
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    deinit {
+        try? Self.run(Self.binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Starts the (stopped) server and waits until it accepts connections.
+    public func start() throws {
+        try Self.run(Self.binDirectory + "/pg_ctl", ["-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "start"])
+    }
+
+    /// Stops the server the fast way: every client connection is closed at once (its next
+    /// statement fails; a running one fails with SQLSTATE 57P01), then the server exits.
+    public func stop() throws {
+        try Self.run(Self.binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-t", "60", "stop"])
+    }
+
+    /// The URL of a new, empty database (`t_1`, `t_2`, … on this server).
+    public func makeDatabase() throws -> String {
+        let name = "t_\(databaseCount.add(1, ordering: .relaxed).newValue)"
+        let outcome = try ChildProcess.run(
+            Self.binDirectory + "/psql",
+            ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url(), "-c", "CREATE DATABASE \(name)"],
+            environment: Self.environment, mergeStderr: true
+        )
+        guard outcome.status == 0 else {
+            throw ChildProcess.SpawnFailure(description: "psql CREATE DATABASE: \(String(decoding: outcome.stdout, as: UTF8.self))")
+        }
+        return url(database: name)
+    }
+
+    // MARK: - The one shared cluster
+
+    private static let sharedServer = Mutex<PostgresServer?>(nil)
+
+    /// The cluster of this test process, started by the first call and stopped when the
+    /// process exits.
+    public static func shared() throws -> PostgresServer {
+        try sharedServer.withLock { server in
+            if let server { return server }
+            let started = try PostgresServer()
+            server = started
+            atexit { PostgresServer.stopSharedAtExit() }
+            return started
+        }
+    }
+
+    /// At exit (no threads to spawn children with): an immediate shutdown by signal, then the
+    /// directory goes.
+    private static func stopSharedAtExit() {
+        guard let server = sharedServer.withLock({ $0 }) else { return }
+        if let pidLine = try? String(contentsOfFile: server.dataDirectory + "/postmaster.pid", encoding: .utf8)
+            .split(separator: "\n").first, let pid = pid_t(pidLine) {
+            kill(pid, SIGQUIT)
+        }
+        try? FileManager.default.removeItem(atPath: server.directory)
+    }
+
+    // MARK: - Running the tools
+
+    /// Runs a PostgreSQL program as the cluster's owner; throws with its output when it fails.
+    private static func run(_ program: String, _ arguments: [String]) throws {
+        var path = program
+        var argv = arguments
+        if try runAsUser() != nil {
+            path = "/usr/sbin/runuser"
+            argv = ["-u", unprivilegedUser, "--", program] + arguments
+        }
+        let outcome = try ChildProcess.run(path, argv, environment: environment, mergeStderr: true)
+        guard outcome.status == 0 else {
+            let name = (program as NSString).lastPathComponent
+            throw ChildProcess.SpawnFailure(
+                description: "\(name) \(arguments.joined(separator: " ")) exited with \(outcome.status): "
+                    + String(decoding: outcome.stdout, as: UTF8.self))
+        }
+    }
+
+    /// No PG* variable of ours leaks into the tools; a locale they accept.
+    private static var environment: [String: String] {
+        ChildProcess.environment(dropping: { $0.hasPrefix("PG") || $0.hasPrefix("LC_") }, adding: ["LANG": "C"])
+    }
+
+    /// The unprivileged user to run as (created when missing), or nil when not root.
+    private static func runAsUser() throws -> (uid: uid_t, gid: gid_t)? {
+        guard getuid() == 0 else { return nil }
+        if let user = lookUp(unprivilegedUser) { return user }
+        let outcome = try ChildProcess.run(
+            "/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", unprivilegedUser],
+            environment: environment, mergeStderr: true
+        )
+        // Another test process may have created it meanwhile: look again either way.
+        guard let user = lookUp(unprivilegedUser) else {
+            throw ChildProcess.SpawnFailure(description: "useradd \(unprivilegedUser): \(String(decoding: outcome.stdout, as: UTF8.self))")
+        }
+        return user
+    }
+
+    private static func lookUp(_ name: String) -> (uid: uid_t, gid: gid_t)? {
+        guard let entry = getpwnam(name) else { return nil }
+        return (entry.pointee.pw_uid, entry.pointee.pw_gid)
+    }
+}

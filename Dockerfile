@@ -6,7 +6,7 @@
 # ---- build ------------------------------------------------------------------------------
 FROM swift:6.3-bookworm AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libsqlite3-dev libcurl4-openssl-dev libssl-dev libpq-dev pkg-config \
+ && apt-get install -y --no-install-recommends libsqlite3-dev libcurl4-openssl-dev libpq-dev libssl-dev pkg-config \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -19,7 +19,7 @@ RUN BLUELIBRARY_STATIC=1 scripts/build \
 # ---- runtime ----------------------------------------------------------------------------
 FROM debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libsqlite3-0 libcurl4 libssl3 libpq5 libstdc++6 ca-certificates tzdata \
+ && apt-get install -y --no-install-recommends libsqlite3-0 libcurl4 libpq5 libssl3 libstdc++6 ca-certificates tzdata \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin bluelibrary \
  && mkdir -p /data && chown bluelibrary:bluelibrary /data

@@ -41,8 +41,8 @@ ensure_packages() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
-# Packages needed to build the server.
-BUILD_PACKAGES=(libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config)
+# Packages needed to build the server (libpq-dev: the Postgres module links libpq).
+BUILD_PACKAGES=(libsqlite3-dev libcurl4-openssl-dev libpq-dev libssl-dev pkg-config)
 
 ensure_build_deps() { ensure_packages "${BUILD_PACKAGES[@]}"; }
 
@@ -52,11 +52,12 @@ ensure_nginx() {
     ensure_packages nginx-light
 }
 
-# Tools used by the tests and the benchmark.
+# Tools used by the tests and the benchmark. postgresql: the tests start throwaway clusters
+# (HTTPTestSupport's PostgresServer; util-linux's runuser runs them as an unprivileged user).
 ensure_test_deps() {
     ensure_build_deps
     ensure_nginx
-    ensure_packages wrk curl python3 util-linux procps openssl
+    ensure_packages wrk curl python3 util-linux procps openssl postgresql
 }
 
 # Python packages, installed quietly with pip only when not importable.

@@ -53,7 +53,8 @@ extension PostgresConnection {
             PQsendQueryPrepared(handle, name, parameters.count, values, lengths, formats, 0)
         }
         guard sent == 1 else { throw PostgresError(connection: handle, sql: sql) }
-        // Can only fail when called at the wrong moment, which the line above rules out.
+        // Can only fail when called at the wrong moment, which the line above rules out (and
+        // the loop below reads a whole result as well).
         _ = PQsetSingleRowMode(handle)
         isStreaming = true
         defer { isStreaming = false }
@@ -62,13 +63,17 @@ extension PostgresConnection {
             let result = PostgresResult(raw)
             guard failure == nil else { continue }  // drain what is left
             switch result.status {
-            case PGRES_SINGLE_TUPLE:
+            case PGRES_SINGLE_TUPLE, PGRES_TUPLES_OK:
+                // Single rows, then an empty TUPLES_OK that ends the result (had single-row
+                // mode been refused, one TUPLES_OK holding every row).
                 do {
-                    try body(PostgresRow(result: result, index: 0, sql: sql))
+                    for index in 0..<result.rowCount {
+                        try body(PostgresRow(result: result, index: index, sql: sql))
+                    }
                 } catch {
                     failure = error
                 }
-            case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
+            case PGRES_COMMAND_OK:
                 break
             default:
                 failure = PostgresError(result: result.handle, connection: handle, sql: sql)

@@ -11,7 +11,7 @@ import Synchronization
 /// - A connection found broken after its holder's body (the server went away, the network
 ///   failed) is discarded, and so is an idle one whose server closed it meanwhile (checked
 ///   with a non-blocking look at its socket when it is handed out).
-/// - After a failed connect, new connects back off: 100 ms doubling up to 2 s; an acquisition
+/// - After a failed connect, new connects back off (by default 100 ms doubling up to 2 s); an acquisition
 ///   that would connect meanwhile fails at once with `.connection`, so a dead server costs
 ///   callers no connect timeouts.
 /// - Each new connection gets the configured `statement_timeout`.
@@ -27,6 +27,10 @@ public final class PostgresPool: Sendable {
         public var connectTimeout: Duration
         /// Each connection's `statement_timeout` (nil: none): a longer statement fails with `.timeout`.
         public var statementTimeout: Duration?
+        /// The pause after a failed connect, doubled after each further failure up to
+        /// `longestReconnectDelay`; acquisitions that would connect meanwhile fail at once.
+        public var firstReconnectDelay: Duration = .milliseconds(100)
+        public var longestReconnectDelay: Duration = .seconds(2)
 
         public init(
             url: String, size: Int = 10, acquireTimeout: Duration = .seconds(2), connectTimeout: Duration = .seconds(5),
@@ -40,10 +44,6 @@ public final class PostgresPool: Sendable {
             self.statementTimeout = statementTimeout
         }
     }
-
-    /// First and longest pause between connect attempts after failures.
-    static let firstBackoff = Duration.milliseconds(100)
-    static let longestBackoff = Duration.seconds(2)
 
     public let configuration: Configuration
     /// One permit per connection that may be handed out.
@@ -73,6 +73,7 @@ public final class PostgresPool: Sendable {
     ///
     /// `body` must leave no transaction open (one left open is rolled back) and must not keep
     /// the connection.
+    @discardableResult
     public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let pooled = try acquire()
         defer { release(pooled) }
@@ -163,7 +164,7 @@ public final class PostgresPool: Sendable {
                 state.inUse -= 1
                 state.connectFailures += 1
                 let doublings = min(state.connectFailures - 1, 10)
-                let pause = min(Self.firstBackoff * (1 << doublings), Self.longestBackoff)
+                let pause = min(configuration.firstReconnectDelay * (1 << doublings), configuration.longestReconnectDelay)
                 state.nextConnectAt = ContinuousClock.now + pause
                 state.lastConnectError = (error as? PostgresError)?.message ?? "\(error)"
             }

@@ -25,6 +25,7 @@ extension PostgresConnection {
     /// (`mode` is then irrelevant): a throw rolls back only the nested work. A body that
     /// swallowed a statement's error cannot commit (PostgreSQL ignores everything after an
     /// error): the transaction is rolled back and an error says so.
+    @discardableResult
     public func transaction<T>(_ mode: TransactionMode, _ body: () throws -> T) throws -> T {
         if isInTransaction {
             return try savepoint(body)

@@ -4,7 +4,7 @@ import Glibc
 import Foundation
 import Synchronization
 
-/// A throwaway PostgreSQL 15 cluster for tests: `initdb` into a fresh temporary directory, then
+/// A throwaway PostgreSQL (15) cluster for tests: `initdb` into a fresh temporary directory, then
 /// a server on 127.0.0.1 at a free port (no Unix socket), trusting every local connection, with
 /// `fsync` off. PostgreSQL refuses to run as root, so when the tests run as root the cluster
 /// belongs to, and runs as, the system user `bluelibrary-test` (created with `useradd` when
@@ -14,7 +14,13 @@ import Synchronization
 /// database from it with ``makeDatabase()``. A fault test (the server stopped under load) makes
 /// its own `PostgresServer()` and calls ``stop()`` and ``start()``; it is removed when released.
 public final class PostgresServer: Sendable {
-    public static let binDirectory = "/usr/lib/postgresql/15/bin"
+    /// PostgreSQL 15's programs (what CI installs), else those of the newest version installed.
+    public static let binDirectory: String = {
+        let preferred = "/usr/lib/postgresql/15/bin"
+        let installed = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        let candidates = [preferred] + installed.compactMap(Int.init).sorted(by: >).map { "/usr/lib/postgresql/\($0)/bin" }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0 + "/initdb") } ?? preferred
+    }()
     public static let unprivilegedUser = "bluelibrary-test"
 
     /// Holds `data/` (the cluster) and `server.log`.
@@ -33,7 +39,7 @@ public final class PostgresServer: Sendable {
     /// Creates and starts a new cluster.
     public init() throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binDirectory + "/initdb") else {
-            throw ChildProcess.SpawnFailure(description: "PostgreSQL 15 is not installed (scripts/test installs the Debian package postgresql)")
+            throw ChildProcess.SpawnFailure(description: "PostgreSQL is not installed (scripts/test installs the Debian package postgresql)")
         }
         directory = try TemporaryDirectory.create(prefix: "bluelibrary-postgres")
         port = try NginxProxy.freePort()
@@ -65,14 +71,23 @@ public final class PostgresServer: Sendable {
             try handle.close()
             try start()
         } catch {
-            try? FileManager.default.removeItem(atPath: directory)
+            Self.remove(directory)
             throw error
         }
     }
 
     deinit {
         try? Self.run(Self.binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "stop"])
-        try? FileManager.default.removeItem(atPath: directory)
+        Self.remove(directory)
+    }
+
+    /// Removes `path`, trying again while the server's last processes finish writing into it.
+    private static func remove(_ path: String) {
+        for _ in 0..<200 {
+            try? FileManager.default.removeItem(atPath: path)
+            guard FileManager.default.fileExists(atPath: path) else { return }
+            usleep(10_000)
+        }
     }
 
     /// Starts the (stopped) server and waits until it accepts connections.
@@ -123,8 +138,10 @@ public final class PostgresServer: Sendable {
         if let pidLine = try? String(contentsOfFile: server.dataDirectory + "/postmaster.pid", encoding: .utf8)
             .split(separator: "\n").first, let pid = pid_t(pidLine) {
             kill(pid, SIGQUIT)
+            // Not our child: watch it go (briefly), so no file is written after the removal.
+            for _ in 0..<500 where kill(pid, 0) == 0 { usleep(10_000) }
         }
-        try? FileManager.default.removeItem(atPath: server.directory)
+        remove(server.directory)
     }
 
     // MARK: - Running the tools

@@ -106,12 +106,24 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["Essentials", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "HTTPTestSupport", "Essentials"], swiftSettings: strict),
+        // The AlbumStore contract, unchanged, and writes through several instances at once, on PostgreSQL.
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: ["Storage", "Postgres", "Library", "ServerRecords", "Essentials", "HTTPTestSupport", "AlbumStoreContract"],
+            swiftSettings: strict),
         .testTarget(name: "LibraryTests", dependencies: ["Library", "HTTPTestSupport", "AlbumStoreContract"], swiftSettings: strict),
         .testTarget(name: "ServerRecordsTests", dependencies: ["ServerRecords"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
         .testTarget(name: "CoversTests", dependencies: ["Essentials", "Covers", "Library", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Library", "ServerRecords", "SQLite", "HTTPTestSupport", "AlbumStoreContract"],
+            swiftSettings: strict),
+        // The PostgreSQL schema, ServerRecords on PostgreSQL and the SQLite-to-PostgreSQL migration,
+        // against a throwaway PostgreSQL (HTTPTestSupport's PostgresServer); `bluelibrary migrate` end to end.
+        .testTarget(
+            name: "PostgresStorageTests",
+            dependencies: ["Storage", "Postgres", "Library", "ServerRecords", "SQLite", "Essentials", "HTTPTestSupport",
+                           "AlbumStoreContract", "bluelibrary"],
             swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",

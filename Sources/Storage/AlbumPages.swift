@@ -26,18 +26,22 @@ import SQLite
 // case-insensitive, %, _ and \ escaped) on title or artist, `= ? COLLATE NOCASE` for artist
 // and genre, `year >= ?`/`year <= ?` (NULL years never pass). The SQL text depends only on
 // which conditions are present, so each shape is prepared once and cached.
+//
+// PostgreSQL runs the same statements except for the case-insensitive parts (`SQLDialect`):
+// its schema stores ASCII-folded `title_key`/`artist_key` columns (text `COLLATE "C"`) that the
+// sort indexes hold, and the bound value is folded the same way in the statement.
 
 /// Filtered, sorted pages of one library inside one transaction (the statements' text comes
 /// from `PagingQuery`, `PagingSQL.swift`); unfiltered position offsets go through the
 /// ordering's bucket sizes (`SparseOrder`).
-struct AlbumPages {
-    let db: Connection
+struct AlbumPages<DB: SQLSession> {
+    let db: DB
     /// The library's row id (a live library: transactions open only on those).
     let library: Int64
-    let order: SparseOrder
+    let order: SparseOrder<DB>
 
     private func album(_ id: AlbumID) throws -> Album? {
-        return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], StoredRows.album(from:))
+        return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], { try StoredRows.album(from: $0) })
     }
 
     func albums(matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int) throws -> [Album]? {
@@ -54,19 +58,19 @@ struct AlbumPages {
         case let .offset(offset):
             return try valuePage(library, filter, sort, after: nil, limit: limit, offset: max(0, offset))
         case let .afterValue(value, id):
-            return try valuePage(library, filter, sort, after: (Self.sqliteValue(value), id), limit: limit, offset: 0)
+            return try valuePage(library, filter, sort, after: value, id, limit: limit)
         case let .afterAlbum(id):
             // Not what the facade asks (it pages value sorts by value), but well defined: after
             // the album's current key in this order.
             guard let album = try album(id), let value = SortValue.of(album, for: sort.field) else { return nil }
-            return try valuePage(library, filter, sort, after: (Self.sqliteValue(value), id), limit: limit, offset: 0)
+            return try valuePage(library, filter, sort, after: value, id, limit: limit)
         }
     }
 
     func count(matching filter: AlbumFilter) throws -> Int {
         if filter.isEmpty { return try order.count() }
-        let (sql, bindings) = PagingQuery.count(library, filter)
-        return try db.scalar(sql, bindings, as: Int.self) ?? 0
+        let (sql, bindings) = PagingQuery.count(db.dialect, library, filter)
+        return try db.value(sql, bindings, as: Int.self) ?? 0
     }
 
     // MARK: - Value sorts
@@ -74,20 +78,53 @@ struct AlbumPages {
     /// Up to `limit` albums in `sort` order (a value sort), after the key `after` if given,
     /// skipping `offset` of them.
     private func valuePage(
-        _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, after: (SQLiteValue, AlbumID)?, limit: Int,
+        _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, after: (SQLValue, AlbumID)?, limit: Int,
         offset: Int
     ) throws -> [Album] {
-        let (sql, bindings) = PagingQuery.valuePage(library, filter, sort, after: after, limit: limit, offset: offset)
-        return try db.query(sql, bindings, StoredRows.album(from:))
+        let (sql, bindings) = PagingQuery.valuePage(
+            db.dialect, library, filter, sort, after: after, limit: limit, offset: offset)
+        return try db.query(sql, bindings, { try StoredRows.album(from: $0) })
     }
 
-    private static func sqliteValue(_ value: SortValue) -> SQLiteValue {
-        // A value of the other kind (text for a number sort) is bound as it is: SQLite orders
-        // every integer before every text, so the page is well defined (and empty or full).
-        switch value {
-        case let .text(text): .text(text)
-        case let .integer(number): .integer(number)
+    /// Up to `limit` albums in `sort` order (a value sort) after the key `(value, id)`.
+    private func valuePage(
+        _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, after value: SortValue, _ id: AlbumID, limit: Int
+    ) throws -> [Album] {
+        switch Self.key(value, sort: sort.field, db.dialect) {
+        case let .bound(bound):
+            return try valuePage(library, filter, sort, after: (bound, id), limit: limit, offset: 0)
+        case .beforeEveryKey:
+            return sort.descending ? [] : try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0)
+        case .afterEveryKey:
+            return sort.descending ? try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0) : []
         }
+    }
+
+    /// A sort key as bound to a keyset page, or where it lies when it cannot be bound.
+    enum Key {
+        case bound(SQLValue)
+        case beforeEveryKey
+        case afterEveryKey
+    }
+
+    static func key(_ value: SortValue, sort field: AlbumSort.Field, _ dialect: SQLDialect) -> Key {
+        // A value of the other kind (text for a number sort) is bound as it is on SQLite: it
+        // orders every integer before every text, so the page is well defined (and empty or
+        // full). PostgreSQL refuses to compare them; the same order is applied here instead.
+        let numberSort = field == .year || field == .createdAt
+        switch value {
+        case let .text(text):
+            return dialect == .postgres && numberSort ? .afterEveryKey : .bound(.text(text))
+        case let .integer(number):
+            return dialect == .postgres && !numberSort ? .beforeEveryKey : .bound(.integer(number))
+        }
+    }
+
+    /// The bindable key of a statement listing (`pageStatements`): a key that cannot be bound
+    /// lists the unanchored page's statement.
+    private static func boundKey(_ value: SortValue, sort: AlbumSort, _ dialect: SQLDialect) -> SQLValue? {
+        if case let .bound(bound) = key(value, sort: sort.field, dialect) { return bound }
+        return nil
     }
 
     // MARK: - The library's own order
@@ -126,13 +163,13 @@ struct AlbumPages {
     ) throws -> [Album] {
         var result: [Album] = []
         if let place {
-            let (sql, bindings) = PagingQuery.restOfBucket(filter, descending: descending, from: place, limit: limit)
-            result = try db.query(sql, bindings, StoredRows.album(from:))
+            let (sql, bindings) = PagingQuery.restOfBucket(db.dialect, filter, descending: descending, from: place, limit: limit)
+            result = try db.query(sql, bindings, { try StoredRows.album(from: $0) })
             if result.count >= limit { return result }
         }
         let (sql, bindings) = PagingQuery.bucketsAfter(
-            library, filter, descending: descending, afterOrd: place?.ord, limit: limit - result.count, skip: skip)
-        result += try db.query(sql, bindings, StoredRows.album(from:))
+            db.dialect, library, filter, descending: descending, afterOrd: place?.ord, limit: limit - result.count, skip: skip)
+        result += try db.query(sql, bindings, { try StoredRows.album(from: $0) })
         return result
     }
 
@@ -144,36 +181,39 @@ struct AlbumPages {
     /// anchor album).
     func pageStatements(
         matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
-    ) throws -> [(String, [SQLiteValue])] {
+    ) throws -> [(String, [SQLValue])] {
         if sort.field == .position {
             switch anchor {
             case .start:
-                return [PagingQuery.bucketsAfter(library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: 0)]
+                return [PagingQuery.bucketsAfter(db.dialect, library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: 0)]
             case let .offset(offset):
                 guard !filter.isEmpty else { return [] }
                 return [PagingQuery.bucketsAfter(
-                    library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: max(0, offset))]
+                    db.dialect, library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: max(0, offset))]
             case let .afterAlbum(id), let .afterValue(_, id):
                 guard let place = try db.firstRow(
                     SQL.pagingPlaceOfAlbum, [.integer(library), .text(id.rawValue)],
                     { PagingQuery.Place(ord: try $0.int64(0), bucket: try $0.int64(1), pos: try $0.int64(2)) })
                 else { return [] }
                 return [
-                    PagingQuery.restOfBucket(filter, descending: sort.descending, from: place, limit: limit),
-                    PagingQuery.bucketsAfter(library, filter, descending: sort.descending, afterOrd: place.ord, limit: limit, skip: 0),
+                    PagingQuery.restOfBucket(db.dialect, filter, descending: sort.descending, from: place, limit: limit),
+                    PagingQuery.bucketsAfter(db.dialect, library, filter, descending: sort.descending, afterOrd: place.ord, limit: limit, skip: 0),
                 ]
             }
         }
+        let dialect = db.dialect
         switch anchor {
         case .start:
-            return [PagingQuery.valuePage(library, filter, sort, after: nil, limit: limit, offset: 0)]
+            return [PagingQuery.valuePage(dialect, library, filter, sort, after: nil, limit: limit, offset: 0)]
         case let .offset(offset):
-            return [PagingQuery.valuePage(library, filter, sort, after: nil, limit: limit, offset: max(0, offset))]
+            return [PagingQuery.valuePage(dialect, library, filter, sort, after: nil, limit: limit, offset: max(0, offset))]
         case let .afterValue(value, id):
-            return [PagingQuery.valuePage(library, filter, sort, after: (Self.sqliteValue(value), id), limit: limit, offset: 0)]
+            let after = Self.boundKey(value, sort: sort, dialect).map { ($0, id) }
+            return [PagingQuery.valuePage(dialect, library, filter, sort, after: after, limit: limit, offset: 0)]
         case let .afterAlbum(id):
             guard let album = try album(id), let value = SortValue.of(album, for: sort.field) else { return [] }
-            return [PagingQuery.valuePage(library, filter, sort, after: (Self.sqliteValue(value), id), limit: limit, offset: 0)]
+            let after = Self.boundKey(value, sort: sort, dialect).map { ($0, id) }
+            return [PagingQuery.valuePage(dialect, library, filter, sort, after: after, limit: limit, offset: 0)]
         }
     }
 }
@@ -187,7 +227,7 @@ extension SQLiteAlbumStore {
     ) throws -> [String] {
         try database.read { db in
             let row = try liveRow(library, db)
-            let pages = AlbumPages(db: db, library: row, order: SparseOrder(db, library: row, store: self))
+            let pages = AlbumPages(db: db, library: row, order: SparseOrder(db, library: row, context: engine))
             return try pages.pageStatements(matching: filter, sort: sort, from: anchor, limit: limit).map { sql, bindings in
                 try db.query(SQL.explainQueryPlan + sql, bindings) { try $0.string(3) }.joined(separator: "; ")
             }

@@ -1,5 +1,4 @@
 import Library
-import SQLite
 
 /// Bulk imports without the sort indexes.
 ///
@@ -36,12 +35,16 @@ import SQLite
 ///
 /// One per write transaction (created by `LibraryTransaction`), told about each append and
 /// each emptying of the library; owns what it dropped until `finish()` puts it back.
-final class BulkImport {
+enum BulkImport {
     /// Appends in one run (after the library was empty) that make dropping the indexes pay.
     static let threshold = 10_000
+}
 
-    private let db: Connection
-    private let store: SQLiteAlbumStore
+/// The `BulkImport` of one write transaction on a session (SQLite only: on PostgreSQL, whose
+/// dialect names no index to drop, it does nothing).
+final class BulkImporter<DB: SQLSession> {
+    private let db: DB
+    private let context: EngineContext
     /// Appends since the library was last empty in this transaction; nil when the library has
     /// not been empty (nothing to gain: the transaction is not filling it from scratch).
     private var appendsSinceEmpty: Int?
@@ -52,9 +55,9 @@ final class BulkImport {
     /// The library being filled or deleted (whose albums a failed album-id index names).
     private var library: Int64?
 
-    init(_ db: Connection, store: SQLiteAlbumStore) {
+    init(_ db: DB, context: EngineContext) {
         self.db = db
-        self.store = store
+        self.context = context
     }
 
     /// The library just became empty (every album deleted): a run of appends may follow.
@@ -65,13 +68,14 @@ final class BulkImport {
     /// Called before each append to `library`; `countBefore` is the library's count before
     /// it. Drops the sort indexes once the appends into an emptied library are many enough.
     func willAppend(countBefore: Int, library: Int64) throws {
+        guard db.dialect.albumIndexNames != nil else { return }
         if countBefore == 0 { appendsSinceEmpty = appendsSinceEmpty ?? 0 }
         guard let appends = appendsSinceEmpty else { return }
         appendsSinceEmpty = appends + 1
-        guard droppedIndexes.isEmpty, appends + 1 >= Self.threshold else { return }
+        guard droppedIndexes.isEmpty, appends + 1 >= BulkImport.threshold else { return }
         if appendsNeeded == nil {
-            let others = try db.scalar(SQL.albumsOfOtherLibraries, [.integer(library)], as: Int.self) ?? 0
-            appendsNeeded = max(Self.threshold, others / 4)
+            let others = try db.value(SQL.albumsOfOtherLibraries, [.integer(library)], as: Int.self) ?? 0
+            appendsNeeded = max(BulkImport.threshold, others / 4)
         }
         guard let needed = appendsNeeded, appends + 1 >= needed else { return }
         self.library = library
@@ -83,9 +87,10 @@ final class BulkImport {
     /// costs less than deleting `count` entries from each (the same proportion as for an
     /// import). `finish()` recreates them.
     func willDeleteAll(_ count: Int, library: Int64) throws {
-        guard droppedIndexes.isEmpty, count >= Self.threshold else { return }
-        let others = try db.scalar(SQL.albumsOfOtherLibraries, [.integer(library)], as: Int.self) ?? 0
-        guard count >= max(Self.threshold, others / 4) else { return }
+        guard db.dialect.albumIndexNames != nil else { return }
+        guard droppedIndexes.isEmpty, count >= BulkImport.threshold else { return }
+        let others = try db.value(SQL.albumsOfOtherLibraries, [.integer(library)], as: Int.self) ?? 0
+        guard count >= max(BulkImport.threshold, others / 4) else { return }
         self.library = library
         try dropSortIndexes()
     }
@@ -98,7 +103,7 @@ final class BulkImport {
             if index.name == Schema.albumIDIndex.name {
                 try recreateAlbumIDIndex()
             } else {
-                try db.run(index.create)
+                try db.run(index.create, [])
             }
         }
         droppedIndexes = []
@@ -110,8 +115,8 @@ final class BulkImport {
     /// naming it and the other library.
     private func recreateAlbumIDIndex() throws {
         do {
-            try db.run(Schema.albumIDIndex.create)
-        } catch let error as SQLiteError where error.isUniqueViolation {
+            try db.run(Schema.albumIDIndex.create, [])
+        } catch where DB.isUniqueViolation(error) {
             guard let library, let (id, holder) = try db.firstRow(SQL.albumHeldElsewhere, [.integer(library)], {
                 (try $0.string(0), try $0.string(1))
             }) else { throw error }
@@ -124,13 +129,14 @@ final class BulkImport {
     private func dropSortIndexes() throws {
         // Only those that exist (a maintenance job may have dropped one on purpose): the
         // rebuild then restores exactly the schema found.
-        let existing = Set(try db.query(SQL.sortIndexNames) { try $0.string(0) })
+        guard let indexNames = db.dialect.albumIndexNames else { return }
+        let existing = Set(try db.query(indexNames, []) { try $0.string(0) })
         let dropping = Schema.bulkIndexes.filter { existing.contains($0.name) }
         guard !dropping.isEmpty else { return }
         for index in dropping {
-            try db.run(SQL.dropIndex(index.name))
+            try db.run(SQL.dropIndex(index.name), [])
         }
         droppedIndexes = dropping
-        store.counters.withLock { $0.sortIndexRebuilds += 1 }
+        context.count(\.sortIndexRebuilds)
     }
 }

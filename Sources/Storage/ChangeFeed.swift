@@ -1,22 +1,21 @@
 import Foundation
 import Library
-import SQLite
 
 /// The change feed of one library (table `library_changes`, migration v4), inside one
 /// transaction: read after a version, record, prune the oldest.
-struct ChangeFeed {
-    let db: Connection
+struct ChangeFeed<DB: SQLSession> {
+    let db: DB
     /// The library's row id (a live library: transactions open only on those).
     let library: Int64
 
     func changes(after version: Int64, limit: Int) throws -> [LibraryChange] {
         guard limit > 0 else { return [] }
         return try db.query(
-            SQL.changesAfter, [.integer(library), .integer(version), .integer(Int64(limit))], StoredRows.change(from:))
+            SQL.changesAfter, [.integer(library), .integer(version), .integer(Int64(limit))], { try StoredRows.change(from: $0) })
     }
 
     func oldestRetainedChange() throws -> LibraryChange? {
-        return try db.firstRow(SQL.oldestChange, [.integer(library)], StoredRows.change(from:))
+        return try db.firstRow(SQL.oldestChange, [.integer(library)], { try StoredRows.change(from: $0) })
     }
 
     func record(_ change: LibraryChange, library: Int64) throws {
@@ -27,7 +26,7 @@ struct ChangeFeed {
                 .integer(Milliseconds.from(change.recordedAt)),
                 change.fromIndex.map { .integer(Int64($0)) } ?? .null, change.peer.map { .text($0.rawValue) } ?? .null,
             ])
-        } catch let error as SQLiteError where error.isUniqueViolation {
+        } catch where DB.isUniqueViolation(error) {
             throw StorageError(.corrupt, "a change with version \(change.version) is already recorded")
         }
     }
@@ -43,11 +42,11 @@ struct ChangeFeed {
         guard limit > 0 else { return }
         let cutoffMilliseconds = Milliseconds.from(cutoff)
         var last: Int64?
-        var oldest = try db.cursor(SQL.oldestChanges, [.integer(library), .integer(Int64(limit))])
-        while let row = try oldest.next() {
+        try db.scan(SQL.oldestChanges, [.integer(library), .integer(Int64(limit))]) { row in
             let version = try row.int64(0)
-            guard version <= maxVersion, try row.int64(1) < cutoffMilliseconds else { break }
+            guard version <= maxVersion, try row.int64(1) < cutoffMilliseconds else { return false }
             last = version
+            return true
         }
         if let last {
             try db.run(SQL.deleteChangesThrough, [.integer(library), .integer(last)])

@@ -1,6 +1,5 @@
 import Foundation
 import Library
-import SQLite
 
 /// The reader/writer handed to one `read` or `write` body: one library, one transaction.
 ///
@@ -11,31 +10,33 @@ import SQLite
 /// - `ChangeFeed`, `UndoStack`, `SavedStates`: their tables.
 /// What is left here is the album rows themselves (insert, update, read by id) and the
 /// library's version.
-final class LibraryTransaction: AlbumStoreWriter {
-    private let db: Connection
+final class LibraryTransaction<DB: SQLSession>: AlbumStoreWriter {
+    private let db: DB
     /// The library's row id (a live library: transactions open only on those).
     private let library: Int64
-    private let store: SQLiteAlbumStore
-    private let order: SparseOrder
+    private let context: EngineContext
+    private let order: SparseOrder<DB>
     /// Made on the first append or emptying: reads (most transactions) never need it.
-    private var bulkImport: BulkImport?
+    private var bulkImport: BulkImporter<DB>?
+    /// Whether `bumpVersion` ran (PostgreSQL then notifies other instances of the commit).
+    private(set) var bumpedVersion = false
 
     // Parts without state of their own: plain values over the connection.
-    private var pages: AlbumPages { AlbumPages(db: db, library: library, order: order) }
-    private var changeFeed: ChangeFeed { ChangeFeed(db: db, library: library) }
-    private var undo: UndoStack { UndoStack(db: db, library: library) }
-    private var savedStates: SavedStates {
-        SavedStates(db: db, library: library, limit: store.configuration.maxSavedStates)
+    private var pages: AlbumPages<DB> { AlbumPages(db: db, library: library, order: order) }
+    private var changeFeed: ChangeFeed<DB> { ChangeFeed(db: db, library: library) }
+    private var undo: UndoStack<DB> { UndoStack(db: db, library: library) }
+    private var savedStates: SavedStates<DB> {
+        SavedStates(db: db, library: library, limit: context.maxSavedStates)
     }
 
     /// - Parameter soleWriter: whether this is the only library the transaction writes; only
     ///   then may emptying the library drop every album row wholesale when no other library
     ///   has albums (another open library's count is cached, not yet in its row).
-    init(_ db: Connection, library: Int64, store: SQLiteAlbumStore, soleWriter: Bool) {
+    init(_ db: DB, library: Int64, context: EngineContext, soleWriter: Bool) {
         self.db = db
         self.library = library
-        self.store = store
-        order = SparseOrder(db, library: library, store: store, soleWriter: soleWriter)
+        self.context = context
+        order = SparseOrder(db, library: library, context: context, soleWriter: soleWriter)
     }
 
     /// Writes back what is only cached (the order's tail size and count) and recreates the sort
@@ -48,17 +49,17 @@ final class LibraryTransaction: AlbumStoreWriter {
     // MARK: - Reading
 
     func version() throws -> Int64 {
-        return try db.scalar(SQL.version, [.integer(library)], as: Int64.self) ?? 0
+        return try db.value(SQL.version, [.integer(library)], as: Int64.self) ?? 0
     }
 
     func count() throws -> Int { try order.count() }
 
     func album(id: AlbumID) throws -> Album? {
-        return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], StoredRows.album(from:))
+        return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], { try StoredRows.album(from: $0) })
     }
 
     func library(of id: AlbumID) throws -> LibraryID? {
-        try db.scalar(SQL.libraryOfAlbum, [.text(id.rawValue)], as: String.self).map(LibraryID.init(rawValue:))
+        try db.value(SQL.libraryOfAlbum, [.text(id.rawValue)], as: String.self).map(LibraryID.init(rawValue:))
     }
 
     func index(of id: AlbumID) throws -> Int? { try order.index(of: id) }
@@ -135,9 +136,10 @@ final class LibraryTransaction: AlbumStoreWriter {
     }
 
     func bumpVersion() throws -> Int64 {
-        guard let version = try db.scalar(SQL.bumpVersion, [.integer(library)], as: Int64.self) else {
+        guard let version = try db.value(SQL.bumpVersion, [.integer(library)], as: Int64.self) else {
             throw StorageError(.corrupt, "the library has no row")
         }
+        bumpedVersion = true
         return version
     }
 
@@ -177,9 +179,9 @@ final class LibraryTransaction: AlbumStoreWriter {
         try db.run(SQL.tombstoneLibrary, [.integer(library)])
     }
 
-    private func madeBulkImport() -> BulkImport {
+    private func madeBulkImport() -> BulkImporter<DB> {
         if let bulkImport { return bulkImport }
-        let made = BulkImport(db, store: store)
+        let made = BulkImporter(db, context: context)
         bulkImport = made
         return made
     }
@@ -188,14 +190,22 @@ final class LibraryTransaction: AlbumStoreWriter {
 
     private func insertRow(_ album: Album, library: Int64, bucket: Int64, position: Int64) throws {
         do {
-            try db.run(SQL.insertAlbum, [
+            try db.run(db.dialect.insertAlbum, [
                 .integer(library), .integer(bucket), .integer(position),
                 .text(album.id.rawValue), .text(album.title), .text(album.artist), .text(album.genre),
                 album.year.map { .integer(Int64($0)) } ?? .null, album.coverUrl.map { .text($0) } ?? .null,
                 .integer(Milliseconds.from(album.createdAt)), .integer(Milliseconds.from(album.updatedAt)),
             ])
-        } catch let error as SQLiteError where error.isUniqueViolation {
+        } catch where DB.isUniqueViolation(error) {
             throw StorageError(.duplicateAlbum, "album \(album.id) is already in a library")
+        }
+        if db.dialect.insertSkipsDuplicates, db.changes == 0 {
+            // PostgreSQL: the row was skipped, and the transaction can still say where it is
+            // (committed by another instance, or earlier in this transaction).
+            let holder = try db.value(SQL.libraryOfAlbum, [.text(album.id.rawValue)], as: String.self) ?? "?"
+            throw LibraryError.conflict(
+                "album \(album.id) is in library \"\(holder)\"; album ids are unique across libraries, so move or "
+                    + "delete it there first; nothing was changed")
         }
     }
 }

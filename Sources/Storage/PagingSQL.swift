@@ -1,16 +1,21 @@
 import Library
-import SQLite
 
 /// The text and bindings of one paging statement, parameters numbered in the order they are
 /// added (so the text is the same for every query of one shape).
 struct PagingQuery {
-    private(set) var bindings: [SQLiteValue] = []
+    /// Which SQL the text is written in (case-insensitive sorts and filters differ).
+    let dialect: SQLDialect
+    private(set) var bindings: [SQLValue] = []
+
+    init(_ dialect: SQLDialect) {
+        self.dialect = dialect
+    }
 
     /// Album columns in the order `StoredRows.album(from:)` reads them (alias `a`).
     static let columns = "a.album_id, a.title, a.artist, a.genre, a.year, a.cover_url, a.created_at, a.updated_at"
 
     /// Binds `value` and returns its placeholder.
-    mutating func parameter(_ value: SQLiteValue) -> String {
+    mutating func parameter(_ value: SQLValue) -> String {
         bindings.append(value)
         return "?\(bindings.count)"
     }
@@ -20,10 +25,10 @@ struct PagingQuery {
         var sql = ""
         if let text = filter.text, !text.isEmpty {
             let pattern = parameter(.text("%" + Self.escapedForLike(text) + "%"))
-            sql += " AND (a.title LIKE \(pattern) ESCAPE '\\' OR a.artist LIKE \(pattern) ESCAPE '\\')"
+            sql += " AND " + dialect.titleOrArtistLike(pattern)
         }
-        if let artist = filter.artist { sql += " AND a.artist = \(parameter(.text(artist))) COLLATE NOCASE" }
-        if let genre = filter.genre { sql += " AND a.genre = \(parameter(.text(genre))) COLLATE NOCASE" }
+        if let artist = filter.artist { sql += " AND " + dialect.equalsIgnoringCase("artist", parameter(.text(artist))) }
+        if let genre = filter.genre { sql += " AND " + dialect.equalsIgnoringCase("genre", parameter(.text(genre))) }
         if let yearFrom = filter.yearFrom { sql += " AND a.year >= \(parameter(.integer(Int64(yearFrom))))" }
         if let yearTo = filter.yearTo { sql += " AND a.year <= \(parameter(.integer(Int64(yearTo))))" }
         return sql
@@ -52,8 +57,8 @@ extension PagingQuery {
     }
 
     /// Counts the albums of `library` that match `filter`.
-    static func count(_ library: Int64, _ filter: AlbumFilter) -> (String, [SQLiteValue]) {
-        var query = PagingQuery()
+    static func count(_ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter) -> (String, [SQLValue]) {
+        var query = PagingQuery(dialect)
         let libraryParameter = query.parameter(.integer(library))
         let sql = "SELECT COUNT(*) FROM albums AS a WHERE a.library = \(libraryParameter)\(query.conditions(filter))"
         return (sql, query.bindings)
@@ -64,16 +69,16 @@ extension PagingQuery {
     /// Up to `limit` albums in `sort` order (a value sort), after the key `after` if given,
     /// skipping `offset` of them.
     static func valuePage(
-        _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, after: (SQLiteValue, AlbumID)?, limit: Int,
-        offset: Int
-    ) -> (String, [SQLiteValue]) {
-        let (column, collation) = sortKey(sort.field)
-        var query = PagingQuery()
+        _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort,
+        after: (SQLValue, AlbumID)?, limit: Int, offset: Int
+    ) -> (String, [SQLValue]) {
+        let key = sortKey(sort.field, dialect)
+        var query = PagingQuery(dialect)
         var sql = "SELECT \(PagingQuery.columns) FROM albums AS a WHERE a.library = \(query.parameter(.integer(library)))"
         if let (value, id) = after {
             let valueParameter = query.parameter(value)
             let idParameter = query.parameter(.text(id.rawValue))
-            sql += " AND (\(column), a.album_id) \(sort.descending ? "<" : ">") (\(valueParameter)\(collation), \(idParameter))"
+            sql += " AND (\(key.column), a.album_id) \(sort.descending ? "<" : ">") (\(key.value(valueParameter)), \(idParameter))"
         }
         sql += query.conditions(filter)
         if sort.field == .year {
@@ -84,19 +89,22 @@ extension PagingQuery {
             if let yearTo = filter.yearTo { sql += " AND a.year_key <= \(query.parameter(.integer(Int64(yearTo))))" }
         }
         let direction = sort.descending ? " DESC" : ""
-        sql += " ORDER BY \(column)\(collation)\(direction), a.album_id\(direction)"
+        sql += " ORDER BY \(key.order)\(direction), a.album_id\(direction)"
         sql += " LIMIT \(query.parameter(.integer(Int64(limit))))"
         if offset > 0 { sql += " OFFSET \(query.parameter(.integer(Int64(offset))))" }
         return (sql, query.bindings)
     }
 
-    /// The indexed column of a value sort and the collation its comparisons need.
-    private static func sortKey(_ field: AlbumSort.Field) -> (column: String, collation: String) {
+    /// The indexed column of a value sort, how a bound value compares with it (the collation
+    /// its comparisons need), and its ORDER BY term.
+    private static func sortKey(
+        _ field: AlbumSort.Field, _ dialect: SQLDialect
+    ) -> (column: String, value: (String) -> String, order: String) {
         switch field {
-        case .title: ("a.title", " COLLATE NOCASE")
-        case .artist: ("a.artist", " COLLATE NOCASE")
-        case .year: ("a.year_key", "")
-        case .createdAt, .position: ("a.created_at", "")
+        case .title: (dialect.foldedSortColumn("title"), dialect.foldedValue, dialect.foldedOrder("title"))
+        case .artist: (dialect.foldedSortColumn("artist"), dialect.foldedValue, dialect.foldedOrder("artist"))
+        case .year: ("a.year_key", { $0 }, "a.year_key")
+        case .createdAt, .position: ("a.created_at", { $0 }, "a.created_at")
         }
     }
 
@@ -104,9 +112,9 @@ extension PagingQuery {
 
     /// The matching albums after `place` in its own bucket.
     static func restOfBucket(
-        _ filter: AlbumFilter, descending: Bool, from place: Place, limit: Int
-    ) -> (String, [SQLiteValue]) {
-        var query = PagingQuery()
+        _ dialect: SQLDialect, _ filter: AlbumFilter, descending: Bool, from place: Place, limit: Int
+    ) -> (String, [SQLValue]) {
+        var query = PagingQuery(dialect)
         let bucket = query.parameter(.integer(place.bucket))
         let pos = query.parameter(.integer(place.pos))
         var sql = "SELECT \(PagingQuery.columns) FROM albums AS a WHERE a.bucket = \(bucket) AND a.pos \(descending ? "<" : ">") \(pos)"
@@ -117,10 +125,11 @@ extension PagingQuery {
 
     /// The matching albums of the buckets after the bucket `afterOrd` (all buckets when nil).
     static func bucketsAfter(
-        _ library: Int64, _ filter: AlbumFilter, descending: Bool, afterOrd: Int64?, limit: Int, skip: Int
-    ) -> (String, [SQLiteValue]) {
+        _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, descending: Bool, afterOrd: Int64?, limit: Int,
+        skip: Int
+    ) -> (String, [SQLValue]) {
         let direction = descending ? " DESC" : ""
-        var query = PagingQuery()
+        var query = PagingQuery(dialect)
         let libraryParameter = query.parameter(.integer(library))
         let ord = query.parameter(.integer(afterOrd ?? (descending ? .max : .min)))
         var sql = """

@@ -1,8 +1,12 @@
-/// Every statement the store runs, in one place: a second engine (PostgreSQL) starts from this
-/// list. Constant text (values are always bound), so each one is prepared once per connection
-/// and then reused from the statement cache.
+/// Every statement the store runs, in one place, for both engines: PostgreSQL runs this text
+/// too (its session rewrites `?N` to `$N`), except the statements that must differ, which are in
+/// `SQLDialect` (and the SQLite-only pragmas at the end). Constant text (values are always
+/// bound), so each one is prepared once per connection and then reused from the statement cache.
+/// Written to mean the same on both: `ON CONFLICT … DO UPDATE` qualifies the target's columns
+/// (PostgreSQL finds a bare one ambiguous), a subquery in FROM has an alias.
 ///
-/// Two kinds of SQL live elsewhere, each in one file:
+/// Three kinds of SQL live elsewhere, each in one file:
+/// - what differs between SQLite and PostgreSQL: `SQLDialect.swift`;
 /// - the schema: the migrations' DDL, append-only, in `Schema.swift` (and the sort indexes a
 ///   bulk import drops and recreates, `Schema.bulkIndexes`);
 /// - filtered, sorted pages, whose text depends on which filter conditions are present: built
@@ -21,8 +25,8 @@ enum SQL {
     static let createLibrary = """
         INSERT INTO libraries (name, display_name) VALUES (?1, ?2)
         ON CONFLICT (name) DO UPDATE SET
-            deleted = 0, display_name = excluded.display_name, version = version + 1, album_count = 0
-        WHERE deleted = 1
+            deleted = 0, display_name = excluded.display_name, version = libraries.version + 1, album_count = 0
+        WHERE libraries.deleted = 1
         RETURNING id, \(libraryColumns)
         """
     static let renameLibrary = """
@@ -64,7 +68,6 @@ enum SQL {
         "SELECT ord, id, size FROM buckets WHERE library = ?1 AND ord < ?2 ORDER BY ord DESC LIMIT 1"
     static let bucketAfter = "SELECT ord, id, size FROM buckets WHERE library = ?1 AND ord > ?2 ORDER BY ord LIMIT 1"
     static let bucketByID = "SELECT ord, id, size FROM buckets WHERE id = ?1"
-    static let nextBucketID = "SELECT COALESCE(MAX(id), 0) + 1 FROM buckets"
     static let insertBucket = "INSERT INTO buckets (library, ord, id, size) VALUES (?1, ?2, ?3, ?4)"
     static let setBucketSize = "UPDATE buckets SET size = ?3 WHERE library = ?1 AND ord = ?2"
     static let deleteBucket = "DELETE FROM buckets WHERE library = ?1 AND ord = ?2"
@@ -124,13 +127,6 @@ enum SQL {
     static let deleteEveryAlbum = "DELETE FROM albums"
     static let otherLibraryHasAlbums =
         "SELECT EXISTS (SELECT 1 FROM libraries WHERE id <> ?1 AND album_count > 0)"
-    /// Albums in earlier buckets plus albums before it in its own bucket.
-    static let indexOfAlbum = """
-        SELECT (SELECT COALESCE(SUM(p.size), 0) FROM buckets AS p WHERE p.library = ?1 AND p.ord < b.ord)
-             + (SELECT COUNT(*) FROM albums AS s WHERE s.bucket = a.bucket AND s.pos < a.pos)
-        FROM albums AS a JOIN buckets AS b ON b.id = a.bucket
-        WHERE a.library = ?1 AND a.album_id = ?2
-        """
 
     // MARK: Undo
 
@@ -180,7 +176,7 @@ enum SQL {
         """
     static let albumsOfLibrary = "SELECT COUNT(*) FROM albums WHERE library = ?1"
     static let duplicatePositions = """
-        SELECT COUNT(*) FROM (SELECT 1 FROM albums WHERE library = ?1 GROUP BY bucket, pos HAVING COUNT(*) > 1)
+        SELECT COUNT(*) FROM (SELECT 1 FROM albums WHERE library = ?1 GROUP BY bucket, pos HAVING COUNT(*) > 1) AS d
         """
 
     // MARK: Change feed (columns: version, kind, album_id, position, recorded_at, from_position, peer)
@@ -201,9 +197,6 @@ enum SQL {
 
     // MARK: Bulk import
 
-    static let sortIndexNames = """
-        SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'albums'
-        """
     static let albumsOfOtherLibraries = "SELECT COALESCE(SUM(album_count), 0) FROM libraries WHERE id <> ?1"
     /// An album of library ?1 that another library holds too, with that library's name (after
     /// a bulk import, when the album-id index could not be rebuilt; no index needed).
@@ -268,7 +261,7 @@ enum SQL {
         "INSERT INTO secrets (name, value, created_at) VALUES (?1, ?2, ?3) ON CONFLICT (name) DO NOTHING"
     static let secret = "SELECT value FROM secrets WHERE name = ?1"
 
-    // MARK: Maintenance (pragmas)
+    // MARK: Maintenance (pragmas; SQLite only)
 
     /// A pragma value cannot be bound; `kibibytes` is an integer formatted here.
     static func cacheSize(kibibytes: Int) -> String { "PRAGMA cache_size = -\(kibibytes)" }

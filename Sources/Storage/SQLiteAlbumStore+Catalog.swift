@@ -39,7 +39,7 @@ extension SQLiteAlbumStore {
     public func deleteLibrary(_ id: LibraryID, onlyIfEmpty: Bool) throws {
         guard id != .default else { throw LibraryError.conflict("the default library cannot be deleted") }
         try committing { db in
-            let transaction = LibraryTransaction(db, library: try liveRow(id, db), store: self, soleWriter: true)
+            let transaction = LibraryTransaction(db, library: try liveRow(id, db), context: engine, soleWriter: true)
             if onlyIfEmpty, case let count = try transaction.count(), count > 0 {
                 throw LibraryError.libraryNotEmpty(id, count: count)
             }

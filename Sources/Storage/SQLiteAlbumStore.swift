@@ -89,36 +89,11 @@ public final class SQLiteAlbumStore: AlbumStore {
             fallbackFrames: Int = 8192, readerWait: Duration = .milliseconds(200))
     }
 
-    /// Spacing of the sparse order keys (see `SparseOrder.swift`).
-    public struct KeySpacing: Sendable {
-        /// Distance between album keys in a freshly (re)numbered bucket.
-        public var positionGap: Int64
-        /// Album keys stay within ±positionLimit; a bucket is renumbered before leaving it.
-        public var positionLimit: Int64
-        /// Distance between bucket keys when they are (re)numbered.
-        public var bucketGap: Int64
+    /// Spacing of the sparse order keys (see `SparseOrder.swift`; shared with PostgreSQL).
+    public typealias KeySpacing = SparseKeySpacing
 
-        public init(positionGap: Int64 = 1 << 32, positionLimit: Int64 = 1 << 60, bucketGap: Int64 = 1 << 32) {
-            self.positionGap = positionGap
-            self.positionLimit = positionLimit
-            self.bucketGap = bucketGap
-        }
-    }
-
-    /// How often the ordering had to do its rarer work since the store was opened
-    /// (diagnostics and tests; counted even for transactions that later rolled back).
-    public struct OrderingCounters: Sendable, Equatable {
-        public var bucketSplits = 0
-        public var bucketMerges = 0
-        /// Whole buckets renumbered.
-        public var bucketRenumbers = 0
-        /// Windows of keys re-spaced inside a bucket (the cheaper alternative to a renumbering).
-        public var bucketRespaces = 0
-        public var orderRenumbers = 0
-        /// Bulk imports that dropped the sort indexes and rebuilt them before their commit
-        /// (see `BulkImport.swift`).
-        public var sortIndexRebuilds = 0
-    }
+    /// How often the ordering had to do its rarer work (see `OrderingCounters`).
+    public typealias OrderingCounters = AlbumOrderingCounters
 
     public let path: String
     public let configuration: Configuration
@@ -140,7 +115,8 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// checkpoint thread, and past `fallbackFrames`.
     private let requestedRestarts = Atomic<Int>(0)
     private let fallbackRestarts = Atomic<Int>(0)
-    let counters = Mutex(OrderingCounters())
+    /// What the album engine's transactions share: the bucket layout, limits, counters.
+    let engine: EngineContext
 
     /// Identifiers of the schema migrations, in the order they are applied.
     public static var migrationIdentifiers: [String] { Schema.migrator.identifiers }
@@ -148,13 +124,7 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     public init(path: String, configuration: Configuration = Configuration()) throws {
         let spacing = configuration.keySpacing
-        precondition(configuration.bucketSize >= 2, "bucketSize must be at least 2")
-        precondition(spacing.positionGap >= 2 && spacing.bucketGap >= 2, "key gaps must be at least 2")
-        precondition(
-            spacing.positionLimit <= 1 << 60
-                && spacing.positionLimit / spacing.positionGap >= 4 * Int64(configuration.bucketSize) + 4,
-            "positionLimit must leave room for a renumbered bucket and stay within 2^60")
-        precondition(spacing.bucketGap <= 1 << 40, "bucketGap must leave room for many buckets")
+        spacing.validate(bucketSize: configuration.bucketSize)
         let options = Connection.Options(
             synchronous: configuration.durability == .full ? .full : .normal,
             busyTimeout: configuration.busyTimeout,
@@ -167,6 +137,9 @@ public final class SQLiteAlbumStore: AlbumStore {
                 readerTimeout: configuration.readerTimeout))
         self.path = path
         self.configuration = configuration
+        engine = EngineContext(
+            dialect: .sqlite, bucketSize: configuration.bucketSize, spacing: spacing,
+            maxSavedStates: configuration.maxSavedStates)
         reserve = DiskReserve(path: path + ".reserve", size: max(0, configuration.diskReserveBytes))
         let cacheKiB = configuration.writerCacheKiB
         if cacheKiB > 0 {
@@ -263,7 +236,7 @@ public final class SQLiteAlbumStore: AlbumStore {
     }
 
     /// Counters of splits, merges and renumberings so far.
-    public var orderingCounters: OrderingCounters { counters.withLock { $0 } }
+    public var orderingCounters: OrderingCounters { engine.counters.withLock { $0 } }
 
     public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
         try read([library]) { try body($0[0]) }
@@ -277,7 +250,7 @@ public final class SQLiteAlbumStore: AlbumStore {
         Self.checkDistinct(libraries)
         return try database.read { db in
             let transactions = try libraries.map { library in
-                LibraryTransaction(db, library: try liveRow(library, db), store: self, soleWriter: false)
+                LibraryTransaction(db, library: try liveRow(library, db), context: engine, soleWriter: false)
             }
             return try body(transactions)
         }
@@ -288,7 +261,7 @@ public final class SQLiteAlbumStore: AlbumStore {
         return try committing { db in
             let soleWriter = libraries.count == 1
             let transactions = try libraries.map { library in
-                LibraryTransaction(db, library: try liveRow(library, db), store: self, soleWriter: soleWriter)
+                LibraryTransaction(db, library: try liveRow(library, db), context: engine, soleWriter: soleWriter)
             }
             let result = try body(transactions)
             for transaction in transactions { try transaction.finish() }
@@ -347,54 +320,14 @@ public final class SQLiteAlbumStore: AlbumStore {
 
     // MARK: - Consistency
 
-    /// A summary of one library's ordering structure.
-    public struct OrderingReport: Sendable, Equatable {
-        public var albumCount: Int
-        public var bucketCount: Int
-        public var largestBucket: Int
-        public var smallestBucket: Int
-
-        public init(albumCount: Int, bucketCount: Int, largestBucket: Int, smallestBucket: Int) {
-            self.albumCount = albumCount
-            self.bucketCount = bucketCount
-            self.largestBucket = largestBucket
-            self.smallestBucket = smallestBucket
-        }
-    }
+    /// A summary of one library's ordering structure (see `AlbumOrderingReport`).
+    public typealias OrderingReport = AlbumOrderingReport
 
     /// Checks the ordering bookkeeping of `library` against the album rows (every bucket's
     /// size, the library's count, no empty bucket, no shared position) and returns a summary.
     /// Scans the whole library: for tests and maintenance, not for requests.
     /// - Throws: `StorageError.corrupt` describing the first broken invariant.
     public func checkConsistency(_ library: LibraryID) throws -> OrderingReport {
-        try database.read { db in
-            guard let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
-                return OrderingReport(albumCount: 0, bucketCount: 0, largestBucket: 0, smallestBucket: 0)
-            }
-            var report = OrderingReport(albumCount: 0, bucketCount: 0, largestBucket: 0, smallestBucket: Int.max)
-            var problems: [String] = []
-            try db.forEachRow(SQL.bucketsWithActualSizes, [.integer(row)]) { bucket in
-                let (id, size, actual, foreign) = (try bucket.int64(1), try bucket.int(2), try bucket.int(3), try bucket.int(4))
-                if size != actual { problems.append("bucket \(id) records \(size) albums but holds \(actual)") }
-                if size == 0 { problems.append("bucket \(id) is empty") }
-                if foreign != 0 { problems.append("bucket \(id) holds \(foreign) albums of another library") }
-                report.bucketCount += 1
-                report.albumCount += actual
-                report.largestBucket = max(report.largestBucket, actual)
-                report.smallestBucket = min(report.smallestBucket, actual)
-            }
-            if report.bucketCount == 0 { report.smallestBucket = 0 }
-            let recorded = try db.scalar(SQL.albumCount, [.integer(row)], as: Int.self) ?? 0
-            let rows = try db.scalar(SQL.albumsOfLibrary, [.integer(row)], as: Int.self) ?? 0
-            if recorded != rows { problems.append("library records \(recorded) albums but holds \(rows)") }
-            if report.albumCount != rows { problems.append("buckets hold \(report.albumCount) of \(rows) albums") }
-            if try db.scalar(SQL.duplicatePositions, [.integer(row)], as: Int.self) != 0 {
-                problems.append("two albums share a position")
-            }
-            if let first = problems.first {
-                throw StorageError(.corrupt, first)
-            }
-            return report
-        }
+        try database.read { db in try AlbumOrderingReport.check(library, db) }
     }
 }

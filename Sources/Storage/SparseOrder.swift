@@ -1,5 +1,4 @@
 import Library
-import SQLite
 
 // The order of a library's albums, kept with two levels of sparse integer keys.
 //
@@ -44,7 +43,7 @@ struct BucketLayout {
     /// Bucket keys stay within ±bucketLimit.
     let bucketLimit: Int64 = 1 << 60
 
-    init(target: Int, spacing: SQLiteAlbumStore.KeySpacing) {
+    init(target: Int, spacing: SparseKeySpacing) {
         self.target = target
         self.maximum = 2 * target
         self.minimum = max(1, target / 4)
@@ -67,7 +66,7 @@ struct Bucket: Equatable {
     }
 
     /// Columns: ord, id, size.
-    init(row: Row) throws {
+    init(row: some SQLRow) throws {
         self.init(ord: try row.int64(0), id: try row.int64(1), size: try row.int(2))
     }
 }
@@ -86,12 +85,12 @@ struct Bucket: Equatable {
 /// - the *tail*: the last bucket while albums are being appended, whose size is written back
 ///   only when something needs exact bucket sizes (`settleTail()`) or at `finish()`. A run of
 ///   appends (an archive import) therefore costs one `INSERT` per album.
-final class SparseOrder {
-    let db: Connection
+final class SparseOrder<DB: SQLSession> {
+    let db: DB
     /// The library's row id (a live library: transactions open only on those).
     let library: Int64
     let layout: BucketLayout
-    private let store: SQLiteAlbumStore
+    private let context: EngineContext
 
     private var cachedCount: Int?
     private var countIsDirty = false
@@ -107,12 +106,12 @@ final class SparseOrder {
     /// Whether this is the only library its write transaction writes (see `removeAll`).
     private let soleWriter: Bool
 
-    init(_ db: Connection, library: Int64, store: SQLiteAlbumStore, soleWriter: Bool = false) {
+    init(_ db: DB, library: Int64, context: EngineContext, soleWriter: Bool = false) {
         self.db = db
         self.library = library
-        self.store = store
+        self.context = context
         self.soleWriter = soleWriter
-        self.layout = BucketLayout(target: store.configuration.bucketSize, spacing: store.configuration.keySpacing)
+        self.layout = context.layout
     }
 
 
@@ -143,7 +142,7 @@ final class SparseOrder {
     /// The number of albums.
     func count() throws -> Int {
         if let cachedCount { return cachedCount }
-        let count = try db.scalar(SQL.albumCount, [.integer(library)], as: Int.self) ?? 0
+        let count = try db.value(SQL.albumCount, [.integer(library)], as: Int.self) ?? 0
         cachedCount = count
         return count
     }
@@ -151,7 +150,7 @@ final class SparseOrder {
     /// The position of the album with `id`, or `nil`.
     func index(of id: AlbumID) throws -> Int? {
         try settleTail()
-        return try db.scalar(SQL.indexOfAlbum, [.integer(library), .text(id.rawValue)], as: Int.self)
+        return try db.value(db.dialect.indexOfAlbum, [.integer(library), .text(id.rawValue)], as: Int.self)
     }
 
     /// The album at `index`, or `nil` outside `0..<count`.
@@ -159,7 +158,7 @@ final class SparseOrder {
         guard index >= 0, index < (try count()) else { return nil }
         let (bucket, offset) = try locate(index)
         return try db.firstRow(
-            SQL.albumsInBucket, [.integer(bucket.id), .integer(1), .integer(Int64(offset))], StoredRows.album(from:))
+            SQL.albumsInBucket, [.integer(bucket.id), .integer(1), .integer(Int64(offset))], { try StoredRows.album(from: $0) })
     }
 
     /// Up to `limit` albums from position `offset`, in order.
@@ -178,7 +177,7 @@ final class SparseOrder {
                 result.append(try StoredRows.album(from: row))
             }
             guard result.count < limit,
-                  let next = try db.firstRow(SQL.bucketAfter, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
+                  let next = try db.firstRow(SQL.bucketAfter, [.integer(library), .integer(bucket.ord)], { try Bucket(row: $0) })
             else { break }
             bucket = next
             skip = 0
@@ -242,11 +241,13 @@ final class SparseOrder {
         tail = nil
         // Other libraries' counts are exact when this is the only library the transaction
         // writes (it holds the write lock); with several, another's may still be cached.
-        let othersHaveAlbums = try !soleWriter || db.scalar(SQL.otherLibraryHasAlbums, [.integer(library)], as: Bool.self) == true
+        // (PostgreSQL: other instances write other libraries meanwhile; always by library.)
+        let othersHaveAlbums = try !soleWriter || !db.dialect.deletesEveryAlbumWholesale
+            || db.value(SQL.otherLibraryHasAlbums, [.integer(library)], as: Bool.self) == true
         if othersHaveAlbums {
             try db.run(SQL.deleteAlbums, [.integer(library)])
         } else {
-            try db.run(SQL.deleteEveryAlbum)
+            try db.run(SQL.deleteEveryAlbum, [])
         }
         try db.run(SQL.deleteBuckets, [.integer(library)])
         setCount(0)
@@ -256,8 +257,8 @@ final class SparseOrder {
         try db.run(SQL.setBucketSize, [.integer(library), .integer(bucket.ord), .integer(Int64(bucket.size))])
     }
 
-    private func count(_ keyPath: WritableKeyPath<SQLiteAlbumStore.OrderingCounters, Int>) {
-        store.counters.withLock { $0[keyPath: keyPath] += 1 }
+    private func count(_ keyPath: WritableKeyPath<AlbumOrderingCounters, Int>) {
+        context.count(keyPath)
     }
 
     // MARK: - Locating
@@ -267,24 +268,32 @@ final class SparseOrder {
     func locate(_ index: Int) throws -> (Bucket, Int) {
         try settleTail()
         let total = try count()
+        var found: (Bucket, Int)?
         if index < total / 2 {
             var before = 0
-            var buckets = try db.cursor(SQL.bucketsForward, [.integer(library)])
-            while let row = try buckets.next() {
+            try db.scan(SQL.bucketsForward, [.integer(library)]) { row in
                 let bucket = try Bucket(row: row)
-                if index < before + bucket.size { return (bucket, index - before) }
+                if index < before + bucket.size {
+                    found = (bucket, index - before)
+                    return false
+                }
                 before += bucket.size
+                return true
             }
         } else {
             let fromEnd = total - 1 - index
             var after = 0
-            var buckets = try db.cursor(SQL.bucketsBackward, [.integer(library)])
-            while let row = try buckets.next() {
+            try db.scan(SQL.bucketsBackward, [.integer(library)]) { row in
                 let bucket = try Bucket(row: row)
-                if fromEnd < after + bucket.size { return (bucket, bucket.size - 1 - (fromEnd - after)) }
+                if fromEnd < after + bucket.size {
+                    found = (bucket, bucket.size - 1 - (fromEnd - after))
+                    return false
+                }
                 after += bucket.size
+                return true
             }
         }
+        if let found { return found }
         throw StorageError(.corrupt, "bucket sizes do not add up to the count \(total) (looking for \(index))")
     }
 
@@ -295,14 +304,14 @@ final class SparseOrder {
     }
 
     private func lastPosition(in bucket: Bucket) throws -> Int64 {
-        guard let last = try db.scalar(SQL.lastPosition, [.integer(bucket.id)], as: Int64?.self) ?? nil else {
+        guard let last = try db.value(SQL.lastPosition, [.integer(bucket.id)], as: Int64?.self) ?? nil else {
             throw StorageError(.corrupt, "bucket \(bucket.id) has no albums")
         }
         return last
     }
 
     private func firstPosition(in bucket: Bucket) throws -> Int64 {
-        guard let first = try db.scalar(SQL.firstPosition, [.integer(bucket.id)], as: Int64?.self) ?? nil else {
+        guard let first = try db.value(SQL.firstPosition, [.integer(bucket.id)], as: Int64?.self) ?? nil else {
             throw StorageError(.corrupt, "bucket \(bucket.id) has no albums")
         }
         return first
@@ -380,7 +389,7 @@ final class SparseOrder {
     /// `writeRow` inserts the album row with the (bucket, pos) it is given.
     private func append(library: Int64, _ writeRow: (_ bucket: Int64, _ position: Int64) throws -> Void) throws {
         let total = try count()
-        if tail == nil, let last = try db.firstRow(SQL.lastBucket, [.integer(library)], Bucket.init(row:)) {
+        if tail == nil, let last = try db.firstRow(SQL.lastBucket, [.integer(library)], { try Bucket(row: $0) }) {
             tail = Tail(bucket: last, lastPosition: try lastPosition(in: last), sizeIsDirty: false)
         }
         if var current = tail, current.bucket.size < layout.target,
@@ -397,11 +406,11 @@ final class SparseOrder {
             // (duplicate id) leaves no empty bucket behind.
             try settleTail()
             var ord: Int64 = 0
-            if let last = try db.firstRow(SQL.lastBucket, [.integer(library)], Bucket.init(row:)) {
+            if let last = try db.firstRow(SQL.lastBucket, [.integer(library)], { try Bucket(row: $0) }) {
                 if last.ord + layout.bucketGap > layout.bucketLimit {
                     try renumberBuckets(library: library)
                 }
-                let renumbered = try db.firstRow(SQL.lastBucket, [.integer(library)], Bucket.init(row:))
+                let renumbered = try db.firstRow(SQL.lastBucket, [.integer(library)], { try Bucket(row: $0) })
                 ord = (renumbered?.ord ?? 0) + layout.bucketGap
             }
             let bucket = Bucket(ord: ord, id: try nextBucketID(), size: 1)
@@ -413,7 +422,7 @@ final class SparseOrder {
     }
 
     private func nextBucketID() throws -> Int64 {
-        try db.scalar(SQL.nextBucketID, as: Int64.self) ?? 1
+        try db.value(db.dialect.nextBucketID, [], as: Int64.self) ?? 1
     }
 
     // MARK: - Splitting
@@ -429,7 +438,7 @@ final class SparseOrder {
             throw StorageError(.corrupt, "bucket \(bucket.id) holds fewer albums than its size \(bucket.size)")
         }
         let newID = try nextBucketID()
-        let previous = try db.firstRow(SQL.bucketBefore, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
+        let previous = try db.firstRow(SQL.bucketBefore, [.integer(library), .integer(bucket.ord)], { try Bucket(row: $0) })
         if previous == nil {
             if bucket.ord - layout.bucketGap < -layout.bucketLimit {
                 try renumberBuckets(library: library)
@@ -460,7 +469,7 @@ final class SparseOrder {
 
     /// A free bucket key between `bucket` and the next one, or `nil` when they are adjacent.
     private func ordAfter(_ bucket: Bucket, library: Int64) throws -> Int64? {
-        guard let next = try db.firstRow(SQL.bucketAfter, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
+        guard let next = try db.firstRow(SQL.bucketAfter, [.integer(library), .integer(bucket.ord)], { try Bucket(row: $0) })
         else {
             return bucket.ord + layout.bucketGap <= layout.bucketLimit ? bucket.ord + layout.bucketGap : nil
         }
@@ -468,7 +477,7 @@ final class SparseOrder {
     }
 
     private func reloaded(_ bucket: Bucket) throws -> Bucket {
-        guard let fresh = try db.firstRow(SQL.bucketByID, [.integer(bucket.id)], Bucket.init(row:)) else {
+        guard let fresh = try db.firstRow(SQL.bucketByID, [.integer(bucket.id)], { try Bucket(row: $0) }) else {
             throw StorageError(.corrupt, "bucket \(bucket.id) vanished")
         }
         return fresh
@@ -479,7 +488,7 @@ final class SparseOrder {
     /// place (an in-place update could collide with a key not yet rewritten). Rare: only when
     /// 32 successive splits fell between the same two buckets.
     private func renumberBuckets(library: Int64) throws {
-        let buckets = try db.query(SQL.bucketsForward, [.integer(library)], Bucket.init(row:))
+        let buckets = try db.query(SQL.bucketsForward, [.integer(library)], { try Bucket(row: $0) })
         try db.run(SQL.deleteBuckets, [.integer(library)])
         for (index, bucket) in buckets.enumerated() {
             try db.run(SQL.insertBucket, [
@@ -509,8 +518,8 @@ final class SparseOrder {
     /// Moves every album of a small `bucket` into its smaller neighbour when together they fit
     /// in the target size, shifting their keys past the neighbour's.
     private func mergeIfPossible(_ bucket: Bucket, library: Int64) throws {
-        let previous = try db.firstRow(SQL.bucketBefore, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
-        let next = try db.firstRow(SQL.bucketAfter, [.integer(library), .integer(bucket.ord)], Bucket.init(row:))
+        let previous = try db.firstRow(SQL.bucketBefore, [.integer(library), .integer(bucket.ord)], { try Bucket(row: $0) })
+        let next = try db.firstRow(SQL.bucketAfter, [.integer(library), .integer(bucket.ord)], { try Bucket(row: $0) })
         let fits = { (candidate: Bucket?) -> Bucket? in
             guard let candidate, candidate.size + bucket.size <= self.layout.target else { return nil }
             return candidate

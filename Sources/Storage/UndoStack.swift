@@ -1,16 +1,15 @@
 import Foundation
 import Library
-import SQLite
 
 /// The undo stack of one library (table `undo_commands`), inside one transaction: commands
 /// stored as the JSON of `UndoCommand`, newest on top (highest `seq`).
-struct UndoStack {
-    let db: Connection
+struct UndoStack<DB: SQLSession> {
+    let db: DB
     /// The library's row id (a live library: transactions open only on those).
     let library: Int64
 
     func depth() throws -> Int {
-        return try db.scalar(SQL.undoDepth, [.integer(library)], as: Int.self) ?? 0
+        return try db.value(SQL.undoDepth, [.integer(library)], as: Int.self) ?? 0
     }
 
     func peek() throws -> UndoCommand? {

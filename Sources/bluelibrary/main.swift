@@ -27,6 +27,8 @@ case "views":
     ViewsCommand.run(Array(arguments.dropFirst()))
 case "token":
     TokenCommand.run(Array(arguments.dropFirst()))
+case "migrate":
+    MigrateCommand.run(Array(arguments.dropFirst()))
 case "help", "--help", "-h":
     print("""
         Usage: bluelibrary <command> [options]
@@ -38,6 +40,7 @@ case "help", "--help", "-h":
           views        Client: list, create, update, delete views and page through their albums
                        (see 'bluelibrary views --help').
           token set    Read a token from stdin, store its hash, enable write protection.
+          migrate      Copy a SQLite data directory into PostgreSQL (see 'bluelibrary migrate --help').
           healthcheck  Exit 0 if the local server's /readyz answers 200 (for container HEALTHCHECK).
           help         Show this text.
         """)

@@ -1,0 +1,79 @@
+import Library
+import Postgres
+
+/// The library catalog and the view definitions on PostgreSQL, each call one transaction; every
+/// change notifies `bluelibrary_catalog` (a recreated library also `bluelibrary_commits`: its
+/// version moved).
+extension PostgresAlbumStore {
+    public func libraries() throws -> [LibraryRecord] {
+        try reading { session in try session.query(SQL.liveLibraries, []) { try StoredRows.library(from: $0) } }
+    }
+
+    /// Creates `id`, or brings a deleted `id` back on its old row one version above where it
+    /// ended (see `Schema` v7).
+    public func createLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord {
+        try writing { session in
+            guard let record = try session.firstRow(SQL.createLibrary, [.text(id.rawValue), .text(name)], { row in
+                try StoredRows.library(from: row, at: 1)
+            }) else {
+                throw LibraryError.conflict("a library with id \"\(id)\" exists already; choose another id")
+            }
+            try session.run(PostgresSQL.notifyCatalog, [])
+            if record.version > 0 { try session.run(PostgresSQL.notifyCommit, [.text(id.rawValue)]) }
+            return record
+        }
+    }
+
+    public func renameLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord {
+        try writing { session in
+            guard let record = try session.firstRow(SQL.renameLibrary, [.text(id.rawValue), .text(name)], {
+                try StoredRows.library(from: $0)
+            }) else {
+                throw LibraryError.libraryNotFound(id)
+            }
+            try session.run(PostgresSQL.notifyCatalog, [])
+            return record
+        }
+    }
+
+    /// Removes everything `id` holds with a few set-wide statements, under the library's row
+    /// lock, and leaves its row as a tombstone keeping the version.
+    public func deleteLibrary(_ id: LibraryID, onlyIfEmpty: Bool) throws {
+        guard id != .default else { throw LibraryError.conflict("the default library cannot be deleted") }
+        try writing { session in
+            let row = try Self.lock([id], session)[0]
+            let transaction = LibraryTransaction(session, library: row, context: engine, soleWriter: true)
+            if onlyIfEmpty, case let count = try transaction.count(), count > 0 {
+                throw LibraryError.libraryNotEmpty(id, count: count)
+            }
+            try transaction.removeLibrary()
+            try session.run(PostgresSQL.notifyCatalog, [])
+        }
+    }
+
+    public func views() throws -> [ViewDefinition] {
+        try reading { session in try session.query(SQL.views, []) { try StoredRows.view(from: $0) } }
+    }
+
+    public func saveView(_ view: ViewDefinition) throws {
+        let filter = view.filter
+        try writing { session in
+            try session.run(SQL.saveView, [
+                .text(view.id.rawValue), .text(view.name), .text(view.sources.map(\.rawValue).joined(separator: ",")),
+                filter.text.map { .text($0) } ?? .null, filter.artist.map { .text($0) } ?? .null,
+                filter.genre.map { .text($0) } ?? .null, filter.yearFrom.map { .integer(Int64($0)) } ?? .null,
+                filter.yearTo.map { .integer(Int64($0)) } ?? .null, .integer(view.revision),
+            ])
+            try session.run(PostgresSQL.notifyCatalog, [])
+        }
+    }
+
+    public func deleteView(_ id: ViewID) throws -> Bool {
+        try writing { session in
+            try session.run(SQL.deleteView, [.text(id.rawValue)])
+            let deleted = session.changes > 0
+            if deleted { try session.run(PostgresSQL.notifyCatalog, []) }
+            return deleted
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import Library
+import Postgres
+
+/// `AlbumStore` on PostgreSQL: every library in one database that several instances (processes)
+/// share, over a bounded pool of connections (`PostgresPool`).
+///
+/// The album engine is SQLite's (`LibraryTransaction`, `SparseOrder`, …) over a
+/// `PostgresSession`: the same statements, the same two levels of sparse keys, so an insert or
+/// delete anywhere costs O(bucket size) at worst here too. What differs is in `SQLDialect`.
+///
+/// Correct across instances — versions and the order are decided in the database:
+/// - `write` runs in one READ COMMITTED transaction whose first statements lock the written
+///   libraries' rows (`SELECT … FOR UPDATE`, in row-id order, so writers through any instance
+///   serialise per library and two multi-library writes never deadlock). Every later statement
+///   sees what the previous writer of those libraries committed; versions (`version + 1` on the
+///   locked row), the album count, bucket keys, undo sequence numbers and the change feed are
+///   read and written under that lock, so no two commits get one version and none is lost.
+///   Bucket ids come from the sequence `bucket_ids` (buckets of different libraries are made
+///   concurrently).
+/// - `read` runs in one REPEATABLE READ READ ONLY transaction: one snapshot.
+/// - A committed write that bumped a library's version has notified
+///   `pg_notify('bluelibrary_commits', <library id>)` inside its transaction (delivered at the
+///   commit, only if it commits); catalog and view changes notify `bluelibrary_catalog`.
+/// - `isShared` is true: facades read `versions(of:)` (one statement) instead of trusting what
+///   they remember.
+///
+/// Errors: a `PostgresError` (an unreachable server, an exhausted pool, a statement timeout) is
+/// thrown unchanged, so the facade wraps it in `LibraryError.storage` and the server can answer
+/// 503 when it `isUnavailable`. An album id another library holds is `LibraryError.conflict`
+/// naming the album and that library (the insert says `ON CONFLICT DO NOTHING`, so the
+/// transaction can still ask where the album is); the body's own errors come back unchanged.
+public final class PostgresAlbumStore: AlbumStore {
+    public struct Configuration: Sendable {
+        /// Albums per bucket that appends fill up to (see `SQLiteAlbumStore.Configuration`).
+        public var bucketSize: Int
+        /// Spacing of the sparse order keys. Leave the default; tests shrink it.
+        public var keySpacing: SparseKeySpacing
+        /// Saved states kept per library; past it the least recently saved go first. At least 1.
+        public var maxSavedStates: Int
+
+        public init(bucketSize: Int = 512, keySpacing: SparseKeySpacing = SparseKeySpacing(), maxSavedStates: Int = 10_000) {
+            self.bucketSize = bucketSize
+            self.keySpacing = keySpacing
+            self.maxSavedStates = max(1, maxSavedStates)
+        }
+    }
+
+    /// The channel a commit that bumped a library's version notifies, with the library's id.
+    public static let commitChannel = "bluelibrary_commits"
+    /// The channel a change of the catalog (libraries) or of a view definition notifies.
+    public static let catalogChannel = "bluelibrary_catalog"
+
+    public let pool: PostgresPool
+    public let configuration: Configuration
+    let engine: EngineContext
+
+    /// Opens the store on `pool` and brings the schema up to date (`PostgresSchema.migrate`,
+    /// under an advisory lock, so several instances may start at once).
+    /// - Throws: the `PostgresError` of an unreachable server or a failed migration.
+    public init(pool: PostgresPool, configuration: Configuration = Configuration()) throws {
+        configuration.keySpacing.validate(bucketSize: configuration.bucketSize)
+        self.pool = pool
+        self.configuration = configuration
+        engine = EngineContext(
+            dialect: .postgres, bucketSize: configuration.bucketSize, spacing: configuration.keySpacing,
+            maxSavedStates: configuration.maxSavedStates)
+        _ = try PostgresSchema.migrate(pool: pool)
+    }
+
+    public var isShared: Bool { true }
+
+    /// Counters of splits, merges and renumberings made through this store (this instance).
+    public var orderingCounters: AlbumOrderingCounters { engine.counters.withLock { $0 } }
+
+    // MARK: - Transactions
+
+    public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
+        try read([library]) { try body($0[0]) }
+    }
+
+    public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
+        try write([library]) { try body($0[0]) }
+    }
+
+    public func read<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreReader]) throws -> T) throws -> T {
+        Self.checkDistinct(libraries)
+        return try reading { session in
+            let transactions = try libraries.map { library in
+                LibraryTransaction(session, library: try Self.liveRow(library, session), context: engine, soleWriter: false)
+            }
+            return try body(transactions)
+        }
+    }
+
+    public func write<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreWriter]) throws -> T) throws -> T {
+        Self.checkDistinct(libraries)
+        return try writing { session in
+            let rows = try Self.lock(libraries, session)
+            let transactions = rows.map { row in
+                LibraryTransaction(session, library: row, context: engine, soleWriter: libraries.count == 1)
+            }
+            let result = try body(transactions)
+            for transaction in transactions { try transaction.finish() }
+            for (library, transaction) in zip(libraries, transactions) where transaction.bumpedVersion {
+                try session.run(PostgresSQL.notifyCommit, [.text(library.rawValue)])
+            }
+            return result
+        }
+    }
+
+    /// The current versions in one statement (its own snapshot).
+    public func versions(of libraries: [LibraryID]) throws -> [Int64] {
+        Self.checkDistinct(libraries)
+        guard !libraries.isEmpty else { return [] }
+        let found = try pool.withConnection { connection in
+            let session = PostgresSession(connection)
+            var found: [String: Int64] = [:]
+            try session.forEachRow(
+                PostgresSQL.versions(count: libraries.count), libraries.map { .text($0.rawValue) }
+            ) { row in
+                if try row.bool(2) { found[try row.string(0)] = try row.int64(1) }
+            }
+            return found
+        }
+        return try libraries.map { library in
+            guard let version = found[library.rawValue] else { throw LibraryError.libraryNotFound(library) }
+            return version
+        }
+    }
+
+    /// Runs `body` in one REPEATABLE READ READ ONLY transaction on a pooled connection.
+    func reading<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        try pool.withConnection { connection in
+            try connection.transaction(.repeatableReadReadOnly) { try body(PostgresSession(connection)) }
+        }
+    }
+
+    /// Runs `body` in one READ COMMITTED transaction on a pooled connection; it commits only if
+    /// `body` returns, and a throw comes back unchanged after the rollback.
+    func writing<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        try pool.withConnection { connection in
+            try connection.transaction(.readCommitted) { try body(PostgresSession(connection)) }
+        }
+    }
+
+    private static func checkDistinct(_ libraries: [LibraryID]) {
+        precondition(libraries.count < 2 || Set(libraries).count == libraries.count, "libraries must not repeat")
+    }
+
+    /// The row id of a live `library` in the transaction's snapshot.
+    /// - Throws: `LibraryError.libraryNotFound` when there is no live library `library`.
+    static func liveRow(_ library: LibraryID, _ session: PostgresSession) throws -> Int64 {
+        guard let (row, live) = try session.firstRow(PostgresSQL.libraryRow, [.text(library.rawValue)], {
+            (try $0.int64(0), try $0.bool(1))
+        }), live else {
+            throw LibraryError.libraryNotFound(library)
+        }
+        return row
+    }
+
+    /// Locks the rows of `libraries` (in row-id order) and returns their row ids in the order
+    /// given. Library rows are never deleted (a deleted library is a tombstone), so a row id
+    /// found before its lock is still that name's; whether it is live is read under the lock.
+    /// - Throws: `LibraryError.libraryNotFound` for a library that is not live.
+    static func lock(_ libraries: [LibraryID], _ session: PostgresSession) throws -> [Int64] {
+        if libraries.count == 1 {
+            let library = libraries[0]
+            guard let (row, live) = try session.firstRow(PostgresSQL.lockLibraryByName, [.text(library.rawValue)], {
+                (try $0.int64(0), try $0.bool(1))
+            }), live else {
+                throw LibraryError.libraryNotFound(library)
+            }
+            return [row]
+        }
+        let rows = try libraries.map { library in
+            guard let row = try session.value(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
+                throw LibraryError.libraryNotFound(library)
+            }
+            return row
+        }
+        for (row, library) in zip(rows, libraries).sorted(by: { $0.0 < $1.0 }) {
+            guard try session.value(PostgresSQL.lockLibrary, [.integer(row)], as: Bool.self) == true else {
+                throw LibraryError.libraryNotFound(library)
+            }
+        }
+        return rows
+    }
+
+    // MARK: - Consistency
+
+    /// Checks the ordering bookkeeping of `library` against the album rows, in one snapshot
+    /// (see `AlbumOrderingReport.check`). Scans the whole library: for tests and maintenance.
+    /// - Throws: `StorageError.corrupt` describing the first broken invariant.
+    public func checkConsistency(_ library: LibraryID) throws -> AlbumOrderingReport {
+        try reading { session in try AlbumOrderingReport.check(library, session) }
+    }
+}

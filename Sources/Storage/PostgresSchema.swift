@@ -1,0 +1,231 @@
+import Foundation
+import Postgres
+
+/// The PostgreSQL schema: the final shape of the SQLite schema (`Schema`, through v7) with the
+/// same table and column names, so the shared statements (`SQL.swift`) run on both engines,
+/// plus what several instances on one database need. An append-only list of migrations, like
+/// `Schema`: a shipped migration is never edited; changes come as new entries at the end.
+///
+/// Differences from SQLite, each for a reason:
+/// - Types: integers are `bigint`, blobs `bytea`. Every text column is `COLLATE "C"`, so
+///   comparisons and `ORDER BY` (names, clients, album ids as tie-breaks) compare bytes like
+///   SQLite's BINARY, whatever locale the cluster was created with. Flags stay integers
+///   (`libraries.deleted` is 0/1), so `deleted = 0` reads the same in both.
+/// - Times stay integer milliseconds since 1970 (`Milliseconds`), as SQLite stores them.
+/// - Ids that concurrent instances allocate come from the database: `libraries.id` and
+///   `albums.row` are identities, `buckets.id` defaults to `nextval('bucket_ids')` (SQLite's
+///   `MAX(id) + 1` would hand two instances the same id).
+/// - SQLite's `COLLATE NOCASE` (ASCII letters folded to lower case, then bytes) becomes stored
+///   generated columns `title_key` and `artist_key`, `translate`d to lower case and
+///   `COLLATE "C"`, which the sort indexes use. Folding to lower case (not upper) keeps
+///   NOCASE's order of `_` and the other characters between `Z` and `a`. `year_key` is stored
+///   too (PostgreSQL has no virtual generated columns).
+/// - `server_signals`: one row per kind of shared server state (`settings`, `access`), its
+///   `generation` bumped in every transaction that changes that state, so an instance learns
+///   of a change made through another by reading one tiny table (`PostgresServerRecords`).
+/// - No `WITHOUT ROWID`: PostgreSQL tables are heaps, the primary keys are plain indexes.
+///
+/// Several instances may start at once: `migrate` applies every pending migration in one
+/// transaction that first takes a transaction-scoped advisory lock (`advisoryLockKey`), so the
+/// second instance waits, then finds them recorded and does nothing. The lock goes with the
+/// transaction, so no failure can leave it held on a pooled connection.
+public enum PostgresSchema {
+    /// The advisory lock key every migrator takes ("BlueLib" in ASCII).
+    public static let advisoryLockKey: Int64 = 0x0042_6C75_654C_6962
+
+    /// The names of the `server_signals` rows.
+    public enum Signal {
+        public static let settings = "settings"
+        public static let access = "access"
+    }
+
+    /// The identifiers of every migration, in order.
+    public static var identifiers: [String] { migrations.map(\.identifier) }
+
+    /// Applies the pending migrations on a connection from `pool`; returns the identifiers this
+    /// call applied (empty when another instance, or an earlier start, applied them).
+    @discardableResult
+    public static func migrate(pool: PostgresPool) throws -> [String] {
+        try pool.withConnection { connection in try migrate(connection) }
+    }
+
+    /// Applies the pending migrations in one transaction under the advisory lock; returns the
+    /// identifiers it applied. A failure rolls everything back and is rethrown.
+    @discardableResult
+    public static func migrate(_ connection: PostgresConnection) throws -> [String] {
+        try connection.transaction(.readCommitted) {
+            _ = try connection.query(lock, [.integer(advisoryLockKey)]) { _ in () }
+            // After the lock: each statement of a READ COMMITTED transaction sees what the
+            // previous holder committed.
+            if try connection.scalar(migrationsTableExists, as: Bool.self) != true {
+                try connection.execute(createMigrationsTable)
+            }
+            let applied = Set(try connection.query(appliedIdentifiers) { try $0.string(0) })
+            var applying: [String] = []
+            for migration in migrations where !applied.contains(migration.identifier) {
+                try connection.execute(migration.statements)
+                try connection.run(record, [.text(migration.identifier), .integer(Milliseconds.from(Date()))])
+                applying.append(migration.identifier)
+            }
+            return applying
+        }
+    }
+
+    /// The identifiers recorded as applied, in order of application (empty before the first
+    /// migration).
+    public static func appliedIdentifiers(_ connection: PostgresConnection) throws -> [String] {
+        guard try connection.scalar(migrationsTableExists, as: Bool.self) == true else { return [] }
+        return try connection.query(appliedIdentifiers) { try $0.string(0) }
+    }
+
+    /// `expression` with ASCII letters folded to lower case: what SQLite's `NOCASE` compares
+    /// (the generated `*_key` columns use exactly this).
+    public static func caseFolded(_ expression: String) -> String {
+        "translate(\(expression), '\(asciiUppercase)', '\(asciiLowercase)')"
+    }
+
+    static let asciiUppercase = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    static let asciiLowercase = "abcdefghijklmnopqrstuvwxyz"
+
+    // MARK: The migrator's own statements
+
+    private static let lock = "SELECT pg_advisory_xact_lock($1)"
+    private static let createMigrationsTable = """
+        CREATE TABLE schema_migrations (
+            seq bigint GENERATED ALWAYS AS IDENTITY,
+            identifier text COLLATE "C" PRIMARY KEY,
+            applied_at bigint NOT NULL
+        )
+        """
+    private static let appliedIdentifiers = "SELECT identifier FROM schema_migrations ORDER BY seq"
+    private static let record = "INSERT INTO schema_migrations (identifier, applied_at) VALUES ($1, $2)"
+    private static let migrationsTableExists = "SELECT to_regclass('schema_migrations') IS NOT NULL"
+
+    // MARK: Migrations
+
+    /// Every migration, in order: its identifier and its statements. Append only.
+    private static let migrations: [(identifier: String, statements: String)] = [
+        ("v1-sqlite-v7-shape-and-server-signals", v1)
+    ]
+
+    /// The tables of SQLite's v1 to v7 in their final shape (see `Schema` for what each
+    /// column means), the sequence for bucket ids, `server_signals`, and the `default` library.
+    private static let v1 = """
+        CREATE TABLE libraries (
+            id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            name text COLLATE "C" NOT NULL UNIQUE,
+            version bigint NOT NULL DEFAULT 0,
+            album_count bigint NOT NULL DEFAULT 0 CHECK (album_count >= 0),
+            display_name text COLLATE "C",
+            deleted bigint NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1))
+        );
+        INSERT INTO libraries (name) VALUES ('default');
+        CREATE SEQUENCE bucket_ids AS bigint;
+        CREATE TABLE buckets (
+            library bigint NOT NULL REFERENCES libraries (id),
+            ord bigint NOT NULL,
+            id bigint NOT NULL UNIQUE DEFAULT nextval('bucket_ids'),
+            size bigint NOT NULL CHECK (size >= 0),
+            PRIMARY KEY (library, ord)
+        );
+        ALTER SEQUENCE bucket_ids OWNED BY buckets.id;
+        CREATE TABLE albums (
+            row bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            library bigint NOT NULL,
+            album_id text COLLATE "C" NOT NULL,
+            bucket bigint NOT NULL,
+            pos bigint NOT NULL,
+            title text COLLATE "C" NOT NULL,
+            artist text COLLATE "C" NOT NULL,
+            genre text COLLATE "C" NOT NULL,
+            year bigint,
+            cover_url text COLLATE "C",
+            created_at bigint NOT NULL,
+            updated_at bigint NOT NULL,
+            year_key bigint GENERATED ALWAYS AS (COALESCE(year, 0)) STORED,
+            title_key text COLLATE "C" GENERATED ALWAYS AS (\(caseFolded("title"))) STORED,
+            artist_key text COLLATE "C" GENERATED ALWAYS AS (\(caseFolded("artist"))) STORED,
+            UNIQUE (library, album_id)
+        );
+        CREATE INDEX albums_by_position ON albums (bucket, pos);
+        CREATE UNIQUE INDEX albums_by_album_id ON albums (album_id);
+        CREATE INDEX albums_by_title ON albums (library, title_key, album_id);
+        CREATE INDEX albums_by_artist ON albums (library, artist_key, album_id);
+        CREATE INDEX albums_by_year ON albums (library, year_key, album_id);
+        CREATE INDEX albums_by_created ON albums (library, created_at, album_id);
+        CREATE TABLE undo_commands (
+            library bigint NOT NULL REFERENCES libraries (id),
+            seq bigint NOT NULL,
+            command text COLLATE "C" NOT NULL,
+            PRIMARY KEY (library, seq)
+        );
+        CREATE TABLE saved_states (
+            library bigint NOT NULL REFERENCES libraries (id),
+            client text COLLATE "C" NOT NULL,
+            current_index bigint NOT NULL,
+            album_id text COLLATE "C",
+            updated_at bigint,
+            PRIMARY KEY (library, client)
+        );
+        CREATE TABLE idempotency_keys (
+            key text COLLATE "C" PRIMARY KEY,
+            fingerprint text COLLATE "C" NOT NULL,
+            created_at bigint NOT NULL,
+            status bigint,
+            headers text COLLATE "C",
+            body bytea
+        );
+        CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
+        CREATE TABLE library_changes (
+            library bigint NOT NULL,
+            version bigint NOT NULL,
+            kind text COLLATE "C" NOT NULL CHECK (kind IN ('added', 'updated', 'deleted', 'moved', 'replaced')),
+            album_id text COLLATE "C",
+            position bigint,
+            recorded_at bigint NOT NULL,
+            from_position bigint,
+            peer text COLLATE "C",
+            PRIMARY KEY (library, version)
+        );
+        CREATE TABLE settings (
+            id bigint PRIMARY KEY CHECK (id = 1),
+            document text COLLATE "C" NOT NULL,
+            updated_at bigint NOT NULL
+        );
+        CREATE TABLE access_token (
+            id bigint PRIMARY KEY CHECK (id = 1),
+            algorithm text COLLATE "C" NOT NULL,
+            salt bytea NOT NULL,
+            hash bytea NOT NULL,
+            iterations bigint NOT NULL CHECK (iterations > 0),
+            updated_at bigint NOT NULL
+        );
+        CREATE TABLE access_failures (
+            client text COLLATE "C" PRIMARY KEY,
+            attempt_count bigint NOT NULL,
+            window_start bigint NOT NULL,
+            locked_until bigint
+        );
+        CREATE TABLE secrets (
+            name text COLLATE "C" PRIMARY KEY,
+            value bytea NOT NULL,
+            created_at bigint NOT NULL
+        );
+        CREATE TABLE views (
+            id text COLLATE "C" PRIMARY KEY,
+            name text COLLATE "C" NOT NULL,
+            sources text COLLATE "C" NOT NULL,
+            filter_text text COLLATE "C",
+            filter_artist text COLLATE "C",
+            filter_genre text COLLATE "C",
+            filter_year_from bigint,
+            filter_year_to bigint,
+            revision bigint NOT NULL
+        );
+        CREATE TABLE server_signals (
+            name text COLLATE "C" PRIMARY KEY,
+            generation bigint NOT NULL DEFAULT 0
+        );
+        INSERT INTO server_signals (name) VALUES ('\(Signal.settings)'), ('\(Signal.access)');
+        """
+}

@@ -1,0 +1,146 @@
+/// Every statement (and fragment) of the album engine whose text must differ between SQLite
+/// and PostgreSQL, in one place. Everything else in `SQL.swift` and `PagingSQL.swift` runs
+/// unchanged on both (the PostgreSQL session rewrites `?N` to `$N`).
+///
+/// Why each differs:
+/// - bucket ids: SQLite has one writer, so `MAX(id) + 1` is free of races; on PostgreSQL
+///   several instances allocate concurrently (and writers of different libraries do not
+///   exclude each other), so ids come from the sequence `bucket_ids` (gaps are fine);
+/// - `SUM` of a `bigint` is `numeric` in PostgreSQL: cast back to `bigint`;
+/// - an album insert on PostgreSQL says `ON CONFLICT DO NOTHING`: a duplicate album id then
+///   changes no row instead of aborting the transaction, so the engine can still name the
+///   library holding the album (`LibraryError.conflict`);
+/// - case-insensitive sorts and filters: SQLite's `COLLATE NOCASE` on the bound value;
+///   PostgreSQL's schema stores ASCII-folded keys (`title_key`, `artist_key`, text
+///   `COLLATE "C"`), and the bound value is folded the same way with `translate`;
+/// - SQLite-only machinery: the wholesale `DELETE FROM albums` (truncate optimisation) and a
+///   bulk import's dropping of the sort indexes (`sqlite_master`); PostgreSQL keeps its indexes
+///   and deletes a library's rows by library. The pragmas and `EXPLAIN QUERY PLAN` stay in
+///   `SQL.swift`: only the SQLite store runs them.
+enum SQLDialect: Sendable, Equatable {
+    case sqlite
+    case postgres
+
+    /// A fresh bucket id (one row, one column).
+    var nextBucketID: String {
+        switch self {
+        case .sqlite: "SELECT COALESCE(MAX(id), 0) + 1 FROM buckets"
+        case .postgres: "SELECT nextval('bucket_ids')"
+        }
+    }
+
+    /// Albums in earlier buckets plus albums before it in its own bucket (?1 library, ?2 album id).
+    var indexOfAlbum: String {
+        switch self {
+        case .sqlite: Self.indexOfAlbum(sum: "COALESCE(SUM(p.size), 0)")
+        case .postgres: Self.indexOfAlbum(sum: "COALESCE(SUM(p.size), 0)::bigint")
+        }
+    }
+
+    private static func indexOfAlbum(sum: String) -> String {
+        """
+        SELECT (SELECT \(sum) FROM buckets AS p WHERE p.library = ?1 AND p.ord < b.ord)
+             + (SELECT COUNT(*) FROM albums AS s WHERE s.bucket = a.bucket AND s.pos < a.pos)
+        FROM albums AS a JOIN buckets AS b ON b.id = a.bucket
+        WHERE a.library = ?1 AND a.album_id = ?2
+        """
+    }
+
+    /// Inserts an album row (?1 library, ?2 bucket, ?3 pos, ?4… the album columns).
+    var insertAlbum: String {
+        switch self {
+        case .sqlite: SQL.insertAlbum
+        case .postgres: SQL.insertAlbum + " ON CONFLICT DO NOTHING"
+        }
+    }
+
+    /// True when a duplicate album id makes `insertAlbum` change no row (rather than throw).
+    var insertSkipsDuplicates: Bool { self == .postgres }
+
+    /// Whether emptying the only library with albums may delete every album row wholesale.
+    var deletesEveryAlbumWholesale: Bool { self == .sqlite }
+
+    /// The names of the album table's indexes, when a bulk import may drop and rebuild them
+    /// (`nil`: it never does).
+    var albumIndexNames: String? {
+        switch self {
+        case .sqlite: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'albums'"
+        case .postgres: nil
+        }
+    }
+
+    // MARK: Paging fragments (`PagingQuery`)
+
+    /// The key column of a case-insensitive sort on `column` (`title` or `artist`), alias `a`.
+    func foldedSortColumn(_ column: String) -> String {
+        switch self {
+        case .sqlite: "a.\(column)"
+        case .postgres: "a.\(column)_key"
+        }
+    }
+
+    /// A bound value compared with (or ordered like) a `foldedSortColumn`.
+    func foldedValue(_ parameter: String) -> String {
+        switch self {
+        case .sqlite: "\(parameter) COLLATE NOCASE"
+        case .postgres: Self.asciiLowercased(parameter)
+        }
+    }
+
+    /// The ORDER BY term of a `foldedSortColumn` (SQLite states the index's collation).
+    func foldedOrder(_ column: String) -> String {
+        switch self {
+        case .sqlite: "a.\(column) COLLATE NOCASE"
+        case .postgres: "a.\(column)_key"
+        }
+    }
+
+    /// Title or artist contains the LIKE `pattern` (a parameter), ASCII case-insensitively.
+    func titleOrArtistLike(_ pattern: String) -> String {
+        switch self {
+        case .sqlite:
+            "(a.title LIKE \(pattern) ESCAPE '\\' OR a.artist LIKE \(pattern) ESCAPE '\\')"
+        case .postgres:
+            "(a.title_key LIKE \(Self.asciiLowercased(pattern)) ESCAPE '\\' OR a.artist_key LIKE \(Self.asciiLowercased(pattern)) ESCAPE '\\')"
+        }
+    }
+
+    /// `column` (`artist` or `genre`, alias `a`) equals the parameter, ASCII case-insensitively.
+    func equalsIgnoringCase(_ column: String, _ parameter: String) -> String {
+        switch self {
+        case .sqlite: "a.\(column) = \(parameter) COLLATE NOCASE"
+        case .postgres:
+            column == "artist"
+                ? "a.artist_key = \(Self.asciiLowercased(parameter))"
+                : "\(Self.asciiLowercased("a.\(column)")) = \(Self.asciiLowercased(parameter))"
+        }
+    }
+
+    /// PostgreSQL: `expression` with A–Z folded to a–z (what SQLite's NOCASE compares), as the
+    /// schema's stored `_key` columns are.
+    private static func asciiLowercased(_ expression: String) -> String {
+        "translate(\(expression), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+    }
+}
+
+/// The statements only the PostgreSQL store runs (SQLite needs none of them: one writer, one
+/// process): row locks that serialise writers of a library across instances, the versions of
+/// several libraries in one statement, and the notifications other instances listen for.
+enum PostgresSQL {
+    /// The row of a name and whether it is live, locked for the rest of the transaction.
+    static let lockLibraryByName = "SELECT id, deleted = 0 FROM libraries WHERE name = ?1 FOR UPDATE"
+    /// Whether the library row is live, locked for the rest of the transaction.
+    static let lockLibrary = "SELECT deleted = 0 FROM libraries WHERE id = ?1 FOR UPDATE"
+    /// The row of a name and whether it is live.
+    static let libraryRow = "SELECT id, deleted = 0 FROM libraries WHERE name = ?1"
+    /// Tells listening instances that a library (?1, its name) committed a new version.
+    static let notifyCommit = "SELECT pg_notify('\(PostgresAlbumStore.commitChannel)', ?1)"
+    /// Tells listening instances that the catalog or a view definition changed.
+    static let notifyCatalog = "SELECT pg_notify('\(PostgresAlbumStore.catalogChannel)', '')"
+
+    /// name, version, live of the libraries named by ?1…?count (one statement, one snapshot).
+    static func versions(count: Int) -> String {
+        let placeholders = (1...max(1, count)).map { "?\($0)" }.joined(separator: ", ")
+        return "SELECT name, version, deleted = 0 FROM libraries WHERE name IN (\(placeholders))"
+    }
+}

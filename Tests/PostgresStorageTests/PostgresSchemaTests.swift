@@ -1,0 +1,97 @@
+import Foundation
+import HTTPTestSupport
+import Postgres
+import SQLite
+import Storage
+import Testing
+
+/// The PostgreSQL schema: applied once however many instances start at once, the same tables,
+/// columns and indexes as SQLite's, and SQLite's NOCASE order from the folded sort keys.
+@Suite("PostgreSQL schema")
+struct PostgresSchemaTests {
+    @Test("three instances migrating at once: all succeed, the schema is applied once")
+    func concurrentMigrators() throws {
+        let database = try TestDatabase()
+        let pools = (0..<3).map { _ in database.pool(size: 1) }
+        let results = concurrently(3) { index in try PostgresSchema.migrate(pool: pools[index]) }
+        let applied = try results.map { try $0.get() }
+        #expect(applied.filter { !$0.isEmpty } == [PostgresSchema.identifiers], "exactly one applied every migration")
+        #expect(applied.filter(\.isEmpty).count == 2, "the others waited, then found nothing to do")
+        try pools[0].withConnection { connection in
+            #expect(try PostgresSchema.appliedIdentifiers(connection) == PostgresSchema.identifiers)
+            #expect(try connection.scalar("SELECT COUNT(*) FROM libraries", as: Int.self) == 1)
+            let row = try connection.firstRow("SELECT name, version, deleted, album_count FROM libraries") { row in
+                "\(try row.string(0)) \(try row.int(1)) \(try row.int(2)) \(try row.int(3))"
+            }
+            #expect(row == "default 0 0 0")
+            let signals = try connection.query("SELECT name, generation FROM server_signals ORDER BY name") { row in
+                "\(try row.string(0))=\(try row.int(1))"
+            }
+            #expect(signals == ["access=0", "settings=0"])
+        }
+        #expect(try PostgresSchema.migrate(pool: pools[2]).isEmpty, "a later start does nothing")
+    }
+
+    @Test("every SQLite table, column and index exists in PostgreSQL by the same name")
+    func mirrorsSQLite() throws {
+        let directory = try TemporaryDirectory()
+        _ = try SQLiteAlbumStore(path: directory.file("mirror.sqlite"))
+        let sqlite = try Connection(path: directory.file("mirror.sqlite"), mode: .readOnly)
+        let tables = try sqlite.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'schema_migrations' ORDER BY name"
+        ) { try $0.string(0) }
+        let sqliteIndexes = try sqlite.query(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'") { try $0.string(0) }
+        let pool = try TestDatabase().migratedPool()
+        try pool.withConnection { postgres in
+            let postgresTables = try postgres.query(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name"
+            ) { try $0.string(0) }
+            #expect(Set(postgresTables) == Set(tables + ["schema_migrations", "server_signals"]))
+            for table in tables {
+                let sqliteColumns = Set(try sqlite.query("SELECT name FROM pragma_table_xinfo(?1)", [.text(table)]) { try $0.string(0) })
+                let postgresColumns = Set(try postgres.query(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1",
+                    [.text(table)]
+                ) { try $0.string(0) })
+                #expect(sqliteColumns.subtracting(postgresColumns).isEmpty, "\(table) lacks columns")
+                #expect(postgresColumns.subtracting(sqliteColumns).isSubset(of: ["title_key", "artist_key"]), "\(table) has extra columns")
+            }
+            let postgresIndexes = Set(try postgres.query("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'") {
+                try $0.string(0)
+            })
+            #expect(Set(sqliteIndexes).subtracting(postgresIndexes).isEmpty)
+        }
+    }
+
+    @Test("title_key and artist_key order like SQLite's COLLATE NOCASE")
+    func caseFoldedKeysOrderLikeNoCase() throws {
+        let titles = ["b", "B", "_x", "a", "Z", "[", "`", "é", "É", "ab", "aB", "AB", "Ab", "zz", "Zz", "Ω", "ω", "1", " a", "a "]
+        let directory = try TemporaryDirectory()
+        let sqlite = try Connection(path: directory.file("nocase.sqlite"))
+        try sqlite.execute("CREATE TABLE t (id TEXT, title TEXT)")
+        let pool = try TestDatabase().migratedPool()
+        try pool.withConnection { postgres in
+            for (number, title) in titles.enumerated() {
+                let id = String(format: "%03d", number)
+                try sqlite.run("INSERT INTO t VALUES (?1, ?2)", [.text(id), .text(title)])
+                try postgres.run("""
+                    INSERT INTO albums (library, album_id, bucket, pos, title, artist, genre, created_at, updated_at)
+                    VALUES (1, $1, 1, $2, $3, $3, 'g', 0, 0)
+                    """, [.text(id), .integer(Int64(number)), .text(title)])
+            }
+            let expected = try sqlite.query("SELECT id FROM t ORDER BY title COLLATE NOCASE, id") { try $0.string(0) }
+            let byTitle = try postgres.query("SELECT album_id FROM albums ORDER BY title_key, album_id") { try $0.string(0) }
+            let byArtist = try postgres.query("SELECT album_id FROM albums ORDER BY artist_key, album_id") { try $0.string(0) }
+            #expect(byTitle == expected)
+            #expect(byArtist == expected)
+            let equalToB = try postgres.query(
+                "SELECT album_id FROM albums WHERE artist_key = \(PostgresSchema.caseFolded("$1")) ORDER BY album_id", [.text("b")]
+            ) { try $0.string(0) }
+            let expectedEqual = try sqlite.query("SELECT id FROM t WHERE title = ?1 COLLATE NOCASE ORDER BY id", [.text("b")]) {
+                try $0.string(0)
+            }
+            #expect(equalToB == expectedEqual)
+        }
+    }
+}

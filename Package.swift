@@ -123,7 +123,7 @@ let package = Package(
         .testTarget(
             name: "PostgresStorageTests",
             dependencies: ["Storage", "Postgres", "Library", "ServerRecords", "SQLite", "Essentials", "HTTPTestSupport",
-                           "AlbumStoreContract", "bluelibrary"],
+                           "bluelibrary"],
             swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",

@@ -17,7 +17,7 @@ public enum PostgresMigration {
         do {
             summary = try DatabaseMigration.copy(fromSQLiteAt: path, to: pool, replacing: force)
         } catch {
-            throw ConfigurationError("migration failed, the target is unchanged: \(error)")
+            throw ConfigurationError("migration failed, nothing was copied (the transaction rolled back): \(error)")
         }
         return describe(summary, source: path, elapsed: ContinuousClock.now - started)
     }

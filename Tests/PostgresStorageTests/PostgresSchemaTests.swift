@@ -56,6 +56,14 @@ struct PostgresSchemaTests {
                 ) { try $0.string(0) })
                 #expect(sqliteColumns.subtracting(postgresColumns).isEmpty, "\(table) lacks columns")
                 #expect(postgresColumns.subtracting(sqliteColumns).isSubset(of: ["title_key", "artist_key"]), "\(table) has extra columns")
+                // NOT NULL where SQLite says so; nullable where SQLite allows NULL (its primary keys aside).
+                let sqliteRequired = Set(try sqlite.query(
+                    "SELECT name FROM pragma_table_info(?1) WHERE \"notnull\" = 1 OR pk > 0", [.text(table)]) { try $0.string(0) })
+                let postgresRequired = Set(try postgres.query(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1 AND is_nullable = 'NO'",
+                    [.text(table)]
+                ) { try $0.string(0) })
+                #expect(postgresRequired == sqliteRequired, "\(table) NOT NULL")
             }
             let postgresIndexes = Set(try postgres.query("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'") {
                 try $0.string(0)

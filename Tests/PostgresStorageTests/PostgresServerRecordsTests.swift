@@ -1,4 +1,3 @@
-import AlbumStoreContract
 import Essentials
 import Foundation
 import Postgres
@@ -6,29 +5,11 @@ import ServerRecords
 import Storage
 import Testing
 
-extension AlbumStoreFactory {
-    /// ServerRecords on a fresh PostgreSQL database. Only for the contract's idempotency,
-    /// settings and access checks, which never touch the album store (an in-memory one here;
-    /// the PostgreSQL album store's factory runs the whole contract).
-    static let postgresRecords = AlbumStoreFactory("PostgreSQL server records") {
-        let records = try PostgresServerRecords.migrating(pool: try TestDatabase().pool())
-        return StoreUnderTest(albums: InMemoryAlbumStore(), idempotency: records, settings: records, access: records)
-    }
-}
-
+/// PostgresServerRecords across instances (two pools on one database). The contract's
+/// idempotency, settings and access checks run on them through PostgresStoreTests' `.postgres`
+/// factory, with the rest of the contract.
 @Suite("PostgreSQL server records")
 struct PostgresServerRecordsTests {
-    /// The contract's checks of the stores beside the album store.
-    static let recordChecks = AlbumStoreContract.checks.filter { check in
-        ["idempotency keys:", "the settings document", "access records:"].contains { check.description.hasPrefix($0) }
-    }
-
-    @Test(arguments: recordChecks)
-    func contract(_ check: ContractCheck) throws {
-        #expect(Self.recordChecks.count == 3)
-        try check.run(.postgresRecords)
-    }
-
     @Test("two instances racing begin on one key: exactly one claims it")
     func racingClaims() throws {
         let database = try TestDatabase()
@@ -79,6 +60,23 @@ struct PostgresServerRecordsTests {
         }
         for result in results { try result.get() }
         #expect(try instances[1].failedAttempts(client: "10.0.0.9") == FailedAttempts(count: 4 * rounds, windowStart: start))
+    }
+
+    @Test("settings updated through two instances at once: no update is lost")
+    func settingsAcrossInstances() throws {
+        let database = try TestDatabase()
+        let instances = [try PostgresServerRecords.migrating(pool: database.pool()), PostgresServerRecords(pool: database.pool())]
+        let rounds = 25
+        let results = concurrently(4) { thread in
+            for _ in 0..<rounds {
+                try instances[thread % 2].updateSettings { stored in
+                    let count = stored.flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
+                    return Array(String(count + 1).utf8)
+                }
+            }
+        }
+        for result in results { try result.get() }
+        #expect(try instances[1].loadSettings() == Array(String(4 * rounds).utf8))
     }
 
     @Test("every change to settings, the token or failed attempts moves the signal generation")

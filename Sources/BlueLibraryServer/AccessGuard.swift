@@ -13,7 +13,11 @@ import Synchronization
 /// Everything a decision needs is in memory: the stored token hash (loaded at start, re-read
 /// by `reloadToken()` when the database changed) and the failure records (loaded at start;
 /// every change is written through to the store by the thread that made it, which is never an
-/// event loop). So the quick decisions (no token, a locked address, the token that verified
+/// event loop). On a database shared by several instances (`shared`) the store's record is the
+/// one that counts: a failure is added to it in one transaction (so failures spread over the
+/// instances lock the address like failures at one), and `reloadFailures()` (run when the
+/// database's access signal moves, within a second) brings every instance's lockouts into
+/// memory. So the quick decisions (no token, a locked address, the token that verified
 /// last) touch no database and wait on no lock held across I/O.
 public final class AccessGuard: Sendable {
     public enum Decision: Equatable, Sendable {
@@ -38,6 +42,8 @@ public final class AccessGuard: Sendable {
     private let persistCount = Atomic<Int>(0)
 
     let store: any AccessStore
+    /// Other instances record failures in the same store (see the type's comment).
+    let shared: Bool
     let settings: SettingsService
     let clock: @Sendable () -> Date
     /// A per-process random key for the verified-token cache.
@@ -54,8 +60,9 @@ public final class AccessGuard: Sendable {
 
     public init(store: any AccessStore, settings: SettingsService, clock: @escaping @Sendable () -> Date,
                 maxFailureRecords: Int = 10_000, hashing: TokenHashing = TokenHashing(),
-                beforeHash: @escaping @Sendable () -> Void = {}) throws {
+                beforeHash: @escaping @Sendable () -> Void = {}, shared: Bool = false) throws {
         self.store = store
+        self.shared = shared
         self.settings = settings
         self.clock = clock
         self.maxFailureRecords = max(1, maxFailureRecords)
@@ -79,6 +86,14 @@ public final class AccessGuard: Sendable {
         if changed {
             failures.withLock { $0.removeAll() }
         }
+    }
+
+    /// Replaces the failure records in memory with the stored ones, when other instances
+    /// record failures too (`shared`; one process keeps memory and store equal by itself).
+    public func reloadFailures() throws {
+        guard shared else { return }
+        let stored = try store.allFailedAttempts()
+        failures.withLock { $0 = stored }
     }
 
     /// Whether a token is stored (from memory).
@@ -117,12 +132,18 @@ public final class AccessGuard: Sendable {
     /// across it.
     public func check(authorization: String?, client: String) throws -> Decision {
         let now = clock()
+        // Shared: a decision that is not quick (it runs on a worker and touches the store
+        // anyway) starts from the stored record, so another instance's lockout counts at once.
+        if shared, !isQuick(authorization: authorization, client: client) {
+            let stored = try store.failedAttempts(client: client)
+            failures.withLock { $0[client] = stored }
+        }
         if let locked = lockout(client: client, now: now) { return locked }
         guard let presented = Self.bearerToken(authorization) else { return .unauthorized(invalidToken: false) }
         let bytes = Array(presented.utf8)
         if cachedMatch(bytes) {
-            try clearFailures(client: client)
-            return .allowed
+            try clearFailures(client: client, now: now)
+            return lockout(client: client, now: now) ?? .allowed
         }
         let access = settings.current.access
         let interval = TimeInterval(access.checkIntervalSeconds)
@@ -152,10 +173,18 @@ public final class AccessGuard: Sendable {
             return .busy
         case true?:
             failures.withLock { _ = $0.removeValue(forKey: client) }
+            if shared {
+                try clearSharedFailures(client: client, now: now)
+                return lockout(client: client, now: now) ?? .allowed
+            }
             try persist(client: client)
             return .allowed
         case false?:
-            try persist(client: client)
+            if shared {
+                try recordSharedFailure(client: client, now: now, limit: access.attemptLimit, interval: interval)
+            } else {
+                try persist(client: client)
+            }
             return .unauthorized(invalidToken: true)
         }
     }
@@ -195,9 +224,32 @@ public final class AccessGuard: Sendable {
         return .locked(retryAfter: max(1, Int(remaining.rounded(.up))))
     }
 
-    private func clearFailures(client: String) throws {
+    private func clearFailures(client: String, now: Date) throws {
         guard failures.withLock({ $0.removeValue(forKey: client) }) != nil else { return }
+        if shared { return try clearSharedFailures(client: client, now: now) }
         try persist(client: client)
+    }
+
+    /// A right token clears the stored record, unless another instance locked the address
+    /// meanwhile: that lock stays, in the store and in memory.
+    private func clearSharedFailures(client: String, now: Date) throws {
+        let kept = try persisting.withLock { _ in
+            try store.updateFailedAttempts(client: client) { stored in
+                stored?.lockRemaining(at: now) != nil ? stored : nil
+            }
+        }
+        failures.withLock { $0[client] = kept }
+    }
+
+    /// Adds one failure to the stored record (whatever other instances added) and keeps the
+    /// result in memory.
+    private func recordSharedFailure(client: String, now: Date, limit: Int, interval: TimeInterval) throws {
+        let merged = try persisting.withLock { _ in
+            try store.updateFailedAttempts(client: client) { stored in
+                FailedAttempts.afterFailure(stored, now: now, limit: limit, interval: interval)
+            }
+        }
+        failures.withLock { $0[client] = merged }
     }
 
     /// Writes the client's record as it is in memory now (the latest, whoever wins the lock);
@@ -279,7 +331,8 @@ struct AuthMiddleware: HTTPMiddleware {
         return try next.respond(to: request, context: context)
     }
 
-    /// The response refusing the request (a 401/429/503, or a 500 when the check failed),
+    /// The response refusing the request (a 401/429/503, a 503 when the database is away, or a
+    /// 500 when the check failed otherwise),
     /// or nil when it may proceed. Blocks unless `isQuick` said the decision is in memory.
     private func decide(_ request: HTTPRequest, _ context: RequestContext, client: String) -> HTTPResponse? {
         let decision: AccessGuard.Decision
@@ -287,6 +340,7 @@ struct AuthMiddleware: HTTPMiddleware {
             decision = try guardian.check(authorization: request.headers["Authorization"], client: client)
         } catch {
             logger.log(.error, "access check failed", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID))])
+            if let dependency = DependencyUnavailable.cause(of: error) { return DependencyUnavailable.error(dependency).response() }
             return HTTPError(.internalServerError, detail: "The server could not check the access token. Quote request id \(context.requestID) when reporting it.")
                 .response()
         }

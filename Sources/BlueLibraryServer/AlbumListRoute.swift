@@ -67,9 +67,10 @@ struct AlbumListRoute {
     /// The fast path: a 304 from the version alone, or a page loaded at the current version;
     /// nil when the page must be read (`respond`), or the library's facade is not in memory.
     func respondFromMemory(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
-        guard let facade = try libraries.loaded(context) else { return nil }
-        let (key, version, _) = try lookup(request, facade)
-        return fromMemory(request, context, key: key, version: version)
+        // Only a version known without a read (never on a shared store: another instance may
+        // have committed, so the blocking path reads it).
+        guard let facade = try libraries.loaded(context), let version = facade.knownVersion() else { return nil }
+        return fromMemory(request, context, key: Self.key(request, facade, paging: settings.paging), version: version)
     }
 
     /// Any list request: from memory if it can be, else read (identical concurrent requests
@@ -97,9 +98,13 @@ struct AlbumListRoute {
     /// never served), and the library version.
     private func lookup(_ request: HTTPRequest, _ facade: LibraryFacade) throws -> (PageKey, Int64, LibrarySettings.Paging) {
         let paging = settings.paging
-        let key = PageKey(library: facade.library, defaultLimit: paging.defaultLimit, maxLimit: paging.maxLimit, query: String(request.rawQuery ?? ""))
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
-        return (key, version, paging)
+        return (Self.key(request, facade, paging: paging), version, paging)
+    }
+
+    /// The request's cache key under `paging`.
+    private static func key(_ request: HTTPRequest, _ facade: LibraryFacade, paging: LibrarySettings.Paging) -> PageKey {
+        PageKey(library: facade.library, defaultLimit: paging.defaultLimit, maxLimit: paging.maxLimit, query: String(request.rawQuery ?? ""))
     }
 
     private func fromMemory(_ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: Int64) -> HTTPResponse? {

@@ -47,9 +47,8 @@ struct AlbumRoutes {
     /// event loop while the library version is unchanged (nil otherwise, or when the library's
     /// facade is not in memory yet: `show` reads it on the worker pool).
     func showCached(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
-        guard let facade = try libraries.loaded(context) else { return nil }
+        guard let facade = try libraries.loaded(context), let version = facade.knownVersion() else { return nil }
         let key = try Self.cacheKey(request, context)
-        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
         guard let cached = albums.current(key, version: version) else { return nil }
         return try ConditionalGET.respond(to: request, with: cached)
     }

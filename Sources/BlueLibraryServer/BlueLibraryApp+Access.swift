@@ -2,6 +2,7 @@ import Covers
 import Foundation
 import HTTPServer
 import Library
+import ServerRecords
 import Storage
 
 /// A token given at start (`BLUELIBRARY_TOKEN`): kept only until its hash is stored, and
@@ -21,14 +22,15 @@ extension BlueLibraryApp {
     /// `apply` puts the settings that have live effects outside the facade (paging, covers) in
     /// force: once at start, and after every change before `settings.changed` is published.
     static func openAccess(
-        store: SQLiteAlbumStore, libraries: Libraries, events: EventHub, configuration: ServeConfiguration,
+        backend: any StoreBackend, libraries: Libraries, events: EventHub, configuration: ServeConfiguration,
         logger: JSONLogger, apply: @escaping @Sendable (_ old: LibrarySettings?, _ new: LibrarySettings) -> Void = { _, _ in }
     ) throws -> (SettingsService, AccessGuard) {
+        let store = backend.records
         let settings: SettingsService
         do {
             settings = try SettingsService(store: store)
         } catch {
-            throw ConfigurationError("cannot read the settings from \(store.path): \(error)")
+            throw ConfigurationError("cannot read the settings from \(backend.location): \(error)")
         }
         if let from = settings.upgradedFrom {
             logger.log(.info, "settings upgraded", [("fromSchemaVersion", .int(from)), ("toSchemaVersion", .int(LibrarySettings.currentSchemaVersion))])
@@ -38,7 +40,7 @@ extension BlueLibraryApp {
                 try AccessGuard.storeToken(token.value, in: store)
                 try settings.modify { $0.access.passcodeEnabled = true }
             } catch {
-                throw ConfigurationError("cannot store the BLUELIBRARY_TOKEN hash in \(store.path): \(error)")
+                throw ConfigurationError("cannot store the BLUELIBRARY_TOKEN hash in \(backend.location): \(error)")
             }
             logger.log(.info, "write protection enabled from BLUELIBRARY_TOKEN (its hash is stored)")
         }
@@ -49,7 +51,7 @@ extension BlueLibraryApp {
             apply(old, new)
             events.publish(name: "settings.changed", json: SettingsRoutes.eventJSON(old, new))
         }
-        let guardian = try AccessGuard(store: store, settings: settings, clock: configuration.accessClock)
+        let guardian = try AccessGuard(store: store, settings: settings, clock: configuration.accessClock, shared: backend.isShared)
         return (settings, guardian)
     }
 
@@ -58,7 +60,7 @@ extension BlueLibraryApp {
     /// cover fetcher's address guard understands and, unless the operator started with
     /// `BLUELIBRARY_COVER_ALLOW_FROM_SETTINGS=on`, already opened by `BLUELIBRARY_COVER_ALLOW`
     /// (settings may only narrow it).
-    static func settingsRules(store: SQLiteAlbumStore, configuration: ServeConfiguration) -> @Sendable (LibrarySettings) -> [FieldError] {
+    static func settingsRules(store: any AccessStore, configuration: ServeConfiguration) -> @Sendable (LibrarySettings) -> [FieldError] {
         let environment = (try? CoverAddressPolicy(allowList: configuration.coverAllow)) ?? CoverAddressPolicy()
         let fromSettings = configuration.coverAllowFromSettings
         return { settings in
@@ -102,22 +104,28 @@ public enum TokenSetting {
         return nil
     }
 
-    public static func set(_ token: AccessToken, dataDirectory: String) throws(ConfigurationError) {
+    /// Stores `token`'s hash in the SQLite database of `dataDirectory`, or in the PostgreSQL
+    /// database `databaseURL` names (every instance on it learns it within a second).
+    public static func set(_ token: AccessToken, dataDirectory: String, databaseURL: String? = nil) throws(ConfigurationError) {
         if let problem = problem(with: token.value) { throw ConfigurationError(problem) }
-        let store: SQLiteAlbumStore
+        var configuration = ServeConfiguration()
+        configuration.dataDirectory = dataDirectory
+        configuration.databaseURL = databaseURL
+        configuration.databasePoolSize = 1
+        let backend: any StoreBackend
         do {
-            store = try BlueLibraryApp.openStore(in: dataDirectory)
+            backend = try BlueLibraryApp.openBackend(configuration)
         } catch let error as ConfigurationError {
             throw error
         } catch {
             throw ConfigurationError("cannot open the database in \(dataDirectory): \(error)")
         }
         do {
-            try AccessGuard.storeToken(token.value, in: store)
-            let settings = try SettingsService(store: store)
+            try AccessGuard.storeToken(token.value, in: backend.records)
+            let settings = try SettingsService(store: backend.records)
             try settings.modify { $0.access.passcodeEnabled = true }
         } catch {
-            throw ConfigurationError("cannot store the token hash in \(store.path): \(error)")
+            throw ConfigurationError("cannot store the token hash in \(backend.location): \(error)")
         }
     }
 }

@@ -22,7 +22,8 @@ public final class BlueLibraryApp: Sendable {
     let pageCache: AlbumListRoute.PageCache
     /// The request model's view pages (tests count their loads).
     let viewPages: ViewPages
-    let store: SQLiteAlbumStore
+    /// The database (SQLite file, or PostgreSQL shared with other instances).
+    let backend: any StoreBackend
     let exportWorkers: BoundedThreadPool
     /// One event hub per library (each facade's event sink).
     let eventHubs: EventHubs
@@ -34,6 +35,8 @@ public final class BlueLibraryApp: Sendable {
     let accessGuard: AccessGuard
     /// Re-reads the settings when another process changed the database.
     let storedStateWatcher: StoredStateWatcher
+    /// On a shared database: publishes every instance's commits from the change feed.
+    let changeFollower: ChangeFollower?
     /// What `GET /metrics` renders.
     let metrics = Metrics()
 
@@ -44,14 +47,25 @@ public final class BlueLibraryApp: Sendable {
         let state = ServiceState()
         self.state = state
 
-        store = try Self.openStore(in: configuration.dataDirectory, diskReserveBytes: configuration.diskReserveBytes)
+        let backend = try Self.openBackend(configuration)
+        self.backend = backend
+        let store = backend.albums
         let clock: @Sendable () -> Date = { Date() }
         // Ages kept in memory (request models, cover freshness checks) use the monotonic clock.
         let monotonic: any MonotonicClock = SystemClock()
-        let eventHubs = EventHubs(configuration: configuration.events, defaultVersion: try Self.libraryVersion(store))
+        let eventHubs = EventHubs(configuration: configuration.events, defaultVersion: try Self.libraryVersion(backend))
         self.eventHubs = eventHubs
+        // On a shared database the change feed is where events come from (every instance's
+        // commits, in version order, with the same ids); the facades then publish only what
+        // the feed does not carry, and wake the follower for their own commits.
+        let changeFollower = backend.isShared
+            ? ChangeFollower(store: store, hubs: eventHubs, wakeup: backend.makeCommitWakeup(), logger: logger) : nil
+        self.changeFollower = changeFollower
         let libraries = Libraries(store: store, clock: clock, ids: .random(clock: clock),
-                                  changeRetention: configuration.changeRetention) { eventHubs.sink($0) }
+                                  changeRetention: configuration.changeRetention) { library in
+            let hubSink = eventHubs.sink(library)
+            return changeFollower.map { $0.sink(publishing: hubSink) } ?? hubSink
+        }
         self.libraries = libraries
         let facade = libraries.defaultLibrary
         let events = eventHubs.defaultHub
@@ -60,14 +74,14 @@ public final class BlueLibraryApp: Sendable {
             do {
                 if try facade.seedIfEmpty() { logger.log(.info, "seeded the library with the tutorial's five albums") }
             } catch {
-                throw ConfigurationError("cannot seed the library in \(configuration.dataDirectory): \(error.message)")
+                throw ConfigurationError("cannot seed the library in \(backend.location): \(error.message)")
             }
         }
         // Known from here on without a read: every commit gives the new version.
         _ = try? facade.currentVersion()
         exportWorkers = BoundedThreadPool(threads: 2, name: "archive-export", stackSize: 1 << 20)
         covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events), clock: monotonic)
-        let idempotency = IdempotencyGuard(store: store, clock: clock)
+        let idempotency = IdempotencyGuard(store: backend.records, clock: clock)
         let albums = AlbumRoutes(
             libraries: resolver, idempotency: idempotency, covers: covers,
             albums: RequestModelCache(limits: AlbumRoutes.cacheLimits, clock: monotonic))
@@ -81,7 +95,7 @@ public final class BlueLibraryApp: Sendable {
         let viewPages = ViewPages(clock: monotonic)
         self.viewPages = viewPages
         (settings, accessGuard) = try Self.openAccess(
-            store: store, libraries: libraries, events: events, configuration: configuration, logger: logger
+            backend: backend, libraries: libraries, events: events, configuration: configuration, logger: logger
         ) { [covers, logger] old, new in
             // Pages are cached by query; a changed default or maximum changes what a query means.
             if let old, old.paging != new.paging {
@@ -92,23 +106,26 @@ public final class BlueLibraryApp: Sendable {
         }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
         do {
-            storedStateWatcher = StoredStateWatcher(watch: try store.makeChangeWatch(), interval: configuration.accessPollInterval) {
+            storedStateWatcher = StoredStateWatcher(signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval) {
                 [settings, accessGuard, logger] in
                 do {
                     try accessGuard.reloadToken()
+                    try accessGuard.reloadFailures()
                     try settings.reload()
                 } catch {
                     logger.log(.error, "could not re-read the settings", [("error", .string(String(describing: error)))])
                 }
             }
         } catch {
-            throw ConfigurationError("cannot watch the database \(store.path): \(error)")
+            throw ConfigurationError("cannot watch the database \(backend.location): \(error)")
         }
-        var routes = RouterBuilder(middleware: middleware, errorRenderer: Self.errorRenderer(logger: logger))
-        SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [store] in store.isDiskFull }).register(into: &routes)
+        let errorRenderer = Self.errorRenderer(logger: logger, isDiskFull: { [backend] in backend.isDiskFull($0) })
+        var routes = RouterBuilder(middleware: middleware, errorRenderer: errorRenderer)
+        SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [backend] in backend.isDiskFull }, ping: backend.ping)
+            .register(into: &routes)
         albums.register(into: &routes)
         LibraryRoutes(libraries: resolver, idempotency: idempotency).register(into: &routes)
-        let seal = try Self.cursorSeal(store)
+        let seal = try Self.cursorSeal(backend)
         AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: seal)
             .register(into: &routes)
         ViewRoutes(libraries: libraries, idempotency: idempotency, covers: covers, pages: viewPages).register(into: &routes)
@@ -120,9 +137,9 @@ public final class BlueLibraryApp: Sendable {
         TutorialRoutes(facade: facade, albums: albums).register(into: &routes)
         CoverRoutes(libraries: resolver, covers: covers, wait: configuration.coverWait, coverURLs: RequestModelCache(clock: monotonic))
             .register(into: &routes)
-        EventRoutes(libraries: resolver, hubs: eventHubs).register(into: &routes)
+        EventRoutes(libraries: resolver, hubs: eventHubs, follower: changeFollower).register(into: &routes)
         ChangeRoutes(libraries: resolver).register(into: &routes)
-        SettingsRoutes(settings: settings, validate: Self.settingsRules(store: store, configuration: configuration)).register(into: &routes)
+        SettingsRoutes(settings: settings, validate: Self.settingsRules(store: backend.records, configuration: configuration)).register(into: &routes)
         MetricsRoutes(metrics: metrics).register(into: &routes)
         let httpMetrics = HTTPMetrics(routes: routes.routeTable)
         routes.middleware.insert(MetricsMiddleware(http: httpMetrics), at: 0)
@@ -132,11 +149,12 @@ public final class BlueLibraryApp: Sendable {
             configuration: .init(
                 host: configuration.host, port: configuration.port, eventLoops: configuration.eventLoops,
                 workerThreads: configuration.workers, limits: configuration.limits, clock: monotonic),
-            router: router, errorRenderer: Self.errorRenderer(logger: logger), logger: logger.serverLogger,
+            router: router, errorRenderer: errorRenderer, logger: logger.serverLogger,
             headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger))
         httpMetrics.register(with: metrics)
         ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: eventHubs,
-                                covers: covers, pages: pageCache, store: store)
+                                covers: covers, pages: pageCache)
+        backend.register(in: metrics)
         viewPages.register(in: metrics)
     }
 
@@ -145,6 +163,7 @@ public final class BlueLibraryApp: Sendable {
 
     public func start() {
         storedStateWatcher.start()
+        changeFollower?.start()
         server.start()
         logger.log(.info, "listening", [("host", .string(configuration.host)), ("port", .int(server.port)),
                                         ("dataDir", .string(configuration.dataDirectory)),
@@ -155,18 +174,14 @@ public final class BlueLibraryApp: Sendable {
     public func shutdown() {
         state.beginDraining()
         logger.log(.info, "draining", [("graceSeconds", .int(Int(configuration.shutdownGrace.components.seconds)))], always: true)
+        changeFollower?.stop()
         eventHubs.shutdown()
         server.shutdown(grace: configuration.shutdownGrace)
         storedStateWatcher.stop()
         exportWorkers.shutdown()
         accessGuard.hashing.shutdown()
         covers.shutdown()
-        do {
-            // A short WAL makes the next start fast (it is read in full when the database opens).
-            try store.checkpointAndTruncateWAL()
-        } catch {
-            logger.log(.warning, "could not checkpoint the database on shutdown", [("error", .string(String(describing: error)))])
-        }
+        backend.close(logger: logger)
     }
 
     /// The cover service: cache in `<data>/covers`, internal addresses refused but for the allow-list.
@@ -228,12 +243,12 @@ public final class BlueLibraryApp: Sendable {
 
     /// HMAC-SHA256 under the database's cursor key (made on first start): cursors survive a
     /// restart, every instance on this database accepts them, and nobody can forge one.
-    static func cursorSeal(_ store: SQLiteAlbumStore) throws -> CursorSeal {
+    static func cursorSeal(_ backend: any StoreBackend) throws -> CursorSeal {
         let key: [UInt8]
         do {
-            key = try store.secret(named: "cursor", orStore: HMACSHA256.makeKey())
+            key = try backend.records.secret(named: "cursor", orStore: HMACSHA256.makeKey())
         } catch {
-            throw ConfigurationError("cannot read or create the cursor key in \(store.path): \(error)")
+            throw ConfigurationError("cannot read or create the cursor key in \(backend.location): \(error)")
         }
         return CursorSeal(tagLength: HMACSHA256.tagLength) { message in
             // HMAC fails only if libcrypto cannot allocate; an empty tag then never verifies.
@@ -242,12 +257,21 @@ public final class BlueLibraryApp: Sendable {
     }
 
     /// The library's version at start: where the event hub's `Last-Event-ID` window begins.
-    static func libraryVersion(_ store: SQLiteAlbumStore) throws -> Int64 {
+    static func libraryVersion(_ backend: any StoreBackend) throws -> Int64 {
         do {
-            return try store.read(.default) { try $0.version() }
+            return try backend.albums.read(.default) { try $0.version() }
         } catch {
-            throw ConfigurationError("cannot read the library version from \(store.path): \(error)")
+            throw ConfigurationError("cannot read the library version from \(backend.location): \(error)")
         }
+    }
+
+    /// The database `configuration` names: PostgreSQL for a `--database-url`, else the SQLite
+    /// file in the data directory (created if missing).
+    static func openBackend(_ configuration: ServeConfiguration) throws -> any StoreBackend {
+        if let url = configuration.databaseURL {
+            return try PostgresBackend(url: url, poolSize: configuration.databasePoolSize)
+        }
+        return try SQLiteBackend(directory: configuration.dataDirectory, diskReserveBytes: configuration.diskReserveBytes)
     }
 
     /// The SQLite database in the data directory (created if missing).
@@ -270,9 +294,16 @@ public final class BlueLibraryApp: Sendable {
     public func waitUntilStopped() { server.waitUntilStopped() }
 
     /// A 500 never shows internals to the client; the log line has them, with the request id.
-    static func errorRenderer(logger: JSONLogger) -> ErrorRenderer {
+    /// A database that cannot be reached (or a full pool) is 503 with `Retry-After`, whatever
+    /// the request was doing (`DependencyUnavailable`); a full disk 507.
+    static func errorRenderer(logger: JSONLogger, isDiskFull: @escaping @Sendable (any Error) -> Bool) -> ErrorRenderer {
         ErrorRenderer { error, request, context in
-            if let failure = error as? StorageFailure, failure.isDiskFull {
+            if let dependency = DependencyUnavailable.cause(of: error) {
+                logger.log(.warning, "database unavailable: answered 503", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID)),
+                                                                            ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])
+                return DependencyUnavailable.error(dependency).response()
+            }
+            if let failure = error as? StorageFailure, case let .storage(underlying) = failure.error, isDiskFull(underlying.error) {
                 logger.log(.error, "disk full: write refused with 507", [("error", .string(String(describing: failure))), ("requestId", .string(context.requestID)),
                                                                          ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])
                 return StorageFailure.diskFullError.response()

@@ -33,9 +33,8 @@ struct CoverRoutes {
     /// A cached, fresh cover of an album whose cover URL is known at the current version,
     /// from memory and the disk cache's index; nil for anything else (`show` handles it).
     func showCached(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
-        guard let facade = try libraries.loaded(context) else { return nil }
+        guard let facade = try libraries.loaded(context), let version = facade.knownVersion() else { return nil }
         let id = try RequestInput.albumID(context)
-        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
         guard let link = coverURLs.current(Key(library: facade.library, album: id), version: version), let url = link.url,
             case let .loaded(cover)? = covers.state(for: url), cover.freshUntil > Date()
         else { return nil }

@@ -124,6 +124,8 @@ public final class EventHub: LibraryEventSink, Sendable {
     }
 
     public let configuration: Configuration
+    /// The library version the hub started at (its first `Last-Event-ID` window ends there).
+    let startVersion: Int64
     private let state: Mutex<State>
     /// Wakes the delivery thread (new frames, or shutdown).
     private let wake = DispatchSemaphore(value: 0)
@@ -138,7 +140,23 @@ public final class EventHub: LibraryEventSink, Sendable {
     ///   be resumed.
     public init(configuration: Configuration = Configuration(), version: Int64) {
         self.configuration = configuration
+        startVersion = version
         state = Mutex(State(evictedThrough: version, latest: version))
+    }
+
+    /// The ids a `Last-Event-ID` can resume from with the kept frames alone: after
+    /// `evictedThrough` up to `latest`.
+    var window: (evictedThrough: Int64, latest: Int64) {
+        state.withLock { ($0.evictedThrough, $0.latest) }
+    }
+
+    /// Whether resuming after `lastEventID` needs more than this hub keeps (a version older
+    /// than its window, or newer than it has published): the stream then asks the change
+    /// feed first (`Backfill`), off the event loop.
+    func needsBackfill(lastEventID: String?) -> Bool {
+        guard case let .after(seen) = Resume(lastEventID: lastEventID) else { return false }
+        let (evicted, latest) = window
+        return seen < evicted || seen > latest
     }
 
     /// Open `GET /events` streams.
@@ -174,8 +192,28 @@ public final class EventHub: LibraryEventSink, Sendable {
     /// Adds the stream of one `GET /events` request. Runs on the connection's event loop.
     ///
     /// - Parameter lastEventID: the client's `Last-Event-ID`, or nil for a fresh subscription.
-    func subscribe(_ writer: HTTPStreamWriter, lastEventID: String?) {
-        subscribe(PlainEventStream(writer: writer), resume: Resume(lastEventID: lastEventID), lastEventID: lastEventID, announce: true)
+    func subscribe(_ writer: HTTPStreamWriter, lastEventID: String?, backfill: Backfill? = nil) {
+        subscribe(PlainEventStream(writer: writer), resume: Resume(lastEventID: lastEventID), lastEventID: lastEventID, announce: true,
+                  backfill: backfill)
+    }
+
+    /// The events after a client's `Last-Event-ID` read from the change feed, for a resume
+    /// from further back than the hub keeps: the feed's changes after `after`, oldest first,
+    /// complete through their last version.
+    struct Backfill: Sendable {
+        let after: Int64
+        let frames: [Frame]
+
+        init(after: Int64, events: [LibraryEvent]) {
+            self.after = after
+            frames = events.map { Frame(version: $0.version, name: $0.name, json: EventHub.payload(of: $0)) }
+        }
+
+        /// Whether these are the events after `seen` and reach `through` (the newest version
+        /// the hub no longer keeps), so none is missing between them and the kept frames.
+        func reaches(_ seen: Int64, _ through: Int64) -> Bool {
+            after == seen && (frames.last?.version ?? seen) >= through
+        }
     }
 
     /// Adds one subscription: the missed frames (or `library.outdated`), then every frame
@@ -186,8 +224,12 @@ public final class EventHub: LibraryEventSink, Sendable {
     ///   - announce: send `: subscribed` once the subscription is live.
     /// - Returns: the newest version this hub has published (or started at) as of the
     ///   subscription; nil when the hub has shut down (the sink got `server.shutdown`).
+    ///   - backfill: the change feed's events after the client's id (see ``Backfill``): a resume
+    ///     from an id older than the kept frames continues from them, as long as they reach
+    ///     the kept frames.
     @discardableResult
-    func subscribe(_ sink: any EventStreamSink, resume: Resume, lastEventID: String? = nil, announce: Bool) -> Int64? {
+    func subscribe(_ sink: any EventStreamSink, resume: Resume, lastEventID: String? = nil, announce: Bool,
+                   backfill: Backfill? = nil) -> Int64? {
         let subscription: (id: UInt64, needsThread: Bool, latest: Int64)? = state.withLock { state in
             if state.shutDown { return nil }
             // Under the lock: the replay is queued before any live frame (the delivery thread
@@ -197,6 +239,11 @@ public final class EventHub: LibraryEventSink, Sendable {
                 break
             case let .after(seen) where seen >= state.evictedThrough && seen <= state.latest:
                 for frame in state.frames(after: seen) { _ = sink.send(frame) }
+            case let .after(seen) where seen < state.evictedThrough && (backfill.map { $0.reaches(seen, state.evictedThrough) } ?? false):
+                // The feed's events up to the window, then the kept frames (state events of
+                // the versions before the window are in no feed, and are not replayed).
+                for frame in backfill?.frames ?? [] where frame.version <= state.evictedThrough { _ = sink.send(frame) }
+                for frame in state.frames(after: state.evictedThrough) { _ = sink.send(frame) }
             case .after, .unknown:
                 let given: String
                 switch resume {

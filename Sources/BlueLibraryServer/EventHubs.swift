@@ -50,6 +50,9 @@ final class EventHubs: Sendable {
     /// Every hub made so far.
     var all: [EventHub] { hubs.withLock { Array($0.values) } }
 
+    /// Every hub made so far with its library.
+    var allByLibrary: [(LibraryID, EventHub)] { hubs.withLock { $0.map { ($0.key, $0.value) } } }
+
     /// Open event streams over every hub.
     var subscriberCount: Int { all.reduce(0) { $0 + $1.subscriberCount } }
 

@@ -7,6 +7,11 @@ import Library
 struct EventRoutes {
     let libraries: LibraryResolver
     let hubs: EventHubs
+    /// On a shared database: the follower that publishes the change feed to the hubs.
+    let follower: ChangeFollower?
+    /// The most changes a `Last-Event-ID` older than a hub's window is filled with from the
+    /// change feed (a longer gap starts with `library.outdated`).
+    static let maxBackfill = 10_000
 
     func register(into routes: inout RouterBuilder) {
         routes.addForEachLibrary(.get, "/events", fast: subscribeKnown, blocking: subscribe)
@@ -16,7 +21,9 @@ struct EventRoutes {
     func subscribeKnown(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
         let named = try Self.namedLibraries(request, context)
         guard !named.isEmpty else {
-            guard let facade = try libraries.loaded(context), let hub = hubs.existing(facade.library) else { return nil }
+            guard let facade = try libraries.loaded(context), let hub = hubs.existing(facade.library),
+                  !hub.needsBackfill(lastEventID: Self.lastEventID(request))
+            else { return nil }
             return Self.stream(request, hub: hub)
         }
         var found: [(LibraryID, EventHub)] = []
@@ -30,7 +37,11 @@ struct EventRoutes {
     /// Finds the libraries (a store read for one not used yet) and makes their hubs.
     func subscribe(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let named = try Self.namedLibraries(request, context)
-        guard !named.isEmpty else { return Self.stream(request, hub: try hub(try libraries.facade(context))) }
+        guard !named.isEmpty else {
+            let facade = try libraries.facade(context)
+            let hub = try hub(facade)
+            return Self.stream(request, hub: hub, backfill: backfill(request, facade: facade, hub: hub))
+        }
         var found: [(LibraryID, EventHub)] = []
         for id in named {
             let facade: LibraryFacade
@@ -45,6 +56,22 @@ struct EventRoutes {
             found.append((id, try hub(facade)))
         }
         return Self.stream(request, hubs: found)
+    }
+
+    /// What a resume from further back than `hub` keeps needs from the change feed: first the
+    /// hub is brought up to the database (another instance may have committed what the client
+    /// saw), then the feed's changes after the client's id are read (nil when the feed no
+    /// longer has them all, or none are needed: the hub decides with what it has).
+    private func backfill(_ request: HTTPRequest, facade: LibraryFacade, hub: EventHub) -> EventHub.Backfill? {
+        let lastEventID = Self.lastEventID(request)
+        guard hub.needsBackfill(lastEventID: lastEventID), case let .after(seen) = EventHub.Resume(lastEventID: lastEventID) else {
+            return nil
+        }
+        if seen > hub.window.latest, let follower { follower.catchUp(facade.library, hub: hub) }
+        guard seen < hub.window.evictedThrough,
+              let page = try? facade.changes(since: seen, limit: Self.maxBackfill)
+        else { return nil }
+        return EventHub.Backfill(after: seen, events: page.changes.compactMap(LibraryEvent.init))
     }
 
     private func hub(_ facade: LibraryFacade) throws -> EventHub {
@@ -88,10 +115,10 @@ struct EventRoutes {
         request.headers["Last-Event-ID"] ?? request.query("lastEventId")
     }
 
-    static func stream(_ request: HTTPRequest, hub: EventHub) -> HTTPResponse {
+    static func stream(_ request: HTTPRequest, hub: EventHub, backfill: EventHub.Backfill? = nil) -> HTTPResponse {
         let lastEventID = lastEventID(request)
         return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true) { writer in
-            hub.subscribe(writer, lastEventID: lastEventID)
+            hub.subscribe(writer, lastEventID: lastEventID, backfill: backfill)
         }))
     }
 

@@ -67,12 +67,6 @@ struct StorageFailure: Error, CustomStringConvertible {
         return error.message
     }
 
-    /// True when the store failed because the server's disk (or quota) is full.
-    var isDiskFull: Bool {
-        if case let .storage(underlying) = error { return SQLiteAlbumStore.isDiskFull(underlying.error) }
-        return false
-    }
-
     /// 507 Insufficient Storage (RFC 4918 §11.5): the write was not made because the server's
     /// disk is full; nothing about the request is wrong, and it may be repeated once space is
     /// freed (writes resume by themselves).

@@ -21,7 +21,7 @@ struct MetricsRoutes {
 enum ServiceMetrics {
     static func register(
         in metrics: Metrics, connections: @escaping @Sendable () -> Int, events: EventHubs, covers: CoverService,
-        pages: AlbumListRoute.PageCache, store: SQLiteAlbumStore
+        pages: AlbumListRoute.PageCache
     ) {
         metrics.sampled("bluelibrary_http_open_connections", help: "Client connections open right now.", connections)
         metrics.sampled("bluelibrary_event_subscribers", help: "Event stream subscriptions open right now (a stream over several libraries counts once per library).") {
@@ -59,14 +59,6 @@ enum ServiceMetrics {
                         kind: .counter) { pages.statistics.misses }
         metrics.sampled("bluelibrary_page_cache_entries", help: "GET /albums pages held in memory.") {
             pages.usage.entries
-        }
-
-        metrics.sampled("bluelibrary_db_reader_waits_total",
-                        help: "Database reads that found every reader connection busy and waited for one.",
-                        kind: .counter) { store.readerPoolStatistics.waits }
-        metrics.sampled("bluelibrary_db_reader_timeouts_total",
-                        help: "Database reads that gave up waiting for a reader connection.", kind: .counter) {
-            store.readerPoolStatistics.timeouts
         }
     }
 }

@@ -10,6 +10,11 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var host = "0.0.0.0"
     public var port = 8080
     public var dataDirectory = "./data"
+    /// `BLUELIBRARY_DATABASE_URL`: a PostgreSQL database (`postgres://user:password@host/db`)
+    /// shared by every instance started with it; nil: the SQLite file in `dataDirectory`.
+    public var databaseURL: String?
+    /// `BLUELIBRARY_DATABASE_POOL_SIZE`: PostgreSQL connections this instance opens at most.
+    public var databasePoolSize = 10
     public var logLevel: HTTPServer.LogLevel = .info
     public var accessLog = true
     public var trustedProxies: [IPAddressRange] = []
@@ -51,6 +56,7 @@ public struct ServeConfiguration: Sendable, Equatable {
 
     public static func == (a: ServeConfiguration, b: ServeConfiguration) -> Bool {
         a.host == b.host && a.port == b.port && a.dataDirectory == b.dataDirectory && a.logLevel == b.logLevel
+            && a.databaseURL == b.databaseURL && a.databasePoolSize == b.databasePoolSize
             && a.accessLog == b.accessLog && a.trustedProxies == b.trustedProxies
             && a.forwardedHeaders == b.forwardedHeaders && a.eventLoops == b.eventLoops
             && a.workers == b.workers && a.shutdownGrace == b.shutdownGrace && a.seed == b.seed
@@ -80,6 +86,25 @@ public struct ServeConfiguration: Sendable, Equatable {
                help: "Directory for the SQLite database and the cover cache.") { config, value throws(ConfigurationError) in
             guard !value.isEmpty else { throw ConfigurationError("data directory must not be empty") }
             config.dataDirectory = value
+        },
+        Option(flag: "--database-url", variable: "BLUELIBRARY_DATABASE_URL", placeholder: "URL", defaultText: "none (SQLite)",
+               help: "PostgreSQL database (postgres://user:pass@host:5432/db) shared by several instances; none: SQLite in the data directory.") {
+            config, value throws(ConfigurationError) in
+            let text = value.trimmingASCIIWhitespace()
+            guard !text.isEmpty else {
+                config.databaseURL = nil
+                return
+            }
+            // The message never repeats the value: it may hold a password.
+            guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") else {
+                throw ConfigurationError("database URL must start with postgres:// or postgresql:// (the value is not repeated here)")
+            }
+            config.databaseURL = text
+        },
+        Option(flag: "--database-pool-size", variable: "BLUELIBRARY_DATABASE_POOL_SIZE", placeholder: "N", defaultText: "10",
+               help: "PostgreSQL connections this instance opens at most; a request finding none free within 2 s gets 503.") {
+            config, value throws(ConfigurationError) in
+            config.databasePoolSize = try integer(value, in: 1...1000, name: "database pool size")
         },
         Option(flag: "--log-level", variable: "BLUELIBRARY_LOG_LEVEL", placeholder: "LEVEL", defaultText: "info",
                help: "debug, info, warning or error.") { config, value throws(ConfigurationError) in

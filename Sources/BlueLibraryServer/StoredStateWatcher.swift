@@ -1,23 +1,24 @@
 import Essentials
 import Foundation
-import Storage
 import Synchronization
 
 /// Keeps the in-memory copies of stored state (settings, the token hash) in step with the
-/// database when something else changed it, e.g. `bluelibrary token set` on a running server:
-/// a thread of its own looks at SQLite's `data_version` every `interval` and, when it moved,
-/// has `reload` re-read what it keeps. Nothing on an event loop waits for it.
+/// database when something else changed it, e.g. `bluelibrary token set` on a running server,
+/// or another instance on the same PostgreSQL database: a thread of its own asks the backend's
+/// signal (SQLite's `data_version`; PostgreSQL's `server_signals` generation) every `interval`
+/// and, when it moved, has `reload` re-read what it keeps. So a settings change, a new token or
+/// a lockout made anywhere applies here within `interval`. Nothing on an event loop waits for it.
 final class StoredStateWatcher: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
     private let started = Atomic<Bool>(false)
-    private let watch: DatabaseChangeWatch
+    private let signal: any StoredStateSignal
     private let interval: Duration
     private let reload: @Sendable () -> Void
 
-    init(watch: DatabaseChangeWatch, interval: Duration, reload: @escaping @Sendable () -> Void) {
-        self.watch = watch
+    init(signal: any StoredStateSignal, interval: Duration, reload: @escaping @Sendable () -> Void) {
+        self.signal = signal
         self.interval = interval
         self.reload = reload
     }
@@ -34,7 +35,9 @@ final class StoredStateWatcher: Sendable {
         while !stopped.load(ordering: .relaxed) {
             _ = wake.wait(timeout: .now() + seconds)
             if stopped.load(ordering: .relaxed) { break }
-            if (try? watch.hasChanged()) ?? true { reload() }
+            // A failed look (the database away) reloads too: the next successful one may not
+            // move, though a change happened while it was away.
+            if (try? signal.hasChanged()) ?? true { reload() }
         }
         done.signal()
     }

@@ -7,9 +7,14 @@ struct SystemRoutes {
     let spec: [UInt8]
     /// True while the store refuses writes because the disk is full (reads go on).
     let diskFull: @Sendable () -> Bool
+    /// Whether the database answers (PostgreSQL: a `SELECT 1` through the pool); nil when it
+    /// is a file that is always there. It may wait, so `/readyz` then runs on a worker.
+    let ping: (@Sendable () -> Bool)?
 
     static let healthBody = Array("{\"status\":\"ok\"}\n".utf8)
     static let readyBody = Array("{\"status\":\"ready\"}\n".utf8)
+    static let databaseUnavailableBody = Array(
+        "{\"status\":\"database-unavailable\",\"detail\":\"The database does not answer: requests that need it get 503 until it is back.\"}\n".utf8)
     /// Still 200: reads are served, and a restart would not free any space.
     static let diskFullBody = Array(
         "{\"status\":\"disk-full\",\"detail\":\"The server's disk is full: writes are refused with 507 until space is freed; reads are served.\"}\n".utf8)
@@ -20,12 +25,25 @@ struct SystemRoutes {
 
         let ready = HTTPResponse(contentType: "application/json", bytes: Self.readyBody, headers: ["Cache-Control": "no-store"])
         let diskFullResponse = HTTPResponse(contentType: "application/json", bytes: Self.diskFullBody, headers: ["Cache-Control": "no-store"])
-        routes.add(.get, "/readyz") { [state, diskFull] _, _ in
+        let unavailable = HTTPResponse(
+            status: .serviceUnavailable, contentType: "application/json", bytes: Self.databaseUnavailableBody,
+            headers: ["Retry-After": "1", "Cache-Control": "no-store"])
+        let answer: @Sendable () throws -> HTTPResponse = { [state, diskFull] in
             guard !state.isDraining else {
                 throw HTTPError(.serviceUnavailable, detail: "The server is shutting down; send requests to another instance.",
                                 headers: ["Retry-After": "5", "Cache-Control": "no-store"])
             }
             return diskFull() ? diskFullResponse : ready
+        }
+        if let ping {
+            // 503 while the database does not answer: a proxy's health check then sends
+            // traffic elsewhere (while it is away for every instance, none is ready).
+            routes.add(.get, "/readyz", options: .workerPool) { _, _ in
+                let response = try answer()
+                return ping() ? response : unavailable
+            }
+        } else {
+            routes.add(.get, "/readyz") { _, _ in try answer() }
         }
 
         let specResponse = HTTPResponse(
@@ -55,7 +73,7 @@ struct SystemRoutes {
                 .init(rel: "libraries", href: "/libraries",
                       title: "The libraries; every album route also exists under /libraries/{lib}/ (without it: default)"),
                 .init(rel: "health", href: "/healthz", title: "Liveness probe"),
-                .init(rel: "ready", href: "/readyz", title: "Readiness probe (503 while draining)"),
+                .init(rel: "ready", href: "/readyz", title: "Readiness probe (503 while draining or while the database does not answer)"),
                 .init(rel: "openapi", href: "/openapi.yaml", title: "OpenAPI 3.1 description of every route"),
             ])
     }

@@ -22,6 +22,11 @@ public struct CoverCacheOpenError: Error, Sendable, CustomStringConvertible {
 /// - `<url hash>.json`: its ``CoverCacheRecord``; its modification time is the last use, kept
 ///   for the LRU order across restarts (touched at most once a minute per entry).
 /// - `.tmp-*`: writes in progress (see ``AtomicFile``), deleted at start.
+/// - `<url hash>.lock`: empty; its `flock` serialises the fetches of one cover across the
+///   processes sharing the directory (``CoverFetchLock``).
+///
+/// Several processes may share the directory: each keeps its own index, and a process that
+/// holds a cover's fetch lock first adopts what another stored (``adopt(_:)``).
 ///
 /// The image is renamed into place before its record, and the record is removed before the
 /// image, so a crash leaves at most an unreferenced image, which the next start deletes. A
@@ -186,6 +191,30 @@ final class CoverDiskCache: Sendable {
         if let removed { removeFiles(of: removed) }
     }
 
+    /// Takes the cross-process fetch lock of `url` (waits while another process holds it).
+    func lockFetch(_ url: String) -> CoverFetchLock? {
+        CoverFetchLock(path: directory + "/" + Self.urlHash(url) + ".lock")
+    }
+
+    /// The record another process sharing the directory stored for `url`, taken into this
+    /// index (replacing what it had, whose file the other process has replaced); nil when the
+    /// directory has none, or only the one this index already has.
+    func adopt(_ url: String) -> CoverCacheRecord? {
+        guard let record = Self.readRecord(at: recordPath(url), directory: directory), record.url == url,
+              record != peek(url)
+        else { return nil }
+        let victims = index.withLock { index -> [CoverCacheRecord] in
+            index.tick += 1
+            let old = index.slots.updateValue(
+                Slot(record: record, lastUse: index.tick, persistedUse: clock.nanoseconds()), forKey: url)
+            index.totalBytes += record.length - (old?.record.length ?? 0)
+            return Self.chooseVictims(&index, keeping: url, limit: limit.load(ordering: .relaxed), ratio: trimRatio)
+        }
+        if !victims.isEmpty { evictions.wrappingAdd(victims.count, ordering: .relaxed) }
+        for victim in victims { removeFiles(of: victim) }
+        return record
+    }
+
     static func urlHash(_ url: String) -> String { SHA256.hex(SHA256.hash(Array(url.utf8))) }
 
     private func recordPath(_ url: String) -> String { directory + "/" + Self.urlHash(url) + ".json" }
@@ -206,6 +235,21 @@ final class CoverDiskCache: Sendable {
     private func removeFiles(of record: CoverCacheRecord) {
         unlink(recordPath(record.url))
         unlink(path(of: record))
+        unlink(directory + "/" + Self.urlHash(record.url) + ".lock")
+    }
+
+    /// The record stored at `path` if it is whole and names an image of its size in
+    /// `directory` (what `load` accepts).
+    private static func readRecord(at path: String, directory: String) -> CoverCacheRecord? {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        guard let data = FileManager.default.contents(atPath: path),
+              let record = try? decoder.decode(CoverCacheRecord.self, from: data),
+              path.hasSuffix("/" + urlHash(record.url) + ".json"),
+              CoverCacheRecord.isCacheFileName(record.file), record.file.hasPrefix(urlHash(record.url)),
+              let imageSize = fileSize(directory + "/" + record.file), imageSize == record.length
+        else { return nil }
+        return record
     }
 
     /// Least recently used first, never `keeping`, until `ratio × limit` is left.

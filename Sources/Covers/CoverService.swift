@@ -193,7 +193,7 @@ public final class CoverService: CoverSource {
         let (bytes, count) = cache.usage
         return CoverStatistics(
             hits: counters.hits.current, misses: counters.misses.current, evictions: cache.evictionCount,
-            cachedBytes: bytes, cachedCovers: count, fetches: counters.fetches)
+            cachedBytes: bytes, cachedCovers: count, fetches: counters.fetches, adopted: counters.adoptions.current)
     }
 
     /// Whether no fetch is running or queued (tests wait for background revalidations).
@@ -244,8 +244,19 @@ public final class CoverService: CoverSource {
     }
 
     /// On a fetch thread: asks the upstream, stores what it gave, answers the waiters.
+    ///
+    /// Across processes sharing the cache directory, the fetch runs under the cover's lock
+    /// file (``CoverFetchLock``): a process that waited for it first looks whether the holder
+    /// stored a copy this flight can use, and then fetches nothing.
     private func run(_ flight: CoverFlight) {
         let key = flight.url.description
+        let lock = cache.lockFetch(key)
+        defer { withExtendedLifetime(lock) {} }
+        if let stored = cache.adopt(key), usable(stored, for: flight) {
+            counters.adoptions.increment()
+            finish(flight, .success(cover(from: stored)))
+            return
+        }
         let (timeout, policy) = tunables.withLock { ($0.fetchTimeout, $0.addressPolicy) }
         let request = UpstreamRequest(
             url: flight.url, etag: flight.revalidating?.upstreamETag,
@@ -321,6 +332,14 @@ public final class CoverService: CoverSource {
             break
         }
         flight.outcome.complete(outcome)
+    }
+
+    /// Whether a copy another process stored answers `flight`: fresh, and for a revalidation
+    /// confirmed after the copy being revalidated.
+    private func usable(_ record: CoverCacheRecord, for flight: CoverFlight) -> Bool {
+        guard !isStale(record, now: now()) else { return false }
+        guard let revalidating = flight.revalidating else { return true }
+        return record.validatedAt > revalidating.validatedAt
     }
 
     private func isCurrent(_ flight: CoverFlight) -> Bool {

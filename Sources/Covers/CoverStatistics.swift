@@ -17,11 +17,14 @@ public struct CoverStatistics: Sendable, Equatable {
     /// Upstream fetches by outcome: `image`, `not-modified`, or a ``CoverError/Reason`` raw
     /// value (`timeout`, `upstream-status`, ...). Every outcome is listed, zeros included.
     public var fetches: [(outcome: String, count: Int)]
+    /// Misses answered by a copy another process sharing the cache directory stored while this
+    /// one waited for the cover's fetch lock (no upstream fetch here).
+    public var adopted: Int = 0
 
     public static func == (a: CoverStatistics, b: CoverStatistics) -> Bool {
         a.hits == b.hits && a.misses == b.misses && a.evictions == b.evictions && a.cachedBytes == b.cachedBytes
             && a.cachedCovers == b.cachedCovers && a.fetches.map(\.outcome) == b.fetches.map(\.outcome)
-            && a.fetches.map(\.count) == b.fetches.map(\.count)
+            && a.fetches.map(\.count) == b.fetches.map(\.count) && a.adopted == b.adopted
     }
 }
 
@@ -38,6 +41,7 @@ final class CoverCounters: Sendable {
 
     let hits = Count()
     let misses = Count()
+    let adoptions = Count()
     private let fetchCounts: [Count] = CoverCounters.outcomes.map { _ in Count() }
 
     func recordFetch(_ result: Result<UpstreamResponse, CoverError>) {

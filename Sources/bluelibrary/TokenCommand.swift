@@ -4,17 +4,19 @@ import Glibc
 import BlueLibraryServer
 import Foundation
 
-/// `bluelibrary token set [--data-dir DIR]`: reads the token from standard input (without
+/// `bluelibrary token set [--data-dir DIR | --database-url URL]`: reads the token from standard input (without
 /// echo on a terminal; never from the command line, so it stays out of shell history and
 /// `ps`), stores only its PBKDF2 hash in the data directory's database, and turns the lock on.
 enum TokenCommand {
     static let help = """
-        Usage: bluelibrary token set [--data-dir DIR]
+        Usage: bluelibrary token set [--data-dir DIR | --database-url URL]
 
         Reads a token from standard input (typed without echo on a terminal, or piped:
         'printf %s "$TOKEN" | bluelibrary token set') and stores its salted PBKDF2-SHA256 hash
-        in DIR/bluelibrary.sqlite (default: $BLUELIBRARY_DATA_DIR or ./data). Write protection
-        is enabled; clients then send 'Authorization: Bearer <token>'. Replaces any earlier token.
+        in DIR/bluelibrary.sqlite (default: $BLUELIBRARY_DATA_DIR or ./data), or in the
+        PostgreSQL database URL names (default: $BLUELIBRARY_DATABASE_URL, when set), where every
+        instance on it learns it within a second. Write protection is enabled; clients then
+        send 'Authorization: Bearer <token>'. Replaces any earlier token.
         """
 
     static func run(_ arguments: [String]) -> Never {
@@ -26,6 +28,7 @@ enum TokenCommand {
             fail("usage: bluelibrary token set [--data-dir DIR] (the token is read from standard input)")
         }
         var dataDirectory = ProcessInfo.processInfo.environment["BLUELIBRARY_DATA_DIR"] ?? "./data"
+        var databaseURL = ProcessInfo.processInfo.environment["BLUELIBRARY_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
         var rest = arguments.dropFirst()
         while let word = rest.popFirst() {
             switch word {
@@ -37,13 +40,18 @@ enum TokenCommand {
                 dataDirectory = value
             case let w where w.hasPrefix("--data-dir="):
                 dataDirectory = String(w.dropFirst("--data-dir=".count))
+            case "--database-url":
+                guard let value = rest.popFirst() else { fail("--database-url needs a value") }
+                databaseURL = value
+            case let w where w.hasPrefix("--database-url="):
+                databaseURL = String(w.dropFirst("--database-url=".count))
             default:
                 fail("unknown option '\(word)'; the token is read from standard input, never from arguments")
             }
         }
         guard let token = readToken() else { fail("no token on standard input") }
         do {
-            try TokenSetting.set(AccessToken(token), dataDirectory: dataDirectory)
+            try TokenSetting.set(AccessToken(token), dataDirectory: dataDirectory, databaseURL: databaseURL)
         } catch {
             fail(error.message, code: 1)
         }

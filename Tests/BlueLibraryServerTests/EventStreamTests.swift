@@ -5,6 +5,7 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPServer
 import HTTPTestSupport
+import Library
 import Testing
 
 @testable import BlueLibraryServer
@@ -194,8 +195,25 @@ final class SSEClient: @unchecked Sendable {
         #expect(try current.next()?.id == "6")
     }
 
-    @Test func startsWithLibraryOutdatedWhenTheGapIsTooOld() throws {
+    @Test func aGapOlderThanTheBufferIsFilledFromTheChangeFeed() throws {
         let app = try TestApp.make { $0.events.replayCapacity = 3 }
+        app.start()
+        defer { app.shutdown() }
+        for index in 0..<3 { _ = try addAlbum(app.port, "A\(index)") } // versions 2, 3, 4: six events
+        // Only the last three events (3's state.changed, 4's two) are kept; 3 comes from the feed
+        // (its state.changed is in no feed), then the kept ones after it.
+        let old = try SSEClient(port: app.port, lastEventID: "2")
+        #expect(try old.next(3).map { "\($0.id ?? "-") \($0.name)" } == ["3 album.added", "4 album.added", "4 state.changed"])
+        _ = try addAlbum(app.port, "Live")
+        #expect(try old.next()?.id == "5", "then live events, none twice")
+    }
+
+    @Test func startsWithLibraryOutdatedWhenTheGapIsTooOld() throws {
+        // The feed keeps only the newest change: a gap older than the buffer cannot be filled.
+        let app = try TestApp.make {
+            $0.events.replayCapacity = 3
+            $0.changeRetention = ChangeRetention(age: .zero, count: 1)
+        }
         app.start()
         defer { app.shutdown() }
         for index in 0..<3 { _ = try addAlbum(app.port, "A\(index)") } // versions 2, 3, 4: six events
@@ -212,7 +230,7 @@ final class SSEClient: @unchecked Sendable {
         #expect(try SSEClient(port: app.port, lastEventID: "yesterday").next()?.name == "library.outdated")
     }
 
-    @Test func afterARestartOnlyTheCurrentVersionResumes() throws {
+    @Test func afterARestartOldIDsResumeFromTheChangeFeed() throws {
         let directory = TestApp.temporaryDirectory()
         do {
             let app = try TestApp.make { $0.dataDirectory = directory }
@@ -224,7 +242,9 @@ final class SSEClient: @unchecked Sendable {
         let app = try TestApp.make { $0.dataDirectory = directory }
         app.start()
         defer { app.shutdown() }
-        #expect(try SSEClient(port: app.port, lastEventID: "1").next()?.name == "library.outdated")
+        let before = try #require(try SSEClient(port: app.port, lastEventID: "1").next())
+        #expect(before.name == "album.added" && before.id == "2")  // from the feed, not this process's buffer
+        #expect(try SSEClient(port: app.port, lastEventID: "9").next()?.name == "library.outdated")  // newer than the library
         let current = try SSEClient(port: app.port, lastEventID: "2")
         _ = try addAlbum(app.port, "After")
         #expect(try current.next()?.id == "3")

@@ -98,4 +98,26 @@ import Testing
         #expect(env.diskReserveBytes == 1 << 20)
         #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--disk-reserve-bytes", "-1"], environment: [:]) }
     }
+
+    @Test func databaseURLAndPoolSizeChooseAndBoundPostgreSQL() throws {
+        let plain = try ServeConfiguration.parse(arguments: [], environment: [:])
+        #expect(plain.databaseURL == nil && plain.databasePoolSize == 10, "SQLite unless a URL is given")
+        let env = try ServeConfiguration.parse(arguments: [], environment: [
+            "BLUELIBRARY_DATABASE_URL": "postgres://app:secret@db:5432/library", "BLUELIBRARY_DATABASE_POOL_SIZE": "4",
+        ])
+        #expect(env.databaseURL == "postgres://app:secret@db:5432/library" && env.databasePoolSize == 4)
+        let flags = try ServeConfiguration.parse(
+            arguments: ["--database-url", "postgresql://localhost/x", "--database-pool-size=2"],
+            environment: ["BLUELIBRARY_DATABASE_URL": "postgres://elsewhere/y"])
+        #expect(flags.databaseURL == "postgresql://localhost/x" && flags.databasePoolSize == 2)
+        #expect(try ServeConfiguration.parse(arguments: [], environment: ["BLUELIBRARY_DATABASE_URL": ""]).databaseURL == nil)
+        do {
+            _ = try ServeConfiguration.parse(arguments: ["--database-url", "mysql://root:hunter2@db/x"], environment: [:])
+            Issue.record("a URL of another database is refused")
+        } catch {
+            #expect(error.message.contains("postgres://") && !error.message.contains("hunter2"), "the password is never repeated")
+        }
+        #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--database-pool-size", "0"], environment: [:]) }
+        #expect(ServeConfiguration.helpText.contains("BLUELIBRARY_DATABASE_POOL_SIZE"))
+    }
 }

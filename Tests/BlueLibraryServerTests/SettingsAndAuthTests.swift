@@ -200,7 +200,7 @@ final class LogCollector: Sendable {
         for body in bodies { #expect(!body.contains(Self.token)) }
         #expect(logs.text.contains("\"status\":429"), "the access log ran")
         #expect(!logs.text.contains(Self.token))
-        let stored = try #require(try app.store.tokenHash())
+        let stored = try #require(try app.backend.records.tokenHash())
         #expect(stored.iterations >= 100_000)
         #expect(stored.salt.count == 16 && stored.hash.count == 32)
         #expect(stored.hash != Array(Self.token.utf8))

@@ -7,7 +7,11 @@ extension Libraries {
     /// it from then on) makes this nil, so this never reads the store. Callers that
     /// must never wait (the request model's event-loop path) use this only for views whose
     /// ``viewVersion(_:)`` they have seen answer since the definition last changed.
+    ///
+    /// Always nil on a shared store: another instance may have changed the definition or a
+    /// source, which only a read can tell.
     public func viewVersionInMemory(_ id: ViewID) -> ViewVersion? {
+        if isShared { return nil }
         struct NotLoaded: Error {}
         guard let views = try? viewCache.all({ throw NotLoaded() }), let view = views[id] else { return nil }
         let sources: [LibraryFacade]

@@ -138,8 +138,19 @@ extension Libraries {
     /// The version of view `id` without the database (once every source's facade has read
     /// its version): its revision and each source's `currentVersion()`.
     /// - Throws: `.viewNotFound`; `.libraryNotFound` for a source that no longer exists.
+    ///
+    /// On a shared store the definition and the versions are read each call (the definitions,
+    /// then every source's version in one statement), so no instance answers with a version a
+    /// change committed elsewhere has made outdated.
     public func viewVersion(_ id: ViewID) throws(LibraryError) -> ViewVersion {
         let view = try self.view(id)
+        if isShared {
+            do {
+                return ViewVersion(revision: view.revision, versions: view.sources.isEmpty ? [] : try store.versions(of: view.sources))
+            } catch {
+                throw LibraryFacade.libraryError(from: error)
+            }
+        }
         var versions: [Int64] = []
         for source in view.sources {
             versions.append(try facade(source).currentVersion())
@@ -227,8 +238,15 @@ extension Libraries {
 
     // MARK: - Helpers
 
+    /// The definitions: from memory, read once; on a shared store read every call (another
+    /// instance may have changed them).
     func knownViews() throws(LibraryError) -> [ViewID: ViewDefinition] {
         do {
+            if isShared {
+                let views = try store.views()
+                viewCache.noteRevisions(views)
+                return Dictionary(views.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+            }
             return try viewCache.all { try store.views() }
         } catch {
             throw LibraryFacade.libraryError(from: error)

@@ -9,10 +9,19 @@ import Synchronization
 /// ``facade(_:)`` rather than make its own. Deleting a library drops its facade; a later
 /// library with the same id gets a new one (the store continues the version numbers).
 ///
+/// On a shared store (``AlbumStore/isShared``) the registry remembers nothing another
+/// instance can change: a library another instance created is found in the store on first
+/// use, one it deleted fails every read and write of its facade with `.libraryNotFound`,
+/// and view definitions and versions are read per request.
+///
 /// Everything server-wide (write protection, settings, the undo depth) stays outside:
 /// ``setUndoLimit(_:)`` applies to every library.
 public final class Libraries: Sendable {
     let store: any AlbumStore
+    /// `store.isShared`: other instances change libraries, views and versions too, so view
+    /// definitions and versions are read per request instead of remembered (see
+    /// `Libraries+Views.swift`).
+    let isShared: Bool
     let clock: @Sendable () -> Date
     let ids: AlbumIDGenerator
     let changeRetention: ChangeRetention
@@ -42,6 +51,7 @@ public final class Libraries: Sendable {
     ) {
         precondition(undoLimit >= 0, "undoLimit must not be negative")
         self.store = store
+        self.isShared = store.isShared
         self.clock = clock
         self.ids = ids
         self.changeRetention = changeRetention

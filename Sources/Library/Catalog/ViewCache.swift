@@ -35,6 +35,12 @@ final class ViewCache: Sendable {
         return loaded
     }
 
+    /// Raises ``highestRevision`` to the revisions of `views` (definitions read without
+    /// keeping them, on a shared store).
+    func noteRevisions(_ views: [ViewDefinition]) {
+        for view in views { highest.max(view.revision) }
+    }
+
     /// Records a committed definition (or its deletion, with `nil`).
     func set(_ id: ViewID, _ view: ViewDefinition?) {
         if let view { highest.max(view.revision) }

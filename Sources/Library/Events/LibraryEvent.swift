@@ -40,6 +40,35 @@ public enum LibraryEvent: Sendable, Equatable {
     }
 }
 
+extension LibraryEvent {
+    /// The event that announced `change` when it was committed: the change feed holds every
+    /// versioned event, so an instance that did not make a change publishes the same event
+    /// from the feed (same name, data and id on every instance). `state.changed` is not in the
+    /// feed and never comes from here. Nil for a damaged album change without album or index.
+    public init?(_ change: LibraryChange) {
+        let version = change.version
+        if change.kind == .replaced {
+            self = .libraryReplaced(version: version)
+            return
+        }
+        guard let id = change.id, let index = change.index else { return nil }
+        switch change.kind {
+        case .added:
+            self = change.peer.map { .albumMovedIn(id: id, index: index, from: $0, version: version) }
+                ?? .albumAdded(id: id, index: index, version: version)
+        case .updated:
+            self = .albumUpdated(id: id, index: index, version: version)
+        case .deleted:
+            self = change.peer.map { .albumMovedOut(id: id, index: index, to: $0, version: version) }
+                ?? .albumDeleted(id: id, index: index, version: version)
+        case .moved:
+            self = .albumMoved(id: id, from: change.fromIndex ?? index, to: index, version: version)
+        case .replaced:
+            self = .libraryReplaced(version: version)
+        }
+    }
+}
+
 /// Where the facade announces changes (the SSE hub, later). Called after commit, on the
 /// caller's thread: implementations must return quickly and must not call back into the facade
 /// synchronously.

@@ -20,6 +20,9 @@ import Synchronization
 public final class LibraryFacade: Sendable {
     let store: any AlbumStore
     public let library: LibraryID
+    /// `store.isShared`, read once: other processes commit to the store, so nothing this
+    /// facade remembers about the version can be trusted.
+    let isShared: Bool
     let clock: @Sendable () -> Date
     let ids: AlbumIDGenerator
     /// At most this many undo commands are kept; pushing more drops the oldest. Changes
@@ -57,6 +60,7 @@ public final class LibraryFacade: Sendable {
         precondition(undoLimit >= 0, "undoLimit must not be negative")
         self.store = store
         self.library = library
+        self.isShared = store.isShared
         self.clock = clock
         self.ids = ids
         self.undoLimitValue = Atomic(undoLimit)
@@ -74,7 +78,12 @@ public final class LibraryFacade: Sendable {
     /// library goes through this facade or tells it (`didCommit`: a move between libraries made
     /// by the other library's facade), in one process; the request model uses it to tell current
     /// pages from outdated ones. Call it once at start so no request reads.
+    ///
+    /// On a shared store (``AlbumStore/isShared``: other instances commit too) every call reads
+    /// the version (`versions(of:)`, one small statement), so a request that starts after any
+    /// instance acknowledged a write sees that write.
     public func currentVersion() throws(LibraryError) -> Int64 {
+        if isShared { return try sharedVersion() }
         let (commits, known) = versionMemo.withLock { ($0.commits, $0.version) }
         if let known { return known }
         let read = try version()
@@ -86,8 +95,20 @@ public final class LibraryFacade: Sendable {
 
     /// The version if this facade knows it without a read (``currentVersion()`` has read it,
     /// or a commit gave it); nil otherwise. For paths that must never wait for the store.
+    /// Always nil on a shared store: what another instance committed is never known without
+    /// a read, so such paths go where they may wait.
     public func knownVersion() -> Int64? {
-        versionMemo.withLock { $0.version }
+        if isShared { return nil }
+        return versionMemo.withLock { $0.version }
+    }
+
+    /// The version as the store has it now, in one small statement.
+    private func sharedVersion() throws(LibraryError) -> Int64 {
+        do {
+            return try store.versions(of: [library])[0]
+        } catch {
+            throw Self.libraryError(from: error)
+        }
     }
 
     /// The number of albums.

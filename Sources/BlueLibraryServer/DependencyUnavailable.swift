@@ -1,0 +1,35 @@
+import Essentials
+import HTTPServer
+import Library
+
+/// 503 with `Retry-After` for a request that failed because a dependency (the database) cannot
+/// be reached or has no capacity (a full connection pool): the same request may succeed in a
+/// moment, so it is never a 500. Whatever a request was doing when it happened (a facade call,
+/// an idempotency record, a settings read, a token check), the error is recognised here.
+enum DependencyUnavailable {
+    /// The unavailable dependency behind `error`, looking through the wrappers a store error
+    /// travels in (`LibraryError.storage`, `StorageFailure`); nil for any other failure.
+    static func cause(of error: any Error) -> (any UnavailableDependency)? {
+        switch error {
+        case let dependency as any UnavailableDependency:
+            return dependency.isUnavailable ? dependency : nil
+        case let failure as StorageFailure:
+            return cause(of: failure.error)
+        case let error as LibraryError:
+            if case let .storage(underlying) = error { return cause(of: underlying.error) }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// The problem response for `dependency`: 503, `Retry-After`, no internals.
+    static func error(_ dependency: any UnavailableDependency) -> HTTPError {
+        HTTPError(
+            .serviceUnavailable,
+            detail: "The database cannot be reached right now, or has no free connection. Repeat the request "
+                + "after the seconds in Retry-After (a write sent with an Idempotency-Key is safe to repeat).",
+            type: "urn:bluelibrary:problem:database-unavailable", title: "Database unavailable",
+            headers: ["Retry-After": String(max(1, dependency.retryAfterSeconds)), "Cache-Control": "no-store"])
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import Library
+import Postgres
+import Storage
+import Synchronization
+
+/// PostgreSQL (`BLUELIBRARY_DATABASE_URL=postgres://…`): one database shared by every instance
+/// started with its URL, through a pool of at most `--database-pool-size` connections (a
+/// request that finds none free within the pool's acquire timeout gets 503, never a queue
+/// without limit). The schema is brought up to date at start, under an advisory lock, so
+/// several instances may start at once.
+///
+/// Besides the pool, each instance keeps one connection of its own that listens for commits
+/// (``ListenWakeup``), so a pool of size 1 is still usable.
+struct PostgresBackend: StoreBackend {
+    let pool: PostgresPool
+    let store: PostgresAlbumStore
+    let recordStore: PostgresServerRecords
+    private let url: String
+    let location: String
+
+    var albums: any AlbumStore { store }
+    var records: any ServerRecordStore { recordStore }
+    var isShared: Bool { true }
+    /// The database's disk is the database server's business: a full one is a failed write.
+    var isDiskFull: Bool { false }
+    func isDiskFull(_ error: any Error) -> Bool { false }
+    var ping: (@Sendable () -> Bool)? { { [pool] in pool.ping() } }
+
+    /// Connects (lazily: the pool opens connections when asked) and migrates the schema.
+    /// - Throws: ``ConfigurationError`` naming the database (without its password) when it
+    ///   cannot be reached or migrated.
+    init(url: String, poolSize: Int) throws {
+        self.url = url
+        location = Self.redacted(url)
+        pool = PostgresPool(PostgresPool.Configuration(url: url, size: poolSize))
+        do {
+            store = try PostgresAlbumStore(pool: pool)
+        } catch {
+            throw ConfigurationError("cannot open the database \(location): \(error)")
+        }
+        recordStore = PostgresServerRecords(pool: pool)
+    }
+
+    func makeStoredStateSignal() throws -> any StoredStateSignal {
+        try GenerationSignal(records: recordStore)
+    }
+
+    func makeCommitWakeup() -> (any CommitWakeup)? {
+        ListenWakeup(url: url, channel: PostgresAlbumStore.commitChannel)
+    }
+
+    func register(in metrics: Metrics) {
+        metrics.sampled("bluelibrary_db_pool_open_connections", help: "PostgreSQL connections the pool holds open (idle or in use).") {
+            [pool] in pool.statistics.open
+        }
+        metrics.sampled("bluelibrary_db_pool_in_use_connections", help: "PostgreSQL connections of the pool in use right now.") {
+            [pool] in pool.statistics.inUse
+        }
+        metrics.sampled("bluelibrary_db_pool_waits_total", help: "Database uses that found every pooled connection busy and waited.",
+                        kind: .counter) { [pool] in pool.statistics.waits }
+        metrics.sampled("bluelibrary_db_pool_exhausted_total",
+                        help: "Database uses that found no pooled connection within the acquire timeout (answered 503).",
+                        kind: .counter) { [pool] in pool.statistics.exhausted }
+    }
+
+    func close(logger: JSONLogger) {
+        pool.closeIdleConnections()
+    }
+
+    /// `url` with its password replaced by `****` (for messages and logs).
+    static func redacted(_ url: String) -> String {
+        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") else { return url }
+        let userInfo = url[scheme.upperBound..<at]
+        guard let colon = userInfo.firstIndex(of: ":") else { return url }
+        return String(url[..<url.index(after: colon)]) + "****" + String(url[at...])
+    }
+}
+
+/// The `server_signals` generation as a stored-state signal: it moves with every change of
+/// settings, the token or lockouts, whichever instance (or `bluelibrary token set`) made it.
+/// One short statement per look.
+final class GenerationSignal: StoredStateSignal {
+    let records: PostgresServerRecords
+    private let last: Mutex<Int64>
+
+    init(records: PostgresServerRecords) throws {
+        self.records = records
+        last = Mutex(try records.signalGeneration())
+    }
+
+    func hasChanged() throws -> Bool {
+        let now = try records.signalGeneration()
+        return last.withLock { last in
+            defer { last = now }
+            return last != now
+        }
+    }
+}
+
+/// `LISTEN bluelibrary_commits` on a connection of its own (outside the pool), for the change
+/// follower: each wait returns at the first notification, or after the timeout. A lost
+/// connection is opened again on a later wait, with backoff (0.1 s doubling to 2 s); the first
+/// wait on a new connection returns true at once, so the follower reads what it may have
+/// missed while it was away.
+// @unchecked: the connection and the backoff are used by the one listening thread only
+// (`wait`); `close` touches only the atomic.
+final class ListenWakeup: CommitWakeup, @unchecked Sendable {
+    private let url: String
+    private let channel: String
+    private var connection: PostgresConnection?
+    private var backoff: Duration = .milliseconds(100)
+    private var nextAttempt = ContinuousClock.now
+    private let closed = Atomic<Bool>(false)
+
+    init(url: String, channel: String) {
+        self.url = url
+        self.channel = channel
+    }
+
+    func wait(upTo timeout: Duration) -> Bool {
+        guard !closed.load(ordering: .relaxed) else { return false }
+        guard let connection else { return reconnect(within: timeout) }
+        do {
+            return !(try connection.notifications(waitingUpTo: timeout)).isEmpty
+        } catch {
+            self.connection = nil
+            return false
+        }
+    }
+
+    func close() {
+        closed.store(true, ordering: .relaxed)
+    }
+
+    /// Opens and listens (after the backoff has passed); true when listening again.
+    private func reconnect(within timeout: Duration) -> Bool {
+        let now = ContinuousClock.now
+        if now < nextAttempt {
+            Thread.sleep(forTimeInterval: min(timeout, nextAttempt - now).seconds)
+            return false
+        }
+        do {
+            let opened = try PostgresConnection(url: url, connectTimeout: .seconds(2))
+            try opened.listen(channel)
+            connection = opened
+            backoff = .milliseconds(100)
+            return true
+        } catch {
+            nextAttempt = ContinuousClock.now + backoff
+            backoff = min(backoff * 2, .seconds(2))
+            return false
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Library
+import Storage
+
+/// The embedded default: one SQLite file in the data directory (`bluelibrary.sqlite`), one
+/// server process writing it (other processes, such as `bluelibrary token set`, may write
+/// settings and the token; the server notices through SQLite's `data_version`).
+struct SQLiteBackend: StoreBackend {
+    let store: SQLiteAlbumStore
+
+    var albums: any AlbumStore { store }
+    var records: any ServerRecordStore { store }
+    var location: String { store.path }
+    var isShared: Bool { false }
+    var isDiskFull: Bool { store.isDiskFull }
+    func isDiskFull(_ error: any Error) -> Bool { SQLiteAlbumStore.isDiskFull(error) }
+    var ping: (@Sendable () -> Bool)? { nil }
+
+    /// Opens (creating it if missing) the database in `directory`.
+    init(directory: String, diskReserveBytes: Int = ServeConfiguration().diskReserveBytes) throws {
+        store = try BlueLibraryApp.openStore(in: directory, diskReserveBytes: diskReserveBytes)
+    }
+
+    func makeStoredStateSignal() throws -> any StoredStateSignal {
+        DataVersionSignal(watch: try store.makeChangeWatch())
+    }
+
+    func makeCommitWakeup() -> (any CommitWakeup)? { nil }
+
+    func register(in metrics: Metrics) {
+        metrics.sampled("bluelibrary_db_reader_waits_total",
+                        help: "Database reads that found every reader connection busy and waited for one.",
+                        kind: .counter) { [store] in store.readerPoolStatistics.waits }
+        metrics.sampled("bluelibrary_db_reader_timeouts_total",
+                        help: "Database reads that gave up waiting for a reader connection.", kind: .counter) { [store] in
+            store.readerPoolStatistics.timeouts
+        }
+    }
+
+    func close(logger: JSONLogger) {
+        do {
+            // A short WAL makes the next start fast (it is read in full when the database opens).
+            try store.checkpointAndTruncateWAL()
+        } catch {
+            logger.log(.warning, "could not checkpoint the database on shutdown", [("error", .string(String(describing: error)))])
+        }
+    }
+}
+
+/// SQLite's `data_version` watch as a stored-state signal (it moves when another connection
+/// commits, e.g. `bluelibrary token set`).
+struct DataVersionSignal: StoredStateSignal {
+    let watch: DatabaseChangeWatch
+    func hasChanged() throws -> Bool { try watch.hasChanged() }
+}

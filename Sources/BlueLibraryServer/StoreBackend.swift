@@ -1,0 +1,64 @@
+import Foundation
+import Library
+import ServerRecords
+
+/// What the server keeps beside the albums: idempotency records, settings, the token hash and
+/// lockouts, server secrets (the cursor key).
+typealias ServerRecordStore = AccessStore & IdempotencyStore & SecretStore & SettingsStore
+
+/// The database the server runs on, behind one seam: `BlueLibraryApp` never names SQLite or
+/// PostgreSQL, only this. Two kinds exist:
+/// - ``SQLiteBackend`` (the default): one file in the data directory, one process writing it.
+/// - `PostgresBackend` (`BLUELIBRARY_DATABASE_URL=postgres://…`): one database that several
+///   instances share (``isShared``), reached through a bounded connection pool.
+protocol StoreBackend: Sendable {
+    /// The libraries, albums, undo stacks, states and change feeds.
+    var albums: any AlbumStore { get }
+    /// The server's own records (settings, access, idempotency, secrets).
+    var records: any ServerRecordStore { get }
+    /// Where the data lives, for messages (a path, or a URL without its password).
+    var location: String { get }
+    /// True when other instances commit to the same database (``AlbumStore/isShared``): the
+    /// server then takes its events from the change feed and re-reads lockouts.
+    var isShared: Bool { get }
+
+    /// True while writes are refused because the disk is full (`/readyz` says so; reads go on).
+    var isDiskFull: Bool { get }
+    /// True when `error`, thrown by this backend, means the disk is full (507, not 500).
+    func isDiskFull(_ error: any Error) -> Bool
+
+    /// Whether the database answers now (`/readyz`); nil when it is always there (a file).
+    /// May block up to the pool's acquire and connect timeouts: call it on a worker.
+    var ping: (@Sendable () -> Bool)? { get }
+
+    /// A watch that tells when settings, the token or lockouts were changed by another
+    /// process (`bluelibrary token set`, another instance), polled once a second.
+    func makeStoredStateSignal() throws -> any StoredStateSignal
+
+    /// What wakes the change follower when another instance commits (nil: not shared, or
+    /// nothing better than the follower's poll).
+    func makeCommitWakeup() -> (any CommitWakeup)?
+
+    /// Registers the backend's own metrics (pool or reader statistics).
+    func register(in metrics: Metrics)
+
+    /// Last work on graceful shutdown, once no request runs any more.
+    func close(logger: JSONLogger)
+}
+
+/// Tells whether stored state another process may change (settings, the token hash,
+/// lockouts) changed since the last look. One polling thread calls it.
+protocol StoredStateSignal: Sendable {
+    /// True when something changed since the previous call (or since the signal was made).
+    func hasChanged() throws -> Bool
+}
+
+/// Blocks until another instance may have committed (a notification), or `timeout` passes.
+/// One thread (the change follower's) calls it.
+protocol CommitWakeup: Sendable {
+    /// Returns true when woken by a notification, false on timeout or failure (the caller
+    /// polls anyway). After a lost connection the next call reconnects, with backoff.
+    func wait(upTo timeout: Duration) -> Bool
+    /// Ends a `wait` in progress soon, and every later one at once.
+    func close()
+}

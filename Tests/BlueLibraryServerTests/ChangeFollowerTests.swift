@@ -1,0 +1,99 @@
+import AlbumStoreContract
+import Foundation
+import HTTPTestSupport
+import Library
+import Synchronization
+import Testing
+
+@testable import BlueLibraryServer
+
+/// The events of a shared database: two instances (registries on shared views of one store),
+/// each with its own hubs; instance A's follower publishes what either committed.
+@Suite("Events from the change feed")
+struct ChangeFollowerTests {
+    let store = InMemoryAlbumStore()
+    let hubsA = EventHubs(configuration: .init(), defaultVersion: 0)
+    let followerA: ChangeFollower
+    let a: Libraries
+    let b: Libraries
+
+    init() {
+        let hubs = hubsA
+        let follower = ChangeFollower(store: SharedStoreView(store), hubs: hubs, wakeup: nil, logger: JSONLogger(level: .error))
+        followerA = follower
+        a = Libraries(store: SharedStoreView(store), clock: { Date() }, ids: .random(clock: { Date() })) { library in
+            follower.sink(publishing: hubs.sink(library))
+        }
+        b = Libraries(store: SharedStoreView(store), clock: { Date() }, ids: .random(clock: { Date() }))
+    }
+
+    @Test("another instance's commits arrive in version order with their versions as ids, own ones once")
+    func feedToHub() throws {
+        let received = RecordingStream()
+        hubsA.defaultHub.subscribe(received, resume: .fresh, announce: false)
+        let first = try b.defaultLibrary.add(try AlbumInput(title: "One", artist: "A")).album
+        _ = try b.defaultLibrary.add(try AlbumInput(title: "Two", artist: "A"))
+        _ = try b.defaultLibrary.move(id: first.id, to: 1)
+        followerA.catchUp()
+        #expect(eventually { received.frames.count == 3 })
+        #expect(received.frames.map(\.version) == [1, 2, 3])
+        #expect(received.frames.map(\.name) == ["album.added", "album.added", "album.moved"])
+        #expect(received.frames[2].json.contains(#""from":0"#) && received.frames[2].json.contains(#""to":1"#))
+
+        // A's own commit: published from the feed too, exactly once; its state change (the
+        // add saves the client's state) at once, by the facade's sink.
+        _ = try a.defaultLibrary.add(try AlbumInput(title: "Three", artist: "A"))
+        #expect(eventually { received.frames.contains { $0.name == "state.changed" } }, "state.changed is in no feed")
+        #expect(!received.frames.contains { $0.version == 4 && $0.name == "album.added" }, "the feed's, not the sink's")
+        followerA.catchUp()
+        followerA.catchUp()
+        #expect(eventually { received.frames.contains { $0.version == 4 && $0.name == "album.added" } })
+        Thread.sleep(forTimeInterval: 0.05)
+        let versioned = received.frames.filter { $0.name != "state.changed" }
+        #expect(versioned.map(\.version) == [1, 2, 3, 4], "nothing published twice")
+        #expect(received.frames.filter { $0.name == "state.changed" }.count == 1)
+    }
+
+    @Test("the follower's thread is woken by this process's commits")
+    func ownCommitsWake() throws {
+        let received = RecordingStream()
+        hubsA.defaultHub.subscribe(received, resume: .fresh, announce: false)
+        followerA.start()
+        defer { followerA.stop() }
+        _ = try a.defaultLibrary.add(try AlbumInput(title: "One", artist: "A"))
+        #expect(eventually { received.frames.contains { $0.name == "album.added" && $0.version == 1 } })
+    }
+
+    @Test("versions without a change (a library made again with its id) are announced as library.replaced")
+    func gapsAreReplaced() throws {
+        let jazz = LibraryID(rawValue: "jazz")
+        _ = try b.create(id: jazz)
+        _ = try b.facade(jazz).add(try AlbumInput(title: "One", artist: "A"))
+        let hub = hubsA.hub(jazz) { 1 }
+        let received = RecordingStream()
+        hub.subscribe(received, resume: .fresh, announce: false)
+        try b.delete(jazz, force: true)
+        followerA.catchUp()  // deleted: nothing to read, nothing published
+        _ = try b.create(id: jazz)  // version 2, no change
+        _ = try b.facade(jazz).add(try AlbumInput(title: "Two", artist: "A"))  // version 3
+        followerA.catchUp()
+        #expect(eventually { received.frames.count == 2 })
+        #expect(received.frames.map(\.name) == ["library.replaced", "album.added"])
+        #expect(received.frames.map(\.version) == [2, 3])
+    }
+}
+
+/// An event stream that records what a hub sends it.
+final class RecordingStream: EventStreamSink {
+    private let received = Mutex<[EventHub.Frame]>([])
+    var frames: [EventHub.Frame] { received.withLock { $0 } }
+
+    func send(_ frame: EventHub.Frame) -> Bool {
+        received.withLock { $0.append(frame) }
+        return true
+    }
+    func comment(_ bytes: [UInt8]) {}
+    func heartbeat() {}
+    func serverShutdown() {}
+    func onClose(_ handler: @escaping @Sendable () -> Void) {}
+}

@@ -1,0 +1,52 @@
+import BlueLibraryTestSupport
+import Foundation
+import Library
+import ServerRecords
+import Storage
+import Testing
+
+@testable import BlueLibraryServer
+
+/// Two instances' guards on one store (`shared`): failures add up in the store, and a lockout
+/// made by one is in force at the other after its reload (which the stored-state watcher runs
+/// when the database's access signal moves).
+@Suite(.serialized, .timeLimit(.minutes(1))) struct SharedAccessGuardTests {
+    static let token = "correct-horse-battery-staple"
+
+    @Test func failuresAtTwoInstancesLockTheAddressAtBoth() throws {
+        let store = try SQLiteAlbumStore(path: TestApp.temporaryDirectory() + "/bluelibrary.sqlite")
+        try AccessGuard.storeToken(Self.token, in: store, iterations: 1000)
+        let settings = try SettingsService(store: store)
+        try settings.modify {
+            $0.access.passcodeEnabled = true
+            $0.access.attemptLimit = 3
+        }
+        let a = try AccessGuard(store: store, settings: settings, clock: { Date() }, shared: true)
+        let b = try AccessGuard(store: store, settings: settings, clock: { Date() }, shared: true)
+        let wrong = "Bearer wrong-token-xyz"
+        let client = "192.0.2.9"
+        #expect(try a.check(authorization: wrong, client: client) == .unauthorized(invalidToken: true))
+        #expect(try b.check(authorization: wrong, client: client) == .unauthorized(invalidToken: true))
+        #expect(try store.failedAttempts(client: client)?.count == 2, "both failures are in the store")
+        // The third, at A, reaches the limit although A saw only two of them.
+        #expect(try a.check(authorization: wrong, client: client) == .unauthorized(invalidToken: true))
+        #expect(try store.failedAttempts(client: client)?.lockedUntil != nil)
+        if case .locked = try a.check(authorization: wrong, client: client) {} else { Issue.record("A does not lock") }
+
+        // B learns of the lockout when it reloads; not before (its decisions are from memory).
+        #expect(try b.check(authorization: "Bearer \(Self.token)", client: "192.0.2.10") == .allowed)
+        try b.reloadFailures()
+        if case .locked = try b.check(authorization: "Bearer \(Self.token)", client: client) {} else { Issue.record("B does not lock") }
+    }
+
+    @Test func oneProcessKeepsItsMemory() throws {
+        let store = try SQLiteAlbumStore(path: TestApp.temporaryDirectory() + "/bluelibrary.sqlite")
+        try AccessGuard.storeToken(Self.token, in: store, iterations: 1000)
+        let settings = try SettingsService(store: store)
+        try settings.modify { $0.access.passcodeEnabled = true }
+        let guardian = try AccessGuard(store: store, settings: settings, clock: { Date() })
+        _ = try store.updateFailedAttempts(client: "192.0.2.11") { _ in FailedAttempts(count: 99, windowStart: Date(), lockedUntil: .distantFuture) }
+        try guardian.reloadFailures()  // not shared: memory is the truth, nothing is read
+        #expect(try guardian.check(authorization: "Bearer \(Self.token)", client: "192.0.2.11") == .allowed)
+    }
+}

@@ -1,0 +1,81 @@
+import Dispatch
+import Foundation
+import HTTPTestSupport
+import Library
+import Synchronization
+import Testing
+
+@testable import Covers
+
+/// Several instances with one cover cache directory (two services here: `flock` locks belong to
+/// open files, so two services in one process exclude each other as two processes do).
+@Suite(.serialized, .timeLimit(.minutes(1)))
+final class SharedCacheDirectoryTests {
+    let upstream: TestUpstream
+    let directory: TemporaryDirectory
+    let clock = CoverTestClock()
+
+    init() throws {
+        upstream = try TestUpstream()
+        directory = try TemporaryDirectory()
+    }
+
+    deinit {
+        upstream.stop()
+        directory.remove()
+    }
+
+    func service() throws -> CoverService {
+        try CoverService(configuration: testConfiguration(directory: directory.path), now: clock.function, clock: clock)
+    }
+
+    @Test func concurrentMissesInTwoInstancesCauseOneUpstreamFetch() throws {
+        let first = try service()
+        let second = try service()
+        let url = upstream.url("/coalesce.png")  // the upstream takes 400 ms: the misses overlap
+        let start = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        let results = Mutex<[CachedCover]>([])
+        for index in 0..<20 {
+            let covers = index % 2 == 0 ? first : second
+            done.enter()
+            Thread {
+                start.wait()
+                if let cover = try? covers.cover(for: url, wait: .seconds(20)).cover { results.withLock { $0.append(cover) } }
+                done.leave()
+            }.start()
+        }
+        for _ in 0..<20 { start.signal() }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+
+        let covers = results.withLock { $0 }
+        #expect(covers.count == 20)
+        #expect(Set(covers.map(\.etag)).count == 1)
+        #expect(upstream.hits("/coalesce.png") == 1, "one fetch for both instances")
+        #expect(first.statistics.adopted + second.statistics.adopted == 1, "the other found the copy on disk")
+        #expect(Set(covers.compactMap(\.filePath)).count == 1, "both serve the one stored file")
+        #expect(directory.files().filter { CoverCacheRecord.isCacheFileName($0) }.count == 1)
+    }
+
+    @Test func aCopyStoredByAnotherInstanceIsUsedWhenItsLockIsFree() throws {
+        let first = try service()
+        let second = try service()  // opened before the copy exists: its index is empty
+        let url = upstream.url("/cover.png")
+        let stored = try #require(try first.cover(for: url, wait: .seconds(5)).cover)
+        let found = try #require(try second.cover(for: url, wait: .seconds(5)).cover)
+        #expect(found.etag == stored.etag && found.filePath == stored.filePath)
+        #expect(upstream.hits("/cover.png") == 1)
+        #expect(second.statistics.adopted == 1)
+    }
+
+    @Test func aStaleCopyIsFetchedAgainNotAdopted() throws {
+        let first = try service()
+        let url = upstream.url("/cover.png")
+        _ = try first.cover(for: url, wait: .seconds(5))
+        clock.advance(by: 7200)  // past the hour of freshness
+        let second = try service()  // finds the stale copy at open
+        _ = try second.cover(for: url, wait: .seconds(5))  // served stale, revalidated in the background
+        #expect(eventually { self.upstream.hits("/cover.png") == 2 })
+        #expect(second.statistics.adopted == 0)
+    }
+}

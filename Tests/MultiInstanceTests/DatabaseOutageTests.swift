@@ -61,10 +61,10 @@ import Testing
             default: true
             }
         }
-        #expect(unexpected.isEmpty, "\(unexpected.count) unexpected outcomes, e.g. \(unexpected.prefix(5))")
+        #expect(unexpected.count == 0, "\(unexpected.count) unexpected outcomes, e.g. \(unexpected.prefix(5))")
         // Every acknowledged write is in the database.
         let acknowledged = Set(outcomes.compactMap(\.id))
         let stored = Set(try LibraryProbe.allIDs(port: cluster.port))
-        #expect(acknowledged.subtracting(stored).isEmpty, "acknowledged but missing: \(acknowledged.subtracting(stored).prefix(10))")
+        #expect(acknowledged.subtracting(stored).count == 0, "acknowledged but missing: \(acknowledged.subtracting(stored).prefix(10))")
     }
 }

@@ -36,6 +36,7 @@ import Testing
                                                          body: Array(body.utf8), receiveTimeout: 15)
                 #expect(response.status == 503, "instance \(index) \(method) \(path): \(response.statusLine) \(response.text.prefix(200))")
                 #expect(Int(response.header("Retry-After") ?? "") ?? 0 >= 1, "instance \(index) \(method) \(path): no Retry-After")
+                #expect(try response.json()["type"] as? String == "urn:bluelibrary:problem:database-unavailable")
             }
         }
 

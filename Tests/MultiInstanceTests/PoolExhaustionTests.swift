@@ -48,6 +48,7 @@ import Testing
         }, "never refused while the export holds the pool's connection\n\(instance.logLines().suffix(10).joined(separator: "\n"))")
         #expect(Int(refused?.header("Retry-After") ?? "") ?? 0 >= 1)
         #expect(refused?.header("Content-Type") == "application/problem+json")
+        #expect((refused.flatMap { try? $0.json() })?["type"] as? String == "urn:bluelibrary:problem:database-unavailable")
         #expect(try RawHTTPClient.request(port: instance.port, path: "/healthz").status == 200)
 
         // The client goes away; the export ends and gives the connection back.

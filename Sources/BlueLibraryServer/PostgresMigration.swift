@@ -38,7 +38,7 @@ public enum PostgresMigration {
             ("views", "views"), ("settings", "settings documents"), ("access_token", "token hashes"),
             ("access_failures", "failed-attempt records"), ("idempotency_keys", "idempotency keys"), ("secrets", "secrets"),
         ]
-        lines.append("  " + tables.map { "\(summary.rows[$0.0] ?? 0) \($0.1)" }.joined(separator: ", "))
+        lines.append("  " + tables.map { "\($0.1): \(summary.rows[$0.0] ?? 0)" }.joined(separator: ", "))
         lines.append("Verified: every table's row count, and each library's album count and order checksum read back from PostgreSQL.")
         return lines.joined(separator: "\n")
     }

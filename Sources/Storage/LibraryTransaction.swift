@@ -1,7 +1,8 @@
 import Foundation
 import Library
 
-/// The reader/writer handed to one `read` or `write` body: one library, one transaction.
+/// The engine of one library in one transaction, on any `SQLSession`: what a `read` or `write`
+/// body's reader/writer does (handed out wrapped in a `StoreTransaction`, which forwards to it).
 ///
 /// A facade of parts with one job each, all made for this transaction and dropped with it:
 /// - `SparseOrder`: the list order (positions, buckets, the album count and the append tail);
@@ -10,7 +11,7 @@ import Library
 /// - `ChangeFeed`, `UndoStack`, `SavedStates`: their tables.
 /// What is left here is the album rows themselves (insert, update, read by id) and the
 /// library's version.
-final class LibraryTransaction<DB: SQLSession>: AlbumStoreWriter {
+final class LibraryTransaction<DB: SQLSession> {
     private let db: DB
     /// The library's row id (a live library: transactions open only on those).
     private let library: Int64

@@ -6,7 +6,7 @@ import Postgres
 /// version moved).
 extension PostgresAlbumStore {
     public func libraries() throws -> [LibraryRecord] {
-        try reading { session in try session.query(SQL.liveLibraries, []) { try StoredRows.library(from: $0) } }
+        try statement { session in try session.query(SQL.liveLibraries, []) { try StoredRows.library(from: $0) } }
     }
 
     /// Creates `id`, or brings a deleted `id` back on its old row one version above where it
@@ -52,7 +52,7 @@ extension PostgresAlbumStore {
     }
 
     public func views() throws -> [ViewDefinition] {
-        try reading { session in try session.query(SQL.views, []) { try StoredRows.view(from: $0) } }
+        try statement { session in try session.query(SQL.views, []) { try StoredRows.view(from: $0) } }
     }
 
     public func saveView(_ view: ViewDefinition) throws {

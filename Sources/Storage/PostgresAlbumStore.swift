@@ -86,7 +86,8 @@ public final class PostgresAlbumStore: AlbumStore {
         Self.checkDistinct(libraries)
         return try reading { session in
             let transactions = try libraries.map { library in
-                LibraryTransaction(session, library: try Self.liveRow(library, session), context: engine, soleWriter: false)
+                PostgresTransaction(engine: LibraryTransaction(
+                    session, library: try Self.liveRow(library, session), context: engine, soleWriter: false))
             }
             return try body(transactions)
         }
@@ -97,11 +98,12 @@ public final class PostgresAlbumStore: AlbumStore {
         return try writing { session in
             let rows = try Self.lock(libraries, session)
             let transactions = rows.map { row in
-                LibraryTransaction(session, library: row, context: engine, soleWriter: libraries.count == 1)
+                PostgresTransaction(engine: LibraryTransaction(
+                    session, library: row, context: engine, soleWriter: libraries.count == 1))
             }
             let result = try body(transactions)
-            for transaction in transactions { try transaction.finish() }
-            for (library, transaction) in zip(libraries, transactions) where transaction.bumpedVersion {
+            for transaction in transactions { try transaction.engine.finish() }
+            for (library, transaction) in zip(libraries, transactions) where transaction.engine.bumpedVersion {
                 try session.run(PostgresSQL.notifyCommit, [.text(library.rawValue)])
             }
             return result
@@ -112,8 +114,7 @@ public final class PostgresAlbumStore: AlbumStore {
     public func versions(of libraries: [LibraryID]) throws -> [Int64] {
         Self.checkDistinct(libraries)
         guard !libraries.isEmpty else { return [] }
-        let found = try pool.withConnection { connection in
-            let session = PostgresSession(connection)
+        let found = try statement { session in
             var found: [String: Int64] = [:]
             try session.forEachRow(
                 PostgresSQL.versions(count: libraries.count), libraries.map { .text($0.rawValue) }
@@ -126,6 +127,12 @@ public final class PostgresAlbumStore: AlbumStore {
             guard let version = found[library.rawValue] else { throw LibraryError.libraryNotFound(library) }
             return version
         }
+    }
+
+    /// Runs `body`, one statement (its own snapshot, no BEGIN/COMMIT round trips), on a pooled
+    /// connection: the catalog and the view definitions, which a shared store's facade reads often.
+    func statement<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        try pool.withConnection { connection in try body(PostgresSession(connection)) }
     }
 
     /// Runs `body` in one REPEATABLE READ READ ONLY transaction on a pooled connection.
@@ -193,5 +200,22 @@ public final class PostgresAlbumStore: AlbumStore {
     /// - Throws: `StorageError.corrupt` describing the first broken invariant.
     public func checkConsistency(_ library: LibraryID) throws -> AlbumOrderingReport {
         try reading { session in try AlbumOrderingReport.check(library, session) }
+    }
+}
+
+extension PostgresAlbumStore {
+    /// PostgreSQL's plan (`EXPLAIN`, its lines joined by "; ") for each statement a page of
+    /// this query runs; see `AlbumPages.pageStatements`. For tests and maintenance: a keyset
+    /// page of a large library should read an `Index Scan using albums_by_…` with no `Sort`.
+    public func pagePlans(
+        _ library: LibraryID, matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
+    ) throws -> [String] {
+        try reading { session in
+            let row = try Self.liveRow(library, session)
+            let pages = AlbumPages(db: session, library: row, order: SparseOrder(session, library: row, context: engine))
+            return try pages.pageStatements(matching: filter, sort: sort, from: anchor, limit: limit).map { sql, bindings in
+                try session.query("EXPLAIN " + sql, bindings) { try $0.string(0) }.joined(separator: "; ")
+            }
+        }
     }
 }

@@ -21,6 +21,27 @@ enum SQLDialect: Sendable, Equatable {
     case sqlite
     case postgres
 
+    /// Statements that find the bucket holding a position in the database (?1 library, ?2 the
+    /// position counted from the start, resp. from the end): columns ord, id, size, and the
+    /// albums in the buckets passed before it. `nil`: the engine walks the bucket rows itself
+    /// (SQLite: in-process, and it stops at the bucket; a server would send the whole table).
+    var locateBucket: (forward: String, backward: String)? {
+        switch self {
+        case .sqlite: nil
+        case .postgres: (Self.locateBucket(descending: false), Self.locateBucket(descending: true))
+        }
+    }
+
+    private static func locateBucket(descending: Bool) -> String {
+        let direction = descending ? " DESC" : ""
+        return """
+            SELECT ord, id, size, passed FROM (
+                SELECT ord, id, size, (SUM(size) OVER (ORDER BY ord\(direction) ROWS UNBOUNDED PRECEDING) - size)::bigint AS passed
+                FROM buckets WHERE library = ?1) AS w
+            WHERE passed + size > ?2 ORDER BY ord\(direction) LIMIT 1
+            """
+    }
+
     /// A fresh bucket id (one row, one column).
     var nextBucketID: String {
         switch self {

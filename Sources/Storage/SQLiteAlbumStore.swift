@@ -250,7 +250,8 @@ public final class SQLiteAlbumStore: AlbumStore {
         Self.checkDistinct(libraries)
         return try database.read { db in
             let transactions = try libraries.map { library in
-                LibraryTransaction(db, library: try liveRow(library, db), context: engine, soleWriter: false)
+                SQLiteTransaction(engine: LibraryTransaction(
+                    db, library: try liveRow(library, db), context: engine, soleWriter: false))
             }
             return try body(transactions)
         }
@@ -261,10 +262,11 @@ public final class SQLiteAlbumStore: AlbumStore {
         return try committing { db in
             let soleWriter = libraries.count == 1
             let transactions = try libraries.map { library in
-                LibraryTransaction(db, library: try liveRow(library, db), context: engine, soleWriter: soleWriter)
+                SQLiteTransaction(engine: LibraryTransaction(
+                    db, library: try liveRow(library, db), context: engine, soleWriter: soleWriter))
             }
             let result = try body(transactions)
-            for transaction in transactions { try transaction.finish() }
+            for transaction in transactions { try transaction.engine.finish() }
             return result
         }
     }

@@ -265,11 +265,21 @@ final class SparseOrder<DB: SQLSession> {
 
     /// The bucket holding position `index` (in `0..<count`) and the offset in it, walking the
     /// bucket table from whichever end is nearer. Settles the tail first (sizes must be exact).
+    /// (PostgreSQL: the walk runs in the database, `SQLDialect.locateBucket`, so one row comes
+    /// back instead of the bucket table.)
     func locate(_ index: Int) throws -> (Bucket, Int) {
         try settleTail()
         let total = try count()
         var found: (Bucket, Int)?
-        if index < total / 2 {
+        if let (forward, backward) = db.dialect.locateBucket {
+            let fromStart = index < total / 2
+            let target = fromStart ? index : total - 1 - index
+            found = try db.firstRow(fromStart ? forward : backward, [.integer(library), .integer(Int64(target))]) { row in
+                let bucket = try Bucket(row: row)
+                let passed = try row.int(3)
+                return (bucket, fromStart ? target - passed : bucket.size - 1 - (target - passed))
+            }
+        } else if index < total / 2 {
             var before = 0
             try db.scan(SQL.bucketsForward, [.integer(library)]) { row in
                 let bucket = try Bucket(row: row)

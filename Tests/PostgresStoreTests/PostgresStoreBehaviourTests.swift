@@ -1,0 +1,127 @@
+import AlbumStoreContract
+import Essentials
+import Foundation
+import HTTPTestSupport
+import Library
+import Postgres
+import Storage
+import Testing
+
+/// What the PostgreSQL store promises beyond the contract: notifications other instances
+/// listen for, the versions of several libraries in one statement, duplicate ids named with
+/// their library, and a stopped server's errors reaching the caller unchanged.
+@Suite("PostgreSQL store: notifications, versions, errors")
+struct PostgresStoreBehaviourTests {
+    @Test func aCommittedVersionNotifiesItsLibraryAndARollbackNothing() throws {
+        let url = try PostgresServer.shared().makeDatabase()
+        let store = try Self.store(url)
+        let listener = try PostgresConnection(url: url)
+        try listener.listen(PostgresAlbumStore.commitChannel)
+        try listener.listen(PostgresAlbumStore.catalogChannel)
+        let jazz = LibraryID(rawValue: "jazz")
+
+        _ = try store.createLibrary(jazz, name: "Jazz")
+        #expect(try Self.drain(listener) == [PostgresNotification(channel: PostgresAlbumStore.catalogChannel, payload: "")])
+
+        try store.write(jazz) { writer throws in
+            try writer.insert(Self.album(1), at: 0)
+            _ = try writer.bumpVersion()
+        }
+        #expect(try Self.drain(listener) == [PostgresNotification(channel: PostgresAlbumStore.commitChannel, payload: "jazz")])
+
+        struct Refused: Error {}
+        #expect(throws: Refused.self) {
+            try store.write(jazz) { writer throws in
+                try writer.insert(Self.album(2), at: 0)
+                _ = try writer.bumpVersion()
+                throw Refused()
+            }
+        }
+        try store.write(.default) { writer throws in try writer.saveState(SavedState(client: "a", currentAlbumIndex: 0, albumID: nil, updatedAt: nil)) }
+        try store.saveView(ViewDefinition(id: ViewID(rawValue: "all"), name: "All", sources: [jazz], filter: .all, revision: 1))
+        #expect(try Self.drain(listener) == [PostgresNotification(channel: PostgresAlbumStore.catalogChannel, payload: "")],
+                "a rolled-back write and a write that bumps no version notify nothing; a view change does")
+    }
+
+    @Test func versionsOfSeveralLibrariesInOrderAndMissingOnesRefused() throws {
+        let store = try Self.store(try PostgresServer.shared().makeDatabase())
+        let jazz = LibraryID(rawValue: "jazz")
+        let gone = LibraryID(rawValue: "gone")
+        _ = try store.createLibrary(jazz, name: "Jazz")
+        _ = try store.createLibrary(gone, name: "Gone")
+        try store.write(jazz) { writer throws in
+            _ = try writer.bumpVersion()
+            _ = try writer.bumpVersion()
+        }
+        try store.deleteLibrary(gone)
+        #expect(try store.versions(of: [jazz, .default]) == [2, 0])
+        #expect(try store.versions(of: [.default]) == [0])
+        #expect(throws: LibraryError.libraryNotFound(gone)) { try store.versions(of: [jazz, gone]) }
+        #expect(throws: LibraryError.libraryNotFound(LibraryID(rawValue: "never"))) {
+            try store.versions(of: [LibraryID(rawValue: "never")])
+        }
+        #expect(store.isShared)
+    }
+
+    @Test func anAlbumIdHeldByAnotherLibraryIsAConflictNamingIt() throws {
+        let store = try Self.store(try PostgresServer.shared().makeDatabase())
+        let jazz = LibraryID(rawValue: "jazz")
+        _ = try store.createLibrary(jazz, name: "Jazz")
+        try store.write(jazz) { writer throws in try writer.insert(Self.album(7), at: 0) }
+        do {
+            try store.write(.default) { writer throws in try writer.insert(Self.album(7), at: 0) }
+            Issue.record("the duplicate was accepted")
+        } catch let LibraryError.conflict(message) {
+            #expect(message.contains(Self.album(7).id.rawValue) && message.contains("\"jazz\""), "\(message)")
+        }
+        #expect(try store.read(.default) { try $0.count() } == 0)
+        _ = try store.checkConsistency(.default)
+    }
+
+    @Test func aStoppedServerFailsWithTheUnavailableErrorUnchangedAndServiceResumes() throws {
+        let server = try PostgresServer()
+        defer { try? server.stop() }
+        let pool = PostgresPool(PostgresPool.Configuration(url: try server.makeDatabase(), size: 2, acquireTimeout: .seconds(1)))
+        let store = try PostgresAlbumStore(pool: pool, configuration: PostgresAlbumStore.Configuration(bucketSize: 4))
+        try store.write(.default) { writer throws in try writer.insert(Self.album(1), at: 0) }
+
+        try server.stop()
+        for _ in 0..<3 {
+            do {
+                try store.write(.default) { writer throws in try writer.insert(Self.album(2), at: 0) }
+                Issue.record("a write succeeded with the server stopped")
+            } catch let error as PostgresError {
+                #expect(error.isUnavailable, "\(error)")
+            }
+        }
+
+        try server.start()
+        #expect(eventually(timeout: .seconds(15)) {
+            (try? store.write(.default) { writer throws in try writer.insert(Self.album(2), at: 0) }) != nil
+        }, "writes resume once the server is back")
+        #expect(try store.read(.default) { try $0.albums(offset: 0, limit: 5) } == [Self.album(2), Self.album(1)])
+    }
+
+    private static func store(_ url: String) throws -> PostgresAlbumStore {
+        try PostgresAlbumStore(
+            pool: PostgresPool(PostgresPool.Configuration(url: url, size: 2)),
+            configuration: PostgresAlbumStore.Configuration(bucketSize: 4))
+    }
+
+    /// Every notification that arrives within a short wait (sent at commit, so already there).
+    private static func drain(_ listener: PostgresConnection) throws -> [PostgresNotification] {
+        var all: [PostgresNotification] = []
+        while case let batch = try listener.notifications(waitingUpTo: .milliseconds(300)), !batch.isEmpty {
+            all += batch
+        }
+        return all
+    }
+
+    private static func album(_ number: UInt64) -> Album {
+        let millis = 1_700_000_000_000 + Int64(number) * 1_001
+        return Album(
+            id: AlbumStoreContract.id(number), title: "Album \(number)", artist: "Artist", genre: Album.defaultGenre,
+            year: 1970, coverUrl: nil, createdAt: Timestamp.date(milliseconds: millis),
+            updatedAt: Timestamp.date(milliseconds: millis))
+    }
+}

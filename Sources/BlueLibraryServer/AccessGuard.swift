@@ -299,6 +299,12 @@ public final class AccessGuard: Sendable {
         return token.isEmpty ? nil : token
     }
 
+    /// Whether the stored hash is one of `token` (a slow hash; for start-up).
+    static func storedHash(in store: any AccessStore, verifies token: String) throws -> Bool {
+        guard let stored = try store.tokenHash(), stored.algorithm == TokenHash.pbkdf2SHA256 else { return false }
+        return PasswordHash.verify(token: Array(token.utf8), salt: stored.salt, hash: stored.hash, iterations: stored.iterations)
+    }
+
     /// Hashes and stores `token` (replacing any earlier one; lockouts are cleared).
     public static func storeToken(_ token: String, in store: any AccessStore, iterations: Int = PasswordHash.defaultIterations) throws {
         let made = try PasswordHash.make(token: Array(token.utf8), iterations: iterations)

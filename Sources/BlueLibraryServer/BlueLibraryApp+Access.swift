@@ -37,8 +37,15 @@ extension BlueLibraryApp {
         }
         if let token = configuration.token {
             do {
-                try AccessGuard.storeToken(token.value, in: store)
-                try settings.modify { $0.access.passcodeEnabled = true }
+                // The hash stored already verifies this token (a restart, or another instance
+                // started with it): kept, so the start clears no lockout and tells no other
+                // instance of a token change that is none.
+                if try !AccessGuard.storedHash(in: store, verifies: token.value) {
+                    try AccessGuard.storeToken(token.value, in: store)
+                }
+                if !settings.current.access.passcodeEnabled {
+                    try settings.modify { $0.access.passcodeEnabled = true }
+                }
             } catch {
                 throw ConfigurationError("cannot store the BLUELIBRARY_TOKEN hash in \(backend.location): \(error)")
             }
@@ -60,7 +67,11 @@ extension BlueLibraryApp {
     /// cover fetcher's address guard understands and, unless the operator started with
     /// `BLUELIBRARY_COVER_ALLOW_FROM_SETTINGS=on`, already opened by `BLUELIBRARY_COVER_ALLOW`
     /// (settings may only narrow it).
-    static func settingsRules(store: any AccessStore, configuration: ServeConfiguration) -> @Sendable (LibrarySettings) -> [FieldError] {
+    ///
+    /// Whether a token is stored is asked of `guardian` (its memory, re-read whenever the
+    /// database's token changes), not of the store: the rules run inside the settings' write
+    /// transaction, where a second database call would need a second pooled connection.
+    static func settingsRules(guardian: AccessGuard, configuration: ServeConfiguration) -> @Sendable (LibrarySettings) -> [FieldError] {
         let environment = (try? CoverAddressPolicy(allowList: configuration.coverAllow)) ?? CoverAddressPolicy()
         let fromSettings = configuration.coverAllowFromSettings
         return { settings in
@@ -78,7 +89,7 @@ extension BlueLibraryApp {
                 }
             }
             guard settings.access.passcodeEnabled else { return errors }
-            if (try? store.tokenHash()) != nil { return errors }
+            if guardian.hasToken { return errors }
             return errors + [FieldError(field: "access.passcodeEnabled",
                                message: "access.passcodeEnabled cannot be true before a token is set; run 'bluelibrary token set' (or start with BLUELIBRARY_TOKEN) first")]
         }

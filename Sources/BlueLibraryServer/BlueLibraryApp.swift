@@ -64,7 +64,7 @@ public final class BlueLibraryApp: Sendable {
         let libraries = Libraries(store: store, clock: clock, ids: .random(clock: clock),
                                   changeRetention: configuration.changeRetention) { library in
             let hubSink = eventHubs.sink(library)
-            return changeFollower.map { $0.sink(publishing: hubSink) } ?? hubSink
+            return changeFollower.map { $0.sink(library, publishing: hubSink) } ?? hubSink
         }
         self.libraries = libraries
         let facade = libraries.defaultLibrary
@@ -77,7 +77,8 @@ public final class BlueLibraryApp: Sendable {
                 throw ConfigurationError("cannot seed the library in \(backend.location): \(error.message)")
             }
         }
-        // Known from here on without a read: every commit gives the new version.
+        // Known from here on without a read: every commit gives the new version (on a shared
+        // store this is one read, and every request reads again).
         _ = try? facade.currentVersion()
         exportWorkers = BoundedThreadPool(threads: 2, name: "archive-export", stackSize: 1 << 20)
         covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events), clock: monotonic)
@@ -139,7 +140,7 @@ public final class BlueLibraryApp: Sendable {
             .register(into: &routes)
         EventRoutes(libraries: resolver, hubs: eventHubs, follower: changeFollower).register(into: &routes)
         ChangeRoutes(libraries: resolver).register(into: &routes)
-        SettingsRoutes(settings: settings, validate: Self.settingsRules(store: backend.records, configuration: configuration)).register(into: &routes)
+        SettingsRoutes(settings: settings, validate: Self.settingsRules(guardian: accessGuard, configuration: configuration)).register(into: &routes)
         MetricsRoutes(metrics: metrics).register(into: &routes)
         let httpMetrics = HTTPMetrics(routes: routes.routeTable)
         routes.middleware.insert(MetricsMiddleware(http: httpMetrics), at: 0)
@@ -166,7 +167,7 @@ public final class BlueLibraryApp: Sendable {
         changeFollower?.start()
         server.start()
         logger.log(.info, "listening", [("host", .string(configuration.host)), ("port", .int(server.port)),
-                                        ("dataDir", .string(configuration.dataDirectory)),
+                                        ("dataDir", .string(configuration.dataDirectory)), ("database", .string(backend.location)),
                                         ("version", .string(BlueLibraryVersion.current))], always: true)
     }
 

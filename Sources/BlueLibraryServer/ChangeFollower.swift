@@ -11,9 +11,11 @@ import Synchronization
 ///
 /// How it runs (one thread per process):
 /// - It is woken by a commit notification (`CommitWakeup`: PostgreSQL's
-///   `LISTEN bluelibrary_commits`), by a commit of this process (its facades' sinks call
-///   ``wake()``), or by a poll every `interval` (a safety net for a notification lost while the
-///   listening connection was down).
+///   `LISTEN bluelibrary_commits`, waited for on a thread of its own), or by a poll every
+///   `interval` (a safety net for a notification lost while the listening connection was down).
+/// - A commit of this process is published by the committing thread itself, right after the
+///   commit, from the feed like any other (``sink(_:publishing:)``): its subscribers get it at
+///   once, and before the `state.changed` of the same request, as on SQLite.
 /// - Each time, for every library that has a hub, it reads the changes after the last version
 ///   it published (`changes(after:)`, with the version, in one snapshot) and publishes them. A
 ///   gap in the feed (pruned changes, or a library created again with its id, which continues
@@ -55,19 +57,26 @@ final class ChangeFollower: Sendable {
     }
 
     /// The event sink of `library`'s facade: `state.changed` goes to `hubSink` at once (it is
-    /// in no feed); a versioned event only wakes the follower, which publishes it from the feed.
-    func sink(publishing hubSink: any LibraryEventSink) -> any LibraryEventSink {
-        OwnCommits(follower: self, hubSink: hubSink)
+    /// in no feed); a versioned event makes the follower catch the library's hub up from the
+    /// feed on this thread when the hub has subscribers (one read after the commit), and wakes
+    /// the follower's thread otherwise.
+    func sink(_ library: LibraryID, publishing hubSink: any LibraryEventSink) -> any LibraryEventSink {
+        OwnCommits(follower: self, library: library, hubSink: hubSink)
     }
 
     struct OwnCommits: LibraryEventSink {
         let follower: ChangeFollower
+        let library: LibraryID
         let hubSink: any LibraryEventSink
 
         func publish(_ event: LibraryEvent) {
             if case .stateChanged = event {
                 hubSink.publish(event)
+            } else if let hub = follower.hubs.existing(library), hub.subscriberCount > 0 {
+                follower.catchUp(library, hub: hub)
             } else {
+                // Nobody listens now: the follower's thread keeps the hub's ring up to date
+                // without holding up the request.
                 follower.wake()
             }
         }
@@ -152,15 +161,15 @@ final class ChangeFollower: Sendable {
                         if let event = LibraryEvent(change) { hub.publish(event) }
                         after = change.version
                     }
-                    if changes.count < Self.batch {
-                        if version > after {
-                            hub.publish(.libraryReplaced(version: version))
-                            after = version
-                        }
-                        break
+                    if changes.count < Self.batch, version > after {
+                        hub.publish(.libraryReplaced(version: version))
+                        after = version
                     }
+                    // Kept per batch: a later batch that fails never has this one published twice.
+                    let through = after
+                    published.withLock { $0[library] = through }
+                    if changes.count < Self.batch { break }
                 }
-                published.withLock { $0[library] = after }
                 if failing.exchange(false, ordering: .relaxed) {
                     logger.log(.info, "change feed readable again: events resume")
                 }

@@ -9,7 +9,7 @@ typealias ServerRecordStore = AccessStore & IdempotencyStore & SecretStore & Set
 /// The database the server runs on, behind one seam: `BlueLibraryApp` never names SQLite or
 /// PostgreSQL, only this. Two kinds exist:
 /// - ``SQLiteBackend`` (the default): one file in the data directory, one process writing it.
-/// - `PostgresBackend` (`BLUELIBRARY_DATABASE_URL=postgres://…`): one database that several
+/// - ``PostgresBackend`` (`BLUELIBRARY_DATABASE_URL=postgres://…`): one database that several
 ///   instances share (``isShared``), reached through a bounded connection pool.
 protocol StoreBackend: Sendable {
     /// The libraries, albums, undo stacks, states and change feeds.

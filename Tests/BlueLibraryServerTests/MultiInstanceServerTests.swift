@@ -104,6 +104,25 @@ final class MultiInstanceServerTests {
         #expect(try Self.titles(try Self.request(b.port, "/albums")) == ["Once"], "one album, not two")
     }
 
+    @Test func undoAndSavedStatesAreOneAcrossInstances() throws {
+        let (a, b) = try Self.instances()
+        #expect(try Self.add(a.port, "Kept").status == 201)
+        let second = try #require(try Self.add(a.port, "Undone").json()["id"] as? String)
+        // The add made on A is undone through B.
+        let undone = try Self.request(b.port, "/undo", method: "POST")
+        #expect(undone.status == 200, "\(undone.text)")
+        #expect(try Self.titles(try Self.request(a.port, "/albums")) == ["Kept"])
+        #expect(try Self.request(a.port, "/albums/\(second)").status == 404)
+        // A state saved on B is read on A.
+        let saved = try Self.request(b.port, "/state?client=car", method: "PUT", json: #"{"currentAlbumIndex": 0}"#)
+        #expect(saved.status == 200, "\(saved.text)")
+        let read = try Self.request(a.port, "/state?client=car")
+        #expect(read.status == 200)
+        let readState = try read.json(), savedState = try saved.json()
+        #expect(readState["currentAlbumIndex"] as? Int == 0)
+        #expect(readState["albumID"] as? String == savedState["albumID"] as? String)
+    }
+
     @Test func aSettingsChangeOnOneInstanceAppliesOnTheOther() throws {
         let (a, b) = try Self.instances()
         for index in 0..<4 { #expect(try Self.add(a.port, "A\(index)").status == 201) }

@@ -78,4 +78,91 @@ struct PostgresAppTests {
                                     request, context)
         #expect(other.status == .internalServerError)
     }
+
+    @Test func theCommitListenerWakesOnANotificationAndComesBackAfterARestart() throws {
+        let cluster = try PostgresServer()
+        let url = try cluster.makeDatabase()
+        let wakeup = ListenWakeup(url: url, channel: "bluelibrary_commits")
+        defer { wakeup.close() }
+        #expect(wakeup.wait(upTo: .seconds(1)), "the first wait connects, and says so (the follower then reads)")
+        #expect(!wakeup.wait(upTo: .milliseconds(50)), "nothing committed: a timeout")
+        let other = try PostgresConnection(url: url)
+        try other.run("SELECT pg_notify('bluelibrary_commits', 'default')")
+        #expect(wakeup.wait(upTo: .seconds(10)), "woken by the notification, long before the timeout")
+
+        try cluster.stop()
+        #expect(!wakeup.wait(upTo: .milliseconds(200)), "the connection is gone")
+        try cluster.start()
+        #expect(eventually(timeout: .seconds(20), pollingEvery: .milliseconds(10)) { wakeup.wait(upTo: .milliseconds(100)) },
+                "listening again after the restart, with backoff")
+        let again = try PostgresConnection(url: url)
+        try again.run("SELECT pg_notify('bluelibrary_commits', 'default')")
+        #expect(wakeup.wait(upTo: .seconds(10)))
+    }
+
+    @Test func theDatabasePasswordNeverReachesAMessage() {
+        #expect(PostgresBackend.redacted("postgres://app:s3cret@db:5432/lib") == "postgres://app:****@db:5432/lib")
+        #expect(PostgresBackend.redacted("postgres://app@db/lib") == "postgres://app@db/lib")
+        #expect(PostgresBackend.redacted("postgresql://db/lib") == "postgresql://db/lib")
+    }
+
+    @Test func resumingAnywhereFromAnyIDOfTheFeed() throws {
+        let url = try PostgresServer.shared().makeDatabase()
+        let a = try Self.app(url) { $0.events.replayCapacity = 2 }
+        let b = try Self.app(url) { $0.events.replayCapacity = 2 }
+        a.start()
+        b.start()
+        defer {
+            a.shutdown()
+            b.shutdown()
+        }
+        func add(_ port: Int, _ title: String) throws {
+            let response = try RawHTTPClient.request(
+                port: port, method: "POST", path: "/albums", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"title":"\#(title)","artist":"A"}"#.utf8))
+            #expect(response.status == 201)
+        }
+        for index in 0..<5 { try add(a.port, "A\(index)") }  // versions 1...5
+        // B keeps two events; 1 is older: the feed fills 2...5 in.
+        let old = try SSEClient(port: b.port, lastEventID: "1")
+        let missed = try old.next(4)
+        #expect(missed.map(\.id) == ["2", "3", "4", "5"] && missed.allSatisfy { $0.name == "album.added" }, "\(missed)")
+        // An id B may not have published yet (written on A a moment ago): B catches up first.
+        try add(a.port, "Six")
+        let ahead = try SSEClient(port: b.port, lastEventID: "6")
+        try add(a.port, "Seven")
+        let next = try #require(try ahead.next())
+        #expect(next.name == "album.added" && next.id == "7", "not library.outdated: \(next)")
+    }
+
+    @Test func aPoolOfOneConnectionServesEveryKindOfRequest() throws {
+        // No path holds a pooled connection while it asks for another (that would wait out the
+        // acquire timeout and answer 503 with a pool of one).
+        let app = try Self.app(try PostgresServer.shared().makeDatabase()) {
+            $0.databasePoolSize = 1
+            $0.token = AccessToken("pool-of-one-token-123")
+        }
+        app.start()
+        defer { app.shutdown() }
+        let auth = ["Authorization": "Bearer pool-of-one-token-123"]
+        func call(_ method: String, _ path: String, _ json: String? = nil, headers: [String: String] = [:]) throws -> Int {
+            var headers = headers.merging(auth) { $1 }
+            if json != nil { headers["Content-Type"] = method == "PATCH" && path == "/settings" ? "application/merge-patch+json" : "application/json" }
+            return try RawHTTPClient.request(port: app.port, method: method, path: path, headers: headers,
+                                             body: Array((json ?? "").utf8)).status
+        }
+        let stream = try SSEClient(port: app.port)
+        #expect(try call("POST", "/albums", #"{"title":"One","artist":"A"}"#, headers: ["Idempotency-Key": "k1"]) == 201)
+        #expect(try call("POST", "/albums", #"{"title":"One","artist":"A"}"#, headers: ["Idempotency-Key": "k1"]) == 201)
+        #expect(try call("GET", "/albums") == 200)
+        #expect(try call("GET", "/albums/at/0") == 200)
+        #expect(try call("PATCH", "/settings", #"{"paging": {"defaultLimit": 3}, "access": {"passcodeEnabled": true}}"#) == 200)
+        #expect(try call("POST", "/libraries", #"{"id":"jazz"}"#) == 201)
+        #expect(try call("POST", "/views", #"{"id":"all","sources":["default","jazz"]}"#) == 201)
+        #expect(try call("GET", "/views/all/albums") == 200)
+        #expect(try call("POST", "/undo") == 200)
+        #expect(try call("GET", "/changes?since=0") == 200)
+        #expect(try call("GET", "/readyz") == 200)
+        #expect(try stream.next()?.name == "album.added")
+    }
 }

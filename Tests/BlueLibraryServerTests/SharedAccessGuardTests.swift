@@ -49,4 +49,27 @@ import Testing
         try guardian.reloadFailures()  // not shared: memory is the truth, nothing is read
         #expect(try guardian.check(authorization: "Bearer \(Self.token)", client: "192.0.2.11") == .allowed)
     }
+
+    @Test func aRestartWithTheSameTokenKeepsTheHashAndTheLockouts() throws {
+        let directory = TestApp.temporaryDirectory()
+        let token = SettingsAndAuthTests.token
+        let first = try TestApp.make { $0.dataDirectory = directory; $0.token = AccessToken(token) }
+        first.start()
+        let salt = try #require(try first.backend.records.tokenHash()).salt
+        #expect(try SettingsAndAuthTests.call(first.port, "PATCH", "/settings", json: #"{"access": {"attemptLimit": 2}}"#,
+                                              headers: SettingsAndAuthTests.bearer()).status == 200)
+        for _ in 0..<2 {
+            #expect(try SettingsAndAuthTests.call(first.port, "DELETE", "/albums/at/0", headers: SettingsAndAuthTests.bearer("wrong-token-123")).status == 401)
+        }
+        first.shutdown()
+        first.waitUntilStopped()
+
+        // Another start with the same BLUELIBRARY_TOKEN (as every instance of a deployment has).
+        let again = try TestApp.make { $0.dataDirectory = directory; $0.token = AccessToken(token) }
+        again.start()
+        defer { again.shutdown() }
+        #expect(try again.backend.records.tokenHash()?.salt == salt, "the stored hash already verified the token: kept")
+        #expect(try SettingsAndAuthTests.call(again.port, "GET", "/settings", headers: SettingsAndAuthTests.bearer()).status == 429,
+                "the lockout survives the restart")
+    }
 }

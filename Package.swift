@@ -130,6 +130,13 @@ let package = Package(
             dependencies: ["Essentials", "BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Crypto", "Storage", "Library", "ServerRecords", "AlbumStoreContract"],
             swiftSettings: strict
         ),
+        // Several real `bluelibrary serve` processes on one PostgreSQL behind a real nginx
+        // (deploy/nginx.scale-out.conf): concurrent writes, database outage, SIGKILL, pool limit.
+        .testTarget(
+            name: "MultiInstanceTests",
+            dependencies: ["Essentials", "HTTPTestSupport", "bluelibrary"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "BlueLibraryClientTests",
             dependencies: ["BlueLibraryClient", "BlueLibraryServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary"],

@@ -20,7 +20,44 @@ public final class NginxProxy {
         ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    public init(upstreamPort: Int, tls: Bool = false) throws {
+    /// nginx running `deploy/nginx.conf.example` in front of one server on `upstreamPort`.
+    public convenience init(upstreamPort: Int, tls: Bool = false) throws {
+        var site = try Self.deployFile("nginx.conf.example")
+        guard site.contains("server 127.0.0.1:8080;") else {
+            throw RawHTTPClient.ClientError(description: "deploy/nginx.conf.example changed shape; update NginxProxy")
+        }
+        site = site.replacingOccurrences(of: "server 127.0.0.1:8080;", with: "server 127.0.0.1:\(upstreamPort);")
+        try self.init(site: site, tls: tls)
+    }
+
+    /// nginx running `deploy/nginx.scale-out.conf` (the compose setup's proxy) in front of
+    /// several instances: its `server bluelibrary-<n>:8080 <options>;` lines become one line per
+    /// port in `instancePorts`, each with the same options (which the file's lines must share).
+    public convenience init(instancePorts: [Int]) throws {
+        let site = try Self.deployFile("nginx.scale-out.conf")
+        let lines = site.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let serverLines = lines.indices.filter { lines[$0].range(of: #"^\s*server bluelibrary-\d+:8080\b"#, options: .regularExpression) != nil }
+        let options = Set(serverLines.map { index in
+            lines[index].replacingOccurrences(of: #"^\s*server bluelibrary-\d+:8080"#, with: "", options: .regularExpression)
+        })
+        guard let first = serverLines.first, serverLines == Array(first..<(first + serverLines.count)), options.count == 1,
+            let option = options.first, !instancePorts.isEmpty
+        else {
+            throw RawHTTPClient.ClientError(description: "deploy/nginx.scale-out.conf changed shape (one block of server lines with the same options); update NginxProxy")
+        }
+        let servers = instancePorts.map { "    server 127.0.0.1:\($0)\(option)" }
+        let edited = Array(lines[..<first]) + servers + Array(lines[(first + serverLines.count)...])
+        try self.init(site: edited.joined(separator: "\n"), tls: false)
+    }
+
+    /// The text of `deploy/<name>`.
+    public static func deployFile(_ name: String) throws -> String {
+        try String(contentsOf: repositoryRoot.appendingPathComponent("deploy").appendingPathComponent(name), encoding: .utf8)
+    }
+
+    /// Runs `site` (a server configuration for inside `http { }`, listening on port 80) on a free port.
+    private init(site: String, tls: Bool) throws {
+        var site = site
         guard let nginx = Self.executable else {
             throw RawHTTPClient.ClientError(description: "nginx is not installed (scripts/test installs nginx-light)")
         }
@@ -29,11 +66,9 @@ public final class NginxProxy {
         port = try Self.freePort()
         tlsPort = tls ? try Self.freePort() : nil
 
-        var site = try String(contentsOf: Self.repositoryRoot.appendingPathComponent("deploy/nginx.conf.example"), encoding: .utf8)
-        guard site.contains("server 127.0.0.1:8080;"), site.contains("listen 80;") else {
-            throw RawHTTPClient.ClientError(description: "deploy/nginx.conf.example changed shape; update NginxProxy")
+        guard site.contains("listen 80;") else {
+            throw RawHTTPClient.ClientError(description: "the nginx site no longer listens on port 80; update NginxProxy")
         }
-        site = site.replacingOccurrences(of: "server 127.0.0.1:8080;", with: "server 127.0.0.1:\(upstreamPort);")
         var listen = "listen 127.0.0.1:\(port);"
         if let tlsPort {
             try Self.makeCertificate(in: directory)
@@ -89,7 +124,7 @@ public final class NginxProxy {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { Glibc.close(fd) }
         var address = sockaddr_in()

@@ -26,11 +26,13 @@ public final class ServerProcess: @unchecked Sendable {
         return exe.deletingLastPathComponent().appendingPathComponent("bluelibrary")
     }
 
-    /// Starts `bluelibrary serve` with `arguments` and waits for its "listening" log line.
+    /// Starts `bluelibrary serve` with `arguments` and waits for its "listening" log line
+    /// (unless `waitUntilListening` is false: then call `waitUntilListening(timeout:)`, so
+    /// several processes can start at once).
     /// `launcher` runs it through another program that ends in exec, so the process id stays
     /// the server's (e.g. `["/usr/bin/prlimit", "--nofile=64:64", "--"]`).
     public init(arguments: [String] = [], environment: [String: String] = [:], dataDirectory: String,
-                timeout: Double = 20, launcher: [String] = []) throws {
+                timeout: Double = 20, launcher: [String] = [], waitUntilListening: Bool = true) throws {
         let serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDirectory] + arguments
         if let program = launcher.first {
             process.executableURL = URL(fileURLWithPath: program)
@@ -66,6 +68,12 @@ public final class ServerProcess: @unchecked Sendable {
                 }
             }
         }
+        if waitUntilListening { try self.waitUntilListening(timeout: timeout) }
+    }
+
+    /// Waits for the "listening" log line and takes the port from it; throws (and ends the
+    /// process) when the process exits first or `timeout` seconds pass.
+    public func waitUntilListening(timeout: Double = 20) throws {
         var announced: Int?
         eventually(timeout: .milliseconds(Int64(timeout * 1000)), pollingEvery: .milliseconds(20)) {
             if let line = logLines().first(where: { $0.contains("\"message\":\"listening\"") }),

@@ -8,12 +8,15 @@ import Storage
 import Testing
 
 /// Keyset pages of the value sorts read their index on PostgreSQL too (`albums_by_title` on the
-/// folded `title_key`, …): an index scan from the anchor, never a sort of the library.
+/// folded `title_key`, …): an index scan from the anchor, never a sort of the library. Pages in
+/// the library's own order walk the buckets in order and each bucket's albums by position.
 @Suite("PostgreSQL store: page plans")
 struct PostgresPagePlanTests {
     @Test func keysetPagesOfEverySortReadTheirIndexWithoutASort() throws {
         let url = try PostgresServer.shared().makeDatabase()
-        let store = try PostgresAlbumStore(pool: PostgresPool(PostgresPool.Configuration(url: url, size: 2)))
+        let store = try PostgresAlbumStore(
+            pool: PostgresPool(PostgresPool.Configuration(url: url, size: 2)),
+            configuration: PostgresAlbumStore.Configuration(bucketSize: 64))
         try store.write(.default) { writer throws in
             for number in 0..<3000 {
                 let millis = 1_600_000_000_000 + Int64((number * 7919) % 3000) * 1000
@@ -40,6 +43,20 @@ struct PostgresPagePlanTests {
                     from: .afterValue(value, anchorID), limit: 20)
                 #expect(plans.count == 1)
                 #expect(plans.allSatisfy { $0.contains(index) && !$0.contains("Sort") }, "\(field) \(descending): \(plans)")
+            }
+        }
+        for anchor in [SortAnchor.start, .afterAlbum(anchorID)] {
+            for filter in [AlbumFilter.all, AlbumFilter(text: "title 1")] {
+                for descending in [false, true] {
+                    let plans = try store.pagePlans(
+                        .default, matching: filter, sort: AlbumSort(.position, descending: descending), from: anchor, limit: 20)
+                    let walk = try #require(plans.last)
+                    // (Filtered, the planner may read this small table whole rather than per bucket.)
+                    #expect(walk.contains("buckets_pkey") && (!filter.isEmpty || walk.contains("albums_by_position")), "\(plans)")
+                    // At most an incremental sort inside one bucket (presorted by the bucket key).
+                    #expect(plans.allSatisfy { !$0.replacingOccurrences(of: "Incremental Sort", with: "").contains("Sort  (") },
+                            "\(plans)")
+                }
             }
         }
     }

@@ -13,8 +13,6 @@ struct SystemRoutes {
 
     static let healthBody = Array("{\"status\":\"ok\"}\n".utf8)
     static let readyBody = Array("{\"status\":\"ready\"}\n".utf8)
-    static let databaseUnavailableBody = Array(
-        "{\"status\":\"database-unavailable\",\"detail\":\"The database does not answer: requests that need it get 503 until it is back.\"}\n".utf8)
     /// Still 200: reads are served, and a restart would not free any space.
     static let diskFullBody = Array(
         "{\"status\":\"disk-full\",\"detail\":\"The server's disk is full: writes are refused with 507 until space is freed; reads are served.\"}\n".utf8)
@@ -25,9 +23,11 @@ struct SystemRoutes {
 
         let ready = HTTPResponse(contentType: "application/json", bytes: Self.readyBody, headers: ["Cache-Control": "no-store"])
         let diskFullResponse = HTTPResponse(contentType: "application/json", bytes: Self.diskFullBody, headers: ["Cache-Control": "no-store"])
-        let unavailable = HTTPResponse(
-            status: .serviceUnavailable, contentType: "application/json", bytes: Self.databaseUnavailableBody,
-            headers: ["Retry-After": "1", "Cache-Control": "no-store"])
+        let unavailable = HTTPError(
+            .serviceUnavailable, detail: "The database does not answer: requests that need it get 503 until it is back.",
+            type: "urn:bluelibrary:problem:database-unavailable", title: "Database unavailable",
+            headers: ["Retry-After": "1", "Cache-Control": "no-store"]
+        ).response()
         let answer: @Sendable () throws -> HTTPResponse = { [state, diskFull] in
             guard !state.isDraining else {
                 throw HTTPError(.serviceUnavailable, detail: "The server is shutting down; send requests to another instance.",

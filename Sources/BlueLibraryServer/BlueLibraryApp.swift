@@ -59,7 +59,8 @@ public final class BlueLibraryApp: Sendable {
         // commits, in version order, with the same ids); the facades then publish only what
         // the feed does not carry, and wake the follower for their own commits.
         let changeFollower = backend.isShared
-            ? ChangeFollower(store: store, hubs: eventHubs, wakeup: backend.makeCommitWakeup(), logger: logger) : nil
+            ? ChangeFollower(store: store, hubs: eventHubs, wakeup: backend.makeCommitWakeup(), relay: backend.makeEventRelay(), logger: logger)
+            : nil
         self.changeFollower = changeFollower
         let libraries = Libraries(store: store, clock: clock, ids: .random(clock: clock),
                                   changeRetention: configuration.changeRetention) { library in
@@ -107,15 +108,12 @@ public final class BlueLibraryApp: Sendable {
         }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
         do {
-            storedStateWatcher = StoredStateWatcher(signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval) {
-                [settings, accessGuard, logger] in
-                do {
-                    try accessGuard.reloadToken()
-                    try accessGuard.reloadFailures()
-                    try settings.reload()
-                } catch {
-                    logger.log(.error, "could not re-read the settings", [("error", .string(String(describing: error)))])
-                }
+            storedStateWatcher = StoredStateWatcher(
+                signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval, logger: logger
+            ) { [settings, accessGuard] in
+                try accessGuard.reloadToken()
+                try accessGuard.reloadFailures()
+                try settings.reload()
             }
         } catch {
             throw ConfigurationError("cannot watch the database \(backend.location): \(error)")

@@ -22,7 +22,9 @@ import Synchronization
 ///   its versions without a change) is published as `library.replaced`, so a subscriber
 ///   reloads instead of missing something.
 /// - The facades' own sinks (``sink(_:publishing:)``) then publish only what the feed does not
-///   carry (`state.changed`), so nothing is published twice.
+///   carry (`state.changed`), so nothing is published twice; they also relay it to the other
+///   instances (`EventRelay`: PostgreSQL's `NOTIFY bluelibrary_events`), whose listeners publish
+///   it to their hub of the library, if they have one.
 ///
 /// Only a hub's versions from its start on are followed: a hub made by its first subscriber
 /// starts at the version then, and what came before is the change feed's (`Last-Event-ID`
@@ -31,6 +33,7 @@ final class ChangeFollower: Sendable {
     let store: any AlbumStore
     let hubs: EventHubs
     let wakeup: (any CommitWakeup)?
+    let relay: (any EventRelay)?
     let logger: JSONLogger
     let interval: Duration
     /// Changes read per statement; a longer backlog takes several.
@@ -48,10 +51,12 @@ final class ChangeFollower: Sendable {
     /// Whether the last pass failed (so an outage is logged once, and its end once).
     private let failing = Atomic<Bool>(false)
 
-    init(store: any AlbumStore, hubs: EventHubs, wakeup: (any CommitWakeup)?, logger: JSONLogger, interval: Duration = .seconds(1)) {
+    init(store: any AlbumStore, hubs: EventHubs, wakeup: (any CommitWakeup)?, relay: (any EventRelay)? = nil, logger: JSONLogger,
+         interval: Duration = .seconds(1)) {
         self.store = store
         self.hubs = hubs
         self.wakeup = wakeup
+        self.relay = relay
         self.logger = logger
         self.interval = interval
     }
@@ -72,6 +77,9 @@ final class ChangeFollower: Sendable {
         func publish(_ event: LibraryEvent) {
             if case .stateChanged = event {
                 hubSink.publish(event)
+                follower.relay?.relay(RelayedEvent(
+                    instance: follower.relay?.instance ?? "", library: library.rawValue, name: event.name, version: event.version,
+                    json: EventHub.payload(of: event)))
             } else if let hub = follower.hubs.existing(library), hub.subscriberCount > 0 {
                 follower.catchUp(library, hub: hub)
             } else {
@@ -92,11 +100,21 @@ final class ChangeFollower: Sendable {
         if let wakeup {
             let listener = Thread { [self] in
                 while !stopped.load(ordering: .relaxed) {
-                    if wakeup.wait(upTo: interval) { wake() }
+                    let woken = wakeup.wait(upTo: interval)
+                    if woken.committed { wake() }
+                    publishRelayed(woken.events)
                 }
             }
             listener.name = "commit-listener"
             listener.start()
+        }
+    }
+
+    /// Publishes the events other instances relayed to this process's hub of their library
+    /// (none: nobody here listens to it); this instance's own are skipped.
+    func publishRelayed(_ events: [RelayedEvent]) {
+        for event in events where event.instance != relay?.instance {
+            hubs.existing(LibraryID(rawValue: event.library))?.publish(name: event.name, json: event.json, version: event.version, advances: false)
         }
     }
 
@@ -131,12 +149,17 @@ final class ChangeFollower: Sendable {
     ///
     /// The versions of every followed library are read first in one statement, so a pass in
     /// which nothing changed (most polls) costs that statement alone; only libraries whose
-    /// version moved are read further. (When one of them was deleted, that statement fails
-    /// and each library is looked at on its own.)
+    /// version moved are read further. (When one of them was deleted, that statement fails;
+    /// the libraries that exist are then listed, in one more, and only they are followed.)
     func catchUp() {
-        let followed = hubs.allByLibrary.sorted { $0.0 < $1.0 }
+        var followed = hubs.allByLibrary.sorted { $0.0 < $1.0 }
         guard !followed.isEmpty else { return }
-        let current = try? store.versions(of: followed.map(\.0))
+        var current = try? store.versions(of: followed.map(\.0))
+        if current == nil, let existing = try? Set(store.libraries().map(\.id)) {
+            followed = followed.filter { existing.contains($0.0) }
+            guard !followed.isEmpty else { return }
+            current = try? store.versions(of: followed.map(\.0))
+        }
         let known = published.withLock { $0 }
         for (index, (library, hub)) in followed.enumerated() {
             if let current, current[index] == (known[library] ?? hub.startVersion) { continue }

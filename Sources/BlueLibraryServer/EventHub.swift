@@ -102,8 +102,8 @@ public final class EventHub: LibraryEventSink, Sendable {
         var threadStarted = false
         var shutDown = false
 
-        mutating func append(_ frame: Frame, capacity: Int) {
-            latest = max(latest, frame.version)
+        mutating func append(_ frame: Frame, capacity: Int, advances: Bool = true) {
+            if advances { latest = max(latest, frame.version) }
             guard capacity > 0 else {
                 evictedThrough = max(evictedThrough, frame.version)
                 return
@@ -155,6 +155,11 @@ public final class EventHub: LibraryEventSink, Sendable {
     /// feed first (`Backfill`), off the event loop.
     func needsBackfill(lastEventID: String?) -> Bool {
         guard case let .after(seen) = Resume(lastEventID: lastEventID) else { return false }
+        return needsBackfill(after: seen)
+    }
+
+    /// ``needsBackfill(lastEventID:)`` for a version (one library of a stream's vector).
+    func needsBackfill(after seen: Int64) -> Bool {
         let (evicted, latest) = window
         return seen < evicted || seen > latest
     }
@@ -164,20 +169,26 @@ public final class EventHub: LibraryEventSink, Sendable {
 
     // MARK: - Publishing
 
+    /// A `state.changed` names the version it refers to without making it: on a shared
+    /// database that version may not be published here yet (it comes from the change feed),
+    /// and a resume from it must still get the version's own event.
     public func publish(_ event: LibraryEvent) {
-        publish(name: event.name, json: Self.payload(of: event), version: event.version)
+        let advances = if case .stateChanged = event { false } else { true }
+        publish(name: event.name, json: Self.payload(of: event), version: event.version, advances: advances)
     }
 
     /// Publishes any event: `json` is the `data` line (one line of JSON); `version` the id,
     /// nil for the newest version published (events that do not change the library).
+    /// `advances`: whether the event marks its version as published (false for events that
+    /// only refer to a version, such as `state.changed`).
     ///
     /// Costs the caller one formatting and a short lock: the frames are handed to the
     /// subscribers by the hub's own thread, so a writer never waits for the fan-out.
-    public func publish(name: String, json: String, version: Int64? = nil) {
+    public func publish(name: String, json: String, version: Int64? = nil, advances: Bool = true) {
         let signal = state.withLock { state -> Bool in
             let id = version ?? state.latest
             let frame = Frame(version: id, name: name, json: json)
-            state.append(frame, capacity: configuration.replayCapacity)
+            state.append(frame, capacity: configuration.replayCapacity, advances: advances)
             let sequence = state.nextSequence
             state.nextSequence += 1
             guard !state.subscribers.isEmpty, !state.shutDown else { return false }

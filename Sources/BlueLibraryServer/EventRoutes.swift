@@ -26,9 +26,12 @@ struct EventRoutes {
             else { return nil }
             return Self.stream(request, hub: hub)
         }
+        let vector = Self.lastEventID(request).map(MultiLibraryEventStream.parse) ?? [:]
         var found: [(LibraryID, EventHub)] = []
         for id in named {
-            guard libraries.libraries.loadedFacade(id) != nil, let hub = hubs.existing(id) else { return nil }
+            guard libraries.libraries.loadedFacade(id) != nil, let hub = hubs.existing(id),
+                  !(vector[id].map { hub.needsBackfill(after: $0) } ?? false)
+            else { return nil }
             found.append((id, hub))
         }
         return Self.stream(request, hubs: found)
@@ -40,8 +43,13 @@ struct EventRoutes {
         guard !named.isEmpty else {
             let facade = try libraries.facade(context)
             let hub = try hub(facade)
-            return Self.stream(request, hub: hub, backfill: backfill(request, facade: facade, hub: hub))
+            guard case let .after(seen) = EventHub.Resume(lastEventID: Self.lastEventID(request)) else {
+                return Self.stream(request, hub: hub)
+            }
+            return Self.stream(request, hub: hub, backfill: backfill(after: seen, facade: facade, hub: hub))
         }
+        let vector = Self.lastEventID(request).map(MultiLibraryEventStream.parse) ?? [:]
+        var backfills: [LibraryID: EventHub.Backfill] = [:]
         var found: [(LibraryID, EventHub)] = []
         for id in named {
             let facade: LibraryFacade
@@ -53,20 +61,19 @@ struct EventRoutes {
                 error.errors = [.init(field: "library", message: error.detail)]
                 throw error
             }
-            found.append((id, try hub(facade)))
+            let hub = try hub(facade)
+            if let seen = vector[id] { backfills[id] = backfill(after: seen, facade: facade, hub: hub) }
+            found.append((id, hub))
         }
-        return Self.stream(request, hubs: found)
+        return Self.stream(request, hubs: found, backfills: backfills)
     }
 
     /// What a resume from further back than `hub` keeps needs from the change feed: first the
     /// hub is brought up to the database (another instance may have committed what the client
     /// saw), then the feed's changes after the client's id are read (nil when the feed no
     /// longer has them all, or none are needed: the hub decides with what it has).
-    private func backfill(_ request: HTTPRequest, facade: LibraryFacade, hub: EventHub) -> EventHub.Backfill? {
-        let lastEventID = Self.lastEventID(request)
-        guard hub.needsBackfill(lastEventID: lastEventID), case let .after(seen) = EventHub.Resume(lastEventID: lastEventID) else {
-            return nil
-        }
+    private func backfill(after seen: Int64, facade: LibraryFacade, hub: EventHub) -> EventHub.Backfill? {
+        guard hub.needsBackfill(after: seen) else { return nil }
         if seen > hub.window.latest, let follower { follower.catchUp(facade.library, hub: hub) }
         guard seen < hub.window.evictedThrough,
               let page = try? facade.changes(since: seen, limit: Self.maxBackfill)
@@ -122,10 +129,13 @@ struct EventRoutes {
         }))
     }
 
-    static func stream(_ request: HTTPRequest, hubs: [(LibraryID, EventHub)]) -> HTTPResponse {
+    static func stream(_ request: HTTPRequest, hubs: [(LibraryID, EventHub)], backfills: [LibraryID: EventHub.Backfill] = [:])
+        -> HTTPResponse
+    {
         let lastEventID = lastEventID(request)
         return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true) { writer in
-            MultiLibraryEventStream(writer: writer, libraries: hubs.map(\.0)).start(hubs: hubs, lastEventID: lastEventID)
+            MultiLibraryEventStream(writer: writer, libraries: hubs.map(\.0))
+                .start(hubs: hubs, lastEventID: lastEventID, backfills: backfills)
         }))
     }
 }

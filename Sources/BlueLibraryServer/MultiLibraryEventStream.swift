@@ -35,8 +35,9 @@ final class MultiLibraryEventStream: Sendable {
     static let maxLibraries = 32
 
     /// Subscribes to every hub (`hubs` in the order of the libraries), resuming from the
-    /// vector `lastEventID` where it names a library.
-    func start(hubs: [(LibraryID, EventHub)], lastEventID: String?) {
+    /// vector `lastEventID` where it names a library; `backfills` are the change feed's events
+    /// for libraries whose version in the vector is older than their hub keeps.
+    func start(hubs: [(LibraryID, EventHub)], lastEventID: String?, backfills: [LibraryID: EventHub.Backfill] = [:]) {
         let resumeAt = lastEventID.map(Self.parse)
         for (position, (library, hub)) in hubs.enumerated() {
             let resume: EventHub.Resume
@@ -45,7 +46,8 @@ final class MultiLibraryEventStream: Sendable {
             case let vector?: resume = vector[library].map { .after($0) } ?? .unknown(lastEventID ?? "")
             }
             let member = Member(stream: self, library: library, primary: position == 0)
-            guard let latest = hub.subscribe(member, resume: resume, lastEventID: lastEventID, announce: false) else { return }
+            guard let latest = hub.subscribe(member, resume: resume, lastEventID: lastEventID, announce: false, backfill: backfills[library])
+            else { return }
             versions.withLock { versions in
                 // A replayed or outdated frame already set it; otherwise the hub's version now.
                 if versions[library] == nil { versions[library] = latest }

@@ -47,7 +47,11 @@ struct PostgresBackend: StoreBackend {
     }
 
     func makeCommitWakeup() -> (any CommitWakeup)? {
-        ListenWakeup(url: url, channel: PostgresAlbumStore.commitChannel)
+        ListenWakeup(url: url, commits: PostgresAlbumStore.commitChannel, events: NotifyRelay.channel)
+    }
+
+    func makeEventRelay() -> (any EventRelay)? {
+        NotifyRelay(pool: pool)
     }
 
     func register(in metrics: Metrics) {
@@ -98,35 +102,42 @@ final class GenerationSignal: StoredStateSignal {
     }
 }
 
-/// `LISTEN bluelibrary_commits` on a connection of its own (outside the pool), for the change
-/// follower: each wait returns at the first notification, or after the timeout. A lost
-/// connection is opened again on a later wait, with backoff (0.1 s doubling to 2 s); the first
-/// wait on a new connection returns true at once, so the follower reads what it may have
-/// missed while it was away.
+/// `LISTEN bluelibrary_commits` (and `bluelibrary_events`) on a connection of its own
+/// (outside the pool), for the change follower: each wait returns at the first
+/// notifications, or after the timeout. A lost connection is opened again on a later wait, with
+/// backoff (0.1 s doubling to 2 s); the first wait on a new connection says "committed" at
+/// once, so the follower reads what it may have missed while it was away.
 // @unchecked: the connection and the backoff are used by the one listening thread only
 // (`wait`); `close` touches only the atomic.
 final class ListenWakeup: CommitWakeup, @unchecked Sendable {
     private let url: String
-    private let channel: String
+    private let commits: String
+    private let events: String
     private var connection: PostgresConnection?
     private var backoff: Duration = .milliseconds(100)
     private var nextAttempt = ContinuousClock.now
     private let closed = Atomic<Bool>(false)
 
-    init(url: String, channel: String) {
+    init(url: String, commits: String, events: String) {
         self.url = url
-        self.channel = channel
+        self.commits = commits
+        self.events = events
     }
 
-    func wait(upTo timeout: Duration) -> Bool {
-        guard !closed.load(ordering: .relaxed) else { return false }
-        guard let connection else { return reconnect(within: timeout) }
+    func wait(upTo timeout: Duration) -> Wakeup {
+        guard !closed.load(ordering: .relaxed) else { return .nothing }
+        guard let connection else { return reconnect(within: timeout) ? Wakeup(committed: true) : .nothing }
+        let received: [PostgresNotification]
         do {
-            return !(try connection.notifications(waitingUpTo: timeout)).isEmpty
+            received = try connection.notifications(waitingUpTo: timeout)
         } catch {
             self.connection = nil
-            return false
+            return .nothing
         }
+        let decoder = JSONDecoder()
+        return Wakeup(
+            committed: received.contains { $0.channel == commits },
+            events: received.filter { $0.channel == events }.compactMap { try? decoder.decode(RelayedEvent.self, from: Data($0.payload.utf8)) })
     }
 
     func close() {
@@ -142,7 +153,8 @@ final class ListenWakeup: CommitWakeup, @unchecked Sendable {
         }
         do {
             let opened = try PostgresConnection(url: url, connectTimeout: .seconds(2))
-            try opened.listen(channel)
+            try opened.listen(commits)
+            try opened.listen(events)
             connection = opened
             backoff = .milliseconds(100)
             return true
@@ -150,6 +162,39 @@ final class ListenWakeup: CommitWakeup, @unchecked Sendable {
             nextAttempt = ContinuousClock.now + backoff
             backoff = min(backoff * 2, .seconds(2))
             return false
+        }
+    }
+}
+
+/// Relays events to the other instances with `pg_notify('bluelibrary_events', <json>)`, sent
+/// in the background, one at a time, through the pool: a request never waits for it. While the
+/// database is away at most `maxPending` wait; more are dropped (a subscriber elsewhere then
+/// misses a `state.changed`, which no feed could give it either).
+final class NotifyRelay: EventRelay {
+    static let channel = "bluelibrary_events"
+    static let maxPending = 1000
+    /// NOTIFY payloads must stay under 8000 bytes.
+    static let maxPayloadBytes = 7900
+
+    let instance = UUID().uuidString
+    private let pool: PostgresPool
+    private let queue = DispatchQueue(label: "bluelibrary.event-relay")
+    private let pending = Atomic<Int>(0)
+
+    init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    func relay(_ event: RelayedEvent) {
+        guard let payload = try? JSONEncoder().encode(event), payload.count <= Self.maxPayloadBytes else { return }
+        guard pending.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maxPending else {
+            pending.wrappingSubtract(1, ordering: .relaxed)
+            return
+        }
+        let text = String(decoding: payload, as: UTF8.self)
+        queue.async { [self] in
+            _ = try? pool.withConnection { try $0.run("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(text)]) }
+            pending.wrappingSubtract(1, ordering: .relaxed)
         }
     }
 }

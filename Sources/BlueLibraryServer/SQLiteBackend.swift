@@ -26,6 +26,7 @@ struct SQLiteBackend: StoreBackend {
     }
 
     func makeCommitWakeup() -> (any CommitWakeup)? { nil }
+    func makeEventRelay() -> (any EventRelay)? { nil }
 
     func register(in metrics: Metrics) {
         metrics.sampled("bluelibrary_db_reader_waits_total",

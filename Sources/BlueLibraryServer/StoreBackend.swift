@@ -35,9 +35,13 @@ protocol StoreBackend: Sendable {
     /// process (`bluelibrary token set`, another instance), polled once a second.
     func makeStoredStateSignal() throws -> any StoredStateSignal
 
-    /// What wakes the change follower when another instance commits (nil: not shared, or
-    /// nothing better than the follower's poll).
+    /// What wakes the change follower when another instance commits, and brings the events
+    /// other instances relay (nil: not shared, or nothing better than the follower's poll).
     func makeCommitWakeup() -> (any CommitWakeup)?
+
+    /// Where this instance relays the events no change feed carries (`state.changed`) to the
+    /// other instances (nil: no other instances).
+    func makeEventRelay() -> (any EventRelay)?
 
     /// Registers the backend's own metrics (pool or reader statistics).
     func register(in metrics: Metrics)
@@ -54,11 +58,39 @@ protocol StoredStateSignal: Sendable {
 }
 
 /// Blocks until another instance may have committed (a notification), or `timeout` passes.
-/// One thread (the change follower's) calls it.
+/// One thread (the change follower's listener) calls it.
 protocol CommitWakeup: Sendable {
-    /// Returns true when woken by a notification, false on timeout or failure (the caller
-    /// polls anyway). After a lost connection the next call reconnects, with backoff.
-    func wait(upTo timeout: Duration) -> Bool
+    /// What arrived: whether a commit was announced (or the connection is new, so one may have
+    /// been missed), and the events other instances relayed. Nothing on timeout or failure
+    /// (the caller polls anyway). After a lost connection the next call reconnects, with backoff.
+    func wait(upTo timeout: Duration) -> Wakeup
     /// Ends a `wait` in progress soon, and every later one at once.
     func close()
+}
+
+/// What one `CommitWakeup.wait` brought.
+struct Wakeup: Sendable, Equatable {
+    var committed = false
+    var events: [RelayedEvent] = []
+
+    static let nothing = Wakeup()
+}
+
+/// An event one instance published and relays to the others, because no change feed carries
+/// it (`state.changed`): the hub's event as it was formatted, with its library and the
+/// instance that sent it (which ignores its own).
+struct RelayedEvent: Sendable, Equatable, Codable {
+    var instance: String
+    var library: String
+    var name: String
+    var version: Int64
+    var json: String
+}
+
+/// Sends events to the other instances (PostgreSQL: `NOTIFY bluelibrary_events`), in the
+/// background: a sender never waits for the database.
+protocol EventRelay: Sendable {
+    /// This instance's id in the events it relays.
+    var instance: String { get }
+    func relay(_ event: RelayedEvent)
 }

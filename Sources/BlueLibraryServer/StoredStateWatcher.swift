@@ -15,11 +15,15 @@ final class StoredStateWatcher: Sendable {
     private let started = Atomic<Bool>(false)
     private let signal: any StoredStateSignal
     private let interval: Duration
-    private let reload: @Sendable () -> Void
+    private let reload: @Sendable () throws -> Void
+    private let logger: JSONLogger
+    /// Whether the last reload failed: an outage of the database is logged once, and its end.
+    private let failing = Atomic<Bool>(false)
 
-    init(signal: any StoredStateSignal, interval: Duration, reload: @escaping @Sendable () -> Void) {
+    init(signal: any StoredStateSignal, interval: Duration, logger: JSONLogger, reload: @escaping @Sendable () throws -> Void) {
         self.signal = signal
         self.interval = interval
+        self.logger = logger
         self.reload = reload
     }
 
@@ -37,9 +41,25 @@ final class StoredStateWatcher: Sendable {
             if stopped.load(ordering: .relaxed) { break }
             // A failed look (the database away) reloads too: the next successful one may not
             // move, though a change happened while it was away.
-            if (try? signal.hasChanged()) ?? true { reload() }
+            if (try? signal.hasChanged()) ?? true { reloadOnce() }
         }
         done.signal()
+    }
+
+    /// One reload; a failure is logged when it starts a run of failures, and the first success
+    /// after one (so a database that is away for a while logs two lines, not one a second).
+    private func reloadOnce() {
+        do {
+            try reload()
+            if failing.exchange(false, ordering: .relaxed) {
+                logger.log(.info, "settings, token and lockouts re-read again")
+            }
+        } catch {
+            if !failing.exchange(true, ordering: .relaxed) {
+                logger.log(.error, "could not re-read the settings, token and lockouts; retrying every poll",
+                           [("error", .string(String(describing: error)))])
+            }
+        }
     }
 
     /// Stops the thread and waits for it (a reload in progress finishes first).

@@ -6,7 +6,9 @@ import Glibc
 /// temporary file in the same directory (`mkstemp(3)`: a fresh unique name, created
 /// exclusively, mode 0600: only the service reads its cache), are flushed with `fsync`, and the file is renamed
 /// over the target (`rename(2)` is atomic within a file system). A crash leaves at most a
-/// `.tmp-` file, which the cache deletes when it starts.
+/// `.tmp-` file, which the cache deletes when it starts. The temporary file is `flock`ed while
+/// it is written (closing it releases the lock, as a crash does), so a cache opening the same
+/// directory in another process leaves a write in progress alone.
 enum AtomicFile {
     struct WriteError: Error, CustomStringConvertible {
         let operation: String
@@ -21,6 +23,7 @@ enum AtomicFile {
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { throw WriteError(operation: "mkstemp", code: errno) }
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        _ = flock(descriptor, LOCK_EX)  // a new file nobody else has opened: never waits
         let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         var failure: WriteError?
         bytes.withUnsafeBytes { buffer in

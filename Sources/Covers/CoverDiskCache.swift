@@ -289,9 +289,15 @@ final class CoverDiskCache: Sendable {
             found.append((record, Self.modificationTime(path) ?? 0))
         }
         for name in names {
-            if name.hasPrefix(AtomicFile.temporaryPrefix)
-                || (CoverCacheRecord.isCacheFileName(name) && !referenced.contains(name)) {
-                unlink(directory + "/" + name)
+            let path = directory + "/" + name
+            if name.hasPrefix(AtomicFile.temporaryPrefix) {
+                // Another process sharing the directory may be writing it (it holds its lock).
+                if !Self.isLocked(path) { unlink(path) }
+            } else if CoverCacheRecord.isCacheFileName(name), !referenced.contains(name) {
+                // Stored by another process whose record is not written yet: it holds the
+                // cover's fetch lock until then.
+                let lockFile = directory + "/" + String(name.prefix(64)) + ".lock"
+                if !Self.isLocked(lockFile) { unlink(path) }
             }
         }
         let victims = index.withLock { index -> [CoverCacheRecord] in
@@ -303,6 +309,15 @@ final class CoverDiskCache: Sendable {
             return Self.chooseVictims(&index, keeping: "", limit: sizeLimit, ratio: trimRatio)
         }
         for victim in victims { removeFiles(of: victim) }
+    }
+
+    /// Whether another open file (another process's, or another service's) holds an `flock`
+    /// on `path` now; false when the file does not exist.
+    static func isLocked(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return flock(descriptor, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK
     }
 
     private static func fileSize(_ path: String) -> Int? {

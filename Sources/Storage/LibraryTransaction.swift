@@ -33,12 +33,19 @@ final class LibraryTransaction<DB: SQLSession> {
     /// - Parameter soleWriter: whether this is the only library the transaction writes; only
     ///   then may emptying the library drop every album row wholesale when no other library
     ///   has albums (another open library's count is cached, not yet in its row).
-    init(_ db: DB, library: Int64, context: EngineContext, soleWriter: Bool) {
+    /// - Parameter known: the library row's album count and version, when the store read them in
+    ///   this transaction (PostgreSQL, with the row's lock or in the snapshot: saves a round trip
+    ///   each); SQLite reads them when asked.
+    init(_ db: DB, library: Int64, context: EngineContext, soleWriter: Bool, known: KnownLibraryRow? = nil) {
         self.db = db
         self.library = library
         self.context = context
-        order = SparseOrder(db, library: library, context: context, soleWriter: soleWriter)
+        knownVersion = known?.version
+        order = SparseOrder(db, library: library, context: context, soleWriter: soleWriter, knownCount: known?.albumCount)
     }
+
+    /// The version, when known without a statement (see `init`); kept up to date by `bumpVersion`.
+    private var knownVersion: Int64?
 
     /// Writes back what is only cached (the order's tail size and count) and recreates the sort
     /// indexes a bulk import dropped. Called by `write` before commit.
@@ -50,6 +57,7 @@ final class LibraryTransaction<DB: SQLSession> {
     // MARK: - Reading
 
     func version() throws -> Int64 {
+        if let knownVersion { return knownVersion }
         return try db.value(SQL.version, [.integer(library)], as: Int64.self) ?? 0
     }
 
@@ -141,6 +149,7 @@ final class LibraryTransaction<DB: SQLSession> {
             throw StorageError(.corrupt, "the library has no row")
         }
         bumpedVersion = true
+        if knownVersion != nil { knownVersion = version }
         return version
     }
 
@@ -209,4 +218,12 @@ final class LibraryTransaction<DB: SQLSession> {
                     + "delete it there first; nothing was changed")
         }
     }
+}
+
+/// A live library's row as a store read it at the start of a transaction (see
+/// `LibraryTransaction.init`).
+struct KnownLibraryRow {
+    var id: Int64
+    var albumCount: Int
+    var version: Int64
 }

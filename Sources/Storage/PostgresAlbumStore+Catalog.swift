@@ -42,7 +42,7 @@ extension PostgresAlbumStore {
         guard id != .default else { throw LibraryError.conflict("the default library cannot be deleted") }
         try writing { session in
             let row = try Self.lock([id], session)[0]
-            let transaction = LibraryTransaction(session, library: row, context: engine, soleWriter: true)
+            let transaction = LibraryTransaction(session, library: row.id, context: engine, soleWriter: true, known: row)
             if onlyIfEmpty, case let count = try transaction.count(), count > 0 {
                 throw LibraryError.libraryNotEmpty(id, count: count)
             }

@@ -86,8 +86,9 @@ public final class PostgresAlbumStore: AlbumStore {
         Self.checkDistinct(libraries)
         return try reading { session in
             let transactions = try libraries.map { library in
-                PostgresTransaction(engine: LibraryTransaction(
-                    session, library: try Self.liveRow(library, session), context: engine, soleWriter: false))
+                let row = try Self.liveRow(library, session)
+                return PostgresTransaction(engine: LibraryTransaction(
+                    session, library: row.id, context: engine, soleWriter: false, known: row))
             }
             return try body(transactions)
         }
@@ -99,7 +100,7 @@ public final class PostgresAlbumStore: AlbumStore {
             let rows = try Self.lock(libraries, session)
             let transactions = rows.map { row in
                 PostgresTransaction(engine: LibraryTransaction(
-                    session, library: row, context: engine, soleWriter: libraries.count == 1))
+                    session, library: row.id, context: engine, soleWriter: libraries.count == 1, known: row))
             }
             let result = try body(transactions)
             for transaction in transactions { try transaction.engine.finish() }
@@ -154,43 +155,52 @@ public final class PostgresAlbumStore: AlbumStore {
         precondition(libraries.count < 2 || Set(libraries).count == libraries.count, "libraries must not repeat")
     }
 
-    /// The row id of a live `library` in the transaction's snapshot.
+    /// The row of a live `library` in the transaction's snapshot (with its count and version).
     /// - Throws: `LibraryError.libraryNotFound` when there is no live library `library`.
-    static func liveRow(_ library: LibraryID, _ session: PostgresSession) throws -> Int64 {
-        guard let (row, live) = try session.firstRow(PostgresSQL.libraryRow, [.text(library.rawValue)], {
-            (try $0.int64(0), try $0.bool(1))
-        }), live else {
+    static func liveRow(_ library: LibraryID, _ session: PostgresSession) throws -> KnownLibraryRow {
+        guard let row = try session.firstRow(PostgresSQL.libraryRow, [.text(library.rawValue)], Self.liveLibraryRow)
+            ?? nil
+        else {
             throw LibraryError.libraryNotFound(library)
         }
         return row
     }
 
-    /// Locks the rows of `libraries` (in row-id order) and returns their row ids in the order
-    /// given. Library rows are never deleted (a deleted library is a tombstone), so a row id
-    /// found before its lock is still that name's; whether it is live is read under the lock.
+    /// Locks the rows of `libraries` (in row-id order) and returns them (with count and version,
+    /// read under the lock) in the order given. Library rows are never deleted (a deleted library
+    /// is a tombstone), so a row id found before its lock is still that name's; whether it is
+    /// live is read under the lock.
     /// - Throws: `LibraryError.libraryNotFound` for a library that is not live.
-    static func lock(_ libraries: [LibraryID], _ session: PostgresSession) throws -> [Int64] {
+    static func lock(_ libraries: [LibraryID], _ session: PostgresSession) throws -> [KnownLibraryRow] {
         if libraries.count == 1 {
             let library = libraries[0]
-            guard let (row, live) = try session.firstRow(PostgresSQL.lockLibraryByName, [.text(library.rawValue)], {
-                (try $0.int64(0), try $0.bool(1))
-            }), live else {
+            guard let row = try session.firstRow(PostgresSQL.lockLibraryByName, [.text(library.rawValue)], Self.liveLibraryRow)
+                ?? nil
+            else {
                 throw LibraryError.libraryNotFound(library)
             }
             return [row]
         }
-        let rows = try libraries.map { library in
-            guard let row = try session.value(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
+        let ids = try libraries.map { library in
+            guard let id = try session.value(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
                 throw LibraryError.libraryNotFound(library)
             }
-            return row
+            return id
         }
-        for (row, library) in zip(rows, libraries).sorted(by: { $0.0 < $1.0 }) {
-            guard try session.value(PostgresSQL.lockLibrary, [.integer(row)], as: Bool.self) == true else {
+        var locked: [Int64: KnownLibraryRow] = [:]
+        for (id, library) in zip(ids, libraries).sorted(by: { $0.0 < $1.0 }) {
+            guard let row = try session.firstRow(PostgresSQL.lockLibrary, [.integer(id)], Self.liveLibraryRow) ?? nil else {
                 throw LibraryError.libraryNotFound(library)
             }
+            locked[id] = row
         }
-        return rows
+        return ids.map { locked[$0]! }
+    }
+
+    /// Columns id, live, album_count, version: the row when live, else nil.
+    private static func liveLibraryRow(_ row: PostgresRow) throws -> KnownLibraryRow? {
+        guard try row.bool(1) else { return nil }
+        return KnownLibraryRow(id: try row.int64(0), albumCount: try row.int(2), version: try row.int64(3))
     }
 
     // MARK: - Consistency
@@ -211,7 +221,7 @@ extension PostgresAlbumStore {
         _ library: LibraryID, matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
     ) throws -> [String] {
         try reading { session in
-            let row = try Self.liveRow(library, session)
+            let row = try Self.liveRow(library, session).id
             let pages = AlbumPages(db: session, library: row, order: SparseOrder(session, library: row, context: engine))
             return try pages.pageStatements(matching: filter, sort: sort, from: anchor, limit: limit).map { sql, bindings in
                 try session.query("EXPLAIN " + sql, bindings) { try $0.string(0) }.joined(separator: "; ")

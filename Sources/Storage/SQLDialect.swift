@@ -148,12 +148,13 @@ enum SQLDialect: Sendable, Equatable {
 /// process): row locks that serialise writers of a library across instances, the versions of
 /// several libraries in one statement, and the notifications other instances listen for.
 enum PostgresSQL {
-    /// The row of a name and whether it is live, locked for the rest of the transaction.
-    static let lockLibraryByName = "SELECT id, deleted = 0 FROM libraries WHERE name = ?1 FOR UPDATE"
-    /// Whether the library row is live, locked for the rest of the transaction.
-    static let lockLibrary = "SELECT deleted = 0 FROM libraries WHERE id = ?1 FOR UPDATE"
-    /// The row of a name and whether it is live.
-    static let libraryRow = "SELECT id, deleted = 0 FROM libraries WHERE name = ?1"
+    /// The row of a name: id, live, album count, version; locked for the rest of the transaction.
+    static let lockLibraryByName =
+        "SELECT id, deleted = 0, album_count, version FROM libraries WHERE name = ?1 FOR UPDATE"
+    /// The library row ?1: id, live, album count, version; locked for the rest of the transaction.
+    static let lockLibrary = "SELECT id, deleted = 0, album_count, version FROM libraries WHERE id = ?1 FOR UPDATE"
+    /// The row of a name: id, live, album count, version.
+    static let libraryRow = "SELECT id, deleted = 0, album_count, version FROM libraries WHERE name = ?1"
     /// Tells listening instances that a library (?1, its name) committed a new version.
     static let notifyCommit = "SELECT pg_notify('\(PostgresAlbumStore.commitChannel)', ?1)"
     /// Tells listening instances that the catalog or a view definition changed.

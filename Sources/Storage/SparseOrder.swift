@@ -106,8 +106,11 @@ final class SparseOrder<DB: SQLSession> {
     /// Whether this is the only library its write transaction writes (see `removeAll`).
     private let soleWriter: Bool
 
-    init(_ db: DB, library: Int64, context: EngineContext, soleWriter: Bool = false) {
+    /// - Parameter knownCount: the library's album count, when the caller read it in this
+    ///   transaction (under its row lock, or in its snapshot); else it is read when first needed.
+    init(_ db: DB, library: Int64, context: EngineContext, soleWriter: Bool = false, knownCount: Int? = nil) {
         self.db = db
+        self.cachedCount = knownCount
         self.library = library
         self.context = context
         self.soleWriter = soleWriter

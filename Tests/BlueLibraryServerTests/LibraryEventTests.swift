@@ -138,6 +138,23 @@ import Testing
         #expect(try stream.next().map(\.id) == "2")
     }
 
+    @Test func aStreamOverSeveralLibrariesFillsAnOldVectorFromTheChangeFeeds() throws {
+        let app = try TestApp.make { $0.events.replayCapacity = 2 }
+        app.start()
+        defer { app.shutdown() }
+        let port = app.port
+        try Routes.createLibrary(port, "jazz")
+        var added: [String] = []
+        for title in ["A", "B", "C"] { added.append(try Routes.add(port, title)) }  // default 2...4
+        let inJazz = try Routes.add(port, "Kind of Blue", in: "/libraries/jazz")  // jazz 1
+        // default keeps only 4's two events; 1 and what follows come from its feed.
+        let resumed = try SSEClient(port: port, lastEventID: "default:1,jazz:0", query: "?library=default&library=jazz")
+        let albums = try resumed.next(5).filter { $0.name == "album.added" }
+        #expect(albums.map { $0.json["id"] as? String } == added + [inJazz])
+        #expect(albums.map { $0.json["library"] as? String } == ["default", "default", "default", "jazz"])
+        #expect(albums.last?.id == "default:4,jazz:1")
+    }
+
     @Test func vectorIDsParseAndDataGainsTheLibrary() {
         #expect(MultiLibraryEventStream.parse("default:12,jazz:3") == [.default: 12, .init(rawValue: "jazz"): 3])
         #expect(MultiLibraryEventStream.parse(" a:1,b:x,c,:2 ") == [.init(rawValue: "a"): 1])

@@ -123,6 +123,23 @@ final class MultiInstanceServerTests {
         #expect(readState["albumID"] as? String == savedState["albumID"] as? String)
     }
 
+    @Test func aStateSavedOnOneInstanceIsAnnouncedOnTheOther() throws {
+        let (a, b) = try Self.instances()
+        #expect(try Self.add(a.port, "One").status == 201)
+        let onB = try SSEClient(port: b.port)
+        #expect(try Self.request(a.port, "/state?client=car", method: "PUT", json: #"{"currentAlbumIndex": 0}"#).status == 200)
+        var seen: SSEEvent?
+        // (The add's own state.changed, for client default, may arrive first.)
+        while let event = try onB.next() {
+            if event.name == "state.changed", event.json["client"] as? String == "car" {
+                seen = event
+                break
+            }
+        }
+        let event = try #require(seen)
+        #expect(event.json["index"] as? Int == 0 && event.id == "1")
+    }
+
     @Test func aSettingsChangeOnOneInstanceAppliesOnTheOther() throws {
         let (a, b) = try Self.instances()
         for index in 0..<4 { #expect(try Self.add(a.port, "A\(index)").status == 201) }

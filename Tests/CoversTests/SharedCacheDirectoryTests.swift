@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
 import Foundation
 import HTTPTestSupport
@@ -77,5 +80,24 @@ final class SharedCacheDirectoryTests {
         _ = try second.cover(for: url, wait: .seconds(5))  // served stale, revalidated in the background
         #expect(eventually { self.upstream.hits("/cover.png") == 2 })
         #expect(second.statistics.adopted == 0)
+    }
+
+    @Test func anInstanceStartingOnTheDirectoryLeavesAnotherInstancesWritesAlone() throws {
+        // Another instance in the middle of a store: a temporary file it writes, and an image
+        // renamed into place whose record is not written yet (it holds the cover's fetch lock).
+        let temporary = directory.file(".tmp-inflight1")
+        let image = directory.file(String(repeating: "a", count: 64) + "-" + String(repeating: "b", count: 16) + ".png")
+        let lockFile = directory.file(String(repeating: "a", count: 64) + ".lock")
+        for path in [temporary, image, lockFile] { #expect(FileManager.default.createFile(atPath: path, contents: Data(Fixtures.png))) }
+        let writing = open(temporary, O_RDWR), fetching = open(lockFile, O_RDWR)
+        #expect(flock(writing, LOCK_EX) == 0 && flock(fetching, LOCK_EX) == 0)
+        _ = try service()
+        #expect(FileManager.default.fileExists(atPath: temporary) && FileManager.default.fileExists(atPath: image), "in use: kept")
+
+        // The other instance died mid-write: its locks went with it; leftovers go at the next start.
+        close(writing)
+        close(fetching)
+        _ = try service()
+        #expect(!FileManager.default.fileExists(atPath: temporary) && !FileManager.default.fileExists(atPath: image))
     }
 }

@@ -102,8 +102,9 @@ final class LibraryTransaction<DB: SQLSession> {
         if index == total {
             try madeBulkImport().willAppend(countBefore: total, library: library)
         }
+        let appending = index == total
         try order.insert(at: index) { bucket, position in
-            try insertRow(album, library: library, bucket: bucket, position: position)
+            try insertRow(album, library: library, bucket: bucket, position: position, appending: appending)
         }
     }
 
@@ -198,25 +199,40 @@ final class LibraryTransaction<DB: SQLSession> {
 
     // MARK: - Rows
 
-    private func insertRow(_ album: Album, library: Int64, bucket: Int64, position: Int64) throws {
+    /// Inserts the album row; an append on a session that queues album rows (PostgreSQL: a run
+    /// of appends, an archive import) is sent with the next ones as one statement, before the
+    /// session's next statement of any other kind (a duplicate id then fails that statement).
+    private func insertRow(_ album: Album, library: Int64, bucket: Int64, position: Int64, appending: Bool) throws {
+        let values: [SQLValue] = [
+            .integer(library), .integer(bucket), .integer(position),
+            .text(album.id.rawValue), .text(album.title), .text(album.artist), .text(album.genre),
+            album.year.map { .integer(Int64($0)) } ?? .null, album.coverUrl.map { .text($0) } ?? .null,
+            .integer(Milliseconds.from(album.createdAt)), .integer(Milliseconds.from(album.updatedAt)),
+        ]
+        if appending, db.dialect.queuesAppendedAlbums {
+            try db.queueAlbumRow(values)
+            return
+        }
         do {
-            try db.run(db.dialect.insertAlbum, [
-                .integer(library), .integer(bucket), .integer(position),
-                .text(album.id.rawValue), .text(album.title), .text(album.artist), .text(album.genre),
-                album.year.map { .integer(Int64($0)) } ?? .null, album.coverUrl.map { .text($0) } ?? .null,
-                .integer(Milliseconds.from(album.createdAt)), .integer(Milliseconds.from(album.updatedAt)),
-            ])
+            try db.run(db.dialect.insertAlbum, values)
         } catch where DB.isUniqueViolation(error) {
             throw StorageError(.duplicateAlbum, "album \(album.id) is already in a library")
         }
         if db.dialect.insertSkipsDuplicates, db.changes == 0 {
             // PostgreSQL: the row was skipped, and the transaction can still say where it is
             // (committed by another instance, or earlier in this transaction).
-            let holder = try db.value(SQL.libraryOfAlbum, [.text(album.id.rawValue)], as: String.self) ?? "?"
-            throw LibraryError.conflict(
-                "album \(album.id) is in library \"\(holder)\"; album ids are unique across libraries, so move or "
-                    + "delete it there first; nothing was changed")
+            throw try Self.heldElsewhere(album.id.rawValue, db)
         }
+    }
+
+    /// The conflict of inserting album `id` that a library holds already (PostgreSQL, whose
+    /// insert skips the row: the transaction can still say where it is, committed by another
+    /// instance or earlier in this transaction).
+    static func heldElsewhere(_ id: String, _ db: DB) throws -> LibraryError {
+        let holder = try db.value(SQL.libraryOfAlbum, [.text(id)], as: String.self) ?? "?"
+        return LibraryError.conflict(
+            "album \(id) is in library \"\(holder)\"; album ids are unique across libraries, so move or "
+                + "delete it there first; nothing was changed")
     }
 }
 

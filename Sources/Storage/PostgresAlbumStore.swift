@@ -104,6 +104,7 @@ public final class PostgresAlbumStore: AlbumStore {
             }
             let result = try body(transactions)
             for transaction in transactions { try transaction.engine.finish() }
+            try session.sendQueuedAlbums()
             for (library, transaction) in zip(libraries, transactions) where transaction.engine.bumpedVersion {
                 try session.run(PostgresSQL.notifyCommit, [.text(library.rawValue)])
             }

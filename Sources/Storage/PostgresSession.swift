@@ -16,6 +16,8 @@ final class PostgresSession: SQLSession {
 
     let connection: PostgresConnection
     private(set) var changes = 0
+    /// Appended album rows not sent yet (`queueAlbumRow`), each `SQL.insertAlbum`'s 11 values.
+    private var queuedAlbums: [[SQLValue]] = []
 
     init(_ connection: PostgresConnection) {
         self.connection = connection
@@ -24,14 +26,17 @@ final class PostgresSession: SQLSession {
     var dialect: SQLDialect { .postgres }
 
     func run(_ sql: String, _ bindings: [SQLValue]) throws {
+        try sendQueuedAlbums()
         changes = try connection.run(PostgresPlaceholders.text(sql), Self.parameters(bindings))
     }
 
     func forEachRow(_ sql: String, _ bindings: [SQLValue], _ body: (PostgresRow) throws -> Void) throws {
+        try sendQueuedAlbums()
         _ = try connection.query(PostgresPlaceholders.text(sql), Self.parameters(bindings)) { row in try body(row) }
     }
 
     func scan(_ sql: String, _ bindings: [SQLValue], _ body: (PostgresRow) throws -> Bool) throws {
+        try sendQueuedAlbums()
         var going = true
         _ = try connection.query(PostgresPlaceholders.text(sql), Self.parameters(bindings)) { row in
             if going { going = try body(row) }
@@ -39,15 +44,49 @@ final class PostgresSession: SQLSession {
     }
 
     func query<T>(_ sql: String, _ bindings: [SQLValue], _ transform: (PostgresRow) throws -> T) throws -> [T] {
-        try connection.query(PostgresPlaceholders.text(sql), Self.parameters(bindings), transform)
+        try sendQueuedAlbums()
+        return try connection.query(PostgresPlaceholders.text(sql), Self.parameters(bindings), transform)
     }
 
     func firstRow<T>(_ sql: String, _ bindings: [SQLValue], _ transform: (PostgresRow) throws -> T) throws -> T? {
-        try connection.firstRow(PostgresPlaceholders.text(sql), Self.parameters(bindings), transform)
+        try sendQueuedAlbums()
+        return try connection.firstRow(PostgresPlaceholders.text(sql), Self.parameters(bindings), transform)
     }
 
     static func isUniqueViolation(_ error: any Error) -> Bool {
         (error as? PostgresError)?.kind == .uniqueViolation
+    }
+
+    func queueAlbumRow(_ bindings: [SQLValue]) throws {
+        queuedAlbums.append(bindings)
+        if queuedAlbums.count >= PostgresSQL.insertAlbumsChunks[0] { try sendQueuedAlbums() }
+    }
+
+    /// Inserts the queued album rows, a few multi-row statements (chunks of fixed sizes, so
+    /// each text is prepared once per connection). The store calls it before its commit; every
+    /// other statement of the session calls it first.
+    /// - Throws: `LibraryError.conflict` naming the first queued album whose id a library holds.
+    func sendQueuedAlbums() throws {
+        guard !queuedAlbums.isEmpty else { return }
+        let rows = queuedAlbums
+        queuedAlbums = []
+        var start = 0
+        for chunk in PostgresSQL.insertAlbumsChunks {
+            while rows.count - start >= chunk {
+                let slice = rows[start..<(start + chunk)]
+                let sql = PostgresPlaceholders.text(PostgresSQL.insertAlbumsTexts[chunk]!)
+                let inserted = try connection.query(sql, Self.parameters(slice.flatMap { $0 })) { try $0.string(0) }
+                if inserted.count < chunk {
+                    let kept = Set(inserted)
+                    let skipped = slice.lazy.compactMap { row -> String? in
+                        guard case let .text(id) = row[3], !kept.contains(id) else { return nil }
+                        return id
+                    }.first ?? "?"
+                    throw try LibraryTransaction<PostgresSession>.heldElsewhere(skipped, self)
+                }
+                start += chunk
+            }
+        }
     }
 
     /// The engine's values as PostgreSQL parameters (`.blob` is `bytea`).

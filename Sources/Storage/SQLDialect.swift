@@ -75,6 +75,10 @@ enum SQLDialect: Sendable, Equatable {
         }
     }
 
+    /// Whether appended album rows are queued and sent as one multi-row `INSERT` (PostgreSQL: a
+    /// round trip per album would dominate an import; SQLite runs in-process).
+    var queuesAppendedAlbums: Bool { self == .postgres }
+
     /// True when a duplicate album id makes `insertAlbum` change no row (rather than throw).
     var insertSkipsDuplicates: Bool { self == .postgres }
 
@@ -159,6 +163,21 @@ enum PostgresSQL {
     static let notifyCommit = "SELECT pg_notify('\(PostgresAlbumStore.commitChannel)', ?1)"
     /// Tells listening instances that the catalog or a view definition changed.
     static let notifyCatalog = "SELECT pg_notify('\(PostgresAlbumStore.catalogChannel)', '')"
+
+    /// Inserts `count` album rows (11 parameters each, in `SQL.insertAlbum`'s order) and returns
+    /// the album ids of the rows inserted (a duplicate id is skipped, not an error).
+    static let insertAlbumsChunks = [256, 64, 16, 4, 1]
+
+    /// `insertAlbums(count:)` for each of `insertAlbumsChunks`.
+    static let insertAlbumsTexts = Dictionary(uniqueKeysWithValues: insertAlbumsChunks.map { ($0, insertAlbums(count: $0)) })
+
+    static func insertAlbums(count: Int) -> String {
+        let rows = (0..<count).map { row in
+            "(" + (1...11).map { "?\(row * 11 + $0)" }.joined(separator: ", ") + ")"
+        }
+        let head = SQL.insertAlbum[..<SQL.insertAlbum.range(of: "VALUES")!.lowerBound]
+        return head + "VALUES " + rows.joined(separator: ", ") + " ON CONFLICT DO NOTHING RETURNING album_id"
+    }
 
     /// name, version, live of the libraries named by ?1…?count (one statement, one snapshot).
     static func versions(count: Int) -> String {

@@ -82,6 +82,12 @@ protocol SQLSession: AnyObject {
 
     /// True when `error`, thrown by this session, is a violated UNIQUE constraint.
     static func isUniqueViolation(_ error: any Error) -> Bool
+
+    /// Inserts an appended album row (`SQL.insertAlbum`'s parameters), at once or queued with
+    /// the next ones (see `SQLDialect.queuesAppendedAlbums`); queued rows go before the
+    /// session's next statement, and a duplicate id among them fails that statement with
+    /// `LibraryError.conflict`.
+    func queueAlbumRow(_ bindings: [SQLValue]) throws
 }
 
 extension SQLSession {
@@ -108,5 +114,10 @@ extension Connection: SQLSession {
 
     static func isUniqueViolation(_ error: any Error) -> Bool {
         (error as? SQLiteError)?.isUniqueViolation ?? false
+    }
+
+    /// SQLite queues nothing (its dialect does not ask to): the row is inserted at once.
+    func queueAlbumRow(_ bindings: [SQLValue]) throws {
+        try run(SQL.insertAlbum, bindings)
     }
 }

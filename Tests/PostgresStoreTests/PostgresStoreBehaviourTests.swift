@@ -78,6 +78,37 @@ struct PostgresStoreBehaviourTests {
         _ = try store.checkConsistency(.default)
     }
 
+    @Test func appendsAreSentInBatchesAndADuplicateAmongThemIsAConflictNamingIt() throws {
+        // Buckets of 512: runs of 256 appends go as one statement.
+        let store = try Self.store(try PostgresServer.shared().makeDatabase(), bucketSize: 512)
+        let jazz = LibraryID(rawValue: "jazz")
+        _ = try store.createLibrary(jazz, name: "Jazz")
+        try store.write(jazz) { writer throws in try writer.insert(Self.album(5000), at: 0) }
+        let imported = (1...701).map { Self.album(UInt64($0)) }
+        try store.write(.default) { writer throws in
+            try writer.deleteAllAlbums()
+            for (index, album) in imported.enumerated() { try writer.insert(album, at: index) }
+            #expect(try writer.count() == 701)
+            #expect(try writer.album(at: 700) == imported[700], "queued rows are sent before a read")
+            try writer.insert(Self.album(800), at: 701)
+            try writer.insert(Self.album(801), at: 0)
+        }
+        let expected = [Self.album(801)] + imported + [Self.album(800)]
+        #expect(try store.read(.default) { try $0.albums(offset: 0, limit: 1000) } == expected)
+        #expect(try store.checkConsistency(.default).albumCount == 703)
+
+        do {
+            try store.write(.default) { writer throws in
+                try writer.deleteAllAlbums()
+                for number in 1...300 { try writer.insert(Self.album(number == 150 ? 5000 : UInt64(2000 + number)), at: number - 1) }
+            }
+            Issue.record("the duplicate was accepted")
+        } catch let LibraryError.conflict(message) {
+            #expect(message.contains(Self.album(5000).id.rawValue) && message.contains("\"jazz\""), "\(message)")
+        }
+        #expect(try store.read(.default) { try $0.albums(offset: 0, limit: 1000) } == expected, "nothing changed")
+    }
+
     @Test func aStoppedServerFailsWithTheUnavailableErrorUnchangedAndServiceResumes() throws {
         let server = try PostgresServer()
         defer { try? server.stop() }
@@ -102,10 +133,10 @@ struct PostgresStoreBehaviourTests {
         #expect(try store.read(.default) { try $0.albums(offset: 0, limit: 5) } == [Self.album(2), Self.album(1)])
     }
 
-    private static func store(_ url: String) throws -> PostgresAlbumStore {
+    private static func store(_ url: String, bucketSize: Int = 4) throws -> PostgresAlbumStore {
         try PostgresAlbumStore(
             pool: PostgresPool(PostgresPool.Configuration(url: url, size: 2)),
-            configuration: PostgresAlbumStore.Configuration(bucketSize: 4))
+            configuration: PostgresAlbumStore.Configuration(bucketSize: bucketSize))
     }
 
     /// Every notification that arrives within a short wait (sent at commit, so already there).

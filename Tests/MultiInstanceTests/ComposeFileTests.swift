@@ -45,6 +45,9 @@ import Testing
             #expect(dependsOn == "service_healthy", "\(name) starts once PostgreSQL is ready")
         }
         #expect(urls.count == 1, "every instance on the same database: \(urls)")
+        // One data directory for all, as InstanceCluster runs them (a shared cover cache).
+        let dataVolumes = Set(instances.values.map { ($0["volumes"] as? [String] ?? []).filter { $0.hasSuffix(":/data") } })
+        #expect(dataVolumes.count == 1 && dataVolumes.first?.count == 1, "\(dataVolumes)")
 
         // nginx mounts the scale-out config, and the instances trust exactly its address.
         let nginx = try #require(services["nginx"])

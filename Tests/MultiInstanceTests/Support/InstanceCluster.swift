@@ -6,13 +6,13 @@ import HTTPTestSupport
 
 /// What `deploy/compose.yaml` runs, with processes: `count` real `bluelibrary serve` on one
 /// PostgreSQL database (`BLUELIBRARY_DATABASE_URL`), started at once (their migrations meet at
-/// the advisory lock), each with its own data directory (its cover cache), and a real nginx in
-/// front running `deploy/nginx.scale-out.conf` with only the addresses swapped.
+/// the advisory lock), sharing one data directory (the cover cache, archive spool files), and a
+/// real nginx in front running `deploy/nginx.scale-out.conf` with only the addresses swapped.
 final class InstanceCluster {
     let databaseURL: String
     let instances: [ServerProcess]
     let proxy: NginxProxy
-    private let directories: [TemporaryDirectory]
+    private let directory: TemporaryDirectory
 
     /// The environment every instance gets (before `environment` is laid over it): the
     /// database, nginx trusted, one event loop and the default pool (small machines, several
@@ -28,14 +28,14 @@ final class InstanceCluster {
     /// - Throws: when an instance or nginx does not start (with the instance's log).
     init(databaseURL: String, count: Int = 3, environment: [String: String] = [:]) throws {
         self.databaseURL = databaseURL
-        let directories = try (0..<count).map { _ in try TemporaryDirectory(prefix: "bluelibrary-instance") }
+        let directory = try TemporaryDirectory(prefix: "bluelibrary-instances")
         let env = Self.baseEnvironment(databaseURL: databaseURL).merging(environment) { $1 }
         // Spawned one after the other, then waited for together: they start (and migrate) at once.
-        let instances = try directories.map {
-            try ServerProcess(environment: env, dataDirectory: $0.path, waitUntilListening: false)
+        let instances = try (0..<count).map { _ in
+            try ServerProcess(environment: env, dataDirectory: directory.path, waitUntilListening: false)
         }
         for instance in instances { try instance.waitUntilListening(timeout: 30) }
-        self.directories = directories
+        self.directory = directory
         self.instances = instances
         proxy = try NginxProxy(instancePorts: instances.map(\.port))
     }

@@ -49,19 +49,24 @@ extension PostgresConnection {
         try requireIdle(sql)
         let parameters = PostgresParameters(params)
         let name = try preparedStatement(StatementKey(sql: sql, types: parameters.types))
-        let sent = parameters.withCArrays { values, lengths, formats in
-            PQsendQueryPrepared(handle, name, parameters.count, values, lengths, formats, 0)
+        try dispatch(sql) {
+            let sent = parameters.withCArrays { values, lengths, formats in
+                PQsendQueryPrepared(handle, name, parameters.count, values, lengths, formats, 0)
+            }
+            // Right after the send, as libpq asks. Can only fail when called at the wrong
+            // moment, which this rules out (and the loop below reads a whole result as well).
+            if sent == 1 { _ = PQsetSingleRowMode(handle) }
+            return sent
         }
-        guard sent == 1 else { throw PostgresError(connection: handle, sql: sql) }
-        // Can only fail when called at the wrong moment, which the line above rules out (and
-        // the loop below reads a whole result as well).
-        _ = PQsetSingleRowMode(handle)
         isStreaming = true
         defer { isStreaming = false }
         var failure: (any Error)?
-        while let raw = PQgetResult(handle) {
-            let result = PostgresResult(raw)
-            guard failure == nil else { continue }  // drain what is left
+        // The response deadline restarts with each row: a long result is fine, a silent server is not.
+        while let result = try nextResult(sql, deadline: responseDeadline()) {
+            guard failure == nil else {
+                if PQstatus(handle) == CONNECTION_BAD { break }
+                continue  // drain what is left
+            }
             switch result.status {
             case PGRES_SINGLE_TUPLE, PGRES_TUPLES_OK:
                 // Single rows, then an empty TUPLES_OK that ends the result (had single-row
@@ -78,6 +83,7 @@ extension PostgresConnection {
             default:
                 failure = PostgresError(result: result.handle, connection: handle, sql: sql)
             }
+            if PQstatus(handle) == CONNECTION_BAD { break }
         }
         if let failure { throw failure }
     }
@@ -103,11 +109,11 @@ extension PostgresConnection {
 
     private func executePrepared(_ key: StatementKey, _ parameters: PostgresParameters) throws -> PostgresResult {
         let name = try preparedStatement(key)
-        let raw = parameters.withCArrays { values, lengths, formats in
-            PQexecPrepared(handle, name, parameters.count, values, lengths, formats, 0)
+        let result = try exchangeOne(key.sql) {
+            parameters.withCArrays { values, lengths, formats in
+                PQsendQueryPrepared(handle, name, parameters.count, values, lengths, formats, 0)
+            }
         }
-        guard let raw else { throw PostgresError(connection: handle, sql: key.sql) }
-        let result = PostgresResult(raw)
         try result.check([PGRES_COMMAND_OK, PGRES_TUPLES_OK], connection: handle, sql: key.sql)
         return result
     }
@@ -119,10 +125,7 @@ extension PostgresConnection {
             try deallocateAllStatements()
         }
         let name = "bl_\(nextStatementName())"
-        guard let raw = PQprepare(handle, name, key.sql, Int32(key.types.count), key.types) else {
-            throw PostgresError(connection: handle, sql: key.sql)
-        }
-        let result = PostgresResult(raw)
+        let result = try exchangeOne(key.sql) { PQsendPrepare(handle, name, key.sql, Int32(key.types.count), key.types) }
         try result.check([PGRES_COMMAND_OK], connection: handle, sql: key.sql)
         statements[key] = name
         preparedStatementCount += 1
@@ -130,8 +133,7 @@ extension PostgresConnection {
     }
 
     private func deallocateAllStatements() throws {
-        guard let raw = PQexec(handle, "DEALLOCATE ALL") else { throw PostgresError(connection: handle, sql: "DEALLOCATE ALL") }
-        try PostgresResult(raw).check([PGRES_COMMAND_OK], connection: handle, sql: "DEALLOCATE ALL")
+        try exchangeOne("DEALLOCATE ALL") { PQsendQuery(handle, "DEALLOCATE ALL") }.check([PGRES_COMMAND_OK], connection: handle, sql: "DEALLOCATE ALL")
         statements.removeAll()
     }
 

@@ -17,8 +17,13 @@ public final class PostgresConnection {
     let handle: OpaquePointer
     var statements: [StatementKey: String] = [:]
     private var nextStatementNumber = 0
-    /// Set when the protocol state is unknown (a stream could not be drained).
-    var isDesynchronized = false
+    /// Set when the server did not answer in time and the connection was shut down.
+    var isAbandoned = false
+    /// Longest wait for the server's answer to one statement (for ``forEachRow``, for each
+    /// next row), nil for none. When it passes, the connection is closed (it is broken from
+    /// then on, and a pool discards it) and the statement throws a `.connection` error. Keep it
+    /// above the session's `statement_timeout`, which ends slow statements on the server.
+    public var responseTimeout: Duration?
     /// True while `forEachRow` reads a result: the connection takes no other statement then.
     var isStreaming = false
     /// Number of statements this connection has prepared; useful to verify statement reuse.
@@ -30,11 +35,14 @@ public final class PostgresConnection {
     /// Connects to `url` (`postgresql://user@host:port/database?…`, or a libpq key=value
     /// string), waiting at most `connectTimeout` for the server. Throws a `.connection`
     /// ``PostgresError`` when the server cannot be reached or refuses the connection.
+    /// `responseTimeout` bounds each later wait for the server (see ``responseTimeout``).
     ///
-    /// Defaults the URL may override: `application_name=bluelibrary`, and TCP keepalives after
-    /// 10 s idle, every 5 s, 3 probes, so a server host that vanished without closing the
-    /// connection is noticed in about 25 s (a LISTEN connection waits quietly for long).
-    public init(url: String, connectTimeout: Duration = .seconds(5)) throws {
+    /// Defaults the URL may override: `application_name=bluelibrary`, TCP keepalives after
+    /// 10 s idle, every 5 s, 3 probes, and `tcp_user_timeout` of 25 s (sent data unacknowledged
+    /// that long closes the connection), so a server host that vanished without closing the
+    /// connection is noticed in about 25 s even by a LISTEN connection that waits quietly.
+    /// The client encoding is always UTF8.
+    public init(url: String, connectTimeout: Duration = .seconds(5), responseTimeout: Duration? = .seconds(60)) throws {
         guard let connection = Self.startConnecting(url) else {
             throw PostgresError(kind: .connection, message: "cannot allocate a connection")
         }
@@ -43,7 +51,8 @@ public final class PostgresConnection {
             // libpq prints notices (and a server's goodbye to an idle connection) to stderr by
             // default; a library does not log: errors reach callers as thrown values.
             PQsetNoticeReceiver(connection, { _, _ in }, nil)
-            guard PQsetClientEncoding(connection, "UTF8") == 0 else {
+            // Statements are sent without blocking and awaited with poll() (see exchange).
+            guard PQsetnonblocking(connection, 1) == 0 else {
                 throw PostgresError(connection: connection, sql: nil)
             }
         } catch {
@@ -51,6 +60,7 @@ public final class PostgresConnection {
             throw error
         }
         handle = connection
+        self.responseTimeout = responseTimeout
     }
 
     deinit {
@@ -62,7 +72,9 @@ public final class PostgresConnection {
     private static func startConnecting(_ url: String) -> OpaquePointer? {
         let settings = [
             ("application_name", "bluelibrary"), ("keepalives", "1"), ("keepalives_idle", "10"),
-            ("keepalives_interval", "5"), ("keepalives_count", "3"), ("dbname", url),
+            ("keepalives_interval", "5"), ("keepalives_count", "3"), ("tcp_user_timeout", "25000"), ("dbname", url),
+            // After the URL: never overridden (every text we exchange is UTF-8).
+            ("client_encoding", "UTF8"),
         ]
         let keywords = settings.map { strdup($0.0) }
         let values = settings.map { strdup($0.1) }
@@ -102,8 +114,8 @@ public final class PostgresConnection {
     // MARK: - State
 
     /// True when the connection can no longer be used: the server closed it, the network
-    /// failed, or a result could not be read to its end. A pool discards such a connection.
-    public var isBroken: Bool { isDesynchronized || PQstatus(handle) != CONNECTION_OK }
+    /// failed, or it did not answer within ``responseTimeout``. A pool discards such a connection.
+    public var isBroken: Bool { isAbandoned || PQstatus(handle) != CONNECTION_OK }
 
     /// True between BEGIN and COMMIT/ROLLBACK (also when the transaction failed and awaits
     /// its ROLLBACK).
@@ -139,9 +151,7 @@ public final class PostgresConnection {
     /// Runs a script of one or more `;`-separated statements without parameters (schema
     /// creation, LISTEN, SET) with the simple query protocol. Rows, if any, are discarded.
     public func execute(_ sql: String) throws {
-        try requireIdle(sql)
-        guard let raw = PQexec(handle, sql) else { throw PostgresError(connection: handle, sql: sql) }
-        let result = PostgresResult(raw)
+        let result = try exchangeOne(sql) { PQsendQuery(handle, sql) }
         try result.check([PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY], connection: handle, sql: sql)
         // A script may have dropped this connection's prepared statements.
         let upper = sql.uppercased()

@@ -14,7 +14,9 @@ import Synchronization
 /// - After a failed connect, new connects back off (by default 100 ms doubling up to 2 s); an acquisition
 ///   that would connect meanwhile fails at once with `.connection`, so a dead server costs
 ///   callers no connect timeouts.
-/// - Each new connection gets the configured `statement_timeout`.
+/// - Each new connection gets the configured `statement_timeout`, and a response timeout: a
+///   server that does not answer within it costs the caller a `.connection` error and the
+///   connection, never an unbounded wait.
 public final class PostgresPool: Sendable {
     public struct Configuration: Sendable {
         /// The server, as `postgresql://user@host:port/database`.
@@ -27,6 +29,11 @@ public final class PostgresPool: Sendable {
         public var connectTimeout: Duration
         /// Each connection's `statement_timeout` (nil: none): a longer statement fails with `.timeout`.
         public var statementTimeout: Duration?
+        /// Each connection's ``PostgresConnection/responseTimeout``: the longest wait for the
+        /// server's answer to one statement before the connection is closed and the statement
+        /// fails with `.connection` (503 material), so a paused or partitioned server never
+        /// holds a caller longer. Defaults to `statementTimeout` + 5 s (none without one).
+        public var responseTimeout: Duration?
         /// The pause after a failed connect, doubled after each further failure up to
         /// `longestReconnectDelay`; acquisitions that would connect meanwhile fail at once.
         public var firstReconnectDelay: Duration = .milliseconds(100)
@@ -42,6 +49,7 @@ public final class PostgresPool: Sendable {
             self.acquireTimeout = acquireTimeout
             self.connectTimeout = connectTimeout
             self.statementTimeout = statementTimeout
+            responseTimeout = statementTimeout.map { $0 + .seconds(5) }
         }
     }
 
@@ -80,9 +88,16 @@ public final class PostgresPool: Sendable {
         return try body(pooled.connection)
     }
 
-    /// True when a connection of the pool answers `SELECT 1` (for readiness checks).
-    public func ping() -> Bool {
-        (try? withConnection { try $0.scalar("SELECT 1", as: Int.self) }) == 1
+    /// True when a connection of the pool answers `SELECT 1` (for readiness checks) within
+    /// `responseTimeout` (or the pool's own, when shorter).
+    public func ping(responseTimeout: Duration = .seconds(5)) -> Bool {
+        let answer = try? withConnection { connection in
+            let own = connection.responseTimeout
+            defer { connection.responseTimeout = own }
+            connection.responseTimeout = min(own ?? responseTimeout, responseTimeout)
+            return try connection.scalar("SELECT 1", as: Int.self)
+        }
+        return answer == 1
     }
 
     /// Connections open (idle or in use), in use, acquisitions that had to wait, and those that
@@ -149,7 +164,8 @@ public final class PostgresPool: Sendable {
             throw PostgresError(kind: .connection, message: "not connecting for a moment after a failure: \(backingOff)")
         }
         do {
-            let connection = try PostgresConnection(url: configuration.url, connectTimeout: configuration.connectTimeout)
+            let connection = try PostgresConnection(
+                url: configuration.url, connectTimeout: configuration.connectTimeout, responseTimeout: configuration.responseTimeout)
             if let timeout = configuration.statementTimeout {
                 try connection.setStatementTimeout(timeout)
             }

@@ -24,6 +24,10 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable, Unavailab
         /// The statement ran longer than `statement_timeout` or waited longer than
         /// `lock_timeout` (57014, 55P03).
         case timeout
+        /// A value the server refuses as data (SQLSTATE class 22, data exception): text with a
+        /// NUL character (22021), a number out of range, an invalid escape in a LIKE pattern…
+        /// The caller's input is at fault, not the server: a client error, never a 500.
+        case invalidData
         case other
     }
 
@@ -59,6 +63,7 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable, Unavailab
         case "57014", "55P03": .timeout
         case "57P01", "57P02", "57P03", "53300": .connection
         case _ where state.hasPrefix("08"): .connection
+        case _ where state.hasPrefix("22"): .invalidData
         default: .other
         }
     }
@@ -74,11 +79,18 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable, Unavailab
 
     // MARK: - UnavailableDependency
 
-    /// True for a server that cannot be reached or is shutting down, and for a full pool:
-    /// the server answers 503 with `Retry-After`.
-    public var isUnavailable: Bool { kind == .connection || kind == .poolExhausted }
+    /// True when the same work may well succeed in a moment: a server that cannot be reached,
+    /// does not answer or is shutting down, a full pool, a statement or lock timeout (a busy
+    /// server), and a deadlock or serialization failure (the store retries those once before
+    /// giving up): the server answers 503 with `Retry-After`.
+    public var isUnavailable: Bool {
+        switch kind {
+        case .connection, .poolExhausted, .timeout, .deadlock, .serialization: true
+        case .uniqueViolation, .invalidData, .other: false
+        }
+    }
 
-    public var retryAfterSeconds: Int { kind == .poolExhausted ? 1 : 2 }
+    public var retryAfterSeconds: Int { kind == .connection ? 2 : 1 }
 }
 
 extension PostgresError {

@@ -26,7 +26,8 @@ import Postgres
 ///
 /// Errors: a `PostgresError` (an unreachable server, an exhausted pool, a statement timeout) is
 /// thrown unchanged, so the facade wraps it in `LibraryError.storage` and the server can answer
-/// 503 when it `isUnavailable`. An album id another library holds is `LibraryError.conflict`
+/// 503 when it `isUnavailable`; a write aborted by a deadlock or serialization failure is run
+/// once more first; a value the server refuses as data (class 22) is `LibraryError.malformed`. An album id another library holds is `LibraryError.conflict`
 /// naming the album and that library (the insert says `ON CONFLICT DO NOTHING`, so the
 /// transaction can still ask where the album is); the body's own errors come back unchanged.
 public final class PostgresAlbumStore: AlbumStore {
@@ -134,21 +135,62 @@ public final class PostgresAlbumStore: AlbumStore {
     /// Runs `body`, one statement (its own snapshot, no BEGIN/COMMIT round trips), on a pooled
     /// connection: the catalog and the view definitions, which a shared store's facade reads often.
     func statement<T>(_ body: (PostgresSession) throws -> T) throws -> T {
-        try pool.withConnection { connection in try body(PostgresSession(connection)) }
+        try Self.refusingInvalidData {
+            try pool.withConnection { connection in try body(PostgresSession(connection)) }
+        }
     }
 
     /// Runs `body` in one REPEATABLE READ READ ONLY transaction on a pooled connection.
     func reading<T>(_ body: (PostgresSession) throws -> T) throws -> T {
-        try pool.withConnection { connection in
-            try connection.transaction(.repeatableReadReadOnly) { try body(PostgresSession(connection)) }
+        try Self.refusingInvalidData {
+            try pool.withConnection { connection in
+                try connection.transaction(.repeatableReadReadOnly) { try body(PostgresSession(connection)) }
+            }
         }
     }
 
     /// Runs `body` in one READ COMMITTED transaction on a pooled connection; it commits only if
     /// `body` returns, and a throw comes back unchanged after the rollback.
+    ///
+    /// A transaction PostgreSQL aborted as a deadlock victim or for a serialization failure is
+    /// run once more, `body` included (bodies work only through the session: the facade's
+    /// publish their events after the commit, so a rolled-back attempt left nothing behind).
+    /// When the second attempt fails too, its error is thrown: it `isUnavailable` (503).
     func writing<T>(_ body: (PostgresSession) throws -> T) throws -> T {
-        try pool.withConnection { connection in
-            try connection.transaction(.readCommitted) { try body(PostgresSession(connection)) }
+        try Self.refusingInvalidData {
+            try Self.retryingOnce {
+                try pool.withConnection { connection in
+                    try connection.transaction(.readCommitted) { try body(PostgresSession(connection)) }
+                }
+            }
+        }
+    }
+
+    /// Runs `attempt`, and once more when it failed with an error ``isWorthRetrying(_:)``.
+    static func retryingOnce<T>(_ attempt: () throws -> T) throws -> T {
+        do {
+            return try attempt()
+        } catch let error where isWorthRetrying(error) {
+            return try attempt()
+        }
+    }
+
+    /// True for the errors of a transaction the server aborted only because of concurrent
+    /// ones (deadlock, serialization failure): the same transaction run again may well commit.
+    static func isWorthRetrying(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError else { return false }
+        return error.kind == .deadlock || error.kind == .serialization
+    }
+
+    /// Runs `body`, turning a value the server refuses as data (`PostgresError.Kind.invalidData`,
+    /// SQLSTATE class 22: text with a NUL character…) into `LibraryError.malformed`, a client
+    /// error (400), not a storage failure (500). SQLite stores such values; input validation
+    /// should refuse them before they get here.
+    static func refusingInvalidData<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as PostgresError where error.kind == .invalidData {
+            throw LibraryError.malformed("the database cannot store a value of this request: \(error.message)")
         }
     }
 

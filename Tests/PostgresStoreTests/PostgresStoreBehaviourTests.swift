@@ -4,7 +4,7 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Postgres
-import Storage
+@testable import Storage
 import Testing
 
 /// What the PostgreSQL store promises beyond the contract: notifications other instances
@@ -131,6 +131,91 @@ struct PostgresStoreBehaviourTests {
             (try? store.write(.default) { writer throws in try writer.insert(Self.album(2), at: 0) }) != nil
         }, "writes resume once the server is back")
         #expect(try store.read(.default) { try $0.albums(offset: 0, limit: 5) } == [Self.album(2), Self.album(1)])
+    }
+
+    /// A write PostgreSQL aborts as a deadlock victim is run again (body included) and commits.
+    /// The deadlock is made on purpose with another session: it holds a lock on `albums`
+    /// that the write's insert waits for, then asks for the library row the write holds; the
+    /// write waited first, so its deadlock check (after `deadlock_timeout`) fires first and
+    /// aborts it — the other session's check is set to a minute.
+    @Test func aWriteAbortedAsADeadlockVictimIsRunAgainAndCommits() throws {
+        let url = try PostgresServer.shared().makeDatabase()
+        let store = try Self.store(url)
+        let jazz = LibraryID(rawValue: "jazz")
+        _ = try store.createLibrary(jazz, name: "Jazz")
+        try store.write(jazz) { writer throws in try writer.insert(Self.album(1), at: 0) }
+
+        let locked = DispatchSemaphore(value: 0)
+        let other = Thread {
+            do {
+                let session = try PostgresConnection(url: url)
+                try session.execute("SET deadlock_timeout = '60s'")
+                try session.execute("BEGIN; LOCK TABLE albums IN SHARE MODE")
+                locked.signal()
+                let observer = try PostgresConnection(url: url)
+                let waiting = try eventually(timeout: .seconds(30), pollingEvery: .milliseconds(20)) {
+                    try observer.scalar(
+                        "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'albums'::regclass", as: Int.self) ?? 0 > 0
+                }
+                guard waiting else { throw PostgresError(kind: .other, message: "the write never waited for albums") }
+                // Waits for the write's lock on the library row until the write is aborted.
+                try session.run("SELECT 1 FROM libraries WHERE name = $1 FOR UPDATE", [.text(jazz.rawValue)])
+                try session.execute("COMMIT")
+            } catch {
+                locked.signal()
+                Issue.record("the other session failed: \(error)")
+            }
+        }
+        other.start()
+        locked.wait()
+        var attempts = 0
+        try store.write(jazz) { writer throws in
+            attempts += 1
+            try writer.insert(Self.album(2), at: 0)
+            _ = try writer.bumpVersion()
+        }
+        #expect(attempts == 2, "the first attempt was the deadlock's victim, the second committed")
+        #expect(try store.read(jazz) { try $0.albums(offset: 0, limit: 5) } == [Self.album(2), Self.album(1)])
+        #expect(try store.versions(of: [jazz]) == [1])
+    }
+
+    @Test func onlyDeadlocksAndSerializationFailuresAreRetried() {
+        #expect(PostgresAlbumStore.isWorthRetrying(PostgresError(sqlState: "40P01", message: "")))
+        #expect(PostgresAlbumStore.isWorthRetrying(PostgresError(sqlState: "40001", message: "")))
+        for state in ["23505", "57014", "08006", "22021", "42601"] {
+            #expect(!PostgresAlbumStore.isWorthRetrying(PostgresError(sqlState: state, message: "")), "\(state)")
+        }
+        #expect(!PostgresAlbumStore.isWorthRetrying(LibraryError.undoStackEmpty))
+        // Once, not more: a second deadlock is the caller's (503).
+        var attempts = 0
+        #expect(throws: PostgresError.self) {
+            try PostgresAlbumStore.retryingOnce { () throws -> Void in
+                attempts += 1
+                throw PostgresError(sqlState: "40P01", message: "deadlock")
+            }
+        }
+        #expect(attempts == 2)
+    }
+
+    /// PostgreSQL refuses text with a NUL character (22021), which SQLite stores: a client's
+    /// error (`LibraryError.malformed`, 400), not a storage failure (500).
+    @Test func textTheDatabaseRefusesIsMalformedInput() throws {
+        let store = try Self.store(try PostgresServer.shared().makeDatabase())
+        var album = Self.album(1)
+        album.title = "a\u{0}b"
+        let refused = #expect(throws: LibraryError.self) {
+            try store.write(.default) { writer throws in try writer.insert(album, at: 0) }
+        }
+        guard case let .malformed(message) = refused else {
+            Issue.record("not malformed: \(String(describing: refused))")
+            return
+        }
+        #expect(message.contains("cannot store"), "\(message)")
+        let named = #expect(throws: LibraryError.self) {
+            try store.createLibrary(LibraryID(rawValue: "ok"), name: "nul\u{0}name")
+        }
+        #expect(named?.code == "malformed", "\(String(describing: named))")
+        #expect(try store.read(.default) { try $0.count() } == 0)
     }
 
     private static func store(_ url: String, bucketSize: Int = 4) throws -> PostgresAlbumStore {

@@ -52,10 +52,29 @@ import Testing
             #expect(PostgresError(sqlState: state, message: "").isUnavailable)
         }
         #expect(PostgresError(kind: .poolExhausted, message: "").isUnavailable)
-        #expect(!PostgresError(kind: .timeout, message: "").isUnavailable)
-        #expect(PostgresError.kind(forSQLState: "22012") == .other)
+        // A busy server (statement or lock timeout) and a transaction aborted because of
+        // concurrent ones: the same request may succeed in a moment (503, not 500).
+        for state in ["57014", "55P03", "40P01", "40001"] {
+            #expect(PostgresError(sqlState: state, message: "").isUnavailable, "\(state)")
+        }
+        // Class 22 (data exception): the input's fault, a client error.
+        for state in ["22012", "22021", "22003", "22P02"] {
+            #expect(PostgresError.kind(forSQLState: state) == .invalidData)
+            #expect(!PostgresError(sqlState: state, message: "").isUnavailable)
+        }
+        #expect(!PostgresError(sqlState: "42601", message: "").isUnavailable)
+        #expect(!PostgresError(sqlState: "23505", message: "").isUnavailable)
         let unavailable: any UnavailableDependency = PostgresError(kind: .connection, message: "gone")
         #expect(unavailable.retryAfterSeconds > 0)
+    }
+
+    @Test func textWithANulCharacterIsInvalidData() throws {
+        let connection = try makeConnection()
+        let error = postgresError { try connection.scalar("SELECT $1", [.text("a\u{0}b")], as: String.self) }
+        #expect(error?.kind == .invalidData, "\(String(describing: error))")
+        #expect(error?.sqlState == "22021")
+        #expect(error?.isUnavailable == false)
+        #expect(try connection.scalar("SELECT 1", as: Int.self) == 1)
     }
 
     @Test func noServerIsAConnectionError() throws {
@@ -74,6 +93,7 @@ import Testing
         let error = postgresError { try connection.run("SELECT pg_sleep(30)") }
         #expect(error?.kind == .timeout)
         #expect(error?.sqlState == "57014")
+        #expect(error?.isUnavailable == true)
         try connection.setStatementTimeout(nil)
         #expect(try connection.scalar("SHOW statement_timeout", as: String.self) == "0")
     }
@@ -98,5 +118,8 @@ import Testing
         let named = try PostgresConnection(url: url + "?application_name=other")
         #expect(try named.scalar("SHOW application_name", as: String.self) == "other")
         #expect(try named.scalar("SHOW client_encoding", as: String.self) == "UTF8")
+        // The client encoding is ours, whatever the URL says.
+        let latin = try PostgresConnection(url: url + "?client_encoding=LATIN1")
+        #expect(try latin.scalar("SHOW client_encoding", as: String.self) == "UTF8")
     }
 }

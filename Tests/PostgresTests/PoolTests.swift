@@ -145,7 +145,7 @@ import Testing
         let pool = try makePool(statementTimeout: .milliseconds(50))
         let error = postgresError { try pool.withConnection { try $0.run("SELECT pg_sleep(30)") } }
         #expect(error?.kind == .timeout)
-        #expect(error?.isUnavailable == false)
+        #expect(error?.isUnavailable == true)
         #expect(pool.ping())
     }
 

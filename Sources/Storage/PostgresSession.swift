@@ -74,7 +74,7 @@ final class PostgresSession: SQLSession {
         for chunk in PostgresSQL.insertAlbumsChunks {
             while rows.count - start >= chunk {
                 let slice = rows[start..<(start + chunk)]
-                let sql = PostgresPlaceholders.text(PostgresSQL.insertAlbumsTexts[chunk]!)
+                let sql = PostgresSQL.insertAlbumsTexts[chunk]!
                 let inserted = try connection.query(sql, Self.parameters(slice.flatMap { $0 })) { try $0.string(0) }
                 if inserted.count < chunk {
                     let kept = Set(inserted)

@@ -108,7 +108,7 @@ enum SQLDialect: Sendable, Equatable {
     func foldedValue(_ parameter: String) -> String {
         switch self {
         case .sqlite: "\(parameter) COLLATE NOCASE"
-        case .postgres: Self.asciiLowercased(parameter)
+        case .postgres: PostgresSchema.caseFolded(parameter)
         }
     }
 
@@ -126,7 +126,7 @@ enum SQLDialect: Sendable, Equatable {
         case .sqlite:
             "(a.title LIKE \(pattern) ESCAPE '\\' OR a.artist LIKE \(pattern) ESCAPE '\\')"
         case .postgres:
-            "(a.title_key LIKE \(Self.asciiLowercased(pattern)) ESCAPE '\\' OR a.artist_key LIKE \(Self.asciiLowercased(pattern)) ESCAPE '\\')"
+            "(a.title_key LIKE \(PostgresSchema.caseFolded(pattern)) ESCAPE '\\' OR a.artist_key LIKE \(PostgresSchema.caseFolded(pattern)) ESCAPE '\\')"
         }
     }
 
@@ -136,15 +136,9 @@ enum SQLDialect: Sendable, Equatable {
         case .sqlite: "a.\(column) = \(parameter) COLLATE NOCASE"
         case .postgres:
             column == "artist"
-                ? "a.artist_key = \(Self.asciiLowercased(parameter))"
-                : "\(Self.asciiLowercased("a.\(column)")) = \(Self.asciiLowercased(parameter))"
+                ? "a.artist_key = \(PostgresSchema.caseFolded(parameter))"
+                : "\(PostgresSchema.caseFolded("a.\(column)")) = \(PostgresSchema.caseFolded(parameter))"
         }
-    }
-
-    /// PostgreSQL: `expression` with A–Z folded to a–z (what SQLite's NOCASE compares), as the
-    /// schema's stored `_key` columns are.
-    private static func asciiLowercased(_ expression: String) -> String {
-        "translate(\(expression), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
     }
 }
 
@@ -172,11 +166,26 @@ enum PostgresSQL {
     static let insertAlbumsTexts = Dictionary(uniqueKeysWithValues: insertAlbumsChunks.map { ($0, insertAlbums(count: $0)) })
 
     static func insertAlbums(count: Int) -> String {
-        let rows = (0..<count).map { row in
-            "(" + (1...11).map { "?\(row * 11 + $0)" }.joined(separator: ", ") + ")"
-        }
+        multiRowInsert(
+            into: "albums", columns: insertAlbumColumns, rows: count, suffix: " ON CONFLICT DO NOTHING RETURNING album_id")
+    }
+
+    /// The columns of `SQL.insertAlbum`, in its parameters' order.
+    static let insertAlbumColumns: [String] = {
         let head = SQL.insertAlbum[..<SQL.insertAlbum.range(of: "VALUES")!.lowerBound]
-        return head + "VALUES " + rows.joined(separator: ", ") + " ON CONFLICT DO NOTHING RETURNING album_id"
+        let list = head[head.index(after: head.firstIndex(of: "(")!)..<head.lastIndex(of: ")")!]
+        return list.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }
+    }()
+
+    /// `INSERT INTO table (columns) VALUES ($1, …), (…)` with `rows` rows of `columns.count`
+    /// parameters (row-major), then `suffix`: the one builder of multi-row inserts (the
+    /// store's appends, `bluelibrary migrate`'s copy).
+    static func multiRowInsert(into table: String, columns: [String], rows: Int, suffix: String = "") -> String {
+        let width = columns.count
+        let values = (0..<rows).map { row in
+            "(" + (1...width).map { "$\(row * width + $0)" }.joined(separator: ", ") + ")"
+        }
+        return "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES \(values.joined(separator: ", "))" + suffix
     }
 
     /// name, version, live of the libraries named by ?1…?count (one statement, one snapshot).

@@ -156,7 +156,7 @@ extension ChangeFollowerTests {
         let finished = done.wait(timeout: .now() + 20)
         release.signal()
         #expect(finished == .success, "a catch-up waited for another pass")
-        #expect(received.frames.contains { $0.name == "album.added" })
+        #expect(eventually { received.frames.contains { $0.name == "album.added" } }, "delivered by the hub's thread")
         let askedAgain = entry.again.load(ordering: .sequentiallyConsistent)
         #expect(askedAgain, "the running pass is asked to read once more")
     }

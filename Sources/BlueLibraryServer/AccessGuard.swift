@@ -136,7 +136,7 @@ public final class AccessGuard: Sendable {
         // anyway) starts from the stored record, so another instance's lockout counts at once.
         if shared, !isQuick(authorization: authorization, client: client) {
             let stored = try store.failedAttempts(client: client)
-            failures.withLock { $0[client] = stored }
+            failures.withLock { $0[client] = Self.merged(stored: stored, memory: $0[client]) }
         }
         if let locked = lockout(client: client, now: now) { return locked }
         guard let presented = Self.bearerToken(authorization) else { return .unauthorized(invalidToken: false) }
@@ -186,6 +186,23 @@ public final class AccessGuard: Sendable {
                 try persist(client: client)
             }
             return .unauthorized(invalidToken: true)
+        }
+    }
+
+    /// The record a shared check goes on from: the stored one (another instance's failures
+    /// count at once) unless this instance's own holds more, such as attempts reserved by
+    /// checks still hashing here and not stored yet, which must not be erased (concurrent
+    /// wrong guesses would then get past the limit). The later lock wins, then the larger count.
+    static func merged(stored: FailedAttempts?, memory: FailedAttempts?) -> FailedAttempts? {
+        guard let stored else { return memory }
+        guard let memory else { return stored }
+        switch (stored.lockedUntil, memory.lockedUntil) {
+        case let (storedLock?, memoryLock?): return storedLock >= memoryLock ? stored : memory
+        case (.some, nil): return stored
+        case (nil, .some): return memory
+        case (nil, nil):
+            if stored.windowStart != memory.windowStart { return stored.windowStart > memory.windowStart ? stored : memory }
+            return stored.count >= memory.count ? stored : memory
         }
     }
 
@@ -249,7 +266,7 @@ public final class AccessGuard: Sendable {
                 FailedAttempts.afterFailure(stored, now: now, limit: limit, interval: interval)
             }
         }
-        failures.withLock { $0[client] = merged }
+        failures.withLock { $0[client] = Self.merged(stored: merged, memory: $0[client]) }
     }
 
     /// Writes the client's record as it is in memory now (the latest, whoever wins the lock);

@@ -64,8 +64,7 @@ public final class BlueLibraryApp: Sendable {
         self.changeFollower = changeFollower
         let libraries = Libraries(store: store, clock: clock, ids: .random(clock: clock),
                                   changeRetention: configuration.changeRetention) { library in
-            let hubSink = eventHubs.sink(library)
-            return changeFollower.map { $0.sink(library, publishing: hubSink) } ?? hubSink
+            changeFollower.map { $0.sink(library) } ?? eventHubs.sink(library)
         }
         self.libraries = libraries
         let facade = libraries.defaultLibrary

@@ -23,12 +23,18 @@ enum DependencyUnavailable {
         }
     }
 
-    /// The problem response for `dependency`: 503, `Retry-After`, no internals.
-    static func error(_ dependency: any UnavailableDependency) -> HTTPError {
+    /// What a 503 for an unavailable database says, unless the caller knows more (a write with
+    /// an `Idempotency-Key` that lost the database midway says so itself).
+    static let detail = "The database cannot be reached right now, did not answer in time, or has no free connection. "
+        + "Repeat a read after the seconds in Retry-After. A write that got this answer may or may not have been saved "
+        + "(the connection can be lost after the commit): check before repeating it."
+
+    /// The one problem response for an unavailable database (every route, `/readyz`, the
+    /// idempotency guard): 503, type `urn:bluelibrary:problem:database-unavailable`,
+    /// `Retry-After` from `dependency`, no internals.
+    static func error(_ dependency: any UnavailableDependency, detail: String = Self.detail) -> HTTPError {
         HTTPError(
-            .serviceUnavailable,
-            detail: "The database cannot be reached right now, or has no free connection. Repeat the request "
-                + "after the seconds in Retry-After (a write sent with an Idempotency-Key is safe to repeat).",
+            .serviceUnavailable, detail: detail,
             type: "urn:bluelibrary:problem:database-unavailable", title: "Database unavailable",
             headers: ["Retry-After": String(max(1, dependency.retryAfterSeconds)), "Cache-Control": "no-store"])
     }

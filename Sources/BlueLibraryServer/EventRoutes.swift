@@ -74,7 +74,7 @@ struct EventRoutes {
     /// longer has them all, or none are needed: the hub decides with what it has).
     private func backfill(after seen: Int64, facade: LibraryFacade, hub: EventHub) -> EventHub.Backfill? {
         guard hub.needsBackfill(after: seen) else { return nil }
-        if seen > hub.window.latest, let follower { follower.catchUp(facade.library, hub: hub) }
+        if seen > hub.window.latest, let follower { follower.catchUp(facade.library, hub: hub, waiting: true) }
         guard seen < hub.window.evictedThrough,
               let page = try? facade.changes(since: seen, limit: Self.maxBackfill)
         else { return nil }

@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Library
 import Postgres
@@ -25,7 +26,23 @@ struct PostgresBackend: StoreBackend {
     /// The database's disk is the database server's business: a full one is a failed write.
     var isDiskFull: Bool { false }
     func isDiskFull(_ error: any Error) -> Bool { false }
-    var ping: (@Sendable () -> Bool)? { { [pool] in pool.ping() } }
+    var ping: (@Sendable () -> (any UnavailableDependency)?)? { { [pool] in Self.ping(pool) } }
+
+    /// Whether the database answers `SELECT 1` through the pool (nil: it does). A full pool
+    /// counts as answering: every connection is busy with a request the database is serving,
+    /// so readiness does not flap under load (and the proxy does not take a busy instance out).
+    static func ping(_ pool: PostgresPool) -> (any UnavailableDependency)? {
+        do {
+            try pool.withConnection { _ = try $0.scalar("SELECT 1", as: Int.self) }
+            return nil
+        } catch let error as PostgresError where error.kind == .poolExhausted {
+            return nil
+        } catch let error as any UnavailableDependency where error.isUnavailable {
+            return error
+        } catch {
+            return PostgresError(kind: .connection, message: "the database does not answer: \(error)")
+        }
+    }
 
     /// Connects (lazily: the pool opens connections when asked) and migrates the schema.
     /// - Throws: ``ConfigurationError`` naming the database (without its password) when it
@@ -47,7 +64,9 @@ struct PostgresBackend: StoreBackend {
     }
 
     func makeCommitWakeup() -> (any CommitWakeup)? {
-        ListenWakeup(url: url, commits: PostgresAlbumStore.commitChannel, events: NotifyRelay.channel)
+        let configuration = pool.configuration
+        return ListenWakeup(url: url, commits: PostgresAlbumStore.commitChannel, events: NotifyRelay.channel,
+                            backoff: Backoff(first: configuration.firstReconnectDelay, longest: configuration.longestReconnectDelay))
     }
 
     func makeEventRelay() -> (any EventRelay)? {
@@ -72,12 +91,28 @@ struct PostgresBackend: StoreBackend {
         pool.closeIdleConnections()
     }
 
-    /// `url` with its password replaced by `****` (for messages and logs).
+    /// `url` with its password replaced by `****` (for messages and logs): in the user
+    /// information (everything from the first `:` after `//` up to the LAST `@`, so an
+    /// unencoded `@` in the password is hidden too) and in `password=` query parameters.
     static func redacted(_ url: String) -> String {
-        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") else { return url }
-        let userInfo = url[scheme.upperBound..<at]
-        guard let colon = userInfo.firstIndex(of: ":") else { return url }
-        return String(url[..<url.index(after: colon)]) + "****" + String(url[at...])
+        guard let scheme = url.range(of: "://") else { return url }
+        let rest = url[scheme.upperBound...]
+        var head = String(url[..<scheme.upperBound])
+        var tail = Substring(rest)
+        if let at = rest.lastIndex(of: "@") {
+            let userInfo = rest[..<at]
+            if let colon = userInfo.firstIndex(of: ":") {
+                head += String(rest[..<colon]) + ":****"
+            } else {
+                head += String(userInfo)
+            }
+            tail = rest[at...]
+        }
+        guard let question = tail.firstIndex(of: "?") else { return head + tail }
+        let query = tail[tail.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false).map { item in
+            item.lowercased().hasPrefix("password=") ? item.prefix("password=".count) + "****" : item
+        }
+        return head + tail[...question] + query.joined(separator: "&")
     }
 }
 
@@ -105,8 +140,9 @@ final class GenerationSignal: StoredStateSignal {
 /// `LISTEN bluelibrary_commits` (and `bluelibrary_events`) on a connection of its own
 /// (outside the pool), for the change follower: each wait returns at the first
 /// notifications, or after the timeout. A lost connection is opened again on a later wait, with
-/// backoff (0.1 s doubling to 2 s); the first wait on a new connection says "committed" at
-/// once, so the follower reads what it may have missed while it was away.
+/// the pool's backoff (``Backoff``: 0.1 s doubling to 2 s by default); the first wait on a new
+/// connection says "committed" at once, so the follower reads what it may have missed while it
+/// was away. A commit notification's payload names its library (``Wakeup/libraries``).
 // @unchecked: the connection and the backoff are used by the one listening thread only
 // (`wait`); `close` touches only the atomic.
 final class ListenWakeup: CommitWakeup, @unchecked Sendable {
@@ -114,12 +150,15 @@ final class ListenWakeup: CommitWakeup, @unchecked Sendable {
     private let commits: String
     private let events: String
     private var connection: PostgresConnection?
-    private var backoff: Duration = .milliseconds(100)
+    /// The pool's reconnect backoff (the same pauses).
+    private let backoff: Backoff
+    private var failures = 0
     private var nextAttempt = ContinuousClock.now
     private let closed = Atomic<Bool>(false)
 
-    init(url: String, commits: String, events: String) {
+    init(url: String, commits: String, events: String, backoff: Backoff = Backoff()) {
         self.url = url
+        self.backoff = backoff
         self.commits = commits
         self.events = events
     }
@@ -137,6 +176,7 @@ final class ListenWakeup: CommitWakeup, @unchecked Sendable {
         let decoder = JSONDecoder()
         return Wakeup(
             committed: received.contains { $0.channel == commits },
+            libraries: received.filter { $0.channel == commits && !$0.payload.isEmpty }.map(\.payload),
             events: received.filter { $0.channel == events }.compactMap { try? decoder.decode(RelayedEvent.self, from: Data($0.payload.utf8)) })
     }
 
@@ -156,11 +196,11 @@ final class ListenWakeup: CommitWakeup, @unchecked Sendable {
             try opened.listen(commits)
             try opened.listen(events)
             connection = opened
-            backoff = .milliseconds(100)
+            failures = 0
             return true
         } catch {
-            nextAttempt = ContinuousClock.now + backoff
-            backoff = min(backoff * 2, .seconds(2))
+            failures += 1
+            nextAttempt = ContinuousClock.now + backoff.delay(afterFailures: failures)
             return false
         }
     }

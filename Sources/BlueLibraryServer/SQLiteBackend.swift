@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Library
 import Storage
@@ -14,7 +15,7 @@ struct SQLiteBackend: StoreBackend {
     var isShared: Bool { false }
     var isDiskFull: Bool { store.isDiskFull }
     func isDiskFull(_ error: any Error) -> Bool { SQLiteAlbumStore.isDiskFull(error) }
-    var ping: (@Sendable () -> Bool)? { nil }
+    var ping: (@Sendable () -> (any UnavailableDependency)?)? { nil }
 
     /// Opens (creating it if missing) the database in `directory`.
     init(directory: String, diskReserveBytes: Int = ServeConfiguration().diskReserveBytes) throws {

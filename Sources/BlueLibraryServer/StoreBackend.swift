@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import Library
 import ServerRecords
@@ -27,9 +28,10 @@ protocol StoreBackend: Sendable {
     /// True when `error`, thrown by this backend, means the disk is full (507, not 500).
     func isDiskFull(_ error: any Error) -> Bool
 
-    /// Whether the database answers now (`/readyz`); nil when it is always there (a file).
+    /// Whether the database answers now (`/readyz`): nil from the closure when it does, the
+    /// failure (503 material) when it does not; no closure when it is always there (a file).
     /// May block up to the pool's acquire and connect timeouts: call it on a worker.
-    var ping: (@Sendable () -> Bool)? { get }
+    var ping: (@Sendable () -> (any UnavailableDependency)?)? { get }
 
     /// A watch that tells when settings, the token or lockouts were changed by another
     /// process (`bluelibrary token set`, another instance), polled once a second.
@@ -71,6 +73,9 @@ protocol CommitWakeup: Sendable {
 /// What one `CommitWakeup.wait` brought.
 struct Wakeup: Sendable, Equatable {
     var committed = false
+    /// The libraries the commit notifications named (one made again after its deletion is
+    /// followed again).
+    var libraries: [String] = []
     var events: [RelayedEvent] = []
 
     static let nothing = Wakeup()

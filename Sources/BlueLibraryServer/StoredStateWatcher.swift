@@ -7,7 +7,9 @@ import Synchronization
 /// or another instance on the same PostgreSQL database: a thread of its own asks the backend's
 /// signal (SQLite's `data_version`; PostgreSQL's `server_signals` generation) every `interval`
 /// and, when it moved, has `reload` re-read what it keeps. So a settings change, a new token or
-/// a lockout made anywhere applies here within `interval`. Nothing on an event loop waits for it.
+/// a lockout made anywhere applies here at the first poll after it whose reload works (within
+/// `interval` while the database answers; a failed reload is tried again every poll until one
+/// succeeds). Nothing on an event loop waits for it.
 final class StoredStateWatcher: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let wake = DispatchSemaphore(value: 0)
@@ -36,29 +38,36 @@ final class StoredStateWatcher: Sendable {
 
     private func run() {
         let seconds = interval.seconds
+        // A change the signal reported whose reload failed: reloaded on every poll until one
+        // succeeds (the signal has moved on and will not report it again).
+        var owed = false
         while !stopped.load(ordering: .relaxed) {
             _ = wake.wait(timeout: .now() + seconds)
             if stopped.load(ordering: .relaxed) { break }
             // A failed look (the database away) reloads too: the next successful one may not
             // move, though a change happened while it was away.
-            if (try? signal.hasChanged()) ?? true { reloadOnce() }
+            let changed = (try? signal.hasChanged()) ?? true
+            if changed || owed { owed = !reloadOnce() }
         }
         done.signal()
     }
 
-    /// One reload; a failure is logged when it starts a run of failures, and the first success
-    /// after one (so a database that is away for a while logs two lines, not one a second).
-    private func reloadOnce() {
+    /// One reload (true when it worked); a failure is logged when it starts a run of failures,
+    /// and the first success after one (so a database that is away for a while logs two lines,
+    /// not one a second).
+    private func reloadOnce() -> Bool {
         do {
             try reload()
             if failing.exchange(false, ordering: .relaxed) {
                 logger.log(.info, "settings, token and lockouts re-read again")
             }
+            return true
         } catch {
             if !failing.exchange(true, ordering: .relaxed) {
                 logger.log(.error, "could not re-read the settings, token and lockouts; retrying every poll",
                            [("error", .string(String(describing: error)))])
             }
+            return false
         }
     }
 

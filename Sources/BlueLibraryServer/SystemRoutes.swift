@@ -1,3 +1,4 @@
+import Essentials
 import Foundation
 import HTTPServer
 
@@ -7,9 +8,10 @@ struct SystemRoutes {
     let spec: [UInt8]
     /// True while the store refuses writes because the disk is full (reads go on).
     let diskFull: @Sendable () -> Bool
-    /// Whether the database answers (PostgreSQL: a `SELECT 1` through the pool); nil when it
-    /// is a file that is always there. It may wait, so `/readyz` then runs on a worker.
-    let ping: (@Sendable () -> Bool)?
+    /// Whether the database answers (PostgreSQL: a `SELECT 1` through the pool; a full pool
+    /// counts as answering): nil from it when it does, the failure otherwise; no closure when
+    /// it is a file that is always there. It may wait, so `/readyz` then runs on a worker.
+    let ping: (@Sendable () -> (any UnavailableDependency)?)?
 
     static let healthBody = Array("{\"status\":\"ok\"}\n".utf8)
     static let readyBody = Array("{\"status\":\"ready\"}\n".utf8)
@@ -23,11 +25,6 @@ struct SystemRoutes {
 
         let ready = HTTPResponse(contentType: "application/json", bytes: Self.readyBody, headers: ["Cache-Control": "no-store"])
         let diskFullResponse = HTTPResponse(contentType: "application/json", bytes: Self.diskFullBody, headers: ["Cache-Control": "no-store"])
-        let unavailable = HTTPError(
-            .serviceUnavailable, detail: "The database does not answer: requests that need it get 503 until it is back.",
-            type: "urn:bluelibrary:problem:database-unavailable", title: "Database unavailable",
-            headers: ["Retry-After": "1", "Cache-Control": "no-store"]
-        ).response()
         let answer: @Sendable () throws -> HTTPResponse = { [state, diskFull] in
             guard !state.isDraining else {
                 throw HTTPError(.serviceUnavailable, detail: "The server is shutting down; send requests to another instance.",
@@ -40,7 +37,9 @@ struct SystemRoutes {
             // traffic elsewhere (while it is away for every instance, none is ready).
             routes.add(.get, "/readyz", options: .workerPool) { _, _ in
                 let response = try answer()
-                return ping() ? response : unavailable
+                // The same problem as any request that needs the database gets.
+                if let failure = ping() { return DependencyUnavailable.error(failure).response() }
+                return response
             }
         } else {
             routes.add(.get, "/readyz") { _, _ in try answer() }

@@ -22,7 +22,7 @@ struct ChangeFollowerTests {
         let follower = ChangeFollower(store: SharedStoreView(store), hubs: hubs, wakeup: nil, logger: JSONLogger(level: .error))
         followerA = follower
         a = Libraries(store: SharedStoreView(store), clock: { Date() }, ids: .random(clock: { Date() })) { library in
-            follower.sink(library, publishing: hubs.sink(library))
+            follower.sink(library)
         }
         b = Libraries(store: SharedStoreView(store), clock: { Date() }, ids: .random(clock: { Date() }))
     }
@@ -73,8 +73,13 @@ struct ChangeFollowerTests {
         hub.subscribe(received, resume: .fresh, announce: false)
         try b.delete(jazz, force: true)
         followerA.catchUp()  // deleted: nothing to read, nothing published
+        #expect(followerA.isKnownDeleted(jazz), "a deleted library is no longer read")
         _ = try b.create(id: jazz)  // version 2, no change
         _ = try b.facade(jazz).add(try AlbumInput(title: "Two", artist: "A"))  // version 3
+        followerA.catchUp()
+        #expect(received.frames.isEmpty, "not read again until something names it")
+        // The commit notification of the revival (PostgreSQL's payload is the library id).
+        followerA.revive(jazz)
         followerA.catchUp()
         #expect(eventually { received.frames.count == 2 })
         #expect(received.frames.map(\.name) == ["library.replaced", "album.added"])
@@ -83,6 +88,79 @@ struct ChangeFollowerTests {
 }
 
 extension ChangeFollowerTests {
+    @Test("another instance's state.changed waits for its version's own event")
+    func relayedStateWaitsForItsVersion() throws {
+        let received = RecordingStream()
+        hubsA.defaultHub.subscribe(received, resume: .fresh, announce: false)
+        _ = try b.defaultLibrary.add(try AlbumInput(title: "One", artist: "A"))
+        let version: Int64 = 1  // the fresh store's first commit
+        // B's state.changed arrives (NOTIFY) before A's follower has read B's commit.
+        followerA.publishRelayed([RelayedEvent(
+            instance: "b", library: "default", name: "state.changed", version: version,
+            json: #"{"client":"x","id":null,"index":0,"version":\#(version)}"#)])
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(received.frames.isEmpty, "published before album.added of its version")
+        #expect(hubsA.defaultHub.window.latest == 0)
+        followerA.catchUp()
+        #expect(eventually { received.frames.count == 2 })
+        #expect(received.frames.map(\.name) == ["album.added", "state.changed"])
+        #expect(received.frames.map(\.version) == [version, version])
+        // Later ones of a published version go out at once.
+        followerA.publishRelayed([RelayedEvent(
+            instance: "b", library: "default", name: "state.changed", version: version,
+            json: #"{"client":"y","id":null,"index":0,"version":\#(version)}"#)])
+        #expect(eventually { received.frames.count == 3 })
+    }
+
+    @Test("an own commit with nobody subscribed: its state.changed is not in the ring before its version's event")
+    func ownStateWaitsWithoutSubscribers() throws {
+        _ = try a.defaultLibrary.add(try AlbumInput(title: "One", artist: "A"))
+        let version: Int64 = 1  // the fresh store's first commit
+        // Nobody listened at the commit: the follower's thread (not started here) was woken.
+        // A client that now resumes from the state event's id would have lost album.added.
+        let resumed = RecordingStream()
+        hubsA.defaultHub.subscribe(resumed, resume: .after(0), announce: false)
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(resumed.frames.isEmpty, "state.changed is out before album.added")
+        followerA.catchUp()
+        #expect(eventually { resumed.frames.count == 2 })
+        #expect(resumed.frames.map(\.name) == ["album.added", "state.changed"])
+        #expect(resumed.frames.map(\.version) == [version, version])
+    }
+
+    @Test("a pass of one library never waits for a pass of another; a commit leaves a running pass of its library to read again")
+    func passesArePerLibrary() throws {
+        let jazz = LibraryID(rawValue: "jazz")
+        _ = try b.create(id: jazz)
+        let jazzHub = hubsA.hub(jazz) { 0 }
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let entry = followerA.followedEntry(jazz)
+        Thread {
+            entry.pass.withLock { _ in
+                holding.signal()
+                release.wait()
+            }
+        }.start()
+        holding.wait()
+        let received = RecordingStream()
+        hubsA.defaultHub.subscribe(received, resume: .fresh, announce: false)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            // default's commit, with a subscriber: caught up on this thread while jazz's pass runs.
+            _ = try? self.a.defaultLibrary.add(try AlbumInput(title: "One", artist: "A"))
+            // jazz's own commit finds jazz's pass running: it does not wait for it.
+            self.followerA.catchUp(jazz, hub: jazzHub)
+            done.signal()
+        }
+        let finished = done.wait(timeout: .now() + 20)
+        release.signal()
+        #expect(finished == .success, "a catch-up waited for another pass")
+        #expect(eventually { received.frames.contains { $0.name == "album.added" } }, "delivered by the hub's thread")
+        let askedAgain = entry.again.load(ordering: .sequentiallyConsistent)
+        #expect(askedAgain, "the running pass is asked to read once more")
+    }
+
     @Test("a backlog longer than one read is published whole, in order")
     func longBacklog() throws {
         let received = RecordingStream()

@@ -112,6 +112,45 @@ struct PostgresAppTests {
         #expect(PostgresBackend.redacted("postgres://app:s3cret@db:5432/lib") == "postgres://app:****@db:5432/lib")
         #expect(PostgresBackend.redacted("postgres://app@db/lib") == "postgres://app@db/lib")
         #expect(PostgresBackend.redacted("postgresql://db/lib") == "postgresql://db/lib")
+        // An unencoded @ in the password: everything up to the last @ is hidden.
+        #expect(PostgresBackend.redacted("postgres://app:p@ss@word@db:5432/lib") == "postgres://app:****@db:5432/lib")
+        // The password as a query parameter (any case), the other parameters kept.
+        #expect(PostgresBackend.redacted("postgres://db/lib?user=app&password=s3cret&sslmode=require")
+            == "postgres://db/lib?user=app&password=****&sslmode=require")
+        #expect(PostgresBackend.redacted("postgresql://app@db/lib?PASSWORD=s3cret") == "postgresql://app@db/lib?PASSWORD=****")
+        for url in ["postgres://app:p@ss@word@db:5432/lib", "postgres://db/lib?user=app&password=s3cret&sslmode=require",
+                    "postgres://app:s3cret@db/lib?password=s3cret"] {
+            let shown = PostgresBackend.redacted(url)
+            #expect(!shown.contains("s3cret") && !shown.contains("ss@word"), "\(shown)")
+        }
+    }
+
+    /// `/readyz` under load: a pool whose every connection is busy is a database that answers
+    /// (it answers the requests holding them), so readiness does not flap.
+    @Test func aFullPoolIsReadyAndAStoppedDatabaseIsNot() throws {
+        let cluster = try PostgresServer()
+        let pool = PostgresPool(PostgresPool.Configuration(url: try cluster.makeDatabase(), size: 1, acquireTimeout: .milliseconds(200)))
+        #expect(PostgresBackend.ping(pool) == nil)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? pool.withConnection { _ in
+                holding.signal()
+                release.wait()
+            }
+            done.signal()
+        }
+        holding.wait()
+        let busy = PostgresBackend.ping(pool)
+        release.signal()
+        done.wait()
+        #expect(busy == nil, "a full pool made /readyz say the database does not answer: \(String(describing: busy))")
+        #expect(pool.statistics.exhausted >= 1, "the ping did find the pool full")
+        try cluster.stop()
+        let down = PostgresBackend.ping(pool)
+        #expect(down != nil && down?.isUnavailable == true)
+        try cluster.start()
     }
 
     @Test func resumingAnywhereFromAnyIDOfTheFeed() throws {

@@ -3,6 +3,7 @@ import Foundation
 import Library
 import ServerRecords
 import Storage
+import Synchronization
 import Testing
 
 @testable import BlueLibraryServer
@@ -37,6 +38,46 @@ import Testing
         #expect(try b.check(authorization: "Bearer \(Self.token)", client: "192.0.2.10") == .allowed)
         try b.reloadFailures()
         if case .locked = try b.check(authorization: "Bearer \(Self.token)", client: client) {} else { Issue.record("B does not lock") }
+    }
+
+    /// A check still hashing has reserved its attempt in memory only; a concurrent shared check
+    /// that reads the stored record (none yet) must not erase that reservation.
+    @Test func aConcurrentCheckKeepsTheReservationsOfChecksStillHashing() throws {
+        let store = try SQLiteAlbumStore(path: TestApp.temporaryDirectory() + "/bluelibrary.sqlite")
+        try AccessGuard.storeToken(Self.token, in: store, iterations: 1000)
+        let settings = try SettingsService(store: store)
+        try settings.modify {
+            $0.access.passcodeEnabled = true
+            $0.access.attemptLimit = 2
+        }
+        let inside = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let holdFirst = Atomic<Bool>(true)
+        let guardian = try AccessGuard(store: store, settings: settings, clock: { Date() }, hashing: TokenHashing(threads: 2, capacity: 4),
+                                       beforeHash: {
+                                           guard holdFirst.exchange(false, ordering: .relaxed) else { return }
+                                           inside.signal()
+                                           proceed.wait()
+                                       }, shared: true)
+        let wrong = "Bearer wrong-token-xyz"
+        let client = "192.0.2.12"
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? guardian.check(authorization: wrong, client: client)
+            done.signal()
+        }
+        #expect(inside.wait(timeout: .now() + 20) == .success)
+        defer {
+            proceed.signal()
+            done.wait()
+        }
+        // The first attempt is reserved, not stored; the second reaches the limit of 2.
+        #expect(try store.failedAttempts(client: client) == nil)
+        #expect(try guardian.check(authorization: wrong, client: client) == .unauthorized(invalidToken: true))
+        // A third is locked out without a hash: two attempts were made, whatever the store says yet.
+        if case .locked = try guardian.check(authorization: wrong, client: client) {} else {
+            Issue.record("the reservation of the check still hashing was erased: a third guess was hashed")
+        }
     }
 
     @Test func oneProcessKeepsItsMemory() throws {

@@ -146,7 +146,8 @@ final class SharedCacheDirectoryTests {
     @Test func failingFetchesOfManyURLsLeaveAtMostOneLockFilePerStripe() throws {
         let covers = try service()
         for index in 0..<200 {
-            #expect(coverError { try covers.cover(for: upstream.url("/missing.png?n=\(index)"), wait: .seconds(5)) } != nil)
+            let url = upstream.url("/missing.png?n=\(index)")
+            #expect(coverError { () throws(CoverError) -> CoverResult in try covers.cover(for: url, wait: .seconds(5)) } != nil)
         }
         #expect(directory.files().filter { $0.hasSuffix(".lock") }.isEmpty, "no lock file per URL")
         let locks = (try? FileManager.default.contentsOfDirectory(atPath: directory.file(CoverFetchLocks.directoryName))) ?? []

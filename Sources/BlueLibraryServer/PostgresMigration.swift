@@ -29,9 +29,11 @@ public enum PostgresMigration {
                 + (summary.replaced ? ", replacing what the target held:" : ":")
         ]
         for library in summary.libraries {
+            let lift = library.versionLift > 0
+                ? " (lifted by \(library.versionLift), above the target's old version of it)" : ""
             lines.append(library.deleted
-                ? "  library \(library.name) (deleted): version \(library.version)"
-                : "  library \(library.name): \(library.albums) albums, version \(library.version), order checksum \(library.checksum)")
+                ? "  library \(library.name) (deleted): version \(library.version)\(lift)"
+                : "  library \(library.name): \(library.albums) albums, version \(library.version)\(lift), order checksum \(library.checksum)")
         }
         let tables: [(String, String)] = [
             ("undo_commands", "undo commands"), ("saved_states", "saved states"), ("library_changes", "changes"),
@@ -39,7 +41,10 @@ public enum PostgresMigration {
             ("access_failures", "failed-attempt records"), ("idempotency_keys", "idempotency keys"), ("secrets", "secrets"),
         ]
         lines.append("  " + tables.map { "\($0.1): \(summary.rows[$0.0] ?? 0)" }.joined(separator: ", "))
-        lines.append("Verified: every table's row count, and each library's album count and order checksum read back from PostgreSQL.")
+        lines.append(
+            "Verified against the source (SQLite) before the commit: every table's row count; each library's album count, "
+                + "album_count column, version, and order checksum (FNV-1a over its album ids in order). "
+                + "Other column values are copied as read, not compared one by one.")
         return lines.joined(separator: "\n")
     }
 }

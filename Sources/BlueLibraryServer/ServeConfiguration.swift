@@ -90,16 +90,7 @@ public struct ServeConfiguration: Sendable, Equatable {
         Option(flag: "--database-url", variable: "BLUELIBRARY_DATABASE_URL", placeholder: "URL", defaultText: "none (SQLite)",
                help: "PostgreSQL database (postgres://user:pass@host:5432/db) shared by several instances; none: SQLite in the data directory.") {
             config, value throws(ConfigurationError) in
-            let text = value.trimmingASCIIWhitespace()
-            guard !text.isEmpty else {
-                config.databaseURL = nil
-                return
-            }
-            // The message never repeats the value: it may hold a password.
-            guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") else {
-                throw ConfigurationError("database URL must start with postgres:// or postgresql:// (the value is not repeated here)")
-            }
-            config.databaseURL = text
+            config.databaseURL = try databaseURL(value)
         },
         Option(flag: "--database-pool-size", variable: "BLUELIBRARY_DATABASE_POOL_SIZE", placeholder: "N", defaultText: "10",
                help: "PostgreSQL connections this instance opens at most; a request finding none free within 2 s gets 503.") {
@@ -204,6 +195,18 @@ public struct ServeConfiguration: Sendable, Equatable {
             config.limits.idleTimeout = try seconds(value, name: "idle timeout")
         },
     ]
+
+    /// A `--database-url` / `BLUELIBRARY_DATABASE_URL` value: nil when empty (SQLite), else a
+    /// `postgres://` or `postgresql://` URL (`bluelibrary token set` reads it the same way).
+    /// The error never repeats the value: it may hold a password.
+    public static func databaseURL(_ value: String) throws(ConfigurationError) -> String? {
+        let text = value.trimmingASCIIWhitespace()
+        guard !text.isEmpty else { return nil }
+        guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") else {
+            throw ConfigurationError("database URL must start with postgres:// or postgresql:// (the value is not repeated here)")
+        }
+        return text
+    }
 
     /// Reads `environment`, then `arguments` (the words after `serve`).
     /// - Throws: ``ConfigurationError`` naming the bad value; `--help` throws ``ConfigurationError/helpRequested``.

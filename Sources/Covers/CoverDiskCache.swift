@@ -22,11 +22,15 @@ public struct CoverCacheOpenError: Error, Sendable, CustomStringConvertible {
 /// - `<url hash>.json`: its ``CoverCacheRecord``; its modification time is the last use, kept
 ///   for the LRU order across restarts (touched at most once a minute per entry).
 /// - `.tmp-*`: writes in progress (see ``AtomicFile``), deleted at start.
-/// - `<url hash>.lock`: empty; its `flock` serialises the fetches of one cover across the
-///   processes sharing the directory (``CoverFetchLock``).
+/// - `.locks/<n>.lock` (n < 64): empty; their `flock`s serialise the fetches of one cover
+///   across the processes sharing the directory (``CoverFetchLocks``); created once, never
+///   deleted, never scanned or evicted. (`<url hash>.lock` files of earlier versions are
+///   deleted at start when no one holds them.)
 ///
 /// Several processes may share the directory: each keeps its own index, and a process that
-/// holds a cover's fetch lock first adopts what another stored (``adopt(_:)``).
+/// holds a cover's fetch lock first adopts what another stored (``adopt(_:)``). Another
+/// process may also evict or replace a cover this index points at: ``present(_:use:)`` notices
+/// the missing image (ENOENT), drops the entry and adopts the other's copy if there is one.
 ///
 /// The image is renamed into place before its record, and the record is removed before the
 /// image, so a crash leaves at most an unreferenced image, which the next start deletes. A
@@ -61,6 +65,8 @@ final class CoverDiskCache: Sendable {
     private let limit: Atomic<Int>
     /// Entries removed by the size limit (LRU), since the cache was opened.
     private let evictions = Atomic<Int>(0)
+    /// The fetch locks (`.locks/` in the directory).
+    let fetchLocks: CoverFetchLocks
 
     /// Opens (creating if needed) the cache in `directory` and reads its records.
     /// - Throws: ``CoverCacheOpenError`` when the directory cannot be created or listed.
@@ -83,6 +89,7 @@ final class CoverDiskCache: Sendable {
         } catch {
             throw CoverCacheOpenError(directory: directory, reason: "cannot be listed (\(error.localizedDescription))")
         }
+        fetchLocks = CoverFetchLocks(cacheDirectory: directory)
         load(names)
     }
 
@@ -125,6 +132,28 @@ final class CoverDiskCache: Sendable {
     /// The record for `url` without counting a use.
     func peek(_ url: String) -> CoverCacheRecord? {
         index.withLock { $0.slots[url]?.record }
+    }
+
+    /// The record for `url` (a use when `use` is set, as ``lookup(_:)``) whose image is on disk.
+    /// When another process sharing the directory removed the image (evicted or replaced the
+    /// cover: `ENOENT`), the entry leaves this index (the files are the other process's now)
+    /// and what the directory holds for `url` now is adopted, if anything (`adopted` is then
+    /// true); nil when nothing is left, so the caller fetches again.
+    func present(_ url: String, use: Bool) -> (record: CoverCacheRecord?, adopted: Bool) {
+        guard let record = use ? lookup(url) : peek(url) else { return (nil, false) }
+        guard access(path(of: record), F_OK) != 0, errno == ENOENT else { return (record, false) }
+        forget(url, ifFile: record.file)
+        if let adopted = adopt(url) { return (adopted, true) }
+        return (peek(url), false)  // another thread of this service may have stored one meanwhile
+    }
+
+    /// Drops `url` from this index (only while it names `file`) without touching the files.
+    private func forget(_ url: String, ifFile file: String) {
+        index.withLock { index in
+            guard let slot = index.slots[url], slot.record.file == file else { return }
+            index.slots.removeValue(forKey: url)
+            index.totalBytes -= slot.record.length
+        }
     }
 
     /// Stores `bytes` for `url`, replacing an older version, then trims the cache.
@@ -191,9 +220,10 @@ final class CoverDiskCache: Sendable {
         if let removed { removeFiles(of: removed) }
     }
 
-    /// Takes the cross-process fetch lock of `url` (waits while another process holds it).
-    func lockFetch(_ url: String) -> CoverFetchLock? {
-        CoverFetchLock(path: directory + "/" + Self.urlHash(url) + ".lock")
+    /// Takes the cross-process fetch lock of `url`, waiting at most `timeout` while another
+    /// process holds it; nil when it did not come free in time (the fetch runs unlocked).
+    func lockFetch(_ url: String, timeout: Duration) -> CoverFetchLock? {
+        fetchLocks.lock(stripe: CoverFetchLocks.stripe(ofURLHash: Self.urlHash(url)), timeout: timeout)
     }
 
     /// The record another process sharing the directory stored for `url`, taken into this
@@ -235,7 +265,6 @@ final class CoverDiskCache: Sendable {
     private func removeFiles(of record: CoverCacheRecord) {
         unlink(recordPath(record.url))
         unlink(path(of: record))
-        unlink(directory + "/" + Self.urlHash(record.url) + ".lock")
     }
 
     /// The record stored at `path` if it is whole and names an image of its size in
@@ -296,8 +325,9 @@ final class CoverDiskCache: Sendable {
             } else if CoverCacheRecord.isCacheFileName(name), !referenced.contains(name) {
                 // Stored by another process whose record is not written yet: it holds the
                 // cover's fetch lock until then.
-                let lockFile = directory + "/" + String(name.prefix(64)) + ".lock"
-                if !Self.isLocked(lockFile) { unlink(path) }
+                if !fetchLocks.isLocked(stripe: CoverFetchLocks.stripe(ofURLHash: name.prefix(64))) { unlink(path) }
+            } else if name.utf8.count == 64 + 5, name.hasSuffix(".lock"), !Self.isLocked(path) {
+                unlink(path)  // a per-URL lock file of an earlier version
             }
         }
         let victims = index.withLock { index -> [CoverCacheRecord] in

@@ -154,7 +154,9 @@ public final class CoverService: CoverSource {
     public func state(for url: String) -> CoverState? {
         guard let key = try? CoverURL(url).description else { return nil }
         let now = now()
-        if let record = cache.peek(key) {
+        let (present, adopted) = cache.present(key, use: false)
+        if adopted { counters.adoptions.increment() }
+        if let record = present {
             // A fresh copy is what the server's fast path sends without calling `cover(for:)`.
             if !isStale(record, now: now) { counters.hits.increment() }
             return .loaded(cover(from: record))
@@ -204,7 +206,11 @@ public final class CoverService: CoverSource {
     private func plan(_ url: CoverURL) -> Plan {
         let key = url.description
         let now = now()
-        if let record = cache.lookup(key), !isStale(record, now: now) {
+        // `present`: an image another instance sharing the directory removed is never served
+        // (its entry goes; a copy that instance stored instead is adopted, or the cover is fetched).
+        let (present, adopted) = cache.present(key, use: true)
+        if adopted { counters.adoptions.increment() }
+        if let record = present, !isStale(record, now: now) {
             return .serve(cover(from: record))
         }
         var started: CoverFlight?
@@ -246,11 +252,13 @@ public final class CoverService: CoverSource {
     /// On a fetch thread: asks the upstream, stores what it gave, answers the waiters.
     ///
     /// Across processes sharing the cache directory, the fetch runs under the cover's lock
-    /// file (``CoverFetchLock``): a process that waited for it first looks whether the holder
-    /// stored a copy this flight can use, and then fetches nothing.
+    /// file (``CoverFetchLocks``): a process that waited for it first looks whether the holder
+    /// stored a copy this flight can use, and then fetches nothing. The wait is bounded by the
+    /// fetch timeout; past it the fetch runs unlocked.
     private func run(_ flight: CoverFlight) {
         let key = flight.url.description
-        let lock = cache.lockFetch(key)
+        let waitLimit = tunables.withLock { $0.fetchTimeout } ?? configuration.fetcher.totalTimeout
+        let lock = cache.lockFetch(key, timeout: waitLimit)
         defer { withExtendedLifetime(lock) {} }
         if let stored = cache.adopt(key), usable(stored, for: flight) {
             counters.adoptions.increment()

@@ -15,10 +15,25 @@ import SQLite
 ///
 /// The source is read in one snapshot (a SQLite read transaction). The target must be empty
 /// (the schema, and nothing but the fresh `default` library) unless `replacing` is set, in
-/// which case its data is truncated in the same transaction. Before the commit, every
-/// library's album count and order checksum (FNV-1a over its album ids in order, each
-/// followed by a newline) and every table's row count are read back from PostgreSQL and
-/// compared with the source; any difference rolls everything back. Running instances on the
+/// which case its data is truncated in the same transaction.
+///
+/// Replacing a target that holds data:
+/// - is refused while any other session is connected to the target database
+///   (`pg_stat_activity`, this session excluded): instances running on it would keep serving
+///   what they cached and wait on the copy's table locks. Stop them first. (An instance
+///   connecting after that check waits for the copy's locks and then sees the copy.)
+/// - never lets a library's version go down or repeat: a library whose name the target held
+///   (deleted or not) gets its copied version, and its change feed's versions, lifted by the
+///   target's old version of it + 1, so every copied version is above anything a client saw
+///   from the target (ETags, `Last-Event-ID`s of the old data never match the new data).
+///   Libraries the target did not hold keep the source's versions.
+///
+/// Verified before the commit (any difference rolls everything back): every copied table's row
+/// count in PostgreSQL equals the source's `COUNT(*)` (read from SQLite in the same snapshot);
+/// for every library, its album count and order checksum (FNV-1a over its album ids in order,
+/// each followed by a newline) in PostgreSQL equal the source's, its `album_count` column
+/// equals the source's, and its version equals the source's (plus the lift above). Column
+/// values other than album ids and versions are not compared one by one. Running instances on the
 /// target are told (their signals are bumped, catalog and commit notifications are sent).
 public enum DatabaseMigration {
     /// What was copied, for the summary the command prints.
@@ -27,7 +42,11 @@ public enum DatabaseMigration {
             public var name: String
             public var deleted: Bool
             public var albums: Int
+            /// In the target (the source's, lifted when the target held this library).
             public var version: Int64
+            /// What the version (and its change feed) was lifted by: 0, or the target's old
+            /// version of this library + 1.
+            public var versionLift: Int64 = 0
             /// FNV-1a over the album ids in order, as 16 hex digits.
             public var checksum: String
         }
@@ -40,7 +59,7 @@ public enum DatabaseMigration {
     }
 
     public struct Failure: Error, CustomStringConvertible, Sendable {
-        public enum Kind: Sendable { case targetNotEmpty, verificationFailed, sourceMissing }
+        public enum Kind: Sendable { case targetNotEmpty, targetInUse, verificationFailed, sourceMissing }
         public var kind: Kind
         public var message: String
         public var description: String { message }
@@ -66,22 +85,25 @@ public enum DatabaseMigration {
             try pool.withConnection { postgres in
                 try postgres.transaction(.readCommitted) {
                     var summary = Summary()
-                    try postgres.execute(lockTables)
                     let held = try heldData(postgres)
+                    var lifts: [Int64: Int64] = [:]
                     if !held.isEmpty {
                         guard replacing else {
                             throw Failure(
                                 kind: .targetNotEmpty,
                                 message: "the target database already holds data (\(held.joined(separator: ", "))); --force replaces it")
                         }
+                        try refuseOtherSessions(postgres)
                         summary.replaced = true
                     }
+                    try postgres.execute(lockTables)
+                    if summary.replaced { lifts = try versionLifts(sqlite, postgres) }
                     try postgres.execute(truncateTables)
                     for table in tables {
-                        summary.rows[table.name] = try copy(table, from: sqlite, to: postgres)
+                        summary.rows[table.name] = try copy(table, from: sqlite, to: postgres, lifts: lifts)
                     }
                     try postgres.execute(afterCopy)
-                    summary.libraries = try verify(sqlite, postgres, rows: summary.rows)
+                    summary.libraries = try verify(sqlite, postgres, copied: summary.rows, lifts: lifts)
                     try notify(postgres, libraries: summary.libraries)
                     return summary
                 }
@@ -127,8 +149,18 @@ public enum DatabaseMigration {
 
     /// Streams `table` from SQLite into PostgreSQL in batches; returns the rows copied. The
     /// statement text holds only our own table and column names and `$n` placeholders.
-    private static func copy(_ table: Table, from sqlite: Connection, to postgres: PostgresConnection) throws -> Int {
+    /// `lifts` (library id → amount) is added to `libraries.version` and `library_changes.version`.
+    private static func copy(
+        _ table: Table, from sqlite: Connection, to postgres: PostgresConnection, lifts: [Int64: Int64]
+    ) throws -> Int {
         let columns = table.columns.joined(separator: ", ")
+        // (library id column, version column) of the tables whose versions may be lifted.
+        var lifted: (library: Int, version: Int)?
+        if !lifts.isEmpty, table.name == "libraries" || table.name == "library_changes",
+           let library = table.columns.firstIndex(of: table.name == "libraries" ? "id" : "library"),
+           let version = table.columns.firstIndex(of: "version") {
+            lifted = (library, version)
+        }
         var batch: [PostgresValue] = []
         batch.reserveCapacity(batchSize * table.columns.count)
         var copied = 0
@@ -140,8 +172,13 @@ public enum DatabaseMigration {
             batch.removeAll(keepingCapacity: true)
         }
         try sqlite.forEachRow("SELECT \(columns) FROM \(table.name)") { row in
+            let start = batch.count
             for column in table.columns.indices {
                 batch.append(postgresValue(row.value(column)))
+            }
+            if let lifted, case .integer(let library) = batch[start + lifted.library], let lift = lifts[library],
+               case .integer(let version) = batch[start + lifted.version] {
+                batch[start + lifted.version] = .integer(version + lift)
             }
             if batch.count == batchSize * table.columns.count { try flush() }
         }
@@ -177,13 +214,18 @@ public enum DatabaseMigration {
     private static let libraryInTarget = "SELECT album_count, version FROM libraries WHERE id = $1"
     private static let librariesInSource = "SELECT id, name, deleted, version, album_count FROM libraries ORDER BY name"
 
-    /// Compares every library's albums in order and every table's row count; returns the
-    /// libraries' summaries.
-    private static func verify(_ sqlite: Connection, _ postgres: PostgresConnection, rows: [String: Int]) throws -> [Summary.Library] {
+    /// Compares every table's row count with the source's and every library's albums in order;
+    /// returns the libraries' summaries.
+    private static func verify(
+        _ sqlite: Connection, _ postgres: PostgresConnection, copied: [String: Int], lifts: [Int64: Int64]
+    ) throws -> [Summary.Library] {
         for table in tables {
             let count = try postgres.scalar("SELECT COUNT(*) FROM \(table.name)", as: Int.self) ?? -1
-            guard count == rows[table.name] else {
-                throw Failure(kind: .verificationFailed, message: "\(table.name): \(count) rows in PostgreSQL, \(rows[table.name] ?? 0) copied")
+            let expected = try sqlite.query("SELECT COUNT(*) FROM \(table.name)") { try $0.int(0) }.first ?? -1
+            guard count == expected, copied[table.name] == expected else {
+                throw Failure(
+                    kind: .verificationFailed,
+                    message: "\(table.name): \(count) rows in PostgreSQL, \(expected) in SQLite (\(copied[table.name] ?? 0) copied)")
             }
         }
         let libraries = try sqlite.query(librariesInSource) { row in
@@ -199,8 +241,9 @@ public enum DatabaseMigration {
             let stored = try postgres.firstRow(libraryInTarget, [.integer(library.id)]) { row in
                 (albumCount: try row.int(0), version: try row.int64(1))
             }
+            let lift = lifts[library.id] ?? 0
             guard actual == expected, expected.count == library.albumCount, stored?.albumCount == library.albumCount,
-                stored?.version == library.version
+                stored?.version == library.version + lift
             else {
                 throw Failure(
                     kind: .verificationFailed,
@@ -209,8 +252,8 @@ public enum DatabaseMigration {
                         + "library row \(stored.map { "\($0.albumCount) albums, version \($0.version)" } ?? "missing")")
             }
             summaries.append(Summary.Library(
-                name: library.name, deleted: library.deleted, albums: actual.count, version: library.version,
-                checksum: FNV1a.hex(actual.hash)))
+                name: library.name, deleted: library.deleted, albums: actual.count, version: library.version + lift,
+                versionLift: lift, checksum: FNV1a.hex(actual.hash)))
         }
         return summaries
     }
@@ -228,7 +271,9 @@ public enum DatabaseMigration {
 
     // MARK: The target's state
 
-    /// Kept from other writers (and the migrator) for the transaction; readers go on.
+    /// Kept from other writers (and the migrator) for the transaction. EXCLUSIVE MODE lets
+    /// plain reads go on, but TRUNCATE then takes ACCESS EXCLUSIVE: nothing else reads these
+    /// tables until the commit (hence the refusal while other sessions are connected).
     private static let lockTables = """
         LOCK TABLE libraries, buckets, albums, undo_commands, saved_states, library_changes, views, settings,
             access_token, access_failures, idempotency_keys, secrets IN EXCLUSIVE MODE
@@ -256,6 +301,47 @@ public enum DatabaseMigration {
             let count = try postgres.scalar("SELECT COUNT(*) FROM \(table.name)\(filter)", as: Int.self) ?? 0
             return count == 0 ? nil : "\(table.name): \(count)"
         }
+    }
+
+    /// Other client sessions on the target database (application name, address, pid).
+    private static let otherSessions = """
+        SELECT pid, COALESCE(application_name, ''), COALESCE(host(client_addr), 'local socket') FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+        ORDER BY pid
+        """
+
+    /// Throws ``Failure/Kind/targetInUse`` while other sessions are connected to the target.
+    private static func refuseOtherSessions(_ postgres: PostgresConnection) throws {
+        let sessions = try postgres.query(otherSessions) { row -> String in
+            let pid = try row.int64(0), application = try row.string(1), address = try row.string(2)
+            return "pid \(pid) (\(application.isEmpty ? "no application name" : application), \(address))"
+        }
+        guard sessions.isEmpty else {
+            throw Failure(
+                kind: .targetInUse,
+                message: "\(sessions.count) other session(s) are connected to the target database: "
+                    + sessions.prefix(5).joined(separator: "; ") + (sessions.count > 5 ? "; …" : "")
+                    + ". Replacing data under running instances would leave them serving what they cached; "
+                    + "stop the instances first, then run the migration again")
+        }
+    }
+
+    /// For each source library whose name the target holds (deleted or not): source library id
+    /// → the target's highest version of it (library row or change feed) + 1.
+    private static func versionLifts(_ sqlite: Connection, _ postgres: PostgresConnection) throws -> [Int64: Int64] {
+        let old = try postgres.query(
+            """
+            SELECT l.name, GREATEST(l.version, COALESCE((SELECT MAX(c.version) FROM library_changes AS c WHERE c.library = l.id), 0))
+            FROM libraries AS l
+            """
+        ) { row in (try row.string(0), try row.int64(1)) }
+        let highest = Dictionary(old, uniquingKeysWith: max)
+        let source = try sqlite.query("SELECT id, name FROM libraries") { row in (try row.int64(0), try row.string(1)) }
+        var lifts: [Int64: Int64] = [:]
+        for (id, name) in source {
+            if let version = highest[name] { lifts[id] = version + 1 }
+        }
+        return lifts
     }
 
     /// Tells running instances the catalog and every library changed (delivered at commit).

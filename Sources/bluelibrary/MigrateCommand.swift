@@ -12,10 +12,13 @@ enum MigrateCommand {
         settings, the token hash and lockouts, idempotency keys, secrets) into the PostgreSQL
         database at POSTGRES_URL (e.g. postgres://user:pass@host:5432/bluelibrary), creating
         its schema first. One transaction: on any error nothing is written. Before committing,
-        row counts and each library's album count and order checksum are read back and
-        compared. A target that already holds data is refused unless --force is given, which
-        replaces it. Stop the server on DATA_DIR first (writes made during the copy are not
-        copied). The SQLite data stays (an older file is first upgraded to the current
+        every table's row count and each library's album count, version and order checksum
+        are read back from PostgreSQL and compared with the source's. A target that already
+        holds data is refused unless --force is given, which replaces it; --force is refused
+        while other sessions are connected to the target database (stop the instances
+        first), and a library the target held gets versions above its old one (a version
+        never goes down). Stop the server on DATA_DIR first (writes made during the copy are
+        not copied). The SQLite data stays (an older file is first upgraded to the current
         SQLite schema, as a server start would).
         """
 

@@ -17,6 +17,12 @@ enum TokenCommand {
         PostgreSQL database URL names (default: $BLUELIBRARY_DATABASE_URL, when set), where every
         instance on it learns it within a second. Write protection is enabled; clients then
         send 'Authorization: Bearer <token>'. Replaces any earlier token.
+
+        The database is chosen as 'bluelibrary serve' chooses it: a flag wins over its
+        environment variable, and a database URL (flag or environment) means PostgreSQL even
+        when --data-dir is given (serve then keeps only its cover cache there);
+        --database-url '' means SQLite in the data directory. The URL must start with
+        postgres:// or postgresql://.
         """
 
     static func run(_ arguments: [String]) -> Never {
@@ -28,7 +34,14 @@ enum TokenCommand {
             fail("usage: bluelibrary token set [--data-dir DIR] (the token is read from standard input)")
         }
         var dataDirectory = ProcessInfo.processInfo.environment["BLUELIBRARY_DATA_DIR"] ?? "./data"
-        var databaseURL = ProcessInfo.processInfo.environment["BLUELIBRARY_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        var databaseURL: String?
+        if let value = ProcessInfo.processInfo.environment["BLUELIBRARY_DATABASE_URL"] {
+            do {
+                databaseURL = try ServeConfiguration.databaseURL(value)
+            } catch {
+                fail("BLUELIBRARY_DATABASE_URL: \(error.message)")
+            }
+        }
         var rest = arguments.dropFirst()
         while let word = rest.popFirst() {
             switch word {
@@ -42,9 +55,9 @@ enum TokenCommand {
                 dataDirectory = String(w.dropFirst("--data-dir=".count))
             case "--database-url":
                 guard let value = rest.popFirst() else { fail("--database-url needs a value") }
-                databaseURL = value
+                databaseURL = parsedURL(value)
             case let w where w.hasPrefix("--database-url="):
-                databaseURL = String(w.dropFirst("--database-url=".count))
+                databaseURL = parsedURL(String(w.dropFirst("--database-url=".count)))
             default:
                 fail("unknown option '\(word)'; the token is read from standard input, never from arguments")
             }
@@ -57,6 +70,15 @@ enum TokenCommand {
         }
         FileHandle.standardError.write(Data("bluelibrary: token hash stored; write protection is enabled (a running server enforces it within a few seconds)\n".utf8))
         exit(0)
+    }
+
+    /// `--database-url`'s value, checked as `serve` checks it (nil: SQLite).
+    private static func parsedURL(_ value: String) -> String? {
+        do {
+            return try ServeConfiguration.databaseURL(value)
+        } catch {
+            fail("--database-url: \(error.message)")
+        }
     }
 
     /// One line from a terminal with echo off, or all of piped input; trailing newlines dropped.

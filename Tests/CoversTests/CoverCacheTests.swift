@@ -9,9 +9,8 @@ import Testing
 /// The disk cache and revalidation around a real upstream on 127.0.0.1.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 final class CoverCacheTests {
-    /// The cache's files, without the fetch lock files (empty, one per cover fetched; see
-    /// `CoverFetchLock`).
-    var cacheFiles: [String] { directory.files().filter { !$0.hasSuffix(".lock") } }
+    /// The cache's files, without the fetch locks' directory (see `CoverFetchLocks`).
+    var cacheFiles: [String] { directory.files().filter { $0 != CoverFetchLocks.directoryName } }
 
     let upstream: TestUpstream
     let directory: TemporaryDirectory

@@ -76,13 +76,17 @@ struct DatabaseMigrationTests {
         let first = directory.file("first.sqlite")
         _ = try SourceFixture.make(at: first)
         let pool = try TestDatabase().pool()
-        _ = try DatabaseMigration.copy(fromSQLiteAt: first, to: pool, replacing: false)
+        let firstSummary = try DatabaseMigration.copy(fromSQLiteAt: first, to: pool, replacing: false)
+        let oldDefault = try #require(firstSummary.libraries.first { $0.name == "default" })
 
         let second = directory.file("second.sqlite")
         let small = try SQLiteAlbumStore(path: second)
         try small.write(.default) { writer in
             for number in 0..<3 { try writer.insert(SourceFixture.album(900 + number), at: 0) }
-            _ = try writer.bumpVersion()
+            let version = try writer.bumpVersion()
+            try writer.recordChange(LibraryChange(
+                version: version, kind: .added, id: SourceFixture.album(900).id, index: 0, fromIndex: nil,
+                recordedAt: Date(timeIntervalSince1970: 1_700_000_000)))
         }
         #expect {
             _ = try DatabaseMigration.copy(fromSQLiteAt: second, to: pool, replacing: false)
@@ -94,7 +98,53 @@ struct DatabaseMigrationTests {
         let summary = try DatabaseMigration.copy(fromSQLiteAt: second, to: pool, replacing: true)
         #expect(summary.replaced)
         #expect(summary.libraries.map(\.albums) == [3])
-        try expectSameTables(sqlitePath: second, pool: pool)
+        try expectSameTables(sqlitePath: second, pool: pool, except: ["libraries", "library_changes"])
+
+        // The target held `default` (at a version above the small source's): the copy's versions
+        // are lifted above it, library row and change feed alike, so none goes down or repeats.
+        let sourceVersion = try small.versions(of: [.default])[0]
+        #expect(oldDefault.version > sourceVersion, "the fixture makes the target's version the higher one")
+        let copied = try #require(summary.libraries.first)
+        #expect(copied.versionLift == oldDefault.version + 1)
+        #expect(copied.version == sourceVersion + oldDefault.version + 1)
+        try pool.withConnection { postgres in
+            #expect(try postgres.scalar("SELECT version FROM libraries WHERE name = 'default'", as: Int64.self) == copied.version)
+            let feed = try postgres.query("SELECT version FROM library_changes ORDER BY version") { try $0.int64(0) }
+            #expect(!feed.isEmpty && feed.allSatisfy { $0 > oldDefault.version } && feed.last == copied.version)
+        }
+    }
+
+    @Test("replacing is refused while another session is connected to the target, with what to do")
+    func refusedWhileInstancesRun() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("bluelibrary.sqlite")
+        _ = try SourceFixture.make(at: path)
+        let database = try TestDatabase()
+        let pool = database.pool()
+        _ = try DatabaseMigration.copy(fromSQLiteAt: path, to: pool, replacing: false)
+
+        do {
+            let instance = try PostgresConnection(url: database.url)  // a running instance
+            #expect {
+                _ = try DatabaseMigration.copy(fromSQLiteAt: path, to: pool, replacing: true)
+            } throws: { error in
+                guard let failure = error as? DatabaseMigration.Failure else { return false }
+                return failure.kind == .targetInUse && failure.message.contains("stop the instances first")
+                    && failure.message.contains("bluelibrary")
+            }
+            try expectSameTables(sqlitePath: path, pool: pool)
+            withExtendedLifetime(instance) {}
+        }
+        // The instance stopped (its backend goes a moment after the connection closes).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try pool.withConnection({ postgres in
+            try postgres.scalar(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+                as: Int.self)
+        }) != 0, ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(try DatabaseMigration.copy(fromSQLiteAt: path, to: pool, replacing: true).replaced)
     }
 
     @Test("a target an instance already migrated (only the default library) counts as empty")
@@ -110,14 +160,16 @@ struct DatabaseMigrationTests {
 
     /// Every table of the SQLite file equals its PostgreSQL copy, row for row, in every column
     /// SQLite's schema lists (album row ids aside: they are not copied).
-    private func expectSameTables(sqlitePath: String, pool: PostgresPool, everyTableFilled: Bool = false) throws {
+    private func expectSameTables(
+        sqlitePath: String, pool: PostgresPool, everyTableFilled: Bool = false, except: Set<String> = []
+    ) throws {
         let sqlite = try Connection(path: sqlitePath, mode: .readOnly)
         let tables = try sqlite.query(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'schema_migrations' ORDER BY name"
         ) { try $0.string(0) }
         #expect(tables.count == 12)
         try pool.withConnection { postgres in
-            for table in tables {
+            for table in tables where !except.contains(table) {
                 let columns = try sqlite.query("SELECT name FROM pragma_table_info(?1)", [.text(table)]) { try $0.string(0) }
                     .filter { !(table == "albums" && $0 == "row") }
                 let list = columns.joined(separator: ", ")

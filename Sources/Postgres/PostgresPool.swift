@@ -179,8 +179,8 @@ public final class PostgresPool: Sendable {
                 state.open -= 1
                 state.inUse -= 1
                 state.connectFailures += 1
-                let doublings = min(state.connectFailures - 1, 10)
-                let pause = min(configuration.firstReconnectDelay * (1 << doublings), configuration.longestReconnectDelay)
+                let pause = Backoff(first: configuration.firstReconnectDelay, longest: configuration.longestReconnectDelay)
+                    .delay(afterFailures: state.connectFailures)
                 state.nextConnectAt = ContinuousClock.now + pause
                 state.lastConnectError = (error as? PostgresError)?.message ?? "\(error)"
             }

@@ -167,7 +167,7 @@ public enum DatabaseMigration {
         func flush() throws {
             guard !batch.isEmpty else { return }
             let rows = batch.count / table.columns.count
-            try postgres.run(insert(into: table, rows: rows), batch)
+            try postgres.run(PostgresSQL.multiRowInsert(into: table.name, columns: table.columns, rows: rows), batch)
             copied += rows
             batch.removeAll(keepingCapacity: true)
         }
@@ -184,15 +184,6 @@ public enum DatabaseMigration {
         }
         try flush()
         return copied
-    }
-
-    /// `INSERT INTO table (columns) VALUES ($1, …), (…)` for `rows` rows.
-    static func insert(into table: Table, rows: Int) -> String {
-        let width = table.columns.count
-        let values = (0..<rows).map { row in
-            "(" + (1...width).map { "$\(row * width + $0)" }.joined(separator: ", ") + ")"
-        }
-        return "INSERT INTO \(table.name) (\(table.columns.joined(separator: ", "))) VALUES \(values.joined(separator: ", "))"
     }
 
     private static func postgresValue(_ value: SQLiteValue) -> PostgresValue {

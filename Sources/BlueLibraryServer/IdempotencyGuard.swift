@@ -7,6 +7,11 @@ import ServerRecords
 /// `Idempotency-Key` for creating requests: a retry with the same key and body gets the first
 /// response and changes nothing more (keys live 24 hours); the same key with a different body
 /// is 422; a key whose first request is still running (or died midway) is 409.
+///
+/// A request that failed is released (its key may be used again) only when nothing was
+/// changed for certain: never after the database became unavailable midway (the write may have
+/// committed with its reply lost), and never when the first answer could not be recorded; such
+/// a key answers 409 until it expires.
 struct IdempotencyGuard: Sendable {
     let store: any IdempotencyStore
     let clock: @Sendable () -> Date
@@ -52,6 +57,12 @@ struct IdempotencyGuard: Sendable {
         do {
             response = try work()
         } catch {
+            if let dependency = DependencyUnavailable.cause(of: error) {
+                // The database went away during the request: the write may have committed
+                // (a COMMIT whose reply was lost), so the key is never released (a retry must
+                // not write twice); it stays in progress until it expires.
+                throw Self.ambiguousWriteError(dependency)
+            }
             // Nothing was changed (facade mutations are all-or-nothing): the key may be reused.
             try? store.release(key: scopedKey)
             throw error
@@ -61,6 +72,19 @@ struct IdempotencyGuard: Sendable {
             try? store.complete(key: scopedKey, response: IdempotentResponse(status: response.status.code, headers: headers, body: body))
         }
         return response
+    }
+
+    /// The 503 for a write with an Idempotency-Key that lost the database midway: whether it was
+    /// saved is unknown, and its key stays claimed (a retry with it is 409 until the key expires).
+    static func ambiguousWriteError(_ dependency: any UnavailableDependency) -> HTTPError {
+        HTTPError(
+            .serviceUnavailable,
+            detail: "The database connection was lost while this change was being saved, so it may or may not "
+                + "have been saved. Do not repeat it blindly: check whether it took effect (GET) once the database "
+                + "is back. Its Idempotency-Key stays reserved (a repeat with it answers 409) until the key expires "
+                + "24 hours after its first use; send a repeat with a new key.",
+            type: "urn:bluelibrary:problem:database-unavailable", title: "Database unavailable",
+            headers: ["Retry-After": String(max(1, dependency.retryAfterSeconds)), "Cache-Control": "no-store"])
     }
 
     /// What makes two requests "the same": method, target and body.

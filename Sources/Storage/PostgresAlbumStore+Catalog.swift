@@ -56,15 +56,25 @@ extension PostgresAlbumStore {
     }
 
     public func saveView(_ view: ViewDefinition) throws {
-        let filter = view.filter
         try writing { session in
-            try session.run(SQL.saveView, [
-                .text(view.id.rawValue), .text(view.name), .text(view.sources.map(\.rawValue).joined(separator: ",")),
-                filter.text.map { .text($0) } ?? .null, filter.artist.map { .text($0) } ?? .null,
-                filter.genre.map { .text($0) } ?? .null, filter.yearFrom.map { .integer(Int64($0)) } ?? .null,
-                filter.yearTo.map { .integer(Int64($0)) } ?? .null, .integer(view.revision),
-            ])
+            try session.run(SQL.saveView, StoredRows.viewBindings(view))
             try session.run(PostgresSQL.notifyCatalog, [])
+        }
+    }
+
+    /// READ COMMITTED: a concurrent INSERT of the same id waits for the first to commit, then
+    /// does nothing; a concurrent UPDATE waits for the row, then re-checks the revision on the
+    /// committed row, so exactly one of two changes from one revision saves.
+    public func saveView(_ view: ViewDefinition, expecting previousRevision: Int64?) throws -> Bool {
+        try writing { session in
+            if let previousRevision {
+                try session.run(SQL.updateView, StoredRows.viewBindings(view) + [.integer(previousRevision)])
+            } else {
+                try session.run(SQL.createView, StoredRows.viewBindings(view))
+            }
+            let saved = session.changes > 0
+            if saved { try session.run(PostgresSQL.notifyCatalog, []) }
+            return saved
         }
     }
 

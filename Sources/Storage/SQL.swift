@@ -57,6 +57,19 @@ enum SQL {
             filter_genre = excluded.filter_genre, filter_year_from = excluded.filter_year_from,
             filter_year_to = excluded.filter_year_to, revision = excluded.revision
         """
+    /// A new view only: nothing happens (no row changed) when the id exists.
+    static let createView = """
+        INSERT INTO views (id, name, sources, filter_text, filter_artist, filter_genre, filter_year_from,
+            filter_year_to, revision) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        ON CONFLICT (id) DO NOTHING
+        """
+    /// Compare-and-set: replaces the definition only while its revision is still ?10 (no row
+    /// changed when another change, or a delete, came first).
+    static let updateView = """
+        UPDATE views SET name = ?2, sources = ?3, filter_text = ?4, filter_artist = ?5, filter_genre = ?6,
+            filter_year_from = ?7, filter_year_to = ?8, revision = ?9
+        WHERE id = ?1 AND revision = ?10
+        """
     static let deleteView = "DELETE FROM views WHERE id = ?1"
 
     // MARK: Buckets (columns: ord, id, size)

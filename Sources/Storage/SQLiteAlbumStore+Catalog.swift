@@ -52,14 +52,17 @@ extension SQLiteAlbumStore {
     }
 
     public func saveView(_ view: ViewDefinition) throws {
-        let filter = view.filter
+        try committing { db in try db.run(SQL.saveView, StoredRows.viewBindings(view)) }
+    }
+
+    public func saveView(_ view: ViewDefinition, expecting previousRevision: Int64?) throws -> Bool {
         try committing { db in
-            try db.run(SQL.saveView, [
-                .text(view.id.rawValue), .text(view.name), .text(view.sources.map(\.rawValue).joined(separator: ",")),
-                filter.text.map { .text($0) } ?? .null, filter.artist.map { .text($0) } ?? .null,
-                filter.genre.map { .text($0) } ?? .null, filter.yearFrom.map { .integer(Int64($0)) } ?? .null,
-                filter.yearTo.map { .integer(Int64($0)) } ?? .null, .integer(view.revision),
-            ])
+            if let previousRevision {
+                try db.run(SQL.updateView, StoredRows.viewBindings(view) + [.integer(previousRevision)])
+            } else {
+                try db.run(SQL.createView, StoredRows.viewBindings(view))
+            }
+            return db.changes > 0
         }
     }
 

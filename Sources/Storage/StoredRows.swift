@@ -65,4 +65,16 @@ extension StoredRows {
             id: ViewID(rawValue: try row.string(0)), name: try row.string(1), sources: sources, filter: filter,
             revision: try row.int64(8))
     }
+
+    /// `view` bound to ?1...?9 in the column order of ``view(from:)`` (`SQL.saveView`,
+    /// `createView`, `updateView`).
+    static func viewBindings(_ view: ViewDefinition) -> [SQLValue] {
+        let filter = view.filter
+        return [
+            .text(view.id.rawValue), .text(view.name), .text(view.sources.map(\.rawValue).joined(separator: ",")),
+            filter.text.map { .text($0) } ?? .null, filter.artist.map { .text($0) } ?? .null,
+            filter.genre.map { .text($0) } ?? .null, filter.yearFrom.map { .integer(Int64($0)) } ?? .null,
+            filter.yearTo.map { .integer(Int64($0)) } ?? .null, .integer(view.revision),
+        ]
+    }
 }

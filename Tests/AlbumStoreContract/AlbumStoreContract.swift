@@ -39,6 +39,8 @@ public enum AlbumStoreContract {
         ContractCheck("several libraries: one snapshot, one transaction, all rolled back together", severalLibraries),
         ContractCheck("the change feed keeps fromIndex and peer", changeFeedMoves),
         ContractCheck("views are stored whole, replaced by id, listed by id and deleted", viewDefinitions),
+        ContractCheck("views change by compare-and-set: one create per id, one change per revision, also concurrently",
+                      viewCompareAndSet),
         ContractCheck("random operations over three libraries, moves between them included, agree with arrays", randomCatalog),
         ContractCheck("idempotency keys: claim, in progress, mismatch, replay, release, expiry", idempotency),
         ContractCheck("the settings document is stored, replaced and updated in place", settings),

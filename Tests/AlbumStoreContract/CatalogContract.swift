@@ -1,6 +1,7 @@
 import Essentials
 import Foundation
 import Library
+import Synchronization
 import Testing
 
 /// The contract for several libraries and views (issue 13): the catalog calls, reads and
@@ -263,6 +264,56 @@ extension AlbumStoreContract {
         _ = try store.createLibrary(jazz, name: "Jazz")
         try store.deleteLibrary(jazz)
         #expect(try store.views() == [changed])
+    }
+
+    static func viewCompareAndSet(_ factory: AlbumStoreFactory) throws {
+        let store = try factory().albums
+        let id = ViewID(rawValue: "mine")
+        let first = ViewDefinition(id: id, name: "First", sources: [.default], revision: 7)
+        #expect(try store.saveView(first, expecting: nil), "a new id is created")
+        var other = first
+        other.name = "Other"
+        #expect(try store.saveView(other, expecting: nil) == false, "a second create of the id stores nothing")
+        #expect(try store.views() == [first])
+
+        var second = first
+        second.name = "Second"
+        second.revision = 8
+        #expect(try store.saveView(second, expecting: 6) == false, "a wrong revision stores nothing")
+        #expect(try store.views() == [first])
+        #expect(try store.saveView(second, expecting: 7))
+        #expect(try store.views() == [second])
+        var late = first
+        late.name = "Late"
+        late.revision = 8
+        #expect(try store.saveView(late, expecting: 7) == false, "a change from the old revision is refused")
+        #expect(try store.views() == [second], "the first change stays, whole")
+        #expect(try store.deleteView(id))
+        #expect(try store.saveView(late, expecting: 8) == false, "a deleted view is not brought back by a change")
+        #expect(try store.views().isEmpty)
+
+        // Several writers at once (threads here; instances on PostgreSQL race the same way):
+        // one create per id wins, and of the changes from one revision exactly one is stored.
+        let racers = 6
+        let created = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: racers) { n in
+            let view = ViewDefinition(id: id, name: "Create \(n)", sources: [.default], revision: 100)
+            if (try? store.saveView(view, expecting: nil)) == true { created.withLock { $0.append(n) } }
+        }
+        #expect(created.withLock { $0.count } == 1, "one of \(racers) concurrent creates of one id wins")
+        let winner = try #require(try store.views().first)
+        #expect(winner.name == "Create \(created.withLock { $0.first ?? -1 })")
+        let changed = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: racers) { n in
+            var view = winner
+            view.name = "Change \(n)"
+            view.revision = winner.revision + 1
+            if (try? store.saveView(view, expecting: winner.revision)) == true { changed.withLock { $0.append(n) } }
+        }
+        #expect(changed.withLock { $0.count } == 1, "one of \(racers) concurrent changes of one revision wins")
+        let stored = try #require(try store.views().first)
+        #expect(stored.revision == winner.revision + 1)
+        #expect(stored.name == "Change \(changed.withLock { $0.first ?? -1 })", "the definition of the change that won")
     }
 
     // MARK: - Helpers

@@ -149,6 +149,15 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
         }
     }
 
+    public func saveView(_ view: ViewDefinition, expecting previousRevision: Int64?) throws -> Bool {
+        lock.withLock {
+            guard viewDefinitions[view.id]?.revision == previousRevision else { return false }
+            viewDefinitions[view.id] = view
+            _writeCount += 1
+            return true
+        }
+    }
+
     public func deleteView(_ id: ViewID) throws -> Bool {
         lock.withLock {
             guard viewDefinitions.removeValue(forKey: id) != nil else { return false }

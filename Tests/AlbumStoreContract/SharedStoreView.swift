@@ -9,6 +9,9 @@ public struct SharedStoreView: AlbumStore {
     public let base: any AlbumStore
     /// `versions(of:)` calls so far (the one statement a shared request costs).
     public let versionReads = CallCounter()
+    /// Runs once, just before this instance's next compare-and-set of a view definition: what
+    /// another instance commits between this one's read and its save.
+    public let beforeNextViewSave = OneShot()
 
     public init(_ base: any AlbumStore) {
         self.base = base
@@ -43,6 +46,10 @@ public struct SharedStoreView: AlbumStore {
     public func deleteLibrary(_ id: LibraryID, onlyIfEmpty: Bool) throws { try base.deleteLibrary(id, onlyIfEmpty: onlyIfEmpty) }
     public func views() throws -> [ViewDefinition] { try base.views() }
     public func saveView(_ view: ViewDefinition) throws { try base.saveView(view) }
+    public func saveView(_ view: ViewDefinition, expecting previousRevision: Int64?) throws -> Bool {
+        beforeNextViewSave.run()
+        return try base.saveView(view, expecting: previousRevision)
+    }
     public func deleteView(_ id: ViewID) throws -> Bool { try base.deleteView(id) }
 }
 
@@ -52,4 +59,12 @@ public final class CallCounter: Sendable {
     public init() {}
     public func increment() { value.withLock { $0 += 1 } }
     public var count: Int { value.withLock { $0 } }
+}
+
+/// An action run at most once, by whoever calls ``run()`` first after ``set(_:)``.
+public final class OneShot: Sendable {
+    private let action = Mutex<(@Sendable () -> Void)?>(nil)
+    public init() {}
+    public func set(_ body: @escaping @Sendable () -> Void) { action.withLock { $0 = body } }
+    public func run() { action.withLock { action in defer { action = nil }; return action }?() }
 }

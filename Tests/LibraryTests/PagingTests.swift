@@ -53,6 +53,41 @@ import Testing
         #expect(cache.state("page", version: 1) == .loaded(version: 1))
     }
 
+    @Test("a request that read a newer version than the load in flight leads its own, never gets the older page")
+    func aNewerRequestNeverJoinsAnOlderLoad() throws {
+        let cache = RequestModelCache<String, String>(clock: SystemClock())
+        let inLoad = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let older = Mutex<String?>(nil)
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            let value = try? cache.value("p", version: 5) {
+                inLoad.signal()
+                release.wait()  // the v5 read is slow; v6 commits meanwhile
+                return .init(value: "v5", version: 5, cost: 1)
+            }
+            older.withLock { $0 = value }
+        }
+        inLoad.wait()
+        let newer = Mutex<String?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async(group: group) {
+            let value = try? cache.value("p", version: 6) { .init(value: "v6", version: 6, cost: 1) }
+            newer.withLock { $0 = value }
+            answered.signal()
+        }
+        // With the fix the v6 request never waits for the v5 load; without it, it joins that
+        // load and gets v5 once the load is let go (the wait only bounds a wrong join).
+        _ = answered.wait(timeout: .now() + .seconds(5))
+        release.signal()
+        group.wait()
+        #expect(newer.withLock { $0 } == "v6", "read-your-writes: never a page older than the request's version")
+        #expect(older.withLock { $0 } == "v5", "the older request still gets its own load")
+        #expect(cache.loadCount == 2)
+        #expect(cache.current("p", version: 6) == "v6", "the overtaken older load does not replace the newer page")
+        #expect(cache.state("p", version: 6) == .loaded(version: 6))
+    }
+
     @Test func aNewVersionMakesPagesOutdatedAndTheNextRequestReloads() throws {
         let cache = RequestModelCache<String, String>(clock: SystemClock())
         _ = try cache.value("p", version: 1) { .init(value: "v1", version: 1, cost: 2) }

@@ -66,6 +66,33 @@ struct SharedStoreTests {
         #expect(try a.views().isEmpty)
     }
 
+    @Test("a view changed by another instance between this one's read and save: both changes kept, revisions distinct")
+    func concurrentViewChanges() throws {
+        _ = try a.create(id: jazz, name: "Jazz")
+        let view = ViewID(rawValue: "all")
+        let created = try a.createView(id: view, name: "All", sources: [.default, jazz])
+        let other = b
+        viewA.beforeNextViewSave.set { _ = try? other.updateView(view, name: "Everything") }
+        let mine = try a.updateView(view, filter: AlbumFilter(genre: "Jazz"))
+        #expect(mine.name == "Everything", "B's change is not lost")
+        #expect(mine.filter == AlbumFilter(genre: "Jazz"), "A's change applied on top of it")
+        #expect(mine.revision == created.revision + 2, "two changes, two revisions")
+        #expect(try b.view(view) == mine)
+
+        // Created at once on two instances: one 201, one conflict; B's definition stays.
+        let twice = ViewID(rawValue: "twice")
+        viewA.beforeNextViewSave.set { _ = try? other.createView(id: twice, name: "B's", sources: [jazz]) }
+        do {
+            _ = try a.createView(id: twice, name: "A's", sources: [.default])
+            Issue.record("A's create of an id B created meanwhile must be a conflict")
+        } catch .conflict {
+        } catch {
+            Issue.record("expected a conflict, got \(error)")
+        }
+        #expect(try a.view(twice).name == "B's")
+        #expect(try a.view(twice).sources == [jazz])
+    }
+
     @Test("libraries created and deleted by another instance")
     func registryFollowsOtherInstances() throws {
         _ = try b.create(id: jazz, name: "Jazz")

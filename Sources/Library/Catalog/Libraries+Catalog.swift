@@ -98,15 +98,25 @@ extension Libraries {
                     "library \"\(id)\" is a source of the view\(users.count == 1 ? "" : "s") \(names); "
                         + "remove it from their sources first, or delete with ?force=true to remove it from them")
             }
-            for var view in users {
-                view.sources.removeAll { $0 == id }
-                view.revision += 1
-                try save(view)
-            }
+            for view in users { try removeSource(id, from: view.id) }
             // Checked again inside the delete: an album may have arrived since `record` was read.
             try catalog { try store.deleteLibrary(id, onlyIfEmpty: !force) }
         }
         dropFacade(id)
+    }
+
+    /// Takes `source` out of view `view`'s sources (a new revision), by compare-and-set like
+    /// `updateView`: a definition another instance changed meanwhile is read again.
+    private func removeSource(_ source: LibraryID, from view: ViewID) throws(LibraryError) {
+        for _ in 0..<Self.viewUpdateAttempts {
+            guard var definition = try knownViews()[view], definition.sources.contains(source) else { return }
+            let previous = definition.revision
+            definition.sources.removeAll { $0 == source }
+            definition.revision += 1
+            if try save(definition, expecting: previous) { return }
+            viewCache.forget()
+        }
+        throw .conflict("the view \"\(view)\" kept being changed by other requests; repeat the delete")
     }
 
     /// Runs one catalog call of the store, translating errors to `LibraryError`.

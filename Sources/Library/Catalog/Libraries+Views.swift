@@ -87,36 +87,54 @@ extension Libraries {
             let name = try CatalogName.validatedName(name ?? id.rawValue)
             try checkSources(sources)
             let filter = try filter.validated()
-            guard try knownViews()[id] == nil else {
-                throw .conflict("a view with id \"\(id)\" exists; choose another id, or change that view with PATCH")
-            }
+            let taken = LibraryError.conflict("a view with id \"\(id)\" exists; choose another id, or change that view with PATCH")
+            guard try knownViews()[id] == nil else { throw taken }
             let first = max(1, Timestamp.milliseconds(clock()), viewCache.highestRevision + 1)
             let view = ViewDefinition(id: id, name: name, sources: sources, filter: filter, revision: first)
-            try save(view)
+            // A plain insert: another instance that created the id since the check wins.
+            guard try save(view, expecting: nil) else { throw taken }
             return view
         }
     }
 
+    /// How often ``updateView(_:name:sources:filter:)`` applies its change again to a
+    /// definition another instance changed meanwhile, before it answers `.conflict`.
+    static let viewUpdateAttempts = 8
+
     /// Changes a view; nil leaves a part unchanged. Every change increases the revision by
     /// one (so the view's pages, ETags and cursor walks of the old definition end); a call
     /// that changes nothing changes nothing.
-    /// - Throws: `.viewNotFound`; `.invalid` as for ``createView(id:name:sources:filter:)``.
+    ///
+    /// The store saves it by compare-and-set on the revision read: when another instance
+    /// changed the view in between, the given parts are applied again to its definition (a
+    /// PATCH changes the parts it names, on whatever the view is then), so neither change is
+    /// lost and no two definitions ever share a revision.
+    /// - Throws: `.viewNotFound` (also when deleted meanwhile); `.invalid` as for
+    ///   ``createView(id:name:sources:filter:)``; `.conflict` when other changes kept winning
+    ///   (``viewUpdateAttempts`` times).
     public func updateView(_ id: ViewID, name: String? = nil, sources: [LibraryID]? = nil, filter: AlbumFilter? = nil)
         throws(LibraryError) -> ViewDefinition
     {
         try viewCache.serialized { () throws(LibraryError) in
-            var view = try self.view(id)
-            let before = view
-            if let name { view.name = try CatalogName.validatedName(name) }
-            if let sources {
-                try checkSources(sources)
-                view.sources = sources
+            var current = try self.view(id)
+            let name = try name.map { name throws(LibraryError) in try CatalogName.validatedName(name) }
+            if let sources { try checkSources(sources) }
+            let filter = try filter.map { filter throws(LibraryError) in try filter.validated() }
+            for attempt in 0..<Self.viewUpdateAttempts {
+                if attempt > 0 { current = try self.view(id) }
+                let before = current
+                var view = current
+                if let name { view.name = name }
+                if let sources { view.sources = sources }
+                if let filter { view.filter = filter }
+                guard view != before else { return view }
+                view.revision += 1
+                if try save(view, expecting: before.revision) { return view }
+                // Changed (or deleted) by another instance since the read: forget what this
+                // process remembers and apply the change to what is stored now.
+                viewCache.forget()
             }
-            if let filter { view.filter = try filter.validated() }
-            guard view != before else { return view }
-            view.revision += 1
-            try save(view)
-            return view
+            throw .conflict("the view \"\(id)\" kept being changed by other requests; read it again and repeat the change")
         }
     }
 
@@ -253,13 +271,17 @@ extension Libraries {
         }
     }
 
-    func save(_ view: ViewDefinition) throws(LibraryError) {
+    /// Saves `view` by compare-and-set (see `AlbumStore.saveView(_:expecting:)`) and records
+    /// it in memory when it was saved.
+    func save(_ view: ViewDefinition, expecting previousRevision: Int64?) throws(LibraryError) -> Bool {
+        let saved: Bool
         do {
-            try store.saveView(view)
+            saved = try store.saveView(view, expecting: previousRevision)
         } catch {
             throw LibraryFacade.libraryError(from: error)
         }
-        viewCache.set(view.id, view)
+        if saved { viewCache.set(view.id, view) } else { viewCache.noteRevisions([view]) }
+        return saved
     }
 
     private func checkSources(_ sources: [LibraryID]) throws(LibraryError) {

@@ -73,9 +73,12 @@ enum CatalogName {
         return nil
     }
 
-    /// A display name: trimmed, 1 to 200 characters.
+    /// A display name: trimmed, 1 to 200 characters, no U+0000.
     /// - Throws: `.invalid` for field `field`.
     static func validatedName(_ name: String, field: String = "name") throws(LibraryError) -> String {
+        guard !AlbumFieldRules.containsNUL(name) else {
+            throw .invalid(ValidationFailure([FieldError(field: field, message: "name \(AlbumFieldRules.nulMessage)")]))
+        }
         let trimmed = AlbumFieldRules.trimmed(name)
         guard !trimmed.isEmpty, trimmed.count <= maxNameLength else {
             throw .invalid(ValidationFailure([FieldError(

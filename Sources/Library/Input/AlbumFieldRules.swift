@@ -12,6 +12,14 @@ enum AlbumFieldRules {
     static let yearMessage = "must be an integer between 1000 and 9999, or a 4-digit string like \"1992\""
     static let coverURLMessage = "must be an absolute http or https URL like \"https://example.com/cover.png\", or null"
 
+    /// Text never holds U+0000 (NUL): PostgreSQL cannot store it, and no title needs it, so
+    /// both stores refuse it alike.
+    static let nulMessage = "must not contain the NUL character (U+0000)"
+
+    static func containsNUL(_ text: String) -> Bool {
+        text.utf8.contains(0)
+    }
+
     /// Trims surrounding whitespace and checks the length rule.
     ///
     /// Rule: stored text is trimmed, so `"  Sting "` and `"Sting"` are the same artist, and a
@@ -22,6 +30,10 @@ enum AlbumFieldRules {
     }
 
     static func text(_ key: String, _ raw: String, errors reader: inout JSONFieldReader) -> String? {
+        if containsNUL(raw) {
+            reader.fail(key, nulMessage)
+            return nil
+        }
         let trimmed = trimmed(raw)
         if trimmed.isEmpty {
             reader.fail(key, "must not be empty or only whitespace")
@@ -69,6 +81,10 @@ enum AlbumFieldRules {
     /// Rule: an absolute `http`/`https` URL with a host, at most 2048 characters. Other schemes
     /// are refused because the cover fetcher (curl) must never be pointed at `file:` or `ftp:`.
     static func coverURL(_ key: String, _ raw: String, reader: inout JSONFieldReader) -> String? {
+        if containsNUL(raw) {
+            reader.fail(key, nulMessage)
+            return nil
+        }
         let trimmed = trimmed(raw)
         if exceeds(trimmed, maximumURLLength) {
             reader.fail(key, "must be at most \(maximumURLLength) characters (got \(trimmed.count))")

@@ -42,12 +42,14 @@ public struct AlbumFilter: Sendable, Hashable {
         return true
     }
 
-    /// Checks the values (`yearFrom <= yearTo`, lengths).
+    /// Checks the values (`yearFrom <= yearTo`, lengths, no U+0000 in a text).
     /// - Throws: `.invalid` naming each bad parameter.
     public func validated() throws(LibraryError) -> AlbumFilter {
         var errors: [FieldError] = []
         for (name, value) in [("q", text), ("artist", artist), ("genre", genre)] {
-            if let value, value.count > 500 {
+            if let value, AlbumFieldRules.containsNUL(value) {
+                errors.append(FieldError(field: name, message: "\(name) \(AlbumFieldRules.nulMessage)"))
+            } else if let value, value.count > 500 {
                 errors.append(FieldError(field: name, message: "\(name) must be at most 500 characters"))
             }
         }

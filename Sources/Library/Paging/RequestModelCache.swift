@@ -61,6 +61,9 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
         var loadedAt: UInt64
         var invalidated = false
         var flight: Flight?
+        /// The version the request that leads `flight` read: a request that read a newer one
+        /// never joins it (its result may be older than what that request already saw).
+        var flightVersion: Int64 = 0
         var lastUse: UInt64
     }
 
@@ -100,10 +103,32 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
     }
 
     /// The value for `key` at `version`: from memory when current, otherwise loaded by `load`
-    /// (or by the identical request already loading it). A failed load is not kept: the
-    /// waiters get the error and the next request tries again.
+    /// (or by the identical request already loading it, when that one read `version` or a
+    /// newer one). A failed load is not kept: the waiters get the error and the next request
+    /// tries again.
+    ///
+    /// Never older than `version`: a request whose version is newer than the one of the load
+    /// in flight leads a load of its own (the older load's value is then not kept over it),
+    /// and a joined load that still comes back older is not taken either (read-your-writes).
     public func value(_ key: Key, version: Int64, load: () throws -> Loaded) throws -> Value {
-        let step = store.withLock { store -> Step in
+        let step = step(key, version: version)
+        switch step {
+        case let .hit(value):
+            return value
+        case let .wait(flight):
+            let loaded = try flight.wait().get()
+            if loaded.version >= version { return loaded.value }
+            // Read older than its leader's version (a store whose versions went back): this
+            // request reads for itself rather than answer older than what it saw.
+            return try load().value
+        case let .lead(flight):
+            return try lead(key, version: version, flight: flight, load: load)
+        }
+    }
+
+    /// Decides how a request for `key` at `version` is answered; registers a flight to lead.
+    private func step(_ key: Key, version: Int64) -> Step {
+        store.withLock { store -> Step in
             store.useCounter += 1
             var entry = store.entries[key] ?? Entry(loaded: nil, loadedAt: 0, flight: nil, lastUse: 0)
             entry.lastUse = store.useCounter
@@ -113,39 +138,42 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
                 return .hit(loaded.value)
             }
             store.misses += 1
-            if let flight = entry.flight {
+            if let flight = entry.flight, entry.flightVersion >= version {
                 store.entries[key] = entry
                 return .wait(flight)
             }
+            // No load, or only one for an older version: lead (the newer flight replaces the
+            // older one for joiners; the older one's leader still answers its own waiters).
             let flight = Flight()
             entry.flight = flight
+            entry.flightVersion = version
             store.entries[key] = entry
             store.loads += 1
             return .lead(flight)
         }
-        switch step {
-        case let .hit(value):
-            return value
-        case let .wait(flight):
-            return try flight.wait().get().value
-        case let .lead(flight):
-            let result = Result { try load() }
-            store.withLock { store in
-                guard var entry = store.entries[key] else { return }
-                entry.flight = nil
-                if case let .success(loaded) = result {
-                    store.cost -= entry.loaded?.cost ?? 0
-                    entry.loaded = loaded
-                    entry.loadedAt = clock.nanoseconds()
-                    entry.invalidated = false
-                    store.cost += loaded.cost
-                }
-                store.entries[key] = entry
-                evict(&store)
+    }
+
+    /// Runs `load` for `key`, keeps its value unless a newer one is held, and completes `flight`.
+    private func lead(_ key: Key, version: Int64, flight: Flight, load: () throws -> Loaded) throws -> Value {
+        let result = Result { try load() }
+        store.withLock { store in
+            guard var entry = store.entries[key] else { return }
+            // A load that a newer one overtook keeps its value only if not older than what
+            // is held (it still answers its own waiters).
+            let overtaken = entry.flight !== flight
+            if !overtaken { entry.flight = nil }
+            if case let .success(loaded) = result, !overtaken || loaded.version >= entry.loaded?.version ?? .min {
+                store.cost -= entry.loaded?.cost ?? 0
+                entry.loaded = loaded
+                entry.loadedAt = clock.nanoseconds()
+                entry.invalidated = false
+                store.cost += loaded.cost
             }
-            flight.complete(result)
-            return try result.get().value
+            store.entries[key] = entry
+            evict(&store)
         }
+        flight.complete(result)
+        return try result.get().value
     }
 
     /// The model state of `key` at `version` (nil: never requested or evicted).

@@ -56,8 +56,16 @@ public protocol AlbumStore: Sendable {
     /// Every view definition, ordered by id.
     func views() throws -> [ViewDefinition]
 
-    /// Stores `view`, replacing the definition with the same id.
+    /// Stores `view`, replacing the definition with the same id (unconditionally: for imports
+    /// and fixtures; `Libraries` changes definitions only with the compare-and-set below).
     func saveView(_ view: ViewDefinition) throws
+
+    /// Compare-and-set of a definition, one transaction, safe against every other instance on
+    /// the same database. `previousRevision` nil: creates `view`, false (nothing stored) when a
+    /// view with its id exists. Otherwise replaces the definition only while the stored one
+    /// still has revision `previousRevision`; false (nothing stored) when it changed or was
+    /// deleted meanwhile. Of two concurrent calls from one revision, exactly one returns true.
+    func saveView(_ view: ViewDefinition, expecting previousRevision: Int64?) throws -> Bool
 
     /// Deletes a view definition; false when there was none.
     func deleteView(_ id: ViewID) throws -> Bool

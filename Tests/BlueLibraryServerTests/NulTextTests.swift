@@ -1,0 +1,58 @@
+import BlueLibraryTestSupport
+import Foundation
+import HTTPTestSupport
+import Testing
+
+@testable import BlueLibraryServer
+
+/// Review finding 8 of issue 14: U+0000 in album text and in list filters is a 422 naming the
+/// field on both stores (PostgreSQL cannot store it; SQLite answers the same for one API).
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct NulTextTests {
+    enum Backend: String, CaseIterable, CustomTestStringConvertible {
+        case sqlite, postgres
+        var testDescription: String { rawValue }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func nulIsRefusedNamingTheField(_ backend: Backend) throws {
+        let app: BlueLibraryApp
+        switch backend {
+        case .sqlite:
+            app = try TestApp.make()
+        case .postgres:
+            let url = try PostgresServer.shared().makeDatabase()
+            app = try TestApp.make {
+                $0.databaseURL = url
+                $0.databasePoolSize = 4
+            }
+        }
+        app.start()
+        defer { app.shutdown() }
+        func call(_ method: String, _ path: String, _ json: String? = nil) throws -> RawHTTPClient.Response {
+            try RawHTTPClient.request(
+                port: app.port, method: method, path: path,
+                headers: json == nil ? [:] : ["Content-Type": "application/json"], body: Array((json ?? "").utf8))
+        }
+        func expectRefused(_ response: RawHTTPClient.Response, field: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            #expect(response.status == 422, "\(response.status) \(response.text)", sourceLocation: sourceLocation)
+            #expect(response.header("Content-Type") == "application/problem+json", sourceLocation: sourceLocation)
+            let errors = try response.json()["errors"] as? [[String: Any]] ?? []
+            #expect(errors.contains { $0["field"] as? String == field && ($0["message"] as? String ?? "").contains("U+0000") },
+                    "\(response.text)", sourceLocation: sourceLocation)
+        }
+
+        try expectRefused(try call("POST", "/albums", #"{"title":"Blue\u0000Train","artist":"John Coltrane"}"#), field: "title")
+        try expectRefused(try call("POST", "/albums", #"{"title":"Blue Train","artist":"\u0000"}"#), field: "artist")
+        let created = try call("POST", "/albums", #"{"title":"Blue Train","artist":"John Coltrane"}"#)
+        #expect(created.status == 201)
+        let id = try #require(try created.json()["id"] as? String)
+        try expectRefused(try call("PATCH", "/albums/\(id)", #"{"genre":"Jazz\u0000"}"#), field: "genre")
+        for field in ["q", "artist", "genre"] {
+            try expectRefused(try call("GET", "/albums?\(field)=a%00b"), field: field)
+        }
+        _ = try call("POST", "/views", #"{"id":"all","sources":["default"]}"#)
+        try expectRefused(try call("GET", "/views/all/albums?q=%00"), field: "q")
+        #expect(try call("GET", "/albums?q=Blue").text.contains("Blue Train"), "nothing else changed")
+    }
+}

@@ -77,14 +77,12 @@ struct IdempotencyGuard: Sendable {
     /// The 503 for a write with an Idempotency-Key that lost the database midway: whether it was
     /// saved is unknown, and its key stays claimed (a retry with it is 409 until the key expires).
     static func ambiguousWriteError(_ dependency: any UnavailableDependency) -> HTTPError {
-        HTTPError(
-            .serviceUnavailable,
+        DependencyUnavailable.error(
+            dependency,
             detail: "The database connection was lost while this change was being saved, so it may or may not "
                 + "have been saved. Do not repeat it blindly: check whether it took effect (GET) once the database "
                 + "is back. Its Idempotency-Key stays reserved (a repeat with it answers 409) until the key expires "
-                + "24 hours after its first use; send a repeat with a new key.",
-            type: "urn:bluelibrary:problem:database-unavailable", title: "Database unavailable",
-            headers: ["Retry-After": String(max(1, dependency.retryAfterSeconds)), "Cache-Control": "no-store"])
+                + "24 hours after its first use; send a repeat with a new key.")
     }
 
     /// What makes two requests "the same": method, target and body.

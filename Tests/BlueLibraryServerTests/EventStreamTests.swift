@@ -210,9 +210,11 @@ final class SSEClient: @unchecked Sendable {
 
     @Test func startsWithLibraryOutdatedWhenTheGapIsTooOld() throws {
         // The feed keeps only the newest change: a gap older than the buffer cannot be filled.
+        // (A negative age makes every change old at once, so only the count decides; with age
+        // zero, changes recorded in the same millisecond as the newest were kept.)
         let app = try TestApp.make {
             $0.events.replayCapacity = 3
-            $0.changeRetention = ChangeRetention(age: .zero, count: 1)
+            $0.changeRetention = ChangeRetention(age: .seconds(-1), count: 1)
         }
         app.start()
         defer { app.shutdown() }

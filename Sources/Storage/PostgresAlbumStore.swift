@@ -75,14 +75,6 @@ public final class PostgresAlbumStore: AlbumStore {
 
     // MARK: - Transactions
 
-    public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
-        try read([library]) { try body($0[0]) }
-    }
-
-    public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
-        try write([library]) { try body($0[0]) }
-    }
-
     public func read<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreReader]) throws -> T) throws -> T {
         Self.checkDistinct(libraries)
         return try reading { session in

@@ -31,7 +31,7 @@ extension PostgresServerRecords: AccessStore {
 
     public func failedAttempts(client: String) throws -> FailedAttempts? {
         try pool.withConnection { connection in
-            try connection.firstRow(PostgresRecordsSQL.failure, [.text(client)], Self.failedAttempts(from:))
+            try connection.firstRow(PostgresRecordsSQL.failure, [.text(client)]) { try StoredRows.failedAttempts(from: $0) }
         }
     }
 
@@ -39,9 +39,7 @@ extension PostgresServerRecords: AccessStore {
         try pool.withConnection { connection in
             var all: [String: FailedAttempts] = [:]
             try connection.forEachRow(PostgresRecordsSQL.everyFailure) { row in
-                all[try row.string(0)] = FailedAttempts(
-                    count: try row.int(1), windowStart: Milliseconds.date(try row.int64(2)),
-                    lockedUntil: row.isNull(3) ? nil : Milliseconds.date(try row.int64(3)))
+                all[try row.string(0)] = try StoredRows.failedAttempts(from: row, startingAt: 1)
             }
             return all
         }
@@ -63,7 +61,7 @@ extension PostgresServerRecords: AccessStore {
     @discardableResult
     public func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts? {
         try changing(PostgresSchema.Signal.access) { connection in
-            let old = try connection.firstRow(PostgresRecordsSQL.lockedFailure, [.text(client)], Self.failedAttempts(from:))
+            let old = try connection.firstRow(PostgresRecordsSQL.lockedFailure, [.text(client)]) { try StoredRows.failedAttempts(from: $0) }
             let new = body(old)
             guard new != old else { return (new, false) }
             if let new {
@@ -79,8 +77,4 @@ extension PostgresServerRecords: AccessStore {
     }
 
     /// Columns: attempt_count, window_start, locked_until.
-    private static func failedAttempts(from row: PostgresRow) throws -> FailedAttempts {
-        FailedAttempts(count: try row.int(0), windowStart: Milliseconds.date(try row.int64(1)),
-                       lockedUntil: row.isNull(2) ? nil : Milliseconds.date(try row.int64(2)))
-    }
 }

@@ -36,9 +36,7 @@ extension SQLiteAlbumStore: AccessStore {
             var all: [String: FailedAttempts] = [:]
             var rows = try db.cursor(SQL.everyFailure)
             while let row = try rows.next() {
-                all[try row.string(0)] = FailedAttempts(
-                    count: try row.int(1), windowStart: Milliseconds.date(try row.int64(2)),
-                    lockedUntil: row.isNull(3) ? nil : Milliseconds.date(try row.int64(3)))
+                all[try row.string(0)] = try StoredRows.failedAttempts(from: row, startingAt: 1)
             }
             return all
         }
@@ -72,9 +70,6 @@ extension SQLiteAlbumStore: AccessStore {
     }
 
     private static func failures(_ db: Connection, _ client: String) throws -> FailedAttempts? {
-        try db.firstRow(SQL.failure, [.text(client)]) { row in
-            FailedAttempts(count: try row.int(0), windowStart: Milliseconds.date(try row.int64(1)),
-                           lockedUntil: row.isNull(2) ? nil : Milliseconds.date(try row.int64(2)))
-        }
+        try db.firstRow(SQL.failure, [.text(client)]) { try StoredRows.failedAttempts(from: $0) }
     }
 }

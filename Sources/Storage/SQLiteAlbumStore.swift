@@ -238,14 +238,6 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// Counters of splits, merges and renumberings so far.
     public var orderingCounters: OrderingCounters { engine.counters.withLock { $0 } }
 
-    public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
-        try read([library]) { try body($0[0]) }
-    }
-
-    public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
-        try write([library]) { try body($0[0]) }
-    }
-
     public func read<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreReader]) throws -> T) throws -> T {
         Self.checkDistinct(libraries)
         return try database.read { db in

@@ -1,4 +1,5 @@
 import Library
+import ServerRecords
 
 /// Domain values read back from rows: the one place that knows which column is which (the
 /// column lists are in `SQL.swift`) and what a malformed stored value means (`.corrupt`).
@@ -12,6 +13,13 @@ enum StoredRows {
             year: try row.optionalInt(4), coverUrl: try row.optionalString(5),
             createdAt: Milliseconds.date(try row.int64(6)),
             updatedAt: Milliseconds.date(try row.int64(7)))
+    }
+
+    /// Columns from `first` on: attempt_count, window_start, locked_until (a failed-attempts record).
+    static func failedAttempts(from row: some SQLRow, startingAt first: Int = 0) throws -> FailedAttempts {
+        FailedAttempts(
+            count: try row.int(first), windowStart: Milliseconds.date(try row.int64(first + 1)),
+            lockedUntil: row.isNull(first + 2) ? nil : Milliseconds.date(try row.int64(first + 2)))
     }
 
     /// Columns: client, current_index, album_id, updated_at.

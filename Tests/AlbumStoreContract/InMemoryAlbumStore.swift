@@ -56,14 +56,6 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
 
     // MARK: - Transactions
 
-    public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
-        try read([library]) { try body($0[0]) }
-    }
-
-    public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
-        try write([library]) { try body($0[0]) }
-    }
-
     public func read<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreReader]) throws -> T) throws -> T {
         try lock.withLock {
             _readCount += 1

@@ -24,14 +24,6 @@ public struct SharedStoreView: AlbumStore {
         return try base.versions(of: libraries)
     }
 
-    public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
-        try base.read(library, body)
-    }
-
-    public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
-        try base.write(library, body)
-    }
-
     public func read<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreReader]) throws -> T) throws -> T {
         try base.read(libraries, body)
     }

@@ -84,6 +84,16 @@ public protocol AlbumStore: Sendable {
 }
 
 extension AlbumStore {
+    /// One library's read: the snapshot of several libraries, with one.
+    public func read<T>(_ library: LibraryID, _ body: (any AlbumStoreReader) throws -> T) throws -> T {
+        try read([library]) { try body($0[0]) }
+    }
+
+    /// One library's write: the transaction over several libraries, with one.
+    public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
+        try write([library]) { try body($0[0]) }
+    }
+
     /// False: this process is the only writer, so what a facade learnt from its own commits
     /// (the version memo, the view definitions) stays true until its next commit.
     public var isShared: Bool { false }

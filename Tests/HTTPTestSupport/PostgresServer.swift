@@ -83,10 +83,9 @@ public final class PostgresServer: Sendable {
 
     /// Removes `path`, trying again while the server's last processes finish writing into it.
     private static func remove(_ path: String) {
-        for _ in 0..<200 {
+        eventually(timeout: .seconds(2), pollingEvery: .milliseconds(10)) {
             try? FileManager.default.removeItem(atPath: path)
-            guard FileManager.default.fileExists(atPath: path) else { return }
-            usleep(10_000)
+            return !FileManager.default.fileExists(atPath: path)
         }
     }
 
@@ -139,7 +138,7 @@ public final class PostgresServer: Sendable {
             .split(separator: "\n").first, let pid = pid_t(pidLine) {
             kill(pid, SIGQUIT)
             // Not our child: watch it go (briefly), so no file is written after the removal.
-            for _ in 0..<500 where kill(pid, 0) == 0 { usleep(10_000) }
+            eventually(timeout: .seconds(5), pollingEvery: .milliseconds(10)) { kill(pid, 0) != 0 }
         }
         remove(server.directory)
     }

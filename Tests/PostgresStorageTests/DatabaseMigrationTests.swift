@@ -136,14 +136,13 @@ struct DatabaseMigrationTests {
             withExtendedLifetime(instance) {}
         }
         // The instance stopped (its backend goes a moment after the connection closes).
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try pool.withConnection({ postgres in
-            try postgres.scalar(
-                "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
-                as: Int.self)
-        }) != 0, ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        #expect(try eventually {
+            try pool.withConnection { postgres in
+                try postgres.scalar(
+                    "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+                    as: Int.self)
+            } == 0
+        })
         #expect(try DatabaseMigration.copy(fromSQLiteAt: path, to: pool, replacing: true).replaced)
     }
 

@@ -327,7 +327,7 @@ import Testing
         #expect(await proxy.requestsArrive(1))
         #expect(model.load() == .joined)
         let joined = Task { try await model.loadAndWait(more: false) }
-        #expect(await eventually { model.waitingCalls == 1 })
+        #expect(await eventually(timeout: modelWait) { model.waitingCalls == 1 })
         proxy.release()
         #expect(try #require(await outcome(of: joined)).get() == .joined)  // resumed by the one load's end
         #expect(recorder.events == ["start", "change", "finish"])
@@ -343,7 +343,7 @@ import Testing
         #expect(await proxy.requestsArrive(1))
         #expect(model.load(more: true) == .queued)  // nothing loaded yet, but the reset will tell
         let queued = Task { try await model.loadAndWait(more: true) }
-        #expect(await eventually { model.waitingCalls == 1 })
+        #expect(await eventually(timeout: modelWait) { model.waitingCalls == 1 })
         #expect(!model.isLoadingMore)
         proxy.release()
         #expect(await proxy.requestsArrive(2))
@@ -365,7 +365,7 @@ import Testing
         model.load()
         #expect(await proxy.requestsArrive(1))
         let queued = Task { try await model.loadAndWait(more: true) }
-        #expect(await eventually { model.waitingCalls == 1 })
+        #expect(await eventually(timeout: modelWait) { model.waitingCalls == 1 })
         model.cancel()
         let result = try #require(await outcome(of: queued))
         #expect(throws: BlueLibraryClientError.cancelled) { try result.get() }
@@ -403,7 +403,7 @@ import Testing
         #expect(await proxy.requestsArrive(3))
         proxy.release()
         #expect(await recorder.next(4, after: 3) == ["start", "cancel", "start", "finish"])  // 304: the first page is unchanged
-        #expect(await eventually { !model.isLoading })
+        #expect(await eventually(timeout: modelWait) { !model.isLoading })
         await drain(model)
         #expect(recorder.events.count == 7)
         #expect(model.items.count == 2 && model.hasMore)

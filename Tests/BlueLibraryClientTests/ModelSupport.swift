@@ -3,9 +3,15 @@ import Foundation
 import HTTPTestSupport
 import Synchronization
 
+/// How long a model test waits for something to happen before it fails. Long, because it only
+/// bounds a failing test: the model's tasks run on the cooperative pool (two threads here), which
+/// the suite's blocking tests (PostgreSQL faults, several server processes) can hold for tens of
+/// seconds; a 10 s wait failed that way once in five full runs.
+let modelWait: Duration = .seconds(60)
+
 /// The task's result, or nil when it has not finished within `timeout`: a call that never
 /// returns (a cancellation that did not work) fails the test instead of hanging the suite.
-func outcome<Success: Sendable>(of task: Task<Success, any Error>, within timeout: Duration = .seconds(10)) async
+func outcome<Success: Sendable>(of task: Task<Success, any Error>, within timeout: Duration = modelWait) async
     -> Result<Success, any Error>?
 {
     let box = ResultBox<Success>()
@@ -29,10 +35,10 @@ func drain(_ model: AlbumListModel) async {
 
 extension GatedProxy {
     /// Waits (suspending) until `count` requests have arrived in total.
-    func requestsArrive(_ count: Int) async -> Bool { await eventually { requests.count >= count } }
+    func requestsArrive(_ count: Int) async -> Bool { await eventually(timeout: modelWait) { requests.count >= count } }
 
     /// Waits (suspending) until `count` held requests were given up by their client.
-    func hangUpsArrive(_ count: Int) async -> Bool { await eventually { hangUps >= count } }
+    func hangUpsArrive(_ count: Int) async -> Bool { await eventually(timeout: modelWait) { hangUps >= count } }
 }
 
 extension LiveServer {
@@ -74,10 +80,10 @@ final class Recorder: AlbumListModelListener, Sendable {
         log.withLock { $0.append(event) }
     }
 
-    /// Waits until `count` events have been recorded in total (or 10 s pass) and returns them all.
+    /// Waits until `count` events have been recorded in total (or `modelWait` passes) and returns them all.
     @discardableResult
     func wait(for count: Int) async -> [String] {
-        _ = await eventually { events.count >= count }
+        _ = await eventually(timeout: modelWait) { events.count >= count }
         return events
     }
 

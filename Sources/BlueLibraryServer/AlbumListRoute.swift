@@ -134,22 +134,26 @@ struct AlbumListRoute {
         return items.map { "\(QueryEncoding.escape($0.name))=\(QueryEncoding.escape($0.value))" }.joined(separator: "&")
     }
 
+    /// The years a `yearFrom` / `yearTo` may name (an album's year is 1000 to 9999).
+    static let yearRange = 1000...9999
+
     /// Reads `limit`, `cursor` or `offset`, `sort`, `q`, `artist`, `genre`, `yearFrom`, `yearTo`, `count`.
     static func pageRequest(from request: HTTPRequest, paging: LibrarySettings.Paging = .init(), seal: CursorSeal) throws -> PageRequest {
-        let sort = try library { () throws(LibraryError) in try request.query("sort").map(AlbumSort.parse) ?? .position }
+        let parameters = QueryParameters(request)
+        let sort = try parameters.parsed("sort") { text in try library { () throws(LibraryError) in try AlbumSort.parse(text) } } ?? .position
         let filter = AlbumFilter(
-            text: request.query("q").flatMap { $0.isEmpty ? nil : $0 },
-            artist: request.query("artist"), genre: request.query("genre"),
-            yearFrom: try RequestInput.integer(request, "yearFrom", in: 0...9999),
-            yearTo: try RequestInput.integer(request, "yearTo", in: 0...9999))
+            text: parameters.text("q").flatMap { $0.isEmpty ? nil : $0 },
+            artist: parameters.text("artist"), genre: parameters.text("genre"),
+            yearFrom: try parameters.integer("yearFrom", in: Self.yearRange),
+            yearTo: try parameters.integer("yearTo", in: Self.yearRange))
         let query = AlbumQuery(sort: sort, filter: filter)
         let maxLimit = min(max(paging.maxLimit, PageRequest.limitRange.lowerBound), PageRequest.limitRange.upperBound)
         let defaultLimit = min(max(paging.defaultLimit, PageRequest.limitRange.lowerBound), maxLimit)
-        let limit = try RequestInput.integer(request, "limit", in: PageRequest.limitRange.lowerBound...maxLimit) ?? defaultLimit
+        let limit = try parameters.integer("limit", in: PageRequest.limitRange.lowerBound...maxLimit) ?? defaultLimit
         let start: PageStart
-        switch (request.query("cursor"), try RequestInput.integer(request, "offset", in: 0...Int(Int32.max))) {
+        switch (parameters.text("cursor"), try parameters.integer("offset", in: 0...Int(Int32.max))) {
         case (.some, .some):
-            throw HTTPError(.badRequest, detail: "Send either cursor or offset, not both.")
+            throw QueryParameters.invalid("offset", "offset cannot be sent with cursor (whatever its value): send either cursor or offset, not both.")
         case let (cursor?, nil):
             start = .cursor(try library { () throws(LibraryError) in try PageCursor.decode(cursor, for: query, seal: seal) })
         case let (nil, offset?):
@@ -157,7 +161,7 @@ struct AlbumListRoute {
         case (nil, nil):
             start = .first
         }
-        let count = request.query("count").map { $0 == "true" || $0 == "1" || $0.isEmpty } ?? false
+        let count = try parameters.boolean("count") ?? false
         return PageRequest(query: query, start: start, limit: limit, includeTotal: count)
     }
 }

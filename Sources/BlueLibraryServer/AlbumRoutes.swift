@@ -34,7 +34,7 @@ struct AlbumRoutes {
         let facade = try libraries.facade(context)
         return try idempotency.run(request, context: context) {
             let add = try library { () throws(LibraryError) in try AlbumAddRequest.decode(json: request.body) }
-            let queryIndex = try request.query("index").map { try RequestInput.index($0) }
+            let queryIndex = try QueryParameters(request).index("index")
             let client = try RequestInput.client(request)
             let created = try library { () throws(LibraryError) in
                 try facade.add(add.input, at: queryIndex ?? add.index, client: client)

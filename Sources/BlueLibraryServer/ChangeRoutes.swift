@@ -13,13 +13,12 @@ struct ChangeRoutes {
     func register(into routes: inout RouterBuilder) {
         routes.addForEachLibrary(.get, "/changes", options: .workerPool) { [libraries] request, context in
             let facade = try libraries.facade(context)
-            guard let sinceText = request.query("since") else {
-                throw HTTPError(
-                    .badRequest,
-                    detail: "since is required: the library version you last synced to (0 for everything still kept), as in /changes?since=0.")
+            let parameters = QueryParameters(request)
+            guard let since = try parameters.index("since").map(Int64.init) else {
+                throw QueryParameters.invalid(
+                    "since", "since is required: the library version you last synced to (0 for everything still kept), as in /changes?since=0.")
             }
-            let since = Int64(try RequestInput.index(sinceText, name: "since"))
-            let limit = try RequestInput.integer(request, "limit", in: 1...Self.maxLimit) ?? Self.defaultLimit
+            let limit = try parameters.integer("limit", in: 1...Self.maxLimit) ?? Self.defaultLimit
             let page = try library { () throws(LibraryError) in try facade.changes(since: since, limit: limit) }
             return try ConditionalGET.respond(
                 to: request,

@@ -89,10 +89,10 @@ struct EventRoutes {
     /// the route's).
     /// - Throws: 400 for a bad id, too many, or `library` on a `/libraries/{lib}/events` route.
     static func namedLibraries(_ request: HTTPRequest, _ context: RequestContext) throws -> [LibraryID] {
-        let texts = request.queryItems.filter { $0.name == "library" }.map(\.value)
+        let texts = QueryParameters(request).texts("library")
         guard !texts.isEmpty else { return [] }
         if context.parameters["lib"] != nil {
-            throw HTTPError(.badRequest, detail: "library query parameters are for /events only; use /events?library=a&library=b.")
+            throw QueryParameters.invalid("library", "library query parameters are for /events only; use /events?library=a&library=b.")
         }
         var ids: [LibraryID] = []
         for text in texts {
@@ -100,12 +100,12 @@ struct EventRoutes {
             do {
                 id = try LibraryID(validating: text, field: "library")
             } catch {
-                throw HTTPError(.badRequest, detail: "library=\(text.prefix(60)) is not a library id: \(error.message).")
+                throw QueryParameters.invalid("library", "library=\(text.prefix(60)) is not a library id: \(error.message).")
             }
             if !ids.contains(id) { ids.append(id) }
         }
         guard ids.count <= MultiLibraryEventStream.maxLibraries else {
-            throw HTTPError(.badRequest, detail: "One stream takes at most \(MultiLibraryEventStream.maxLibraries) libraries (got \(ids.count)); open several.")
+            throw QueryParameters.invalid("library", "library: one stream takes at most \(MultiLibraryEventStream.maxLibraries) libraries (got \(ids.count)); open several.")
         }
         return ids
     }
@@ -117,9 +117,11 @@ struct EventRoutes {
     ]
 
     /// The header is what EventSource sends on reconnect; the query parameter is for clients
-    /// that cannot set headers on their first request.
+    /// that cannot set headers on their first request. An empty (or blank) id is no id: the
+    /// stream starts live, as for a client that never had one.
     static func lastEventID(_ request: HTTPRequest) -> String? {
-        request.headers["Last-Event-ID"] ?? request.query("lastEventId")
+        let given = [request.headers["Last-Event-ID"], QueryParameters(request).text("lastEventId")]
+        return given.lazy.compactMap { $0 }.first { !$0.trimmingASCIIWhitespace().isEmpty }
     }
 
     static func stream(_ request: HTTPRequest, hub: EventHub, backfill: EventHub.Backfill? = nil) -> HTTPResponse {

@@ -55,13 +55,7 @@ struct LibraryRoutes {
     /// 204; 409 for `default`, for a library with albums or used by views without `?force=true`.
     func delete(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let id = try LibraryResolver.libraryID(context)
-        let force: Bool
-        switch request.query("force") {
-        case nil, "false", "0": force = false
-        case "true", "1", "": force = true
-        case let other?:
-            throw HTTPError(.badRequest, detail: "force must be true or false, not '\(other.prefix(40))'.")
-        }
+        let force = try QueryParameters(request).boolean("force") ?? false
         try library { () throws(LibraryError) in try libraries.libraries.delete(id, force: force) }
         return HTTPResponse(status: .noContent)
     }

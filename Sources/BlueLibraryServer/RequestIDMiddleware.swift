@@ -29,10 +29,26 @@ struct RequestIDMiddleware: HTTPMiddleware {
         return response
     }
 
-    /// 1 to 128 visible ASCII characters: anything else could poison logs.
+    /// The policy (documented in openapi.yaml): a request's own id, from a proxy or from any
+    /// client, is kept when it is 1 to 128 characters of ASCII letters, digits and `-._:/+=@`
+    /// (what UUIDs, ULIDs, base64 and the usual proxy formats use); anything else is replaced
+    /// by a generated id. The id only labels the request in logs and in the response, so taking
+    /// it from a client grants nothing; the narrow alphabet keeps it from forging log fields or
+    /// header syntax.
     static func isAcceptable(_ id: String) -> Bool {
         let bytes = id.utf8
-        return !bytes.isEmpty && bytes.count <= 128 && bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        return !bytes.isEmpty && bytes.count <= 128 && bytes.allSatisfy(isAllowed)
+    }
+
+    private static func isAllowed(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "+"),
+            UInt8(ascii: "="), UInt8(ascii: "@"):
+            true
+        default:
+            false
+        }
     }
 }
 

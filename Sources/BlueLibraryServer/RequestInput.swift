@@ -35,11 +35,7 @@ enum RequestInput {
 
     /// An optional integer query parameter within `range`.
     static func integer(_ request: HTTPRequest, _ name: String, in range: ClosedRange<Int>) throws -> Int? {
-        guard let text = request.query(name) else { return nil }
-        guard let value = Int(text), range.contains(value) else {
-            throw HTTPError(.badRequest, detail: "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'.")
-        }
-        return value
+        try QueryParameters(request).integer(name, in: range)
     }
 
     /// The `?client=` name (default "default"), validated by the domain's rule.
@@ -48,7 +44,7 @@ enum RequestInput {
         do {
             try ClientName.validate(name)
         } catch {
-            throw HTTPError(.badRequest, detail: error.message)
+            throw QueryParameters.invalid("client", error.message)
         }
         return name
     }

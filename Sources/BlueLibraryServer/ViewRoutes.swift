@@ -98,7 +98,7 @@ struct ViewRoutes {
         let id = try Self.viewID(context)
         return try idempotency.run(request, context: context) {
             let add = try library { () throws(LibraryError) in try AlbumAddRequest.decode(json: request.body) }
-            let queryIndex = try request.query("index").map { try RequestInput.index($0) }
+            let queryIndex = try QueryParameters(request).index("index")
             let client = try RequestInput.client(request)
             let created = try library { () throws(LibraryError) in
                 try libraries.add(view: id, input: add.input, at: queryIndex ?? add.index, client: client)

@@ -102,7 +102,7 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the export stopped because its output could not be written"
         case .changesExpired(let since, let oldest, let current):
             if since > current {
-                return "version \(since) is newer than the library (version \(current)); reload everything, then ask for changes since the version you loaded"
+                return "version \(since) is newer than the library (version \(current)); send a version this library gave you"
             }
             return "changes since version \(since) are no longer kept (the oldest usable since is \(oldest)); reload everything, then ask for changes since the version you loaded"
         case .libraryNotFound(let id):

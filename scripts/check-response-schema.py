@@ -6,7 +6,9 @@ Usage: check-response-schema.py OPENAPI_YAML SAMPLES_JSON
 SAMPLES_JSON is a list of {"method", "template" (the spec's path template), "path", "status",
 "contentType", "body" (the JSON text, or null)}. Every sample's operation, status and media
 type must be in the spec, and a JSON body must validate against its schema (jsonschema,
-Draft 2020-12, as OpenAPI 3.1 uses). Prints one line per problem and a summary; exits 1 if
+Draft 2020-12, as OpenAPI 3.1 uses). A sample {"event", "data"} is one Server-Sent Event of
+GET /events: its name must be in that response's `x-event-schemas` and its data (JSON) must
+validate against the schema named there. Prints one line per problem and a summary; exits 1 if
 there was any problem. Run by Tests/BlueLibraryServerTests/ResponseSchemaTests.swift;
 scripts/test installs the Python modules it needs (PyYAML, jsonschema, referencing).
 """
@@ -37,7 +39,22 @@ def rewrite(node):
     return node
 
 failures = 0
+eventSchemas = spec["paths"]["/events"]["get"]["responses"]["200"]["x-event-schemas"]
 for s in samples:
+    if "event" in s:
+        where = "event %s %s" % (s["event"], s["data"][:200])
+        schema = eventSchemas.get(s["event"])
+        if schema is None:
+            print("EVENT NOT IN SPEC:", where); failures += 1; continue
+        try:
+            data = json.loads(s["data"])
+        except ValueError as e:
+            print("EVENT DATA IS NOT JSON:", where, e); failures += 1; continue
+        validator = jsonschema.Draft202012Validator(rewrite(schema), registry=registry)
+        for e in validator.iter_errors(data):
+            print("MISMATCH:", where, "at", "/".join(map(str, e.absolute_path)) or "<root>", ":", e.message[:300])
+            failures += 1
+        continue
     where = "%s %s (%s) -> %s %s" % (s["method"], s["template"], s["path"], s["status"], s["contentType"])
     operation = spec["paths"].get(s["template"], {}).get(s["method"].lower())
     if operation is None:

@@ -8,7 +8,8 @@ Every album route exists twice: /albums... (the library `default`) and
 hand-written entry per route; this script derives the prefixed copies from it (OpenAPI 3.1
 path items cannot $ref another path item and add the `lib` parameter, and operation ids must
 be unique): each copy has `x-same-as: <bare path>`, a summary and description, the `LibraryId`
-path parameter, operation ids suffixed `InLibrary` and the `libraries` tag. Existing copies
+path parameter, operation ids suffixed `InLibrary`, the `libraries` tag, and a 404
+`LibraryNotFound` response where the bare operation has no 404 of its own. Existing copies
 (path items with `x-same-as`) are replaced, so running it again is harmless. The copies go
 after `/libraries/{lib}` (or before `/settings`).
 
@@ -58,11 +59,34 @@ def regenerate(text):
             out.append(line)
         while out and out[-1] == '':
             out.pop()
-        copies.append([None, out])
+        copies.append([None, with_library_not_found(out)])
     paths = [path for path, _ in blocks]
     anchor = paths.index('/libraries/{lib}') + 1 if '/libraries/{lib}' in paths else paths.index('/settings')
     ordered = blocks[:anchor] + copies + blocks[anchor:]
     return '\n'.join(lines[:start + 1] + [l for _, block in ordered for l in block] + lines[end:])
+
+
+def with_library_not_found(lines):
+    """Adds `'404': LibraryNotFound` to every responses block that has no 404 (before the
+    first larger status)."""
+    out, i = [], 0
+    while i < len(lines):
+        out.append(lines[i])
+        if lines[i] == '      responses:':
+            j = i + 1
+            while j < len(lines) and (lines[j] == '' or lines[j].startswith('       ')):
+                j += 1
+            block = lines[i + 1:j]
+            if "        '404':" not in block:
+                at = next((n for n, l in enumerate(block)
+                           if re.match(r"^        '(\d+)':", l) and int(re.match(r"^        '(\d+)':", l).group(1)) > 404),
+                          len(block))
+                block = block[:at] + ["        '404':", "          $ref: '#/components/responses/LibraryNotFound'"] + block[at:]
+            out.extend(block)
+            i = j
+            continue
+        i += 1
+    return out
 
 
 def main():

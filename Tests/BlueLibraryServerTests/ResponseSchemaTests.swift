@@ -27,6 +27,7 @@ import Testing
         defer { app.shutdown() }
         let port = app.port
         var samples: [Sample] = []
+        let events = try SSEClient(port: port)
 
         @discardableResult
         func call(_ method: String, _ template: String, _ path: String, json: String? = nil, body: String? = nil,
@@ -95,17 +96,38 @@ import Testing
         try call("PATCH", "/settings", "/settings", body: #"{"access": {"attemptLimit": 6}}"#, contentType: "application/merge-patch+json")
         try call("PATCH", "/settings", "/settings", body: #"{"nope": 1}"#, contentType: "application/merge-patch+json")
 
-        // /events: just the head.
-        let events = try SSEClient(port: port)
+        // /events: the head, and every event the calls above published (read to the end of
+        // the stream, which the shutdown closes with `server.shutdown`), plus a
+        // `library.outdated` and the events of an archive import and a cover fetch.
         samples.append(Sample(method: "GET", template: "/events", path: "/events", status: events.head.status,
                               contentType: events.head.header("Content-Type") ?? "", body: nil))
+        let outdated = try SSEClient(port: port, lastEventID: "not-a-version")
+        var streamed: [(name: String, data: String)] = []
+        if let first = try outdated.next() { streamed.append((first.name, first.data)) }
+        try call("PUT", "/archive", "/archive", json: archive.text)
+        try call("POST", "/albums", "/albums", json: #"{"title": "Covered", "artist": "Nobody", "coverUrl": "http://127.0.0.1:9/none.png"}"#)
+        let covered = try #require(samples.last.flatMap { $0.body }.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["id"] as? String)
+        try call("GET", "/albums/{id}/cover", "/albums/\(covered)/cover")
+        app.shutdown()
+        while let event = try events.next() { streamed.append((event.name, event.data)) }
+        let names = Set(streamed.map(\.name))
+        for name in ["album.added", "album.updated", "album.deleted", "album.moved", "state.changed", "library.replaced",
+                     "settings.changed", "cover.failed", "library.outdated", "server.shutdown"] {
+            #expect(names.contains(name), "no \(name) event was seen")
+        }
 
+        try Self.verify(samples, events: streamed)
+    }
+
+    /// Runs the checker over `samples` (and SSE `events`: name and data); a problem is an issue.
+    static func verify(_ samples: [Sample], events: [(name: String, data: String)] = []) throws {
         let directory = try TemporaryDirectory()
         let samplesPath = directory.file("samples.json")
-        let json = samples.map { sample -> [String: Any] in
+        var json: [[String: Any]] = samples.map { sample -> [String: Any] in
             ["method": sample.method, "template": sample.template, "path": sample.path, "status": sample.status,
              "contentType": sample.contentType, "body": sample.body ?? NSNull()]
         }
+        json += events.map { ["event": $0.name, "data": $0.data] }
         try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted]).write(to: URL(fileURLWithPath: samplesPath))
         let specPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../openapi.yaml").standardized.path

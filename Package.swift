@@ -75,7 +75,7 @@ let package = Package(
         .target(
             name: "BlueLibraryServer",
             dependencies: ["Essentials", "HTTPServer", "Library", "ServerRecords", "Storage", "Covers", "Crypto"],
-            resources: [.copy("Resources/openapi.yaml")],
+            resources: [.copy("Resources/openapi.yaml"), .copy("Resources/app")],
             swiftSettings: strict
         ),
         // The Swift client for apps: typed calls and the paged-list model. Knows nothing of the server's modules.

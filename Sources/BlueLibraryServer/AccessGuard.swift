@@ -99,8 +99,18 @@ public final class AccessGuard: Sendable {
     /// Whether a token is stored (from memory).
     public var hasToken: Bool { token.withLock { $0 != nil } }
 
-    /// Paths that stay open even with `protectReads` (probes and the API description).
-    static let alwaysOpen: Set<String> = ["/healthz", "/readyz", "/openapi.yaml", "/metrics"]
+    /// Paths that stay open even with `protectReads` (probes, the API description, and `/`,
+    /// an index of links with no library data that sends browsers to the app).
+    static let alwaysOpen: Set<String> = ["/", "/healthz", "/readyz", "/openapi.yaml", "/metrics"]
+    /// Mount points of static resources (``StaticResources``) that stay open with
+    /// `protectReads`: the mount and everything under it. The web app holds no data; it asks
+    /// for the token itself when the API answers 401.
+    static let alwaysOpenPrefixes: [String] = ["/app"]
+
+    /// Whether `path` is always open (reads only).
+    static func isAlwaysOpen(_ path: String) -> Bool {
+        alwaysOpen.contains(path) || alwaysOpenPrefixes.contains { path == $0 || path.hasPrefix($0 + "/") }
+    }
 
     /// Whether `method` on `path` needs the token under `settings`.
     public static func requiresToken(method: HTTPMethod, path: String, settings: LibrarySettings) -> Bool {
@@ -108,7 +118,7 @@ public final class AccessGuard: Sendable {
         let isRead = method == .get || method == .head || method == .options
         if !isRead { return true }
         if path == "/settings" { return true }
-        if alwaysOpen.contains(path) { return false }
+        if isAlwaysOpen(path) { return false }
         return settings.access.protectReads
     }
 

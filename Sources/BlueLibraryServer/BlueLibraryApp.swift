@@ -121,6 +121,8 @@ public final class BlueLibraryApp: Sendable {
         var routes = RouterBuilder(middleware: middleware, errorRenderer: errorRenderer)
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [backend] in backend.isDiskFull }, ping: backend.ping)
             .register(into: &routes)
+        // The web app, read from the bundle once (a missing or broken bundle stops the start).
+        try StaticResources(bundleDirectory: "app").register(at: "/app", into: &routes)
         albums.register(into: &routes)
         LibraryRoutes(libraries: resolver, idempotency: idempotency).register(into: &routes)
         let seal = try Self.cursorSeal(backend)

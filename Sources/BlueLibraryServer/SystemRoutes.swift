@@ -53,8 +53,26 @@ struct SystemRoutes {
         }
 
         let index = Self.indexDocument()
+        // A browser (its Accept names text/html) is sent to the web app; anything else (curl
+        // sends */*) gets the index of links. Both answers vary by Accept. The Location is
+        // relative, so it also works under a proxy's path prefix.
+        let toApp = HTTPResponse(status: .found, headers: ["Location": "app/", "Vary": "Accept", "Cache-Control": "no-cache"])
         routes.add(.get, "/") { request, _ in
-            try ConditionalGET.respond(to: request, with: JSONBody.response(index, pretty: request.wantsPretty))
+            if Self.acceptsHTML(request.headers["Accept"]) { return toApp }
+            return try ConditionalGET.respond(
+                to: request, with: JSONBody.response(index, pretty: request.wantsPretty, headers: ["Vary": "Accept"]))
+        }
+    }
+
+    /// Whether an `Accept` header names `text/html` (with a quality above zero): what
+    /// browsers send when they navigate. `*/*` alone does not count.
+    static func acceptsHTML(_ accept: String?) -> Bool {
+        guard let accept else { return false }
+        return accept.split(separator: ",").contains { range in
+            let parts = range.split(separator: ";").map { $0.trimmingASCIIWhitespace().lowercased() }
+            guard parts.first == "text/html" else { return false }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            return quality > 0
         }
     }
 
@@ -71,6 +89,7 @@ struct SystemRoutes {
                 .init(rel: "archive", href: "/archive", title: "Export (GET) or replace (PUT) the whole library"),
                 .init(rel: "libraries", href: "/libraries",
                       title: "The libraries; every album route also exists under /libraries/{lib}/ (without it: default)"),
+                .init(rel: "app", href: "/app/", title: "The web app (browsers opening / are sent there)"),
                 .init(rel: "health", href: "/healthz", title: "Liveness probe"),
                 .init(rel: "ready", href: "/readyz", title: "Readiness probe (503 while draining or while the database does not answer)"),
                 .init(rel: "openapi", href: "/openapi.yaml", title: "OpenAPI 3.1 description of every route"),

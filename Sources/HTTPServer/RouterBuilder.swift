@@ -20,7 +20,8 @@ public struct RouterBuilder {
         self.errorRenderer = errorRenderer
     }
 
-    /// Adds a route. Patterns are absolute paths whose segments are literals or `{name}`.
+    /// Adds a route. Patterns are absolute paths whose segments are literals or `{name}`; a
+    /// pattern may end in `/` (`/app/`, a directory's own address, distinct from `/app`).
     /// Registering the same method and pattern twice is a programming error.
     ///
     /// With `options.execution == .workerPool` (or `streamsBody`) the responder is called on
@@ -30,7 +31,7 @@ public struct RouterBuilder {
         _ method: HTTPMethod, _ pattern: String, options: RouteOptions = .inline, _ responder: any HTTPResponder
     ) {
         precondition(pattern.hasPrefix("/"), "route patterns start with /: \(pattern)")
-        precondition(pattern == "/" || !Self.segments(of: pattern).contains(""), "empty segment in route pattern \(pattern)")
+        precondition(pattern == "/" || !Self.segments(of: pattern).dropLast().contains(""), "empty segment in route pattern \(pattern)")
         precondition(
             !routes.contains { $0.method == method && $0.pattern == pattern }, "duplicate route \(method) \(pattern)")
         let runsOnWorkers = options.execution == .workerPool || options.streamsBody

@@ -98,6 +98,23 @@ import Testing
         #expect(router.resolve(method: .get, path: "/").pattern == "/")
     }
 
+    @Test func aTrailingSlashPatternIsItsOwnRoute() throws {
+        var routes = RouterBuilder()
+        routes.add(.get, "/app", Self.tag("redirect"))
+        routes.add(.get, "/app/", Self.tag("index"))
+        routes.add(.get, "/app/{file}", Self.tag("file"))
+        let router = routes.build()
+        #expect(router.resolve(method: .get, path: "/app").pattern == "/app")
+        #expect(router.resolve(method: .get, path: "/app/").pattern == "/app/")
+        #expect(bodyText(try run(router.resolve(method: .get, path: "/app/"))) == "index")
+        let file = router.resolve(method: .get, path: "/app/main.js")
+        #expect(file.pattern == "/app/{file}")
+        #expect(file.parameters == ["file": "main.js"])
+        for path in ["/app//", "/app/main.js/", "/app//main.js"] {
+            #expect(router.resolve(method: .get, path: path[...]).pattern == nil, "\(path)")
+        }
+    }
+
     @Test func literalAndWalkedPathsResolveAlike() throws {
         // Literal-only paths take a shortcut; paths with parameters walk the tree.
         let router = Self.makeRouter()

@@ -75,7 +75,7 @@ let package = Package(
         .target(
             name: "BlueLibraryServer",
             dependencies: ["Essentials", "HTTPServer", "Library", "ServerRecords", "Storage", "Covers", "Crypto"],
-            resources: [.copy("Resources/openapi.yaml"), .copy("Resources/app")],
+            resources: [.copy("Resources/openapi.yaml"), .copy("Resources/app"), .copy("Resources/docs")],
             swiftSettings: strict
         ),
         // The Swift client for apps: typed calls and the paged-list model. Knows nothing of the server's modules.

@@ -104,8 +104,9 @@ public final class AccessGuard: Sendable {
     static let alwaysOpen: Set<String> = ["/", "/healthz", "/readyz", "/openapi.yaml", "/metrics"]
     /// Mount points of static resources (``StaticResources``) that stay open with
     /// `protectReads`: the mount and everything under it. The web app holds no data; it asks
-    /// for the token itself when the API answers 401.
-    static let alwaysOpenPrefixes: [String] = ["/app"]
+    /// for the token itself when the API answers 401. `/docs` is the API reference, as open as
+    /// `/openapi.yaml`.
+    static let alwaysOpenPrefixes: [String] = ["/app", "/docs"]
 
     /// Whether `path` is always open (reads only).
     static func isAlwaysOpen(_ path: String) -> Bool {

@@ -123,6 +123,10 @@ public final class BlueLibraryApp: Sendable {
             .register(into: &routes)
         // The web app, read from the bundle once (a missing or broken bundle stops the start).
         try StaticResources(bundleDirectory: "app").register(at: "/app", into: &routes)
+        // The API reference generated from openapi.yaml (scripts/openapi-docs.py): a page and
+        // its style sheet, no script.
+        try StaticResources(bundleDirectory: "docs", contentSecurityPolicy: StaticResources.docsPolicy)
+            .register(at: "/docs", into: &routes)
         albums.register(into: &routes)
         LibraryRoutes(libraries: resolver, idempotency: idempotency).register(into: &routes)
         let seal = try Self.cursorSeal(backend)

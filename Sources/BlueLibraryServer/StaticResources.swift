@@ -36,6 +36,10 @@ struct StaticResources: Sendable {
     static let appPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         + "connect-src 'self'; manifest-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
+    /// The Content-Security-Policy of the API reference (`/docs`): its own style sheet, no
+    /// script at all, nothing from another origin.
+    static let docsPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
     /// File name → file.
     let files: [String: File]
     /// The file `GET <mount>/` answers with.

@@ -31,6 +31,19 @@ import Testing
         #expect(run.status == 0, "\(message)")
     }
 
+    /// Security is declared per operation exactly as AccessGuard enforces it (`[]` on the
+    /// always-open paths, else open-or-bearer with 401 and 429), and every operation that reads
+    /// a body lists 415 (scripts/check-spec-rules.py).
+    @Test func everyOperationDeclaresTheSecurityTheServerEnforces() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
+        let open = AccessGuard.alwaysOpen.sorted() + AccessGuard.alwaysOpenPrefixes.map { $0 + "/*" }
+        let run = try ChildProcess.run(
+            "/usr/bin/env", ["python3", root.appendingPathComponent("scripts/check-spec-rules.py").path,
+                             root.appendingPathComponent("openapi.yaml").path] + open,
+            environment: ProcessInfo.processInfo.environment, mergeStderr: true)
+        #expect(run.status == 0, "\(String(decoding: run.stdout, as: UTF8.self))")
+    }
+
     @Test func specIsValidOpenAPI31() throws {
         // openapi-spec-validator comes from PyPI; scripts/test installs it.
         let specPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

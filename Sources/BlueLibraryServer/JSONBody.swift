@@ -31,7 +31,7 @@ enum JSONBody {
 extension HTTPRequest {
     /// `?pretty` (any value but `false`/`0`) asks for indented JSON.
     var wantsPretty: Bool {
-        guard let value = query("pretty") else { return false }
+        guard let value = QueryParameters(self).text("pretty") else { return false }
         return value != "false" && value != "0"
     }
 }

@@ -40,7 +40,7 @@ enum RequestInput {
 
     /// The `?client=` name (default "default"), validated by the domain's rule.
     static func client(_ request: HTTPRequest) throws -> String {
-        let name = request.query("client") ?? ClientName.default
+        let name = QueryParameters(request).text("client") ?? ClientName.default
         do {
             try ClientName.validate(name)
         } catch {

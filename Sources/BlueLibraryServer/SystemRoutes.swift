@@ -82,7 +82,7 @@ struct SystemRoutes {
             service: "bluelibrary",
             version: BlueLibraryVersion.current,
             links: [
-                .init(rel: "albums", href: "/albums", title: "The albums, in order (offset and limit page them)"),
+                .init(rel: "albums", href: "/albums", title: "The albums, a page at a time (follow next or Link: rel=next)"),
                 .init(rel: "album-at", href: "/albums/at/{index}", title: "The album at an index"),
                 .init(rel: "undo", href: "/undo", title: "Undo stack; POST undoes the last change"),
                 .init(rel: "state", href: "/state", title: "Saved current album (?client= names a client)"),
@@ -93,6 +93,7 @@ struct SystemRoutes {
                 .init(rel: "health", href: "/healthz", title: "Liveness probe"),
                 .init(rel: "ready", href: "/readyz", title: "Readiness probe (503 while draining or while the database does not answer)"),
                 .init(rel: "openapi", href: "/openapi.yaml", title: "OpenAPI 3.1 description of every route"),
+                .init(rel: "docs", href: "/docs/", title: "The API reference (openapi.yaml as a readable page)"),
             ])
     }
 

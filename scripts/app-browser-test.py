@@ -13,8 +13,11 @@ import argparse
 import http.server
 import json
 import os
+import socket
 import struct
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -26,7 +29,7 @@ from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 WAIT = 15  # seconds any one condition may take
 
@@ -72,9 +75,58 @@ class Failure(Exception):
     pass
 
 
+class CuttableProxy:
+    """A TCP relay on loopback in front of the server, for the browser: `cut()` closes every
+    connection through it at once (a network drop), while new connections still go through."""
+
+    def __init__(self, port):
+        self.upstream = ("127.0.0.1", port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.lock = threading.Lock()
+        self.open = []
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            with self.lock:
+                self.open += [client, server]
+            for source, target in ((client, server), (server, client)):
+                threading.Thread(target=self.pump, args=(source, target), daemon=True).start()
+
+    @staticmethod
+    def pump(source, target):
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        for end in (source, target):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.lock:
+            ends, self.open = self.open, []
+        for end in ends:
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class Run:
     def __init__(self, base, token, screenshots):
         self.base = base.rstrip("/")
+        self.proxy = CuttableProxy(int(self.base.rsplit(":", 1)[1]))
+        self.app_base = f"http://127.0.0.1:{self.proxy.port}"  # what the browser talks to
         self.token = token
         self.screenshots = screenshots
         self.covers = http.server.ThreadingHTTPServer(("127.0.0.1", 0), CoverHandler)
@@ -92,6 +144,7 @@ class Run:
         self.driver = webdriver.Chrome(service=service, options=options)
         self.driver.set_script_timeout(WAIT)
         self.requests = []
+        self.request_headers = []
         self.console = []
 
     # ---- helpers --------------------------------------------------------------------------
@@ -153,7 +206,9 @@ class Run:
         for entry in self.driver.get_log("performance"):
             message = json.loads(entry["message"])["message"]
             if message.get("method") == "Network.requestWillBeSent":
-                self.requests.append(message["params"]["request"]["url"])
+                request = message["params"]["request"]
+                self.requests.append(request["url"])
+                self.request_headers.append((request["url"], request.get("headers", {})))
         self.console.extend(self.driver.get_log("browser"))
 
     def token_dialog_open(self):
@@ -173,8 +228,8 @@ class Run:
         for i, album in enumerate(albums):
             self.api("PATCH", f"/albums/{album['id']}", {"coverUrl": f"{self.cover_base}/cover-{i}.png"}, expect=200)
         self.albums = albums
-        self.driver.get(self.base + "/")  # a browser's Accept: sent on to app/
-        self.until(lambda: self.driver.current_url == self.base + "/app/", "/ redirects the browser to /app/")
+        self.driver.get(self.app_base + "/")  # a browser's Accept: sent on to app/
+        self.until(lambda: self.driver.current_url == self.app_base + "/app/", "/ redirects the browser to /app/")
         self.loaded()
         expected = [f"{a['title']} - {a['artist']}" for a in albums]
         self.until(lambda: self.names() == expected, f"the five albums are shown ({expected})")
@@ -297,7 +352,7 @@ class Run:
         first = self.driver.current_window_handle
         self.driver.switch_to.new_window("window")
         second = self.driver.current_window_handle
-        self.driver.get(self.base + "/app/")
+        self.driver.get(self.app_base + "/app/")
         self.loaded()
         count = len(self.names())
         # A change in the first window...
@@ -321,6 +376,67 @@ class Run:
         self.driver.close()
         self.driver.switch_to.window(first)
 
+    def switcher_pages_and_views(self):
+        # A second library of 120 albums (scripts/bench-dataset.py) and a view over both.
+        self.api("POST", "/libraries", {"id": "big", "name": "Big"}, expect=201)
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "big.json")
+            subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "bench-dataset.py"), "120", path],
+                           check=True, capture_output=True)
+            with open(path, encoding="utf-8") as file:
+                archive = json.load(file)
+        archive["library"] = "big"
+        self.api("PUT", "/libraries/big/archive", archive)
+        if self.api("GET", "/libraries/big", token=False, expect=200)["albumCount"] != 120:
+            raise Failure("the archive did not load 120 albums")
+        self.api("POST", "/views", {"id": "both", "name": "Both", "sources": ["default", "big"]}, expect=201)
+        self.driver.refresh()
+        self.loaded()
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:big")
+        self.until(lambda: len(self.names()) == 50, "the switcher shows the first page of Big")
+        self.loaded()
+        # Infinite scroll: scrolling to the end loads the next pages (cursor paging).
+        def scrolled_to_the_end():
+            self.js("const c = document.getElementById('covers'); c.scrollLeft = c.scrollWidth")
+            return len(self.names()) == 120
+        self.until(scrolled_to_the_end, "scrolling loads all 120 albums")
+        if len(set(self.names())) != len(self.names()) and len(self.js(
+                "return [...document.querySelectorAll('#covers [role=option]')].map(o => o.id)")) != 120:
+            raise Failure("an album is shown twice")
+        # A view: one list over both; a change in a source outdates it (the banner offers a reload).
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("view:both")
+        default_names = [f"{a['title']} - {a['artist']}" for a in self.api("GET", "/albums", token=False)["items"]]
+        self.until(lambda: self.names()[:len(default_names)] == default_names and len(self.names()) >= 50,
+                   "the view shows default's albums, then Big's")
+        self.loaded()
+        self.api("POST", "/libraries/big/albums", {"title": "Giant Steps", "artist": "John Coltrane", "index": 0}, expect=201)
+        self.until(lambda: self.js("return document.documentElement.dataset.state") == "outdated", "the view is outdated")
+        banner = self.driver.find_element(By.ID, "banner")
+        if "reload" not in banner.text.lower():
+            raise Failure(f"the outdated banner says {banner.text!r}")
+        self.shot("app-view-outdated.png")
+        banner.find_element(By.TAG_NAME, "button").send_keys(Keys.ENTER)
+        self.until(lambda: self.js("return document.documentElement.dataset.state") == "loaded", "Reload loads the view again")
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")
+        self.loaded()
+
+    def resumes_after_a_disconnect(self):
+        self.collect_logs()
+        seen = len(self.request_headers)
+        # Changes made while the stream is down come with the resumed stream (Last-Event-ID).
+        self.proxy.cut()
+        self.api("POST", "/albums", {"title": "While Away", "artist": "Nobody Home", "index": 0}, expect=201)
+        self.until(lambda: self.names()[:1] == ["While Away - Nobody Home"], "the change made while away arrives")
+        self.collect_logs()
+        resumed = [headers for url, headers in self.request_headers[seen:]
+                   if url.startswith(self.app_base + "/events") and any(k.lower() == "last-event-id" for k in headers)]
+        if not resumed:
+            raise Failure("the reconnect did not send Last-Event-ID")
+        revalidated = [url for url, headers in self.request_headers[seen:]
+                       if url.startswith(self.app_base + "/albums?") and any(k.lower() == "if-none-match" for k in headers)]
+        if not revalidated:
+            raise Failure("after the reconnect the first page was not revalidated with If-None-Match")
+
     def phone_width_and_dark(self):
         self.driver.set_window_size(390, 844)
         self.until(lambda: self.js("return document.documentElement.scrollWidth <= window.innerWidth"),
@@ -340,7 +456,7 @@ class Run:
         # With protectReads a fresh tab (no token) is asked for it before anything shows.
         self.api("PATCH", "/settings", {"access": {"protectReads": True, "attemptLimit": 2}}, expect=200)
         self.driver.switch_to.new_window("tab")
-        self.driver.get(self.base + "/app/")
+        self.driver.get(self.app_base + "/app/")
         self.enter_token(self.token)
         self.loaded()
         if len(self.names()) < 5:
@@ -364,22 +480,28 @@ class Run:
     def only_this_origin_and_no_console_errors(self):
         self.collect_logs()
         foreign = [url for url in self.requests
-                   if not (url.startswith(self.base + "/") or url.startswith("data:") or url.startswith("blob:"))]
+                   if not (url.startswith(self.app_base + "/") or url.startswith("data:") or url.startswith("blob:"))]
         if foreign:
             raise Failure(f"requests to another origin: {foreign[:5]}")
-        if not any(url.startswith(self.base + "/app/") for url in self.requests):
+        if not any(url.startswith(self.app_base + "/app/") for url in self.requests):
             raise Failure("no request was recorded at all (performance log empty?)")
         # HTTP errors the app handles (401, 404 of a cover, 422, 429) are logged by Chromium
-        # as network entries; everything else (script errors, CSP violations) fails.
-        errors = [e for e in self.console if e["level"] == "SEVERE"
-                  and not (e.get("source") == "network" and "the server responded with a status of" in e["message"])]
+        # as network entries, and so is the event stream cut by the proxy on purpose;
+        # everything else (script errors, CSP violations, failed requests) fails.
+        def handled(entry):
+            message = entry["message"]
+            return entry.get("source") == "network" and (
+                "the server responded with a status of" in message
+                or message.startswith(self.app_base + "/events") and "net::ERR_INCOMPLETE_CHUNKED_ENCODING" in message)
+        errors = [e for e in self.console if e["level"] == "SEVERE" and not handled(e)]
         if errors:
             raise Failure(f"console errors: {[e['message'] for e in errors][:5]}")
 
     def run(self):
         steps = [self.five_albums_appear, self.keyboard_selects, self.delete_then_undo_with_the_token,
                  self.add_with_an_error_then_at_a_position, self.reload_restores_the_selection,
-                 self.a_second_window_sees_changes, self.phone_width_and_dark,
+                 self.a_second_window_sees_changes, self.switcher_pages_and_views, self.resumes_after_a_disconnect,
+                 self.phone_width_and_dark,
                  self.reads_protected_then_locked_out, self.only_this_origin_and_no_console_errors]
         try:
             for step in steps:

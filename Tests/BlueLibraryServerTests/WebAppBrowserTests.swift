@@ -8,8 +8,10 @@ import Testing
 /// against a real `bluelibrary serve` process. Every step of the script must pass: the five
 /// albums appear; keyboard selection; delete then undo behind the token prompt; add with a
 /// validation error, then at a position; reload restores the selection; a second window sees a
-/// change made in the first and one made with curl; phone width and dark mode; protected reads
-/// and the 429 lock-out message; no request to another origin and no console errors.
+/// change made in the first and one made with curl; the library/view switcher, infinite scroll
+/// over 120 albums and the view's outdated banner; a dropped event stream resumes with
+/// Last-Event-ID and revalidates with If-None-Match; phone width and dark mode; protected
+/// reads and the 429 lock-out message; no request to another origin and no console errors.
 ///
 /// Screenshots go to `.build/screenshots/app/` (or `$BLUELIBRARY_SCREENSHOTS`).
 @Suite(.timeLimit(.minutes(3))) struct WebAppBrowserTests {
@@ -48,6 +50,6 @@ import Testing
         #expect(!output.contains("FAIL"), "\(output)")
         // Every step reports itself; a step that was skipped would be missing here.
         let steps = output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
-        #expect(steps == 9, "\(output)")
+        #expect(steps == 11, "\(output)")
     }
 }

@@ -138,6 +138,7 @@ async function open(source) {
   app.list = new AlbumList(app.api, source);
   app.list.addEventListener('change', render);
   app.scroller.render([], () => source.id);
+  ui.covers.scrollLeft = 0;
   await app.list.load();
   await restoreSelection();
   render();
@@ -149,6 +150,8 @@ async function open(source) {
     if (status === 'live' && app.wasDisconnected) app.list.revalidate();
     app.wasDisconnected = status !== 'live';
   });
+  // Events after the version the list was read at: nothing falls between the page and the stream.
+  if (!source.isView && app.list.version >= 0) app.stream.lastEventId = String(app.list.version);
   app.stream.start();
   refreshUndo();
 }

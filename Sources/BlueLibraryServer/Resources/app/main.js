@@ -161,6 +161,10 @@ const STATE_TEXT = { loading: 'loading…', loaded: 'loaded', outdated: 'outdate
 function render() {
   const list = app.list;
   document.documentElement.dataset.state = list.state;
+  // For scripts/bench-app: milliseconds from navigation to the first albums on screen.
+  if (list.items.length && !document.documentElement.dataset.firstList) {
+    document.documentElement.dataset.firstList = String(Math.round(performance.now()));
+  }
   ui.state.textContent = `${STATE_TEXT[list.state]}${list.items.length ? ` · ${list.items.length}${list.next ? '+' : ''} albums` : ''}`;
   ui.covers.setAttribute('aria-busy', String(list.state === 'loading'));
   app.scroller.render(list.items, (item) => list.libraryOf(item));

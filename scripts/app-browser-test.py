@@ -2,10 +2,13 @@
 """Drives the web app (/app/) in headless Chromium with Selenium, step by step.
 
 Usage: app-browser-test.py --base http://127.0.0.1:PORT --token TOKEN [--screenshots DIR]
+                           [--app-url http://127.0.0.1:PROXY/prefix]
 
 The server must be a fresh `bluelibrary serve` (seeded with the tutorial's five albums),
 started with BLUELIBRARY_TOKEN=TOKEN and `--cover-allow 127.0.0.1` (the covers come from a
-small HTTP server this script starts on loopback). Every step prints `ok <step>`; the first
+small HTTP server this script starts on loopback). The browser reaches the server through a
+relay that can cut its connections, at --app-url when given (e.g. nginx mounting the server
+under /music/): every request the page makes must stay under that URL. Every step prints `ok <step>`; the first
 failing step prints `FAIL <step>: <why>` and the exit status is 1. Run by the Swift test
 WebAppBrowserTests (swift test / scripts/test), which starts the server.
 """
@@ -21,6 +24,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import zlib
 
@@ -123,10 +127,13 @@ class CuttableProxy:
 
 
 class Run:
-    def __init__(self, base, token, screenshots):
+    def __init__(self, base, token, screenshots, app_url=None):
         self.base = base.rstrip("/")
-        self.proxy = CuttableProxy(int(self.base.rsplit(":", 1)[1]))
-        self.app_base = f"http://127.0.0.1:{self.proxy.port}"  # what the browser talks to
+        # The browser goes through a relay it can cut, to the server or to a proxy that mounts
+        # it under a path prefix (--app-url http://127.0.0.1:PORT/music).
+        front = urllib.parse.urlsplit(app_url or self.base)
+        self.proxy = CuttableProxy(front.port)
+        self.app_base = f"http://127.0.0.1:{self.proxy.port}{front.path.rstrip('/')}"
         self.token = token
         self.screenshots = screenshots
         self.covers = http.server.ThreadingHTTPServer(("127.0.0.1", 0), CoverHandler)
@@ -529,8 +536,9 @@ def main():
     parser.add_argument("--base", required=True)
     parser.add_argument("--token", required=True)
     parser.add_argument("--screenshots")
+    parser.add_argument("--app-url", help="where the browser opens the server (default: --base), e.g. behind a proxy's path prefix")
     arguments = parser.parse_args()
-    sys.exit(Run(arguments.base, arguments.token, arguments.screenshots).run())
+    sys.exit(Run(arguments.base, arguments.token, arguments.screenshots, arguments.app_url).run())
 
 
 if __name__ == "__main__":

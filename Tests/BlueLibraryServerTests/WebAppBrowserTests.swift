@@ -5,7 +5,7 @@ import Testing
 
 /// The web app in a real browser: headless Chromium (Debian `chromium`, `chromium-driver`)
 /// driven by Selenium (PyPI, pinned in scripts/test) through `scripts/app-browser-test.py`,
-/// against a real `bluelibrary serve` process. Every step of the script must pass: the five
+/// against a real `bluelibrary serve` process behind a real nginx that mounts it under `/music/`. Every step of the script must pass: the five
 /// albums appear; keyboard selection; delete then undo behind the token prompt; add with a
 /// validation error, then at a position; reload restores the selection; a second window sees a
 /// change made in the first and one made with curl; the library/view switcher, infinite scroll
@@ -38,13 +38,18 @@ import Testing
             arguments: ["--cover-allow", "127.0.0.1", "--access-log", "off"],
             environment: ["BLUELIBRARY_TOKEN": token], dataDirectory: TestApp.temporaryDirectory())
         defer { server.signal(SIGKILL) }
+        // The browser sees the server under a path prefix, through nginx: the app's relative
+        // URLs must keep every request below it.
+        let nginx = try NginxProxy(upstreamPort: server.port, pathPrefix: "/music/")
         let screenshots = ProcessInfo.processInfo.environment["BLUELIBRARY_SCREENSHOTS"]
             ?? Self.root.appendingPathComponent(".build/screenshots/app").path
         let run = try ChildProcess.run(
             "/usr/bin/env",
             ["python3", Self.root.appendingPathComponent("scripts/app-browser-test.py").path,
-             "--base", "http://127.0.0.1:\(server.port)", "--token", token, "--screenshots", screenshots],
+             "--base", "http://127.0.0.1:\(server.port)", "--app-url", "http://127.0.0.1:\(nginx.port)/music",
+             "--token", token, "--screenshots", screenshots],
             environment: ProcessInfo.processInfo.environment, mergeStderr: true)
+        withExtendedLifetime(nginx) {}
         let output = String(decoding: run.stdout, as: UTF8.self)
         #expect(run.status == 0, "\(output)")
         #expect(!output.contains("FAIL"), "\(output)")

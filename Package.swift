@@ -127,6 +127,9 @@ let package = Package(
         .testTarget(name: "LibraryTests", dependencies: ["Library", "HTTPTestSupport", "AlbumStoreContract"], swiftSettings: strict),
         .testTarget(name: "ServerRecordsTests", dependencies: ["ServerRecords"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
+        // Thumbnails of images the tests make (every size and format, EXIF, CMYK, 16-bit,
+        // animations, bombs, truncated and corrupt files), decoded again by the `vips` command.
+        .testTarget(name: "ImagesTests", dependencies: ["Images", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "CoversTests", dependencies: ["Essentials", "Covers", "Library", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Library", "ServerRecords", "SQLite", "HTTPTestSupport", "AlbumStoreContract"],

@@ -15,11 +15,19 @@ static inline int bl_vips_header_from_buffer(const void *buffer, size_t length, 
     return *out == NULL ? -1 : 0;
 }
 
-/* Shrink-on-load thumbnail fitting width x height, never enlarged, rotated upright by its
-   EXIF orientation, first page/frame only, failing on errors and truncation. */
+/* Shrink-on-load thumbnail fitting width x height, rotated upright by its EXIF orientation,
+   first page/frame only, failing on errors and truncation. In libvips 8.14 thumbnail_buffer's
+   own "fail_on" does not reach the loader (its option string does), and with "size" set to
+   "down" a truncated PNG decodes without an error: the caller keeps the box no larger than
+   the image instead. */
 static inline int bl_vips_thumbnail_buffer(const void *buffer, size_t length, VipsImage **out, int width, int height) {
     return vips_thumbnail_buffer((void *) buffer, length, out, width,
-        "height", height, "size", VIPS_SIZE_DOWN, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+        "height", height, "option_string", "fail_on=error", NULL);
+}
+
+/* A copy of the image's header (pixels shared), whose metadata may then be removed. */
+static inline int bl_vips_copy(VipsImage *in, VipsImage **out) {
+    return vips_copy(in, out, NULL);
 }
 
 /* Colour space conversion (CMYK, 16-bit RGB or grey to sRGB, with correct scaling). */

@@ -29,6 +29,11 @@ final class CoverVariants: Sendable {
         }
     }
 
+    private enum Step {
+        case wait(Flight)
+        case serve(CachedCover)
+    }
+
     private let cache: CoverDiskCache
     private let thumbnailer: Thumbnailer
     private let threads: BoundedThreadPool
@@ -63,12 +68,24 @@ final class CoverVariants: Sendable {
         if let cached = cached(variant, of: original, url: url) { return .ready(cached) }
         let key = variant.key(of: url)
         var started: Flight?
-        let flight = flights.withLock { flights -> Flight in
-            if let running = flights[key], running.source == original.etag { return running }
+        // Under the lock, the cache is asked again: a flight that finished since the first look
+        // has stored its variant (before leaving the registry), so none is made twice.
+        let step = flights.withLock { flights -> Step in
+            if let running = flights[key], running.source == original.etag { return .wait(running) }
+            if let record = cache.peek(key), record.source == original.etag {
+                return .serve(cover(from: record, original: original))
+            }
             let flight = Flight(key: key, source: original.etag)
             flights[key] = flight
             started = flight
-            return flight
+            return .wait(flight)
+        }
+        let flight: Flight
+        switch step {
+        case .wait(let found): flight = found
+        case .serve(let stored):
+            counters.variantHits.increment()
+            return .ready(stored)
         }
         if let started {
             let queued = threads.submit(

@@ -48,6 +48,24 @@ final class OwnedImage {
         return image
     }
 
+    /// A copy without metadata: every field that is not a header field (EXIF with GPS, XMP,
+    /// IPTC, ICC profile, orientation, animation fields) is removed, so no saver can write it
+    /// (the savers' own `strip` misses EXIF in WebP in libvips 8.14).
+    func withoutMetadata() throws(ImageError) -> OwnedImage {
+        let source = self
+        let copy = try Self.make(.encodeFailed, "copy") { bl_vips_copy(source.pointer, &$0) }
+        guard let fields = vips_image_get_fields(copy.pointer) else { return copy }
+        defer { g_strfreev(fields) }
+        var index = 0
+        while let name = fields[index] {
+            // Header fields (width, bands, interpretation, ...) cannot be removed: the call
+            // leaves them alone.
+            _ = vips_image_remove(copy.pointer, name)
+            index += 1
+        }
+        return copy
+    }
+
     /// The encoded bytes (metadata stripped); decoding errors of lazy pipelines surface here.
     func encoded(as format: ImageFormat, quality: Int, avifEffort: Int) throws(ImageError) -> [UInt8] {
         var buffer: UnsafeMutableRawPointer?
@@ -63,6 +81,7 @@ final class OwnedImage {
             // The pixels are computed while saving: a truncated or corrupt source fails here.
             throw ImageError(.corrupt, detail: "decoding or \(format.rawValue) encoding failed: \(VipsFailure.takeMessage())")
         }
-        return Array(UnsafeRawBufferPointer(start: buffer, count: length))
+        let bytes = Array(UnsafeRawBufferPointer(start: buffer, count: length))
+        return format == .webp ? WebPMetadata.stripped(bytes) : bytes
     }
 }

@@ -60,10 +60,12 @@ public struct Thumbnailer: Sendable {
                 "the image declares \(header.width) x \(header.height) pixels, more than the limit of \(maxPixels)")
         }
         let base = buffer.baseAddress!
+        // Never enlarged: the square box is at most the image's longer side (any orientation).
+        let box = min(side, Int32(clamping: max(header.width, header.height)))
         let scaled = try OwnedImage.make(.corrupt, "thumbnail") {
-            bl_vips_thumbnail_buffer(base, buffer.count, &$0, side, side)
+            bl_vips_thumbnail_buffer(base, buffer.count, &$0, box, box)
         }
-        let ready = try scaled.eightBitSRGB()
+        let ready = try scaled.eightBitSRGB().withoutMetadata()
         let chosen = format.resolved(hasAlpha: ready.hasAlpha)
         guard chosen.isSupported else {
             throw ImageError(.encodeFailed, detail: "this libvips build cannot write \(chosen.rawValue)")

@@ -241,6 +241,10 @@ class Run:
         expected = [f"{a['title']} - {a['artist']}" for a in albums]
         self.until(lambda: self.names() == expected, f"the five albums are shown ({expected})")
         self.until(lambda: self.js("return document.querySelectorAll('#covers .cover img').length") == 5, "five covers are shown")
+        # Thumbnails (cover?size=128) of the 256x256 originals.
+        widths = self.js("return [...document.querySelectorAll('#covers .cover img')].map(i => i.naturalWidth)")
+        if widths != [128] * 5:
+            raise Failure(f"the covers are {widths} pixels wide, not 128 (thumbnails)")
         self.until(lambda: self.table() == self.api("GET", f"/albums/{albums[0]['id']}/table", token=False)["values"],
                    "the first album's table is shown")
         heads = self.js("return [...document.querySelectorAll('#details thead th')].map(c => c.textContent)")

@@ -109,7 +109,7 @@ export class CoverScroller {
     const frame = option.querySelector('.cover');
     let response;
     try {
-      response = await fetch(this.api.url(option.dataset.cover), { headers: this.api.headers({ Accept: 'image/*' }) });
+      response = await fetch(this.api.url(option.dataset.cover), { headers: this.api.headers({ Accept: 'image/avif,image/webp,image/*' }) });
     } catch {
       return this.fail(frame, 'Cover not loaded: the server could not be reached.');
     }

@@ -33,7 +33,7 @@ struct StaticResources: Sendable {
 
     /// The Content-Security-Policy of the app's HTML: nothing from another origin, no inline
     /// script or style, no plugins, not framed, forms only to this server.
-    static let appPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    static let appPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
         + "connect-src 'self'; manifest-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
     /// The Content-Security-Policy of the API reference (`/docs`): its own style sheet, no

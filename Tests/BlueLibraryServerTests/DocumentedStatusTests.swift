@@ -33,6 +33,7 @@ import Testing
     static let badQueries = [
         "", "?limit=abc", "?limit=0", "?offset=-1", "?count=maybe", "?sort=nope", "?yearFrom=5", "?cursor=garbage",
         "?since=x", "?since=999999", "?index=-1", "?client=a%20b", "?force=perhaps", "?library=Bad_Id", "?lastEventId=9",
+        "?size=7", "?size=128",
     ]
 
     @Test func badInputsOnEveryRouteAnswerOnlyDocumentedStatuses() throws {

@@ -61,6 +61,7 @@ import Testing
             ("DELETE", "/libraries/nothere?force=perhaps", "force", nil),
             ("GET", "/libraries/default/events?library=default", "library", nil),
             ("GET", "/events?library=Not_An_Id", "library", nil),
+            ("GET", "/albums/01HZY8Q6V9T3X2K7M4N5P6R7S8/cover?size=7", "size", nil),
         ]
         for item in cases {
             let response = try send(item.method, item.path, json: item.json)

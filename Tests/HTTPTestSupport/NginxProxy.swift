@@ -30,6 +30,26 @@ public final class NginxProxy {
         try self.init(site: site, tls: tls)
     }
 
+    /// nginx serving one server under a path prefix (`/music/` → the server's `/`), as a
+    /// proxy that mounts the service below its own root would; streams pass unbuffered.
+    public convenience init(upstreamPort: Int, pathPrefix: String) throws {
+        precondition(pathPrefix.hasPrefix("/") && pathPrefix.hasSuffix("/") && pathPrefix.count > 1, "a prefix like /music/")
+        let site = """
+            server {
+                listen 80;
+                location \(pathPrefix) {
+                    proxy_pass http://127.0.0.1:\(upstreamPort)/;
+                    proxy_http_version 1.1;
+                    proxy_set_header Connection "";
+                    proxy_set_header Host $http_host;
+                    proxy_buffering off;
+                    proxy_read_timeout 1h;
+                }
+            }
+            """
+        try self.init(site: site, tls: false)
+    }
+
     /// nginx running `deploy/nginx.scale-out.conf` (the compose setup's proxy) in front of
     /// several instances: its `server bluelibrary-<n>:8080 <options>;` lines become one line per
     /// port in `instancePorts`, each with the same options (which the file's lines must share).

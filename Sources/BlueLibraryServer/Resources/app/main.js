@@ -1,1 +1,442 @@
-// BlueLibrary web app: the entry module (wires the request model, the event stream and the view).
+// BlueLibrary web app: the tutorial's screen (covers, the current album's table, a toolbar
+// with Delete, Undo and Add) on the request model, live through /events.
+
+import { Api, Problem, seg } from './api.js';
+import { AlbumList, Source, libraryPrefix } from './model.js';
+import { EventStream } from './events.js';
+import { CoverScroller } from './covers.js';
+import { albumBody, clearErrors, showErrors } from './form.js';
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  source: $('source'), state: $('model-state'), live: $('live'), banner: $('banner'), covers: $('covers'),
+  details: $('details'), remove: $('delete'), undo: $('undo'), add: $('add'),
+  addDialog: $('add-dialog'), addForm: $('add-form'), tokenDialog: $('token-dialog'), tokenForm: $('token-form'),
+};
+const reducedMotion = matchMedia('(prefers-reduced-motion: reduce)');
+
+/** This browser's name for `PUT /state?client=` (kept in localStorage). */
+function clientId() {
+  let id = localStorage.getItem('bluelibrary.client');
+  if (!id) {
+    const bytes = crypto.getRandomValues(new Uint8Array(8));
+    id = `web-${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+    localStorage.setItem('bluelibrary.client', id);
+  }
+  return id;
+}
+
+const app = {
+  api: new Api({ askToken }),
+  client: clientId(),
+  list: null,
+  stream: null,
+  scroller: null,
+  selected: null,
+  undoLibrary: null,
+  undoETag: null,
+  saveTimer: null,
+  tableRequest: 0,
+};
+
+// ---- Messages ------------------------------------------------------------------------------
+
+/** Shows a message in the banner; `action` adds a button ({label, run}). */
+function announce(text, { action, kind = 'info' } = {}) {
+  ui.banner.replaceChildren(document.createTextNode(text));
+  ui.banner.className = `banner ${kind}`;
+  if (action) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = action.label;
+    button.addEventListener('click', action.run);
+    ui.banner.append(' ', button);
+  }
+  ui.banner.hidden = false;
+}
+
+function clearBanner() { ui.banner.hidden = true; ui.banner.replaceChildren(); }
+
+/** Says what went wrong, and for 429 when to try again. */
+function report(error, doing) {
+  if (error instanceof Problem && error.status === 429) {
+    const seconds = error.retryAfter ?? 60;
+    const at = new Date(Date.now() + seconds * 1000).toLocaleTimeString();
+    announce(`${doing} was refused: too many attempts. Try again in ${seconds} s (at ${at}).`, { kind: 'error' });
+    return;
+  }
+  const detail = error instanceof Problem ? error.message : 'the server could not be reached.';
+  announce(`${doing} failed: ${detail}`, { kind: 'error' });
+}
+
+// ---- Token ---------------------------------------------------------------------------------
+
+function askToken(problem) {
+  return new Promise((resolve) => {
+    const form = ui.tokenForm;
+    $('token-reason').textContent = problem?.message || 'This server is write-protected.';
+    form.elements.token.value = '';
+    const finish = (ok) => {
+      form.removeEventListener('submit', submit);
+      $('token-cancel').removeEventListener('click', cancel);
+      ui.tokenDialog.removeEventListener('cancel', cancel);
+      if (ui.tokenDialog.open) ui.tokenDialog.close();
+      resolve(ok);
+    };
+    const submit = (event) => {
+      event.preventDefault();
+      const token = form.elements.token.value.trim();
+      if (!token) return;
+      app.api.token = token;
+      finish(true);
+    };
+    const cancel = (event) => { event?.preventDefault(); finish(false); };
+    form.addEventListener('submit', submit);
+    $('token-cancel').addEventListener('click', cancel);
+    ui.tokenDialog.addEventListener('cancel', cancel);
+    ui.tokenDialog.showModal();
+    form.elements.token.focus();
+  });
+}
+
+// ---- Sources (libraries and views) ---------------------------------------------------------
+
+async function loadSources() {
+  const [libraries, views] = await Promise.all([
+    app.api.get('libraries').then((r) => r.data.libraries).catch(() => [{ id: 'default', name: 'default' }]),
+    app.api.get('views').then((r) => r.data.views).catch(() => []),
+  ]);
+  const group = (label, entries) => {
+    const element = document.createElement('optgroup');
+    element.label = label;
+    for (const entry of entries) element.append(entry);
+    return element;
+  };
+  const option = (value, text) => Object.assign(document.createElement('option'), { value, textContent: text });
+  ui.source.replaceChildren(
+    group('Libraries', libraries.map((lib) => option(`library:${lib.id}`, lib.name || lib.id))),
+    ...(views.length ? [group('Views', views.map((view) => option(`view:${view.id}`, view.name || view.id)))] : []),
+  );
+  return { libraries, views };
+}
+
+function chosenSource(views) {
+  const wanted = Source.parse(localStorage.getItem('bluelibrary.source'));
+  const known = [...ui.source.options].some((o) => o.value === wanted.key);
+  const source = known ? wanted : new Source('library', 'default');
+  if (source.isView) source.libraries = views.find((view) => view.id === source.id)?.sources || [];
+  ui.source.value = source.key;
+  return source;
+}
+
+// ---- The list and the screen ---------------------------------------------------------------
+
+async function open(source) {
+  app.stream?.stop();
+  app.selected = null;
+  clearBanner();
+  app.list = new AlbumList(app.api, source);
+  app.list.addEventListener('change', render);
+  app.scroller.render([], () => source.id);
+  ui.covers.scrollLeft = 0;
+  await app.list.load();
+  await restoreSelection();
+  render();
+  app.stream = new EventStream(app.api, source.eventsPath, onEvent, (status, detail) => {
+    ui.live.textContent = status === 'live' ? 'live' : detail;
+    document.documentElement.dataset.live = status;
+    // Back after a pause: what changed meanwhile came with Last-Event-ID; the first page is
+    // revalidated too (304 when nothing did).
+    if (status === 'live' && app.wasDisconnected) app.list.revalidate();
+    app.wasDisconnected = status !== 'live';
+  });
+  // Events after the version the list was read at: nothing falls between the page and the stream.
+  if (!source.isView && app.list.version >= 0) app.stream.lastEventId = String(app.list.version);
+  app.stream.start();
+  refreshUndo();
+}
+
+const STATE_TEXT = { loading: 'loading…', loaded: 'loaded', outdated: 'outdated', failed: 'failed' };
+
+function render() {
+  const list = app.list;
+  document.documentElement.dataset.state = list.state;
+  // For scripts/bench-app: milliseconds from navigation to the first albums on screen.
+  if (list.items.length && !document.documentElement.dataset.firstList) {
+    document.documentElement.dataset.firstList = String(Math.round(performance.now()));
+  }
+  ui.state.textContent = `${STATE_TEXT[list.state]}${list.items.length ? ` · ${list.items.length}${list.next ? '+' : ''} albums` : ''}`;
+  ui.covers.setAttribute('aria-busy', String(list.state === 'loading'));
+  app.scroller.render(list.items, (item) => list.libraryOf(item));
+  if (list.state === 'outdated') {
+    announce(list.reason || 'The library changed - reload', { action: { label: 'Reload', run: () => reload() } });
+  } else if (list.state === 'failed') {
+    announce(`The albums could not be loaded: ${list.reason}`, { kind: 'error', action: { label: 'Try again', run: () => reload() } });
+  }
+  if (app.selected && list.indexOf(app.selected) < 0) app.selected = null;
+  if (!app.selected && list.items.length && list.state !== 'loading') select(list.items[0].id, { save: false });
+  markSelection();
+  if (!list.items.length && list.state === 'loaded') showTable(null);
+  ui.remove.disabled = !app.selected;
+}
+
+async function reload() {
+  clearBanner();
+  const keep = app.selected;
+  await app.list.load();
+  if (keep && app.list.indexOf(keep) >= 0) app.selected = keep;
+  render();
+}
+
+function markSelection() {
+  for (const option of ui.covers.querySelectorAll('[role=option]')) {
+    option.setAttribute('aria-selected', String(option.dataset.id === app.selected));
+  }
+  if (app.selected) ui.covers.setAttribute('aria-activedescendant', `album-${app.selected}`);
+  else ui.covers.removeAttribute('aria-activedescendant');
+}
+
+function selectedItem() {
+  const at = app.list.indexOf(app.selected);
+  return at >= 0 ? app.list.items[at] : null;
+}
+
+function select(id, { save = true } = {}) {
+  const changed = app.selected !== id;
+  app.selected = id;
+  markSelection();
+  ui.remove.disabled = !id;
+  const option = document.getElementById(`album-${id}`);
+  option?.scrollIntoView({ behavior: reducedMotion.matches ? 'auto' : 'smooth', block: 'nearest', inline: 'nearest' });
+  if (!changed) return;
+  const item = selectedItem();
+  showTable(item);
+  if (save && item) saveState(item);
+  if (item && app.list.source.isView && app.list.libraryOf(item) !== app.undoLibrary) refreshUndo();
+  // Near the end of what is loaded: load the next page before it is reached.
+  if (app.list.indexOf(id) >= app.list.items.length - 5) app.list.more();
+}
+
+/**
+ * The memento: the selected album, saved for this browser (debounced) with PUT /state. A
+ * write-protected server without a token in this tab does not prompt for one just to save
+ * a selection: it is then kept in localStorage until a token is given.
+ */
+function saveState(item) {
+  clearTimeout(app.saveTimer);
+  app.saveTimer = setTimeout(() => {
+    if (app.selected !== item.id || app.list.indexOf(item.id) < 0) return;
+    const library = app.list.libraryOf(item);
+    const local = `bluelibrary.selected.${app.list.source.key}`;
+    app.api.put(`${libraryPrefix(library)}state?client=${seg(app.client)}`, { albumID: item.id }, { prompt: false })
+      .then(() => { localStorage.removeItem(local); })
+      .catch((error) => {
+        if (error.status === 401) localStorage.setItem(local, JSON.stringify({ albumID: item.id, updatedAt: new Date().toISOString() }));
+        // 422: the album went meanwhile (deleted elsewhere); the next selection is saved instead.
+        else if (error.status !== 422) report(error, 'Saving the selected album');
+      });
+  }, 250);
+}
+
+function localSelection(source) {
+  try { return JSON.parse(localStorage.getItem(`bluelibrary.selected.${source.key}`)); } catch { return null; }
+}
+
+/** Selects the album this browser saved last (paging on until it is loaded, within reason). */
+async function restoreSelection() {
+  const list = app.list;
+  const libraries = list.source.isView ? list.source.libraries : [list.source.id];
+  const states = await Promise.all(libraries.map((lib) =>
+    app.api.get(`${libraryPrefix(lib)}state?client=${seg(app.client)}`).then((r) => r.data).catch(() => null)));
+  states.push(localSelection(list.source));
+  const saved = states.filter((s) => s?.updatedAt && s.albumID).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))[0];
+  if (saved) {
+    for (let pages = 0; list.indexOf(saved.albumID) < 0 && list.next && pages < 20; pages += 1) await list.more(500);
+    if (list.indexOf(saved.albumID) >= 0) {
+      app.selected = saved.albumID;
+      render();
+      showTable(selectedItem());
+      select(saved.albumID, { save: false });
+      return;
+    }
+  }
+  if (list.items.length) select(list.items[0].id, { save: false });
+}
+
+async function showTable(item) {
+  const request = ++app.tableRequest;
+  const head = ui.details.tHead.rows[0];
+  const body = ui.details.tBodies[0].rows[0];
+  if (!item) {
+    head.replaceChildren();
+    body.replaceChildren();
+    ui.details.caption.textContent = 'No album selected';
+    return;
+  }
+  try {
+    const prefix = libraryPrefix(app.list.libraryOf(item));
+    const { data } = await app.api.get(`${prefix}albums/${seg(item.id)}/table`);
+    if (request !== app.tableRequest) return;
+    head.replaceChildren(...data.titles.map((title) => Object.assign(document.createElement('th'), { scope: 'col', textContent: title })));
+    body.replaceChildren(...data.values.map((value, i) => {
+      const cell = Object.assign(document.createElement('td'), { textContent: value });
+      cell.dataset.title = data.titles[i];
+      return cell;
+    }));
+    ui.details.caption.textContent = `Selected album: ${item.title}`;
+  } catch (error) {
+    if (request === app.tableRequest) report(error, 'Loading the album details');
+  }
+}
+
+// ---- Live events ---------------------------------------------------------------------------
+
+async function onEvent(type, data) {
+  if (!type.startsWith('album.') && !type.startsWith('library.')) return;
+  const before = app.list.indexOf(app.selected);
+  await app.list.merge(type, data);
+  if (app.selected && app.list.indexOf(app.selected) < 0) {
+    const items = app.list.items;
+    app.selected = items.length ? items[Math.min(Math.max(before, 0), items.length - 1)].id : null;
+    showTable(selectedItem());
+  }
+  render();
+  if (type === 'album.updated' && data.id === app.selected) showTable(selectedItem());
+  refreshUndo();
+}
+
+// ---- Toolbar -------------------------------------------------------------------------------
+
+function undoLibrary() {
+  const item = selectedItem();
+  return item ? app.list.libraryOf(item) : (app.list.source.isView ? app.list.source.libraries[0] : app.list.source.id);
+}
+
+async function refreshUndo() {
+  const library = undoLibrary();
+  if (!library) return;
+  const etag = library === app.undoLibrary ? app.undoETag : null;
+  try {
+    const answer = await app.api.get(`${libraryPrefix(library)}undo`, { etag });
+    app.undoLibrary = library;
+    if (answer.status === 304) return;
+    app.undoETag = answer.etag;
+    const { canUndo, next } = answer.data;
+    ui.undo.disabled = !canUndo;
+    ui.undo.title = canUndo ? `Undo: ${next}` : 'Nothing to undo';
+  } catch (error) {
+    ui.undo.disabled = true;
+    ui.undo.title = `Undo unavailable: ${error.message}`;
+  }
+}
+
+async function deleteSelected() {
+  const item = selectedItem();
+  if (!item) return;
+  const at = app.list.indexOf(item.id);
+  ui.remove.disabled = true;
+  try {
+    await app.api.delete(`${libraryPrefix(app.list.libraryOf(item))}albums/${seg(item.id)}`);
+  } catch (error) {
+    ui.remove.disabled = false;
+    if (error.status !== 404) return report(error, `Deleting “${item.title}”`);
+  }
+  app.list.remove(item.id);
+  const items = app.list.items;
+  app.selected = null;
+  render();
+  if (items.length) select(items[Math.min(at, items.length - 1)].id);
+  announce(`Deleted “${item.title}”.`);
+  refreshUndo();
+  ui.covers.focus();
+}
+
+async function undo() {
+  const library = undoLibrary();
+  ui.undo.disabled = true;
+  try {
+    const { data } = await app.api.post(`${libraryPrefix(library)}undo?client=${seg(app.client)}`);
+    if (data.album && !app.list.source.isView) {
+      app.list.place(data.album, data.album.index);
+      render();
+      select(data.album.id);
+    }
+    announce(`Undone: ${data.undone}.`);
+  } catch (error) {
+    report(error, 'Undo');
+  }
+  app.undoETag = null;
+  refreshUndo();
+}
+
+function openAddDialog() {
+  clearErrors(ui.addForm);
+  ui.addForm.reset();
+  ui.addDialog.showModal();
+  ui.addForm.elements.title.focus();
+}
+
+async function submitAdd(event) {
+  event.preventDefault();
+  const form = ui.addForm;
+  const body = albumBody(form);
+  const source = app.list.source;
+  const path = source.isView ? `views/${seg(source.id)}/albums` : `${libraryPrefix(source.id)}albums`;
+  const submit = form.querySelector('[type=submit]');
+  submit.disabled = true;
+  try {
+    const { data } = await app.api.post(`${path}?client=${seg(app.client)}`, body);
+    ui.addDialog.close();
+    if (source.isView) {
+      app.list.markOutdated('The view changed - reload');
+    } else {
+      app.list.place(data, data.index);
+    }
+    render();
+    if (app.list.indexOf(data.id) >= 0) select(data.id);
+    announce(`Added “${data.title}” at position ${data.index}.`);
+    refreshUndo();
+    ui.covers.focus();
+  } catch (error) {
+    if (error instanceof Problem && error.status !== 429) showErrors(form, error);
+    else { ui.addDialog.close(); report(error, 'Adding the album'); }
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+function onKey(event) {
+  const items = app.list?.items || [];
+  if (!items.length) return;
+  const at = Math.max(0, app.list.indexOf(app.selected));
+  const target = { ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: items.length - 1 }[event.key];
+  if (event.key === 'Delete') { event.preventDefault(); deleteSelected(); return; }
+  if (target === undefined) return;
+  event.preventDefault();
+  select(items[Math.min(Math.max(target, 0), items.length - 1)].id);
+}
+
+// ---- Start ---------------------------------------------------------------------------------
+
+async function start() {
+  app.scroller = new CoverScroller(ui.covers, app.api, () => app.list?.more());
+  ui.covers.addEventListener('keydown', onKey);
+  ui.covers.addEventListener('click', (event) => {
+    const option = event.target.closest('[role=option]');
+    if (option) { select(option.dataset.id); ui.covers.focus(); }
+  });
+  ui.remove.addEventListener('click', deleteSelected);
+  ui.undo.addEventListener('click', undo);
+  ui.add.addEventListener('click', openAddDialog);
+  ui.addForm.addEventListener('submit', submitAdd);
+  $('add-cancel').addEventListener('click', () => ui.addDialog.close());
+  ui.source.addEventListener('change', async () => {
+    localStorage.setItem('bluelibrary.source', ui.source.value);
+    const { views } = await loadSources();
+    open(chosenSource(views));
+  });
+  const { views } = await loadSources();
+  await open(chosenSource(views));
+}
+
+start();

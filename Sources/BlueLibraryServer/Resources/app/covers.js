@@ -1,0 +1,151 @@
+// The cover scroller: a listbox of albums, each an option named "Title - Artist", whose
+// thumbnails load lazily (when scrolled near) and at most a few at a time. A cover that
+// cannot be shown leaves a placeholder that says why.
+
+import { seg } from './api.js';
+import { libraryPrefix } from './model.js';
+
+const PARALLEL = 4;
+const THUMBNAIL = 128;
+
+export class CoverScroller {
+  /**
+   * @param listbox the `role=listbox` element
+   * @param api the Api (covers are fetched with the token, so a read-protected server works)
+   * @param onNearEnd called when the end of what is loaded comes into view
+   */
+  constructor(listbox, api, onNearEnd) {
+    this.listbox = listbox;
+    this.api = api;
+    this.options = new Map();
+    this.objectURLs = new Map();
+    this.queue = [];
+    this.running = 0;
+    this.firstCoverShown = null;
+    this.sentinel = document.createElement('div');
+    this.sentinel.className = 'sentinel';
+    this.sentinel.setAttribute('aria-hidden', 'true');
+    this.visibility = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        if (entry.target === this.sentinel) { onNearEnd(); continue; }
+        this.visibility.unobserve(entry.target);
+        this.enqueue(entry.target);
+      }
+    }, { root: listbox, rootMargin: '0px 600px' });
+  }
+
+  /** Shows `items` (in order), keeping the options (and loaded covers) that stay. */
+  render(items, libraryOf) {
+    const keep = new Set(items.map((item) => item.id));
+    for (const [id, option] of this.options) {
+      if (!keep.has(id)) {
+        option.remove();
+        this.options.delete(id);
+        this.visibility.unobserve(option);
+        const url = this.objectURLs.get(id);
+        if (url) { URL.revokeObjectURL(url); this.objectURLs.delete(id); }
+      }
+    }
+    let before = this.listbox.firstChild;
+    for (const item of items) {
+      let option = this.options.get(item.id);
+      if (!option) {
+        option = this.makeOption(item, libraryOf(item));
+        this.options.set(item.id, option);
+        this.visibility.observe(option);
+      } else {
+        this.update(option, item);
+      }
+      if (option !== before) this.listbox.insertBefore(option, before);
+      before = option.nextSibling;
+    }
+    this.listbox.appendChild(this.sentinel);
+    this.visibility.unobserve(this.sentinel);
+    this.visibility.observe(this.sentinel);
+  }
+
+  makeOption(item, library) {
+    const option = document.createElement('div');
+    option.setAttribute('role', 'option');
+    option.id = `album-${item.id}`;
+    option.className = 'album';
+    option.dataset.id = item.id;
+    option.dataset.cover = item.coverUrl ? `${libraryPrefix(library)}albums/${seg(item.id)}/cover?size=${THUMBNAIL}` : '';
+    const frame = document.createElement('div');
+    frame.className = 'cover placeholder';
+    frame.textContent = item.coverUrl ? 'Loading cover…' : 'No cover';
+    const title = document.createElement('span');
+    title.className = 'title';
+    const artist = document.createElement('span');
+    artist.className = 'artist';
+    option.append(frame, title, artist);
+    this.update(option, item);
+    return option;
+  }
+
+  update(option, item) {
+    option.setAttribute('aria-label', `${item.title} - ${item.artist}`);
+    option.querySelector('.title').textContent = item.title;
+    option.querySelector('.artist').textContent = item.artist;
+  }
+
+  enqueue(option) {
+    if (!option.dataset.cover) return;
+    this.queue.push(option);
+    this.pump();
+  }
+
+  pump() {
+    while (this.running < PARALLEL && this.queue.length) {
+      const option = this.queue.shift();
+      if (!option.isConnected) continue;
+      this.running += 1;
+      this.load(option, 0).finally(() => { this.running -= 1; this.pump(); });
+    }
+  }
+
+  async load(option, attempt) {
+    const frame = option.querySelector('.cover');
+    let response;
+    try {
+      response = await fetch(this.api.url(option.dataset.cover), { headers: this.api.headers({ Accept: 'image/avif,image/webp,image/*' }) });
+    } catch {
+      return this.fail(frame, 'Cover not loaded: the server could not be reached.');
+    }
+    if ((response.status === 504 || response.status === 202) && attempt < 3) {
+      const wait = Number(response.headers.get('Retry-After')) || 2;
+      await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+      return this.load(option, attempt + 1);
+    }
+    if (!response.ok) {
+      let detail = `the server answered ${response.status}`;
+      try { detail = (await response.json()).detail || detail; } catch { /* not a problem document */ }
+      return this.fail(frame, `Cover unavailable: ${detail}`);
+    }
+    const url = URL.createObjectURL(await response.blob());
+    const id = option.dataset.id;
+    const image = document.createElement('img');
+    image.alt = '';
+    image.width = THUMBNAIL;
+    image.height = THUMBNAIL;
+    image.decoding = 'async';
+    image.addEventListener('load', () => {
+      frame.replaceChildren(image);
+      frame.classList.remove('placeholder', 'failed');
+      if (this.firstCoverShown === null) {
+        this.firstCoverShown = performance.now();
+        document.documentElement.dataset.firstCover = String(Math.round(this.firstCoverShown));
+      }
+    }, { once: true });
+    image.addEventListener('error', () => this.fail(frame, 'Cover unavailable: the image could not be decoded.'), { once: true });
+    image.src = url;
+    this.objectURLs.set(id, url);
+  }
+
+  fail(frame, reason) {
+    frame.classList.add('placeholder', 'failed');
+    frame.textContent = reason;
+    frame.title = reason;
+  }
+}

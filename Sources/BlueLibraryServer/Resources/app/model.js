@@ -1,0 +1,164 @@
+// The request model, in JavaScript: one paged list of albums (a library or a view) with the
+// states `loading`, `loaded`, `outdated` and `failed`, cursor paging, If-None-Match
+// revalidation, and a live merge of a library's events into the loaded prefix.
+
+import { seg } from './api.js';
+
+/** Where a library's album routes are (`default` has them unprefixed). */
+export const libraryPrefix = (library) => (library === 'default' ? '' : `libraries/${seg(library)}/`);
+
+/** What the app shows: a library, or a view over several. */
+export class Source {
+  constructor(kind, id, libraries = [id]) {
+    this.kind = kind;
+    this.id = id;
+    this.libraries = libraries;
+  }
+
+  static parse(text) {
+    const [kind, id] = (text || '').split(':');
+    return kind === 'view' && id ? new Source('view', id, []) : new Source('library', id || 'default');
+  }
+
+  get key() { return `${this.kind}:${this.id}`; }
+  get isView() { return this.kind === 'view'; }
+  get listPath() { return this.isView ? `views/${seg(this.id)}/albums` : `${libraryPrefix(this.id)}albums`; }
+  get eventsPath() {
+    if (!this.isView) return `${libraryPrefix(this.id)}events`;
+    return `events?${this.libraries.map((lib) => `library=${seg(lib)}`).join('&')}`;
+  }
+}
+
+export class AlbumList extends EventTarget {
+  constructor(api, source, pageSize = 50) {
+    super();
+    this.api = api;
+    this.source = source;
+    this.pageSize = pageSize;
+    this.items = [];
+    this.next = null;
+    this.version = -1;
+    this.firstETag = null;
+    this.state = 'loading';
+    this.reason = '';
+    this.busy = null;
+    this.generation = 0;
+  }
+
+  setState(state, reason = '') {
+    this.state = state;
+    this.reason = reason;
+    this.dispatchEvent(new Event('change'));
+  }
+
+  url(cursor, limit = this.pageSize) {
+    return `${this.source.listPath}?limit=${limit}${cursor ? `&cursor=${seg(cursor)}` : ''}`;
+  }
+
+  /** The library an item belongs to. */
+  libraryOf(item) { return item.library || this.source.id; }
+
+  /** Loads the first page afresh. */
+  async load() {
+    const generation = ++this.generation;
+    this.setState('loading');
+    try {
+      const page = await this.api.get(this.url(null));
+      if (generation !== this.generation) return;
+      this.items = page.data.items;
+      this.next = page.data.next;
+      this.version = page.data.version;
+      this.firstETag = page.etag;
+      this.setState('loaded');
+    } catch (error) {
+      if (generation === this.generation) this.setState('failed', error.message);
+    }
+  }
+
+  /** Loads the next page, if there is one and no load is running. */
+  more(limit = this.pageSize) {
+    if (!this.next || this.busy || this.state === 'loading') return this.busy;
+    const generation = this.generation;
+    this.setState(this.state === 'outdated' ? 'outdated' : 'loading');
+    this.busy = this.api.get(this.url(this.next, limit)).then((page) => {
+      if (generation !== this.generation) return;
+      const known = new Set(this.items.map((item) => item.id));
+      this.items.push(...page.data.items.filter((item) => !known.has(item.id)));
+      this.next = page.data.next;
+      this.setState(this.state === 'outdated' ? 'outdated' : 'loaded');
+    }).catch((error) => {
+      if (generation !== this.generation) return;
+      // 410: the walk is too old to continue; start again.
+      if (error.status === 410) return this.load();
+      this.setState('failed', error.message);
+    }).finally(() => { this.busy = null; });
+    return this.busy;
+  }
+
+  /** Asks whether the first page changed (If-None-Match): 304 keeps everything. */
+  async revalidate() {
+    if (!this.firstETag) return this.load();
+    try {
+      const page = await this.api.get(this.url(null), { etag: this.firstETag });
+      if (page.status === 304) {
+        this.setState('loaded');
+        return false;
+      }
+    } catch (error) {
+      this.setState('failed', error.message);
+      return false;
+    }
+    await this.load();
+    return true;
+  }
+
+  markOutdated(reason) { this.setState('outdated', reason); }
+
+  indexOf(id) { return this.items.findIndex((item) => item.id === id); }
+
+  remove(id) {
+    const at = this.indexOf(id);
+    if (at >= 0) this.items.splice(at, 1);
+    return at;
+  }
+
+  /** Puts `item` at `index` when that index is inside what is loaded (or at its end when all is loaded). */
+  place(item, index) {
+    this.remove(item.id);
+    if (index < this.items.length || (index === this.items.length && this.next === null)) {
+      this.items.splice(index, 0, item);
+    }
+  }
+
+  /**
+   * Merges one event of this library (`type`, parsed `data`); true when the items changed.
+   * A view's lists are not merged: any album change outdates them (the banner offers a reload).
+   */
+  async merge(type, data) {
+    if (type === 'library.replaced' || type === 'library.outdated') {
+      await this.load();
+      return true;
+    }
+    if (!type.startsWith('album.')) return false;
+    if (this.source.isView) {
+      this.markOutdated('The library changed - reload');
+      return false;
+    }
+    if (typeof data.version === 'number' && data.version <= this.version) return false;
+    if (typeof data.version === 'number') this.version = data.version;
+    const prefix = libraryPrefix(this.source.id);
+    if (type === 'album.deleted') return this.remove(data.id) >= 0;
+    const index = type === 'album.moved' ? data.to : data.index;
+    const within = index < this.items.length || this.next === null || this.indexOf(data.id) >= 0;
+    if (!within) return false;
+    try {
+      const answer = await this.api.get(`${prefix}albums/${seg(data.id)}`);
+      this.place(answer.data, answer.data.index);
+    } catch (error) {
+      if (error.status === 404) { this.remove(data.id); return true; }
+      this.markOutdated('The library changed - reload');
+      return false;
+    }
+    return true;
+  }
+}

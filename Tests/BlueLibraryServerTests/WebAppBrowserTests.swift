@@ -1,0 +1,60 @@
+import BlueLibraryTestSupport
+import Foundation
+import HTTPTestSupport
+import Testing
+
+/// The web app in a real browser: headless Chromium (Debian `chromium`, `chromium-driver`)
+/// driven by Selenium (PyPI, pinned in scripts/test) through `scripts/app-browser-test.py`,
+/// against a real `bluelibrary serve` process behind a real nginx that mounts it under `/music/`. Every step of the script must pass: the five
+/// albums appear; keyboard selection; delete then undo behind the token prompt; add with a
+/// validation error, then at a position; reload restores the selection; a second window sees a
+/// change made in the first and one made with curl; the library/view switcher, infinite scroll
+/// over 120 albums and the view's outdated banner; a dropped event stream resumes with
+/// Last-Event-ID and revalidates with If-None-Match; phone width and dark mode; protected
+/// reads and the 429 lock-out message; no request to another origin and no console errors.
+///
+/// Screenshots go to `.build/screenshots/app/` (or `$BLUELIBRARY_SCREENSHOTS`).
+@Suite(.timeLimit(.minutes(3))) struct WebAppBrowserTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
+
+    /// Names what is missing for the browser test (scripts/test installs it), or nil.
+    static func missingPrerequisite() -> String? {
+        for path in ["/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: path) {
+            return "\(path) is missing: install the Debian packages chromium and chromium-driver (scripts/test does)"
+        }
+        let probe = try? ChildProcess.run("/usr/bin/env", ["python3", "-c", "import selenium"],
+                                          environment: ProcessInfo.processInfo.environment)
+        if probe?.status != 0 { return "the Python module selenium is missing: scripts/test installs the pinned version" }
+        return nil
+    }
+
+    @Test func theAppWorksInChromium() throws {
+        if let missing = Self.missingPrerequisite() {
+            Issue.record(Comment(rawValue: missing))
+            return
+        }
+        let token = "browser-test-token-8c1f"
+        let server = try ServerProcess(
+            arguments: ["--cover-allow", "127.0.0.1", "--access-log", "off"],
+            environment: ["BLUELIBRARY_TOKEN": token], dataDirectory: TestApp.temporaryDirectory())
+        defer { server.signal(SIGKILL) }
+        // The browser sees the server under a path prefix, through nginx: the app's relative
+        // URLs must keep every request below it.
+        let nginx = try NginxProxy(upstreamPort: server.port, pathPrefix: "/music/")
+        let screenshots = ProcessInfo.processInfo.environment["BLUELIBRARY_SCREENSHOTS"]
+            ?? Self.root.appendingPathComponent(".build/screenshots/app").path
+        let run = try ChildProcess.run(
+            "/usr/bin/env",
+            ["python3", Self.root.appendingPathComponent("scripts/app-browser-test.py").path,
+             "--base", "http://127.0.0.1:\(server.port)", "--app-url", "http://127.0.0.1:\(nginx.port)/music",
+             "--token", token, "--screenshots", screenshots],
+            environment: ProcessInfo.processInfo.environment, mergeStderr: true)
+        withExtendedLifetime(nginx) {}
+        let output = String(decoding: run.stdout, as: UTF8.self)
+        #expect(run.status == 0, "\(output)")
+        #expect(!output.contains("FAIL"), "\(output)")
+        // Every step reports itself; a step that was skipped would be missing here.
+        let steps = output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
+        #expect(steps == 11, "\(output)")
+    }
+}

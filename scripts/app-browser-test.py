@@ -1,0 +1,549 @@
+#!/usr/bin/env python3
+"""Drives the web app (/app/) in headless Chromium with Selenium, step by step.
+
+Usage: app-browser-test.py --base http://127.0.0.1:PORT --token TOKEN [--screenshots DIR]
+                           [--app-url http://127.0.0.1:PROXY/prefix]
+
+The server must be a fresh `bluelibrary serve` (seeded with the tutorial's five albums),
+started with BLUELIBRARY_TOKEN=TOKEN and `--cover-allow 127.0.0.1` (the covers come from a
+small HTTP server this script starts on loopback). The browser reaches the server through a
+relay that can cut its connections, at --app-url when given (e.g. nginx mounting the server
+under /music/): every request the page makes must stay under that URL. Every step prints `ok <step>`; the first
+failing step prints `FAIL <step>: <why>` and the exit status is 1. Run by the Swift test
+WebAppBrowserTests (swift test / scripts/test), which starts the server.
+"""
+import argparse
+import http.server
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import zlib
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+WAIT = 15  # seconds any one condition may take
+
+
+def png(width, height, rgb):
+    """A small gradient PNG in one hue (no imaging library needed)."""
+    rows = bytearray()
+    for y in range(height):
+        rows.append(0)
+        for x in range(width):
+            shade = 0.55 + 0.45 * (x + y) / (width + height)
+            rows.extend(int(c * shade) for c in rgb)
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(bytes(rows), 9)) + chunk(b"IEND", b"")
+
+
+COLOURS = [(40, 90, 200), (200, 60, 60), (40, 160, 90), (220, 150, 30), (130, 70, 190)]
+IMAGES = {f"/cover-{i}.png": png(256, 256, c) for i, c in enumerate(COLOURS)}
+
+
+class CoverHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = IMAGES.get(self.path)
+        if body is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "image/png")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class Failure(Exception):
+    pass
+
+
+class CuttableProxy:
+    """A TCP relay on loopback in front of the server, for the browser: `cut()` closes every
+    connection through it at once (a network drop), while new connections still go through."""
+
+    def __init__(self, port):
+        self.upstream = ("127.0.0.1", port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.lock = threading.Lock()
+        self.open = []
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            with self.lock:
+                self.open += [client, server]
+            for source, target in ((client, server), (server, client)):
+                threading.Thread(target=self.pump, args=(source, target), daemon=True).start()
+
+    @staticmethod
+    def pump(source, target):
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        for end in (source, target):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.lock:
+            ends, self.open = self.open, []
+        for end in ends:
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class Run:
+    def __init__(self, base, token, screenshots, app_url=None):
+        self.base = base.rstrip("/")
+        # The browser goes through a relay it can cut, to the server or to a proxy that mounts
+        # it under a path prefix (--app-url http://127.0.0.1:PORT/music).
+        front = urllib.parse.urlsplit(app_url or self.base)
+        self.proxy = CuttableProxy(front.port)
+        self.app_base = f"http://127.0.0.1:{self.proxy.port}{front.path.rstrip('/')}"
+        self.token = token
+        self.screenshots = screenshots
+        self.covers = http.server.ThreadingHTTPServer(("127.0.0.1", 0), CoverHandler)
+        threading.Thread(target=self.covers.serve_forever, daemon=True).start()
+        self.cover_base = f"http://127.0.0.1:{self.covers.server_address[1]}"
+        options = webdriver.ChromeOptions()
+        options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+        for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                         "--window-size=1280,800", "--no-first-run", "--disable-extensions",
+                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                         "--disable-default-apps", "--metrics-recording-only", "--no-default-browser-check"]:
+            options.add_argument(argument)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+        service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+        self.driver = webdriver.Chrome(service=service, options=options)
+        self.driver.set_script_timeout(WAIT)
+        self.requests = []
+        self.request_headers = []
+        self.console = []
+
+    # ---- helpers --------------------------------------------------------------------------
+
+    def api(self, method, path, body=None, token=True, expect=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                status, text = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, text = error.code, error.read()
+        if expect is not None and status != expect:
+            raise Failure(f"{method} {path} answered {status}, not {expect}: {text[:300]!r}")
+        return json.loads(text) if text.strip() else None
+
+    def until(self, condition, what):
+        try:
+            return WebDriverWait(self.driver, WAIT, poll_frequency=0.05).until(lambda d: condition())
+        except TimeoutException:
+            raise Failure(f"timed out waiting until {what}")
+
+    def js(self, script, *args):
+        return self.driver.execute_script(script, *args)
+
+    def names(self):
+        return self.js("return [...document.querySelectorAll('#covers [role=option]')].map(o => o.getAttribute('aria-label'))")
+
+    def selected_name(self):
+        return self.js("const o = document.querySelector('#covers [aria-selected=true]'); return o && o.getAttribute('aria-label')")
+
+    def selected_id(self):
+        return self.js("const o = document.querySelector('#covers [aria-selected=true]'); return o && o.dataset.id")
+
+    def table(self):
+        return self.js("return [...document.querySelectorAll('#details tbody td')].map(c => c.textContent)")
+
+    def loaded(self):
+        self.until(lambda: self.js("return document.documentElement.dataset.state") == "loaded", "the list is loaded")
+        self.until(lambda: self.js("return document.documentElement.dataset.live") == "live", "the event stream is live")
+
+    def key(self, *keys):
+        self.driver.switch_to.active_element.send_keys(*keys)
+
+    def focus(self, element_id):
+        self.js(f"document.getElementById('{element_id}').focus()")
+
+    def shot(self, name):
+        if self.screenshots:
+            os.makedirs(self.screenshots, exist_ok=True)
+            self.driver.save_screenshot(os.path.join(self.screenshots, name))
+
+    def collect_logs(self):
+        for entry in self.driver.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message.get("method") == "Network.requestWillBeSent":
+                request = message["params"]["request"]
+                self.requests.append(request["url"])
+                self.request_headers.append((request["url"], request.get("headers", {})))
+        self.console.extend(self.driver.get_log("browser"))
+
+    def token_dialog_open(self):
+        return self.js("return document.getElementById('token-dialog').open")
+
+    def enter_token(self, token):
+        self.until(self.token_dialog_open, "the token prompt is shown")
+        field = self.driver.find_element(By.CSS_SELECTOR, "#token-form input[name=token]")
+        field.clear()
+        field.send_keys(token, Keys.ENTER)
+
+    # ---- steps ----------------------------------------------------------------------------
+
+    def five_albums_appear(self):
+        # The seed's covers point to the internet; give them covers on loopback instead.
+        albums = self.api("GET", "/albums", token=False, expect=200)["items"]
+        for i, album in enumerate(albums):
+            self.api("PATCH", f"/albums/{album['id']}", {"coverUrl": f"{self.cover_base}/cover-{i}.png"}, expect=200)
+        self.albums = albums
+        self.driver.get(self.app_base + "/")  # a browser's Accept: sent on to app/
+        self.until(lambda: self.driver.current_url == self.app_base + "/app/", "/ redirects the browser to /app/")
+        self.loaded()
+        expected = [f"{a['title']} - {a['artist']}" for a in albums]
+        self.until(lambda: self.names() == expected, f"the five albums are shown ({expected})")
+        self.until(lambda: self.js("return document.querySelectorAll('#covers .cover img').length") == 5, "five covers are shown")
+        # Thumbnails (cover?size=128) of the 256x256 originals.
+        widths = self.js("return [...document.querySelectorAll('#covers .cover img')].map(i => i.naturalWidth)")
+        if widths != [128] * 5:
+            raise Failure(f"the covers are {widths} pixels wide, not 128 (thumbnails)")
+        self.until(lambda: self.table() == self.api("GET", f"/albums/{albums[0]['id']}/table", token=False)["values"],
+                   "the first album's table is shown")
+        heads = self.js("return [...document.querySelectorAll('#details thead th')].map(c => c.textContent)")
+        if heads != ["Artist", "Album", "Genre", "Year"]:
+            raise Failure(f"table headers are {heads}")
+        self.shot("app-desktop.png")
+
+    def keyboard_selects(self):
+        # Tab order: the library switcher, the toolbar, then the covers.
+        self.js("document.activeElement.blur(); window.scrollTo(0, 0)")
+        order = []
+        self.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+        for _ in range(5):
+            order.append(self.js("return document.activeElement.id"))
+            if order[-1] == "covers":
+                break
+            self.key(Keys.TAB)
+        if order[0] != "source" or order[-1] != "covers" or "add" not in order:
+            raise Failure(f"tab order was {order}")
+        self.key(Keys.ARROW_RIGHT)
+        self.key(Keys.ARROW_RIGHT)
+        third = self.albums[2]
+        self.until(lambda: self.selected_name() == f"{third['title']} - {third['artist']}", "right right selects the third album")
+        if self.js("return document.getElementById('covers').getAttribute('aria-activedescendant')") != f"album-{third['id']}":
+            raise Failure("aria-activedescendant does not name the selected option")
+        values = self.api("GET", f"/albums/{third['id']}/table", token=False)["values"]
+        self.until(lambda: self.table() == values, "the table shows the third album")
+        self.key(Keys.ARROW_LEFT)
+        second = self.albums[1]
+        self.until(lambda: self.selected_name() == f"{second['title']} - {second['artist']}", "left selects the second album")
+
+    def delete_then_undo_with_the_token(self):
+        # The server is write-protected: the first delete gets 401, the app asks for the token.
+        second = self.albums[1]
+        # The cover PATCHes are on the undo stack: Undo says the last of them.
+        undo_title = lambda: self.js("return document.getElementById('undo').title")
+        before = self.api("GET", "/undo", token=False)
+        if not before["canUndo"] or undo_title() != f"Undo: {before['next']}":
+            raise Failure(f"Undo's title is {undo_title()!r}, the stack's top {before['next']!r}")
+        self.focus("delete")
+        self.key(Keys.ENTER)
+        self.enter_token("not-the-token-at-all")
+        self.until(lambda: "not right" in self.js("return document.getElementById('token-reason').textContent"),
+                   "a wrong token is reported as wrong")
+        self.enter_token(self.token)
+        self.until(lambda: len(self.names()) == 4, "the album is deleted")
+        if f"{second['title']} - {second['artist']}" in self.names():
+            raise Failure("the deleted album is still shown")
+        if self.js("return localStorage.getItem('bluelibrary.token')") is not None:
+            raise Failure("the token was written to localStorage")
+        if self.js("return sessionStorage.getItem('bluelibrary.token')") != self.token:
+            raise Failure("the token is not in sessionStorage")
+        self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled")
+        title = self.js("return document.getElementById('undo').title")
+        if second["title"] not in title:
+            raise Failure(f"Undo's title does not say what it undoes: {title!r}")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        expected = [f"{a['title']} - {a['artist']}" for a in self.albums]
+        self.until(lambda: self.names() == expected, "undo brings the album back at its place")
+        self.until(lambda: undo_title() == f"Undo: {before['next']}", "Undo names the previous change again")
+        # Undo everything: the button is disabled when the stack is empty.
+        while self.api("GET", "/undo", token=False)["canUndo"]:
+            self.api("POST", "/undo", expect=200)
+        self.until(lambda: self.js("return document.getElementById('undo').disabled"), "Undo is disabled when there is nothing to undo")
+        if undo_title() != "Nothing to undo":
+            raise Failure(f"a disabled Undo's title is {undo_title()!r}")
+
+    def add_with_an_error_then_at_a_position(self):
+        self.focus("add")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('add-dialog').open"), "the Add dialog opens")
+        form = self.driver.find_element(By.ID, "add-form")
+        field = lambda name: form.find_element(By.NAME, name)
+        field("artist").send_keys("Miles Davis")
+        field("year").send_keys("nineteen")
+        field("artist").send_keys(Keys.ENTER)
+        self.until(lambda: self.js("return !document.getElementById('title-error').hidden"), "the title's error is shown beside it")
+        for name in ["title", "year"]:
+            text = self.js(f"return document.getElementById('{name}-error').textContent")
+            if not text or self.js(f"return document.querySelector('#add-form [name={name}]').getAttribute('aria-invalid')") != "true":
+                raise Failure(f"no error beside {name}")
+        if self.js("return document.activeElement.name") != "title":
+            raise Failure("focus is not on the first field in error")
+        self.shot("app-add-error.png")
+        self.key("Kind of Blue")
+        field("year").clear()
+        field("year").send_keys("1959")
+        field("genre").send_keys("Jazz")
+        field("coverUrl").send_keys(f"{self.cover_base}/missing.png")
+        field("index").send_keys("1", Keys.ENTER)
+        self.until(lambda: not self.js("return document.getElementById('add-dialog').open"), "the dialog closes")
+        self.until(lambda: self.names()[1:2] == ["Kind of Blue - Miles Davis"], "the album is shown at position 1")
+        self.until(lambda: self.selected_name() == "Kind of Blue - Miles Davis", "the new album is selected")
+        at = self.api("GET", "/albums/at/1", token=False, expect=200)
+        if at["title"] != "Kind of Blue":
+            raise Failure(f"the server has {at['title']} at 1")
+        self.until(lambda: "Cover unavailable" in self.js(
+            "return document.querySelector('#covers [aria-selected=true] .cover').textContent"),
+            "the failed cover's placeholder says why")
+
+    def reload_restores_the_selection(self):
+        self.focus("covers")
+        self.key(Keys.END)
+        last = self.names()[-1]
+        self.until(lambda: self.selected_name() == last, "End selects the last album")
+        chosen = self.selected_id()
+        client = self.js("return localStorage.getItem('bluelibrary.client')")
+        self.until(lambda: self.api("GET", f"/state?client={client}", token=False)["albumID"] == chosen,
+                   "the selection is saved with PUT /state")
+        self.driver.refresh()
+        self.loaded()
+        self.until(lambda: self.selected_id() == chosen, "the reload selects the saved album")
+
+    def a_second_window_sees_changes(self):
+        first = self.driver.current_window_handle
+        self.driver.switch_to.new_window("window")
+        second = self.driver.current_window_handle
+        self.driver.get(self.app_base + "/app/")
+        self.loaded()
+        count = len(self.names())
+        # A change in the first window...
+        self.driver.switch_to.window(first)
+        victim = self.names()[0]
+        self.focus("covers")
+        self.key(Keys.HOME)
+        self.until(lambda: self.selected_name() == victim, "Home selects the first album")
+        self.focus("delete")
+        self.key(Keys.ENTER)
+        self.until(lambda: victim not in self.names(), "the first window deletes it")
+        self.driver.switch_to.window(second)
+        self.until(lambda: victim not in self.names() and len(self.names()) == count - 1, "the second window sees the delete")
+        # ... and one made with curl.
+        self.api("POST", "/albums", {"title": "Blue Train", "artist": "John Coltrane", "year": 1957, "index": 0}, expect=201)
+        self.until(lambda: self.names()[:1] == ["Blue Train - John Coltrane"], "the second window sees the curl add")
+        self.driver.switch_to.window(first)
+        self.until(lambda: self.names()[:1] == ["Blue Train - John Coltrane"], "the first window sees the curl add")
+        self.driver.switch_to.window(second)
+        self.collect_logs()
+        self.driver.close()
+        self.driver.switch_to.window(first)
+
+    def switcher_pages_and_views(self):
+        # A second library of 120 albums (scripts/bench-dataset.py) and a view over both.
+        self.api("POST", "/libraries", {"id": "big", "name": "Big"}, expect=201)
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "big.json")
+            subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "bench-dataset.py"), "120", path],
+                           check=True, capture_output=True)
+            with open(path, encoding="utf-8") as file:
+                archive = json.load(file)
+        archive["library"] = "big"
+        self.api("PUT", "/libraries/big/archive", archive)
+        if self.api("GET", "/libraries/big", token=False, expect=200)["albumCount"] != 120:
+            raise Failure("the archive did not load 120 albums")
+        self.api("POST", "/views", {"id": "both", "name": "Both", "sources": ["default", "big"]}, expect=201)
+        self.driver.refresh()
+        self.loaded()
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:big")
+        self.until(lambda: len(self.names()) == 50, "the switcher shows the first page of Big")
+        self.loaded()
+        # Infinite scroll: scrolling to the end loads the next pages (cursor paging).
+        def scrolled_to_the_end():
+            self.js("const c = document.getElementById('covers'); c.scrollLeft = c.scrollWidth")
+            return len(self.names()) == 120
+        self.until(scrolled_to_the_end, "scrolling loads all 120 albums")
+        if len(set(self.names())) != len(self.names()) and len(self.js(
+                "return [...document.querySelectorAll('#covers [role=option]')].map(o => o.id)")) != 120:
+            raise Failure("an album is shown twice")
+        # A view: one list over both; a change in a source outdates it (the banner offers a reload).
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("view:both")
+        default_names = [f"{a['title']} - {a['artist']}" for a in self.api("GET", "/albums", token=False)["items"]]
+        self.until(lambda: self.names()[:len(default_names)] == default_names and len(self.names()) >= 50,
+                   "the view shows default's albums, then Big's")
+        self.loaded()
+        self.api("POST", "/libraries/big/albums", {"title": "Giant Steps", "artist": "John Coltrane", "index": 0}, expect=201)
+        self.until(lambda: self.js("return document.documentElement.dataset.state") == "outdated", "the view is outdated")
+        banner = self.driver.find_element(By.ID, "banner")
+        if "reload" not in banner.text.lower():
+            raise Failure(f"the outdated banner says {banner.text!r}")
+        self.shot("app-view-outdated.png")
+        banner.find_element(By.TAG_NAME, "button").send_keys(Keys.ENTER)
+        self.until(lambda: self.js("return document.documentElement.dataset.state") == "loaded", "Reload loads the view again")
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")
+        self.loaded()
+
+    def resumes_after_a_disconnect(self):
+        self.collect_logs()
+        seen = len(self.request_headers)
+        # Changes made while the stream is down come with the resumed stream (Last-Event-ID).
+        self.proxy.cut()
+        self.api("POST", "/albums", {"title": "While Away", "artist": "Nobody Home", "index": 0}, expect=201)
+        self.until(lambda: self.names()[:1] == ["While Away - Nobody Home"], "the change made while away arrives")
+        self.collect_logs()
+        resumed = [headers for url, headers in self.request_headers[seen:]
+                   if url.startswith(self.app_base + "/events") and any(k.lower() == "last-event-id" for k in headers)]
+        if not resumed:
+            raise Failure("the reconnect did not send Last-Event-ID")
+        revalidated = [url for url, headers in self.request_headers[seen:]
+                       if url.startswith(self.app_base + "/albums?") and any(k.lower() == "if-none-match" for k in headers)]
+        if not revalidated:
+            raise Failure("after the reconnect the first page was not revalidated with If-None-Match")
+
+    def phone_width_and_dark(self):
+        self.driver.set_window_size(390, 844)
+        self.until(lambda: self.js("return document.documentElement.scrollWidth <= window.innerWidth"),
+                   "nothing is wider than a phone's screen")
+        self.js("window.scrollTo(0, 0)")
+        self.shot("app-phone.png")
+        self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
+            {"name": "prefers-color-scheme", "value": "dark"}, {"name": "prefers-reduced-motion", "value": "reduce"}]})
+        background = self.js("return getComputedStyle(document.documentElement).backgroundColor")
+        if background in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"):
+            raise Failure(f"prefers-color-scheme: dark leaves the background {background}")
+        self.shot("app-phone-dark.png")
+        self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+        self.driver.set_window_size(1280, 800)
+
+    def reads_protected_then_locked_out(self):
+        # With protectReads a fresh tab (no token) is asked for it before anything shows.
+        self.api("PATCH", "/settings", {"access": {"protectReads": True, "attemptLimit": 2}}, expect=200)
+        self.driver.switch_to.new_window("tab")
+        self.driver.get(self.app_base + "/app/")
+        self.enter_token(self.token)
+        self.loaded()
+        if len(self.names()) < 5:
+            raise Failure("the protected library did not load after the token")
+        # Too many wrong tokens: 429, and the app says when to try again.
+        self.js("sessionStorage.removeItem('bluelibrary.token')")
+        self.focus("delete")
+        self.key(Keys.ENTER)
+
+        def guess_until_locked():
+            if "Try again in" in self.js("return document.getElementById('banner').textContent"):
+                return True
+            if self.token_dialog_open():
+                field = self.driver.find_element(By.CSS_SELECTOR, "#token-form input[name=token]")
+                field.clear()
+                field.send_keys("still-the-wrong-token", Keys.ENTER)
+            return False
+        self.until(guess_until_locked, "the 429 is reported with when to retry")
+        self.shot("app-locked-out.png")
+
+    def only_this_origin_and_no_console_errors(self):
+        self.collect_logs()
+        foreign = [url for url in self.requests
+                   if not (url.startswith(self.app_base + "/") or url.startswith("data:") or url.startswith("blob:"))]
+        if foreign:
+            raise Failure(f"requests to another origin: {foreign[:5]}")
+        if not any(url.startswith(self.app_base + "/app/") for url in self.requests):
+            raise Failure("no request was recorded at all (performance log empty?)")
+        # HTTP errors the app handles (401, 404 of a cover, 422, 429) are logged by Chromium
+        # as network entries, and so is the event stream cut by the proxy on purpose;
+        # everything else (script errors, CSP violations, failed requests) fails.
+        def handled(entry):
+            message = entry["message"]
+            return entry.get("source") == "network" and (
+                "the server responded with a status of" in message
+                or message.startswith(self.app_base + "/events") and "net::ERR_INCOMPLETE_CHUNKED_ENCODING" in message)
+        errors = [e for e in self.console if e["level"] == "SEVERE" and not handled(e)]
+        if errors:
+            raise Failure(f"console errors: {[e['message'] for e in errors][:5]}")
+
+    def run(self):
+        steps = [self.five_albums_appear, self.keyboard_selects, self.delete_then_undo_with_the_token,
+                 self.add_with_an_error_then_at_a_position, self.reload_restores_the_selection,
+                 self.a_second_window_sees_changes, self.switcher_pages_and_views, self.resumes_after_a_disconnect,
+                 self.phone_width_and_dark,
+                 self.reads_protected_then_locked_out, self.only_this_origin_and_no_console_errors]
+        try:
+            for step in steps:
+                started = time.monotonic()
+                step()
+                print(f"ok {step.__name__} ({time.monotonic() - started:.1f} s)", flush=True)
+            return 0
+        except Exception as error:  # noqa: BLE001 - every failure ends the run with its step
+            print(f"FAIL {step.__name__}: {error}", flush=True)
+            self.shot(f"failed-{step.__name__}.png")
+            try:
+                self.collect_logs()
+                for entry in self.console[-10:]:
+                    print(f"  console: {entry['level']} {entry['message'][:300]}", flush=True)
+            except Exception:  # noqa: BLE001
+                pass
+            return 1
+        finally:
+            self.driver.quit()
+            self.covers.shutdown()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--screenshots")
+    parser.add_argument("--app-url", help="where the browser opens the server (default: --base), e.g. behind a proxy's path prefix")
+    arguments = parser.parse_args()
+    sys.exit(Run(arguments.base, arguments.token, arguments.screenshots, arguments.app_url).run())
+
+
+if __name__ == "__main__":
+    main()

@@ -148,6 +148,32 @@ import Testing
         #expect(app.covers.statistics.variantsMade == 3)
     }
 
+    @Test func unusualCoversComeOutUprightFirstFrameSRGBAndWithoutMetadata() throws {
+        let frames: [TestImages.RGB] = [(220, 20, 20), (20, 220, 20)]
+        let cases: [(String, [UInt8], (Int, Int))] = [
+            ("anim.gif", TestImages.animatedGIF(width: 300, height: 200, frames: frames), (128, 85)),
+            ("anim.webp", try TestImages.animatedWebP(width: 300, height: 200, frames: frames), (128, 85)),
+            ("cmyk.jpg", try TestImages.cmykJPEG(width: 300, height: 200, colour: (220, 20, 20)), (128, 85)),
+            ("deep.png", try TestImages.png16(width: 300, height: 200, samples: (56_540, 5_140, 5_140)), (128, 85)),
+            ("turned.jpg", try TestImages.jpegWithEXIF(width: 300, height: 200, orientation: 6, colour: (220, 20, 20)), (85, 128)),
+        ]
+        for (name, bytes, dimensions) in cases {
+            let id = try album(name, bytes)
+            for accept in ["image/webp", "image/jpeg"] {
+                let response = try get("/albums/\(id)/cover?size=128", accept: accept)
+                #expect(response.status == 200, "\(name): \(response.text.prefix(200))")
+                let decoded = try TestImages.inspect(response.body)
+                #expect((decoded.width, decoded.height) == dimensions, "\(name) as \(accept)")
+                #expect(decoded.bands == 3, "\(name): 8-bit sRGB")
+                #expect(!decoded.fields.contains { $0.hasPrefix("exif") || $0 == "icc-profile-data" }, "\(name): \(decoded.fields)")
+                #expect(response.body.firstRange(of: Array(TestImages.exifMarker.utf8)) == nil)
+                // Red: the first frame, CMYK converted, 16-bit samples scaled (56540/257 = 220).
+                let pixel = try TestImages.pixel(response.body, x: dimensions.0 / 2, y: dimensions.1 / 2)
+                #expect(pixel[0] > 170 && pixel[1] < 80 && pixel[2] < 80, "\(name) as \(accept): \(pixel)")
+            }
+        }
+    }
+
     @Test func hostileCoversAre502WithAReasonAndNothingIsCached() throws {
         // Reset this process's peak RSS (VmHWM), so the check below sees only these requests.
         try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)

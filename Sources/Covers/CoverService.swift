@@ -101,6 +101,9 @@ public final class CoverService: CoverSource {
         variants = CoverVariants(
             cache: cache, thumbnailer: configuration.thumbnailer, threads: configuration.maxConcurrentVariants,
             queueLimit: configuration.maxQueuedFetches, counters: counters)
+        // Starts libvips and probes AVIF now (one small encode), not on the first request's
+        // event loop, which asks whether AVIF can be offered.
+        _ = CoverVariantFormat.canWriteAVIF
     }
 
     deinit {

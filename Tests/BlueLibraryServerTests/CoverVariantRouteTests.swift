@@ -133,6 +133,9 @@ import Testing
         }
         #expect(statuses.withLock { $0 }.allSatisfy { $0 == 200 })
         #expect(app.covers.statistics.variantsMade == 1)
+        let metrics = try get("/metrics").text
+        #expect(metrics.contains(#"bluelibrary_cover_variants_total{outcome="made"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"bluelibrary_cover_variants_total{outcome="failed"} 0"#))
     }
 
     @Test func deletingTheCoverDeletesItsVariants() throws {

@@ -104,3 +104,7 @@ final class OwnedImage {
         return format == .webp ? WebPMetadata.stripped(bytes) : bytes
     }
 }
+
+/// A libvips image reference stays on the thread that made it.
+@available(*, unavailable)
+extension OwnedImage: Sendable {}

@@ -177,6 +177,25 @@ import Testing
         }
     }
 
+    @Test func thePixelLimitIsTheServersSetting() throws {
+        let strict = try TestApp.make { config in
+            config.seed = false
+            config.dataDirectory = TestApp.temporaryDirectory()
+            config.coverAllow = "127.0.0.1"
+            config.coverMaxPixels = 1_000_000
+        }
+        strict.start()
+        defer { strict.shutdown() }
+        images.withLock { $0["big.jpg"] = try? TestImages.photo(width: 1500, height: 1000) }
+        let body = #"{"title": "Big", "artist": "B", "coverUrl": "http://127.0.0.1:\#(upstream.port)/img/big.jpg"}"#
+        let created = try RawHTTPClient.request(port: strict.port, method: "POST", path: "/albums",
+                                                headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+        let id = try #require(created.json()["id"] as? String)
+        let refused = try RawHTTPClient.request(port: strict.port, path: "/albums/\(id)/cover?size=64", receiveTimeout: 60)
+        #expect(refused.status == 502)
+        #expect(refused.text.contains("1500 x 1000") && refused.text.contains("1000000"), "\(refused.text)")
+    }
+
     @Test func hostileCoversAre502WithAReasonAndNothingIsCached() throws {
         // Reset this process's peak RSS (VmHWM), so the check below sees only these requests.
         try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)

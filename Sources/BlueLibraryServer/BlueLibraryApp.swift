@@ -196,9 +196,10 @@ public final class BlueLibraryApp: Sendable {
         do {
             var fetcher = CoverFetcherConfiguration()
             fetcher.addressPolicy = try CoverAddressPolicy(allowList: configuration.coverAllow)
-            return try CoverService(configuration: CoverServiceConfiguration(
-                cacheDirectory: directory, cacheSizeLimit: configuration.coverCacheBytes, fetcher: fetcher),
-                events: events, clock: clock)
+            var covers = CoverServiceConfiguration(
+                cacheDirectory: directory, cacheSizeLimit: configuration.coverCacheBytes, fetcher: fetcher)
+            covers.thumbnailer.maxPixels = configuration.coverMaxPixels
+            return try CoverService(configuration: covers, events: events, clock: clock)
         } catch {
             throw ConfigurationError("cannot open the cover cache in \(directory): \(error)")
         }

@@ -51,6 +51,17 @@ enum ServiceMetrics {
                 writer.sample("", [("outcome", outcome)], count)
             }
         }
+        metrics.register(
+            "bluelibrary_cover_variants_total",
+            help: "Sized cover variants (?size=) by outcome: made, cache-hit, or failed (a pixel bomb, a truncated or corrupt original).",
+            kind: .counter
+        ) { writer in
+            let statistics = covers.statistics
+            for (outcome, count) in [("made", statistics.variantsMade), ("cache-hit", statistics.variantHits),
+                                     ("failed", statistics.variantFailures)] {
+                writer.sample("", [("outcome", outcome)], count)
+            }
+        }
 
         metrics.sampled("bluelibrary_page_cache_hits_total", help: "GET /albums requests answered from a cached page (200 with it, or 304 against its ETag).",
                         kind: .counter) { pages.statistics.hits }

@@ -34,6 +34,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var coverCacheBytes = 512 * 1024 * 1024
     /// How long a request waits for an uncached cover before 504.
     public var coverWait: Duration = .seconds(10)
+    /// `BLUELIBRARY_COVER_MAX_PIXELS`: sized variants (`?size=`) refuse an original declaring more
+    /// pixels (width x height, read from its header before decoding).
+    public var coverMaxPixels = 25_000_000
     /// The largest archive `PUT /archive` accepts.
     public var maxArchiveBytes = 1 << 30
     /// Bytes kept aside next to the database and given back when the disk is full (0: none).
@@ -173,6 +176,10 @@ public struct ServeConfiguration: Sendable, Equatable {
         Option(flag: "--cover-cache-bytes", variable: "BLUELIBRARY_COVER_CACHE_BYTES", placeholder: "BYTES", defaultText: "536870912",
                help: "Size limit of the cover disk cache (least recently used covers go first).") { config, value throws(ConfigurationError) in
             config.coverCacheBytes = try integer(value, in: 1_048_576...(1 << 42), name: "cover cache bytes")
+        },
+        Option(flag: "--cover-max-pixels", variable: "BLUELIBRARY_COVER_MAX_PIXELS", placeholder: "N", defaultText: "25000000",
+               help: "Sized covers (?size=) refuse originals declaring more pixels (decompression bombs).") { config, value throws(ConfigurationError) in
+            config.coverMaxPixels = try integer(value, in: 1_000_000...400_000_000, name: "cover max pixels")
         },
         Option(flag: "--cover-wait", variable: "BLUELIBRARY_COVER_WAIT", placeholder: "SECONDS", defaultText: "10",
                help: "How long a request waits for an uncached cover before 504.") { config, value throws(ConfigurationError) in

@@ -39,6 +39,16 @@ static inline int bl_vips_cast_uchar(VipsImage *in, VipsImage **out) {
     return vips_cast(in, out, VIPS_FORMAT_UCHAR, NULL);
 }
 
+/* Bands first ..< first + n of the image (to drop an alpha band). */
+static inline int bl_vips_extract_bands(VipsImage *in, VipsImage **out, int first, int n) {
+    return vips_extract_band(in, out, first, "n", n, NULL);
+}
+
+/* The smallest pixel value over every band of the image. */
+static inline int bl_vips_min(VipsImage *in, double *value) {
+    return vips_min(in, value, NULL);
+}
+
 /* A black image, for probing what the build can encode. */
 static inline int bl_vips_black(VipsImage **out, int width, int height, int bands) {
     return vips_black(out, width, height, "bands", bands, NULL);

@@ -48,6 +48,25 @@ final class OwnedImage {
         return image
     }
 
+    /// This image without its alpha band when every pixel is opaque (GIF always loads with
+    /// one), computed into memory once so the pixels are not decoded twice; unchanged when it
+    /// has no alpha or some transparency.
+    func withoutOpaqueAlpha() throws(ImageError) -> OwnedImage {
+        guard hasAlpha, bandFormat == VIPS_FORMAT_UCHAR, bands >= 2 else { return self }
+        guard let pixels = vips_image_copy_memory(pointer) else {
+            throw ImageError(.corrupt, detail: "decoding failed: \(VipsFailure.takeMessage())")
+        }
+        let memory = OwnedImage(pixels)
+        let alpha = try Self.make(.corrupt, "alpha band") { bl_vips_extract_bands(memory.pointer, &$0, Int32(bands - 1), 1) }
+        var minimum = 0.0
+        guard bl_vips_min(alpha.pointer, &minimum) == 0 else {
+            throw ImageError(.corrupt, detail: "reading the alpha band failed: \(VipsFailure.takeMessage())")
+        }
+        guard minimum >= 255 else { return memory }
+        let colour = bands - 1
+        return try Self.make(.corrupt, "dropping the alpha band") { bl_vips_extract_bands(memory.pointer, &$0, 0, Int32(colour)) }
+    }
+
     /// A copy without metadata: every field that is not a header field (EXIF with GPS, XMP,
     /// IPTC, ICC profile, orientation, animation fields) is removed, so no saver can write it
     /// (the savers' own `strip` misses EXIF in WebP in libvips 8.14).
@@ -85,3 +104,7 @@ final class OwnedImage {
         return format == .webp ? WebPMetadata.stripped(bytes) : bytes
     }
 }
+
+/// A libvips image reference stays on the thread that made it.
+@available(*, unavailable)
+extension OwnedImage: Sendable {}

@@ -3,7 +3,8 @@ import CVips
 /// Makes thumbnails with libvips: scaled so the longer side fits, never enlarged, shrunk while
 /// loading (JPEG and WebP decode at 1/2, 1/4, 1/8 scale), turned upright by the EXIF
 /// orientation, first frame of an animation, CMYK and 16-bit sources converted to 8-bit sRGB,
-/// every metadata block (EXIF with GPS, XMP, IPTC, ICC) stripped from the result.
+/// an alpha band dropped when every pixel is opaque (GIFs always load with one), every metadata
+/// block (EXIF with GPS, XMP, IPTC, ICC) stripped from the result.
 ///
 /// Hostile input: the header is read first and an image declaring more than `maxPixels` is
 /// refused before a pixel is decoded; only the JPEG, PNG, GIF, WebP and HEIF loaders are open
@@ -65,7 +66,7 @@ public struct Thumbnailer: Sendable {
         let scaled = try OwnedImage.make(.corrupt, "thumbnail") {
             bl_vips_thumbnail_buffer(base, buffer.count, &$0, box, box)
         }
-        let ready = try scaled.eightBitSRGB().withoutMetadata()
+        let ready = try scaled.eightBitSRGB().withoutOpaqueAlpha().withoutMetadata()
         let chosen = format.resolved(hasAlpha: ready.hasAlpha)
         guard chosen.isSupported else {
             throw ImageError(.encodeFailed, detail: "this libvips build cannot write \(chosen.rawValue)")

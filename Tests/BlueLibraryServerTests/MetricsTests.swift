@@ -184,6 +184,7 @@ struct PrometheusText {
             "bluelibrary_cover_cache_evictions_total": "counter",
             "bluelibrary_cover_cache_bytes": "gauge",
             "bluelibrary_cover_upstream_fetches_total": "counter",
+            "bluelibrary_cover_variants_total": "counter",
             "bluelibrary_page_cache_hits_total": "counter",
             "bluelibrary_page_cache_misses_total": "counter",
             "bluelibrary_db_reader_waits_total": "counter",

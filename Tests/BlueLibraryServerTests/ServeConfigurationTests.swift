@@ -14,6 +14,7 @@ import Testing
         #expect(config.accessLog)
         #expect(config.seed)
         #expect(config.trustedProxies.isEmpty)
+        #expect(config.coverMaxPixels == 25_000_000)
     }
 
     @Test func environmentIsReadAndFlagsWinOverIt() throws {

@@ -80,6 +80,7 @@ import Testing
         for animation in [gif, webp] {
             #expect(try ImageHeader.read(animation).pages == 3)
             let thumbnail = try thumbnailer.thumbnail(of: animation, longestSide: 64, format: .jpegOrPNG)
+            #expect(thumbnail.format == .jpeg, "opaque: the alpha band GIFs load with is dropped")
             let decoded = try TestImages.inspect(thumbnail.bytes)
             #expect((decoded.width, decoded.height) == (64, 43), "one frame, not the strip of three")
             let pixel = try TestImages.pixel(thumbnail.bytes, x: 30, y: 20)

@@ -18,7 +18,7 @@ What is checked, in order (each step prints one line):
   drain       `podman stop` while a request is in flight: unhealthy while draining, the request
               is answered, exit code 0
   volume      `podman rm` and a new container on the volume: albums, undo, settings, token lock,
-              cached covers are still there
+              the cover cache is still there
   postgres    two containers on one PostgreSQL database: each sees the other's writes and events,
               the token lock set through one holds on the other, both stop with exit code 0
 Containers, volumes, networks, nginx, the cover upstream and PostgreSQL are removed at the end.
@@ -233,9 +233,11 @@ class Upstream:
 # ---- the steps ------------------------------------------------------------------------------
 
 def step_image():
-    config = json.loads(podman("image", "inspect", IMAGE).stdout)[0]["Config"]
+    inspected = json.loads(podman("image", "inspect", IMAGE).stdout)[0]
+    config = inspected["Config"]
     check(config.get("User") == "bluelibrary", f"image user is {config.get('User')!r}, not bluelibrary")
-    check(config.get("Healthcheck", {}).get("Test") == ["CMD", "bluelibrary", "healthcheck"], f"HEALTHCHECK kept: {config.get('Healthcheck')}")
+    healthcheck = inspected.get("Healthcheck") or config.get("Healthcheck") or {}
+    check(healthcheck.get("Test") == ["CMD", "bluelibrary", "healthcheck"], f"HEALTHCHECK kept (docker format): {healthcheck}")
     check(config.get("Entrypoint") == ["bluelibrary"], f"entrypoint {config.get('Entrypoint')}")
     for variable in config.get("Env", []):
         check(not re.search(r"(TOKEN|PASSWORD|SECRET|DATABASE_URL)=", variable), f"a secret in the image's environment: {variable}")
@@ -424,12 +426,14 @@ def step_proxy(name, port):
     status, _, current = request("GET", f"http://127.0.0.1:{nginx_port}/archive")
     check(status == 200, f"GET /archive: {status}")
     head = json.loads(current)
-    head["albums"] = []
+    head["albums"], head["states"] = [], []
     prefix, suffix = json.dumps(head).encode().split(b'"albums": []')
     def chunks():
         yield prefix + b'"albums": ['
         for start in range(0, albums, 5000):
-            yield (",".join(json.dumps({"title": f"Album {i:06d} " + "x" * 200, "artist": f"Artist {i % 997}", "genre": "Test", "year": 1950 + i % 70})
+            yield (",".join(json.dumps({"id": f"01HZY8Q6V9{i:016d}", "title": f"Album {i:06d} " + "x" * 150, "artist": f"Artist {i % 997}",
+                                        "genre": "Test", "year": 1950 + i % 70, "createdAt": "2024-05-01T12:00:00.000Z",
+                                        "updatedAt": "2024-05-01T12:00:00.000Z"})
                             for i in range(start, min(albums, start + 5000))) + ("," if start + 5000 < albums else "")).encode()
         yield b"]" + suffix
     body = b"".join(chunks())
@@ -489,11 +493,13 @@ def step_volume(name, volume, albums):
     check(status == 200 and listed.get("count", listed.get("total")) == albums + 1, f"albums kept: {listed}")
     status, _, undo = request("GET", base + "/undo")
     check(json.loads(undo)["depth"] >= 1, f"undo kept: {undo}")
-    status, _, settings = request("GET", base + "/settings")
-    check(json.loads(settings)["paging"]["defaultLimit"] == 42, f"settings kept: {settings}")
+    status, _, settings = request("GET", base + "/settings", headers={"Authorization": f"Bearer {TOKEN}"})
+    check(status == 200 and json.loads(settings).get("paging", {}).get("defaultLimit") == 42, f"settings kept: {status} {settings[:300]}")
     check(request("POST", base + "/albums", {"title": "No token", "artist": "Nobody"})[0] == 401, "the token lock kept")
     check(request("POST", base + "/albums", {"title": "With token", "artist": "Holder"}, {"Authorization": f"Bearer {TOKEN}"})[0] == 201, "the token still opens it")
-    log("volume: after podman rm and a new container: albums, undo, settings and the token lock are all there")
+    covers = podman("exec", name + "-2", "sh", "-c", "ls /data/covers | grep -vc '^\\.' || true").stdout.strip()
+    check(int(covers or "0") > 0, "the cover cache in /data is kept")
+    log("volume: after podman rm and a new container: albums, undo, settings, the token lock and the cover cache are all there")
     return name + "-2"
 
 
@@ -501,7 +507,7 @@ def step_postgres():
     state = os.path.join(STATE, f"postgres-{RUN_ID}")
     script = os.path.join(REPO, "scripts", "postgres")
     url = subprocess.run([script, "start", state], check=True, capture_output=True, text=True).stdout.strip()
-    cleanups.append(lambda: subprocess.run([script, "remove", state], capture_output=True))
+    cleanups.append(lambda cluster_state=state: subprocess.run([script, "remove", cluster_state], capture_output=True))
     # Let the containers in: listen on the gateway too, trust the test network (throwaway cluster).
     port = url.rsplit(":", 1)[1].split("/")[0]
     subprocess.run(["psql", "-X", "-q", "-d", url.replace("/bluelibrary", "/postgres"), "-c",
@@ -547,8 +553,8 @@ def step_postgres():
     check(request("GET", f"{one}/albums/{added}")[0] == 404, "the first sees the second's delete")
     for name in ports:
         podman("stop", f"{RUN_ID}-{name}")
-        state = podman("inspect", "--format", "{{.State.ExitCode}}", f"{RUN_ID}-{name}").stdout.strip()
-        check(state == "0", f"{name} exit code {state}")
+        code = podman("inspect", "--format", "{{.State.ExitCode}}", f"{RUN_ID}-{name}").stdout.strip()
+        check(code == "0", f"{name} exit code {code}")
     log("postgres: two hardened containers on one database: shared albums, events across instances, "
         "one token lock, both healthy, both exit 0")
 

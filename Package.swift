@@ -38,6 +38,15 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        // libvips (the header <vips/vips.h> is on the default include path; its GLib headers are
+        // found through gobject-2.0's pkg-config file). Not `pkgConfig: "vips"`: vips.pc requires
+        // gio-2.0, whose Cflags carry -pthread, which SwiftPM drops with a warning on every build.
+        .systemLibrary(
+            name: "CVips",
+            pkgConfig: "gobject-2.0",
+            providers: [.apt(["libvips-dev"])]
+        ),
+
         // Linux system calls (epoll, eventfd, sendfile) that the Glibc module does not export.
         .systemLibrary(name: "CLinux"),
 
@@ -55,6 +64,10 @@ let package = Package(
         // transactions, LISTEN/NOTIFY, a bounded pool): knows nothing about albums.
         .target(name: "Postgres", dependencies: ["Essentials", "CPostgres"], swiftSettings: strict),
 
+        // Thumbnails with libvips (pixel limit from the header, shrink-on-load, EXIF orientation,
+        // metadata stripped, JPEG/PNG/WebP/AVIF): knows nothing about albums or HTTP.
+        .target(name: "Images", dependencies: ["CVips"], swiftSettings: strict),
+
         // The domain: albums, ordering rules, the facade, undo, state, archive. No I/O imports.
         .target(name: "Library", dependencies: ["Essentials"], swiftSettings: strict),
 
@@ -65,8 +78,8 @@ let package = Package(
         // AlbumStore (and the ServerRecords stores) on SQLite and on PostgreSQL: the only module that knows SQL.
         .target(name: "Storage", dependencies: ["Essentials", "Library", "ServerRecords", "SQLite", "Postgres", "CLinux"], swiftSettings: strict),
 
-        // Cover fetcher (libcurl) with a disk cache: implements Library's CoverSource.
-        .target(name: "Covers", dependencies: ["Essentials", "Library", "Crypto", "CCurl"], swiftSettings: strict),
+        // Cover fetcher (libcurl) with a disk cache and sized variants (Images): implements Library's CoverSource.
+        .target(name: "Covers", dependencies: ["Essentials", "Library", "Crypto", "CCurl", "Images"], swiftSettings: strict),
 
         // PBKDF2-HMAC-SHA256, HMAC-SHA256 and secure random bytes (libcrypto): knows nothing about albums.
         .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
@@ -114,6 +127,9 @@ let package = Package(
         .testTarget(name: "LibraryTests", dependencies: ["Library", "HTTPTestSupport", "AlbumStoreContract"], swiftSettings: strict),
         .testTarget(name: "ServerRecordsTests", dependencies: ["ServerRecords"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
+        // Thumbnails of images the tests make (every size and format, EXIF, CMYK, 16-bit,
+        // animations, bombs, truncated and corrupt files), decoded again by the `vips` command.
+        .testTarget(name: "ImagesTests", dependencies: ["Images", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "CoversTests", dependencies: ["Essentials", "Covers", "Library", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Library", "ServerRecords", "SQLite", "HTTPTestSupport", "AlbumStoreContract"],

@@ -13,6 +13,11 @@
       EXPECTED_FILE. Prints one tab-separated line:
         wall_s  requests  ok  bad  p50_ms  p99_ms  max_ms  statuses  first_error
       wall_s runs from the moment all connections are open to the last response.
+  bench-covers.py sizes HOST PORT IDS_FILE SIZE [--accept image/jpeg]
+      GET /albums/{id}/cover?size=SIZE once for every id, one at a time on one keep-alive
+      connection (each a variant not made yet, its original already cached: the time is the
+      variant's creation plus one local round trip). Prints: requests ok p50_ms p99_ms bytes
+      (bytes: the sum of the 200 bodies).
   bench-covers.py upstream LOG OFFSET PREFIX
       Read the nginx access log (format: $msec $request_time $connection $connection_requests
       $status $body_bytes_sent $request_uri) from byte OFFSET, keep the lines whose URI starts
@@ -224,10 +229,29 @@ def upstream(log, offset, prefix):
         str(conn_upper), str(len(spans)), "%.3f" % _pct(rts, 50), "%.3f" % _pct(rts, 99),
         ",".join("%s:%d" % kv for kv in sorted(statuses.items())) or "-"]))
 
+def sizes(host, port, ids_file, size, accept="image/jpeg"):
+    ids = [line.strip() for line in open(ids_file) if line.strip()]
+    c = _conn(host, port)
+    times, ok, total = [], 0, 0
+    for album in ids:
+        t0 = time.monotonic()
+        c.request("GET", "/albums/%s/cover?size=%s" % (album, size), headers={"Accept": accept})
+        r = c.getresponse()
+        body = r.read()
+        times.append((time.monotonic() - t0) * 1000)
+        if r.status == 200:
+            ok += 1
+            total += len(body)
+        else:
+            sys.stderr.write("album %s: %d %s\n" % (album, r.status, body[:200]))
+    c.close()
+    print("%d\t%d\t%.2f\t%.2f\t%d" % (len(ids), ok, _pct(times, 50), _pct(times, 99), total))
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     opts = {}
     while args and args[-2:-1] and args[-2].startswith("--"):
         opts[args[-2][2:]] = args[-1]
         args = args[:-2]
-    {"gen": gen, "create": create, "fetch": fetch, "upstream": upstream}[cmd](*args, **opts)
+    {"gen": gen, "create": create, "fetch": fetch, "upstream": upstream, "sizes": sizes}[cmd](*args, **opts)

@@ -43,6 +43,9 @@ ensure_packages() {
 
 # Packages needed to build the server (libpq-dev: the Postgres module links libpq).
 BUILD_PACKAGES=(libsqlite3-dev libcurl4-openssl-dev libpq-dev libssl-dev pkg-config)
+# --- V (issue 15, cover sizes): the Images module links libvips (runtime package: libvips42).
+BUILD_PACKAGES+=(libvips-dev)
+# --- end V
 
 ensure_build_deps() { ensure_packages "${BUILD_PACKAGES[@]}"; }
 
@@ -58,6 +61,10 @@ ensure_test_deps() {
     ensure_build_deps
     ensure_nginx
     ensure_packages wrk curl python3 util-linux procps openssl postgresql
+    # --- V (issue 15): the `vips` and `vipsheader` commands make and decode the tests' images
+    # (and `vipsthumbnail` is the benchmark's reference).
+    ensure_packages libvips-tools
+    # --- end V
 }
 
 # Python packages, installed quietly with pip only when not importable.

@@ -133,7 +133,7 @@ public final class BlueLibraryApp: Sendable {
                       maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory,
                       exportPolicy: configuration.exports).register(into: &routes)
         TutorialRoutes(facade: facade, albums: albums).register(into: &routes)
-        CoverRoutes(libraries: resolver, covers: covers, wait: configuration.coverWait, coverURLs: RequestModelCache(clock: monotonic))
+        CoverRoutes(libraries: resolver, covers: covers, variants: covers, wait: configuration.coverWait, coverURLs: RequestModelCache(clock: monotonic))
             .register(into: &routes)
         EventRoutes(libraries: resolver, hubs: eventHubs, follower: changeFollower).register(into: &routes)
         ChangeRoutes(libraries: resolver).register(into: &routes)

@@ -1,3 +1,4 @@
+import Covers
 import Foundation
 import HTTPServer
 import Library
@@ -8,9 +9,15 @@ import Library
 /// A cached, fresh cover is answered on the event loop (the album → cover URL lookup is
 /// remembered per library version, and the bytes go out with `sendfile`); a miss, a stale copy
 /// or an unknown album moves to the worker pool, which waits for the fetch up to `wait`.
+///
+/// `?size=N` asks for a sized variant (``CoverNegotiation``): a cached one of a fresh original
+/// is answered on the event loop like an original; making one happens on the cover service's
+/// variant threads while the worker waits (within the same `wait`). Variant responses carry
+/// `Vary: Accept`; their `ETag` is the hash of the variant's own bytes.
 struct CoverRoutes {
     let libraries: LibraryResolver
     let covers: any CoverSource
+    let variants: any CoverVariantSource
     /// How long a request waits for an uncached cover before answering 504.
     let wait: Duration
     /// (library, album id) → its cover URL, current at that library's version.
@@ -35,10 +42,14 @@ struct CoverRoutes {
     func showCached(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
         guard let facade = try libraries.loaded(context), let version = facade.knownVersion() else { return nil }
         let id = try RequestInput.albumID(context)
-        guard let link = coverURLs.current(Key(library: facade.library, album: id), version: version), let url = link.url,
-            case let .loaded(cover)? = covers.state(for: url), cover.freshUntil > Date()
+        let variant = try CoverNegotiation.variant(request)
+        guard let link = coverURLs.current(Key(library: facade.library, album: id), version: version), let url = link.url
         else { return nil }
-        return try Self.response(cover, request: request)
+        if let variant {
+            return variants.cachedVariant(variant, for: url).map { Self.response($0, request: request, varies: true) }
+        }
+        guard case let .loaded(cover)? = covers.state(for: url), cover.freshUntil > Date() else { return nil }
+        return Self.response(cover, request: request)
     }
 
     /// Any cover request: it may wait for the album read and the upstream fetch.
@@ -56,15 +67,20 @@ struct CoverRoutes {
                             type: "urn:bluelibrary:problem:no-cover", title: "No cover")
         }
         let respondAsync = request.headers.tokens(for: "Prefer").contains("respond-async")
+        let variant = try CoverNegotiation.variant(request)
         let result: CoverResult
         do {
-            result = try covers.cover(for: url, wait: respondAsync ? .zero : wait)
+            if let variant {
+                result = try variants.variant(variant, for: url, wait: respondAsync ? .zero : wait)
+            } else {
+                result = try covers.cover(for: url, wait: respondAsync ? .zero : wait)
+            }
         } catch {
             throw Self.problem(error, url: url)
         }
         switch result {
         case let .ready(cover):
-            return try Self.response(cover, request: request)
+            return Self.response(cover, request: request, varies: variant != nil)
         case .loading where respondAsync:
             var response = try JSONBody.response(["status": "loading", "coverUrl": url], status: .accepted)
             response.headers.set("Retry-After", "1")
@@ -86,11 +102,13 @@ struct CoverRoutes {
     }
 
     /// The cached bytes: from the file with `sendfile`, or from memory when the disk could not
-    /// take them. 304 when `If-None-Match` matches the content hash.
-    static func response(_ cover: CachedCover, request: HTTPRequest) throws -> HTTPResponse {
+    /// take them. 304 when `If-None-Match` matches the content hash. `varies`: a variant
+    /// negotiated by `Accept` (`Vary: Accept`).
+    static func response(_ cover: CachedCover, request: HTTPRequest, varies: Bool = false) -> HTTPResponse {
         let maxAge = max(0, Int(cover.freshUntil.timeIntervalSinceNow))
         var headers: HTTPHeaders = ["Content-Type": cover.mediaType, "ETag": cover.etag,
                                     "Cache-Control": "public, max-age=\(maxAge)"]
+        if varies { headers.set("Vary", "Accept") }
         if let condition = request.headers["If-None-Match"], ETag.list(condition, matches: cover.etag) {
             headers.remove("Content-Type")
             return HTTPResponse(status: .notModified, headers: headers)
@@ -104,6 +122,11 @@ struct CoverRoutes {
         }
     }
 
+    /// The host of a cover URL, for problem details (never the whole URL).
+    static func host(of url: String) -> String {
+        URL(string: url)?.host ?? "its upstream"
+    }
+
     /// What the upstream did, as a 502 (or 503 when the fetcher is saturated or stopping).
     static func problem(_ error: CoverError, url: String) -> HTTPError {
         let type = "urn:bluelibrary:problem:cover-\(error.reason.rawValue)"
@@ -111,6 +134,9 @@ struct CoverRoutes {
         case .unavailable:
             return HTTPError(.serviceUnavailable, detail: "Covers cannot be fetched right now: \(error.detail)", type: type,
                              title: "Cover fetcher unavailable", headers: ["Retry-After": "5"])
+        case .imageTooLarge, .imageUnreadable:
+            return HTTPError(.badGateway, detail: error.detail + " Ask for the cover without size, or fix the image at \(Self.host(of: url)).",
+                             type: type, title: "Cover cannot be scaled")
         default:
             var detail = "Fetching the cover failed: \(error.detail)"
             if let status = error.upstreamStatus { detail += " (upstream answered \(status))" }

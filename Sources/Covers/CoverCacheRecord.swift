@@ -16,6 +16,9 @@ struct CoverCacheRecord: Codable, Sendable, Equatable {
     var upstreamLastModified: String?
     /// When the upstream last confirmed the bytes.
     var validatedAt: Date
+    /// For a sized variant: the entity tag of the original it was made from (a variant of
+    /// other bytes is stale); nil for an original.
+    var source: String? = nil
 
     /// The entity tag served for these bytes.
     var etag: String { "\"" + contentHash.prefix(32) + "\"" }
@@ -24,7 +27,7 @@ struct CoverCacheRecord: Codable, Sendable, Equatable {
     /// nothing outside the cache directory.
     static func isCacheFileName(_ name: String) -> Bool {
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, ["png", "jpg", "gif", "webp"].contains(parts[1]) else { return false }
+        guard parts.count == 2, ["png", "jpg", "gif", "webp", "avif"].contains(parts[1]) else { return false }
         let stem = parts[0].split(separator: "-", omittingEmptySubsequences: false)
         return stem.count == 2 && stem[0].utf8.count == 64 && stem[1].utf8.count == 16
             && (stem[0] + stem[1]).utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }

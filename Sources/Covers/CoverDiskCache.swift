@@ -163,13 +163,23 @@ final class CoverDiskCache: Sendable {
         url: String, bytes: [UInt8], format: ImageSignature, upstreamETag: String?, upstreamLastModified: String?,
         validatedAt: Date
     ) -> CoverCacheRecord? {
+        store(url: url, bytes: bytes, mediaType: format.mediaType, fileExtension: CoverCacheRecord.fileExtension(for: format),
+              upstreamETag: upstreamETag, upstreamLastModified: upstreamLastModified, validatedAt: validatedAt, source: nil)
+    }
+
+    /// Stores `bytes` under `key` (a URL, or a variant's key) with the given type and file
+    /// extension (one ``CoverCacheRecord/isCacheFileName(_:)`` accepts); see the overload above.
+    func store(
+        url: String, bytes: [UInt8], mediaType: String, fileExtension: String, upstreamETag: String?,
+        upstreamLastModified: String?, validatedAt: Date, source: String?
+    ) -> CoverCacheRecord? {
         guard bytes.count <= sizeLimit else { return nil }
         let urlHash = Self.urlHash(url)
         let contentHash = SHA256.hex(SHA256.hash(bytes))
         let record = CoverCacheRecord(
-            url: url, file: "\(urlHash)-\(contentHash.prefix(16)).\(CoverCacheRecord.fileExtension(for: format))",
-            mediaType: format.mediaType, length: bytes.count, contentHash: contentHash, upstreamETag: upstreamETag,
-            upstreamLastModified: upstreamLastModified, validatedAt: validatedAt)
+            url: url, file: "\(urlHash)-\(contentHash.prefix(16)).\(fileExtension)",
+            mediaType: mediaType, length: bytes.count, contentHash: contentHash, upstreamETag: upstreamETag,
+            upstreamLastModified: upstreamLastModified, validatedAt: validatedAt, source: source)
         do {
             try AtomicFile.write(bytes, to: path(of: record), directory: directory)
         } catch {

@@ -61,11 +61,12 @@ public final class CoverService: CoverSource {
     private let cache: CoverDiskCache
     private let fetcher: any CoverFetching
     private let events: (any CoverEventSink)?
-    private let now: @Sendable () -> Date
-    private let clock: any MonotonicClock
+    let now: @Sendable () -> Date
+    let clock: any MonotonicClock
     private let threads: BoundedThreadPool
     private let registry = Mutex(Registry())
-    private let counters = CoverCounters()
+    private let counters: CoverCounters
+    let variants: CoverVariants
 
     /// Opens the cache directory (reading the index left by an earlier run) and starts the
     /// fetch threads.
@@ -95,6 +96,11 @@ public final class CoverService: CoverSource {
         self.now = now
         threads = BoundedThreadPool(
             threads: configuration.maxConcurrentFetches, queueLimit: configuration.maxQueuedFetches, name: "cover-fetch")
+        let counters = CoverCounters()
+        self.counters = counters
+        variants = CoverVariants(
+            cache: cache, thumbnailer: configuration.thumbnailer, threads: configuration.maxConcurrentVariants,
+            queueLimit: configuration.maxQueuedFetches, counters: counters)
     }
 
     deinit {
@@ -106,6 +112,7 @@ public final class CoverService: CoverSource {
     public func shutdown() {
         registry.withLock { $0.stopped = true }
         threads.shutdown(.cancelQueued)
+        variants.shutdown()
     }
 
     /// Changes settings at runtime (`PATCH /settings`); thread-safe, nil leaves a value as it is.
@@ -182,6 +189,7 @@ public final class CoverService: CoverSource {
             registry.revalidationPause[key] = nil
         }
         cache.remove(key)
+        variants.invalidate(url: key)
     }
 
     // MARK: Internals
@@ -195,7 +203,9 @@ public final class CoverService: CoverSource {
         let (bytes, count) = cache.usage
         return CoverStatistics(
             hits: counters.hits.current, misses: counters.misses.current, evictions: cache.evictionCount,
-            cachedBytes: bytes, cachedCovers: count, fetches: counters.fetches, adopted: counters.adoptions.current)
+            cachedBytes: bytes, cachedCovers: count, fetches: counters.fetches, adopted: counters.adoptions.current,
+            variantsMade: counters.variantsMade.current, variantHits: counters.variantHits.current,
+            variantFailures: counters.variantFailures.current)
     }
 
     /// Whether no fetch is running or queued (tests wait for background revalidations).
@@ -282,6 +292,8 @@ public final class CoverService: CoverSource {
                 // Evicted while storing: the eviction wins.
                 if let record = stored, !isCurrent(flight) { cache.remove(key, ifFile: record.file) }
             }
+            // New bytes replace the original: its variants go with the old ones.
+            if let old = flight.revalidating, stored?.contentHash != old.contentHash { variants.invalidate(url: key) }
             if let stored {
                 finish(flight, .success(cover(from: stored)))
             } else {

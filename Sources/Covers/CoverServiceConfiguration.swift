@@ -1,3 +1,5 @@
+import Images
+
 /// Settings of the cover service: where the cache lives, how big it may grow, how long copies
 /// and failures are trusted, and how many fetches run at once.
 public struct CoverServiceConfiguration: Sendable {
@@ -21,6 +23,11 @@ public struct CoverServiceConfiguration: Sendable {
     /// Default 10,000.
     public var maxQueuedFetches: Int
     public var fetcher: CoverFetcherConfiguration
+    /// How sized variants are made (pixel limit, quality). Default ``Thumbnailer/init(maxPixels:quality:avifEffort:)``'s.
+    public var thumbnailer: Thumbnailer = Thumbnailer()
+    /// Variants made at once (threads the service owns; each decodes one image, so this also
+    /// bounds the memory decoding takes). Default 2.
+    public var maxConcurrentVariants: Int = 2
 
     public init(
         cacheDirectory: String, cacheSizeLimit: Int = 512 * 1024 * 1024, trimRatio: Double = 0.7,

@@ -20,11 +20,17 @@ public struct CoverStatistics: Sendable, Equatable {
     /// Misses answered by a copy another process sharing the cache directory stored while this
     /// one waited for the cover's fetch lock (no upstream fetch here).
     public var adopted: Int = 0
+    /// Sized variants (`?size=`): made (thumbnails encoded), answered from the cache, and
+    /// refused or failed (a pixel bomb, a truncated or corrupt original).
+    public var variantsMade: Int = 0
+    public var variantHits: Int = 0
+    public var variantFailures: Int = 0
 
     public static func == (a: CoverStatistics, b: CoverStatistics) -> Bool {
         a.hits == b.hits && a.misses == b.misses && a.evictions == b.evictions && a.cachedBytes == b.cachedBytes
             && a.cachedCovers == b.cachedCovers && a.fetches.map(\.outcome) == b.fetches.map(\.outcome)
             && a.fetches.map(\.count) == b.fetches.map(\.count) && a.adopted == b.adopted
+            && a.variantsMade == b.variantsMade && a.variantHits == b.variantHits && a.variantFailures == b.variantFailures
     }
 }
 
@@ -37,11 +43,16 @@ final class CoverCounters: Sendable {
     }
 
     /// Fetch outcomes in a fixed order: the two successes, then every failure reason.
-    static let outcomes: [String] = ["image", "not-modified"] + CoverError.Reason.allCases.map(\.rawValue)
+    static let outcomes: [String] = ["image", "not-modified"] + fetchFailures.map(\.rawValue)
+    /// The failure reasons a fetch can end with (the variant reasons are not fetch outcomes).
+    static let fetchFailures = CoverError.Reason.allCases.filter { !$0.isVariantFailure }
 
     let hits = Count()
     let misses = Count()
     let adoptions = Count()
+    let variantsMade = Count()
+    let variantHits = Count()
+    let variantFailures = Count()
     private let fetchCounts: [Count] = CoverCounters.outcomes.map { _ in Count() }
 
     func recordFetch(_ result: Result<UpstreamResponse, CoverError>) {
@@ -49,7 +60,7 @@ final class CoverCounters: Sendable {
         switch result {
         case .success(.image): index = 0
         case .success(.notModified): index = 1
-        case .failure(let error): index = 2 + (CoverError.Reason.allCases.firstIndex(of: error.reason) ?? 0)
+        case .failure(let error): index = 2 + (Self.fetchFailures.firstIndex(of: error.reason) ?? 0)
         }
         fetchCounts[index].increment()
     }

@@ -26,6 +26,15 @@ public struct CoverError: Error, Sendable, Equatable, CustomStringConvertible {
         case transferFailed = "transfer-failed"
         /// Too many fetches are queued, or the cover source is shutting down.
         case unavailable
+        /// A sized variant was refused: the original declares more pixels than allowed (a
+        /// decompression bomb), checked from its header before decoding.
+        case imageTooLarge = "image-too-large"
+        /// A sized variant could not be made: the original is truncated, corrupt, or not an
+        /// image the decoder accepts.
+        case imageUnreadable = "image-unreadable"
+
+        /// Whether the reason is about making a sized variant, not about fetching.
+        public var isVariantFailure: Bool { self == .imageTooLarge || self == .imageUnreadable }
     }
 
     public let reason: Reason

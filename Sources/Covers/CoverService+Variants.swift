@@ -1,0 +1,37 @@
+import Library
+
+/// Sized variants of covers (`GET .../cover?size=N`), made from the cached original.
+/// ``CoverService`` implements it; the server's routes call it from a worker thread.
+public protocol CoverVariantSource: Sendable {
+    /// The variant of the cover at `url`: the original is had as by ``CoverSource/cover(for:wait:)``
+    /// (fetched on a miss), then the variant is served from the cache or made, waiting at most
+    /// `wait` in all.
+    /// - Throws: ``CoverError``: what the upstream did, or `imageTooLarge` / `imageUnreadable`
+    ///   for an original that cannot be scaled.
+    func variant(_ variant: CoverVariant, for url: String, wait: Duration) throws(CoverError) -> CoverResult
+
+    /// The variant when it is cached for a fresh original, without waiting or starting
+    /// anything (the event loop's fast path); nil otherwise.
+    func cachedVariant(_ variant: CoverVariant, for url: String) -> CachedCover?
+}
+
+extension CoverService: CoverVariantSource {
+    public func variant(_ variant: CoverVariant, for url: String, wait: Duration) throws(CoverError) -> CoverResult {
+        let started = clock.nanoseconds()
+        let original: CachedCover
+        switch try cover(for: url, wait: wait) {
+        case .ready(let cover): original = cover
+        case .loading: return .loading
+        }
+        let spent = Duration.nanoseconds(Int64(clamping: clock.nanoseconds() &- started))
+        let key = try CoverURL(url).description
+        return try variants.variant(variant, of: original, url: key, wait: max(.zero, wait - spent))
+    }
+
+    public func cachedVariant(_ variant: CoverVariant, for url: String) -> CachedCover? {
+        guard let key = try? CoverURL(url).description, case .loaded(let original)? = state(for: url),
+              original.freshUntil > now()
+        else { return nil }
+        return variants.cached(variant, of: original, url: key)
+    }
+}

@@ -1,0 +1,150 @@
+import Dispatch
+import Foundation
+import HTTPTestSupport
+import Library
+import Synchronization
+import Testing
+
+@testable import Covers
+
+/// Sized variants made from covers a real upstream on 127.0.0.1 serves (`/etag.png` serves
+/// whatever image the test sets), each checked by decoding it with the `vips` command.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+final class CoverVariantTests {
+    let upstream: TestUpstream
+    let directory: TemporaryDirectory
+    let clock = CoverTestClock()
+
+    init() throws {
+        upstream = try TestUpstream()
+        directory = try TemporaryDirectory()
+    }
+
+    deinit {
+        upstream.stop()
+        directory.remove()
+    }
+
+    func service(cacheSizeLimit: Int = 512 * 1024 * 1024) throws -> CoverService {
+        try CoverService(
+            configuration: testConfiguration(directory: directory.path, maxBodyBytes: 4 * 1024 * 1024, cacheSizeLimit: cacheSizeLimit),
+            now: clock.function, clock: clock)
+    }
+
+    /// Makes `/etag.png` serve `bytes` under the entity tag `etag`.
+    func serve(_ bytes: [UInt8], etag: String = "\"v1\"") {
+        upstream.current.withLock { $0 = (bytes, etag) }
+    }
+
+    func variant(_ size: Int, _ format: CoverVariantFormat) -> CoverVariant { CoverVariant(size: size, format: format)! }
+
+    @Test func onlyTheFixedSizesExist() {
+        #expect(CoverVariant(size: 100, format: .webp) == nil)
+        #expect(CoverVariant(size: 0, format: .jpegOrPNG) == nil)
+        #expect(CoverVariant.allowedSizes.allSatisfy { CoverVariant(size: $0, format: .webp) != nil })
+    }
+
+    @Test func fiftyConcurrentRequestsMakeTheVariantOnce() throws {
+        serve(try TestImages.photo(width: 1500, height: 1500))
+        let covers = try service()
+        let url = upstream.url("/etag.png")
+        let etags = Mutex<[String]>([])
+        let wanted = variant(256, .webp)
+        DispatchQueue.concurrentPerform(iterations: 50) { _ in
+            let cover = try? covers.variant(wanted, for: url, wait: .seconds(30)).cover
+            etags.withLock { $0.append(cover?.etag ?? "failed") }
+        }
+        let all = etags.withLock { $0 }
+        #expect(all.count == 50 && Set(all).count == 1 && all[0] != "failed")
+        let statistics = covers.statistics
+        #expect(statistics.variantsMade == 1)
+        #expect(upstream.hits("/etag.png 200") == 1)
+        let made = try #require(try covers.variant(variant(256, .webp), for: url, wait: .seconds(5)).cover)
+        let decoded = try TestImages.inspect(try #require(made.bytes))
+        #expect((decoded.width, decoded.height, decoded.loader) == (256, 256, "webpload"))
+        #expect(made.mediaType == "image/webp")
+        #expect(covers.statistics.variantsMade == 1, "the next request is a cache hit")
+    }
+
+    @Test func variantsLiveInTheCacheSurviveARestartAndGoWithTheOriginal() throws {
+        serve(try TestImages.photo(width: 900, height: 600))
+        let url = upstream.url("/etag.png")
+        var covers = try service()
+        let original = try #require(try covers.cover(for: url, wait: .seconds(5)).cover)
+        let small = try #require(try covers.variant(variant(128, .jpegOrPNG), for: url, wait: .seconds(10)).cover)
+        let large = try #require(try covers.variant(variant(512, .webp), for: url, wait: .seconds(10)).cover)
+        #expect(small.mediaType == "image/jpeg" && large.mediaType == "image/webp")
+        #expect(small.etag != large.etag && small.etag != original.etag)
+        #expect(small.filePath?.hasSuffix(".jpg") == true && large.filePath?.hasSuffix(".webp") == true)
+        #expect(covers.statistics.cachedCovers == 3)
+        #expect(covers.statistics.cachedBytes == original.length + small.length + large.length, "one size budget")
+
+        // A restart finds them on disk: nothing is made again.
+        covers = try service()
+        #expect(covers.cachedVariant(variant(128, .jpegOrPNG), for: url)?.etag == small.etag)
+        #expect(try covers.variant(variant(512, .webp), for: url, wait: .seconds(5)).cover?.etag == large.etag)
+        #expect(covers.statistics.variantsMade == 0)
+
+        // Evicting the original evicts its variants.
+        covers.evict(url: url)
+        #expect(covers.statistics.cachedCovers == 0)
+        #expect(!FileManager.default.fileExists(atPath: try #require(small.filePath)))
+        #expect(!FileManager.default.fileExists(atPath: try #require(large.filePath)))
+        #expect(covers.cachedVariant(variant(128, .jpegOrPNG), for: url) == nil)
+        _ = try covers.variant(variant(128, .jpegOrPNG), for: url, wait: .seconds(10))
+        #expect(covers.statistics.variantsMade == 1)
+    }
+
+    @Test func newBytesFromARevalidationReplaceTheVariants() throws {
+        serve(try TestImages.photo(width: 900, height: 600), etag: "\"wide\"")
+        let url = upstream.url("/etag.png")
+        let covers = try service()
+        let wide = try #require(try covers.variant(variant(64, .jpegOrPNG), for: url, wait: .seconds(10)).cover)
+        #expect(try TestImages.inspect(try #require(wide.bytes)).height == 43)
+
+        serve(try TestImages.photo(width: 600, height: 900), etag: "\"tall\"")
+        clock.advance(by: 7200)
+        // The stale original (and its variant) is served while it is revalidated.
+        _ = try covers.cover(for: url, wait: .seconds(5))
+        #expect(eventually { covers.isIdle })
+        #expect(upstream.hits("/etag.png 200") == 2)
+        #expect(!FileManager.default.fileExists(atPath: try #require(wide.filePath)), "the old variant went with the old bytes")
+        let tall = try #require(try covers.variant(variant(64, .jpegOrPNG), for: url, wait: .seconds(10)).cover)
+        let decoded = try TestImages.inspect(try #require(tall.bytes))
+        #expect((decoded.width, decoded.height) == (43, 64))
+    }
+
+    @Test func theLeastRecentlyUsedGoFirstVariantsIncluded() throws {
+        serve(try TestImages.photo(width: 1200, height: 1200))
+        let url = upstream.url("/etag.png")
+        let original = try #require(try service().cover(for: url, wait: .seconds(5)).cover)
+        // Room for the original and a little more: large variants push out what was used least.
+        let covers = try service(cacheSizeLimit: original.length + 3000)
+        for size in [1024, 512, 256, 128, 64] {
+            _ = try covers.variant(variant(size, .jpegOrPNG), for: url, wait: .seconds(10))
+            #expect(covers.statistics.cachedBytes <= original.length + 3000)
+        }
+        #expect(covers.statistics.evictions > 0)
+    }
+
+    @Test func hostileOriginalsFailClearlyAndLeaveNoVariant() throws {
+        let covers = try service()
+        let cases: [(String, [UInt8], CoverError.Reason)] = [
+            ("jpeg-bomb", try TestImages.bomb(fileExtension: "jpg"), .imageTooLarge),
+            ("png-bomb", try TestImages.bomb(fileExtension: "png"), .imageTooLarge),
+            ("gif-bomb", try TestImages.bomb(fileExtension: "gif"), .imageTooLarge),
+            ("truncated", TestImages.truncated(try TestImages.photo(width: 800, height: 800)), .imageUnreadable),
+            ("corrupt", try TestImages.corruptPNG(), .imageUnreadable),
+        ]
+        for (index, (name, bytes, reason)) in cases.enumerated() {
+            serve(bytes)
+            let url = upstream.url("/etag.png?\(name)")
+            let error = coverError { () throws(CoverError) in try covers.variant(variant(256, .webp), for: url, wait: .seconds(10)) }
+            #expect(error?.reason == reason, "\(name): \(String(describing: error))")
+            if reason == .imageTooLarge { #expect(error?.detail.contains("30000 x 30000") == true) }
+            #expect(covers.statistics.cachedCovers == index + 1, "\(name): only the originals are cached")
+            #expect(covers.statistics.variantFailures == index + 1)
+        }
+        #expect(covers.statistics.variantsMade == 0)
+    }
+}

@@ -511,7 +511,14 @@ def step_volume(name, volume, albums):
     check(request("POST", base + "/albums", {"title": "With token", "artist": "Holder"}, {"Authorization": f"Bearer {TOKEN}"})[0] == 201, "the token still opens it")
     covers = podman("exec", name + "-2", "sh", "-c", "ls /data/covers | grep -vc '^\\.' || true").stdout.strip()
     check(int(covers or "0") > 0, "the cover cache in /data is kept")
-    log("volume: after podman rm and a new container: albums, undo, settings, the token lock and the cover cache are all there")
+    # A bind mount the image's user may not write: a clear stop at start, exit code 2.
+    directory = tempfile.mkdtemp(prefix="bluelibrary-data-")
+    cleanups.append(lambda: shutil.rmtree(directory, ignore_errors=True))
+    os.chmod(directory, 0o755)
+    refused = podman("run", "--rm", "--network", "none", *HARDENING, "-v", f"{directory}:/data", IMAGE, check_status=False)
+    check(refused.returncode == 2 and "cannot open the database /data/" in refused.stderr, f"an unwritable /data: {refused.returncode} {refused.stderr[-300:]}")
+    log("volume: after podman rm and a new container: albums, undo, settings, the token lock and the cover cache are all there; "
+        "an unwritable bind mount stops the server at start with exit code 2")
     return name + "-2"
 
 

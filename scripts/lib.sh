@@ -79,3 +79,12 @@ ensure_pip_module() {
         || "$py" -m pip install -q --disable-pip-version-check --break-system-packages "$pkg" >&2 \
         || log "warning: could not pip install $pkg"
 }
+
+# ---- scripts/container-test (issue 20, the real container) ----------------------------------
+# podman with runc (crun refuses the hybrid cgroup layout here), debootstrap for the base images
+# (no registry is reachable), nginx and PostgreSQL on the host for the proxy and shared-database
+# checks, curl/python3 for the requests.
+ensure_container_deps() {
+    ensure_packages podman runc debootstrap curl python3 postgresql util-linux procps
+    ensure_nginx
+}

@@ -60,10 +60,27 @@ enum ServeCommand {
             sources.append(source)
         }
         app.start()
+        let addressFile = announce(app, configuration: configuration, logger: logger)
         shutDown.wait()
+        addressFile.map { ListeningAddressFile.remove(at: $0) }
         logger.log(.info, "stopped", always: true)
         withExtendedLifetime(sources) {}
         exit(0)
+    }
+
+    /// Writes where the server listens into the data directory for `bluelibrary healthcheck`
+    /// (see ``ListeningAddressFile``); returns the file's path, or nil (with a warning) when it
+    /// could not be written: the healthcheck then falls back to `BLUELIBRARY_PORT`.
+    static func announce(_ app: BlueLibraryApp, configuration: ServeConfiguration, logger: JSONLogger) -> String? {
+        let path = ListeningAddressFile.path(dataDirectory: configuration.dataDirectory)
+        do {
+            try ListeningAddressFile(host: configuration.host, port: app.port).write(to: path)
+            return path
+        } catch {
+            logger.log(.warning, "cannot write the listening address for 'bluelibrary healthcheck'",
+                       [("path", .string(path)), ("error", .string("\(error)"))])
+            return nil
+        }
     }
 }
 

@@ -41,7 +41,8 @@ case "help", "--help", "-h":
                        (see 'bluelibrary views --help').
           token set    Read a token from stdin, store its hash, enable write protection.
           migrate      Copy a SQLite data directory into PostgreSQL (see 'bluelibrary migrate --help').
-          healthcheck  Exit 0 if the local server's /readyz answers 200 (for container HEALTHCHECK).
+          healthcheck  Exit 0 if the local server's /readyz answers 200 (for container HEALTHCHECK;
+                       it asks the address the server wrote to its data directory).
           help         Show this text.
         """)
 default:

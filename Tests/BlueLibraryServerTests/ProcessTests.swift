@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BlueLibraryServer
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
@@ -62,6 +63,56 @@ import Testing
         let (helpStatus, help) = try ServerProcess.run(["serve", "--help"])
         #expect(helpStatus == 0)
         #expect(help.contains("BLUELIBRARY_PORT"))
+    }
+
+    @Test func healthcheckAsksThePortTheServerReallyBound() throws {
+        // Given a server on a port nobody could guess (--port 0) while BLUELIBRARY_PORT names another
+        let data = TestApp.temporaryDirectory()
+        let elsewhere = try NginxProxy.freePort()
+        let server = try ServerProcess(environment: ["BLUELIBRARY_PORT": "\(elsewhere)"], dataDirectory: data)
+        let environment = ["BLUELIBRARY_DATA_DIR": data, "BLUELIBRARY_PORT": "\(elsewhere)"]
+        let file = ListeningAddressFile.path(dataDirectory: data)
+        let announced = try #require(ListeningAddressFile.read(from: file))
+        #expect(announced.port == server.port && announced.host == "127.0.0.1")
+        #expect(announced.pid == server.process.processIdentifier)
+
+        // the healthcheck finds it through the data directory (variable or flag),
+        #expect(try ServerProcess.run(["healthcheck"], environment: environment).0 == 0)
+        #expect(try ServerProcess.run(["healthcheck", "--data-dir", data]).0 == 0)
+        // an explicit --port still wins, and a wrong one fails naming where it asked,
+        let (wrongStatus, wrongOutput) = try ServerProcess.run(["healthcheck", "--port", "\(elsewhere)"], environment: environment)
+        #expect(wrongStatus == 1)
+        #expect(wrongOutput.contains("no answer from 127.0.0.1:\(elsewhere)/readyz (--port)"), "\(wrongOutput)")
+        // and a data directory without the file falls back to BLUELIBRARY_PORT (nobody there).
+        let (fallbackStatus, fallbackOutput) = try ServerProcess.run(
+            ["healthcheck"], environment: ["BLUELIBRARY_DATA_DIR": TestApp.temporaryDirectory(), "BLUELIBRARY_PORT": "\(elsewhere)"])
+        #expect(fallbackStatus == 1)
+        #expect(fallbackOutput.contains("127.0.0.1:\(elsewhere)/readyz (BLUELIBRARY_PORT; no "), "\(fallbackOutput)")
+
+        // When the server stops cleanly, the file goes and the healthcheck fails.
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(timeout: 20) == 0)
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(try ServerProcess.run(["healthcheck"], environment: environment).0 == 1)
+    }
+
+    @Test func healthcheckFailsAgainstAStaleAddressFileAndAWedgedServer() throws {
+        // A file left by a crash names a port nobody answers on: unhealthy, not a fallback.
+        let data = TestApp.temporaryDirectory()
+        let port = try NginxProxy.freePort()
+        try ListeningAddressFile(host: "0.0.0.0", port: port, pid: 999_999).write(to: ListeningAddressFile.path(dataDirectory: data))
+        let (status, output) = try ServerProcess.run(["healthcheck"], environment: ["BLUELIBRARY_DATA_DIR": data, "BLUELIBRARY_PORT": "1"])
+        #expect(status == 1)
+        #expect(output.contains("no answer from 127.0.0.1:\(port)/readyz"), "\(output)")
+
+        // A stopped (SIGSTOP) server accepts connections in the kernel but never answers.
+        let server = try ServerProcess(dataDirectory: data)
+        #expect(try ServerProcess.run(["healthcheck", "--data-dir", data]).0 == 0)
+        server.signal(SIGSTOP)
+        defer { server.signal(SIGCONT) }
+        let (wedged, wedgedOutput) = try ServerProcess.run(["healthcheck", "--data-dir", data])
+        #expect(wedged == 1)
+        #expect(wedgedOutput.contains("no answer"), "\(wedgedOutput)")
     }
 
     /// A connection with `partialHead` in the server's hands, not just in its socket: sent in one

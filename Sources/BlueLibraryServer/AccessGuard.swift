@@ -100,7 +100,9 @@ public final class AccessGuard: Sendable {
     public var hasToken: Bool { token.withLock { $0 != nil } }
 
     /// Paths that stay open even with `protectReads` (probes and the API description).
-    static let alwaysOpen: Set<String> = ["/healthz", "/readyz", "/openapi.yaml", "/metrics"]
+    /// `/metrics` is not one: its counters describe the library's use (routes, covers, pages),
+    /// so it follows `protectReads` like every other read (a scraper sends the token).
+    static let alwaysOpen: Set<String> = ["/healthz", "/readyz", "/openapi.yaml"]
 
     /// Whether `method` on `path` needs the token under `settings`.
     public static func requiresToken(method: HTTPMethod, path: String, settings: LibrarySettings) -> Bool {
@@ -404,7 +406,10 @@ struct AuthMiddleware: HTTPMiddleware {
     /// The same decision taken from the request head, before any body byte is read (and
     /// before `100 Continue`): a request that will be refused gets its 401/429 from the head
     /// and the connection is closed. Decisions that need a hash run off the loop.
-    static func headCheck(guardian: AccessGuard, forwarded: ForwardedHeadersMiddleware, logger: JSONLogger) -> HeadCheck {
+    /// `cors` (when configured) stamps the refusals, which skip the middleware chain, so that a
+    /// page of an allowed origin can read its 401 or 429.
+    static func headCheck(guardian: AccessGuard, forwarded: ForwardedHeadersMiddleware, logger: JSONLogger,
+                          cors: CORSMiddleware? = nil) -> HeadCheck {
         HeadCheck { request, context in
             guard guardian.settings.passcodeEnabled,
                   AccessGuard.requiresToken(method: request.method, path: String(request.path), settings: guardian.settings.current)
@@ -413,7 +418,8 @@ struct AuthMiddleware: HTTPMiddleware {
             let authorization = request.headers["Authorization"]
             let decide: @Sendable () -> HTTPResponse? = {
                 do {
-                    return refusal(for: try guardian.check(authorization: authorization, client: client))
+                    let refused = refusal(for: try guardian.check(authorization: authorization, client: client))
+                    return refused.map { cors?.stamped($0, request: request) ?? $0 }
                 } catch {
                     // Left to the middleware, which logs it and answers 500.
                     logger.log(.warning, "access check from the request head failed", [("error", .string(String(describing: error)))])

@@ -5,9 +5,10 @@ import Testing
 @testable import BlueLibraryServer
 
 @Suite struct ServeConfigurationTests {
-    @Test func defaultsServeOnAllInterfacesPort8080WithDataInDotData() throws {
+    @Test func defaultsServeOnLoopbackPort8080WithDataInDotDataAndNoCORS() throws {
         let config = try ServeConfiguration.parse(arguments: [], environment: [:])
-        #expect(config.host == "0.0.0.0")
+        #expect(config.host == "127.0.0.1")
+        #expect(config.corsOrigins.isEmpty)
         #expect(config.port == 8080)
         #expect(config.dataDirectory == "./data")
         #expect(config.logLevel == .info)

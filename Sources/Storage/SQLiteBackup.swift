@@ -72,23 +72,29 @@ public enum SQLiteBackup {
         return summary
     }
 
-    /// Puts the backup `backup` in place of the database at `database`. The caller makes sure
-    /// no server has the database open (``DataDirectoryLock``). The backup is checked first (a
-    /// sound SQLite file of this program's schema or an older one; a newer one is refused with
-    /// `NewerSchemaError`); then it is copied to `<database>.restoring`, the current database
-    /// (if any) has its WAL folded in and is kept as `<database>.before-restore` (replacing an
-    /// older one), and the copy is renamed into place. An older backup is upgraded by the next
-    /// server start, as any older database is.
+    /// Puts the backup `backup` (a file made by ``backup(databaseAt:to:)``) in place of the
+    /// database at `database`. The caller makes sure no server has the database open
+    /// (``DataDirectoryLock``). The backup is copied byte for byte to `<database>.restoring`
+    /// (it is only read, so it may sit on a read-only mount) and the copy is checked (a sound
+    /// SQLite file of this program's schema or an older one; a newer one is refused as
+    /// `NewerSchemaError` says) and synced; then the current database (if any) has its WAL
+    /// folded in and is kept as `<database>.before-restore` (replacing an older one), and the
+    /// copy is renamed into place. An older backup is upgraded by the next server start, as
+    /// any older database is.
     public static func restore(from backup: String, to database: String) throws -> Summary {
         guard FileManager.default.fileExists(atPath: backup) else { throw Failure("there is no backup file at \(backup)") }
-        let summary = try inspect(backup)
+        // The backup file is only read, byte for byte (it may sit on a read-only mount); the
+        // checks run on the copy, which is what goes into place.
         let staging = database + ".restoring"
         removeDatabaseFiles(staging)
+        let summary: Summary
         do {
-            let source = try Connection(path: backup, mode: .readWrite)
-            try source.backup(toFile: staging)
+            try FileManager.default.copyItem(atPath: backup, toPath: staging)
+            summary = try inspect(staging, named: backup)
+            try syncFile(staging)
         } catch {
             removeDatabaseFiles(staging)
+            if let failure = error as? Failure { throw failure }
             throw Failure("cannot copy \(backup) to \(staging): \(error)")
         }
         if FileManager.default.fileExists(atPath: database) {
@@ -119,17 +125,18 @@ public enum SQLiteBackup {
     }
 
     /// Opens the copy at `path`, checks that it is a sound database of this program's schema
-    /// (or an older one) and counts its rows.
-    public static func inspect(_ path: String) throws -> Summary {
+    /// (or an older one) and counts its rows. Messages call it `name` (the file the user gave).
+    public static func inspect(_ path: String, named name: String? = nil) throws -> Summary {
+        let shown = name ?? path
         do {
             let connection = try Connection(path: path, mode: .readWrite)
             if let problem = try connection.quickCheckProblem() {
-                throw Failure("\(path) is damaged (SQLite's quick_check: \(problem))")
+                throw Failure("\(shown) is damaged (SQLite's quick_check: \(problem))")
             }
             let applied = try Migrator.appliedIdentifiers(in: connection)
             guard !applied.isEmpty,
                   try connection.scalar("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'albums'", as: Int.self) != nil
-            else { throw Failure("\(path) is not a BlueLibrary database (it has no albums table or schema migrations)") }
+            else { throw Failure("\(shown) is not a BlueLibrary database (it has no albums table or schema migrations)") }
             let known = Set(SQLiteAlbumStore.migrationIdentifiers)
             let unknown = applied.filter { !known.contains($0) }
             guard unknown.isEmpty else { throw NewerSchemaError(unknownMigrations: unknown) }
@@ -147,10 +154,18 @@ public enum SQLiteBackup {
         } catch let failure as Failure {
             throw failure
         } catch let newer as NewerSchemaError {
-            throw Failure("\(path): \(newer.description)")
+            throw Failure("\(shown): \(newer.description)")
         } catch {
-            throw Failure("cannot read \(path) as a database: \(error)")
+            throw Failure("cannot read \(shown) as a database: \(error)")
         }
+    }
+
+    /// Flushes a file's data to disk (a copy is complete before it is renamed into place).
+    static func syncFile(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure("cannot open \(path) to sync it: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw Failure("cannot sync \(path) to disk: \(String(cString: strerror(errno)))") }
     }
 
     /// Removes a database file and the WAL and shared-memory files beside it.

@@ -146,8 +146,13 @@ final class WriterProgress: Sendable {
         // Once it is stopped, the restore goes through and the previous database is kept beside it.
         server.signal(SIGTERM)
         #expect(server.waitForExit(timeout: 20) == 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: backups.file("b.sqlite")))
         let (again, report) = try Self.bluelibrary(["restore", "--from", backups.file("b.sqlite"), "--data-dir", live])
         #expect(again == 0, "\(report)")
+        // The backup is only read (it may sit on a read-only mount): no byte changed, nothing beside it.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: backups.file("b.sqlite"))) == bytes)
+        #expect(backups.files() == ["b.sqlite"])
+        #expect(!FileManager.default.fileExists(atPath: live + "/bluelibrary.sqlite.restoring"))
         #expect(FileManager.default.fileExists(atPath: live + "/bluelibrary.sqlite.before-restore"))
         let back = try ServerProcess(dataDirectory: live)
         let titles = try #require(try Self.call(back.port, "GET", "/albums?limit=500").json()["items"] as? [[String: Any]]).map { $0["title"] as? String }
@@ -183,7 +188,10 @@ final class WriterProgress: Sendable {
         let (postgres, postgresText) = try Self.bluelibrary(
             ["backup", "--to", backups.file("pg.dump")], environment: ["BLUELIBRARY_DATABASE_URL": "postgres://u:p@127.0.0.1:1/db"])
         #expect(postgres == 2 && postgresText.contains("pg_dump") && postgresText.contains("pg_restore"), "\(postgresText)")
-        // A command line it does not understand.
+        // Help, and a command line it does not understand.
+        let (help, helpText) = try Self.bluelibrary(["backup", "--help"])
+        #expect(help == 0 && helpText.contains("online backup API") && helpText.contains("pg_dump"))
+        #expect(try Self.bluelibrary(["restore", "--help"]).1.contains("Refused while a server runs"))
         #expect(try Self.bluelibrary(["backup", "--data-dir", directory]).0 == 2)
         #expect(try Self.bluelibrary(["restore", "--bogus", "x"]).0 == 2)
     }

@@ -81,7 +81,8 @@ struct CORSMiddleware: HTTPMiddleware {
 
     /// Parses a comma-separated list of origins (`https://app.example.com`,
     /// `http://localhost:5173`): each `http` or `https`, a host, an optional port, nothing
-    /// after; written in lower case as browsers send them. `*` is refused: list the origins.
+    /// after; written as browsers send them (lower case, no default port). `*` is refused:
+    /// list the origins.
     static func origins(_ text: String) throws(ConfigurationError) -> [String] {
         var result: [String] = []
         for item in text.split(separator: ",") {
@@ -118,6 +119,9 @@ struct CORSMiddleware: HTTPMiddleware {
             guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }), host.unicodeScalars.allSatisfy(\.isASCII)
             else { return nil }
         }
+        // A browser leaves the scheme's default port out of `Origin`.
+        let defaultPort = scheme == "https://" ? ":443" : ":80"
+        if authority.hasSuffix(defaultPort) { return scheme + authority.dropLast(defaultPort.count) }
         return scheme + authority
     }
 }

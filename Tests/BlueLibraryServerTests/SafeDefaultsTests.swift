@@ -184,8 +184,9 @@ import Testing
 
     @Test func corsOriginsAreParsedStrictly() throws {
         let parsed = try ServeConfiguration.parse(
-            arguments: ["--cors-origins", "https://App.Example.com, http://localhost:5173,http://[::1]:8080"], environment: [:])
-        #expect(parsed.corsOrigins == ["https://app.example.com", "http://localhost:5173", "http://[::1]:8080"])
+            arguments: ["--cors-origins", "https://App.Example.com, http://localhost:5173,http://[::1]:8080,https://b.example:443,http://c.example:80"],
+            environment: [:])
+        #expect(parsed.corsOrigins == ["https://app.example.com", "http://localhost:5173", "http://[::1]:8080", "https://b.example", "http://c.example"])
         let fromEnvironment = try ServeConfiguration.parse(arguments: [], environment: ["BLUELIBRARY_CORS_ORIGINS": "https://a.example"])
         #expect(fromEnvironment.corsOrigins == ["https://a.example"])
         for bad in ["*", "app.example.com", "https://app.example.com/", "ftp://x.example", "https://x.example:0", "https://u@x.example",

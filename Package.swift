@@ -143,7 +143,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
-            dependencies: ["Essentials", "BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Crypto", "Storage", "Library", "ServerRecords", "AlbumStoreContract"],
+            dependencies: ["Essentials", "BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Crypto", "Storage", "Library", "ServerRecords", "AlbumStoreContract", "SQLite"],
             swiftSettings: strict
         ),
         // Several real `bluelibrary serve` processes on one PostgreSQL behind a real nginx

@@ -100,8 +100,10 @@ public final class AccessGuard: Sendable {
     public var hasToken: Bool { token.withLock { $0 != nil } }
 
     /// Paths that stay open even with `protectReads` (probes, the API description, and `/`,
-    /// an index of links with no library data that sends browsers to the app).
-    static let alwaysOpen: Set<String> = ["/", "/healthz", "/readyz", "/openapi.yaml", "/metrics"]
+    /// an index of links with no library data that sends browsers to the app). `/metrics` is
+    /// not one: its counters describe the library's use (routes, covers, pages), so it follows
+    /// `protectReads` like every other read (a scraper sends the token).
+    static let alwaysOpen: Set<String> = ["/", "/healthz", "/readyz", "/openapi.yaml"]
     /// Mount points of static resources (``StaticResources``) that stay open with
     /// `protectReads`: the mount and everything under it. The web app holds no data; it asks
     /// for the token itself when the API answers 401. `/docs` is the API reference, as open as
@@ -415,7 +417,10 @@ struct AuthMiddleware: HTTPMiddleware {
     /// The same decision taken from the request head, before any body byte is read (and
     /// before `100 Continue`): a request that will be refused gets its 401/429 from the head
     /// and the connection is closed. Decisions that need a hash run off the loop.
-    static func headCheck(guardian: AccessGuard, forwarded: ForwardedHeadersMiddleware, logger: JSONLogger) -> HeadCheck {
+    /// `cors` (when configured) stamps the refusals, which skip the middleware chain, so that a
+    /// page of an allowed origin can read its 401 or 429.
+    static func headCheck(guardian: AccessGuard, forwarded: ForwardedHeadersMiddleware, logger: JSONLogger,
+                          cors: CORSMiddleware? = nil) -> HeadCheck {
         HeadCheck { request, context in
             guard guardian.settings.passcodeEnabled,
                   AccessGuard.requiresToken(method: request.method, path: String(request.path), settings: guardian.settings.current)
@@ -424,7 +429,8 @@ struct AuthMiddleware: HTTPMiddleware {
             let authorization = request.headers["Authorization"]
             let decide: @Sendable () -> HTTPResponse? = {
                 do {
-                    return refusal(for: try guardian.check(authorization: authorization, client: client))
+                    let refused = refusal(for: try guardian.check(authorization: authorization, client: client))
+                    return refused.map { cors?.stamped($0, request: request) ?? $0 }
                 } catch {
                     // Left to the middleware, which logs it and answers 500.
                     logger.log(.warning, "access check from the request head failed", [("error", .string(String(describing: error)))])

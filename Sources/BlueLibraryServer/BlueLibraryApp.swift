@@ -91,6 +91,9 @@ public final class BlueLibraryApp: Sendable {
         let forwarded = ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies, family: configuration.forwardedHeaders)
         var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), forwarded]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
+        // Before the access check: a preflight never carries the token.
+        let cors = configuration.corsOrigins.isEmpty ? nil : CORSMiddleware(origins: configuration.corsOrigins)
+        if let cors { middleware.append(cors) }
         let pageCache = AlbumListRoute.PageCache(clock: monotonic)
         self.pageCache = pageCache
         let viewPages = ViewPages(clock: monotonic)
@@ -154,7 +157,7 @@ public final class BlueLibraryApp: Sendable {
                 host: configuration.host, port: configuration.port, eventLoops: configuration.eventLoops,
                 workerThreads: configuration.workers, limits: configuration.limits, clock: monotonic),
             router: router, errorRenderer: errorRenderer, logger: logger.serverLogger,
-            headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger))
+            headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger, cors: cors))
         httpMetrics.register(with: metrics)
         ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: eventHubs,
                                 covers: covers, pages: pageCache)
@@ -172,6 +175,19 @@ public final class BlueLibraryApp: Sendable {
         logger.log(.info, "listening", [("host", .string(configuration.host)), ("port", .int(server.port)),
                                         ("dataDir", .string(configuration.dataDirectory)), ("database", .string(backend.location)),
                                         ("version", .string(BlueLibraryVersion.current))], always: true)
+        if let warning = Self.exposureWarning(host: configuration.host, hasToken: accessGuard.hasToken) {
+            logger.log(.warning, warning, [("host", .string(configuration.host))], always: true)
+        }
+    }
+
+    /// What start-up says when the server listens beyond loopback with no token set: anyone
+    /// who reaches the port can change the library and its settings. Nil when it is fine.
+    static func exposureWarning(host: String, hasToken: Bool) -> String? {
+        let loopback = ["127.0.0.0/8", "::1/128", "::ffff:127.0.0.0/104"].compactMap(IPAddressRange.init)
+        guard !hasToken, let address = IPAddress(host), !loopback.contains(where: { $0.contains(address) }) else { return nil }
+        return "listening on \(host) without a token: anyone who can reach this port may change the library, "
+            + "its settings and the cover allow-list. Set one (printf %s \"$TOKEN\" | bluelibrary token set, or BLUELIBRARY_TOKEN), "
+            + "or listen on 127.0.0.1 behind a proxy"
     }
 
     /// Graceful stop: readiness fails at once, in-flight requests finish within the grace period.

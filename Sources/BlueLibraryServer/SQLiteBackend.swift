@@ -2,12 +2,16 @@ import Essentials
 import Foundation
 import Library
 import Storage
+import Synchronization
 
 /// The embedded default: one SQLite file in the data directory (`bluelibrary.sqlite`), one
 /// server process writing it (other processes, such as `bluelibrary token set`, may write
 /// settings and the token; the server notices through SQLite's `data_version`).
 struct SQLiteBackend: StoreBackend {
     let store: SQLiteAlbumStore
+    /// Held shared while the server runs, so that `bluelibrary restore` refuses to replace
+    /// the database under it (and the server refuses to start during a restore).
+    let lock: LockHolder
 
     var albums: any AlbumStore { store }
     var records: any ServerRecordStore { store }
@@ -19,6 +23,16 @@ struct SQLiteBackend: StoreBackend {
 
     /// Opens (creating it if missing) the database in `directory`.
     init(directory: String, diskReserveBytes: Int = ServeConfiguration().diskReserveBytes) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw ConfigurationError("cannot create the data directory \(directory): \(error.localizedDescription)")
+        }
+        do {
+            lock = LockHolder(try DataDirectoryLock(directory: directory, mode: .shared))
+        } catch {
+            throw ConfigurationError("\(error)")
+        }
         store = try BlueLibraryApp.openStore(in: directory, diskReserveBytes: diskReserveBytes)
     }
 
@@ -46,7 +60,15 @@ struct SQLiteBackend: StoreBackend {
         } catch {
             logger.log(.warning, "could not checkpoint the database on shutdown", [("error", .string(String(describing: error)))])
         }
+        lock.release()
     }
+}
+
+/// The data directory lock until ``release()`` (a stopped app may live on in a test process).
+final class LockHolder: Sendable {
+    private let held: Mutex<DataDirectoryLock?>
+    init(_ lock: DataDirectoryLock) { held = Mutex(lock) }
+    func release() { held.withLock { $0 = nil } }
 }
 
 /// SQLite's `data_version` watch as a stored-state signal (it moves when another connection

@@ -7,7 +7,9 @@ import Library
 /// Everything `bluelibrary serve` can be told, from flags and `BLUELIBRARY_*` variables
 /// (flags win). Parsing is pure so that tests drive it without a process.
 public struct ServeConfiguration: Sendable, Equatable {
-    public var host = "0.0.0.0"
+    /// Loopback by default: nothing on the network reaches a server that was not told to
+    /// listen there (the container image sets `BLUELIBRARY_HOST=0.0.0.0`).
+    public var host = "127.0.0.1"
     public var port = 8080
     public var dataDirectory = "./data"
     /// `BLUELIBRARY_DATABASE_URL`: a PostgreSQL database (`postgres://user:password@host/db`)
@@ -47,6 +49,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var events = EventHub.Configuration()
     /// How long `GET /changes` keeps changes (tests shrink it).
     public var changeRetention = ChangeRetention.default
+    /// `BLUELIBRARY_CORS_ORIGINS`: browser origins (`https://app.example.com`) allowed to call
+    /// the API from a page of theirs; empty: no CORS headers at all (the default).
+    public var corsOrigins: [String] = []
     /// `BLUELIBRARY_TOKEN`: at start, its hash replaces the stored one and the lock is enabled.
     public var token: AccessToken?
     /// How often the server looks whether the database was changed by another process (a
@@ -63,6 +68,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             && a.accessLog == b.accessLog && a.trustedProxies == b.trustedProxies
             && a.forwardedHeaders == b.forwardedHeaders && a.eventLoops == b.eventLoops
             && a.workers == b.workers && a.shutdownGrace == b.shutdownGrace && a.seed == b.seed
+            && a.corsOrigins == b.corsOrigins
     }
 
     /// One option: its flag, its variable, what it means, and how to apply a value.
@@ -76,8 +82,8 @@ public struct ServeConfiguration: Sendable, Equatable {
     }
 
     static let options: [Option] = [
-        Option(flag: "--host", variable: "BLUELIBRARY_HOST", placeholder: "ADDRESS", defaultText: "0.0.0.0",
-               help: "IP address to listen on (IPv4 or IPv6).") { config, value throws(ConfigurationError) in
+        Option(flag: "--host", variable: "BLUELIBRARY_HOST", placeholder: "ADDRESS", defaultText: "127.0.0.1",
+               help: "IP address to listen on (IPv4 or IPv6); 0.0.0.0 or :: for every interface.") { config, value throws(ConfigurationError) in
             guard isIPAddress(value) else { throw ConfigurationError("host must be an IP address like 0.0.0.0 or ::, not '\(value)'") }
             config.host = value
         },
@@ -184,6 +190,11 @@ public struct ServeConfiguration: Sendable, Equatable {
         Option(flag: "--cover-wait", variable: "BLUELIBRARY_COVER_WAIT", placeholder: "SECONDS", defaultText: "10",
                help: "How long a request waits for an uncached cover before 504.") { config, value throws(ConfigurationError) in
             config.coverWait = try seconds(value, name: "cover wait")
+        },
+        Option(flag: "--cors-origins", variable: "BLUELIBRARY_CORS_ORIGINS", placeholder: "ORIGIN,...", defaultText: "none (CORS off)",
+               help: "Browser origins (scheme://host[:port], exact) whose pages may call the API; none: no CORS headers.") {
+            config, value throws(ConfigurationError) in
+            config.corsOrigins = try CORSMiddleware.origins(value)
         },
         Option(flag: "--max-connections", variable: "BLUELIBRARY_MAX_CONNECTIONS", placeholder: "N", defaultText: "10000",
                help: "Open connections at most; more get 503.") { config, value throws(ConfigurationError) in

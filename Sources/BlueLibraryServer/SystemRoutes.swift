@@ -117,6 +117,9 @@ struct ServiceIndex: Encodable {
     let links: [Link]
 }
 
+/// The one version string: `bluelibrary --version`, `GET /`, the "listening" log line. The
+/// contract's `info.version` and CHANGELOG.md's newest section are kept equal to it (a test
+/// checks). Raised with every round that changes what an operator or a client sees.
 public enum BlueLibraryVersion {
-    public static let current = "0.1.0"
+    public static let current = "0.2.0"
 }

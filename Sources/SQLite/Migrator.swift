@@ -33,9 +33,14 @@ public struct Migrator: Sendable {
 
     /// Applies pending migrations in order. Returns the identifiers applied by this call.
     /// Stops at the first failing migration (rolled back) and throws a ``MigrationError``.
+    /// A database that records a migration this migrator does not know (written by a newer
+    /// program: a downgrade) is refused with ``NewerSchemaError`` before anything is applied.
     @discardableResult
     public func migrate(_ connection: Connection) throws -> [String] {
         try connection.execute(Migrator.createTableSQL)
+        let known = Set(identifiers)
+        let unknown = try Migrator.appliedIdentifiers(in: connection).filter { !known.contains($0) }
+        guard unknown.isEmpty else { throw NewerSchemaError(unknownMigrations: unknown) }
         var applied: [String] = []
         for entry in entries {
             let didApply: Bool
@@ -88,5 +93,19 @@ public struct MigrationError: Error, CustomStringConvertible {
 
     public var description: String {
         "migration \(identifier) failed: \(underlying)"
+    }
+}
+
+/// The database was migrated by a newer program than this one: it records migrations this
+/// program does not know, so it cannot tell what the schema means. Nothing was changed.
+public struct NewerSchemaError: Error, CustomStringConvertible, Equatable, Sendable {
+    /// The recorded identifiers this program does not know, in the order they were applied.
+    public let unknownMigrations: [String]
+
+    public init(unknownMigrations: [String]) { self.unknownMigrations = unknownMigrations }
+
+    public var description: String {
+        "the database was written by a newer version (it has schema migrations this version does not know: "
+            + unknownMigrations.joined(separator: ", ") + "); run that version, or restore a backup taken before the upgrade"
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import struct SQLite.NewerSchemaError
 
 /// The PostgreSQL schema: the final shape of the SQLite schema (`Schema`, through v7) with the
 /// same table and column names, so the shared statements (`SQL.swift`) run on both engines,
@@ -50,7 +51,9 @@ public enum PostgresSchema {
     }
 
     /// Applies the pending migrations in one transaction under the advisory lock; returns the
-    /// identifiers it applied. A failure rolls everything back and is rethrown.
+    /// identifiers it applied. A failure rolls everything back and is rethrown; a database that
+    /// records a migration this version does not know (a downgrade) is refused with
+    /// `NewerSchemaError` before anything is applied.
     @discardableResult
     public static func migrate(_ connection: PostgresConnection) throws -> [String] {
         try connection.transaction(.readCommitted) {
@@ -61,6 +64,10 @@ public enum PostgresSchema {
                 try connection.execute(createMigrationsTable)
             }
             let applied = Set(try connection.query(appliedIdentifiers) { try $0.string(0) })
+            // Written by a newer version (a downgrade): refused, nothing applied.
+            let known = Set(identifiers)
+            let unknown = try connection.query(appliedIdentifiers) { try $0.string(0) }.filter { !known.contains($0) }
+            guard unknown.isEmpty else { throw NewerSchemaError(unknownMigrations: unknown) }
             var applying: [String] = []
             for migration in migrations where !applied.contains(migration.identifier) {
                 try connection.execute(migration.statements)

@@ -29,6 +29,12 @@ case "token":
     TokenCommand.run(Array(arguments.dropFirst()))
 case "migrate":
     MigrateCommand.run(Array(arguments.dropFirst()))
+case "backup":
+    BackupCommand.runBackup(Array(arguments.dropFirst()))
+case "restore":
+    BackupCommand.runRestore(Array(arguments.dropFirst()))
+case "version", "--version":
+    print("bluelibrary \(BlueLibraryVersion.current)")
 case "help", "--help", "-h":
     print("""
         Usage: bluelibrary <command> [options]
@@ -41,8 +47,12 @@ case "help", "--help", "-h":
                        (see 'bluelibrary views --help').
           token set    Read a token from stdin, store its hash, enable write protection.
           migrate      Copy a SQLite data directory into PostgreSQL (see 'bluelibrary migrate --help').
+          backup       Copy the SQLite database of a data directory, even while a server runs on it
+                       (see 'bluelibrary backup --help').
+          restore      Put a backup back in place while no server runs (see 'bluelibrary restore --help').
           healthcheck  Exit 0 if the local server's /readyz answers 200 (for container HEALTHCHECK;
                        it asks the address the server wrote to its data directory).
+          version      Print the version (also --version; GET / says it too).
           help         Show this text.
         """)
 default:

@@ -5,9 +5,10 @@ import Testing
 @testable import BlueLibraryServer
 
 @Suite struct ServeConfigurationTests {
-    @Test func defaultsServeOnAllInterfacesPort8080WithDataInDotData() throws {
+    @Test func defaultsServeOnLoopbackPort8080WithDataInDotDataAndNoCORS() throws {
         let config = try ServeConfiguration.parse(arguments: [], environment: [:])
-        #expect(config.host == "0.0.0.0")
+        #expect(config.host == "127.0.0.1")
+        #expect(config.corsOrigins.isEmpty)
         #expect(config.port == 8080)
         #expect(config.dataDirectory == "./data")
         #expect(config.logLevel == .info)
@@ -19,13 +20,13 @@ import Testing
 
     @Test func environmentIsReadAndFlagsWinOverIt() throws {
         // Given the environment names one port and a flag another
-        let env = ["BLUELIBRARY_PORT": "9000", "BLUELIBRARY_HOST": "127.0.0.1", "BLUELIBRARY_LOG_LEVEL": "debug",
+        let env = ["BLUELIBRARY_PORT": "9000", "BLUELIBRARY_HOST": "::", "BLUELIBRARY_LOG_LEVEL": "debug",
                    "BLUELIBRARY_DATA_DIR": "/tmp/x", "BLUELIBRARY_TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1"]
         // When both are parsed
         let config = try ServeConfiguration.parse(arguments: ["--port", "9100", "--access-log=off"], environment: env)
         // Then the flag wins and the rest comes from the environment
         #expect(config.port == 9100)
-        #expect(config.host == "127.0.0.1")
+        #expect(config.host == "::")
         #expect(config.logLevel == .debug)
         #expect(config.dataDirectory == "/tmp/x")
         #expect(!config.accessLog)

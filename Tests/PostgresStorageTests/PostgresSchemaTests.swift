@@ -32,6 +32,19 @@ struct PostgresSchemaTests {
         #expect(try PostgresSchema.migrate(pool: pools[2]).isEmpty, "a later start does nothing")
     }
 
+    @Test("a database migrated by a newer version is refused (a downgrade), nothing applied")
+    func newerSchemaIsRefused() throws {
+        let pool = try TestDatabase().migratedPool(size: 1)
+        _ = try pool.withConnection { connection in
+            try connection.run("INSERT INTO schema_migrations (identifier, applied_at) VALUES ($1, 0)", [.text("v999-from-the-future")])
+        }
+        #expect { try PostgresSchema.migrate(pool: pool) } throws: { error in
+            (error as? NewerSchemaError)?.unknownMigrations == ["v999-from-the-future"]
+        }
+        let applied = try pool.withConnection { connection in try PostgresSchema.appliedIdentifiers(connection) }
+        #expect(applied == PostgresSchema.identifiers + ["v999-from-the-future"])
+    }
+
     @Test("every SQLite table, column and index exists in PostgreSQL by the same name")
     func mirrorsSQLite() throws {
         let directory = try TemporaryDirectory()

@@ -14,6 +14,19 @@ import Testing
         return migrator
     }
 
+    @Test func aDatabaseWithAMigrationThisMigratorDoesNotKnowIsRefused() throws {
+        try withDatabasePath { path in
+            var newer = baseMigrator()
+            newer.register("v3") { db in try db.execute("CREATE TABLE later (id INTEGER PRIMARY KEY)") }
+            _ = try newer.migrate(try Connection(path: path))
+            // An older program (v1, v2 only) opens it: a downgrade.
+            let connection = try Connection(path: path)
+            #expect(throws: NewerSchemaError(unknownMigrations: ["v3"])) { try baseMigrator().migrate(connection) }
+            #expect(try Migrator.appliedIdentifiers(in: connection) == ["v1", "v2", "v3"])
+            #expect(NewerSchemaError(unknownMigrations: ["v3"]).description.contains("restore a backup taken before the upgrade"))
+        }
+    }
+
     @Test func migrationsAreAppliedOnceAndRecorded() throws {
         try withDatabasePath { path in
             let connection = try Connection(path: path)

@@ -1,0 +1,54 @@
+import Foundation
+import Storage
+
+/// `bluelibrary backup` and `bluelibrary restore` on a SQLite data directory: the whole
+/// database file (see `SQLiteBackup`), taken from a running server without stopping it, and
+/// put back only while no server runs on the directory. On PostgreSQL the database's own
+/// tools are the answer (`pg_dump` / `pg_restore`), so both refuse a database URL.
+public enum DataBackup {
+    /// The database file's name in a data directory.
+    public static let databaseFileName = "bluelibrary.sqlite"
+
+    /// The database file in `dataDirectory`.
+    public static func databasePath(in dataDirectory: String) -> String {
+        URL(fileURLWithPath: dataDirectory).appendingPathComponent(databaseFileName).path
+    }
+
+    /// Copies the database in `dataDirectory` to the new file `target`; returns a report.
+    /// - Throws: ``ConfigurationError`` saying what is wrong and what to do.
+    public static func backup(dataDirectory: String, to target: String) throws(ConfigurationError) -> String {
+        let source = databasePath(in: dataDirectory)
+        do {
+            let summary = try SQLiteBackup.backup(databaseAt: source, to: target)
+            return "backed up \(source) to \(target)\n\(summary)"
+        } catch {
+            throw ConfigurationError("backup failed: \(error)")
+        }
+    }
+
+    /// Puts the backup `backup` in place of the database in `dataDirectory` (created if
+    /// missing), refusing while a server runs on it; returns a report.
+    /// - Throws: ``ConfigurationError`` saying what is wrong and what to do.
+    public static func restore(from backup: String, dataDirectory: String) throws(ConfigurationError) -> String {
+        let database = databasePath(in: dataDirectory)
+        do {
+            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+            let lock = try DataDirectoryLock(directory: dataDirectory, mode: .exclusive)
+            let summary = try withExtendedLifetime(lock) { try SQLiteBackup.restore(from: backup, to: database) }
+            var report = "restored \(backup) to \(database)\n\(summary)"
+            if FileManager.default.fileExists(atPath: database + ".before-restore") {
+                report += "\nthe database it replaced is kept as \(database).before-restore"
+            }
+            return report
+        } catch {
+            throw ConfigurationError("restore failed: \(error)")
+        }
+    }
+
+    /// What `backup` and `restore` say when given a PostgreSQL database.
+    public static let postgresAdvice = """
+        backup and restore copy the SQLite file of a data directory; a PostgreSQL database is backed \
+        up with PostgreSQL's own tools: pg_dump --format=custom --file=FILE URL, and put back with \
+        pg_restore --clean --if-exists --dbname=URL FILE while every instance is stopped
+        """
+}

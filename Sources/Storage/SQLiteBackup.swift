@@ -1,0 +1,175 @@
+import Foundation
+import SQLite
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whole-database copies of the SQLite store with SQLite's online backup API: everything the
+/// file holds (libraries and their albums in order, undo stacks, saved states, the change feed,
+/// views, settings, the token hash and lockouts, idempotency keys, the cursor key), unlike an
+/// archive, which carries one library's albums and states.
+public enum SQLiteBackup {
+    /// What a copy holds: each table's row count (sorted by table name) and its size.
+    public struct Summary: Sendable, Equatable, CustomStringConvertible {
+        public var rowCounts: [(table: String, rows: Int)]
+        /// Schema migrations recorded in the copy (the version of the program that wrote it).
+        public var migrations: Int
+        public var bytes: Int
+
+        public static func == (a: Summary, b: Summary) -> Bool {
+            a.rowCounts.map(\.table) == b.rowCounts.map(\.table) && a.rowCounts.map(\.rows) == b.rowCounts.map(\.rows)
+                && a.migrations == b.migrations && a.bytes == b.bytes
+        }
+
+        public func rows(in table: String) -> Int? { rowCounts.first { $0.table == table }?.rows }
+
+        public var description: String {
+            var lines = ["schema migrations: \(migrations), \(bytes) bytes"]
+            lines += rowCounts.map { "  \($0.table): \($0.rows) rows" }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    /// A copy or restore that cannot be made; `message` says why and what to do.
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public let message: String
+        public init(_ message: String) { self.message = message }
+        public var description: String { message }
+    }
+
+    /// Copies the database at `source` (it may be in use by a running server: the copy is the
+    /// database as of one commit) to a new file `target`, checks the copy and returns what it
+    /// holds. The copy is written next to `target` as `<target>.partial` and renamed into
+    /// place once it is complete and checked, so `target` is never a half-written file.
+    public static func backup(databaseAt source: String, to target: String) throws -> Summary {
+        guard FileManager.default.fileExists(atPath: source) else {
+            throw Failure("there is no database at \(source); check --data-dir")
+        }
+        guard !FileManager.default.fileExists(atPath: target) else {
+            throw Failure("\(target) exists already; choose a new file name (a backup never overwrites one)")
+        }
+        let partial = target + ".partial"
+        removeDatabaseFiles(partial)
+        do {
+            let connection = try Connection(path: source, mode: .readWrite)
+            try connection.backup(toFile: partial)
+        } catch {
+            removeDatabaseFiles(partial)
+            throw Failure("cannot copy \(source) to \(partial): \(error)")
+        }
+        let summary: Summary
+        do {
+            summary = try inspect(partial)
+        } catch {
+            removeDatabaseFiles(partial)
+            throw error
+        }
+        guard rename(partial, target) == 0 else {
+            let reason = String(cString: strerror(errno))
+            removeDatabaseFiles(partial)
+            throw Failure("cannot rename \(partial) to \(target): \(reason)")
+        }
+        return summary
+    }
+
+    /// Puts the backup `backup` (a file made by ``backup(databaseAt:to:)``) in place of the
+    /// database at `database`. The caller makes sure no server has the database open
+    /// (``DataDirectoryLock``). The backup is copied byte for byte to `<database>.restoring`
+    /// (it is only read, so it may sit on a read-only mount) and the copy is checked (a sound
+    /// SQLite file of this program's schema or an older one; a newer one is refused as
+    /// `NewerSchemaError` says) and synced; then the current database (if any) has its WAL
+    /// folded in and is kept as `<database>.before-restore` (replacing an older one), and the
+    /// copy is renamed into place. An older backup is upgraded by the next server start, as
+    /// any older database is.
+    public static func restore(from backup: String, to database: String) throws -> Summary {
+        guard FileManager.default.fileExists(atPath: backup) else { throw Failure("there is no backup file at \(backup)") }
+        // The backup file is only read, byte for byte (it may sit on a read-only mount); the
+        // checks run on the copy, which is what goes into place.
+        let staging = database + ".restoring"
+        removeDatabaseFiles(staging)
+        let summary: Summary
+        do {
+            try FileManager.default.copyItem(atPath: backup, toPath: staging)
+            summary = try inspect(staging, named: backup)
+            try syncFile(staging)
+        } catch {
+            removeDatabaseFiles(staging)
+            if let failure = error as? Failure { throw failure }
+            throw Failure("cannot copy \(backup) to \(staging): \(error)")
+        }
+        if FileManager.default.fileExists(atPath: database) {
+            do {
+                // Closing the last connection after a truncating checkpoint leaves no WAL
+                // that could be mistaken for the restored file's.
+                let current = try Connection(path: database, mode: .readWrite)
+                try current.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            } catch {
+                removeDatabaseFiles(staging)
+                throw Failure("cannot fold the WAL of the current database \(database) into it before replacing it: \(error)")
+            }
+            let kept = database + ".before-restore"
+            removeDatabaseFiles(kept)
+            guard rename(database, kept) == 0 else {
+                let reason = String(cString: strerror(errno))
+                removeDatabaseFiles(staging)
+                throw Failure("cannot move the current database \(database) aside to \(kept): \(reason)")
+            }
+        }
+        // A WAL or shared-memory file left beside the old name would be read as the new file's.
+        for suffix in ["-wal", "-shm"] { unlink(database + suffix) }
+        guard rename(staging, database) == 0 else {
+            let reason = String(cString: strerror(errno))
+            throw Failure("cannot rename \(staging) to \(database): \(reason) (the previous database is \(database).before-restore)")
+        }
+        return summary
+    }
+
+    /// Opens the copy at `path`, checks that it is a sound database of this program's schema
+    /// (or an older one) and counts its rows. Messages call it `name` (the file the user gave).
+    public static func inspect(_ path: String, named name: String? = nil) throws -> Summary {
+        let shown = name ?? path
+        do {
+            let connection = try Connection(path: path, mode: .readWrite)
+            if let problem = try connection.quickCheckProblem() {
+                throw Failure("\(shown) is damaged (SQLite's quick_check: \(problem))")
+            }
+            let applied = try Migrator.appliedIdentifiers(in: connection)
+            guard !applied.isEmpty,
+                  try connection.scalar("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'albums'", as: Int.self) != nil
+            else { throw Failure("\(shown) is not a BlueLibrary database (it has no albums table or schema migrations)") }
+            let known = Set(SQLiteAlbumStore.migrationIdentifiers)
+            let unknown = applied.filter { !known.contains($0) }
+            guard unknown.isEmpty else { throw NewerSchemaError(unknownMigrations: unknown) }
+            let tables = try connection.query(
+                "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            ) { try $0.string(0) }
+            var counts: [(table: String, rows: Int)] = []
+            for table in tables {
+                let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+                counts.append((table, try connection.scalar("SELECT count(*) FROM \(quoted)", as: Int.self) ?? 0))
+            }
+            let pages = try connection.scalar("PRAGMA page_count", as: Int.self) ?? 0
+            let pageSize = try connection.scalar("PRAGMA page_size", as: Int.self) ?? 0
+            return Summary(rowCounts: counts, migrations: applied.count, bytes: pages * pageSize)
+        } catch let failure as Failure {
+            throw failure
+        } catch let newer as NewerSchemaError {
+            throw Failure("\(shown): \(newer.description)")
+        } catch {
+            throw Failure("cannot read \(shown) as a database: \(error)")
+        }
+    }
+
+    /// Flushes a file's data to disk (a copy is complete before it is renamed into place).
+    static func syncFile(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure("cannot open \(path) to sync it: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw Failure("cannot sync \(path) to disk: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Removes a database file and the WAL and shared-memory files beside it.
+    static func removeDatabaseFiles(_ path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    }
+}

@@ -1,0 +1,211 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BlueLibraryTestSupport
+import Foundation
+import HTTPTestSupport
+import Storage
+import Synchronization
+import Testing
+
+@testable import BlueLibraryServer
+
+/// How far the writing client got, and whether it should stop.
+final class WriterProgress: Sendable {
+    let acknowledged = Atomic<Int>(0)
+    let stop = Atomic<Bool>(false)
+}
+
+/// `bluelibrary backup` and `restore` as operators run them: real processes, a server that
+/// keeps writing while the copy is taken, and the restored copy served again and compared.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct BackupRestoreTests {
+    static let token = "backup-test-token-42"
+    static let bearer = ["Authorization": "Bearer \(token)"]
+
+    static func call(_ port: Int, _ method: String = "GET", _ path: String, json: String? = nil,
+                     headers: [String: String] = bearer) throws -> RawHTTPClient.Response {
+        var headers = headers
+        if json != nil { headers["Content-Type"] = method == "PATCH" ? "application/merge-patch+json" : "application/json" }
+        return try RawHTTPClient.request(port: port, method: method, path: path, headers: headers, body: Array((json ?? "").utf8))
+    }
+
+    static func bluelibrary(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
+        try ServerProcess.run(arguments, environment: environment)
+    }
+
+    /// A library with something in every table a backup must carry: albums in two libraries,
+    /// a view, saved states, settings, undo, the change feed, the token hash.
+    static func populate(_ port: Int) throws {
+        #expect(try call(port, "POST", "/libraries", json: #"{"id": "jazz", "name": "Jazz"}"#).status == 201)
+        for (title, year) in [("Kind of Blue", 1959), ("A Love Supreme", 1965), ("Blue Train", 1957)] {
+            #expect(try call(port, "POST", "/libraries/jazz/albums",
+                             json: #"{"title": "\#(title)", "artist": "Someone", "year": \#(year)}"#).status == 201)
+        }
+        #expect(try call(port, "DELETE", "/libraries/jazz/albums/at/1").status == 200)
+        #expect(try call(port, "POST", "/views", json: #"{"id": "all", "sources": ["default", "jazz"]}"#).status == 201)
+        #expect(try call(port, "PUT", "/state?client=phone", json: #"{"currentAlbumIndex": 2}"#).status == 200)
+        #expect(try call(port, "PATCH", "/settings", json: #"{"paging": {"defaultLimit": 7}}"#).status == 200)
+    }
+
+    static func canonical(_ object: [String: Any]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    /// What a client sees of everything: compared between the live server and the restored one.
+    static func snapshot(_ port: Int) throws -> [String: String] {
+        var seen: [String: String] = [:]
+        for path in ["/albums?limit=500", "/libraries/jazz/albums", "/libraries", "/views", "/views/all/albums?limit=500",
+                     "/settings", "/state?client=phone", "/undo", "/libraries/jazz/undo", "/changes?since=0&limit=1000",
+                     "/libraries/jazz/changes?since=0"] {
+            let response = try call(port, "GET", path)
+            #expect(response.status == 200, "\(path): \(response.text)")
+            seen[path] = response.text
+        }
+        return seen
+    }
+
+    @Test func aBackupOfALiveServerUnderWritesRestoresToAConsistentCopy() throws {
+        let live = TestApp.temporaryDirectory()
+        let server = try ServerProcess(environment: ["BLUELIBRARY_TOKEN": Self.token], dataDirectory: live)
+        try Self.populate(server.port)
+        let seeded = try #require(try Self.call(server.port, "GET", "/albums?limit=500").json()["items"] as? [[String: Any]]).count
+
+        // Given a client adding albums "w-1", "w-2", ... at the end, one after another
+        let progress = WriterProgress()
+        let port = server.port
+        let finished = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            defer { finished.signal() }
+            var n = 0
+            // At most 450: the restored list is read in one page of 500.
+            while !progress.stop.load(ordering: .acquiring), n < 450 {
+                n += 1
+                guard let response = try? Self.call(port, "POST", "/albums", json: #"{"title": "w-\#(n)", "artist": "Writer"}"#),
+                      response.status == 201 else { return }
+                progress.acknowledged.store(n, ordering: .releasing)
+            }
+        }
+        writer.start()
+        #expect(eventually { progress.acknowledged.load(ordering: .acquiring) >= 20 })
+
+        // When a backup is taken while it writes
+        let backups = try TemporaryDirectory()
+        let before = progress.acknowledged.load(ordering: .acquiring)
+        let (status, report) = try Self.bluelibrary(["backup", "--data-dir", live, "--to", backups.file("live.sqlite")])
+        let after = progress.acknowledged.load(ordering: .acquiring)
+        #expect(eventually { progress.acknowledged.load(ordering: .acquiring) >= min(after + 10, 450) })
+        progress.stop.store(true, ordering: .releasing)
+        finished.wait()
+        #expect(status == 0, "\(report)")
+        #expect(report.contains("albums:"))
+        #expect(backups.files() == ["live.sqlite"])  // no partial file left
+
+        // Then the copy, restored and served, holds the albums of one moment: a prefix of the
+        // writes, at least those acknowledged before the backup began, in order, with the version to match
+        let restoredUnderWrites = TestApp.temporaryDirectory()
+        let (restoreStatus, restoreReport) = try Self.bluelibrary(["restore", "--from", backups.file("live.sqlite"), "--data-dir", restoredUnderWrites])
+        #expect(restoreStatus == 0, "\(restoreReport)")
+        let copy = try ServerProcess(dataDirectory: restoredUnderWrites)
+        let albums = try #require(try Self.call(copy.port, "GET", "/albums?limit=500").json()["items"] as? [[String: Any]])
+        let written = albums.dropFirst(seeded).map { $0["title"] as? String ?? "" }
+        #expect(written == (0..<written.count).map { "w-\($0 + 1)" })
+        // (A write committed before the copy ended may be acknowledged just after: hence + 1.)
+        #expect(written.count >= before && written.count <= after + 1)
+        #expect(written.count < progress.acknowledged.load(ordering: .acquiring))
+        let liveChanges = try #require(try Self.call(server.port, "GET", "/changes?since=0&limit=1000").json()["changes"] as? [[String: Any]])
+        let copyChanges = try #require(try Self.call(copy.port, "GET", "/changes?since=0&limit=1000").json()["changes"] as? [[String: Any]])
+        #expect(!copyChanges.isEmpty && copyChanges.count <= liveChanges.count)
+        #expect(try copyChanges.map(Self.canonical) == liveChanges.prefix(copyChanges.count).map(Self.canonical))
+        // The token hash came along: the copy is locked with the same token.
+        #expect(try Self.call(copy.port, "POST", "/undo", headers: [:]).status == 401)
+
+        // And once the writes have stopped, a backup restored elsewhere serves exactly what the live server does
+        let (quietStatus, quietReport) = try Self.bluelibrary(["backup", "--data-dir", live, "--to", backups.file("quiet.sqlite")])
+        #expect(quietStatus == 0, "\(quietReport)")
+        let restored = TestApp.temporaryDirectory()
+        #expect(try Self.bluelibrary(["restore", "--from", backups.file("quiet.sqlite"), "--data-dir", restored]).0 == 0)
+        let twin = try ServerProcess(dataDirectory: restored)
+        #expect(try Self.snapshot(twin.port) == Self.snapshot(server.port))
+        #expect(try Self.call(twin.port, "GET", "/settings", headers: ["Authorization": "Bearer wrong-token-1234"]).status == 401)
+    }
+
+    @Test func restoreIsRefusedWhileAServerRunsOnTheDataDirectory() throws {
+        let live = TestApp.temporaryDirectory()
+        let server = try ServerProcess(environment: ["BLUELIBRARY_TOKEN": Self.token], dataDirectory: live)
+        try Self.populate(server.port)
+        let backups = try TemporaryDirectory()
+        #expect(try Self.bluelibrary(["backup", "--data-dir", live, "--to", backups.file("b.sqlite")]).0 == 0)
+        #expect(try Self.call(server.port, "POST", "/albums", json: #"{"title": "After", "artist": "Backup"}"#).status == 201)
+        let before = try Self.snapshot(server.port)
+
+        let (status, message) = try Self.bluelibrary(["restore", "--from", backups.file("b.sqlite"), "--data-dir", live])
+        #expect(status == 1)
+        #expect(message.contains("a server is running on this data directory"), "\(message)")
+        #expect(try Self.snapshot(server.port) == before)
+
+        // Once it is stopped, the restore goes through and the previous database is kept beside it.
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(timeout: 20) == 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: backups.file("b.sqlite")))
+        let (again, report) = try Self.bluelibrary(["restore", "--from", backups.file("b.sqlite"), "--data-dir", live])
+        #expect(again == 0, "\(report)")
+        // The backup is only read (it may sit on a read-only mount): no byte changed, nothing beside it.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: backups.file("b.sqlite"))) == bytes)
+        #expect(backups.files() == ["b.sqlite"])
+        #expect(!FileManager.default.fileExists(atPath: live + "/bluelibrary.sqlite.restoring"))
+        #expect(FileManager.default.fileExists(atPath: live + "/bluelibrary.sqlite.before-restore"))
+        let back = try ServerProcess(dataDirectory: live)
+        let titles = try #require(try Self.call(back.port, "GET", "/albums?limit=500").json()["items"] as? [[String: Any]]).map { $0["title"] as? String }
+        #expect(!titles.contains("After"))
+    }
+
+    @Test func aServerDoesNotStartWhileARestoreHoldsTheDirectory() throws {
+        let directory = TestApp.temporaryDirectory()
+        let lock = try DataDirectoryLock(directory: directory, mode: .exclusive)
+        let (status, message) = try Self.bluelibrary(["serve", "--port", "0", "--data-dir", directory])
+        #expect(status == 2)
+        #expect(message.contains("a restore is replacing the database"), "\(message)")
+        withExtendedLifetime(lock) {}
+    }
+
+    @Test func refusalsSayWhatToDo() throws {
+        let directory = TestApp.temporaryDirectory()
+        let backups = try TemporaryDirectory()
+        // Nothing to back up yet.
+        let (missing, missingText) = try Self.bluelibrary(["backup", "--data-dir", directory, "--to", backups.file("x.sqlite")])
+        #expect(missing == 1 && missingText.contains("there is no database"), "\(missingText)")
+        // A backup never overwrites a file.
+        _ = try SQLiteAlbumStore(path: directory + "/bluelibrary.sqlite")
+        #expect(FileManager.default.createFile(atPath: backups.file("taken.sqlite"), contents: Data("keep me".utf8)))
+        let (exists, existsText) = try Self.bluelibrary(["backup", "--data-dir", directory, "--to", backups.file("taken.sqlite")])
+        #expect(exists == 1 && existsText.contains("exists already"), "\(existsText)")
+        #expect(try String(contentsOfFile: backups.file("taken.sqlite"), encoding: .utf8) == "keep me")
+        // Not a database: refused, nothing replaced.
+        let (garbage, garbageText) = try Self.bluelibrary(["restore", "--from", backups.file("taken.sqlite"), "--data-dir", directory])
+        #expect(garbage == 1 && garbageText.contains("restore failed"), "\(garbageText)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/bluelibrary.sqlite.before-restore"))
+        // PostgreSQL has its own tools.
+        let (postgres, postgresText) = try Self.bluelibrary(
+            ["backup", "--to", backups.file("pg.dump")], environment: ["BLUELIBRARY_DATABASE_URL": "postgres://u:p@127.0.0.1:1/db"])
+        #expect(postgres == 2 && postgresText.contains("pg_dump") && postgresText.contains("pg_restore"), "\(postgresText)")
+        // Help, and a command line it does not understand.
+        let (help, helpText) = try Self.bluelibrary(["backup", "--help"])
+        #expect(help == 0 && helpText.contains("online backup API") && helpText.contains("pg_dump"))
+        #expect(try Self.bluelibrary(["restore", "--help"]).1.contains("Refused while a server runs"))
+        #expect(try Self.bluelibrary(["backup", "--data-dir", directory]).0 == 2)
+        #expect(try Self.bluelibrary(["restore", "--bogus", "x"]).0 == 2)
+    }
+
+    @Test func aBackupWrittenByANewerVersionIsNotRestored() throws {
+        let directory = TestApp.temporaryDirectory()
+        let backups = try TemporaryDirectory()
+        _ = try SQLiteAlbumStore(path: directory + "/bluelibrary.sqlite")
+        #expect(try Self.bluelibrary(["backup", "--data-dir", directory, "--to", backups.file("new.sqlite")]).0 == 0)
+        try NewerSchemaTests.recordUnknownMigration(in: backups.file("new.sqlite"))
+        let target = TestApp.temporaryDirectory()
+        let (status, message) = try Self.bluelibrary(["restore", "--from", backups.file("new.sqlite"), "--data-dir", target])
+        #expect(status == 1)
+        #expect(message.contains("newer version") && message.contains("v999-from-the-future"), "\(message)")
+        #expect(!FileManager.default.fileExists(atPath: target + "/bluelibrary.sqlite"))
+    }
+}

@@ -72,6 +72,8 @@ import Testing
         let server = try ServerProcess(environment: ["BLUELIBRARY_PORT": "\(elsewhere)"], dataDirectory: data)
         let environment = ["BLUELIBRARY_DATA_DIR": data, "BLUELIBRARY_PORT": "\(elsewhere)"]
         let file = ListeningAddressFile.path(dataDirectory: data)
+        // (written just after the "listening" line the process runner waits for)
+        #expect(eventually { ListeningAddressFile.read(from: file) != nil })
         let announced = try #require(ListeningAddressFile.read(from: file))
         #expect(announced.port == server.port && announced.host == "127.0.0.1")
         #expect(announced.pid == server.process.processIdentifier)
@@ -107,6 +109,8 @@ import Testing
 
         // A stopped (SIGSTOP) server accepts connections in the kernel but never answers.
         let server = try ServerProcess(dataDirectory: data)
+        // (the server replaces the stale file just after its "listening" line)
+        #expect(eventually { ListeningAddressFile.read(from: ListeningAddressFile.path(dataDirectory: data))?.port == server.port })
         #expect(try ServerProcess.run(["healthcheck", "--data-dir", data]).0 == 0)
         server.signal(SIGSTOP)
         defer { server.signal(SIGCONT) }

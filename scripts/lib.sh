@@ -43,9 +43,8 @@ ensure_packages() {
 
 # Packages needed to build the server (libpq-dev: the Postgres module links libpq).
 BUILD_PACKAGES=(libsqlite3-dev libcurl4-openssl-dev libpq-dev libssl-dev pkg-config)
-# --- V (issue 15, cover sizes): the Images module links libvips (runtime package: libvips42).
+# The Images module links libvips (runtime package: libvips42).
 BUILD_PACKAGES+=(libvips-dev)
-# --- end V
 
 ensure_build_deps() { ensure_packages "${BUILD_PACKAGES[@]}"; }
 
@@ -61,27 +60,53 @@ ensure_test_deps() {
     ensure_build_deps
     ensure_nginx
     ensure_packages wrk curl python3 util-linux procps openssl postgresql
-    # --- V (issue 15): the `vips` and `vipsheader` commands make and decode the tests' images
-    # (and `vipsthumbnail` is the benchmark's reference).
+    # `vips` and `vipsheader` make and decode the cover tests' images (`vipsthumbnail` is the
+    # benchmark's reference).
     ensure_packages libvips-tools
-    # --- end V
 }
 
 # Python packages, installed quietly with pip only when not importable.
-# ensure_pip_module import_name pip_name
+# ensure_pip_module import_name pip_name (a pip_name of name==version goes to ensure_pip_pinned)
 ensure_pip_module() {
     local mod="$1" pkg="${2:-$1}" py
+    case "$pkg" in *==*) ensure_pip_pinned "$mod" "$pkg"; return ;; esac
     py="$(command -v python3 || true)"
     [ -n "$py" ] || return 0
     "$py" -c "import $mod" >/dev/null 2>&1 && return 0
-    log "pip install $pkg"
-    "$py" -m pip install -q --disable-pip-version-check "$pkg" >&2 \
-        || "$py" -m pip install -q --disable-pip-version-check --break-system-packages "$pkg" >&2 \
-        || log "warning: could not pip install $pkg"
+    pip_install "$py" "$pkg" || log "warning: could not pip install $pkg"
 }
 
-# ---- scripts/container-test (issue 20, the real container) ----------------------------------
-# podman with runc (crun refuses the hybrid cgroup layout here), debootstrap for the base images
+# A pinned Python package: installs name==version unless exactly that version is installed
+# (a different installed version is replaced); fails when it cannot.
+# ensure_pip_pinned import_name name==version
+ensure_pip_pinned() {
+    local mod="$1" pkg="$2" py have
+    py="$(command -v python3 || true)"
+    [ -n "$py" ] || return 0
+    have="$(pip_version "$py" "${pkg%%==*}")"
+    if [ "$have" = "${pkg#*==}" ] && "$py" -c "import $mod" >/dev/null 2>&1; then return 0; fi
+    log "installed ${pkg%%==*}: ${have:-none}; want ${pkg#*==}"
+    pip_install "$py" "$pkg" || true
+    have="$(pip_version "$py" "${pkg%%==*}")"
+    [ "$have" = "${pkg#*==}" ] || die "could not pip install $pkg (installed: ${have:-none})"
+}
+
+# pip_version python distribution: the installed version, or nothing.
+pip_version() {
+    "$1" -c 'import importlib.metadata as m, sys
+try: print(m.version(sys.argv[1]))
+except m.PackageNotFoundError: pass' "$2" 2>/dev/null || true
+}
+
+# pip_install python requirement: pip, then pip with --break-system-packages (Debian's
+# externally managed Python).
+pip_install() {
+    log "pip install $2"
+    "$1" -m pip install -q --disable-pip-version-check "$2" >&2 \
+        || "$1" -m pip install -q --disable-pip-version-check --break-system-packages "$2" >&2
+}
+
+# scripts/container-test: podman with runc (crun refuses the hybrid cgroup layout here), debootstrap for the base images
 # (no registry is reachable), nginx and PostgreSQL on the host for the proxy and shared-database
 # checks, curl/python3 for the requests.
 ensure_container_deps() {

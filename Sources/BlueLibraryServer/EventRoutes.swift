@@ -72,6 +72,12 @@ struct EventRoutes {
     /// hub is brought up to the database (another instance may have committed what the client
     /// saw), then the feed's changes after the client's id are read (nil when the feed no
     /// longer has them all, or none are needed: the hub decides with what it has).
+    ///
+    /// An id still newer than the library after the catch-up (`LibraryError.versionAhead` for
+    /// the change feed) reads nothing: where `GET /changes` answers 400, the stream starts with
+    /// `library.outdated` quoting the id. An `EventSource` cannot read an error status and
+    /// stops reconnecting on one, and a client holding a version this library never gave out
+    /// has another library's state, so reloading is what it must do.
     private func backfill(after seen: Int64, facade: LibraryFacade, hub: EventHub) -> EventHub.Backfill? {
         guard hub.needsBackfill(after: seen) else { return nil }
         if seen > hub.window.latest, let follower { follower.catchUp(facade.library, hub: hub, waiting: true) }

@@ -28,11 +28,9 @@ extension LibraryError {
         case let .archiveInvalid(problems):
             return HTTPError(.unprocessableContent, detail: message, type: type, title: "Invalid archive",
                              errors: problems.map { .init(field: $0.path, message: $0.message) })
-        case let .changesExpired(since, _, current) where since > current:
-            // A version the library never had: the client's mistake (another library or
-            // server), not a reason to reload everything.
-            return QueryParameters.invalid(
-                "since", "since (\(since)) is newer than the library's current version \(current); send a version this library gave you (0 to start over).")
+        case .versionAhead:
+            // Only `GET /changes?since=` can ask for a version: a bad query parameter, 400.
+            return QueryParameters.invalid("since", message + ".")
         case .changesExpired:
             return HTTPError(.gone, detail: message, type: type, title: "Changes no longer available")
         case .libraryNotFound:

@@ -137,7 +137,10 @@ import Testing
         // naming the current version (nothing to reload).
         let ahead = try Self.request(app.port, "GET", "/changes?since=99")
         #expect(ahead.status == 400)
-        #expect((try ahead.json()["detail"] as? String)?.contains("current version 7") == true)
+        let aheadProblem = try ahead.json()
+        #expect((aheadProblem["detail"] as? String)?.contains("current version 7") == true)
+        #expect(aheadProblem["type"] as? String == "urn:bluelibrary:problem:invalid-query-parameter")
+        #expect((aheadProblem["errors"] as? [[String: Any]])?.first?["field"] as? String == "since")
     }
 
     /// The feed is written in the mutation's transaction: after kill -9 it still replays to

@@ -232,6 +232,35 @@ final class SSEClient: @unchecked Sendable {
         #expect(try SSEClient(port: app.port, lastEventID: "yesterday").next()?.name == "library.outdated")
     }
 
+    /// A version newer than the library (the client holds another library's or database's
+    /// state) is neither resumed nor refused: where `GET /changes?since=` answers 400, the
+    /// stream starts with `library.outdated` quoting the id, then goes on live. The same for
+    /// the header, the query parameter and one library of a multi-library id.
+    @Test func aFutureIDStartsWithLibraryOutdatedThenGoesLive() throws {
+        let app = try TestApp.make()
+        app.start()
+        defer { app.shutdown() }
+        for index in 0..<2 { _ = try addAlbum(app.port, "A\(index)") } // versions 2, 3
+        #expect(try request(app.port, "GET", "/changes?since=4").status == 400)
+        let header = try SSEClient(port: app.port, lastEventID: "4")
+        #expect(header.head.status == 200)
+        let first = try #require(try header.next())
+        #expect(first.name == "library.outdated" && first.id == "3")
+        #expect(first.json["lastEventId"] as? String == "4" && first.json["version"] as? Int == 3)
+        let query = try SSEClient(port: app.port, query: "?lastEventId=1000")
+        let fromQuery = try #require(try query.next())
+        #expect(fromQuery.name == "library.outdated" && fromQuery.json["lastEventId"] as? String == "1000")
+        let vector = try SSEClient(port: app.port, lastEventID: "default:4", query: "?library=default")
+        let fromVector = try #require(try vector.next())
+        #expect(fromVector.name == "library.outdated" && fromVector.json["library"] as? String == "default")
+        #expect(fromVector.json["version"] as? Int == 3)
+        // Nothing replayed, nothing lost: the next event of each is the next change.
+        _ = try addAlbum(app.port, "Live")
+        #expect(try header.next().map { "\($0.id ?? "-") \($0.name)" } == "4 album.added")
+        #expect(try query.next().map { "\($0.id ?? "-") \($0.name)" } == "4 album.added")
+        #expect(try vector.next()?.name == "album.added")
+    }
+
     @Test func afterARestartOldIDsResumeFromTheChangeFeed() throws {
         let directory = TestApp.temporaryDirectory()
         do {

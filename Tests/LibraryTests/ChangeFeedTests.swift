@@ -37,6 +37,7 @@ struct ChangeFeedTests {
             try facade.changes(since: 5, limit: 10)
         }
         #expect(try facade.changes(since: 6, limit: 10).changes.map(\.version) == [7, 8, 9])
-        #expect(throws: LibraryError.self) { try facade.changes(since: 10, limit: 10) }
+        // Newer than the library: its own error (the client's mistake, nothing to reload).
+        #expect(throws: LibraryError.versionAhead(since: 10, current: 9)) { try facade.changes(since: 10, limit: 10) }
     }
 }

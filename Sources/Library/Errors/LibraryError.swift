@@ -28,9 +28,13 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
     case storage(UnderlyingError)
     /// Writing exported bytes failed (e.g. the client went away); the export stopped.
     case outputFailed(UnderlyingError)
-    /// The change feed no longer holds every change after `since` (pruned, or `since` is not a
-    /// version of this library): the client must reload everything.
+    /// The change feed no longer holds every change after `since` (pruned): the client must
+    /// reload everything.
     case changesExpired(since: Int64, oldest: Int64, current: Int64)
+    /// `since` is newer than the library's current version: a version this library never gave
+    /// out (the client mixed up libraries or servers). The client's mistake, not a reason to
+    /// reload everything.
+    case versionAhead(since: Int64, current: Int64)
     /// No library has this id.
     case libraryNotFound(LibraryID)
     /// No view has this id.
@@ -58,6 +62,7 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storage: "storage"
         case .outputFailed: "output-failed"
         case .changesExpired: "changes-expired"
+        case .versionAhead: "version-ahead"
         case .libraryNotFound: "library-not-found"
         case .viewNotFound: "view-not-found"
         case .conflict: "conflict"
@@ -100,11 +105,10 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the library could not be read or written; try again later"
         case .outputFailed:
             return "the export stopped because its output could not be written"
-        case .changesExpired(let since, let oldest, let current):
-            if since > current {
-                return "version \(since) is newer than the library (version \(current)); send a version this library gave you"
-            }
+        case .changesExpired(let since, let oldest, _):
             return "changes since version \(since) are no longer kept (the oldest usable since is \(oldest)); reload everything, then ask for changes since the version you loaded"
+        case .versionAhead(let since, let current):
+            return "since (\(since)) is newer than the library's current version \(current); send a version this library gave you (0 to start over)"
         case .libraryNotFound(let id):
             return "no library has id \"\(id)\"; list the libraries with GET /libraries"
         case .viewNotFound(let id):

@@ -430,6 +430,9 @@ class Run:
         self.until(lambda: self.js("return document.documentElement.dataset.state") == "loaded", "Reload loads the view again")
         Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")
         self.loaded()
+        # Back on default, its covers load (those of the libraries left behind do not hold the slots).
+        self.until(lambda: self.js("""return [...document.querySelectorAll('#covers .cover')].slice(0, 4)
+            .every(c => !c.textContent.startsWith('Loading'))"""), "the covers in view are loaded again")
 
     def resumes_after_a_disconnect(self):
         self.collect_logs()

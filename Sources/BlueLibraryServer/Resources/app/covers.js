@@ -19,6 +19,8 @@ export class CoverScroller {
     this.api = api;
     this.options = new Map();
     this.objectURLs = new Map();
+    /** Album id → the AbortController of its cover request in flight. */
+    this.inflight = new Map();
     this.queue = [];
     this.running = 0;
     this.firstCoverShown = null;
@@ -43,6 +45,8 @@ export class CoverScroller {
         option.remove();
         this.options.delete(id);
         this.visibility.unobserve(option);
+        // A cover request for an album no longer shown gives its slot back at once.
+        this.inflight.get(id)?.abort();
         const url = this.objectURLs.get(id);
         if (url) { URL.revokeObjectURL(url); this.objectURLs.delete(id); }
       }
@@ -107,15 +111,26 @@ export class CoverScroller {
 
   async load(option, attempt) {
     const frame = option.querySelector('.cover');
+    const id = option.dataset.id;
+    const controller = new AbortController();
+    this.inflight.set(id, controller);
     let response;
+    let bytes;
     try {
-      response = await fetch(this.api.url(option.dataset.cover), { headers: this.api.headers({ Accept: 'image/avif,image/webp,image/*' }) });
+      response = await fetch(this.api.url(option.dataset.cover), {
+        headers: this.api.headers({ Accept: 'image/avif,image/webp,image/*' }), signal: controller.signal,
+      });
+      if (response.ok) bytes = await response.blob();
     } catch {
+      if (controller.signal.aborted) return;
       return this.fail(frame, 'Cover not loaded: the server could not be reached.');
+    } finally {
+      if (this.inflight.get(id) === controller) this.inflight.delete(id);
     }
     if ((response.status === 504 || response.status === 202) && attempt < 3) {
       const wait = Number(response.headers.get('Retry-After')) || 2;
       await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+      if (!option.isConnected) return;
       return this.load(option, attempt + 1);
     }
     if (!response.ok) {
@@ -123,8 +138,7 @@ export class CoverScroller {
       try { detail = (await response.json()).detail || detail; } catch { /* not a problem document */ }
       return this.fail(frame, `Cover unavailable: ${detail}`);
     }
-    const url = URL.createObjectURL(await response.blob());
-    const id = option.dataset.id;
+    const url = URL.createObjectURL(bytes);
     const image = document.createElement('img');
     image.alt = '';
     image.width = THUMBNAIL;

@@ -264,6 +264,15 @@ class Run:
             self.key(Keys.TAB)
         if order[0] != "source" or order[-1] != "covers" or "add" not in order:
             raise Failure(f"tab order was {order}")
+        # Inside the toolbar the arrow keys move between the enabled buttons.
+        self.focus("add")
+        self.key(Keys.ARROW_RIGHT)
+        if self.js("return document.activeElement.id") != "delete":
+            raise Failure("right arrow from Add does not wrap to Delete")
+        self.key(Keys.ARROW_LEFT)
+        if self.js("return document.activeElement.id") != "add":
+            raise Failure("left arrow from Delete does not go back to Add")
+        self.focus("covers")
         self.key(Keys.ARROW_RIGHT)
         self.key(Keys.ARROW_RIGHT)
         third = self.albums[2]

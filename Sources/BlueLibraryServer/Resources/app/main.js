@@ -425,6 +425,16 @@ async function start() {
     const option = event.target.closest('[role=option]');
     if (option) { select(option.dataset.id); ui.covers.focus(); }
   });
+  // The toolbar: left and right move between its enabled buttons (each also stays a tab stop).
+  document.querySelector('[role=toolbar]').addEventListener('keydown', (event) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    if (!step) return;
+    const buttons = [...event.currentTarget.querySelectorAll('button:not(:disabled)')];
+    const at = buttons.indexOf(document.activeElement);
+    if (at < 0) return;
+    event.preventDefault();
+    buttons[(at + step + buttons.length) % buttons.length].focus();
+  });
   ui.remove.addEventListener('click', deleteSelected);
   ui.undo.addEventListener('click', undo);
   ui.add.addEventListener('click', openAddDialog);

@@ -10,7 +10,8 @@ import Testing
 /// validation error, then at a position; reload restores the selection; a second window sees a
 /// change made in the first and one made with curl; the library/view switcher, infinite scroll
 /// over 120 albums and the view's outdated banner; a dropped event stream resumes with
-/// Last-Event-ID and revalidates with If-None-Match; phone width and dark mode; protected
+/// Last-Event-ID and revalidates with If-None-Match; a replaced library (PUT /archive) is
+/// shown without a reload; phone width and dark mode; protected
 /// reads and the 429 lock-out message; no request to another origin and no console errors.
 ///
 /// Screenshots go to `.build/screenshots/app/` (or `$BLUELIBRARY_SCREENSHOTS`).
@@ -55,6 +56,6 @@ import Testing
         #expect(!output.contains("FAIL"), "\(output)")
         // Every step reports itself; a step that was skipped would be missing here.
         let steps = output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
-        #expect(steps == 11, "\(output)")
+        #expect(steps == 12, "\(output)")
     }
 }

@@ -28,6 +28,9 @@ import urllib.parse
 import urllib.request
 import zlib
 
+# Selenium Manager must not look for drivers on the network: the Debian ones are given.
+os.environ.setdefault("SE_OFFLINE", "true")
+
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.chrome.service import Service

@@ -473,17 +473,54 @@ class Run:
         self.until(lambda: self.names() == expected, "the replaced library is shown without a reload")
         self.loaded()
 
+    CONTRAST_JS = """
+        const rgb = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+        const background = (element) => {
+            for (let e = element; e; e = e.parentElement) {
+                const [r, g, b, a = 1] = rgb(getComputedStyle(e).backgroundColor);
+                if (a > 0) return [r, g, b];
+            }
+            return rgb(getComputedStyle(document.documentElement).backgroundColor);
+        };
+        return arguments[0].map((selector) => {
+            const element = document.querySelector(selector);
+            return element && [selector, rgb(getComputedStyle(element).color).slice(0, 3), background(element)];
+        }).filter(Boolean);
+    """
+    CONTRAST_SELECTORS = ["h1", "#model-state", "#live", ".album .title", ".album .artist", ".details caption",
+                          ".details th", ".details td", "#add", "#delete", ".placeholder", ".placeholder.failed", "#banner"]
+
+    def check_contrast(self, scheme):
+        """WCAG 2 contrast of the main text against what is behind it: at least 4.5:1."""
+        def luminance(rgb):
+            channels = [c / 255 for c in rgb]
+            channels = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+            return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+        low = []
+        measured = self.js(self.CONTRAST_JS, self.CONTRAST_SELECTORS)
+        if len(measured) < 8 or any(len(colour) != 3 or len(behind) != 3 for _, colour, behind in measured):
+            raise Failure(f"contrast check could not read the colours: {measured}")
+        for selector, colour, behind in measured:
+            lighter, darker = sorted([luminance(colour), luminance(behind)], reverse=True)
+            ratio = (lighter + 0.05) / (darker + 0.05)
+            if ratio < 4.5:
+                low.append(f"{selector} {ratio:.2f}:1")
+        if low:
+            raise Failure(f"text below 4.5:1 contrast ({scheme}): {low}")
+
     def phone_width_and_dark(self):
         self.driver.set_window_size(390, 844)
         self.until(lambda: self.js("return document.documentElement.scrollWidth <= window.innerWidth"),
                    "nothing is wider than a phone's screen")
         self.js("window.scrollTo(0, 0)")
+        self.check_contrast("light")
         self.shot("app-phone.png")
         self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
             {"name": "prefers-color-scheme", "value": "dark"}, {"name": "prefers-reduced-motion", "value": "reduce"}]})
         background = self.js("return getComputedStyle(document.documentElement).backgroundColor")
         if background in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"):
             raise Failure(f"prefers-color-scheme: dark leaves the background {background}")
+        self.check_contrast("dark")
         self.shot("app-phone-dark.png")
         self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
         self.driver.set_window_size(1280, 800)

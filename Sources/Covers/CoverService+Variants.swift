@@ -29,9 +29,11 @@ extension CoverService: CoverVariantSource {
     }
 
     public func cachedVariant(_ variant: CoverVariant, for url: String) -> CachedCover? {
-        guard let key = try? CoverURL(url).description, case .loaded(let original)? = state(for: url),
-              original.freshUntil > now()
-        else { return nil }
+        // The original's record only (no file check): the variant's own file is what is sent.
+        guard let key = try? CoverURL(url).description, let record = cache.peek(key) else { return nil }
+        let original = cover(from: record)
+        guard original.freshUntil > now() else { return nil }
+        counters.hits.increment()
         return variants.cached(variant, of: original, url: key)
     }
 }

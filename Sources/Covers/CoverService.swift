@@ -58,14 +58,14 @@ public final class CoverService: CoverSource {
     /// may have replaced some of its values since; see ``cacheSizeLimit``).
     public let configuration: CoverServiceConfiguration
     private let tunables: Mutex<Tunables>
-    private let cache: CoverDiskCache
+    let cache: CoverDiskCache
     private let fetcher: any CoverFetching
     private let events: (any CoverEventSink)?
     let now: @Sendable () -> Date
     let clock: any MonotonicClock
     private let threads: BoundedThreadPool
     private let registry = Mutex(Registry())
-    private let counters: CoverCounters
+    let counters: CoverCounters
     let variants: CoverVariants
 
     /// Opens the cache directory (reading the index left by an earlier run) and starts the
@@ -374,7 +374,7 @@ public final class CoverService: CoverSource {
         validatedAt.addingTimeInterval(tunables.withLock { $0.freshness }.seconds)
     }
 
-    private func cover(from record: CoverCacheRecord) -> CachedCover {
+    func cover(from record: CoverCacheRecord) -> CachedCover {
         CachedCover(
             url: record.url, content: .file(path: cache.path(of: record)), mediaType: record.mediaType,
             length: record.length, etag: record.etag, validatedAt: record.validatedAt,

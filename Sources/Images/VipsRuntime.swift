@@ -1,6 +1,6 @@
 import CVips
 
-/// libvips, started once per process: `vips_init`, the operation cache off (every thumbnail is
+/// libvips, started once per process: `vips_init`, its log warnings silenced, the operation cache off (every thumbnail is
 /// made once and then cached on disk by the caller, so libvips' own cache would only hold
 /// memory), and every image loader blocked except the formats covers come in (JPEG, PNG, GIF,
 /// WebP, and HEIF/AVIF), so a hostile file cannot reach the rarely used loaders
@@ -17,6 +17,10 @@ enum VipsRuntime {
     /// What the start found: nil when libvips started, else why it did not.
     private static let startFailure: String? = {
         guard vips_init("bluelibrary") == 0 else { return VipsFailure.takeMessage() }
+        // libvips' warnings (a truncated file, a damaged chunk) would go to stderr between the
+        // server's JSON log lines; what matters comes back as the failing call's error.
+        let levels = GLogLevelFlags(rawValue: G_LOG_LEVEL_WARNING.rawValue | G_LOG_LEVEL_MESSAGE.rawValue | G_LOG_LEVEL_INFO.rawValue)
+        _ = g_log_set_handler("VIPS", levels, { _, _, _, _ in }, nil)
         vips_cache_set_max(0)
         vips_operation_block_set("VipsForeignLoad", 1)
         for loader in allowedLoaders { vips_operation_block_set(loader, 0) }

@@ -394,6 +394,13 @@ class Run:
         self.until(lambda: self.names()[:1] == ["Blue Train - John Coltrane"], "the second window sees the curl add")
         self.driver.switch_to.window(first)
         self.until(lambda: self.names()[:1] == ["Blue Train - John Coltrane"], "the first window sees the curl add")
+        # A cover given elsewhere is shown without a reload.
+        blue_train = self.api("GET", "/albums/at/0", token=False, expect=200)
+        first_cover = "return document.querySelector('#covers [role=option]').querySelector('.cover img') !== null"
+        if self.js(first_cover):
+            raise Failure("Blue Train shows a cover before it has one")
+        self.api("PATCH", f"/albums/{blue_train['id']}", {"coverUrl": f"{self.cover_base}/cover-3.png"}, expect=200)
+        self.until(lambda: self.js(first_cover), "the new cover is shown")
         self.driver.switch_to.window(second)
         self.collect_logs()
         self.driver.close()

@@ -75,7 +75,7 @@ export class CoverScroller {
     option.id = `album-${item.id}`;
     option.className = 'album';
     option.dataset.id = item.id;
-    option.dataset.cover = item.coverUrl ? `${libraryPrefix(library)}albums/${seg(item.id)}/cover?size=${THUMBNAIL}` : '';
+    option.dataset.cover = `${libraryPrefix(library)}albums/${seg(item.id)}/cover?size=${THUMBNAIL}`;
     const frame = document.createElement('div');
     frame.className = 'cover placeholder';
     frame.textContent = item.coverUrl ? 'Loading cover…' : 'No cover';
@@ -92,10 +92,30 @@ export class CoverScroller {
     option.setAttribute('aria-label', `${item.title} - ${item.artist}`);
     option.querySelector('.title').textContent = item.title;
     option.querySelector('.artist').textContent = item.artist;
+    const source = item.coverUrl || '';
+    if (option.dataset.source === undefined) {
+      option.dataset.source = source;
+    } else if (option.dataset.source !== source) {
+      // The album's cover changed (edited here or elsewhere): show the new one.
+      option.dataset.source = source;
+      const frame = option.querySelector('.cover');
+      frame.className = 'cover placeholder';
+      frame.removeAttribute('title');
+      frame.textContent = source ? 'Loading cover…' : 'No cover';
+      this.inflight.get(item.id)?.abort();
+      if (source) this.enqueue(option);
+    }
+  }
+
+  /** The server has just fetched `coverUrl` (`cover.loaded`): options that gave up on it try again. */
+  retry(coverUrl) {
+    for (const option of this.options.values()) {
+      if (option.dataset.source === coverUrl && option.querySelector('.cover.failed')) this.enqueue(option);
+    }
   }
 
   enqueue(option) {
-    if (!option.dataset.cover) return;
+    if (!option.dataset.source) return;
     this.queue.push(option);
     this.pump();
   }
@@ -154,6 +174,8 @@ export class CoverScroller {
     }, { once: true });
     image.addEventListener('error', () => this.fail(frame, 'Cover unavailable: the image could not be decoded.'), { once: true });
     image.src = url;
+    const previous = this.objectURLs.get(id);
+    if (previous) URL.revokeObjectURL(previous);
     this.objectURLs.set(id, url);
   }
 

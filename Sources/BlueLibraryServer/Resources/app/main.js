@@ -234,6 +234,7 @@ async function showTable(item) {
 // ---- Live events ---------------------------------------------------------------------------
 
 async function onEvent(type, data) {
+  if (type === 'cover.loaded') app.scroller.retry(data.coverUrl);
   if (!type.startsWith('album.') && !type.startsWith('library.')) return;
   const before = app.list.indexOf(app.selected);
   await app.list.merge(type, data);

@@ -255,6 +255,28 @@ class Run:
             raise Failure(f"table headers are {heads}")
         self.shot("app-desktop.png")
 
+    def the_event_parser_handles_split_chunks(self):
+        # events.js's parser, fed in awkward pieces: CRLF and CR line ends, a field split across
+        # chunks, multi-line data, comments, an id-only event, and a last event cut off unfinished.
+        result = self.driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            import('./events.js').then(async ({ EventStream }) => {
+                const seen = [];
+                const stream = new EventStream({}, '', (type, data, id) => seen.push([type, data, id]), () => {});
+                const chunks = [': heartbeat\\r\\n', 'id: 7\\r\\nevent: album.add', 'ed\\r\\ndata: {"id":"a",', '"index":1}\\r\\n\\r',
+                                '\\nid: 8\\n\\nevent: album.deleted\\rdata: {"id":\\rdata: "b"}\\r\\r',
+                                'event: album.moved\\ndata: {"id":"c"}'];
+                const body = new ReadableStream({ start(c) { for (const t of chunks) c.enqueue(new TextEncoder().encode(t)); c.close(); } });
+                const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+                await stream.readLines(reader, () => {});
+                done({ seen, lastEventId: stream.lastEventId });
+            }).catch((e) => done({ error: String(e) }));
+        """)
+        expected = {"seen": [["album.added", {"id": "a", "index": 1}, "7"], ["album.deleted", {"id": "b"}, None]],
+                    "lastEventId": "8"}
+        if result != expected:
+            raise Failure(f"the event parser gave {result}, not {expected}")
+
     def keyboard_selects(self):
         # Tab order: the library switcher, the toolbar, then the covers.
         self.js("document.activeElement.blur(); window.scrollTo(0, 0)")
@@ -578,7 +600,7 @@ class Run:
             raise Failure(f"console errors: {[e['message'] for e in errors][:5]}")
 
     def run(self):
-        steps = [self.five_albums_appear, self.keyboard_selects, self.delete_then_undo_with_the_token,
+        steps = [self.five_albums_appear, self.the_event_parser_handles_split_chunks, self.keyboard_selects, self.delete_then_undo_with_the_token,
                  self.add_with_an_error_then_at_a_position, self.reload_restores_the_selection,
                  self.a_second_window_sees_changes, self.switcher_pages_and_views, self.resumes_after_a_disconnect,
                  self.a_replaced_library_reloads, self.phone_width_and_dark,

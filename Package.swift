@@ -91,8 +91,9 @@ let package = Package(
             resources: [.copy("Resources/openapi.yaml"), .copy("Resources/app"), .copy("Resources/docs")],
             swiftSettings: strict
         ),
-        // The Swift client for apps: typed calls and the paged-list model. Knows nothing of the server's modules.
-        .target(name: "BlueLibraryClient", swiftSettings: strict),
+        // The Swift client for apps: typed calls, the paged-list model and the offline replica (on the
+        // SQLite wrapper, the one module of ours it may use). Knows nothing of the server's modules.
+        .target(name: "BlueLibraryClient", dependencies: ["SQLite"], swiftSettings: strict),
 
         .executableTarget(
             name: "bluelibrary",

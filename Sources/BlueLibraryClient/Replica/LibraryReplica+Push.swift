@@ -1,0 +1,128 @@
+import Foundation
+
+/// Push: the outbox, oldest first, with retries (rules in `LibraryReplica`'s note).
+extension LibraryReplica {
+    /// What the server did with one outbox entry.
+    enum PushOutcome {
+        /// Applied; for an add, the server's album (its id replaces the local one).
+        case applied(AlbumResource?)
+        /// Not applied, by the conflict rules; the reason is reported.
+        case dropped(String)
+    }
+
+    /// Sends every queued mutation in order. Throws (keeping the entry that failed and all
+    /// after it) when the server stays unreachable or answers an error no rule covers.
+    @discardableResult
+    public func push() async throws(ReplicaError) -> SyncReport {
+        try requireOnline()
+        var report = SyncReport()
+        while let entry = try storage({ try store.first() }) {
+            let outcome = try await send(entry)
+            try storage {
+                try store.db.transaction(.immediate) { _ in
+                    switch outcome {
+                    case let .applied(album):
+                        report.pushed += 1
+                        if let album, case let .add(localID, _, _, _) = entry.operation {
+                            try store.rename(.local, from: localID, to: album.id)
+                            try store.replaceFields(.local, album)
+                            try store.renameInOutbox(from: localID, to: album.id)
+                        }
+                    case let .dropped(reason):
+                        report.dropped.append(DroppedOperation(operation: entry.operation, reason: reason))
+                    }
+                    try store.removeFromOutbox(entry.seq)
+                }
+            }
+        }
+        if !report.dropped.isEmpty { try rebuildLocal() }
+        report.version = try version()
+        return report
+    }
+
+    /// One entry, with retries.
+    private func send(_ entry: OutboxEntry) async throws(ReplicaError) -> PushOutcome {
+        do {
+            return try await retrying { () async throws(BlueLibraryClientError) -> PushOutcome in
+                try? self.store.countAttempt(entry.seq)
+                return try await self.attempt(entry.operation, key: entry.idempotencyKey)
+            }
+        } catch {
+            throw .client(error)
+        }
+    }
+
+    /// One request for `operation`, its conflicts decided; errors no rule covers are thrown.
+    private func attempt(_ operation: ReplicaOperation, key: String) async throws(BlueLibraryClientError) -> PushOutcome {
+        let library = self.library
+        if case .add = operation {} else if operation.albumID.hasPrefix(Self.localPrefix) {
+            return .dropped("its album's add was dropped, so the album never reached the server")
+        }
+        do {
+            switch operation {
+            case let .add(_, input, index, _):
+                return .applied(try await client.add(input, at: index, in: .library(library), idempotencyKey: key))
+            case let .delete(id):
+                _ = try await client.delete(id: id, in: library)
+                return .applied(nil)
+            case let .move(id, index):
+                do {
+                    _ = try await client.move(id: id, to: index, in: library)
+                } catch where error.status == 422 {
+                    // The target is past the end of the server's list now: the last index.
+                    let total = try await client.list(AlbumPageQuery(limit: 1, count: true), in: .library(library)).total ?? 0
+                    _ = try await client.move(id: id, to: max(0, total - 1), in: library)
+                }
+                return .applied(nil)
+            case let .update(id, patch):
+                _ = try await client.update(id: id, patch, in: library)
+                return .applied(nil)
+            }
+        } catch where error.status == 404 {
+            if case .delete = operation { return .applied(nil) }  // already deleted on the server: a no-op
+            return .dropped("album \(operation.albumID) was deleted on the server")
+        } catch let error where error.status.map({ (400..<500).contains($0) && !Self.isRetryable(error) }) ?? false {
+            return .dropped(error.description)
+        }
+    }
+
+    static let localPrefix = "local-"
+
+    /// Runs `request`, retrying failures that may pass (transport, timeout, 408, 409 from an
+    /// idempotency key in progress, 429, 5xx) with exponential backoff; keeps `isOnline`.
+    func retrying<T>(_ request: () async throws(BlueLibraryClientError) -> T) async throws(BlueLibraryClientError) -> T {
+        var delay = retryDelay
+        var attempt = 1
+        while true {
+            do {
+                let value = try await request()
+                setReachable(true)
+                return value
+            } catch {
+                let answered = error.status != nil
+                setReachable(answered)
+                guard Self.isRetryable(error), attempt < maxAttempts else { throw error }
+                attempt += 1
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    throw .cancelled
+                }
+                delay *= 2
+            }
+        }
+    }
+
+    static func isRetryable(_ error: BlueLibraryClientError) -> Bool {
+        switch error {
+        case .transport, .timeout: return true
+        case .cancelled, .decoding, .invalidRequest: return false
+        case let .problem(problem):
+            switch problem.status {
+            case 408, 429, 500, 502, 503, 504: return true
+            case 409: return problem.type.hasSuffix("idempotency-key-in-progress")
+            default: return false
+            }
+        }
+    }
+}

@@ -1,0 +1,286 @@
+import Foundation
+import SQLite
+
+/// A local copy of one library in a SQLite file: the app reads and edits it at once, with or
+/// without the server, and `sync()` brings replica and server into exact agreement.
+///
+/// **Schema** (one file per replica, migrations by `SQLite.Migrator`):
+/// - `base_albums(id, position, json, stale)`: the server's list as of `version`, positions
+///   dense from 0; `json` is the album as the server sent it; `stale` marks an album whose
+///   fields must still be fetched (the change feed carries ids and indexes, not fields).
+/// - `albums(id, position, json)`: what the app sees: `base_albums` with the outbox replayed
+///   on top. Local edits change it at once.
+/// - `outbox(seq, operation, idempotency_key, attempts)`: local mutations in order, each with
+///   its own `Idempotency-Key` chosen when it was made (so a retry after a lost answer, even
+///   after a restart of the app, sends the same key).
+/// - `meta`: `library`, `version` (the server version `base_albums` is at), `loaded`.
+///
+/// **Pull** (`pull()`): the first time, and after `410 Gone` or a `replaced` change, a full
+/// reload through the paged list (repeated until the first and last page have the same
+/// version, so the copy is one state of the server). Otherwise `GET /changes?since=version`
+/// page by page, applying each change to `base_albums` in order: `added` inserts at its index
+/// (marked stale), `deleted` removes by id, `moved` moves by id to its index, `updated` marks
+/// stale. Stale albums are then fetched (`GET /albums/{id}`); one that is gone by then means
+/// more changes came in: the pull goes round again (at most `maxPullRounds`, then reloads).
+/// Last, `albums` is rebuilt: `base_albums` plus the outbox replayed.
+///
+/// **Push** (`push()`): the outbox is sent oldest first, one request at a time. Transport
+/// failures, timeouts, 409 (idempotency key in progress), 429 and 5xx are retried with
+/// exponential backoff (`retryDelay` doubling, `maxAttempts` in all); then the replica goes
+/// offline and `push` throws, keeping the entry for the next sync. Only adds create, so only
+/// adds need the server's idempotency keys: a retried `POST` with the entry's key answers the
+/// first result and adds nothing. Deletes, moves and patches name the album by id and are
+/// idempotent by themselves. When an add is answered, its local id is replaced by the
+/// server's everywhere (the `albums` row and later outbox entries).
+///
+/// **Conflicts, per operation kind** (the server's state wins on order; the app's edits are
+/// replayed on it):
+/// - add: always applied, at its index clamped to the list's end at the time it is sent. A 422
+///   (the server rejects the fields) drops it and reports it; later operations on its local id
+///   are dropped with it.
+/// - delete: an album the server already deleted (404) is a no-op, not reported as a failure.
+/// - move: an album deleted on the server (404) is dropped and reported; a target index past
+///   the end now (422) moves it to the last index.
+/// - patch: a merge patch of only the fields the app changed, sent without `If-Match`: a field
+///   edit wins over an older one of the same field, and concurrent edits of different fields
+///   both survive, so no 412 can arise. An album deleted on the server (404) drops the patch,
+///   reported.
+/// - Any other 4xx drops the operation, reported with the server's problem.
+/// After a sync with an empty outbox, `albums` equals the server's list: same ids, same order,
+/// same fields.
+///
+/// **isOnline**: false after a request failed to reach the server (after its retries) or
+/// after `setOnline(false)`; true again after any answer from the server. With
+/// `setOnline(false)`, `sync`, `push` and `pull` throw `.offline` without sending anything;
+/// local reads and edits work either way. Listeners hear every change of `isOnline`.
+public actor LibraryReplica {
+    public let client: BlueLibraryClient
+    public let library: String
+    public let path: String
+    /// Requests per outbox entry before `push` gives up for now (the entry stays queued).
+    public var maxAttempts = 5
+    /// The first retry's delay; each further retry waits twice as long.
+    public var retryDelay: Duration = .milliseconds(50)
+    /// Rounds of change pages and stale fetches before a pull reloads everything instead.
+    public var maxPullRounds = 8
+
+    let store: ReplicaStore
+    private var reachable = true
+    private var allowedOnline = true
+    private var listeners: [UUID: @Sendable (Bool) -> Void] = [:]
+
+    /// Opens (creating) the replica of `library` at `path`. A file made for another library is refused.
+    public init(path: String, client: BlueLibraryClient, library: String = AlbumListSource.defaultLibraryID) throws(ReplicaError) {
+        self.client = client
+        self.library = library
+        self.path = path
+        do {
+            store = try ReplicaStore(path: path)
+            if let existing = try store.meta("library") {
+                guard existing == library else {
+                    throw ReplicaError.wrongLibrary(file: path, holds: existing, asked: library)
+                }
+            } else {
+                try store.setMeta("library", library)
+            }
+        } catch let error as ReplicaError {
+            throw error
+        } catch {
+            throw .storage("\(path): \(error)")
+        }
+    }
+
+    public func configure(maxAttempts: Int? = nil, retryDelay: Duration? = nil) {
+        if let maxAttempts { self.maxAttempts = max(1, maxAttempts) }
+        if let retryDelay { self.retryDelay = retryDelay }
+    }
+
+    // MARK: - Reading
+
+    /// The albums as the app sees them (local edits included), in order, each with its index.
+    public func albums() throws(ReplicaError) -> [AlbumResource] {
+        try storage { try store.albums(.local) }
+    }
+
+    /// The server version the replica last synced to (0 before the first load).
+    public func version() throws(ReplicaError) -> Int64 {
+        try storage { Int64(try store.meta("version") ?? "0") ?? 0 }
+    }
+
+    /// The local mutations not yet acknowledged by the server, oldest first.
+    public func pending() throws(ReplicaError) -> [ReplicaOperation] {
+        try storage { try store.outbox().map(\.operation) }
+    }
+
+    /// Whether the replica has unsynced local changes (the model's `outdated`).
+    public func hasPendingChanges() throws(ReplicaError) -> Bool {
+        try storage { try store.outboxCount() > 0 }
+    }
+
+    // MARK: - Local mutations (applied at once, queued for the server)
+
+    /// Adds an album at `index` (nil or past the end: appends) with a local id (`local-...`)
+    /// until the server gives it its own at the next push.
+    @discardableResult
+    public func add(_ input: AlbumInput, at index: Int? = nil) throws(ReplicaError) -> AlbumResource {
+        let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let id = Self.localPrefix + UUID().uuidString.lowercased()
+        var album = ReplicaOperation.localAlbum(id: id, input: input, createdAt: now)
+        return try storage {
+            try store.db.transaction(.immediate) { _ in
+                album.index = try store.insert(.local, album, at: index)
+                try store.enqueue(.add(localID: id, input: input, index: index, createdAt: now), key: UUID().uuidString)
+            }
+            return album
+        }
+    }
+
+    /// Deletes the album with `id`; `.notFound` when the replica does not hold it.
+    public func delete(id: String) throws(ReplicaError) {
+        try storage {
+            try store.db.transaction(.immediate) { _ in
+                guard try store.remove(.local, id: id) else { throw ReplicaError.notFound(id) }
+                try store.enqueue(.delete(id: id), key: UUID().uuidString)
+            }
+        }
+    }
+
+    /// Moves the album with `id` to `index` (past the end: the last index).
+    public func move(id: String, to index: Int) throws(ReplicaError) {
+        try storage {
+            try store.db.transaction(.immediate) { _ in
+                guard try store.move(.local, id: id, to: index) else { throw ReplicaError.notFound(id) }
+                try store.enqueue(.move(id: id, index: index), key: UUID().uuidString)
+            }
+        }
+    }
+
+    /// Changes the fields set in `patch`; answers the album as the app now sees it.
+    @discardableResult
+    public func update(id: String, _ patch: AlbumPatchInput) throws(ReplicaError) -> AlbumResource {
+        try storage {
+            try store.db.transaction(.immediate) { _ in
+                guard let album = try store.album(.local, id: id) else { throw ReplicaError.notFound(id) }
+                var changed = patch.applied(to: album)
+                changed.index = nil
+                try store.replaceFields(.local, changed)
+                try store.enqueue(.update(id: id, patch: patch), key: UUID().uuidString)
+                changed.index = album.index
+                return changed
+            }
+        }
+    }
+
+    // MARK: - Online state
+
+    /// Whether the server was reachable at the last request and the app allows the network.
+    public var isOnline: Bool { reachable && allowedOnline }
+
+    /// The explicit switch: `false` keeps `sync`, `push` and `pull` from sending anything.
+    public func setOnline(_ online: Bool) {
+        let before = isOnline
+        allowedOnline = online
+        if online { reachable = true }
+        announce(before)
+    }
+
+    /// Calls `listener` (on the replica's executor) with every new value of `isOnline`;
+    /// `removeOnlineListener` with the answer stops it.
+    @discardableResult
+    public func addOnlineListener(_ listener: @escaping @Sendable (Bool) -> Void) -> UUID {
+        let token = UUID()
+        listeners[token] = listener
+        return token
+    }
+
+    public func removeOnlineListener(_ token: UUID) { listeners[token] = nil }
+
+    func setReachable(_ value: Bool) {
+        let before = isOnline
+        reachable = value
+        announce(before)
+    }
+
+    private func announce(_ before: Bool) {
+        let now = isOnline
+        guard now != before else { return }
+        for listener in listeners.values { listener(now) }
+    }
+
+    // MARK: - Sync
+
+    /// Pushes the outbox, then pulls the server's changes; afterwards, with nothing dropped
+    /// or left queued, the replica equals the server.
+    @discardableResult
+    public func sync() async throws(ReplicaError) -> SyncReport {
+        var report = try await push()
+        let pulled = try await pull()
+        report.pulledChanges = pulled.pulledChanges
+        report.reloaded = pulled.reloaded
+        report.version = pulled.version
+        return report
+    }
+
+    func storage<T>(_ body: () throws -> T) throws(ReplicaError) -> T {
+        do {
+            return try body()
+        } catch let error as ReplicaError {
+            throw error
+        } catch {
+            throw .storage("\(path): \(error)")
+        }
+    }
+
+    func requireOnline() throws(ReplicaError) {
+        guard allowedOnline else { throw .offline }
+    }
+}
+
+/// What one `sync`, `push` or `pull` did.
+public struct SyncReport: Sendable, Hashable {
+    /// Outbox entries the server applied (a delete of an album already gone counts here).
+    public var pushed = 0
+    /// Outbox entries dropped by the conflict rules, each with the reason.
+    public var dropped: [DroppedOperation] = []
+    /// Changes from the feed applied to the replica.
+    public var pulledChanges = 0
+    /// Whether the pull reloaded everything (first load, 410, `replaced`).
+    public var reloaded = false
+    /// The server version the replica is at afterwards.
+    public var version: Int64 = 0
+
+    public init() {}
+}
+
+/// A local mutation the server would not take, and why.
+public struct DroppedOperation: Sendable, Hashable {
+    public var operation: ReplicaOperation
+    public var reason: String
+}
+
+/// Everything a replica call can fail with.
+public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// `setOnline(false)` is in force: nothing was sent.
+    case offline
+    /// The server could not be reached or answered an error that is not a conflict.
+    case client(BlueLibraryClientError)
+    /// The replica file could not be read or written.
+    case storage(String)
+    /// The file is the replica of another library.
+    case wrongLibrary(file: String, holds: String, asked: String)
+    /// No album with this id in the replica.
+    case notFound(String)
+    /// The server's state kept changing under a reload or pull; try again.
+    case unsettled(String)
+
+    public var description: String {
+        switch self {
+        case .offline: "the replica is offline (setOnline(false)); nothing was sent"
+        case let .client(error): error.description
+        case let .storage(message): "the replica file failed: \(message)"
+        case let .wrongLibrary(file, holds, asked): "\(file) is the replica of library \(holds), not \(asked)"
+        case let .notFound(id): "no album \(id) in the replica"
+        case let .unsettled(message): message
+        }
+    }
+}

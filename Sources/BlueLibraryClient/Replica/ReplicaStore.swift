@@ -1,0 +1,224 @@
+import Foundation
+import SQLite
+
+/// The replica's SQLite file: two album lists in order and the outbox (schema in
+/// `LibraryReplica`'s note). Positions are dense (0..<count); an insert, delete or move shifts
+/// the rows between in one UPDATE. Owned by one `LibraryReplica` (not shared between threads).
+struct ReplicaStore {
+    /// Which of the two lists: the server's state at `version`, or what the app sees.
+    enum Table: String {
+        case base = "base_albums"
+        case local = "albums"
+    }
+
+    let db: Connection
+
+    init(path: String) throws {
+        db = try Connection(path: path)
+        try db.execute("PRAGMA journal_mode = WAL")
+        var migrator = Migrator()
+        migrator.register("replica-1") { db in
+            for table in ["base_albums", "albums"] {
+                try db.execute("""
+                    CREATE TABLE \(table) (id TEXT PRIMARY KEY, position INTEGER NOT NULL, json TEXT NOT NULL,
+                                           stale INTEGER NOT NULL DEFAULT 0);
+                    CREATE INDEX \(table)_position ON \(table)(position);
+                    """)
+            }
+            try db.execute("""
+                CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, operation TEXT NOT NULL,
+                                     idempotency_key TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0);
+                """)
+        }
+        try migrator.migrate(db)
+    }
+
+    // MARK: - Meta
+
+    func meta(_ key: String) throws -> String? {
+        try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(key)], as: String.self)
+    }
+
+    func setMeta(_ key: String, _ value: String) throws {
+        try db.run("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                   [.text(key), .text(value)])
+    }
+
+    // MARK: - Album lists
+
+    func count(_ table: Table) throws -> Int {
+        try db.scalar("SELECT count(*) FROM \(table.rawValue)", as: Int.self) ?? 0
+    }
+
+    func position(_ table: Table, id: String) throws -> Int? {
+        try db.scalar("SELECT position FROM \(table.rawValue) WHERE id = ?", [.text(id)], as: Int.self)
+    }
+
+    func album(_ table: Table, id: String) throws -> AlbumResource? {
+        try db.firstRow("SELECT json, position FROM \(table.rawValue) WHERE id = ?", [.text(id)]) { row in
+            var album = try Self.decode(try row.string(0))
+            album.index = try row.int(1)
+            return album
+        }
+    }
+
+    /// Every album of `table` in order, each with its `index`.
+    func albums(_ table: Table) throws -> [AlbumResource] {
+        try db.query("SELECT json, position FROM \(table.rawValue) ORDER BY position") { row in
+            var album = try Self.decode(try row.string(0))
+            album.index = try row.int(1)
+            return album
+        }
+    }
+
+    /// Inserts `album` at `index` (clamped to 0...count); answers the index it got.
+    @discardableResult
+    func insert(_ table: Table, _ album: AlbumResource, at index: Int?, stale: Bool = false) throws -> Int {
+        let count = try count(table)
+        let at = min(max(index ?? count, 0), count)
+        try db.run("UPDATE \(table.rawValue) SET position = position + 1 WHERE position >= ?", [.integer(Int64(at))])
+        try db.run("INSERT INTO \(table.rawValue) (id, position, json, stale) VALUES (?, ?, ?, ?)",
+                   [.text(album.id), .integer(Int64(at)), .text(try Self.encode(Self.plain(album))), .integer(stale ? 1 : 0)])
+        return at
+    }
+
+    /// Removes the album; false when it is not there.
+    @discardableResult
+    func remove(_ table: Table, id: String) throws -> Bool {
+        guard let at = try position(table, id: id) else { return false }
+        try db.run("DELETE FROM \(table.rawValue) WHERE id = ?", [.text(id)])
+        try db.run("UPDATE \(table.rawValue) SET position = position - 1 WHERE position > ?", [.integer(Int64(at))])
+        return true
+    }
+
+    /// Moves the album to `index` (clamped to the last index); false when it is not there.
+    @discardableResult
+    func move(_ table: Table, id: String, to index: Int) throws -> Bool {
+        guard let from = try position(table, id: id) else { return false }
+        let to = min(max(index, 0), try count(table) - 1)
+        if to > from {
+            try db.run("UPDATE \(table.rawValue) SET position = position - 1 WHERE position > ? AND position <= ?",
+                       [.integer(Int64(from)), .integer(Int64(to))])
+        } else if to < from {
+            try db.run("UPDATE \(table.rawValue) SET position = position + 1 WHERE position >= ? AND position < ?",
+                       [.integer(Int64(to)), .integer(Int64(from))])
+        }
+        try db.run("UPDATE \(table.rawValue) SET position = ? WHERE id = ?", [.integer(Int64(to)), .text(id)])
+        return true
+    }
+
+    /// Replaces the album's fields (its position stays) and clears `stale`; false when it is not there.
+    @discardableResult
+    func replaceFields(_ table: Table, _ album: AlbumResource) throws -> Bool {
+        try db.run("UPDATE \(table.rawValue) SET json = ?, stale = 0 WHERE id = ?", [.text(try Self.encode(Self.plain(album))), .text(album.id)])
+        return db.changes > 0
+    }
+
+    func markStale(_ table: Table, id: String) throws {
+        try db.run("UPDATE \(table.rawValue) SET stale = 1 WHERE id = ?", [.text(id)])
+    }
+
+    func staleIDs(_ table: Table) throws -> [String] {
+        try db.query("SELECT id FROM \(table.rawValue) WHERE stale = 1 ORDER BY position") { try $0.string(0) }
+    }
+
+    func clear(_ table: Table) throws {
+        try db.run("DELETE FROM \(table.rawValue)")
+    }
+
+    /// `local` becomes a copy of `base`.
+    func copyBaseToLocal() throws {
+        try clear(.local)
+        try db.run("INSERT INTO albums (id, position, json, stale) SELECT id, position, json, 0 FROM base_albums")
+    }
+
+    /// `base` becomes `albums`, in this order (their `index` and `library` are not kept).
+    func replaceBase(with albums: [AlbumResource]) throws {
+        try clear(.base)
+        for (position, album) in albums.enumerated() {
+            try db.run("INSERT INTO base_albums (id, position, json, stale) VALUES (?, ?, ?, 0)",
+                       [.text(album.id), .integer(Int64(position)), .text(try Self.encode(Self.plain(album)))])
+        }
+    }
+
+    /// `album` without the list-dependent `index` and `library`, as the tables keep it.
+    static func plain(_ album: AlbumResource) -> AlbumResource {
+        var album = album
+        album.index = nil
+        album.library = nil
+        return album
+    }
+
+    func rename(_ table: Table, from old: String, to new: String) throws {
+        guard var album = try album(table, id: old) else { return }
+        album.id = new
+        album.index = nil
+        try db.run("UPDATE \(table.rawValue) SET id = ?, json = ? WHERE id = ?", [.text(new), .text(try Self.encode(album)), .text(old)])
+    }
+
+    // MARK: - Outbox
+
+    func enqueue(_ operation: ReplicaOperation, key: String) throws {
+        try db.run("INSERT INTO outbox (operation, idempotency_key) VALUES (?, ?)", [.text(try Self.encode(operation)), .text(key)])
+    }
+
+    /// The queued operations, oldest first.
+    func outbox() throws -> [OutboxEntry] {
+        try db.query("SELECT seq, operation, idempotency_key, attempts FROM outbox ORDER BY seq") { row in
+            OutboxEntry(seq: try row.int64(0), operation: try Self.decodeOperation(try row.string(1)), idempotencyKey: try row.string(2),
+                        attempts: try row.int(3))
+        }
+    }
+
+    func first() throws -> OutboxEntry? {
+        try db.firstRow("SELECT seq, operation, idempotency_key, attempts FROM outbox ORDER BY seq LIMIT 1") { row in
+            OutboxEntry(seq: try row.int64(0), operation: try Self.decodeOperation(try row.string(1)), idempotencyKey: try row.string(2),
+                        attempts: try row.int(3))
+        }
+    }
+
+    func outboxCount() throws -> Int {
+        try db.scalar("SELECT count(*) FROM outbox", as: Int.self) ?? 0
+    }
+
+    func removeFromOutbox(_ seq: Int64) throws {
+        try db.run("DELETE FROM outbox WHERE seq = ?", [.integer(seq)])
+    }
+
+    func countAttempt(_ seq: Int64) throws {
+        try db.run("UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?", [.integer(seq)])
+    }
+
+    /// Every queued operation on album `old` now names `new` (a local add got its server id).
+    func renameInOutbox(from old: String, to new: String) throws {
+        for entry in try outbox() where entry.operation.albumID == old {
+            try db.run("UPDATE outbox SET operation = ? WHERE seq = ?",
+                       [.text(try Self.encode(entry.operation.renamed(to: new))), .integer(entry.seq)])
+        }
+    }
+
+    // MARK: - JSON
+
+    static func encode(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func decode(_ text: String) throws -> AlbumResource {
+        try JSONDecoder().decode(AlbumResource.self, from: Data(text.utf8))
+    }
+
+    static func decodeOperation(_ text: String) throws -> ReplicaOperation {
+        try JSONDecoder().decode(ReplicaOperation.self, from: Data(text.utf8))
+    }
+}
+
+/// One queued local mutation.
+struct OutboxEntry {
+    var seq: Int64
+    var operation: ReplicaOperation
+    var idempotencyKey: String
+    var attempts: Int
+}

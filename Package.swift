@@ -156,7 +156,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BlueLibraryClientTests",
-            dependencies: ["BlueLibraryClient", "BlueLibraryServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary"],
+            dependencies: ["BlueLibraryClient", "BlueLibraryServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Library"],
             swiftSettings: strict
         ),
     ]

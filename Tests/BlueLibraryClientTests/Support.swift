@@ -11,8 +11,8 @@ final class LiveServer: Sendable {
     var port: Int { app.port }
     var url: String { "http://127.0.0.1:\(app.port)" }
 
-    init(timeout: Double = 10) throws {
-        app = try TestApp.make()
+    init(timeout: Double = 10, _ adjust: (inout ServeConfiguration) -> Void = { _ in }) throws {
+        app = try TestApp.make(adjust)
         app.start()
         client = BlueLibraryClient(baseURL: URL(string: "http://127.0.0.1:\(app.port)")!, timeout: timeout)
     }

@@ -112,6 +112,11 @@ public actor LibraryReplica {
         try storage { try store.outbox().map(\.operation) }
     }
 
+    /// The `Idempotency-Key` of each queued mutation, oldest first (the key a retry sends).
+    func idempotencyKeys() throws(ReplicaError) -> [String] {
+        try storage { try store.outbox().map(\.idempotencyKey) }
+    }
+
     /// Whether the replica has unsynced local changes (the model's `outdated`).
     public func hasPendingChanges() throws(ReplicaError) -> Bool {
         try storage { try store.outboxCount() > 0 }

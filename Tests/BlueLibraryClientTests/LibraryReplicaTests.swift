@@ -1,0 +1,183 @@
+import Foundation
+import HTTPTestSupport
+import Synchronization
+import Testing
+
+@testable import BlueLibraryClient
+
+/// `LibraryReplica` against the real app on a socket (seeded with the tutorial's five albums):
+/// offline edits, another client editing meanwhile, an unreachable server, a retried add, and a
+/// replica too far behind (410). After each sync, replica and server hold the same albums in
+/// the same order with the same fields.
+@Suite(.serialized, .timeLimit(.minutes(2))) final class LibraryReplicaTests {
+    let server: LiveServer
+    let directory: TemporaryDirectory
+    var client: BlueLibraryClient { server.client }
+
+    init() throws {
+        server = try LiveServer()
+        directory = try TemporaryDirectory(prefix: "bluelibrary-replica")
+    }
+
+    func replica(_ name: String = "replica.sqlite", client: BlueLibraryClient? = nil) throws -> LibraryReplica {
+        try LibraryReplica(path: directory.file(name), client: client ?? self.client)
+    }
+
+    /// The albums without the list-dependent `index` and `library`: what must be identical.
+    func plain(_ albums: [AlbumResource]) -> [AlbumResource] {
+        albums.map { album in
+            var album = album
+            album.index = nil
+            album.library = nil
+            return album
+        }
+    }
+
+    func expectIdentical(_ replica: LibraryReplica, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let local = try await replica.albums()
+        let remote = try await server.albums()
+        #expect(plain(local) == plain(remote), sourceLocation: sourceLocation)
+        #expect(local.map(\.index) == Array(0..<local.count).map { Optional($0) }, sourceLocation: sourceLocation)
+        #expect(try await replica.hasPendingChanges() == false, sourceLocation: sourceLocation)
+    }
+
+    @Test func firstSyncLoadsTheLibraryAndASecondChangesNothing() async throws {
+        let replica = try replica()
+        #expect(try await replica.albums().isEmpty)
+        let first = try await replica.sync()
+        #expect(first.reloaded && first.pushed == 0 && first.dropped.isEmpty)
+        #expect(try await replica.albums().count == 5)
+        try await expectIdentical(replica)
+        let second = try await replica.sync()
+        #expect(!second.reloaded && second.pulledChanges == 0 && second.version == first.version)
+        try await expectIdentical(replica)
+    }
+
+    @Test func offlineEditsAndAnotherClientsEditsSyncToIdenticalLists() async throws {
+        let replica = try replica()
+        try await replica.sync()
+        let seeded = try await replica.albums()
+
+        await replica.setOnline(false)
+        #expect(await replica.isOnline == false)
+        await #expect(throws: ReplicaError.offline) { try await replica.sync() }
+
+        // Offline edits: the app sees each at once.
+        let first = try await replica.add(AlbumInput(title: "Offline First", artist: "Local", year: 2001), at: 0)
+        #expect(first.index == 0 && first.id.hasPrefix("local-"))
+        let middle = try await replica.add(AlbumInput(title: "Offline Middle", artist: "Local", genre: "Jazz"), at: 3)
+        try await replica.add(AlbumInput(title: "Offline Last", artist: "Local"))
+        try await replica.delete(id: seeded[1].id)
+        try await replica.move(id: seeded[4].id, to: 0)
+        try await replica.update(id: seeded[2].id, AlbumPatchInput(title: "Renamed Offline"))
+        try await replica.update(id: middle.id, AlbumPatchInput(year: 1999))
+        try await replica.delete(id: seeded[3].id)  // the other client deletes it too: a no-op
+        try await replica.update(id: seeded[0].id, AlbumPatchInput(genre: "Rock"))  // deleted by the other client: dropped
+        let shown = try await replica.albums()
+        #expect(shown.map(\.title).prefix(2) == [seeded[4].title, "Offline First"])
+        #expect(shown.first { $0.id == middle.id }?.year == 1999)
+        #expect(shown.first { $0.id == seeded[2].id }?.title == "Renamed Offline")
+        #expect(try await replica.pending().map(\.kind) == ["add", "add", "add", "delete", "move", "update", "update", "delete", "update"])
+
+        // Meanwhile another client edits the server.
+        _ = try await client.add(AlbumInput(title: "Server Side", artist: "Other"), at: 2)
+        _ = try await client.delete(id: seeded[3].id)
+        _ = try await client.delete(id: seeded[0].id)
+        _ = try await client.update(id: seeded[2].id, AlbumPatchInput(artist: "Edited Elsewhere"))
+        _ = try await client.move(id: seeded[2].id, to: 0)
+
+        await replica.setOnline(true)
+        let report = try await replica.sync()
+        #expect(report.pushed == 8)
+        #expect(report.dropped.map(\.operation) == [.update(id: seeded[0].id, patch: AlbumPatchInput(genre: "Rock"))])
+        #expect(report.dropped.first?.reason.contains("deleted on the server") == true)
+        try await expectIdentical(replica)
+
+        let albums = try await replica.albums()
+        #expect(!albums.contains { $0.id.hasPrefix("local-") })
+        #expect(albums.count == 6)  // 5 seeded, 3 added here, 1 there, 3 deleted
+        // Different fields edited on both sides both survive; the added album kept its patch.
+        let edited = try #require(albums.first { $0.id == seeded[2].id })
+        #expect(edited.title == "Renamed Offline" && edited.artist == "Edited Elsewhere")
+        #expect(albums.first { $0.title == "Offline Middle" }?.year == 1999)
+        #expect(albums.first { $0.title == "Offline Middle" }?.genre == "Jazz")
+
+        // A fresh replica of the same server loads the same list.
+        let other = try self.replica("other.sqlite")
+        try await other.sync()
+        #expect(plain(try await other.albums()) == plain(albums))
+    }
+
+    @Test func anUnreachableServerKeepsEditsQueuedAcrossAReopen() async throws {
+        let deadPort = try NginxProxy.freePort()  // nothing listens there
+        let path = "unreachable.sqlite"
+        do {
+            let replica = try replica(path, client: LiveServer.client(port: deadPort, timeout: 2))
+            await replica.configure(maxAttempts: 2, retryDelay: .milliseconds(1))
+            let heard = Mutex<[Bool]>([])
+            await replica.addOnlineListener { online in heard.withLock { $0.append(online) } }
+            let failure = await #expect(throws: ReplicaError.self) { try await replica.sync() }
+            guard case .client(.transport)? = failure else {
+                Issue.record("expected a transport failure, got \(String(describing: failure))")
+                return
+            }
+            #expect(await replica.isOnline == false)
+            #expect(heard.withLock { $0 } == [false])
+            try await replica.add(AlbumInput(title: "Queued While Down", artist: "Local"))
+            try await replica.add(AlbumInput(title: "Queued First", artist: "Local"), at: 0)
+            #expect(try await replica.albums().map(\.title) == ["Queued First", "Queued While Down"])
+        }
+        // The app restarts with the server reachable: the same file, a working client.
+        let reopened = try replica(path)
+        #expect(try await reopened.pending().count == 2)
+        let report = try await reopened.sync()
+        #expect(report.pushed == 2 && report.reloaded)
+        try await expectIdentical(reopened)
+        let titles = try await server.albums().map(\.title)
+        #expect(titles.first == "Queued First" && titles.last == "Queued While Down" && titles.count == 7)
+    }
+
+    @Test func anAddRetriedAfterTheServerAppliedItIsAppliedOnce() async throws {
+        let replica = try replica()
+        try await replica.sync()
+        let input = AlbumInput(title: "Sent Twice", artist: "Retry")
+        try await replica.add(input, at: 1)
+        // The first send reached the server and applied, but its answer was lost: the server
+        // holds the add under the entry's key, the outbox still holds the entry.
+        let key = try #require(try await replica.idempotencyKeys().first)
+        _ = try await client.add(input, at: 1, idempotencyKey: key)
+        #expect(try await server.albums().count == 6)
+
+        let report = try await replica.sync()
+        #expect(report.pushed == 1 && report.dropped.isEmpty)
+        let titles = try await server.albums().map(\.title)
+        #expect(titles.filter { $0 == "Sent Twice" }.count == 1 && titles[1] == "Sent Twice")
+        try await expectIdentical(replica)
+    }
+
+    @Test func aReplicaTooFarBehindGets410AndReloads() async throws {
+        let server = try LiveServer.keepingTwoChanges()
+        let replica = try LibraryReplica(path: directory.file("behind.sqlite"), client: server.client)
+        try await replica.sync()
+        let before = try await replica.version()
+        for index in 0..<6 { _ = try await server.client.add(AlbumInput(title: "Later \(index)", artist: "Other"), at: index) }
+        let gone = await #expect(throws: BlueLibraryClientError.self) { try await server.client.changes(since: before) }
+        #expect(gone?.status == 410)
+
+        let report = try await replica.sync()
+        #expect(report.reloaded && report.version == before + 6)
+        let local = try await replica.albums()
+        let remote = try await server.albums()
+        #expect(plain(local) == plain(remote) && local.count == 11)
+    }
+
+    @Test func aFileOfAnotherLibraryIsRefused() async throws {
+        _ = try await client.createLibrary(id: "jazz")
+        let jazz = try LibraryReplica(path: directory.file("jazz.sqlite"), client: client, library: "jazz")
+        try await jazz.sync()
+        #expect(try await jazz.albums().isEmpty)
+        #expect(throws: ReplicaError.wrongLibrary(file: directory.file("jazz.sqlite"), holds: "jazz", asked: "default")) {
+            _ = try LibraryReplica(path: self.directory.file("jazz.sqlite"), client: self.client)
+        }
+    }
+}

@@ -108,6 +108,34 @@ import Testing
         #expect(plain(try await other.albums()) == plain(albums))
     }
 
+    @Test func conflictsAreDecidedPerOperationKind() async throws {
+        let replica = try replica()
+        try await replica.sync()
+        let seeded = try await replica.albums()
+        await replica.setOnline(false)
+
+        let rejected = try await replica.add(AlbumInput(title: " ", artist: "Nobody"), at: 0)  // the server refuses it (422)
+        try await replica.update(id: rejected.id, AlbumPatchInput(year: 2000))
+        try await replica.move(id: seeded[0].id, to: 4)  // past the server's end by then: the last index
+        try await replica.move(id: rejected.id, to: 2)
+        try await replica.move(id: seeded[1].id, to: 0)  // deleted on the server: dropped
+        try await replica.delete(id: seeded[2].id)  // deleted on the server too: a no-op
+        #expect(try await replica.albums().count == 5)
+
+        for album in seeded[1...3] { _ = try await client.delete(id: album.id) }
+
+        await replica.setOnline(true)
+        let report = try await replica.sync()
+        #expect(report.pushed == 2)
+        #expect(report.dropped.map(\.operation.kind) == ["add", "update", "move", "move"])
+        #expect(report.dropped.map(\.operation.albumID) == [rejected.id, rejected.id, rejected.id, seeded[1].id])
+        #expect(report.dropped[0].reason.contains("title"))
+        #expect(report.dropped[1].reason.contains("add was dropped"))
+        #expect(report.dropped[3].reason.contains("deleted on the server"))
+        try await expectIdentical(replica)
+        #expect(try await replica.albums().map(\.id) == [seeded[4].id, seeded[0].id])
+    }
+
     @Test func anUnreachableServerKeepsEditsQueuedAcrossAReopen() async throws {
         let deadPort = try NginxProxy.freePort()  // nothing listens there
         let path = "unreachable.sqlite"

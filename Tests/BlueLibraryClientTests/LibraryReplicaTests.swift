@@ -165,6 +165,33 @@ import Testing
         #expect(titles.first == "Queued First" && titles.last == "Queued While Down" && titles.count == 7)
     }
 
+    @Test func oneSyncAtATimeWhileLocalEditsGoOn() async throws {
+        let proxy = try GatedProxy(upstreamPort: server.port)
+        defer { proxy.close() }
+        let replica = try replica(client: LiveServer.client(port: proxy.port))
+        try await replica.sync()
+        let seen = proxy.requests.count
+        try await replica.add(AlbumInput(title: "Held At The Gate", artist: "Local"))
+        let key = try #require(try await replica.idempotencyKeys().first)
+
+        proxy.gated = true
+        let running = Task { try await replica.sync() }
+        #expect(await proxy.requestsArrive(seen + 1))
+        let held = proxy.requests[seen]
+        #expect(held.method == "POST" && held.headers["idempotency-key"] == key)
+        await #expect(throws: ReplicaError.busy) { try await replica.sync() }
+        await #expect(throws: ReplicaError.busy) { try await replica.push() }
+        try await replica.add(AlbumInput(title: "Made During The Sync", artist: "Local"), at: 0)
+
+        proxy.gated = false
+        let report = try await running.value
+        #expect(report.pushed >= 1)
+        try await replica.sync()  // the edit made during the first sync
+        try await expectIdentical(replica)
+        #expect(try await server.albums().map(\.title).filter { $0.hasSuffix("Sync") || $0.hasSuffix("Gate") }
+            == ["Made During The Sync", "Held At The Gate"])
+    }
+
     @Test func anAddRetriedAfterTheServerAppliedItIsAppliedOnce() async throws {
         let replica = try replica()
         try await replica.sync()

@@ -7,7 +7,12 @@ extension LibraryReplica {
     /// the outbox.
     @discardableResult
     public func pull() async throws(ReplicaError) -> SyncReport {
-        try requireOnline()
+        try begin()
+        defer { syncing = false }
+        return try await pullChanges()
+    }
+
+    func pullChanges() async throws(ReplicaError) -> SyncReport {
         var report = SyncReport()
         if try storage({ try store.meta("loaded") }) != "1" {
             try await reload()

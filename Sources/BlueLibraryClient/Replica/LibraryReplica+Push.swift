@@ -14,7 +14,12 @@ extension LibraryReplica {
     /// after it) when the server stays unreachable or answers an error no rule covers.
     @discardableResult
     public func push() async throws(ReplicaError) -> SyncReport {
-        try requireOnline()
+        try begin()
+        defer { syncing = false }
+        return try await pushOutbox()
+    }
+
+    func pushOutbox() async throws(ReplicaError) -> SyncReport {
         var report = SyncReport()
         while let entry = try storage({ try store.first() }) {
             let outcome = try await send(entry)

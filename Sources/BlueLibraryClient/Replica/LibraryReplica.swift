@@ -53,6 +53,11 @@ import SQLite
 /// after `setOnline(false)`; true again after any answer from the server. With
 /// `setOnline(false)`, `sync`, `push` and `pull` throw `.offline` without sending anything;
 /// local reads and edits work either way. Listeners hear every change of `isOnline`.
+///
+/// **Concurrency**: an actor. One `sync`, `push` or `pull` runs at a time (another throws
+/// `.busy`); local reads and edits go on during one (they interleave at its `await`s: a push
+/// reads the next outbox entry afresh each time, and `albums` is rebuilt from the outbox as it
+/// is when the pull ends).
 public actor LibraryReplica {
     public let client: BlueLibraryClient
     public let library: String
@@ -67,6 +72,7 @@ public actor LibraryReplica {
     let store: ReplicaStore
     private var reachable = true
     private var allowedOnline = true
+    var syncing = false
     private var listeners: [UUID: @Sendable (Bool) -> Void] = [:]
 
     /// Opens (creating) the replica of `library` at `path`. A file made for another library is refused.
@@ -218,8 +224,10 @@ public actor LibraryReplica {
     /// or left queued, the replica equals the server.
     @discardableResult
     public func sync() async throws(ReplicaError) -> SyncReport {
-        var report = try await push()
-        let pulled = try await pull()
+        try begin()
+        defer { syncing = false }
+        var report = try await pushOutbox()
+        let pulled = try await pullChanges()
         report.pulledChanges = pulled.pulledChanges
         report.reloaded = pulled.reloaded
         report.version = pulled.version
@@ -236,8 +244,12 @@ public actor LibraryReplica {
         }
     }
 
-    func requireOnline() throws(ReplicaError) {
+    /// Starts a sync, push or pull: only one at a time (the actor lets calls interleave at
+    /// every `await`, and two pushes must not send the same entry side by side).
+    func begin() throws(ReplicaError) {
         guard allowedOnline else { throw .offline }
+        guard !syncing else { throw .busy }
+        syncing = true
     }
 }
 
@@ -267,6 +279,8 @@ public struct DroppedOperation: Sendable, Hashable {
 public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `setOnline(false)` is in force: nothing was sent.
     case offline
+    /// Another `sync`, `push` or `pull` of this replica is running; nothing was sent.
+    case busy
     /// The server could not be reached or answered an error that is not a conflict.
     case client(BlueLibraryClientError)
     /// The replica file could not be read or written.
@@ -281,6 +295,7 @@ public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .offline: "the replica is offline (setOnline(false)); nothing was sent"
+        case .busy: "a sync of this replica is already running; nothing was sent"
         case let .client(error): error.description
         case let .storage(message): "the replica file failed: \(message)"
         case let .wrongLibrary(file, holds, asked): "\(file) is the replica of library \(holds), not \(asked)"

@@ -1,4 +1,5 @@
 import Foundation
+import BlueLibraryTestSupport
 import HTTPTestSupport
 import Synchronization
 import Testing
@@ -163,6 +164,50 @@ import Testing
         try await expectIdentical(reopened)
         let titles = try await server.albums().map(\.title)
         #expect(titles.first == "Queued First" && titles.last == "Queued While Down" && titles.count == 7)
+    }
+
+    @Test func aServerRestartedMeanwhileIsCaughtUpThroughTheChangeFeed() async throws {
+        let data = TestApp.temporaryDirectory()
+        let first = try TestApp.make { $0.dataDirectory = data }
+        first.start()
+        let path = "restart.sqlite"
+        let seeded: [AlbumResource]
+        do {
+            let replica = try replica(path, client: LiveServer.client(port: first.port, timeout: 2))
+            await replica.configure(maxAttempts: 2, retryDelay: .milliseconds(1))
+            try await replica.sync()
+            seeded = try await replica.albums()
+            first.shutdown()  // the server goes away; the app keeps working on its replica
+            try await replica.add(AlbumInput(title: "While It Was Down", artist: "Local"), at: 1)
+            try await replica.move(id: seeded[0].id, to: 4)
+            try await replica.update(id: seeded[3].id, AlbumPatchInput(year: 1970))
+            await #expect(throws: ReplicaError.self) { try await replica.sync() }
+            #expect(await replica.isOnline == false)
+        }
+
+        let second = try TestApp.make { $0.dataDirectory = data }
+        second.start()
+        defer { second.shutdown() }
+        let other = LiveServer.client(port: second.port)
+        _ = try await other.add(AlbumInput(title: "After The Restart", artist: "Other"), at: 0)
+        _ = try await other.delete(id: seeded[4].id)
+
+        let replica = try replica(path, client: other)
+        let report = try await replica.sync()
+        #expect(report.pushed == 3 && report.dropped.isEmpty && !report.reloaded)
+        var query = AlbumPageQuery(limit: 500)
+        var remote: [AlbumResource] = []
+        while true {
+            let page = try await other.list(query)
+            remote += page.items
+            guard let next = page.next else { break }
+            query = query.continuing(at: next)
+        }
+        #expect(plain(try await replica.albums()) == plain(remote))
+        // Indexes are replayed as they were given, on the server's list as it is when they arrive.
+        #expect(remote.map(\.id) == [remote[0].id, remote[1].id, seeded[1].id, seeded[2].id, seeded[0].id, seeded[3].id])
+        #expect(remote.map(\.title).prefix(2) == ["After The Restart", "While It Was Down"])
+        #expect(remote.first { $0.id == seeded[3].id }?.year == 1970)
     }
 
     @Test func oneSyncAtATimeWhileLocalEditsGoOn() async throws {

@@ -271,6 +271,29 @@ import Testing
         #expect(plain(local) == plain(remote) && local.count == 11)
     }
 
+    @Test func anArchiveImportOnTheServerIsAReplacedChangeThatReloads() async throws {
+        let replica = try replica()
+        try await replica.sync()
+        try await replica.add(AlbumInput(title: "Queued Before The Import", artist: "Local"))
+
+        // Another library's archive, imported over this one: the feed says `replaced`.
+        let donor = try LiveServer()
+        _ = try await donor.client.add(AlbumInput(title: "From The Archive", artist: "Donor"), at: 0)
+        let archive = try RawHTTPClient.request(port: donor.port, path: "/archive")
+        #expect(archive.status == 200)
+        let imported = try RawHTTPClient.request(port: server.port, method: "PUT", path: "/archive",
+                                                 headers: ["Content-Type": "application/json"], body: archive.body)
+        #expect(imported.status == 200, "\(String(decoding: imported.body, as: UTF8.self))")
+        let feed = try await client.changes(since: try await replica.version())
+        #expect(feed.changes.map(\.kind).contains("replaced"))
+
+        let report = try await replica.sync()
+        #expect(report.reloaded && report.pushed == 1)
+        try await expectIdentical(replica)
+        let titles = try await replica.albums().map(\.title)
+        #expect(titles.first == "From The Archive" && titles.last == "Queued Before The Import" && titles.count == 7)
+    }
+
     @Test func aFileOfAnotherLibraryIsRefused() async throws {
         _ = try await client.createLibrary(id: "jazz")
         let jazz = try LibraryReplica(path: directory.file("jazz.sqlite"), client: client, library: "jazz")

@@ -28,7 +28,7 @@ extension BlueLibraryClient {
     }
 
     func updateCall(id: String, _ patch: AlbumPatchInput, in library: String) throws(BlueLibraryClientError) -> Call<AlbumResource> {
-        try call("PATCH", path(library, "albums", id), json: patch)
+        try call("PATCH", path(library, "albums", id), json: patch.mergePatch)
     }
 }
 
@@ -54,23 +54,32 @@ public struct ChangePageResource: Codable, Sendable, Hashable {
 }
 
 /// `PATCH /albums/{id}`: the fields to change; nil fields are left out of the merge patch and
-/// stay as they are on the server.
+/// stay as they are on the server. Fields in `cleared` are sent as `null`: `year` and
+/// `coverUrl` become absent, `genre` returns to "Pop" (a field both set and cleared is cleared).
 public struct AlbumPatchInput: Codable, Sendable, Hashable {
+    /// The fields a patch can clear.
+    public enum ClearableField: String, Codable, Sendable, Hashable, CaseIterable {
+        case genre, year, coverUrl
+    }
+
     public var title: String?
     public var artist: String?
     public var genre: String?
     public var year: Int?
     public var coverUrl: String?
+    public var cleared: Set<ClearableField>
 
-    public init(title: String? = nil, artist: String? = nil, genre: String? = nil, year: Int? = nil, coverUrl: String? = nil) {
+    public init(title: String? = nil, artist: String? = nil, genre: String? = nil, year: Int? = nil, coverUrl: String? = nil,
+                clearing cleared: Set<ClearableField> = []) {
         self.title = title
         self.artist = artist
         self.genre = genre
         self.year = year
         self.coverUrl = coverUrl
+        self.cleared = cleared
     }
 
-    /// `album` with this patch's fields put in.
+    /// `album` with this patch's fields put in (cleared ones as the server clears them).
     public func applied(to album: AlbumResource) -> AlbumResource {
         var album = album
         if let title { album.title = title }
@@ -78,6 +87,31 @@ public struct AlbumPatchInput: Codable, Sendable, Hashable {
         if let genre { album.genre = genre }
         if let year { album.year = year }
         if let coverUrl { album.coverUrl = coverUrl }
+        if cleared.contains(.genre) { album.genre = "Pop" }
+        if cleared.contains(.year) { album.year = nil }
+        if cleared.contains(.coverUrl) { album.coverUrl = nil }
         return album
+    }
+
+    /// The JSON merge patch as sent: set fields with their values, cleared ones as `null`.
+    var mergePatch: MergePatch { MergePatch(patch: self) }
+
+    struct MergePatch: Encodable {
+        let patch: AlbumPatchInput
+
+        enum CodingKeys: String, CodingKey { case title, artist, genre, year, coverUrl }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(patch.title, forKey: .title)
+            try container.encodeIfPresent(patch.artist, forKey: .artist)
+            if patch.cleared.contains(.genre) { try container.encodeNil(forKey: .genre) } else { try container.encodeIfPresent(patch.genre, forKey: .genre) }
+            if patch.cleared.contains(.year) { try container.encodeNil(forKey: .year) } else { try container.encodeIfPresent(patch.year, forKey: .year) }
+            if patch.cleared.contains(.coverUrl) {
+                try container.encodeNil(forKey: .coverUrl)
+            } else {
+                try container.encodeIfPresent(patch.coverUrl, forKey: .coverUrl)
+            }
+        }
     }
 }

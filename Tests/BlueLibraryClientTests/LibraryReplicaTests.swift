@@ -181,6 +181,9 @@ import Testing
             try await replica.add(AlbumInput(title: "While It Was Down", artist: "Local"), at: 1)
             try await replica.move(id: seeded[0].id, to: 4)
             try await replica.update(id: seeded[3].id, AlbumPatchInput(year: 1970))
+        try await replica.update(id: seeded[2].id, AlbumPatchInput(genre: "Rock", clearing: [.coverUrl, .year]))
+        #expect(try await replica.albums().first { $0.id == seeded[2].id }.map { [$0.genre, "\($0.year as Any)", "\($0.coverUrl as Any)"] }
+            == ["Rock", "nil", "nil"])
             await #expect(throws: ReplicaError.self) { try await replica.sync() }
             #expect(await replica.isOnline == false)
         }
@@ -194,7 +197,7 @@ import Testing
 
         let replica = try replica(path, client: other)
         let report = try await replica.sync()
-        #expect(report.pushed == 3 && report.dropped.isEmpty && !report.reloaded)
+        #expect(report.pushed == 4 && report.dropped.isEmpty && !report.reloaded)
         var query = AlbumPageQuery(limit: 500)
         var remote: [AlbumResource] = []
         while true {
@@ -208,6 +211,9 @@ import Testing
         #expect(remote.map(\.id) == [remote[0].id, remote[1].id, seeded[1].id, seeded[2].id, seeded[0].id, seeded[3].id])
         #expect(remote.map(\.title).prefix(2) == ["After The Restart", "While It Was Down"])
         #expect(remote.first { $0.id == seeded[3].id }?.year == 1970)
+        let cleared = try #require(remote.first { $0.id == seeded[2].id })
+        #expect(cleared.genre == "Rock" && cleared.year == nil && cleared.coverUrl == nil)
+        #expect(seeded[2].year != nil && seeded[2].coverUrl != nil)
     }
 
     @Test func oneSyncAtATimeWhileLocalEditsGoOn() async throws {

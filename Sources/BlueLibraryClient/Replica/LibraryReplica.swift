@@ -41,7 +41,7 @@ import SQLite
 /// - delete: an album the server already deleted (404) is a no-op, not reported as a failure.
 /// - move: an album deleted on the server (404) is dropped and reported; a target index past
 ///   the end now (422) moves it to the last index.
-/// - patch: a merge patch of only the fields the app changed, sent without `If-Match`: a field
+/// - patch: a merge patch of only the fields the app set or cleared, sent without `If-Match`: a field
 ///   edit wins over an older one of the same field, and concurrent edits of different fields
 ///   both survive, so no 412 can arise. An album deleted on the server (404) drops the patch,
 ///   reported.

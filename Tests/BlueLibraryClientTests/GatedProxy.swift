@@ -9,7 +9,8 @@ import HTTPTestSupport
 /// model again). It records every request it sees. Open by default; `gated = true` makes each
 /// request wait for a `release()`. Answers are forwarded unchanged, re-framed with Content-Length.
 /// A client that closes its connection while its request is held is counted (`hangUps`): the
-/// proof that a cancelled request's transfer was aborted, not left running.
+/// proof that a cancelled request's transfer was aborted, not left running. `dropAnswers` loses
+/// answers after the server applied the request (the connection closes instead).
 final class GatedProxy: @unchecked Sendable {
     struct Seen: Sendable {
         var method: String
@@ -24,6 +25,8 @@ final class GatedProxy: @unchecked Sendable {
     private var releases = 0
     private var hangUpCount = 0
     private var closed = false
+    private var answersToDrop: [String: Int] = [:]
+    private var droppedAnswerCount = 0
     private let listener: Int32
     let port: Int
     let upstreamPort: Int
@@ -86,6 +89,15 @@ final class GatedProxy: @unchecked Sendable {
     }
 
     var requests: [Seen] { condition.withLock { seenRequests } }
+
+    /// The server's answers to the next `count` requests with `method` are lost: each request is
+    /// forwarded and applied, then the client's connection is closed instead of answered.
+    func dropAnswers(to method: String, count: Int = 1) {
+        condition.withLock { answersToDrop[method, default: 0] += count }
+    }
+
+    /// Answers thrown away so far (see `dropAnswers`).
+    var droppedAnswers: Int { condition.withLock { droppedAnswerCount } }
 
     /// Connections the client closed while their request was held at the gate.
     var hangUps: Int { condition.withLock { hangUpCount } }
@@ -175,6 +187,13 @@ final class GatedProxy: @unchecked Sendable {
             guard let response = try? RawHTTPClient.request(port: upstreamPort, method: seen.method, path: seen.target,
                                                              headers: forwarded, body: body)
             else { return }
+            let drop = condition.withLock { () -> Bool in
+                guard let left = answersToDrop[seen.method], left > 0 else { return false }
+                answersToDrop[seen.method] = left - 1
+                droppedAnswerCount += 1
+                return true
+            }
+            if drop { return }  // the server applied it; the client never hears
             var out = response.statusLine + "\r\n"
             for (name, value) in response.headers where !["content-length", "transfer-encoding", "connection"].contains(name.lowercased()) {
                 out += "\(name): \(value)\r\n"

@@ -261,6 +261,38 @@ import Testing
         try await expectIdentical(replica)
     }
 
+    @Test func answersLostAfterTheServerAppliedAreRetriedAndApplyOnce() async throws {
+        let proxy = try GatedProxy(upstreamPort: server.port)
+        defer { proxy.close() }
+        // A lost answer shows as the client's timeout (FoundationNetworking does not report the
+        // closed connection sooner), so a short one keeps the test short.
+        let replica = try replica(client: LiveServer.client(port: proxy.port, timeout: 2))
+        await replica.configure(retryDelay: .milliseconds(1))
+        try await replica.sync()
+        let seeded = try await replica.albums()
+        try await replica.add(AlbumInput(title: "Answer Lost", artist: "Retry"), at: 2)
+        try await replica.delete(id: seeded[1].id)
+        try await replica.move(id: seeded[0].id, to: 3)
+        try await replica.update(id: seeded[2].id, AlbumPatchInput(title: "Patched Twice"))
+        let key = try #require(try await replica.idempotencyKeys().first)
+        let before = proxy.requests.count
+        for method in ["POST", "DELETE", "PATCH"] { proxy.dropAnswers(to: method) }
+
+        let report = try await replica.sync()
+        #expect(proxy.droppedAnswers == 3)
+        #expect(report.pushed == 4 && report.dropped.isEmpty)
+        let sent = proxy.requests[before...]
+        let adds = sent.filter { $0.method == "POST" && !$0.target.hasSuffix("/move") }
+        // Each was sent again (more than once only if a retry itself timed out on a slow machine).
+        #expect(adds.count >= 2 && adds.allSatisfy { $0.headers["idempotency-key"] == key })
+        #expect(sent.filter { $0.method == "DELETE" }.count >= 2)
+        #expect(sent.filter { $0.method == "PATCH" }.count >= 2)
+        try await expectIdentical(replica)
+        let titles = try await server.albums().map(\.title)
+        #expect(titles.filter { $0 == "Answer Lost" }.count == 1 && titles.count == 5)
+        #expect(try await replica.albums().map(\.id)[3] == seeded[0].id)
+    }
+
     @Test func aReplicaTooFarBehindGets410AndReloads() async throws {
         let server = try LiveServer.keepingTwoChanges()
         let replica = try LibraryReplica(path: directory.file("behind.sqlite"), client: server.client)

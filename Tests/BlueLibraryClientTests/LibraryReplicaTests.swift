@@ -54,8 +54,10 @@ import Testing
         try await expectIdentical(replica)
     }
 
-    @Test func offlineEditsAndAnotherClientsEditsSyncToIdenticalLists() async throws {
+    @Test(arguments: [50, 0]) func offlineEditsAndAnotherClientsEditsSyncToIdenticalLists(staleFetchLimit: Int) async throws {
+        // 0: the fields of added and edited albums come from a walk through the list, not one GET each.
         let replica = try replica()
+        await replica.configure(staleFetchLimit: staleFetchLimit)
         try await replica.sync()
         let seeded = try await replica.albums()
 

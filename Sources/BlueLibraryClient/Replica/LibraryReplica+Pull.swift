@@ -99,7 +99,9 @@ extension LibraryReplica {
     /// came in since the page: another round is needed).
     private func fetchStale() async throws(ReplicaError) -> Bool {
         let library = self.library
-        for id in try storage({ try store.staleIDs(.base) }) {
+        let stale = try storage { try store.staleIDs(.base) }
+        if stale.count > staleFetchLimit { return try await fetchStaleByPages(Set(stale)) }
+        for id in stale {
             let album: AlbumResource
             do {
                 album = try await retrying { () async throws(BlueLibraryClientError) -> AlbumResource in
@@ -113,6 +115,35 @@ extension LibraryReplica {
             try storage { _ = try store.replaceFields(.base, album) }
         }
         return true
+    }
+
+    /// Many stale albums: their fields from a walk through the paged list (one request per
+    /// 500 albums instead of one per album); false when one is no longer on the server.
+    private func fetchStaleByPages(_ stale: Set<String>) async throws(ReplicaError) -> Bool {
+        let source = AlbumListSource.library(library)
+        var query = AlbumPageQuery(limit: 500)
+        var found = 0
+        while true {
+            let current = query
+            let page: AlbumPage
+            do {
+                page = try await retrying { () async throws(BlueLibraryClientError) -> AlbumPage in
+                    try await self.client.list(current, in: source)
+                }
+            } catch {
+                throw .client(error)
+            }
+            let fresh = page.items.filter { stale.contains($0.id) }
+            try storage {
+                try store.db.transaction(.immediate) { _ in
+                    for album in fresh { _ = try store.replaceFields(.base, album) }
+                }
+            }
+            found += fresh.count
+            guard let next = page.next else { break }
+            query = query.continuing(at: next)
+        }
+        return found == stale.count
     }
 
     /// Replaces `base_albums` with the server's list through the paged list, taken again

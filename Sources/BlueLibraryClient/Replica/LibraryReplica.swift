@@ -20,7 +20,8 @@ import SQLite
 /// version, so the copy is one state of the server). Otherwise `GET /changes?since=version`
 /// page by page, applying each change to `base_albums` in order: `added` inserts at its index
 /// (marked stale), `deleted` removes by id, `moved` moves by id to its index, `updated` marks
-/// stale. Stale albums are then fetched (`GET /albums/{id}`); one that is gone by then means
+/// stale. Stale albums are then fetched (`GET /albums/{id}`, or a walk through the paged list
+/// when there are more than `staleFetchLimit`); one that is gone by then means
 /// more changes came in: the pull goes round again (at most `maxPullRounds`, then reloads).
 /// Last, `albums` is rebuilt: `base_albums` plus the outbox replayed.
 ///
@@ -68,6 +69,9 @@ public actor LibraryReplica {
     public var retryDelay: Duration = .milliseconds(50)
     /// Rounds of change pages and stale fetches before a pull reloads everything instead.
     public var maxPullRounds = 8
+    /// Up to this many albums needing fields are fetched one by one (`GET /albums/{id}`); more
+    /// are filled from a walk through the paged list.
+    public var staleFetchLimit = 50
 
     let store: ReplicaStore
     private var reachable = true
@@ -96,8 +100,9 @@ public actor LibraryReplica {
         }
     }
 
-    public func configure(maxAttempts: Int? = nil, retryDelay: Duration? = nil) {
+    public func configure(maxAttempts: Int? = nil, retryDelay: Duration? = nil, staleFetchLimit: Int? = nil) {
         if let maxAttempts { self.maxAttempts = max(1, maxAttempts) }
+        if let staleFetchLimit { self.staleFetchLimit = max(0, staleFetchLimit) }
         if let retryDelay { self.retryDelay = retryDelay }
     }
 

@@ -191,8 +191,13 @@ struct ReplicaStore {
     }
 
     /// Every queued operation on album `old` now names `new` (a local add got its server id).
+    /// Only entries whose JSON contains `old` are decoded (a local id is a UUID), so a push of
+    /// many adds does not read the whole outbox for each.
     func renameInOutbox(from old: String, to new: String) throws {
-        for entry in try outbox() where entry.operation.albumID == old {
+        let candidates = try db.query("SELECT seq, operation FROM outbox WHERE instr(operation, ?) > 0", [.text(old)]) { row in
+            (seq: try row.int64(0), operation: try Self.decodeOperation(try row.string(1)))
+        }
+        for entry in candidates where entry.operation.albumID == old {
             try db.run("UPDATE outbox SET operation = ? WHERE seq = ?",
                        [.text(try Self.encode(entry.operation.renamed(to: new))), .integer(entry.seq)])
         }

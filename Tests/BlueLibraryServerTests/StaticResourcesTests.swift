@@ -125,6 +125,12 @@ import Testing
         #expect(try Self.get(app.port, "/", headers: ["Accept": "text/html"]).status == 302)
         // Only reads: a write under the mount still needs the token.
         #expect(try Self.get(app.port, "/app/", method: "POST").status == 401)
+        // The open mount is no way around the token: dot segments are not resolved to a route.
+        for path in ["/app/../albums", "/app/%2e%2e/albums", "/app/..%2Falbums", "/app/./../undo"] {
+            let response = try Self.get(app.port, path)
+            #expect(response.status == 404 || response.status == 400, "\(path): \(response.status)")
+            #expect(!response.text.contains("\"items\""), "\(path)")
+        }
         // A path that merely starts with the mount's letters is not open.
         #expect(!AccessGuard.isAlwaysOpen("/apple"))
         #expect(AccessGuard.isAlwaysOpen("/app/x.js") && AccessGuard.isAlwaysOpen("/app"))

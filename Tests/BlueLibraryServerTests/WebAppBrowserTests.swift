@@ -5,13 +5,16 @@ import Testing
 
 /// The web app in a real browser: headless Chromium (Debian `chromium`, `chromium-driver`)
 /// driven by Selenium (PyPI, pinned in scripts/test) through `scripts/app-browser-test.py`,
-/// against a real `bluelibrary serve` process behind a real nginx that mounts it under `/music/`. Every step of the script must pass: the five
-/// albums appear; keyboard selection; delete then undo behind the token prompt; add with a
-/// validation error, then at a position; reload restores the selection; a second window sees a
-/// change made in the first and one made with curl; the library/view switcher, infinite scroll
-/// over 120 albums and the view's outdated banner; a dropped event stream resumes with
-/// Last-Event-ID and revalidates with If-None-Match; phone width and dark mode; protected
-/// reads and the 429 lock-out message; no request to another origin and no console errors.
+/// against a real `bluelibrary serve` process behind a real nginx that mounts it under
+/// `/music/`. Every step of the script must pass: the five albums appear (128-px thumbnails);
+/// the event-stream parser on awkward chunks; keyboard selection and tab order; delete then
+/// undo behind the token prompt; add with a validation error, then at a position; reload
+/// restores the selection; a second window sees a change made in the first and one made with
+/// curl; the library/view switcher, infinite scroll over 120 albums and the view's outdated
+/// banner; a dropped event stream resumes with Last-Event-ID and revalidates with
+/// If-None-Match; a replaced library (PUT /archive) is shown without a reload; phone width,
+/// dark mode and text contrast; protected reads and the 429 lock-out message; no request
+/// outside the prefix and no console errors.
 ///
 /// Screenshots go to `.build/screenshots/app/` (or `$BLUELIBRARY_SCREENSHOTS`).
 @Suite(.timeLimit(.minutes(3))) struct WebAppBrowserTests {
@@ -55,6 +58,6 @@ import Testing
         #expect(!output.contains("FAIL"), "\(output)")
         // Every step reports itself; a step that was skipped would be missing here.
         let steps = output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
-        #expect(steps == 11, "\(output)")
+        #expect(steps == 13, "\(output)")
     }
 }

@@ -29,8 +29,8 @@ export const isNetworkError = (error) => error instanceof TypeError;
 export const seg = (text) => encodeURIComponent(text);
 
 /**
- * One client of the API. `askToken(problem)` shows the token prompt and resolves to true when
- * a token was entered (the request is then sent again), false when the user cancelled.
+ * One client of the API. `askToken(problem)` shows the token prompt and resolves to the token
+ * entered (kept in sessionStorage; the request is then sent again), or null when cancelled.
  */
 export class Api {
   constructor({ askToken }) {
@@ -59,7 +59,10 @@ export class Api {
   /** One token prompt at a time, shared by every request that got a 401 meanwhile. */
   async reauthorize(problem) {
     if (!this.prompt) {
-      this.prompt = Promise.resolve(this.askToken(problem)).finally(() => { this.prompt = null; });
+      this.prompt = Promise.resolve(this.askToken(problem)).then((token) => {
+        if (token) this.token = token;
+        return Boolean(token);
+      }).finally(() => { this.prompt = null; });
     }
     return this.prompt;
   }

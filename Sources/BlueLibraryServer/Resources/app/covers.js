@@ -19,6 +19,8 @@ export class CoverScroller {
     this.api = api;
     this.options = new Map();
     this.objectURLs = new Map();
+    /** Album id → the AbortController of its cover request in flight. */
+    this.inflight = new Map();
     this.queue = [];
     this.running = 0;
     this.firstCoverShown = null;
@@ -43,6 +45,8 @@ export class CoverScroller {
         option.remove();
         this.options.delete(id);
         this.visibility.unobserve(option);
+        // A cover request for an album no longer shown gives its slot back at once.
+        this.inflight.get(id)?.abort();
         const url = this.objectURLs.get(id);
         if (url) { URL.revokeObjectURL(url); this.objectURLs.delete(id); }
       }
@@ -71,7 +75,7 @@ export class CoverScroller {
     option.id = `album-${item.id}`;
     option.className = 'album';
     option.dataset.id = item.id;
-    option.dataset.cover = item.coverUrl ? `${libraryPrefix(library)}albums/${seg(item.id)}/cover?size=${THUMBNAIL}` : '';
+    option.dataset.cover = `${libraryPrefix(library)}albums/${seg(item.id)}/cover?size=${THUMBNAIL}`;
     const frame = document.createElement('div');
     frame.className = 'cover placeholder';
     frame.textContent = item.coverUrl ? 'Loading cover…' : 'No cover';
@@ -88,10 +92,30 @@ export class CoverScroller {
     option.setAttribute('aria-label', `${item.title} - ${item.artist}`);
     option.querySelector('.title').textContent = item.title;
     option.querySelector('.artist').textContent = item.artist;
+    const source = item.coverUrl || '';
+    if (option.dataset.source === undefined) {
+      option.dataset.source = source;
+    } else if (option.dataset.source !== source) {
+      // The album's cover changed (edited here or elsewhere): show the new one.
+      option.dataset.source = source;
+      const frame = option.querySelector('.cover');
+      frame.className = 'cover placeholder';
+      frame.removeAttribute('title');
+      frame.textContent = source ? 'Loading cover…' : 'No cover';
+      this.inflight.get(item.id)?.abort();
+      if (source) this.enqueue(option);
+    }
+  }
+
+  /** The server has just fetched `coverUrl` (`cover.loaded`): options that gave up on it try again. */
+  retry(coverUrl) {
+    for (const option of this.options.values()) {
+      if (option.dataset.source === coverUrl && option.querySelector('.cover.failed')) this.enqueue(option);
+    }
   }
 
   enqueue(option) {
-    if (!option.dataset.cover) return;
+    if (!option.dataset.source) return;
     this.queue.push(option);
     this.pump();
   }
@@ -107,15 +131,26 @@ export class CoverScroller {
 
   async load(option, attempt) {
     const frame = option.querySelector('.cover');
+    const id = option.dataset.id;
+    const controller = new AbortController();
+    this.inflight.set(id, controller);
     let response;
+    let bytes;
     try {
-      response = await fetch(this.api.url(option.dataset.cover), { headers: this.api.headers({ Accept: 'image/avif,image/webp,image/*' }) });
+      response = await fetch(this.api.url(option.dataset.cover), {
+        headers: this.api.headers({ Accept: 'image/avif,image/webp,image/*' }), signal: controller.signal,
+      });
+      if (response.ok) bytes = await response.blob();
     } catch {
+      if (controller.signal.aborted) return;
       return this.fail(frame, 'Cover not loaded: the server could not be reached.');
+    } finally {
+      if (this.inflight.get(id) === controller) this.inflight.delete(id);
     }
     if ((response.status === 504 || response.status === 202) && attempt < 3) {
       const wait = Number(response.headers.get('Retry-After')) || 2;
       await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+      if (!option.isConnected) return;
       return this.load(option, attempt + 1);
     }
     if (!response.ok) {
@@ -123,8 +158,7 @@ export class CoverScroller {
       try { detail = (await response.json()).detail || detail; } catch { /* not a problem document */ }
       return this.fail(frame, `Cover unavailable: ${detail}`);
     }
-    const url = URL.createObjectURL(await response.blob());
-    const id = option.dataset.id;
+    const url = URL.createObjectURL(bytes);
     const image = document.createElement('img');
     image.alt = '';
     image.width = THUMBNAIL;
@@ -140,6 +174,8 @@ export class CoverScroller {
     }, { once: true });
     image.addEventListener('error', () => this.fail(frame, 'Cover unavailable: the image could not be decoded.'), { once: true });
     image.src = url;
+    const previous = this.objectURLs.get(id);
+    if (previous) URL.revokeObjectURL(previous);
     this.objectURLs.set(id, url);
   }
 

@@ -55,11 +55,24 @@ export class EventStream {
 
   async read(body) {
     const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    // The server sends a heartbeat every 15 s: a stream silent for 45 s is dead (a proxy or
+    // the network dropped it without closing), so it is given up and resumed.
+    let heard = Date.now();
+    const watchdog = setInterval(() => { if (Date.now() - heard > SILENCE_MS) this.controller?.abort(); }, 5000);
+    try {
+      await this.readLines(reader, () => { heard = Date.now(); });
+    } finally {
+      clearInterval(watchdog);
+    }
+  }
+
+  async readLines(reader, onData) {
     let buffer = '';
     let event = { type: 'message', data: [], id: null };
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
+      onData();
       buffer += value;
       let newline;
       while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {

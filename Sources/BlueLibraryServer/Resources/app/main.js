@@ -6,12 +6,14 @@ import { AlbumList, Source, libraryPrefix } from './model.js';
 import { EventStream } from './events.js';
 import { CoverScroller } from './covers.js';
 import { albumBody, clearErrors, showErrors } from './form.js';
+import { announce, clearBanner, report } from './messages.js';
+import { askToken } from './token.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
-  source: $('source'), state: $('model-state'), live: $('live'), banner: $('banner'), covers: $('covers'),
+  source: $('source'), state: $('model-state'), live: $('live'), covers: $('covers'),
   details: $('details'), remove: $('delete'), undo: $('undo'), add: $('add'),
-  addDialog: $('add-dialog'), addForm: $('add-form'), tokenDialog: $('token-dialog'), tokenForm: $('token-form'),
+  addDialog: $('add-dialog'), addForm: $('add-form'),
 };
 const reducedMotion = matchMedia('(prefers-reduced-motion: reduce)');
 
@@ -38,66 +40,6 @@ const app = {
   saveTimer: null,
   tableRequest: 0,
 };
-
-// ---- Messages ------------------------------------------------------------------------------
-
-/** Shows a message in the banner; `action` adds a button ({label, run}). */
-function announce(text, { action, kind = 'info' } = {}) {
-  ui.banner.replaceChildren(document.createTextNode(text));
-  ui.banner.className = `banner ${kind}`;
-  if (action) {
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.textContent = action.label;
-    button.addEventListener('click', action.run);
-    ui.banner.append(' ', button);
-  }
-  ui.banner.hidden = false;
-}
-
-function clearBanner() { ui.banner.hidden = true; ui.banner.replaceChildren(); }
-
-/** Says what went wrong, and for 429 when to try again. */
-function report(error, doing) {
-  if (error instanceof Problem && error.status === 429) {
-    const seconds = error.retryAfter ?? 60;
-    const at = new Date(Date.now() + seconds * 1000).toLocaleTimeString();
-    announce(`${doing} was refused: too many attempts. Try again in ${seconds} s (at ${at}).`, { kind: 'error' });
-    return;
-  }
-  const detail = error instanceof Problem ? error.message : 'the server could not be reached.';
-  announce(`${doing} failed: ${detail}`, { kind: 'error' });
-}
-
-// ---- Token ---------------------------------------------------------------------------------
-
-function askToken(problem) {
-  return new Promise((resolve) => {
-    const form = ui.tokenForm;
-    $('token-reason').textContent = problem?.message || 'This server is write-protected.';
-    form.elements.token.value = '';
-    const finish = (ok) => {
-      form.removeEventListener('submit', submit);
-      $('token-cancel').removeEventListener('click', cancel);
-      ui.tokenDialog.removeEventListener('cancel', cancel);
-      if (ui.tokenDialog.open) ui.tokenDialog.close();
-      resolve(ok);
-    };
-    const submit = (event) => {
-      event.preventDefault();
-      const token = form.elements.token.value.trim();
-      if (!token) return;
-      app.api.token = token;
-      finish(true);
-    };
-    const cancel = (event) => { event?.preventDefault(); finish(false); };
-    form.addEventListener('submit', submit);
-    $('token-cancel').addEventListener('click', cancel);
-    ui.tokenDialog.addEventListener('cancel', cancel);
-    ui.tokenDialog.showModal();
-    form.elements.token.focus();
-  });
-}
 
 // ---- Sources (libraries and views) ---------------------------------------------------------
 
@@ -292,6 +234,7 @@ async function showTable(item) {
 // ---- Live events ---------------------------------------------------------------------------
 
 async function onEvent(type, data) {
+  if (type === 'cover.loaded') app.scroller.retry(data.coverUrl);
   if (!type.startsWith('album.') && !type.startsWith('library.')) return;
   const before = app.list.indexOf(app.selected);
   await app.list.merge(type, data);
@@ -424,6 +367,16 @@ async function start() {
   ui.covers.addEventListener('click', (event) => {
     const option = event.target.closest('[role=option]');
     if (option) { select(option.dataset.id); ui.covers.focus(); }
+  });
+  // The toolbar: left and right move between its enabled buttons (each also stays a tab stop).
+  document.querySelector('[role=toolbar]').addEventListener('keydown', (event) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    if (!step) return;
+    const buttons = [...event.currentTarget.querySelectorAll('button:not(:disabled)')];
+    const at = buttons.indexOf(document.activeElement);
+    if (at < 0) return;
+    event.preventDefault();
+    buttons[(at + step + buttons.length) % buttons.length].focus();
   });
   ui.remove.addEventListener('click', deleteSelected);
   ui.undo.addEventListener('click', undo);

@@ -1,6 +1,11 @@
 // Server-Sent Events over fetch (EventSource cannot send the bearer token): parses the
 // stream, remembers the last id, and reconnects with Last-Event-ID after a disconnect.
 
+import { Problem } from './api.js';
+
+/** A stream silent this long (three missed 15-s heartbeats) is given up and resumed. */
+const SILENCE_MS = 45000;
+
 export class EventStream {
   /**
    * @param api the Api (its headers carry the token)
@@ -39,6 +44,15 @@ export class EventStream {
           return;
         }
         return this.connect();
+      }
+      if (response.status === 429) {
+        // Locked out for too many wrong tokens: reconnecting sooner would only be refused.
+        const problem = await Problem.from(response);
+        const seconds = problem.retryAfter ?? 60;
+        const at = new Date(Date.now() + seconds * 1000).toLocaleTimeString();
+        this.onStatus('reconnecting', `Live updates refused: too many attempts. Trying again in ${seconds} s (at ${at}).`);
+        setTimeout(() => this.connect(), seconds * 1000);
+        return;
       }
       if (!response.ok || !response.body) throw new Error(`events answered ${response.status}`);
       this.onStatus('live', '');

@@ -10,7 +10,8 @@ export class EventStream {
   /**
    * @param api the Api (its headers carry the token)
    * @param path the relative events URL
-   * @param onEvent (type, data, id) for every event
+   * @param onEvent (type, data, id) for every event, one at a time: the next is handed over
+   *   only when the promise the previous one returned has settled
    * @param onStatus ('live' | 'reconnecting' | 'stopped', detail)
    */
   constructor(api, path, onEvent, onStatus) {
@@ -22,6 +23,8 @@ export class EventStream {
     this.controller = null;
     this.stopped = false;
     this.delay = 500;
+    /** The events handed over so far, in order (a promise queue). */
+    this.chain = Promise.resolve();
   }
 
   start() { this.connect(); }
@@ -113,6 +116,9 @@ export class EventStream {
   dispatch(event) {
     let data = {};
     try { data = JSON.parse(event.data.join('\n')); } catch { data = {}; }
-    this.onEvent(event.type, data, event.id);
+    // In order: an event is handled only after the previous one finished (its GETs answered),
+    // so a slow answer for an earlier event cannot land after a later event's change.
+    this.chain = this.chain.then(() => (this.stopped ? undefined : this.onEvent(event.type, data, event.id)))
+      .catch((error) => console.warn('An event could not be handled:', error));
   }
 }

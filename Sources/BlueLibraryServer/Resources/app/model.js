@@ -133,6 +133,8 @@ export class AlbumList extends EventTarget {
   /**
    * Merges one event of this library (`type`, parsed `data`); true when the items changed.
    * A view's lists are not merged: any album change outdates them (the banner offers a reload).
+   * Events must be merged one at a time, in order (EventStream queues them): an album's GET
+   * then cannot be answered after a later event of the same album was merged.
    */
   async merge(type, data) {
     if (type === 'library.replaced' || type === 'library.outdated') {
@@ -151,10 +153,14 @@ export class AlbumList extends EventTarget {
     const index = type === 'album.moved' ? data.to : data.index;
     const within = index < this.items.length || this.next === null || this.indexOf(data.id) >= 0;
     if (!within) return false;
+    const generation = this.generation;
     try {
       const answer = await this.api.get(`${prefix}albums/${seg(data.id)}`);
+      // Reloaded meanwhile: the fresh page already has this change (or a later one).
+      if (generation !== this.generation) return false;
       this.place(answer.data, answer.data.index);
     } catch (error) {
+      if (generation !== this.generation) return false;
       if (error.status === 404) { this.remove(data.id); return true; }
       this.markOutdated('The library changed - reload');
       return false;

@@ -58,13 +58,17 @@ enum VipsRuntime {
     }
 }
 
-/// libvips reports errors in a process-wide buffer (`vips_error_buffer`): read and clear it
-/// right after the failing call. Under concurrency the text may also hold another thread's
-/// message; the caller's own error reason never depends on it.
+/// libvips reports errors in a process-wide buffer: copied and cleared in one step under its
+/// lock (`vips_error_buffer_copy`, libvips 8.9+) right after the failing call. Under
+/// concurrency the text may also hold another thread's message; the caller's own error reason
+/// never depends on it.
 enum VipsFailure {
     static func takeMessage() -> String {
-        let message = vips_error_buffer().map { String(cString: $0) } ?? ""
-        vips_error_clear()
+        var message = ""
+        if let copy = vips_error_buffer_copy() {
+            message = String(cString: copy)
+            g_free(copy)
+        }
         let lines = message.split(whereSeparator: \.isNewline).map { $0.drop(while: \.isWhitespace) }
         let text = lines.filter { !$0.isEmpty }.prefix(3).joined(separator: "; ")
         return text.isEmpty ? "no reason given" : String(text.prefix(300))

@@ -100,7 +100,7 @@ public final class CoverService: CoverSource {
         self.counters = counters
         variants = CoverVariants(
             cache: cache, thumbnailer: configuration.thumbnailer, threads: configuration.maxConcurrentVariants,
-            queueLimit: configuration.maxQueuedFetches, counters: counters)
+            counters: counters, clock: clock, failureMemory: configuration.failureMemory)
         // Starts libvips and probes AVIF now (one small encode), not on the first request's
         // event loop, which asks whether AVIF can be offered.
         _ = CoverVariantFormat.canWriteAVIF

@@ -127,6 +127,31 @@ final class CoverVariantTests {
         #expect(covers.statistics.evictions > 0)
     }
 
+    /// A broken original fails once; repeated requests are answered from memory (no decode)
+    /// for the failure memory, per variant and original bytes.
+    @Test func variantFailuresAreRememberedNotCached() throws {
+        let covers = try service()
+        serve(try TestImages.corruptPNG(), etag: "\"broken\"")
+        let url = upstream.url("/etag.png?remembered")
+        for _ in 0..<3 {
+            let error = coverError { () throws(CoverError) in try covers.variant(variant(256, .webp), for: url, wait: .seconds(10)) }
+            #expect(error?.reason == .imageUnreadable)
+        }
+        #expect(covers.statistics.variantFailures == 1, "decoded once")
+        #expect(covers.statistics.cachedCovers == 1, "the original only")
+        // Another size is another variant: tried once itself.
+        _ = coverError { () throws(CoverError) in try covers.variant(variant(128, .webp), for: url, wait: .seconds(10)) }
+        #expect(covers.statistics.variantFailures == 2)
+        // Past the failure memory it is tried again.
+        clock.advance(by: 120)
+        _ = coverError { () throws(CoverError) in try covers.variant(variant(256, .webp), for: url, wait: .seconds(10)) }
+        #expect(covers.statistics.variantFailures == 3)
+        // New bytes (a new entity tag) are not blamed for the old ones' failure.
+        covers.evict(url: url)
+        serve(try TestImages.photo(width: 400, height: 400), etag: "\"fixed\"")
+        #expect(try covers.variant(variant(256, .webp), for: url, wait: .seconds(10)).cover != nil)
+    }
+
     @Test func hostileOriginalsFailClearlyAndLeaveNoVariant() throws {
         let covers = try service()
         let cases: [(String, [UInt8], CoverError.Reason)] = [

@@ -127,6 +127,37 @@ final class CoverVariantTests {
         #expect(covers.statistics.evictions > 0)
     }
 
+    /// A scroller asks only for sizes: every variant hit counts as a use of its original, so
+    /// the originals are not the first to be evicted (and fetched again) under cache pressure.
+    @Test func variantHitsKeepTheirOriginalsInTheCache() throws {
+        let photo = try TestImages.photo(width: 1200, height: 1200)
+        serve(photo)
+        let probe = try service()
+        let one = try #require(try probe.cover(for: upstream.url("/etag.png?probe"), wait: .seconds(5)).cover)
+        let small = try #require(try probe.variant(variant(64, .jpegOrPNG), for: upstream.url("/etag.png?probe"), wait: .seconds(10)).cover)
+        probe.evict(url: upstream.url("/etag.png?probe"))
+        // Room for two originals with their variants, not three; a trim removes only what it must.
+        var configuration = try testConfiguration(
+            directory: directory.path, maxBodyBytes: 4 * 1024 * 1024, cacheSizeLimit: 2 * (one.length + small.length) + one.length / 2)
+        configuration.trimRatio = 1
+        let covers = try CoverService(configuration: configuration, now: clock.function, clock: clock)
+        let urls = ["a", "b", "c"].map { upstream.url("/etag.png?\($0)") }
+        let before = upstream.hits("/etag.png 200")
+        // As the server does: the event loop's cached variant first, else the worker's wait.
+        func show(_ index: Int) throws {
+            if covers.cachedVariant(variant(64, .jpegOrPNG), for: urls[index]) != nil { return }
+            #expect(try covers.variant(variant(64, .jpegOrPNG), for: urls[index], wait: .seconds(10)).cover != nil)
+        }
+        try show(0)
+        try show(1)
+        try show(0)  // a: a cached variant, used after b
+        try show(2)  // c pushes out the least recently used pair: b's
+        try show(0)  // a's variant and original are still cached
+        #expect(covers.statistics.evictions > 0)
+        #expect(upstream.hits("/etag.png 200") - before == 3, "one upstream fetch per cover")
+        #expect(covers.statistics.variantsMade == 3)
+    }
+
     /// A broken original fails once; repeated requests are answered from memory (no decode)
     /// for the failure memory, per variant and original bytes.
     @Test func variantFailuresAreRememberedNotCached() throws {

@@ -54,7 +54,11 @@ struct CoverRoutes {
 
     /// Any cover request: it may wait for the album read and the upstream fetch.
     func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        if let cached = try showCached(request, context) { return cached }
+        let variant = try CoverNegotiation.variant(request)
+        // An original is looked up once more (the fast path may not have had the library
+        // loaded); a variant is not: `variant(_:for:wait:)` serves a cached one itself, and a
+        // second look would count its hits twice.
+        if variant == nil, let cached = try showCached(request, context) { return cached }
         let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
@@ -67,7 +71,6 @@ struct CoverRoutes {
                             type: "urn:bluelibrary:problem:no-cover", title: "No cover")
         }
         let respondAsync = request.headers.tokens(for: "Prefer").contains("respond-async")
-        let variant = try CoverNegotiation.variant(request)
         let result: CoverResult
         do {
             if let variant {

@@ -19,7 +19,7 @@ extension CoverService: CoverVariantSource {
     public func variant(_ variant: CoverVariant, for url: String, wait: Duration) throws(CoverError) -> CoverResult {
         let started = clock.nanoseconds()
         let original: CachedCover
-        switch try cover(for: url, wait: wait) {
+        switch try cover(for: url, wait: wait, counted: false) {
         case .ready(let cover): original = cover
         case .loading: return .loading
         }

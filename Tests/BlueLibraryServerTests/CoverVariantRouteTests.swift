@@ -142,9 +142,9 @@ import Testing
         let id = try album("gone.jpg", try TestImages.photo(width: 800, height: 800))
         #expect(try get("/albums/\(id)/cover?size=64").status == 200)
         #expect(try get("/albums/\(id)/cover?size=512", accept: "image/webp").status == 200)
-        #expect(app.covers.statistics.cachedCovers == 3)
+        #expect(app.covers.statistics.cachedCovers == 1 && app.covers.statistics.cachedVariants == 2)
         #expect(try get("/albums/\(id)/cover", method: "DELETE").status == 204)
-        #expect(app.covers.statistics.cachedCovers == 0)
+        #expect(app.covers.statistics.cachedCovers == 0 && app.covers.statistics.cachedVariants == 0)
         images.withLock { $0["gone.jpg"] = try? TestImages.photo(width: 800, height: 400) }
         let remade = try get("/albums/\(id)/cover?size=64")
         #expect(try TestImages.inspect(remade.body).height == 32, "made from the new original")

@@ -76,7 +76,7 @@ final class CoverVariantTests {
         #expect(small.mediaType == "image/jpeg" && large.mediaType == "image/webp")
         #expect(small.etag != large.etag && small.etag != original.etag)
         #expect(small.filePath?.hasSuffix(".jpg") == true && large.filePath?.hasSuffix(".webp") == true)
-        #expect(covers.statistics.cachedCovers == 3)
+        #expect(covers.statistics.cachedCovers == 1 && covers.statistics.cachedVariants == 2)
         #expect(covers.statistics.cachedBytes == original.length + small.length + large.length, "one size budget")
 
         // A restart finds them on disk: nothing is made again.
@@ -169,7 +169,7 @@ final class CoverVariantTests {
             #expect(error?.reason == .imageUnreadable)
         }
         #expect(covers.statistics.variantFailures == 1, "decoded once")
-        #expect(covers.statistics.cachedCovers == 1, "the original only")
+        #expect(covers.statistics.cachedVariants == 0)
         // Another size is another variant: tried once itself.
         _ = coverError { () throws(CoverError) in try covers.variant(variant(128, .webp), for: url, wait: .seconds(10)) }
         #expect(covers.statistics.variantFailures == 2)

@@ -15,6 +15,10 @@ import Testing
     /// What the upstream serves, by file name.
     final class Shelf: Sendable {
         let files = Mutex<[String: [UInt8]]>([:])
+        /// Names answered only after `release` is signalled (or 60 s), and requests per name.
+        let held = Mutex<Set<String>>([])
+        let release = DispatchSemaphore(value: 0)
+        let requests = Mutex<[String: Int]>([:])
         func withLock<T>(_ body: (inout [String: [UInt8]]) -> T) -> T { files.withLock { body(&$0) } }
     }
     let images: Shelf
@@ -28,6 +32,8 @@ import Testing
         self.images = images
         routes.add(.get, "/img/{name}", options: .workerPool) { _, context in
             let name = try context.parameter("name")
+            images.requests.withLock { $0[name, default: 0] += 1 }
+            if images.held.withLock({ $0.contains(name) }) { _ = images.release.wait(timeout: .now() + 60) }
             guard let bytes = images.withLock({ $0[name] }) else { throw HTTPError(.notFound, detail: "no \(name)") }
             return HTTPResponse(contentType: "application/octet-stream", bytes: bytes)
         }
@@ -122,17 +128,36 @@ import Testing
         }
     }
 
+    /// 50 threads start together (not `concurrentPerform`, whose width is the CPU count); the
+    /// upstream holds the original until all 50 have sent their request.
     @Test func fiftyConcurrentRequestsMakeOneVariant() throws {
+        images.held.withLock { _ = $0.insert("popular.jpg") }
         let id = try album("popular.jpg", try TestImages.photo(width: 1500, height: 1500))
         let statuses = Mutex<[Int]>([])
+        let sent = Atomic<Int>(0)
         let port = app.port
-        DispatchQueue.concurrentPerform(iterations: 50) { _ in
-            let status = (try? RawHTTPClient.request(port: port, path: "/albums/\(id)/cover?size=256", headers: ["Accept": "image/webp"],
-                                                     receiveTimeout: 60).status) ?? -1
-            statuses.withLock { $0.append(status) }
+        let start = DispatchGroup()
+        start.enter()
+        let done = DispatchGroup()
+        for _ in 0..<50 {
+            done.enter()
+            Thread {
+                start.wait()
+                sent.wrappingAdd(1, ordering: .relaxed)
+                let status = (try? RawHTTPClient.request(port: port, path: "/albums/\(id)/cover?size=256", headers: ["Accept": "image/webp"],
+                                                         receiveTimeout: 90).status) ?? -1
+                statuses.withLock { $0.append(status) }
+                done.leave()
+            }.start()
         }
-        #expect(statuses.withLock { $0 }.allSatisfy { $0 == 200 })
+        start.leave()
+        #expect(eventually(timeout: .seconds(30)) { sent.load(ordering: .relaxed) == 50 && images.requests.withLock { $0["popular.jpg"] } == 1 })
+        #expect(statuses.withLock { $0 }.isEmpty, "nobody is answered before the original arrives")
+        images.release.signal()
+        done.wait()
+        #expect(statuses.withLock { $0 }.count == 50 && statuses.withLock { $0 }.allSatisfy { $0 == 200 }, "\(statuses.withLock { $0 })")
         #expect(app.covers.statistics.variantsMade == 1)
+        #expect(images.requests.withLock { $0["popular.jpg"] } == 1, "one upstream fetch")
         let metrics = try get("/metrics").text
         #expect(metrics.contains(#"bluelibrary_cover_variants_total{outcome="made"} 1"#), "\(metrics)")
         #expect(metrics.contains(#"bluelibrary_cover_variants_total{outcome="failed"} 0"#))

@@ -44,22 +44,42 @@ final class CoverVariantTests {
         #expect(CoverVariant.allowedSizes.allSatisfy { CoverVariant(size: $0, format: .webp) != nil })
     }
 
+    /// 50 threads (not `concurrentPerform`, whose width is the CPU count) start together; the
+    /// upstream holds the original until all 50 have called, so every one of them is inside the
+    /// service when the original arrives and they race for the variant at once.
     @Test func fiftyConcurrentRequestsMakeTheVariantOnce() throws {
         serve(try TestImages.photo(width: 1500, height: 1500))
         let covers = try service()
-        let url = upstream.url("/etag.png")
+        let url = upstream.url("/held.png")
         let etags = Mutex<[String]>([])
+        let entered = Atomic<Int>(0)
         let wanted = variant(256, .webp)
-        DispatchQueue.concurrentPerform(iterations: 50) { _ in
-            let cover = try? covers.variant(wanted, for: url, wait: .seconds(30)).cover
-            etags.withLock { $0.append(cover?.etag ?? "failed") }
+        let start = DispatchGroup()
+        start.enter()
+        let done = DispatchGroup()
+        for _ in 0..<50 {
+            done.enter()
+            Thread {
+                start.wait()
+                entered.wrappingAdd(1, ordering: .relaxed)
+                let cover = try? covers.variant(wanted, for: url, wait: .seconds(60)).cover
+                etags.withLock { $0.append(cover?.etag ?? "failed") }
+                done.leave()
+            }.start()
         }
+        start.leave()
+        #expect(eventually(timeout: .seconds(30)) { entered.load(ordering: .relaxed) == 50 && upstream.hits("/held.png") == 1 })
+        #expect(etags.withLock { $0 }.isEmpty, "nobody is answered before the original arrives")
+        upstream.release.signal()
+        done.wait()
         let all = etags.withLock { $0 }
-        #expect(all.count == 50 && Set(all).count == 1 && all[0] != "failed")
+        #expect(all.count == 50 && Set(all).count == 1 && all[0] != "failed", "\(Set(all))")
         let statistics = covers.statistics
         #expect(statistics.variantsMade == 1)
-        #expect(upstream.hits("/etag.png 200") == 1)
+        #expect(upstream.hits("/held.png") == 1)
+        #expect((statistics.hits, statistics.misses) == (0, 0), "variant requests are not cover hits or misses")
         let made = try #require(try covers.variant(variant(256, .webp), for: url, wait: .seconds(5)).cover)
+        #expect(covers.statistics.variantHits >= 1)
         let decoded = try TestImages.inspect(try #require(made.bytes))
         #expect((decoded.width, decoded.height, decoded.loader) == (256, 256, "webpload"))
         #expect(made.mediaType == "image/webp")

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HTTPServer
 import HTTPTestSupport
+import Library
 import Synchronization
 import Testing
 
@@ -219,6 +220,19 @@ import Testing
         let refused = try RawHTTPClient.request(port: strict.port, path: "/albums/\(id)/cover?size=64", receiveTimeout: 60)
         #expect(refused.status == 502)
         #expect(refused.text.contains("1500 x 1000") && refused.text.contains("1000000"), "\(refused.text)")
+    }
+
+    /// Variant failures the original is not to blame for have problems of their own.
+    @Test func variantProblemsSayWhatFailed() {
+        let url = "http://covers.example/a.png"
+        let busy = CoverRoutes.problem(CoverError(.variantsBusy, detail: "Too many."), url: url)
+        #expect(busy.status == .serviceUnavailable && busy.headers["Retry-After"] != nil)
+        #expect(busy.type == "urn:bluelibrary:problem:cover-variants-busy" && busy.title != "Cover fetcher unavailable")
+        let noLibrary = CoverRoutes.problem(CoverError(.imagesUnavailable, detail: "libvips did not start."), url: url)
+        #expect(noLibrary.status == .serviceUnavailable && noLibrary.title == "Sized covers unavailable")
+        let encoder = CoverRoutes.problem(CoverError(.variantEncodeFailed, detail: "The sized cover could not be encoded by the server: no AV1 encoder."), url: url)
+        #expect(encoder.status == .internalServerError && encoder.type == "urn:bluelibrary:problem:cover-variant-encode-failed")
+        #expect(!encoder.detail.contains("corrupt") && !encoder.detail.contains("truncated"), "\(encoder.detail)")
     }
 
     @Test func hostileCoversAre502WithAReasonAndNothingIsCached() throws {

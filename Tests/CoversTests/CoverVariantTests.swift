@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HTTPTestSupport
+import Images
 import Library
 import Synchronization
 import Testing
@@ -201,6 +202,20 @@ final class CoverVariantTests {
         covers.evict(url: url)
         serve(try TestImages.photo(width: 400, height: 400), etag: "\"fixed\"")
         #expect(try covers.variant(variant(256, .webp), for: url, wait: .seconds(10)).cover != nil)
+    }
+
+    /// Only a bomb or undecodable bytes blame the original; an encoder failure is the server's.
+    @Test func imageErrorsBecomeCoverReasonsThatBlameTheRightSide() {
+        let cases: [(ImageError.Reason, CoverError.Reason)] = [
+            (.tooManyPixels, .imageTooLarge), (.unreadable, .imageUnreadable), (.corrupt, .imageUnreadable),
+            (.encodeFailed, .variantEncodeFailed), (.unavailable, .imagesUnavailable),
+        ]
+        for (image, cover) in cases {
+            let error = CoverVariants.coverError(ImageError(image, detail: "x"))
+            #expect(error.reason == cover && error.reason.isVariantFailure, "\(image)")
+            #expect(error.reason.blamesTheOriginal == [.tooManyPixels, .unreadable, .corrupt].contains(image))
+        }
+        #expect(!CoverVariants.coverError(ImageError(.encodeFailed, detail: "x")).detail.contains("corrupt"))
     }
 
     @Test func hostileOriginalsFailClearlyAndLeaveNoVariant() throws {

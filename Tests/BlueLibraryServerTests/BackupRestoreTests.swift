@@ -196,6 +196,37 @@ final class WriterProgress: Sendable {
         #expect(try Self.bluelibrary(["restore", "--bogus", "x"]).0 == 2)
     }
 
+    @Test func aDamagedDatabaseIsReplacedAndKeptWithItsWAL() throws {
+        let good = TestApp.temporaryDirectory()
+        let server = try ServerProcess(environment: ["BLUELIBRARY_TOKEN": Self.token], dataDirectory: good)
+        try Self.populate(server.port)
+        let expected = try Self.snapshot(server.port)
+        let backups = try TemporaryDirectory()
+        #expect(try Self.bluelibrary(["backup", "--data-dir", good, "--to", backups.file("b.sqlite")]).0 == 0)
+
+        // Not a SQLite file at all, with a stray WAL and shared-memory file beside it.
+        let broken = TestApp.temporaryDirectory()
+        let database = broken + "/bluelibrary.sqlite"
+        let garbage = Data(repeating: 0x5A, count: 8192)
+        #expect(FileManager.default.createFile(atPath: database, contents: garbage))
+        #expect(FileManager.default.createFile(atPath: database + "-wal", contents: Data("old wal".utf8)))
+        #expect(FileManager.default.createFile(atPath: database + "-shm", contents: Data("old shm".utf8)))
+        let (status, report) = try Self.bluelibrary(["restore", "--from", backups.file("b.sqlite"), "--data-dir", broken])
+        #expect(status == 0, "\(report)")
+        #expect(report.contains("could not be opened") && report.contains("bluelibrary.sqlite.before-restore"), "\(report)")
+        // Kept as it was; nothing of it left beside the restored file. (SQLite itself drops a WAL
+        // with no valid frame, as these are, when it tries the file; a WAL it can read moves
+        // with the database, to `.before-restore-wal`.)
+        #expect(FileManager.default.contents(atPath: database + ".before-restore") == garbage)
+        #expect(FileManager.default.contents(atPath: database + "-wal") != Data("old wal".utf8))
+        #expect(FileManager.default.contents(atPath: database + "-shm") != Data("old shm".utf8))
+
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(timeout: 20) == 0)
+        let back = try ServerProcess(dataDirectory: broken)
+        #expect(try Self.snapshot(back.port) == expected)
+    }
+
     @Test func aBackupWrittenByANewerVersionIsNotRestored() throws {
         let directory = TestApp.temporaryDirectory()
         let backups = try TemporaryDirectory()

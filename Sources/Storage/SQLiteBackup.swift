@@ -79,6 +79,7 @@ public enum SQLiteBackup {
             removeDatabaseFiles(partial)
             throw Failure("cannot rename \(partial) to \(target): \(reason)")
         }
+        try syncDirectory(of: target)
         return summary
     }
 
@@ -111,18 +112,28 @@ public enum SQLiteBackup {
         }
         var restored = Restored(summary: summary)
         if FileManager.default.fileExists(atPath: database) {
+            var busy: String?
             do {
                 // Closing the last connection after a truncating checkpoint leaves no WAL
-                // that could be mistaken for the restored file's.
-                let current = try Connection(path: database, mode: .readWrite)
-                try current.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                // that could be mistaken for the restored file's. The data directory lock keeps
+                // servers out; anything else holding the file gets a second to let go.
+                let current = try Connection(path: database, mode: .readWrite, options: .init(busyTimeout: .seconds(1)))
+                // One row: busy (1 when a reader or writer stopped it), WAL frames, frames copied.
+                let result = try current.query("PRAGMA wal_checkpoint(TRUNCATE)") { [try $0.int(0), try $0.int(1), try $0.int(2)] }
+                if let row = result.first, row[0] != 0 || row[1] != row[2] {
+                    busy = "the checkpoint could not complete: \(row[2]) of \(row[1]) WAL frames copied"
+                }
             } catch let error as SQLiteError where error.isBusy || error.isLocked {
-                removeDatabaseFiles(staging)
-                throw Failure("another process has the current database \(database) locked (\(error)); stop it and restore again")
+                busy = String(describing: error)
             } catch {
-                // Damaged or not a database: nothing to fold in. It is kept as it is, with its
-                // WAL, for whoever wants to look at it.
+                // Damaged or not a database: nothing to fold in. It is kept as it is, with what
+                // is left of its WAL, for whoever wants to look at it.
                 restored.damage = String(describing: error)
+            }
+            if let busy {
+                removeDatabaseFiles(staging)
+                throw Failure("another process has the current database \(database) open, so its WAL cannot be folded in (\(busy)); "
+                    + "stop it (bluelibrary migrate, a sqlite3 shell, a server started on another path to it) and restore again")
             }
             let kept = database + ".before-restore"
             removeDatabaseFiles(kept)
@@ -142,6 +153,7 @@ public enum SQLiteBackup {
             let reason = String(cString: strerror(errno))
             throw Failure("cannot rename \(staging) to \(database): \(reason) (the previous database is \(database).before-restore)")
         }
+        try syncDirectory(of: database)
         return restored
     }
 
@@ -187,6 +199,16 @@ public enum SQLiteBackup {
         guard fd >= 0 else { throw Failure("cannot open \(path) to sync it: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw Failure("cannot sync \(path) to disk: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Flushes the directory holding `path` to disk, so that a rename into it survives a power
+    /// loss (the file's own data is synced separately).
+    static func syncDirectory(of path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure("cannot open the directory of \(path) to sync it: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw Failure("cannot sync the directory of \(path) to disk: \(String(cString: strerror(errno)))") }
     }
 
     /// Removes a database file and the WAL and shared-memory files beside it.

@@ -35,13 +35,33 @@ import Testing
         }
     }
 
+    @Test func aStoredTokenWithWriteProtectionOffStillWarns() throws {
+        let directory = TestApp.temporaryDirectory()
+        let first = try ServerProcess(environment: ["BLUELIBRARY_TOKEN": Self.token], dataDirectory: directory)
+        let off = try RawHTTPClient.request(
+            port: first.port, method: "PATCH", path: "/settings",
+            headers: ["Authorization": "Bearer \(Self.token)", "Content-Type": "application/merge-patch+json"],
+            body: Array(#"{"access": {"passcodeEnabled": false}}"#.utf8))
+        #expect(off.status == 200, "\(off.text)")
+        first.signal(SIGTERM)
+        #expect(first.waitForExit(timeout: 20) == 0)
+
+        // The hash is still stored, but anyone may write: exposed, so it says so.
+        let exposed = try ServerProcess(arguments: ["--host", "0.0.0.0"], dataDirectory: directory)
+        #expect(eventually { exposed.logText.contains("write protection is off") }, "\(exposed.logText)")
+        let line = try #require(exposed.logLines().first { $0.contains("write protection is off") }, "\(exposed.logText)")
+        #expect(line.contains("passcodeEnabled"))
+        #expect(line.contains(#""level":"warning""#) || line.contains(#""level": "warning""#), "\(line)")
+    }
+
     @Test func theWarningRuleCoversEveryLoopbackSpelling() {
         for host in ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"] {
-            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: false) == nil, "\(host)")
+            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: false, passcodeEnabled: false) == nil, "\(host)")
         }
         for host in ["0.0.0.0", "::", "10.0.0.5", "192.168.1.2"] {
-            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: false) != nil, "\(host)")
-            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: true) == nil, "\(host)")
+            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: false, passcodeEnabled: false) != nil, "\(host)")
+            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: true, passcodeEnabled: false) != nil, "\(host)")
+            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: true, passcodeEnabled: true) == nil, "\(host)")
         }
     }
 

@@ -131,7 +131,7 @@ let package = Package(
         // Thumbnails of images the tests make (every size and format, EXIF, CMYK, 16-bit,
         // animations, bombs, truncated and corrupt files), decoded again by the `vips` command.
         .testTarget(name: "ImagesTests", dependencies: ["Images", "HTTPTestSupport"], swiftSettings: strict),
-        .testTarget(name: "CoversTests", dependencies: ["Essentials", "Covers", "Library", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
+        .testTarget(name: "CoversTests", dependencies: ["Essentials", "Covers", "Images", "Library", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Library", "ServerRecords", "SQLite", "HTTPTestSupport", "AlbumStoreContract"],
             swiftSettings: strict),

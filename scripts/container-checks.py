@@ -516,7 +516,7 @@ def step_volume(name, volume, albums):
     cleanups.append(lambda: shutil.rmtree(directory, ignore_errors=True))
     os.chmod(directory, 0o755)
     refused = podman("run", "--rm", "--network", "none", *HARDENING, "-v", f"{directory}:/data", IMAGE, check_status=False)
-    check(refused.returncode == 2 and "cannot open the database /data/" in refused.stderr, f"an unwritable /data: {refused.returncode} {refused.stderr[-300:]}")
+    check(refused.returncode == 2 and "cannot lock /data/bluelibrary.lock: Permission denied" in refused.stderr, f"an unwritable /data: {refused.returncode} {refused.stderr[-300:]}")
     log("volume: after podman rm and a new container: albums, undo, settings, the token lock and the cover cache are all there; "
         "an unwritable bind mount stops the server at start with exit code 2")
     return name + "-2"

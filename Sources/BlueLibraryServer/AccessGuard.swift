@@ -418,11 +418,14 @@ struct AuthMiddleware: HTTPMiddleware {
     /// before `100 Continue`): a request that will be refused gets its 401/429 from the head
     /// and the connection is closed. Decisions that need a hash run off the loop.
     /// `cors` (when configured) stamps the refusals, which skip the middleware chain, so that a
-    /// page of an allowed origin can read its 401 or 429.
+    /// page of an allowed origin can read its 401 or 429, and lets its preflights through.
     static func headCheck(guardian: AccessGuard, forwarded: ForwardedHeadersMiddleware, logger: JSONLogger,
                           cors: CORSMiddleware? = nil) -> HeadCheck {
         HeadCheck { request, context in
-            guard guardian.settings.passcodeEnabled,
+            // A preflight from an allowed origin never carries the token; the CORS middleware
+            // answers it (any other OPTIONS is a read like GET).
+            guard cors?.preflightOrigin(of: request) == nil,
+                  guardian.settings.passcodeEnabled,
                   AccessGuard.requiresToken(method: request.method, path: String(request.path), settings: guardian.settings.current)
             else { return .proceed }
             let client = forwarded.clientAddress(request, context)

@@ -175,16 +175,25 @@ public final class BlueLibraryApp: Sendable {
         logger.log(.info, "listening", [("host", .string(configuration.host)), ("port", .int(server.port)),
                                         ("dataDir", .string(configuration.dataDirectory)), ("database", .string(backend.location)),
                                         ("version", .string(BlueLibraryVersion.current))], always: true)
-        if let warning = Self.exposureWarning(host: configuration.host, hasToken: accessGuard.hasToken) {
+        if let warning = Self.exposureWarning(host: configuration.host, hasToken: accessGuard.hasToken,
+                                              passcodeEnabled: accessGuard.settings.passcodeEnabled) {
             logger.log(.warning, warning, [("host", .string(configuration.host))], always: true)
         }
     }
 
-    /// What start-up says when the server listens beyond loopback with no token set: anyone
-    /// who reaches the port can change the library and its settings. Nil when it is fine.
-    static func exposureWarning(host: String, hasToken: Bool) -> String? {
+    /// What start-up says when the server listens beyond loopback while anyone may write: no
+    /// token set, or a token stored with write protection turned off (`access.passcodeEnabled`
+    /// false, which is what every request is checked against). Nil when it is fine.
+    static func exposureWarning(host: String, hasToken: Bool, passcodeEnabled: Bool) -> String? {
         let loopback = ["127.0.0.0/8", "::1/128", "::ffff:127.0.0.0/104"].compactMap(IPAddressRange.init)
-        guard !hasToken, let address = IPAddress(host), !loopback.contains(where: { $0.contains(address) }) else { return nil }
+        guard !(hasToken && passcodeEnabled), let address = IPAddress(host), !loopback.contains(where: { $0.contains(address) })
+        else { return nil }
+        if hasToken {
+            return "listening on \(host) with a token stored but write protection is off (access.passcodeEnabled is false): "
+                + "anyone who can reach this port may change the library, its settings and the cover allow-list. Turn it on "
+                + "(PATCH /settings {\"access\": {\"passcodeEnabled\": true}}, or start with BLUELIBRARY_TOKEN), "
+                + "or listen on 127.0.0.1 behind a proxy"
+        }
         return "listening on \(host) without a token: anyone who can reach this port may change the library, "
             + "its settings and the cover allow-list. Set one (printf %s \"$TOKEN\" | bluelibrary token set, or BLUELIBRARY_TOKEN), "
             + "or listen on 127.0.0.1 behind a proxy"

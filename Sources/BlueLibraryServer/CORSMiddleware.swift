@@ -9,7 +9,8 @@ import HTTPServer
 ///   origin is answered here, 204 with the methods and request headers the API uses, before the
 ///   access check: browsers never send a token with a preflight. From any other origin it goes
 ///   on like any `OPTIONS` (405 with `Allow`, or 401 when reads are protected), with no CORS
-///   header, so the browser refuses the real request.
+///   header, so the browser refuses the real request. The head check lets a preflight from an
+///   allowed origin through even when reads are protected (``preflightOrigin(of:)``).
 /// - Any other request from an allowed origin gets `Access-Control-Allow-Origin` with that
 ///   origin and `Access-Control-Expose-Headers`; every response says `Vary: Origin`, since
 ///   what it carries depends on it. No credentials mode: the token is a header, not a cookie.
@@ -38,11 +39,19 @@ struct CORSMiddleware: HTTPMiddleware {
         Self.stamped(response, origin: allowedOrigin(of: request))
     }
 
+    /// The origin of `request` when it is a preflight (`OPTIONS` with `Access-Control-Request-Method`)
+    /// from an allowed origin: one this middleware answers, and that the access check lets
+    /// through without a token (also from the request head, even with `protectReads`).
+    func preflightOrigin(of request: HTTPRequest) -> String? {
+        guard request.method == .options, request.headers["Access-Control-Request-Method"] != nil else { return nil }
+        return allowedOrigin(of: request)
+    }
+
     func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
-        let origin = allowedOrigin(of: request)
-        if let origin, request.method == .options, request.headers["Access-Control-Request-Method"] != nil {
+        if let origin = preflightOrigin(of: request) {
             return .response(Self.preflight(origin: origin))
         }
+        let origin = allowedOrigin(of: request)
         switch try next.respond(to: request, context: context) {
         case let .response(response):
             return .response(Self.stamped(response, origin: origin))

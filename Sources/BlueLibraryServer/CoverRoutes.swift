@@ -54,7 +54,11 @@ struct CoverRoutes {
 
     /// Any cover request: it may wait for the album read and the upstream fetch.
     func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        if let cached = try showCached(request, context) { return cached }
+        let variant = try CoverNegotiation.variant(request)
+        // An original is looked up once more (the fast path may not have had the library
+        // loaded); a variant is not: `variant(_:for:wait:)` serves a cached one itself, and a
+        // second look would count its hits twice.
+        if variant == nil, let cached = try showCached(request, context) { return cached }
         let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
         let version = try library { () throws(LibraryError) in try facade.currentVersion() }
@@ -67,7 +71,6 @@ struct CoverRoutes {
                             type: "urn:bluelibrary:problem:no-cover", title: "No cover")
         }
         let respondAsync = request.headers.tokens(for: "Prefer").contains("respond-async")
-        let variant = try CoverNegotiation.variant(request)
         let result: CoverResult
         do {
             if let variant {
@@ -127,13 +130,23 @@ struct CoverRoutes {
         URL(string: url)?.host ?? "its upstream"
     }
 
-    /// What the upstream did, as a 502 (or 503 when the fetcher is saturated or stopping).
+    /// What the upstream did, as a 502 (or 503 when the fetcher or the variant threads are
+    /// saturated or stopping; 500 when the server could not encode a variant).
     static func problem(_ error: CoverError, url: String) -> HTTPError {
         let type = "urn:bluelibrary:problem:cover-\(error.reason.rawValue)"
         switch error.reason {
         case .unavailable:
             return HTTPError(.serviceUnavailable, detail: "Covers cannot be fetched right now: \(error.detail)", type: type,
                              title: "Cover fetcher unavailable", headers: ["Retry-After": "5"])
+        case .variantsBusy:
+            return HTTPError(.serviceUnavailable, detail: error.detail, type: type,
+                             title: "Sized covers busy", headers: ["Retry-After": "2"])
+        case .imagesUnavailable:
+            return HTTPError(.serviceUnavailable, detail: error.detail + " Ask for the cover without size.", type: type,
+                             title: "Sized covers unavailable", headers: ["Retry-After": "60"])
+        case .variantEncodeFailed:
+            return HTTPError(.internalServerError, detail: error.detail + " Ask without size, or in another format (Accept).",
+                             type: type, title: "Sized cover could not be encoded")
         case .imageTooLarge, .imageUnreadable:
             return HTTPError(.badGateway, detail: error.detail + " Ask for the cover without size, or fix the image at \(Self.host(of: url)).",
                              type: type, title: "Cover cannot be scaled")

@@ -34,10 +34,15 @@ public enum DataBackup {
         do {
             try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
             let lock = try DataDirectoryLock(directory: dataDirectory, mode: .exclusive)
-            let summary = try withExtendedLifetime(lock) { try SQLiteBackup.restore(from: backup, to: database) }
-            var report = "restored \(backup) to \(database)\n\(summary)"
-            if FileManager.default.fileExists(atPath: database + ".before-restore") {
-                report += "\nthe database it replaced is kept as \(database).before-restore"
+            let restored = try withExtendedLifetime(lock) { try SQLiteBackup.restore(from: backup, to: database) }
+            var report = "restored \(backup) to \(database)\n\(restored.summary)"
+            if let kept = restored.kept {
+                if let damage = restored.damage {
+                    report += "\nthe database it replaced could not be opened (\(damage)); it is kept as it was, "
+                        + "with any -wal and -shm files beside it, as \(kept)"
+                } else {
+                    report += "\nthe database it replaced is kept as \(kept)"
+                }
             }
             return report
         } catch {

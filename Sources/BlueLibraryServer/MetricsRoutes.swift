@@ -28,20 +28,23 @@ enum ServiceMetrics {
             events.subscriberCount
         }
 
-        metrics.sampled("bluelibrary_cover_cache_hits_total", help: "Cover requests answered from the disk cache.",
+        metrics.sampled("bluelibrary_cover_cache_hits_total", help: "Requests for original covers answered from the disk cache (sized variants: bluelibrary_cover_variants_total).",
                         kind: .counter) { covers.statistics.hits }
         metrics.sampled("bluelibrary_cover_cache_misses_total",
-                        help: "Cover requests that found no cached copy (fetched, or a remembered failure).",
+                        help: "Requests for original covers that found no cached copy (fetched, or a remembered failure).",
                         kind: .counter) { covers.statistics.misses }
         metrics.sampled("bluelibrary_cover_cache_evictions_total",
-                        help: "Cached covers removed to stay under the cache size limit.", kind: .counter) {
+                        help: "Cached covers and sized variants removed to stay under the cache size limit.", kind: .counter) {
             covers.statistics.evictions
         }
-        metrics.sampled("bluelibrary_cover_cache_bytes", help: "Bytes of cover images in the disk cache.") {
+        metrics.sampled("bluelibrary_cover_cache_bytes", help: "Bytes of cover images in the disk cache, sized variants included.") {
             covers.statistics.cachedBytes
         }
-        metrics.sampled("bluelibrary_cover_cache_entries", help: "Covers in the disk cache.") {
+        metrics.sampled("bluelibrary_cover_cache_entries", help: "Original covers in the disk cache (sized variants not included).") {
             covers.statistics.cachedCovers
+        }
+        metrics.sampled("bluelibrary_cover_cache_variant_entries", help: "Sized cover variants in the disk cache.") {
+            covers.statistics.cachedVariants
         }
         metrics.register(
             "bluelibrary_cover_upstream_fetches_total",

@@ -37,7 +37,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// How long a request waits for an uncached cover before 504.
     public var coverWait: Duration = .seconds(10)
     /// `BLUELIBRARY_COVER_MAX_PIXELS`: sized variants (`?size=`) refuse an original declaring more
-    /// pixels (width x height, read from its header before decoding).
+    /// pixels (width x height, read from its header before decoding). It bounds decoding memory:
+    /// up to 8 bytes a pixel (an interlaced 16-bit RGBA PNG is decoded whole) on each of the two
+    /// variant threads, so 2 x N x 8 bytes (400 MB at the default). At most 100,000,000.
     public var coverMaxPixels = 25_000_000
     /// The largest archive `PUT /archive` accepts.
     public var maxArchiveBytes = 1 << 30
@@ -184,8 +186,8 @@ public struct ServeConfiguration: Sendable, Equatable {
             config.coverCacheBytes = try integer(value, in: 1_048_576...(1 << 42), name: "cover cache bytes")
         },
         Option(flag: "--cover-max-pixels", variable: "BLUELIBRARY_COVER_MAX_PIXELS", placeholder: "N", defaultText: "25000000",
-               help: "Sized covers (?size=) refuse originals declaring more pixels (decompression bombs).") { config, value throws(ConfigurationError) in
-            config.coverMaxPixels = try integer(value, in: 1_000_000...400_000_000, name: "cover max pixels")
+               help: "Sized covers (?size=) refuse originals declaring more pixels (decompression bombs). Decoding may take up to 2 x N x 8 bytes (two variant threads, 8 bytes a pixel for a 16-bit interlaced PNG): 400 MB at the default; at most 100000000.") { config, value throws(ConfigurationError) in
+            config.coverMaxPixels = try integer(value, in: 1_000_000...100_000_000, name: "cover max pixels")
         },
         Option(flag: "--cover-wait", variable: "BLUELIBRARY_COVER_WAIT", placeholder: "SECONDS", defaultText: "10",
                help: "How long a request waits for an uncached cover before 504.") { config, value throws(ConfigurationError) in

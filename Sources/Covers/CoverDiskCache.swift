@@ -109,6 +109,9 @@ final class CoverDiskCache: Sendable {
     }
     var count: Int { index.withLock { $0.slots.count } }
     var usage: (bytes: Int, count: Int) { index.withLock { ($0.totalBytes, $0.slots.count) } }
+    /// How many entries are sized variants (keys `variant:...`); counted on demand (a walk of
+    /// the index: for statistics, not for every request).
+    var variantCount: Int { index.withLock { $0.slots.keys.lazy.filter { $0.hasPrefix("variant:") }.count } }
     var evictionCount: Int { evictions.load(ordering: .relaxed) }
 
     func path(of record: CoverCacheRecord) -> String { directory + "/" + record.file }

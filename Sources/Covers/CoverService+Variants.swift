@@ -19,7 +19,7 @@ extension CoverService: CoverVariantSource {
     public func variant(_ variant: CoverVariant, for url: String, wait: Duration) throws(CoverError) -> CoverResult {
         let started = clock.nanoseconds()
         let original: CachedCover
-        switch try cover(for: url, wait: wait) {
+        switch try cover(for: url, wait: wait, counted: false) {
         case .ready(let cover): original = cover
         case .loading: return .loading
         }
@@ -33,7 +33,11 @@ extension CoverService: CoverVariantSource {
         guard let key = try? CoverURL(url).description, let record = cache.peek(key) else { return nil }
         let original = cover(from: record)
         guard original.freshUntil > now() else { return nil }
-        counters.hits.increment()
-        return variants.cached(variant, of: original, url: key)
+        // Counted as a variant hit (not a cover hit); the original counts as used too, so a
+        // scroller that only asks for sizes keeps the originals its variants are checked against
+        // instead of having them evicted first and fetched again.
+        guard let served = variants.cached(variant, of: original, url: key) else { return nil }
+        _ = cache.lookup(key)
+        return served
     }
 }

@@ -100,7 +100,7 @@ public final class CoverService: CoverSource {
         self.counters = counters
         variants = CoverVariants(
             cache: cache, thumbnailer: configuration.thumbnailer, threads: configuration.maxConcurrentVariants,
-            queueLimit: configuration.maxQueuedFetches, counters: counters)
+            counters: counters, clock: clock, failureMemory: configuration.failureMemory)
         // Starts libvips and probes AVIF now (one small encode), not on the first request's
         // event loop, which asks whether AVIF can be offered.
         _ = CoverVariantFormat.canWriteAVIF
@@ -143,16 +143,22 @@ public final class CoverService: CoverSource {
     // MARK: CoverSource
 
     public func cover(for url: String, wait: Duration) throws(CoverError) -> CoverResult {
+        try cover(for: url, wait: wait, counted: true)
+    }
+
+    /// ``cover(for:wait:)``; `counted`: whether it counts as a cover hit or miss (a sized
+    /// variant's look at its original does not: variants have counters of their own).
+    func cover(for url: String, wait: Duration, counted: Bool) throws(CoverError) -> CoverResult {
         let url = try CoverURL(url)
         switch plan(url) {
         case .serve(let cover):
-            counters.hits.increment()
+            if counted { counters.hits.increment() }
             return .ready(cover)
         case .fail(let error):
-            counters.misses.increment()
+            if counted { counters.misses.increment() }
             throw error
         case .wait(let flight):
-            counters.misses.increment()
+            if counted { counters.misses.increment() }
             switch flight.outcome.wait(timeout: wait) {
             case nil: return .loading
             case .success(let cover): return .ready(cover)
@@ -202,11 +208,13 @@ public final class CoverService: CoverSource {
 
     /// What the service did since it started (hits, misses, evictions, fetches by outcome).
     /// A fresh copy reported by `state(for:)` counts as a hit: the server serves it from there.
+    /// Sized variants count only in the variant counters, never as cover hits or misses.
     public var statistics: CoverStatistics {
         let (bytes, count) = cache.usage
+        let variantCount = cache.variantCount
         return CoverStatistics(
             hits: counters.hits.current, misses: counters.misses.current, evictions: cache.evictionCount,
-            cachedBytes: bytes, cachedCovers: count, fetches: counters.fetches, adopted: counters.adoptions.current,
+            cachedBytes: bytes, cachedCovers: count - variantCount, cachedVariants: variantCount, fetches: counters.fetches, adopted: counters.adoptions.current,
             variantsMade: counters.variantsMade.current, variantHits: counters.variantHits.current,
             variantFailures: counters.variantFailures.current)
     }

@@ -26,7 +26,9 @@ public struct CoverServiceConfiguration: Sendable {
     /// How sized variants are made (pixel limit, quality). Default ``Thumbnailer/init(maxPixels:quality:avifEffort:)``'s.
     public var thumbnailer: Thumbnailer = Thumbnailer()
     /// Variants made at once (threads the service owns; each decodes one image, so this also
-    /// bounds the memory decoding takes). Default 2.
+    /// bounds the memory decoding takes: up to `maxConcurrentVariants × maxPixels × 8` bytes).
+    /// Their own queue holds 4 jobs per thread (not `maxQueuedFetches`); past it a request
+    /// fails as `variantsBusy`. Default 2.
     public var maxConcurrentVariants: Int = 2
 
     public init(

@@ -4,16 +4,19 @@ import Synchronization
 /// Counts of what the cover service did since it started, as plain numbers (the server turns
 /// them into metrics; nothing here knows a metrics format).
 public struct CoverStatistics: Sendable, Equatable {
-    /// Cover requests answered from the disk cache (fresh, or stale while it is revalidated).
+    /// Requests for an original cover answered from the disk cache (fresh, or stale while it
+    /// is revalidated); each request counts once. Sized variants count in `variantHits`.
     public var hits: Int
-    /// Cover requests that found no cached copy (they waited for a fetch, or got a
-    /// remembered failure).
+    /// Requests for an original cover that found no cached copy (they waited for a fetch, or
+    /// got a remembered failure).
     public var misses: Int
-    /// Cached covers removed to keep the cache under its size limit (not explicit evictions).
+    /// Cached files removed to keep the cache under its size limit (not explicit evictions).
     public var evictions: Int
-    /// Image bytes in the cache right now, and how many covers.
+    /// Image bytes in the cache right now (originals and variants: one budget), how many
+    /// original covers, and how many sized variants.
     public var cachedBytes: Int
     public var cachedCovers: Int
+    public var cachedVariants: Int = 0
     /// Upstream fetches by outcome: `image`, `not-modified`, or a ``CoverError/Reason`` raw
     /// value (`timeout`, `upstream-status`, ...). Every outcome is listed, zeros included.
     public var fetches: [(outcome: String, count: Int)]
@@ -28,7 +31,7 @@ public struct CoverStatistics: Sendable, Equatable {
 
     public static func == (a: CoverStatistics, b: CoverStatistics) -> Bool {
         a.hits == b.hits && a.misses == b.misses && a.evictions == b.evictions && a.cachedBytes == b.cachedBytes
-            && a.cachedCovers == b.cachedCovers && a.fetches.map(\.outcome) == b.fetches.map(\.outcome)
+            && a.cachedCovers == b.cachedCovers && a.cachedVariants == b.cachedVariants && a.fetches.map(\.outcome) == b.fetches.map(\.outcome)
             && a.fetches.map(\.count) == b.fetches.map(\.count) && a.adopted == b.adopted
             && a.variantsMade == b.variantsMade && a.variantHits == b.variantHits && a.variantFailures == b.variantFailures
     }

@@ -13,9 +13,24 @@ import Synchronization
 ///   writes), under a key of their own, with the original's entity tag as `source`: a variant
 ///   of other bytes than the original's current ones is never served, it is made again.
 /// - Coalesced: concurrent requests for one variant of one original share one thumbnail.
-/// - A refused or failed variant (pixel bomb, truncated or corrupt original) is not cached
-///   and not remembered: the next request tries again (cheap for a bomb: its header is enough).
+/// - A refused or failed variant (pixel bomb, truncated or corrupt original, an encoder
+///   failure) caches no bytes, but the failure is remembered for `failureMemory` per variant
+///   and original entity tag: repeated requests do not decode a broken original again.
+/// - Queued on a small queue of their own (`4 × threads`); past it a request fails at once
+///   with `variantsBusy` (503 with `Retry-After`) instead of waiting behind thousands of jobs.
 final class CoverVariants: Sendable {
+    /// A variant that failed, for one original's bytes, until `until` (monotonic nanoseconds).
+    private struct Failure {
+        let source: String
+        let error: CoverError
+        let until: UInt64
+    }
+
+    /// Jobs a variant thread may have waiting, per thread.
+    static let queuedPerThread = 4
+    /// Remembered failures past which expired ones are swept.
+    private static let failureSweepThreshold = 1024
+
     /// One variant being made, shared by everyone who asked for it meanwhile.
     final class Flight: Sendable {
         let key: String
@@ -39,12 +54,21 @@ final class CoverVariants: Sendable {
     private let threads: BoundedThreadPool
     private let counters: CoverCounters
     private let flights = Mutex<[String: Flight]>([:])
+    private let failures = Mutex<[String: Failure]>([:])
+    private let clock: any MonotonicClock
+    private let failureMemory: Duration
 
-    init(cache: CoverDiskCache, thumbnailer: Thumbnailer, threads: Int, queueLimit: Int, counters: CoverCounters) {
+    init(
+        cache: CoverDiskCache, thumbnailer: Thumbnailer, threads: Int, counters: CoverCounters,
+        clock: any MonotonicClock, failureMemory: Duration
+    ) {
         self.cache = cache
         self.thumbnailer = thumbnailer
         self.counters = counters
-        self.threads = BoundedThreadPool(threads: max(1, threads), queueLimit: queueLimit, name: "cover-variant")
+        self.clock = clock
+        self.failureMemory = failureMemory
+        let threads = max(1, threads)
+        self.threads = BoundedThreadPool(threads: threads, queueLimit: Self.queuedPerThread * threads, name: "cover-variant")
     }
 
     deinit { threads.shutdown(.cancelQueued) }
@@ -62,17 +86,20 @@ final class CoverVariants: Sendable {
 
     /// The variant of `original`, made (or waited for) when it is not cached; `.loading` when
     /// it is not ready within `wait`.
-    /// - Throws: ``CoverError`` `imageTooLarge`, `imageUnreadable`, or `unavailable` (too many
-    ///   variants queued, shutting down).
+    /// - Throws: ``CoverError`` `imageTooLarge`, `imageUnreadable`, `variantEncodeFailed` (also
+    ///   remembered ones), `variantsBusy` (its queue is full), `imagesUnavailable`, or
+    ///   `unavailable` (shutting down).
     func variant(_ variant: CoverVariant, of original: CachedCover, url: String, wait: Duration) throws(CoverError) -> CoverResult {
         if let cached = cached(variant, of: original, url: url) { return .ready(cached) }
         let key = variant.key(of: url)
+        if let remembered = rememberedFailure(key, source: original.etag) { throw remembered }
         var started: Flight?
         // Under the lock, the cache is asked again: a flight that finished since the first look
         // has stored its variant (before leaving the registry), so none is made twice.
         let step = flights.withLock { flights -> Step in
             if let running = flights[key], running.source == original.etag { return .wait(running) }
-            if let record = cache.peek(key), record.source == original.etag {
+            // With the file checked: another process sharing the directory may have removed it.
+            if let record = cache.present(key, use: true).record, record.source == original.etag {
                 return .serve(cover(from: record, original: original))
             }
             let flight = Flight(key: key, source: original.etag)
@@ -92,7 +119,8 @@ final class CoverVariants: Sendable {
                 { self.make(started, variant, original: original) },
                 cancel: { self.finish(started, .failure(Self.unavailable)) })
             if !queued {
-                finish(started, .failure(CoverError(.unavailable, detail: "Too many cover variants are waiting to be made.")))
+                finish(started, .failure(CoverError(
+                    .variantsBusy, detail: "Too many sized covers are waiting to be made; retry shortly, or ask without size.")))
             }
         }
         switch flight.outcome.wait(timeout: wait) {
@@ -106,6 +134,7 @@ final class CoverVariants: Sendable {
     func invalidate(url: String) {
         let keys = CoverVariant.allKeys(of: url)
         flights.withLock { flights in for key in keys { flights[key] = nil } }
+        failures.withLock { failures in for key in keys { failures[key] = nil } }
         for key in keys { cache.remove(key) }
     }
 
@@ -126,12 +155,19 @@ final class CoverVariants: Sendable {
             thumbnail = try thumbnailer.thumbnail(of: bytes, longestSide: variant.size, format: variant.format.thumbnailFormat)
         } catch {
             counters.variantFailures.increment()
-            finish(flight, .failure(Self.coverError(error)))
+            let failure = Self.coverError(error)
+            if failure.reason != .imagesUnavailable { remember(failure, of: flight) }
+            finish(flight, .failure(failure))
             return
         }
         counters.variantsMade.increment()
         var stored: CoverCacheRecord?
         if case .file = original.content, isCurrent(flight) {
+            // Under the cross-process fetch lock of the variant's key, as originals are stored:
+            // a process opening the shared directory meanwhile drops image files without a
+            // record only when that lock is free.
+            let lock = cache.lockFetch(flight.key, timeout: .seconds(5))
+            defer { withExtendedLifetime(lock) {} }
             stored = cache.store(
                 url: flight.key, bytes: thumbnail.bytes, mediaType: thumbnail.format.mediaType,
                 fileExtension: thumbnail.format.fileExtension, upstreamETag: nil, upstreamLastModified: nil,
@@ -160,6 +196,27 @@ final class CoverVariants: Sendable {
         flight.outcome.complete(outcome)
     }
 
+    /// The failure remembered for `key` made from the bytes tagged `source`, while it lasts.
+    private func rememberedFailure(_ key: String, source: String) -> CoverError? {
+        let tick = clock.nanoseconds()
+        return failures.withLock { failures -> CoverError? in
+            guard let failure = failures[key], failure.source == source, failure.until > tick else { return nil }
+            return failure.error
+        }
+    }
+
+    /// Remembers `error` for the flight's variant and original, for `failureMemory` (only while
+    /// the flight is current: an invalidation meanwhile forgets it).
+    private func remember(_ error: CoverError, of flight: Flight) {
+        let tick = clock.nanoseconds()
+        let (until, overflow) = tick.addingReportingOverflow(failureMemory.nanoseconds)
+        guard failureMemory > .zero, isCurrent(flight) else { return }
+        failures.withLock { failures in
+            if failures.count >= Self.failureSweepThreshold { failures = failures.filter { $0.value.until > tick } }
+            failures[flight.key] = Failure(source: flight.source, error: error, until: overflow ? .max : until)
+        }
+    }
+
     private func isCurrent(_ flight: Flight) -> Bool {
         flights.withLock { $0[flight.key] === flight }
     }
@@ -175,10 +232,12 @@ final class CoverVariants: Sendable {
         switch error.reason {
         case .tooManyPixels:
             CoverError(.imageTooLarge, detail: "The cover was refused: \(error.detail).")
-        case .unreadable, .corrupt, .encodeFailed:
+        case .unreadable, .corrupt:
             CoverError(.imageUnreadable, detail: "The cover could not be decoded (truncated or corrupt?): \(error.detail).")
+        case .encodeFailed:
+            CoverError(.variantEncodeFailed, detail: "The sized cover could not be encoded by the server: \(error.detail).")
         case .unavailable:
-            CoverError(.unavailable, detail: "Cover variants cannot be made: \(error.detail).")
+            CoverError(.imagesUnavailable, detail: "Sized covers cannot be made on this server: \(error.detail).")
         }
     }
 

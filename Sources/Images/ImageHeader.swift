@@ -29,10 +29,13 @@ public struct ImageHeader: Sendable, Equatable {
         let image = try OwnedImage.make(.unreadable, "not a readable JPEG, PNG, GIF, WebP or HEIF/AVIF image") {
             bl_vips_header_from_buffer(base, buffer.count, &$0)
         }
-        var loader: UnsafePointer<CChar>?
-        let named = vips_image_get_string(image.pointer, "vips-loader", &loader) == 0
+        // The loader's name points into the image's metadata: copied while the image is held.
+        let loader = image.withPointer { pointer -> String in
+            var name: UnsafePointer<CChar>?
+            guard vips_image_get_string(pointer, "vips-loader", &name) == 0, let name else { return "" }
+            return String(cString: name)
+        }
         return ImageHeader(
-            width: image.width, height: image.height, pages: max(1, image.pages), hasAlpha: image.hasAlpha,
-            loader: named ? loader.map { String(cString: $0) } ?? "" : "")
+            width: image.width, height: image.height, pages: max(1, image.pages), hasAlpha: image.hasAlpha, loader: loader)
     }
 }

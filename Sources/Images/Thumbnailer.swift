@@ -16,11 +16,13 @@ import CVips
 /// ```
 ///
 /// Thread-safe: a value, and libvips is thread-safe. Each call runs on the caller's thread (and
-/// libvips' own worker threads); call it from a worker pool, never an event loop.
+/// one libvips worker thread); call it from a worker pool, never an event loop.
 public struct Thumbnailer: Sendable {
-    /// Largest width × height of the source's first frame. Default 25,000,000 (5000 × 5000):
-    /// decoding needs at most a few bytes per pixel even for interlaced files, so the memory a
-    /// thumbnail may take is bounded by it.
+    /// Largest width × height of the source's first frame. Default 25,000,000 (5000 × 5000).
+    /// It bounds the memory one thumbnail may take: JPEG and WebP shrink while loading, but an
+    /// interlaced PNG is decoded whole (up to 8 bytes a pixel for 16-bit RGBA, 200 MB at the
+    /// default) and a GIF frame at 4 bytes a pixel. So the bound is `threads × maxPixels × 8 B`
+    /// (libvips itself runs one worker per call, ``VipsRuntime``).
     public var maxPixels: Int
     /// JPEG, WebP and AVIF quality (1...100). Default 80.
     public var quality: Int
@@ -59,6 +61,9 @@ public struct Thumbnailer: Sendable {
         guard header.pixels <= maxPixels else {
             throw ImageError(.tooManyPixels, detail:
                 "the image declares \(header.width) x \(header.height) pixels, more than the limit of \(maxPixels)")
+        }
+        if header.loader.hasPrefix("pngload"), PNGLayout.isCutShort(buffer) {
+            throw ImageError(.corrupt, detail: "the PNG file ends before its IEND chunk (truncated)")
         }
         let base = buffer.baseAddress!
         // Never enlarged: the square box is at most the image's longer side (any orientation).

@@ -30,6 +30,16 @@ public enum SQLiteBackup {
         }
     }
 
+    /// What a restore did: what the restored copy holds, and what became of the database it replaced.
+    public struct Restored: Sendable {
+        public var summary: Summary
+        /// Where the database it replaced is kept (nil: there was none).
+        public var kept: String?
+        /// Why the replaced database could not be opened or checkpointed (nil: it was sound). It
+        /// is kept as it was, with its `-wal` and `-shm` files renamed beside it.
+        public var damage: String?
+    }
+
     /// A copy or restore that cannot be made; `message` says why and what to do.
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let message: String
@@ -69,6 +79,7 @@ public enum SQLiteBackup {
             removeDatabaseFiles(partial)
             throw Failure("cannot rename \(partial) to \(target): \(reason)")
         }
+        try syncDirectory(of: target)
         return summary
     }
 
@@ -79,9 +90,11 @@ public enum SQLiteBackup {
     /// SQLite file of this program's schema or an older one; a newer one is refused as
     /// `NewerSchemaError` says) and synced; then the current database (if any) has its WAL
     /// folded in and is kept as `<database>.before-restore` (replacing an older one), and the
-    /// copy is renamed into place. An older backup is upgraded by the next server start, as
-    /// any older database is.
-    public static func restore(from backup: String, to database: String) throws -> Summary {
+    /// copy is renamed into place. A current database that cannot be opened or checkpointed
+    /// (damaged, or not a SQLite file: the usual reason to restore) is kept as it is, its
+    /// `-wal` and `-shm` renamed with it so that the kept copy stays whole, and the restore
+    /// goes on. An older backup is upgraded by the next server start, as any older database is.
+    public static func restore(from backup: String, to database: String) throws -> Restored {
         guard FileManager.default.fileExists(atPath: backup) else { throw Failure("there is no backup file at \(backup)") }
         // The backup file is only read, byte for byte (it may sit on a read-only mount); the
         // checks run on the copy, which is what goes into place.
@@ -97,23 +110,42 @@ public enum SQLiteBackup {
             if let failure = error as? Failure { throw failure }
             throw Failure("cannot copy \(backup) to \(staging): \(error)")
         }
+        var restored = Restored(summary: summary)
         if FileManager.default.fileExists(atPath: database) {
+            var busy: String?
             do {
                 // Closing the last connection after a truncating checkpoint leaves no WAL
-                // that could be mistaken for the restored file's.
-                let current = try Connection(path: database, mode: .readWrite)
-                try current.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                // that could be mistaken for the restored file's. The data directory lock keeps
+                // servers out; anything else holding the file gets a second to let go.
+                let current = try Connection(path: database, mode: .readWrite, options: .init(busyTimeout: .seconds(1)))
+                // One row: busy (1 when a reader or writer stopped it), WAL frames, frames copied.
+                let result = try current.query("PRAGMA wal_checkpoint(TRUNCATE)") { [try $0.int(0), try $0.int(1), try $0.int(2)] }
+                if let row = result.first, row[0] != 0 || row[1] != row[2] {
+                    busy = "the checkpoint could not complete: \(row[2]) of \(row[1]) WAL frames copied"
+                }
+            } catch let error as SQLiteError where error.isBusy || error.isLocked {
+                busy = String(describing: error)
             } catch {
+                // Damaged or not a database: nothing to fold in. It is kept as it is, with what
+                // is left of its WAL, for whoever wants to look at it.
+                restored.damage = String(describing: error)
+            }
+            if let busy {
                 removeDatabaseFiles(staging)
-                throw Failure("cannot fold the WAL of the current database \(database) into it before replacing it: \(error)")
+                throw Failure("another process has the current database \(database) open, so its WAL cannot be folded in (\(busy)); "
+                    + "stop it (bluelibrary migrate, a sqlite3 shell, a server started on another path to it) and restore again")
             }
             let kept = database + ".before-restore"
             removeDatabaseFiles(kept)
-            guard rename(database, kept) == 0 else {
-                let reason = String(cString: strerror(errno))
-                removeDatabaseFiles(staging)
-                throw Failure("cannot move the current database \(database) aside to \(kept): \(reason)")
+            // SQLite pairs a WAL with its database by name: they move together.
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: database + suffix) {
+                guard rename(database + suffix, kept + suffix) == 0 else {
+                    let reason = String(cString: strerror(errno))
+                    removeDatabaseFiles(staging)
+                    throw Failure("cannot move the current database file \(database + suffix) aside to \(kept + suffix): \(reason)")
+                }
             }
+            restored.kept = kept
         }
         // A WAL or shared-memory file left beside the old name would be read as the new file's.
         for suffix in ["-wal", "-shm"] { unlink(database + suffix) }
@@ -121,7 +153,8 @@ public enum SQLiteBackup {
             let reason = String(cString: strerror(errno))
             throw Failure("cannot rename \(staging) to \(database): \(reason) (the previous database is \(database).before-restore)")
         }
-        return summary
+        try syncDirectory(of: database)
+        return restored
     }
 
     /// Opens the copy at `path`, checks that it is a sound database of this program's schema
@@ -166,6 +199,16 @@ public enum SQLiteBackup {
         guard fd >= 0 else { throw Failure("cannot open \(path) to sync it: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw Failure("cannot sync \(path) to disk: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Flushes the directory holding `path` to disk, so that a rename into it survives a power
+    /// loss (the file's own data is synced separately).
+    static func syncDirectory(of path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure("cannot open the directory of \(path) to sync it: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw Failure("cannot sync the directory of \(path) to disk: \(String(cString: strerror(errno)))") }
     }
 
     /// Removes a database file and the WAL and shared-memory files beside it.

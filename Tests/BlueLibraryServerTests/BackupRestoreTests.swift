@@ -4,6 +4,7 @@ import Glibc
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import SQLite
 import Storage
 import Synchronization
 import Testing
@@ -194,6 +195,70 @@ final class WriterProgress: Sendable {
         #expect(try Self.bluelibrary(["restore", "--help"]).1.contains("Refused while a server runs"))
         #expect(try Self.bluelibrary(["backup", "--data-dir", directory]).0 == 2)
         #expect(try Self.bluelibrary(["restore", "--bogus", "x"]).0 == 2)
+    }
+
+    @Test func aDamagedDatabaseIsReplacedAndKeptWithItsWAL() throws {
+        let good = TestApp.temporaryDirectory()
+        let server = try ServerProcess(environment: ["BLUELIBRARY_TOKEN": Self.token], dataDirectory: good)
+        try Self.populate(server.port)
+        let expected = try Self.snapshot(server.port)
+        let backups = try TemporaryDirectory()
+        #expect(try Self.bluelibrary(["backup", "--data-dir", good, "--to", backups.file("b.sqlite")]).0 == 0)
+
+        // Not a SQLite file at all, with a stray WAL and shared-memory file beside it.
+        let broken = TestApp.temporaryDirectory()
+        let database = broken + "/bluelibrary.sqlite"
+        let garbage = Data(repeating: 0x5A, count: 8192)
+        #expect(FileManager.default.createFile(atPath: database, contents: garbage))
+        #expect(FileManager.default.createFile(atPath: database + "-wal", contents: Data("old wal".utf8)))
+        #expect(FileManager.default.createFile(atPath: database + "-shm", contents: Data("old shm".utf8)))
+        let (status, report) = try Self.bluelibrary(["restore", "--from", backups.file("b.sqlite"), "--data-dir", broken])
+        #expect(status == 0, "\(report)")
+        #expect(report.contains("could not be opened") && report.contains("bluelibrary.sqlite.before-restore"), "\(report)")
+        // Kept as it was; nothing of it left beside the restored file. (SQLite itself drops a WAL
+        // with no valid frame, as these are, when it tries the file; a WAL it can read moves
+        // with the database, to `.before-restore-wal`.)
+        #expect(FileManager.default.contents(atPath: database + ".before-restore") == garbage)
+        #expect(FileManager.default.contents(atPath: database + "-wal") != Data("old wal".utf8))
+        #expect(FileManager.default.contents(atPath: database + "-shm") != Data("old shm".utf8))
+
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(timeout: 20) == 0)
+        let back = try ServerProcess(dataDirectory: broken)
+        #expect(try Self.snapshot(back.port) == expected)
+    }
+
+    @Test func restoreStopsWhenTheCurrentWALCannotBeFoldedIn() throws {
+        let source = TestApp.temporaryDirectory()
+        _ = try SQLiteAlbumStore(path: source + "/bluelibrary.sqlite")
+        let backups = try TemporaryDirectory()
+        #expect(try Self.bluelibrary(["backup", "--data-dir", source, "--to", backups.file("b.sqlite")]).0 == 0)
+
+        // Another process (here: this one) reads the current database from a snapshot while a
+        // later commit sits in its WAL: a checkpoint cannot copy that commit and reset the WAL.
+        let directory = TestApp.temporaryDirectory()
+        let database = directory + "/bluelibrary.sqlite"
+        let writer = try SQLite.Connection(path: database)
+        try writer.execute("CREATE TABLE kept(x); INSERT INTO kept VALUES (1)")
+        let reader = try SQLite.Connection(path: database)
+        try reader.execute("BEGIN")
+        #expect(try reader.query("SELECT count(*) FROM kept") { try $0.int(0) } == [1])
+        try writer.execute("INSERT INTO kept VALUES (2)")
+
+        let (status, message) = try Self.bluelibrary(["restore", "--from", backups.file("b.sqlite"), "--data-dir", directory])
+        #expect(status == 1)
+        #expect(message.contains("has the current database") && message.contains("cannot be folded in"), "\(message)")
+        #expect(FileManager.default.fileExists(atPath: database + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: database + ".before-restore"))
+        #expect(!FileManager.default.fileExists(atPath: database + ".restoring"))
+        #expect(try writer.query("SELECT count(*) FROM kept") { try $0.int(0) } == [2])
+
+        // Once the reader lets go, the restore goes through and the kept copy has both commits.
+        try reader.execute("COMMIT")
+        let (again, report) = try Self.bluelibrary(["restore", "--from", backups.file("b.sqlite"), "--data-dir", directory])
+        #expect(again == 0, "\(report)")
+        let kept = try SQLite.Connection(path: database + ".before-restore", mode: .readWrite)
+        #expect(try kept.query("SELECT count(*) FROM kept") { try $0.int(0) } == [2])
     }
 
     @Test func aBackupWrittenByANewerVersionIsNotRestored() throws {

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HTTPServer
 import HTTPTestSupport
+import Library
 import Synchronization
 import Testing
 
@@ -15,6 +16,10 @@ import Testing
     /// What the upstream serves, by file name.
     final class Shelf: Sendable {
         let files = Mutex<[String: [UInt8]]>([:])
+        /// Names answered only after `release` is signalled (or 60 s), and requests per name.
+        let held = Mutex<Set<String>>([])
+        let release = DispatchSemaphore(value: 0)
+        let requests = Mutex<[String: Int]>([:])
         func withLock<T>(_ body: (inout [String: [UInt8]]) -> T) -> T { files.withLock { body(&$0) } }
     }
     let images: Shelf
@@ -28,6 +33,8 @@ import Testing
         self.images = images
         routes.add(.get, "/img/{name}", options: .workerPool) { _, context in
             let name = try context.parameter("name")
+            images.requests.withLock { $0[name, default: 0] += 1 }
+            if images.held.withLock({ $0.contains(name) }) { _ = images.release.wait(timeout: .now() + 60) }
             guard let bytes = images.withLock({ $0[name] }) else { throw HTTPError(.notFound, detail: "no \(name)") }
             return HTTPResponse(contentType: "application/octet-stream", bytes: bytes)
         }
@@ -122,17 +129,36 @@ import Testing
         }
     }
 
+    /// 50 threads start together (not `concurrentPerform`, whose width is the CPU count); the
+    /// upstream holds the original until all 50 have sent their request.
     @Test func fiftyConcurrentRequestsMakeOneVariant() throws {
+        images.held.withLock { _ = $0.insert("popular.jpg") }
         let id = try album("popular.jpg", try TestImages.photo(width: 1500, height: 1500))
         let statuses = Mutex<[Int]>([])
+        let sent = Atomic<Int>(0)
         let port = app.port
-        DispatchQueue.concurrentPerform(iterations: 50) { _ in
-            let status = (try? RawHTTPClient.request(port: port, path: "/albums/\(id)/cover?size=256", headers: ["Accept": "image/webp"],
-                                                     receiveTimeout: 60).status) ?? -1
-            statuses.withLock { $0.append(status) }
+        let start = DispatchGroup()
+        start.enter()
+        let done = DispatchGroup()
+        for _ in 0..<50 {
+            done.enter()
+            Thread {
+                start.wait()
+                sent.wrappingAdd(1, ordering: .relaxed)
+                let status = (try? RawHTTPClient.request(port: port, path: "/albums/\(id)/cover?size=256", headers: ["Accept": "image/webp"],
+                                                         receiveTimeout: 90).status) ?? -1
+                statuses.withLock { $0.append(status) }
+                done.leave()
+            }.start()
         }
-        #expect(statuses.withLock { $0 }.allSatisfy { $0 == 200 })
+        start.leave()
+        #expect(eventually(timeout: .seconds(30)) { sent.load(ordering: .relaxed) == 50 && images.requests.withLock { $0["popular.jpg"] } == 1 })
+        #expect(statuses.withLock { $0 }.isEmpty, "nobody is answered before the original arrives")
+        images.release.signal()
+        done.wait()
+        #expect(statuses.withLock { $0 }.count == 50 && statuses.withLock { $0 }.allSatisfy { $0 == 200 }, "\(statuses.withLock { $0 })")
         #expect(app.covers.statistics.variantsMade == 1)
+        #expect(images.requests.withLock { $0["popular.jpg"] } == 1, "one upstream fetch")
         let metrics = try get("/metrics").text
         #expect(metrics.contains(#"bluelibrary_cover_variants_total{outcome="made"} 1"#), "\(metrics)")
         #expect(metrics.contains(#"bluelibrary_cover_variants_total{outcome="failed"} 0"#))
@@ -142,9 +168,9 @@ import Testing
         let id = try album("gone.jpg", try TestImages.photo(width: 800, height: 800))
         #expect(try get("/albums/\(id)/cover?size=64").status == 200)
         #expect(try get("/albums/\(id)/cover?size=512", accept: "image/webp").status == 200)
-        #expect(app.covers.statistics.cachedCovers == 3)
+        #expect(app.covers.statistics.cachedCovers == 1 && app.covers.statistics.cachedVariants == 2)
         #expect(try get("/albums/\(id)/cover", method: "DELETE").status == 204)
-        #expect(app.covers.statistics.cachedCovers == 0)
+        #expect(app.covers.statistics.cachedCovers == 0 && app.covers.statistics.cachedVariants == 0)
         images.withLock { $0["gone.jpg"] = try? TestImages.photo(width: 800, height: 400) }
         let remade = try get("/albums/\(id)/cover?size=64")
         #expect(try TestImages.inspect(remade.body).height == 32, "made from the new original")
@@ -196,6 +222,19 @@ import Testing
         #expect(refused.text.contains("1500 x 1000") && refused.text.contains("1000000"), "\(refused.text)")
     }
 
+    /// Variant failures the original is not to blame for have problems of their own.
+    @Test func variantProblemsSayWhatFailed() {
+        let url = "http://covers.example/a.png"
+        let busy = CoverRoutes.problem(CoverError(.variantsBusy, detail: "Too many."), url: url)
+        #expect(busy.status == .serviceUnavailable && busy.headers["Retry-After"] != nil)
+        #expect(busy.type == "urn:bluelibrary:problem:cover-variants-busy" && busy.title != "Cover fetcher unavailable")
+        let noLibrary = CoverRoutes.problem(CoverError(.imagesUnavailable, detail: "libvips did not start."), url: url)
+        #expect(noLibrary.status == .serviceUnavailable && noLibrary.title == "Sized covers unavailable")
+        let encoder = CoverRoutes.problem(CoverError(.variantEncodeFailed, detail: "The sized cover could not be encoded by the server: no AV1 encoder."), url: url)
+        #expect(encoder.status == .internalServerError && encoder.type == "urn:bluelibrary:problem:cover-variant-encode-failed")
+        #expect(!encoder.detail.contains("corrupt") && !encoder.detail.contains("truncated"), "\(encoder.detail)")
+    }
+
     @Test func hostileCoversAre502WithAReasonAndNothingIsCached() throws {
         // Reset this process's peak RSS (VmHWM), so the check below sees only these requests.
         try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
@@ -214,12 +253,14 @@ import Testing
             let problem = try response.json()
             #expect(problem["type"] as? String == "urn:bluelibrary:problem:\(type)", "\(name): \(problem)")
             if type.hasSuffix("too-large") { #expect((problem["detail"] as? String)?.contains("30000 x 30000") == true) }
-            // Asked again: refused again (not cached), and the original is still served as it came.
-            #expect(try get("/albums/\(id)/cover?size=256", accept: "image/webp").status == 502)
+            // Asked again: refused again from memory (no bytes cached, not decoded again), and the
+            // original is still served as it came.
+            let again = try get("/albums/\(id)/cover?size=256", accept: "image/webp")
+            #expect(again.status == 502 && (try? again.json()["type"] as? String) == "urn:bluelibrary:problem:\(type)")
             #expect(try get("/albums/\(id)/cover").body == bytes)
         }
         #expect(app.covers.statistics.variantsMade == 0)
-        #expect(app.covers.statistics.variantFailures == 10)
+        #expect(app.covers.statistics.variantFailures == cases.count, "each failed once, then was remembered")
         #expect(app.covers.statistics.cachedCovers == cases.count, "the originals only")
         // Decoding the PNG or GIF bomb (30000 x 30000, 3 or 4 bands) would take 2.7 GB or more; the peak
         // grew far less (the bound leaves room for other suites running in this process meanwhile).

@@ -35,13 +35,33 @@ import Testing
         }
     }
 
+    @Test func aStoredTokenWithWriteProtectionOffStillWarns() throws {
+        let directory = TestApp.temporaryDirectory()
+        let first = try ServerProcess(environment: ["BLUELIBRARY_TOKEN": Self.token], dataDirectory: directory)
+        let off = try RawHTTPClient.request(
+            port: first.port, method: "PATCH", path: "/settings",
+            headers: ["Authorization": "Bearer \(Self.token)", "Content-Type": "application/merge-patch+json"],
+            body: Array(#"{"access": {"passcodeEnabled": false}}"#.utf8))
+        #expect(off.status == 200, "\(off.text)")
+        first.signal(SIGTERM)
+        #expect(first.waitForExit(timeout: 20) == 0)
+
+        // The hash is still stored, but anyone may write: exposed, so it says so.
+        let exposed = try ServerProcess(arguments: ["--host", "0.0.0.0"], dataDirectory: directory)
+        #expect(eventually { exposed.logText.contains("write protection is off") }, "\(exposed.logText)")
+        let line = try #require(exposed.logLines().first { $0.contains("write protection is off") }, "\(exposed.logText)")
+        #expect(line.contains("passcodeEnabled"))
+        #expect(line.contains(#""level":"warning""#) || line.contains(#""level": "warning""#), "\(line)")
+    }
+
     @Test func theWarningRuleCoversEveryLoopbackSpelling() {
         for host in ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"] {
-            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: false) == nil, "\(host)")
+            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: false, passcodeEnabled: false) == nil, "\(host)")
         }
         for host in ["0.0.0.0", "::", "10.0.0.5", "192.168.1.2"] {
-            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: false) != nil, "\(host)")
-            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: true) == nil, "\(host)")
+            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: false, passcodeEnabled: false) != nil, "\(host)")
+            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: true, passcodeEnabled: false) != nil, "\(host)")
+            #expect(BlueLibraryApp.exposureWarning(host: host, hasToken: true, passcodeEnabled: true) == nil, "\(host)")
         }
     }
 
@@ -180,6 +200,57 @@ import Testing
         // A plain OPTIONS (no preflight) is not taken for one.
         let plain = try RawHTTPClient.request(port: app.port, method: "OPTIONS", path: "/albums", headers: ["Origin": Self.origin])
         #expect(plain.status == 405)
+    }
+
+    @Test func aPreflightIsAnsweredWhenReadsAreProtected() throws {
+        let app = try TestApp.make {
+            $0.corsOrigins = [Self.origin]
+            $0.token = AccessToken(Self.token)
+        }
+        app.start()
+        defer { app.shutdown() }
+        let bearer = ["Authorization": "Bearer \(Self.token)"]
+        let patch = try RawHTTPClient.request(
+            port: app.port, method: "PATCH", path: "/settings",
+            headers: bearer.merging(["Content-Type": "application/merge-patch+json"]) { a, _ in a },
+            body: Array(#"{"access": {"protectReads": true}}"#.utf8))
+        #expect(patch.status == 200)
+
+        // The browser's preflight for a GET with Authorization carries no token: it gets its 204.
+        let preflight = try RawHTTPClient.request(
+            port: app.port, method: "OPTIONS", path: "/albums",
+            headers: ["Origin": Self.origin, "Access-Control-Request-Method": "GET",
+                      "Access-Control-Request-Headers": "authorization"])
+        #expect(preflight.status == 204)
+        #expect(preflight.header("Access-Control-Allow-Origin") == Self.origin)
+        #expect((preflight.header("Access-Control-Allow-Headers") ?? "").lowercased().contains("authorization"))
+        // Also when the request declares a body, so the access check runs on its head before the
+        // middleware chain (browsers send none, but a preflight is a preflight either way).
+        let withBody = try RawHTTPClient.request(
+            port: app.port, method: "OPTIONS", path: "/albums",
+            headers: ["Origin": Self.origin, "Access-Control-Request-Method": "GET"], body: Array("{}".utf8))
+        #expect(withBody.status == 204)
+        #expect(withBody.header("Access-Control-Allow-Origin") == Self.origin)
+        // Then the real request: refused without the token, served with it, both readable by the page.
+        let refused = try RawHTTPClient.request(port: app.port, path: "/albums", headers: ["Origin": Self.origin])
+        #expect(refused.status == 401)
+        #expect(refused.header("Access-Control-Allow-Origin") == Self.origin)
+        let list = try RawHTTPClient.request(port: app.port, path: "/albums", headers: bearer.merging(["Origin": Self.origin]) { a, _ in a })
+        #expect(list.status == 200)
+        #expect(list.header("Access-Control-Allow-Origin") == Self.origin)
+
+        // Any other OPTIONS still needs the token: no preflight header, or an origin not listed.
+        let plain = try RawHTTPClient.request(port: app.port, method: "OPTIONS", path: "/albums", headers: ["Origin": Self.origin])
+        #expect(plain.status == 401)
+        let other = try RawHTTPClient.request(
+            port: app.port, method: "OPTIONS", path: "/albums",
+            headers: ["Origin": "https://evil.example", "Access-Control-Request-Method": "GET"])
+        #expect(other.status == 401)
+        #expect(other.header("Access-Control-Allow-Origin") == nil)
+        let otherWithBody = try RawHTTPClient.request(
+            port: app.port, method: "OPTIONS", path: "/albums",
+            headers: ["Origin": "https://evil.example", "Access-Control-Request-Method": "GET"], body: Array("{}".utf8))
+        #expect(otherWithBody.status == 401)
     }
 
     @Test func corsOriginsAreParsedStrictly() throws {

@@ -131,6 +131,21 @@ import Testing
             #expect(response.status == 404 || response.status == 400, "\(path): \(response.status)")
             #expect(!response.text.contains("\"items\""), "\(path)")
         }
+        // Over the socket with the lock on: dot segments, encoded slashes and names that merely
+        // start with a mount's letters reach no data without the token (401, or 404 when the
+        // open prefix routes nowhere); with the token, the same paths still give no album list.
+        let sneaky = [
+            "/app/../albums", "/docs/../albums", "/docs/..%2Falbums", "/app/..%2Falbums", "/appfoo", "/apple",
+            "/apple/albums", "/app%2F..%2Falbums", "/docs%2F..%2Falbums", "/app/./../albums", "/app//../albums",
+        ]
+        for path in sneaky {
+            let response = try Self.get(app.port, path)
+            #expect(response.status == 401 || response.status == 404, "\(path): \(response.status)")
+            #expect(!response.text.contains("\"items\""), "\(path)")
+            let authorized = try Self.get(app.port, path, headers: ["Authorization": "Bearer \(token)"])
+            #expect(authorized.status == 404, "\(path) with the token: \(authorized.status)")
+        }
+        #expect(try Self.get(app.port, "/albums", headers: ["Authorization": "Bearer \(token)"]).status == 200)
         // A path that merely starts with the mount's letters is not open.
         #expect(!AccessGuard.isAlwaysOpen("/apple"))
         #expect(AccessGuard.isAlwaysOpen("/app/x.js") && AccessGuard.isAlwaysOpen("/app"))

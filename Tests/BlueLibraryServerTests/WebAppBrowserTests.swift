@@ -10,11 +10,15 @@ import Testing
 /// the event-stream parser on awkward chunks; keyboard selection and tab order; delete then
 /// undo behind the token prompt; add with a validation error, then at a position; reload
 /// restores the selection; a second window sees a change made in the first and one made with
-/// curl; the library/view switcher, infinite scroll over 120 albums and the view's outdated
-/// banner; a dropped event stream resumes with Last-Event-ID and revalidates with
-/// If-None-Match; a replaced library (PUT /archive) is shown without a reload; phone width,
-/// dark mode and text contrast; protected reads and the 429 lock-out message; no request
-/// outside the prefix and no console errors.
+/// curl, and a cover given and then changed elsewhere (new bytes at the same thumbnail URL);
+/// the library/view switcher, infinite scroll over 120 distinct albums, the view's outdated
+/// banner, and fast switching (only the last choice opens, with one event stream); a dropped
+/// event stream resumes with Last-Event-ID and revalidates with If-None-Match; events are
+/// merged in order (an added-then-deleted album does not come back); a replaced library (PUT
+/// /archive) is shown without a reload; a lowered paging.maxLimit is followed; phone width,
+/// dark mode and text contrast; reads protected while a tab is live (its stream's 401 brings
+/// the token prompt), protected reads in a fresh tab, the 429 lock-out message on a request
+/// and on the stream; no request outside the prefix and no console errors.
 ///
 /// Screenshots go to `.build/screenshots/app/` (or `$BLUELIBRARY_SCREENSHOTS`).
 @Suite(.timeLimit(.minutes(3))) struct WebAppBrowserTests {
@@ -58,6 +62,6 @@ import Testing
         #expect(!output.contains("FAIL"), "\(output)")
         // Every step reports itself; a step that was skipped would be missing here.
         let steps = output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
-        #expect(steps == 13, "\(output)")
+        #expect(steps == 15, "\(output)")
     }
 }

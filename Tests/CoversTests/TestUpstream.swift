@@ -21,6 +21,9 @@ enum Fixtures {
 final class TestUpstream: Sendable {
     let server: HTTPServer
     private let hits = Mutex<[String: Int]>([:])
+    /// Released by the test: `/held.png` answers (what `/etag.png` serves) only after it, or
+    /// after 60 s so a failed test cannot hang the server.
+    let release = DispatchSemaphore(value: 0)
     /// What `/etag.png` currently serves and its entity tag.
     let current = Mutex<(bytes: [UInt8], etag: String)>((Fixtures.png, "\"v1\""))
     /// Requests of `/concurrent/...` in progress now, and the most seen at once.
@@ -124,6 +127,13 @@ final class TestUpstream: Sendable {
             }))
             response.headers.set("Content-Type", "image/png")
             return response
+        }
+        routes.add(.get, "/held.png", options: .init(execution: .workerPool)) { request, _ in
+            guard let upstream = box.upstream else { throw HTTPError(.internalServerError, detail: "gone") }
+            count(request)
+            _ = upstream.release.wait(timeout: .now() + 60)
+            let (bytes, etag) = upstream.current.withLock { ($0.bytes, $0.etag) }
+            return image(bytes, headers: ["ETag": etag])
         }
         routes.add(.get, "/etag.png") { request, _ in
             guard let upstream = box.upstream else { throw HTTPError(.internalServerError, detail: "gone") }

@@ -32,9 +32,21 @@ public struct CoverError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A sized variant could not be made: the original is truncated, corrupt, or not an
         /// image the decoder accepts.
         case imageUnreadable = "image-unreadable"
+        /// A sized variant could not be encoded: the server's encoder failed, not the original.
+        case variantEncodeFailed = "variant-encode-failed"
+        /// Too many sized variants are waiting to be made (their own small queue is full).
+        case variantsBusy = "variants-busy"
+        /// The image library (libvips) did not start: no sized variant can be made.
+        case imagesUnavailable = "images-unavailable"
 
         /// Whether the reason is about making a sized variant, not about fetching.
-        public var isVariantFailure: Bool { self == .imageTooLarge || self == .imageUnreadable }
+        public var isVariantFailure: Bool {
+            [.imageTooLarge, .imageUnreadable, .variantEncodeFailed, .variantsBusy, .imagesUnavailable].contains(self)
+        }
+
+        /// Whether the original cover itself is the cause (a bomb, or bytes that do not decode),
+        /// so the same original always fails the same way.
+        public var blamesTheOriginal: Bool { self == .imageTooLarge || self == .imageUnreadable }
     }
 
     public let reason: Reason

@@ -103,6 +103,8 @@ export class CoverScroller {
       frame.removeAttribute('title');
       frame.textContent = source ? 'Loading cover…' : 'No cover';
       this.inflight.get(item.id)?.abort();
+      const url = this.objectURLs.get(item.id);
+      if (url) { URL.revokeObjectURL(url); this.objectURLs.delete(item.id); }
       if (source) this.enqueue(option);
     }
   }
@@ -132,6 +134,9 @@ export class CoverScroller {
   async load(option, attempt) {
     const frame = option.querySelector('.cover');
     const id = option.dataset.id;
+    const source = option.dataset.source;
+    // Still wanted: shown, and for the cover it was started for.
+    const wanted = () => option.isConnected && option.dataset.source === source;
     const controller = new AbortController();
     this.inflight.set(id, controller);
     let response;
@@ -139,10 +144,13 @@ export class CoverScroller {
     try {
       response = await fetch(this.api.url(option.dataset.cover), {
         headers: this.api.headers({ Accept: 'image/avif,image/webp,image/*' }), signal: controller.signal,
+        // The thumbnail's URL stays the same when the album's cover changes: revalidate (ETag)
+        // rather than trust a cached copy, so the old bytes are never shown for a new cover.
+        cache: 'no-cache',
       });
       if (response.ok) bytes = await response.blob();
     } catch {
-      if (controller.signal.aborted) return;
+      if (controller.signal.aborted || !wanted()) return;
       return this.fail(frame, 'Cover not loaded: the server could not be reached.');
     } finally {
       if (this.inflight.get(id) === controller) this.inflight.delete(id);
@@ -150,9 +158,10 @@ export class CoverScroller {
     if ((response.status === 504 || response.status === 202) && attempt < 3) {
       const wait = Number(response.headers.get('Retry-After')) || 2;
       await new Promise((resolve) => setTimeout(resolve, wait * 1000));
-      if (!option.isConnected) return;
+      if (!wanted()) return;
       return this.load(option, attempt + 1);
     }
+    if (!wanted()) return;
     if (!response.ok) {
       let detail = `the server answered ${response.status}`;
       try { detail = (await response.json()).detail || detail; } catch { /* not a problem document */ }
@@ -165,6 +174,7 @@ export class CoverScroller {
     image.height = THUMBNAIL;
     image.decoding = 'async';
     image.addEventListener('load', () => {
+      if (this.objectURLs.get(id) !== url) return;
       frame.replaceChildren(image);
       frame.classList.remove('placeholder', 'failed');
       if (this.firstCoverShown === null) {
@@ -172,7 +182,9 @@ export class CoverScroller {
         document.documentElement.dataset.firstCover = String(Math.round(this.firstCoverShown));
       }
     }, { once: true });
-    image.addEventListener('error', () => this.fail(frame, 'Cover unavailable: the image could not be decoded.'), { once: true });
+    image.addEventListener('error', () => {
+      if (this.objectURLs.get(id) === url) this.fail(frame, 'Cover unavailable: the image could not be decoded.');
+    }, { once: true });
     image.src = url;
     const previous = this.objectURLs.get(id);
     if (previous) URL.revokeObjectURL(previous);

@@ -1,11 +1,17 @@
 // Server-Sent Events over fetch (EventSource cannot send the bearer token): parses the
 // stream, remembers the last id, and reconnects with Last-Event-ID after a disconnect.
 
+import { Problem } from './api.js';
+
+/** A stream silent this long (three missed 15-s heartbeats) is given up and resumed. */
+const SILENCE_MS = 45000;
+
 export class EventStream {
   /**
    * @param api the Api (its headers carry the token)
    * @param path the relative events URL
-   * @param onEvent (type, data, id) for every event
+   * @param onEvent (type, data, id) for every event, one at a time: the next is handed over
+   *   only when the promise the previous one returned has settled
    * @param onStatus ('live' | 'reconnecting' | 'stopped', detail)
    */
   constructor(api, path, onEvent, onStatus) {
@@ -17,6 +23,8 @@ export class EventStream {
     this.controller = null;
     this.stopped = false;
     this.delay = 500;
+    /** The events handed over so far, in order (a promise queue). */
+    this.chain = Promise.resolve();
   }
 
   start() { this.connect(); }
@@ -39,6 +47,15 @@ export class EventStream {
           return;
         }
         return this.connect();
+      }
+      if (response.status === 429) {
+        // Locked out for too many wrong tokens: reconnecting sooner would only be refused.
+        const problem = await Problem.from(response);
+        const seconds = problem.retryAfter ?? 60;
+        const at = new Date(Date.now() + seconds * 1000).toLocaleTimeString();
+        this.onStatus('reconnecting', `Live updates refused: too many attempts. Trying again in ${seconds} s (at ${at}).`);
+        setTimeout(() => this.connect(), seconds * 1000);
+        return;
       }
       if (!response.ok || !response.body) throw new Error(`events answered ${response.status}`);
       this.onStatus('live', '');
@@ -99,6 +116,9 @@ export class EventStream {
   dispatch(event) {
     let data = {};
     try { data = JSON.parse(event.data.join('\n')); } catch { data = {}; }
-    this.onEvent(event.type, data, event.id);
+    // In order: an event is handled only after the previous one finished (its GETs answered),
+    // so a slow answer for an earlier event cannot land after a later event's change.
+    this.chain = this.chain.then(() => (this.stopped ? undefined : this.onEvent(event.type, data, event.id)))
+      .catch((error) => console.warn('An event could not be handled:', error));
   }
 }

@@ -39,6 +39,8 @@ const app = {
   undoETag: null,
   saveTimer: null,
   tableRequest: 0,
+  /** Counts open() calls (and switches): a superseded one stops where it is. */
+  opening: 0,
 };
 
 // ---- Sources (libraries and views) ---------------------------------------------------------
@@ -73,28 +75,40 @@ function chosenSource(views) {
 
 // ---- The list and the screen ---------------------------------------------------------------
 
+/**
+ * Shows `source` with its own event stream. Each call supersedes the one before: a call whose
+ * awaits end after a later call started does nothing more (it neither selects nor starts a stream).
+ */
 async function open(source) {
+  const generation = ++app.opening;
+  const current = () => generation === app.opening;
   app.stream?.stop();
+  app.stream = null;
   app.selected = null;
   clearBanner();
-  app.list = new AlbumList(app.api, source);
-  app.list.addEventListener('change', render);
+  const list = new AlbumList(app.api, source);
+  app.list = list;
+  list.addEventListener('change', () => { if (app.list === list) render(); });
   app.scroller.render([], () => source.id);
   ui.covers.scrollLeft = 0;
-  await app.list.load();
+  await list.load();
+  if (!current()) return;
   await restoreSelection();
+  if (!current()) return;
   render();
-  app.stream = new EventStream(app.api, source.eventsPath, onEvent, (status, detail) => {
+  const stream = new EventStream(app.api, source.eventsPath, (type, data) => (app.list === list ? onEvent(type, data) : undefined), (status, detail) => {
+    if (app.stream !== stream) return;
     ui.live.textContent = status === 'live' ? 'live' : detail;
     document.documentElement.dataset.live = status;
     // Back after a pause: what changed meanwhile came with Last-Event-ID; the first page is
     // revalidated too (304 when nothing did).
-    if (status === 'live' && app.wasDisconnected) app.list.revalidate();
+    if (status === 'live' && app.wasDisconnected) list.revalidate();
     app.wasDisconnected = status !== 'live';
   });
+  app.stream = stream;
   // Events after the version the list was read at: nothing falls between the page and the stream.
-  if (!source.isView && app.list.version >= 0) app.stream.lastEventId = String(app.list.version);
-  app.stream.start();
+  if (!source.isView && list.version >= 0) stream.lastEventId = String(list.version);
+  stream.start();
   refreshUndo();
 }
 
@@ -190,10 +204,12 @@ async function restoreSelection() {
   const libraries = list.source.isView ? list.source.libraries : [list.source.id];
   const states = await Promise.all(libraries.map((lib) =>
     app.api.get(`${libraryPrefix(lib)}state?client=${seg(app.client)}`).then((r) => r.data).catch(() => null)));
+  if (app.list !== list) return;
   states.push(localSelection(list.source));
   const saved = states.filter((s) => s?.updatedAt && s.albumID).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))[0];
   if (saved) {
     for (let pages = 0; list.indexOf(saved.albumID) < 0 && list.next && pages < 20; pages += 1) await list.more(500);
+    if (app.list !== list) return;
     if (list.indexOf(saved.albumID) >= 0) {
       app.selected = saved.albumID;
       render();
@@ -384,9 +400,11 @@ async function start() {
   ui.addForm.addEventListener('submit', submitAdd);
   $('add-cancel').addEventListener('click', () => ui.addDialog.close());
   ui.source.addEventListener('change', async () => {
+    // Switching again before this one got its answers: only the last choice is opened.
+    const generation = ++app.opening;
     localStorage.setItem('bluelibrary.source', ui.source.value);
     const { views } = await loadSources();
-    open(chosenSource(views));
+    if (generation === app.opening) open(chosenSource(views));
   });
   const { views } = await loadSources();
   await open(chosenSource(views));

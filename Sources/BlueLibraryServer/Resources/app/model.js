@@ -43,6 +43,8 @@ export class AlbumList extends EventTarget {
     this.reason = '';
     this.busy = null;
     this.generation = 0;
+    /** Set when the server refused our `limit`: pages are then asked for at its default. */
+    this.serverLimit = false;
   }
 
   setState(state, reason = '') {
@@ -52,7 +54,24 @@ export class AlbumList extends EventTarget {
   }
 
   url(cursor, limit = this.pageSize) {
-    return `${this.source.listPath}?limit=${limit}${cursor ? `&cursor=${seg(cursor)}` : ''}`;
+    const parameters = [];
+    if (!this.serverLimit) parameters.push(`limit=${limit}`);
+    if (cursor) parameters.push(`cursor=${seg(cursor)}`);
+    return parameters.length ? `${this.source.listPath}?${parameters.join('&')}` : this.source.listPath;
+  }
+
+  /**
+   * GETs one page. A server whose `paging.maxLimit` is below the limit asked for answers 400
+   * naming `limit`: the page is then asked for again (and from then on) at the server's default.
+   */
+  async page(cursor, limit, options) {
+    try {
+      return await this.api.get(this.url(cursor, limit), options);
+    } catch (error) {
+      if (this.serverLimit || error.status !== 400 || !error.errors.some((e) => e.field === 'limit')) throw error;
+      this.serverLimit = true;
+      return this.api.get(this.url(cursor, limit), options);
+    }
   }
 
   /** The library an item belongs to. */
@@ -63,7 +82,7 @@ export class AlbumList extends EventTarget {
     const generation = ++this.generation;
     this.setState('loading');
     try {
-      const page = await this.api.get(this.url(null));
+      const page = await this.page(null);
       if (generation !== this.generation) return;
       this.items = page.data.items;
       this.next = page.data.next;
@@ -80,7 +99,7 @@ export class AlbumList extends EventTarget {
     if (!this.next || this.busy || this.state === 'loading') return this.busy;
     const generation = this.generation;
     this.setState(this.state === 'outdated' ? 'outdated' : 'loading');
-    this.busy = this.api.get(this.url(this.next, limit)).then((page) => {
+    this.busy = this.page(this.next, limit).then((page) => {
       if (generation !== this.generation) return;
       const known = new Set(this.items.map((item) => item.id));
       this.items.push(...page.data.items.filter((item) => !known.has(item.id)));
@@ -99,7 +118,7 @@ export class AlbumList extends EventTarget {
   async revalidate() {
     if (!this.firstETag) return this.load();
     try {
-      const page = await this.api.get(this.url(null), { etag: this.firstETag });
+      const page = await this.page(null, undefined, { etag: this.firstETag });
       if (page.status === 304) {
         this.setState('loaded');
         return false;
@@ -133,6 +152,8 @@ export class AlbumList extends EventTarget {
   /**
    * Merges one event of this library (`type`, parsed `data`); true when the items changed.
    * A view's lists are not merged: any album change outdates them (the banner offers a reload).
+   * Events must be merged one at a time, in order (EventStream queues them): an album's GET
+   * then cannot be answered after a later event of the same album was merged.
    */
   async merge(type, data) {
     if (type === 'library.replaced' || type === 'library.outdated') {
@@ -151,10 +172,14 @@ export class AlbumList extends EventTarget {
     const index = type === 'album.moved' ? data.to : data.index;
     const within = index < this.items.length || this.next === null || this.indexOf(data.id) >= 0;
     if (!within) return false;
+    const generation = this.generation;
     try {
       const answer = await this.api.get(`${prefix}albums/${seg(data.id)}`);
+      // Reloaded meanwhile: the fresh page already has this change (or a later one).
+      if (generation !== this.generation) return false;
       this.place(answer.data, answer.data.index);
     } catch (error) {
+      if (generation !== this.generation) return false;
       if (error.status === 404) { this.remove(data.id); return true; }
       this.markOutdated('The library changed - reload');
       return false;

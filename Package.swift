@@ -156,7 +156,8 @@ let package = Package(
         ),
         .testTarget(
             name: "BlueLibraryClientTests",
-            dependencies: ["BlueLibraryClient", "BlueLibraryServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Library"],
+            dependencies: ["BlueLibraryClient", "BlueLibraryServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Library",
+                           "SQLite"],
             swiftSettings: strict
         ),
     ]

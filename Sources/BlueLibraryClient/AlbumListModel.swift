@@ -77,6 +77,14 @@ extension AlbumListModelListener {
 /// waiting task cancels that load, as `cancel()` does (listeners hear `didCancelLoad`; a caller
 /// joined to the same load gets `.cancelled` too).
 ///
+/// **On a replica.** `init(replica:query:)` makes the model read a `LibraryReplica` instead of
+/// the server: every load pages through the replica's albums (local edits included; `page` of
+/// the replica filters and sorts as the server does), so it works offline. `isFromReplica` is
+/// true; a load never answers 304 (there is no ETag) and `isOutdated` is true after a load while
+/// the replica holds local edits not yet synced (`hasPendingChanges`), false once they are. The
+/// model does not sync: the app calls the replica's `sync()` and then `load()` again (also after
+/// a local edit; a load from the replica is a local read).
+///
 /// **Isolation.** Not an actor and not `@MainActor`: a `final class` whose whole state sits behind
 /// one `Mutex`, so it is `Sendable` and every member may be used from any thread or task. Reads
 /// (`items`, `snapshot`, the flags) are synchronous, so a UI can read the model inside a
@@ -119,10 +127,14 @@ public final class AlbumListModel: Sendable {
         public var etag: String?
         /// When the first page was last loaded or revalidated.
         public var loadedAt: Date?
+        /// The items came from a `LibraryReplica` (the model was made with `init(replica:)`).
+        public var isFromReplica: Bool
         public var hasMore: Bool { next != nil }
     }
 
     public let client: BlueLibraryClient
+    /// The replica the model reads instead of the server (`init(replica:)`), else nil.
+    public let replica: LibraryReplica?
     /// The library or view whose list this is.
     public let source: AlbumListSource
     /// The list's query: page size, order and filters. Its cursor is ignored (the model pages itself).
@@ -131,15 +143,26 @@ public final class AlbumListModel: Sendable {
     public let callbackQueue: DispatchQueue
     private let state: Mutex<State>
 
-    public init(client: BlueLibraryClient, source: AlbumListSource = .defaultLibrary, query: AlbumPageQuery = AlbumPageQuery(),
-                callbackQueue: DispatchQueue? = nil) {
+    public convenience init(client: BlueLibraryClient, source: AlbumListSource = .defaultLibrary, query: AlbumPageQuery = AlbumPageQuery(),
+                            callbackQueue: DispatchQueue? = nil) {
+        self.init(client: client, replica: nil, source: source, query: query, callbackQueue: callbackQueue)
+    }
+
+    /// A model of `replica`'s albums: loads read the replica, never the server (see "On a replica").
+    public convenience init(replica: LibraryReplica, query: AlbumPageQuery = AlbumPageQuery(), callbackQueue: DispatchQueue? = nil) {
+        self.init(client: replica.client, replica: replica, source: .library(replica.library), query: query, callbackQueue: callbackQueue)
+    }
+
+    private init(client: BlueLibraryClient, replica: LibraryReplica?, source: AlbumListSource, query: AlbumPageQuery,
+                 callbackQueue: DispatchQueue?) {
         self.client = client
+        self.replica = replica
         self.source = source
         var query = query
         query.cursor = nil
         self.query = query
         self.callbackQueue = callbackQueue ?? DispatchQueue(label: "BlueLibraryClient.AlbumListModel.callbacks")
-        state = Mutex(State())
+        state = Mutex(State(isFromReplica: replica != nil))
     }
 
     deinit {
@@ -154,6 +177,8 @@ public final class AlbumListModel: Sendable {
     public var isLoading: Bool { state.withLock { $0.running != nil } }
     public var isLoadingMore: Bool { state.withLock { $0.running?.more == true } }
     public var isOutdated: Bool { state.withLock { $0.isOutdated } }
+    /// Whether the model reads a `LibraryReplica` rather than the server.
+    public var isFromReplica: Bool { replica != nil }
     /// Whether a next page exists (false before the first load and at the end).
     public var hasMore: Bool { state.withLock { $0.next != nil } }
     /// The `loadAndWait` calls suspended now (for tests: a call has provably registered).
@@ -259,11 +284,12 @@ public final class AlbumListModel: Sendable {
         var listeners: [WeakListener] = []
         var waiters: [Waiter] = []
         var lastWaiterID = 0
+        let isFromReplica: Bool
 
         var snapshot: Snapshot {
             Snapshot(items: items, isLoaded: loadedAt != nil, isLoading: running != nil, isLoadingMore: running?.more == true,
                      isOutdated: isOutdated, next: next, version: version, versions: versions, total: total, etag: etag,
-                     loadedAt: loadedAt)
+                     loadedAt: loadedAt, isFromReplica: isFromReplica)
         }
     }
 
@@ -334,14 +360,26 @@ public final class AlbumListModel: Sendable {
         let token = state.lastToken
         let client = self.client
         let source = self.source
+        let replica = self.replica
         let task = Task { [weak self] in
             let result: Result<Revalidated<AlbumPage>, BlueLibraryClientError>
-            do throws(BlueLibraryClientError) {
-                result = .success(try await client.list(pageQuery, in: source, ifNoneMatch: etag))
-            } catch {
-                result = .failure(error)
+            var pending: Bool?
+            if let replica {
+                do throws(ReplicaError) {
+                    let page = try await replica.page(pageQuery)
+                    pending = try await replica.hasPendingChanges()
+                    result = Task.isCancelled ? .failure(.cancelled) : .success(.modified(page))
+                } catch {
+                    result = .failure(.replica(error.description))
+                }
+            } else {
+                do throws(BlueLibraryClientError) {
+                    result = .success(try await client.list(pageQuery, in: source, ifNoneMatch: etag))
+                } catch {
+                    result = .failure(error)
+                }
             }
-            self?.finish(token: token, result)
+            self?.finish(token: token, result, pending: pending)
         }
         state.running = Running(token: token, more: more, invalidations: state.invalidations, sentETag: etag, task: task)
         emit(.start, &state)
@@ -359,7 +397,8 @@ public final class AlbumListModel: Sendable {
         return true
     }
 
-    private func finish(token: Int, _ result: Result<Revalidated<AlbumPage>, BlueLibraryClientError>) {
+    /// `pending`: for a load from a replica, whether it holds unsynced edits (the model is outdated then).
+    private func finish(token: Int, _ result: Result<Revalidated<AlbumPage>, BlueLibraryClientError>, pending: Bool? = nil) {
         state.withLock { state in
             guard let running = state.running, running.token == token else { return }  // cancelled or superseded
             state.running = nil
@@ -404,6 +443,7 @@ public final class AlbumListModel: Sendable {
                 emit(.finish, &state)
                 outcome = .success(())
             }
+            if pending == true, case .success = outcome { state.isOutdated = true }
             // A first page is in: send the next-page load that was queued behind it.
             if state.queuedMore {
                 state.queuedMore = false

@@ -16,6 +16,8 @@ public enum BlueLibraryClientError: Error, Sendable, Hashable, CustomStringConve
     case decoding(status: Int, message: String)
     /// The call could not be made into a request (a bad base URL or argument).
     case invalidRequest(String)
+    /// A read of a `LibraryReplica` failed (an `AlbumListModel` on a replica): its message.
+    case replica(String)
 
     /// The HTTP status, for `.problem`.
     public var status: Int? {
@@ -38,6 +40,7 @@ public enum BlueLibraryClientError: Error, Sendable, Hashable, CustomStringConve
         case let .problem(problem): problem.description
         case let .decoding(status, message): "unexpected answer from the server (HTTP \(status)): \(message)"
         case let .invalidRequest(message): message
+        case let .replica(message): message
         }
     }
 

@@ -34,10 +34,18 @@ enum AlbumsCommand {
           --url URL        The server (default: $BLUELIBRARY_URL, else http://127.0.0.1:8080).
           --client NAME    The client whose current album add and undo update (default: "default").
           --timeout SEC    Seconds to wait for each answer (default: 10).
+          --replica FILE   Work on the offline replica in FILE (default: $BLUELIBRARY_REPLICA):
+                           list reads it, add/delete/move change it at once and queue the change
+                           for 'bluelibrary sync'; all of it works with the server down. undo
+                           takes back the newest queued change. Not with move --to-library or
+                           --client. A new FILE starts empty until its first sync.
         """
 
     static func run(_ arguments: [String]) -> Never {
         var (subcommand, options, client, json) = begin(arguments, command: "albums", help: helpText)
+        if let replica = ReplicaAlbumsCommand.replicaPath(&options) {
+            ReplicaAlbumsCommand.run(subcommand, options: options, client: client, json: json, path: replica)
+        }
         let clientName = options.value("client")
         let library = options.value("library") ?? AlbumListSource.defaultLibraryID
         let libraryOption = library == AlbumListSource.defaultLibraryID ? "" : " --library \(library)"
@@ -171,10 +179,20 @@ enum AlbumsCommand {
 
     /// Prints a page of `source`'s list (every page with `all`); when more remain, a line says
     /// how to continue: `moreCommand` with `--cursor`.
+    /// With `replica`, the pages come from it (`source` is ignored).
     static func list(_ client: BlueLibraryClient, source: AlbumListSource = .defaultLibrary, query: AlbumPageQuery, all: Bool,
-                     json: Bool, moreCommand: String) throws(BlueLibraryClientError) {
+                     json: Bool, moreCommand: String, replica: LibraryReplica? = nil) throws(BlueLibraryClientError) {
         var result: AlbumPageResource
-        if query.cursor != nil {
+        if let replica, query.cursor != nil {
+            // A replica's cursor: plain pages of the replica.
+            var page = try replicaPage(replica, query)
+            result = page.resource
+            while all, let next = page.next {
+                page = try replicaPage(replica, query.continuing(at: next))
+                result.items += page.items
+                result.next = page.next
+            }
+        } else if query.cursor != nil {
             // Continuing from a printed cursor: plain pages, since the model always starts at the first.
             var page = try client.list(query, in: source)
             result = page.resource
@@ -184,7 +202,7 @@ enum AlbumsCommand {
                 result.next = page.next
             }
         } else {
-            let model = AlbumListModel(client: client, source: source, query: query)
+            let model = replica.map { AlbumListModel(replica: $0, query: query) } ?? AlbumListModel(client: client, source: source, query: query)
             let waiter = LoadWaiter()
             model.addListener(waiter)
             try waiter.run(model, more: false, timeout: client.timeout)
@@ -207,6 +225,14 @@ enum AlbumsCommand {
         printTable(items)
         if let next = result.next {
             print("\n\(items.count) albums shown; more with: \(moreCommand) --cursor \(next) (or --all)")
+        }
+    }
+
+    static func replicaPage(_ replica: LibraryReplica, _ query: AlbumPageQuery) throws(BlueLibraryClientError) -> AlbumPage {
+        do throws(ReplicaError) {
+            return try ReplicaAlbumsCommand.wait { () async throws(ReplicaError) in try await replica.page(query) }
+        } catch {
+            throw .replica(error.description)
         }
     }
 

@@ -21,6 +21,8 @@ case "healthcheck":
     HealthcheckCommand.run(Array(arguments.dropFirst()))
 case "albums":
     AlbumsCommand.run(Array(arguments.dropFirst()))
+case "sync":
+    SyncCommand.run(Array(arguments.dropFirst()))
 case "libraries":
     LibrariesCommand.run(Array(arguments.dropFirst()))
 case "views":
@@ -42,6 +44,8 @@ case "help", "--help", "-h":
         Commands:
           serve        Run the HTTP server (see 'bluelibrary serve --help').
           albums       Client: list, add, delete, move albums and undo (see 'bluelibrary albums --help').
+          sync         Client: sync an offline replica (albums --replica FILE) with the server
+                       (see 'bluelibrary sync --help').
           libraries    Client: list, create, rename, delete libraries (see 'bluelibrary libraries --help').
           views        Client: list, create, update, delete views and page through their albums
                        (see 'bluelibrary views --help').

@@ -121,7 +121,7 @@ extension LibraryReplica {
     static func isRetryable(_ error: BlueLibraryClientError) -> Bool {
         switch error {
         case .transport, .timeout: return true
-        case .cancelled, .decoding, .invalidRequest: return false
+        case .cancelled, .decoding, .invalidRequest, .replica: return false
         case let .problem(problem):
             switch problem.status {
             case 408, 429, 500, 502, 503, 504: return true

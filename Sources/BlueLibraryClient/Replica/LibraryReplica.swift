@@ -60,9 +60,9 @@ import SQLite
 /// reads the next outbox entry afresh each time, and `albums` is rebuilt from the outbox as it
 /// is when the pull ends).
 public actor LibraryReplica {
-    public let client: BlueLibraryClient
-    public let library: String
-    public let path: String
+    public nonisolated let client: BlueLibraryClient
+    public nonisolated let library: String
+    public nonisolated let path: String
     /// Requests per outbox entry before `push` gives up for now (the entry stays queued).
     public var maxAttempts = 5
     /// The first retry's delay; each further retry waits twice as long.
@@ -79,19 +79,22 @@ public actor LibraryReplica {
     var syncing = false
     private var listeners: [UUID: @Sendable (Bool) -> Void] = [:]
 
-    /// Opens (creating) the replica of `library` at `path`. A file made for another library is refused.
-    public init(path: String, client: BlueLibraryClient, library: String = AlbumListSource.defaultLibraryID) throws(ReplicaError) {
+    /// Opens (creating) the replica of `library` at `path`. A file made for another library is
+    /// refused. With `library` nil: the library the file holds, or the default library for a
+    /// new file.
+    public init(path: String, client: BlueLibraryClient, library: String? = AlbumListSource.defaultLibraryID) throws(ReplicaError) {
         self.client = client
-        self.library = library
         self.path = path
         do {
             store = try ReplicaStore(path: path)
             if let existing = try store.meta("library") {
-                guard existing == library else {
+                if let library, existing != library {
                     throw ReplicaError.wrongLibrary(file: path, holds: existing, asked: library)
                 }
+                self.library = existing
             } else {
-                try store.setMeta("library", library)
+                self.library = library ?? AlbumListSource.defaultLibraryID
+                try store.setMeta("library", self.library)
             }
         } catch let error as ReplicaError {
             throw error
@@ -151,22 +154,30 @@ public actor LibraryReplica {
         }
     }
 
-    /// Deletes the album with `id`; `.notFound` when the replica does not hold it.
-    public func delete(id: String) throws(ReplicaError) {
+    /// Deletes the album with `id`; answers it as it was (with its index); `.notFound` when
+    /// the replica does not hold it.
+    @discardableResult
+    public func delete(id: String) throws(ReplicaError) -> AlbumResource {
         try storage {
             try store.db.transaction(.immediate) { _ in
-                guard try store.remove(.local, id: id) else { throw ReplicaError.notFound(id) }
+                guard let album = try store.album(.local, id: id), try store.remove(.local, id: id) else { throw ReplicaError.notFound(id) }
                 try store.enqueue(.delete(id: id), key: UUID().uuidString)
+                return album
             }
         }
     }
 
-    /// Moves the album with `id` to `index` (past the end: the last index).
-    public func move(id: String, to index: Int) throws(ReplicaError) {
+    /// Moves the album with `id` to `index` (past the end: the last index); answers it at its
+    /// new index.
+    @discardableResult
+    public func move(id: String, to index: Int) throws(ReplicaError) -> AlbumResource {
         try storage {
             try store.db.transaction(.immediate) { _ in
-                guard try store.move(.local, id: id, to: index) else { throw ReplicaError.notFound(id) }
+                guard try store.move(.local, id: id, to: index), let album = try store.album(.local, id: id) else {
+                    throw ReplicaError.notFound(id)
+                }
                 try store.enqueue(.move(id: id, index: index), key: UUID().uuidString)
+                return album
             }
         }
     }
@@ -296,6 +307,8 @@ public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
     case notFound(String)
     /// The server's state kept changing under a reload or pull; try again.
     case unsettled(String)
+    /// A cursor `page` did not give out (a server cursor, or a mistyped one).
+    case invalidCursor(String)
 
     public var description: String {
         switch self {
@@ -306,6 +319,7 @@ public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .wrongLibrary(file, holds, asked): "\(file) is the replica of library \(holds), not \(asked)"
         case let .notFound(id): "no album \(id) in the replica"
         case let .unsettled(message): message
+        case let .invalidCursor(cursor): "'\(cursor)' is not a cursor of this replica (they look like r20); start from the first page"
         }
     }
 }

@@ -178,6 +178,13 @@ struct ReplicaStore {
         }
     }
 
+    func last() throws -> OutboxEntry? {
+        try db.firstRow("SELECT seq, operation, idempotency_key, attempts FROM outbox ORDER BY seq DESC LIMIT 1") { row in
+            OutboxEntry(seq: try row.int64(0), operation: try Self.decodeOperation(try row.string(1)), idempotencyKey: try row.string(2),
+                        attempts: try row.int(3))
+        }
+    }
+
     func outboxCount() throws -> Int {
         try db.scalar("SELECT count(*) FROM outbox", as: Int.self) ?? 0
     }

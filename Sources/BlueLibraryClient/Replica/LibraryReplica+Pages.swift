@@ -1,0 +1,94 @@
+import Foundation
+
+/// The replica's albums as pages of the paged list (what `AlbumListModel` and the CLI read
+/// offline), and the local undo of a queued edit.
+extension LibraryReplica {
+    /// The page of the app's albums (local edits included) that `query` asks for, filtered and
+    /// sorted as the server would: `q` is text the title or the artist contains, `artist` and
+    /// `genre` match exactly, both ignoring ASCII case; `yearFrom`/`yearTo` leave out albums
+    /// without a year; sorts break ties by id, a missing year sorts as 0. Each album has its
+    /// `index` in position order only (as on the server). `limit` defaults to 20 (at most
+    /// 500); the cursor is the replica's own (`r` and an offset; a server cursor is refused).
+    /// `version` is the server version the replica is at; there is no ETag.
+    public func page(_ query: AlbumPageQuery = AlbumPageQuery()) throws(ReplicaError) -> AlbumPage {
+        let limit = min(max(query.limit ?? 20, 1), 500)
+        var start = query.offset ?? 0
+        if let cursor = query.cursor {
+            guard cursor.first == "r", let offset = Int(cursor.dropFirst()), offset >= 0 else {
+                throw .invalidCursor(cursor)
+            }
+            start = offset
+        }
+        let all = try albums()
+        let matching = all.filter { Self.matches($0, query) }
+        let sort = query.sort ?? AlbumSort(.position)
+        var ordered = sort.field == .position ? matching : matching.sorted { Self.precedes($0, $1, by: sort.field) }
+        if sort.descending { ordered.reverse() }
+        if sort.field != .position {
+            for position in ordered.indices { ordered[position].index = nil }
+        }
+        let end = min(ordered.count, start + limit)
+        let items = start < end ? Array(ordered[start..<end]) : []
+        let next = end < ordered.count ? "r\(end)" : nil
+        let resource = AlbumPageResource(items: items, next: next, version: try version(), total: query.count ? ordered.count : nil)
+        return AlbumPage(resource: resource)
+    }
+
+    /// Takes back the newest queued edit (it is removed from the outbox and the app's albums
+    /// are rebuilt without it); answers it, or nil when nothing is queued. Edits already sent
+    /// are the server's: its undo (`POST /undo`) takes those back.
+    @discardableResult
+    public func undoLastPending() throws(ReplicaError) -> ReplicaOperation? {
+        guard !syncing else { throw .busy }
+        let last = try storage { () throws -> OutboxEntry? in
+            guard let entry = try store.last() else { return nil }
+            try store.removeFromOutbox(entry.seq)
+            return entry
+        }
+        guard let last else { return nil }
+        try rebuildLocal()
+        return last.operation
+    }
+
+    /// Whether the replica ever loaded the server's list (false for a new file before its
+    /// first sync: it holds only local adds then).
+    public func hasLoaded() throws(ReplicaError) -> Bool {
+        try storage { try store.meta("loaded") == "1" }
+    }
+
+    /// The number of queued local edits.
+    public func pendingCount() throws(ReplicaError) -> Int {
+        try storage { try store.outboxCount() }
+    }
+
+    static func matches(_ album: AlbumResource, _ query: AlbumPageQuery) -> Bool {
+        if let q = query.q.map(folded), !q.isEmpty, !folded(album.title).contains(q), !folded(album.artist).contains(q) { return false }
+        if let artist = query.artist, folded(artist) != folded(album.artist) { return false }
+        if let genre = query.genre, folded(genre) != folded(album.genre) { return false }
+        if let from = query.yearFrom, (album.year ?? Int.min) < from { return false }
+        if let to = query.yearTo, (album.year ?? Int.max) > to { return false }
+        return true
+    }
+
+    /// Ascending order for `field`, ties broken by id (the server's rule).
+    static func precedes(_ a: AlbumResource, _ b: AlbumResource, by field: AlbumSort.Field) -> Bool {
+        func ordered<T: Comparable>(_ x: T, _ y: T) -> Bool { x != y ? x < y : a.id < b.id }
+        // Text compares byte by byte (SQLite's BINARY collation on the folded text).
+        func orderedText(_ x: String, _ y: String) -> Bool {
+            let (x, y) = (folded(x), folded(y))
+            return x != y ? x.utf8.lexicographicallyPrecedes(y.utf8) : a.id < b.id
+        }
+        switch field {
+        case .position: return (a.index ?? 0) < (b.index ?? 0)
+        case .title: return orderedText(a.title, b.title)
+        case .artist: return orderedText(a.artist, b.artist)
+        case .year: return ordered(a.year ?? 0, b.year ?? 0)
+        case .createdAt: return ordered(a.createdDate ?? .distantPast, b.createdDate ?? .distantPast)
+        }
+    }
+
+    /// `text` with ASCII letters lowercased (the server's case folding; other letters as they are).
+    static func folded(_ text: String) -> String {
+        String(decoding: text.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+    }
+}

@@ -45,6 +45,9 @@ enum SyncCommand {
         var library: String
         var created: Bool
         var pushed = 0
+        /// Queued adds whose key an interrupted request held: found on the server / sent again.
+        var adoptedAdds = 0
+        var resentAdds = 0
         var dropped: [Dropped] = []
         var pulledChanges = 0
         var reloaded = false
@@ -95,6 +98,8 @@ enum SyncCommand {
 
     private static func take(_ report: SyncReport, into outcome: inout Outcome) {
         outcome.pushed += report.pushed
+        outcome.adoptedAdds += report.adoptedAdds
+        outcome.resentAdds += report.resentAdds
         outcome.dropped += report.dropped.map { Outcome.Dropped(kind: $0.operation.kind, album: $0.operation.albumID, reason: $0.reason) }
         outcome.pulledChanges += report.pulledChanges
         outcome.reloaded = outcome.reloaded || report.reloaded
@@ -148,6 +153,12 @@ enum SyncCommand {
         }
         if outcome.created { print("Created \(outcome.replica), the replica of library \(outcome.library).") }
         print("Pushed \(outcome.pushed) queued change\(outcome.pushed == 1 ? "" : "s").")
+        if outcome.adoptedAdds > 0 {
+            print("Found \(outcome.adoptedAdds) interrupted add\(outcome.adoptedAdds == 1 ? "" : "s") on the server (taken as done).")
+        }
+        if outcome.resentAdds > 0 {
+            print("Sent \(outcome.resentAdds) interrupted add\(outcome.resentAdds == 1 ? "" : "s") again under a new key (not on the server).")
+        }
         for dropped in outcome.dropped {
             print("Dropped the \(dropped.kind) of album \(dropped.album): \(dropped.reason)")
         }

@@ -21,6 +21,7 @@ extension LibraryReplica {
 
     func pushOutbox() async throws(ReplicaError) -> SyncReport {
         var report = SyncReport()
+        resolvedAdds = (0, 0)
         while let entry = try storage({ try store.first() }) {
             let outcome = try await send(entry)
             try storage {
@@ -42,19 +43,88 @@ extension LibraryReplica {
         }
         if !report.dropped.isEmpty { try rebuildLocal() }
         report.version = try version()
+        report.adoptedAdds = resolvedAdds.adopted
+        report.resentAdds = resolvedAdds.resent
         return report
     }
 
-    /// One entry, with retries.
+    /// One entry, with retries; an add whose key stays held by an interrupted request is
+    /// resolved once `interruptedKeyGrace` has passed (see `resolveInterruptedAdd`).
     private func send(_ entry: OutboxEntry) async throws(ReplicaError) -> PushOutcome {
         do {
-            return try await retrying { () async throws(BlueLibraryClientError) -> PushOutcome in
-                try? self.store.countAttempt(entry.seq)
-                return try await self.attempt(entry.operation, key: entry.idempotencyKey)
+            return try await sendWithRetries(entry)
+        } catch where Self.isKeyInProgress(error) {
+            guard case let .add(_, input, _, _) = entry.operation else { throw .client(error) }
+            let since = entry.blockedSince ?? Date()
+            if entry.blockedSince == nil { try storage { try store.setBlocked(entry.seq, since: since) } }
+            let grace = Double(interruptedKeyGrace.components.seconds) + Double(interruptedKeyGrace.components.attoseconds) / 1e18
+            guard Date().timeIntervalSince(since) >= grace else {
+                throw .interruptedAdd(title: input.title, decidedAfter: since.addingTimeInterval(grace))
             }
+            return try await resolveInterruptedAdd(entry, input: input)
         } catch {
             throw .client(error)
         }
+    }
+
+    private func sendWithRetries(_ entry: OutboxEntry) async throws(BlueLibraryClientError) -> PushOutcome {
+        try await retrying { () async throws(BlueLibraryClientError) -> PushOutcome in
+            try? self.store.countAttempt(entry.seq)
+            return try await self.attempt(entry.operation, key: entry.idempotencyKey)
+        }
+    }
+
+    /// An add whose Idempotency-Key the server holds for a request that never finished (its
+    /// instance died, or lost the database, between taking the key and recording the answer:
+    /// 409 until the key expires, 24 hours). Whether it took effect is decided from the server's
+    /// list: an album the replica does not know, with exactly the add's fields, is taken as its
+    /// result (adopted, as if answered); with none, the add did not happen and is sent again
+    /// under a new key. Trade-offs, chosen over a queue blocked for a day: an identical album
+    /// that another client added meanwhile is taken for this one (one album where two were
+    /// meant), and an add that took effect and was deleted by another client since is added again.
+    private func resolveInterruptedAdd(_ entry: OutboxEntry, input: AlbumInput) async throws(ReplicaError) -> PushOutcome {
+        if let album = try await findUnknownAlbum(matching: input) {
+            resolvedAdds.adopted += 1
+            return .applied(album)
+        }
+        var fresh = entry
+        fresh.idempotencyKey = UUID().uuidString
+        try storage { try store.rekey(entry.seq, to: fresh.idempotencyKey) }
+        resolvedAdds.resent += 1
+        do {
+            return try await sendWithRetries(fresh)
+        } catch {
+            throw .client(error)
+        }
+    }
+
+    /// The first album in the server's list that the replica does not hold, with `input`'s fields.
+    private func findUnknownAlbum(matching input: AlbumInput) async throws(ReplicaError) -> AlbumResource? {
+        let source = AlbumListSource.library(library)
+        var query = AlbumPageQuery(limit: 500)
+        while true {
+            let current = query
+            let page: AlbumPage
+            do {
+                page = try await retrying { () async throws(BlueLibraryClientError) -> AlbumPage in
+                    try await self.client.list(current, in: source)
+                }
+            } catch {
+                throw .client(error)
+            }
+            for album in page.items
+            where album.title == input.title && album.artist == input.artist && album.genre == (input.genre ?? "Pop")
+                && album.year == input.year && album.coverUrl == input.coverUrl
+            {
+                if try !storage({ try store.knows(album.id) }) { return album }
+            }
+            guard let next = page.next else { return nil }
+            query = query.continuing(at: next)
+        }
+    }
+
+    static func isKeyInProgress(_ error: BlueLibraryClientError) -> Bool {
+        error.status == 409 && (error.problem?.type.hasSuffix("idempotency-key-in-progress") ?? false)
     }
 
     /// One request for `operation`, its conflicts decided; errors no rule covers are thrown.

@@ -28,7 +28,11 @@ import SQLite
 /// **Push** (`push()`): the outbox is sent oldest first, one request at a time. Transport
 /// failures, timeouts, 409 (idempotency key in progress), 429 and 5xx are retried with
 /// exponential backoff (`retryDelay` doubling, `maxAttempts` in all); then the replica goes
-/// offline and `push` throws, keeping the entry for the next sync. Only adds create, so only
+/// offline and `push` throws, keeping the entry for the next sync. A 409 that outlasts the
+/// retries means the key was taken by a request that was interrupted (the server died
+/// between taking it and recording the answer; it stays taken for 24 hours): after
+/// `interruptedKeyGrace` the replica looks for the album on the server and adopts it, or
+/// sends the add again under a new key (`resolveInterruptedAdd`). Only adds create, so only
 /// adds need the server's idempotency keys: a retried `POST` with the entry's key answers the
 /// first result and adds nothing. Deletes, moves and patches name the album by id and are
 /// idempotent by themselves. When an add is answered, its local id is replaced by the
@@ -72,6 +76,13 @@ public actor LibraryReplica {
     /// Up to this many albums needing fields are fetched one by one (`GET /albums/{id}`); more
     /// are filled from a walk through the paged list.
     public var staleFetchLimit = 50
+    /// How long a queued add's Idempotency-Key may stay held on the server (409, a request
+    /// with it was interrupted) before the replica decides from the server's list whether it
+    /// took effect (see `resolveInterruptedAdd`). Longer than any request runs, so a request
+    /// that is merely slow is never taken for a dead one.
+    public var interruptedKeyGrace: Duration = .seconds(60)
+    /// Adds resolved that way during the running push: adopted, sent again under a new key.
+    var resolvedAdds = (adopted: 0, resent: 0)
 
     let store: ReplicaStore
     private var reachable = true
@@ -103,7 +114,9 @@ public actor LibraryReplica {
         }
     }
 
-    public func configure(maxAttempts: Int? = nil, retryDelay: Duration? = nil, staleFetchLimit: Int? = nil) {
+    public func configure(maxAttempts: Int? = nil, retryDelay: Duration? = nil, staleFetchLimit: Int? = nil,
+                          interruptedKeyGrace: Duration? = nil) {
+        if let interruptedKeyGrace { self.interruptedKeyGrace = interruptedKeyGrace }
         if let maxAttempts { self.maxAttempts = max(1, maxAttempts) }
         if let staleFetchLimit { self.staleFetchLimit = max(0, staleFetchLimit) }
         if let retryDelay { self.retryDelay = retryDelay }
@@ -281,6 +294,11 @@ public struct SyncReport: Sendable, Hashable {
     public var reloaded = false
     /// The server version the replica is at afterwards.
     public var version: Int64 = 0
+    /// Queued adds whose Idempotency-Key an interrupted request held (409) past
+    /// `interruptedKeyGrace`: found on the server and adopted / not found and sent again under
+    /// a new key.
+    public var adoptedAdds = 0
+    public var resentAdds = 0
 
     public init() {}
 }
@@ -307,6 +325,9 @@ public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
     case notFound(String)
     /// The server's state kept changing under a reload or pull; try again.
     case unsettled(String)
+    /// A queued add's Idempotency-Key is held on the server by a request that was interrupted
+    /// (or is still running); a sync after `decidedAfter` settles it (see `interruptedKeyGrace`).
+    case interruptedAdd(title: String, decidedAfter: Date)
     /// A cursor `page` did not give out (a server cursor, or a mistyped one).
     case invalidCursor(String)
 
@@ -319,6 +340,11 @@ public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .wrongLibrary(file, holds, asked): "\(file) is the replica of library \(holds), not \(asked)"
         case let .notFound(id): "no album \(id) in the replica"
         case let .unsettled(message): message
+        case let .interruptedAdd(title, decidedAfter):
+            "the server still holds the Idempotency-Key of the queued add of \"\(title)\": a request with it was interrupted "
+                + "(the server stopped mid-write?) or is still running. Sync again after "
+                + "\(decidedAfter.formatted(Date.ISO8601FormatStyle())): the replica then looks for the album on the server "
+                + "and sends the add again under a new key if it is not there"
         case let .invalidCursor(cursor): "'\(cursor)' is not a cursor of this replica (they look like r20); start from the first page"
         }
     }

@@ -31,6 +31,10 @@ struct ReplicaStore {
                                      idempotency_key TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0);
                 """)
         }
+        // When a queued add's Idempotency-Key was first found held by an interrupted request.
+        migrator.register("replica-2") { db in
+            try db.execute("ALTER TABLE outbox ADD COLUMN blocked_since REAL")
+        }
         try migrator.migrate(db)
     }
 
@@ -165,24 +169,43 @@ struct ReplicaStore {
 
     /// The queued operations, oldest first.
     func outbox() throws -> [OutboxEntry] {
-        try db.query("SELECT seq, operation, idempotency_key, attempts FROM outbox ORDER BY seq") { row in
-            OutboxEntry(seq: try row.int64(0), operation: try Self.decodeOperation(try row.string(1)), idempotencyKey: try row.string(2),
-                        attempts: try row.int(3))
+        try db.query("SELECT seq, operation, idempotency_key, attempts, blocked_since FROM outbox ORDER BY seq") { row in
+            try Self.entry(row)
         }
     }
 
     func first() throws -> OutboxEntry? {
-        try db.firstRow("SELECT seq, operation, idempotency_key, attempts FROM outbox ORDER BY seq LIMIT 1") { row in
-            OutboxEntry(seq: try row.int64(0), operation: try Self.decodeOperation(try row.string(1)), idempotencyKey: try row.string(2),
-                        attempts: try row.int(3))
+        try db.firstRow("SELECT seq, operation, idempotency_key, attempts, blocked_since FROM outbox ORDER BY seq LIMIT 1") { row in
+            try Self.entry(row)
         }
     }
 
     func last() throws -> OutboxEntry? {
-        try db.firstRow("SELECT seq, operation, idempotency_key, attempts FROM outbox ORDER BY seq DESC LIMIT 1") { row in
-            OutboxEntry(seq: try row.int64(0), operation: try Self.decodeOperation(try row.string(1)), idempotencyKey: try row.string(2),
-                        attempts: try row.int(3))
+        try db.firstRow("SELECT seq, operation, idempotency_key, attempts, blocked_since FROM outbox ORDER BY seq DESC LIMIT 1") { row in
+            try Self.entry(row)
         }
+    }
+
+    static func entry(_ row: Row) throws -> OutboxEntry {
+        let blocked: Double? = if case let .real(since) = row.value(4) { since } else { nil }
+        return OutboxEntry(seq: try row.int64(0), operation: try decodeOperation(try row.string(1)), idempotencyKey: try row.string(2),
+                           attempts: try row.int(3), blockedSince: blocked.map { Date(timeIntervalSince1970: $0) })
+    }
+
+    /// Records when the entry's key was first found held by an interrupted request.
+    func setBlocked(_ seq: Int64, since date: Date) throws {
+        try db.run("UPDATE outbox SET blocked_since = ? WHERE seq = ?", [.real(date.timeIntervalSince1970), .integer(seq)])
+    }
+
+    /// Gives the entry a new Idempotency-Key (its old one is stuck on the server) and clears `blocked_since`.
+    func rekey(_ seq: Int64, to key: String) throws {
+        try db.run("UPDATE outbox SET idempotency_key = ?, blocked_since = NULL WHERE seq = ?", [.text(key), .integer(seq)])
+    }
+
+    /// Whether either list holds an album with `id`.
+    func knows(_ id: String) throws -> Bool {
+        try db.scalar("SELECT EXISTS (SELECT 1 FROM base_albums WHERE id = ?1) OR EXISTS (SELECT 1 FROM albums WHERE id = ?1)",
+                      [.text(id)], as: Bool.self) ?? false
     }
 
     func outboxCount() throws -> Int {
@@ -233,4 +256,6 @@ struct OutboxEntry {
     var operation: ReplicaOperation
     var idempotencyKey: String
     var attempts: Int
+    /// For an add: when its key was first found held by an interrupted request (409), else nil.
+    var blockedSince: Date?
 }

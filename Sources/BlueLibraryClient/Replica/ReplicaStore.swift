@@ -16,6 +16,13 @@ struct ReplicaStore {
     init(path: String) throws {
         db = try Connection(path: path)
         try db.execute("PRAGMA journal_mode = WAL")
+        // WAL with NORMAL: a commit is safe from an app crash at once and reaches the disk at
+        // the next checkpoint, so a local edit or a pushed entry's removal costs no fsync. A
+        // power loss may take back the last few commits: a local edit the app showed, or the
+        // removal of entries already pushed, which are then sent again (an add with its own
+        // Idempotency-Key answers its first result; deletes, moves and patches repeat to the
+        // same state).
+        try db.execute("PRAGMA synchronous = NORMAL")
         var migrator = Migrator()
         migrator.register("replica-1") { db in
             for table in ["base_albums", "albums"] {
@@ -34,6 +41,18 @@ struct ReplicaStore {
         // When a queued add's Idempotency-Key was first found held by an interrupted request.
         migrator.register("replica-2") { db in
             try db.execute("ALTER TABLE outbox ADD COLUMN blocked_since REAL")
+        }
+        // The album each entry concerns, indexed: renaming a pushed add's local id in the
+        // entries after it reads only those (was a scan of every entry's JSON per pushed add).
+        migrator.register("replica-3") { db in
+            try db.execute("ALTER TABLE outbox ADD COLUMN album_id TEXT")
+            let entries = try db.query("SELECT seq, operation FROM outbox") { row in
+                (seq: try row.int64(0), id: try Self.decodeOperation(try row.string(1)).albumID)
+            }
+            for entry in entries {
+                try db.run("UPDATE outbox SET album_id = ? WHERE seq = ?", [.text(entry.id), .integer(entry.seq)])
+            }
+            try db.execute("CREATE INDEX outbox_album ON outbox(album_id)")
         }
         try migrator.migrate(db)
     }
@@ -164,7 +183,8 @@ struct ReplicaStore {
     // MARK: - Outbox
 
     func enqueue(_ operation: ReplicaOperation, key: String) throws {
-        try db.run("INSERT INTO outbox (operation, idempotency_key) VALUES (?, ?)", [.text(try Self.encode(operation)), .text(key)])
+        try db.run("INSERT INTO outbox (operation, idempotency_key, album_id) VALUES (?, ?, ?)",
+                   [.text(try Self.encode(operation)), .text(key), .text(operation.albumID)])
     }
 
     /// The queued operations, oldest first.
@@ -221,15 +241,15 @@ struct ReplicaStore {
     }
 
     /// Every queued operation on album `old` now names `new` (a local add got its server id).
-    /// Only entries whose JSON contains `old` are decoded (a local id is a UUID), so a push of
-    /// many adds does not read the whole outbox for each.
+    /// Only the entries on `old` are read (through the `album_id` index), so a push of many
+    /// adds does not read the whole outbox for each.
     func renameInOutbox(from old: String, to new: String) throws {
-        let candidates = try db.query("SELECT seq, operation FROM outbox WHERE instr(operation, ?) > 0", [.text(old)]) { row in
+        let entries = try db.query("SELECT seq, operation FROM outbox WHERE album_id = ?", [.text(old)]) { row in
             (seq: try row.int64(0), operation: try Self.decodeOperation(try row.string(1)))
         }
-        for entry in candidates where entry.operation.albumID == old {
-            try db.run("UPDATE outbox SET operation = ? WHERE seq = ?",
-                       [.text(try Self.encode(entry.operation.renamed(to: new))), .integer(entry.seq)])
+        for entry in entries {
+            try db.run("UPDATE outbox SET operation = ?, album_id = ? WHERE seq = ?",
+                       [.text(try Self.encode(entry.operation.renamed(to: new))), .text(new), .integer(entry.seq)])
         }
     }
 

@@ -5,8 +5,8 @@ import SQLite
 /// without the server, and `sync()` brings replica and server into exact agreement.
 ///
 /// **Schema** (one file per replica, migrations by `SQLite.Migrator`):
-/// - `base_albums(id, position, json, stale)`: the server's list as of `version`, positions
-///   dense from 0; `json` is the album as the server sent it; `stale` marks an album whose
+/// - `base_albums(id, position, json, stale)`: the server's list as of `version` in `position`
+///   order (an order key with gaps, not the index); `json` is the album as the server sent it; `stale` marks an album whose
 ///   fields must still be fetched (the change feed carries ids and indexes, not fields).
 /// - `albums(id, position, json)`: what the app sees: `base_albums` with the outbox replayed
 ///   on top. Local edits change it at once.

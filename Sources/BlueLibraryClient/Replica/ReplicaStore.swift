@@ -2,8 +2,10 @@ import Foundation
 import SQLite
 
 /// The replica's SQLite file: two album lists in order and the outbox (schema in
-/// `LibraryReplica`'s note). Positions are dense (0..<count); an insert, delete or move shifts
-/// the rows between in one UPDATE. Owned by one `LibraryReplica` (not shared between threads).
+/// `LibraryReplica`'s note). `position` is an order key, not the index: keys are spread out
+/// (`keyGap` apart) and an insert or move takes the key halfway between its new neighbours, so
+/// a local edit writes one row however long the list (the index is the key's rank). Owned by
+/// one `LibraryReplica` (not shared between threads).
 struct ReplicaStore {
     /// Which of the two lists: the server's state at `version`, or what the app sees.
     enum Table: String {
@@ -74,23 +76,21 @@ struct ReplicaStore {
         try db.scalar("SELECT count(*) FROM \(table.rawValue)", as: Int.self) ?? 0
     }
 
-    func position(_ table: Table, id: String) throws -> Int? {
-        try db.scalar("SELECT position FROM \(table.rawValue) WHERE id = ?", [.text(id)], as: Int.self)
-    }
-
     func album(_ table: Table, id: String) throws -> AlbumResource? {
         try db.firstRow("SELECT json, position FROM \(table.rawValue) WHERE id = ?", [.text(id)]) { row in
             var album = try Self.decode(try row.string(0))
-            album.index = try row.int(1)
+            album.index = try rank(table, key: try row.int64(1))
             return album
         }
     }
 
     /// Every album of `table` in order, each with its `index`.
     func albums(_ table: Table) throws -> [AlbumResource] {
-        try db.query("SELECT json, position FROM \(table.rawValue) ORDER BY position") { row in
+        var index = 0
+        return try db.query("SELECT json FROM \(table.rawValue) ORDER BY position") { row in
             var album = try Self.decode(try row.string(0))
-            album.index = try row.int(1)
+            album.index = index
+            index += 1
             return album
         }
     }
@@ -100,35 +100,68 @@ struct ReplicaStore {
     func insert(_ table: Table, _ album: AlbumResource, at index: Int?, stale: Bool = false) throws -> Int {
         let count = try count(table)
         let at = min(max(index ?? count, 0), count)
-        try db.run("UPDATE \(table.rawValue) SET position = position + 1 WHERE position >= ?", [.integer(Int64(at))])
+        let key = try freeKey(table, at: at, excluding: nil)
         try db.run("INSERT INTO \(table.rawValue) (id, position, json, stale) VALUES (?, ?, ?, ?)",
-                   [.text(album.id), .integer(Int64(at)), .text(try Self.encode(Self.plain(album))), .integer(stale ? 1 : 0)])
+                   [.text(album.id), .integer(key), .text(try Self.encode(Self.plain(album))), .integer(stale ? 1 : 0)])
         return at
     }
 
     /// Removes the album; false when it is not there.
     @discardableResult
     func remove(_ table: Table, id: String) throws -> Bool {
-        guard let at = try position(table, id: id) else { return false }
         try db.run("DELETE FROM \(table.rawValue) WHERE id = ?", [.text(id)])
-        try db.run("UPDATE \(table.rawValue) SET position = position - 1 WHERE position > ?", [.integer(Int64(at))])
-        return true
+        return db.changes > 0
     }
 
     /// Moves the album to `index` (clamped to the last index); false when it is not there.
     @discardableResult
     func move(_ table: Table, id: String, to index: Int) throws -> Bool {
-        guard let from = try position(table, id: id) else { return false }
+        guard try db.scalar("SELECT 1 FROM \(table.rawValue) WHERE id = ?", [.text(id)], as: Int.self) != nil else { return false }
         let to = min(max(index, 0), try count(table) - 1)
-        if to > from {
-            try db.run("UPDATE \(table.rawValue) SET position = position - 1 WHERE position > ? AND position <= ?",
-                       [.integer(Int64(from)), .integer(Int64(to))])
-        } else if to < from {
-            try db.run("UPDATE \(table.rawValue) SET position = position + 1 WHERE position >= ? AND position < ?",
-                       [.integer(Int64(to)), .integer(Int64(from))])
-        }
-        try db.run("UPDATE \(table.rawValue) SET position = ? WHERE id = ?", [.integer(Int64(to)), .text(id)])
+        let key = try freeKey(table, at: to, excluding: id)
+        try db.run("UPDATE \(table.rawValue) SET position = ? WHERE id = ?", [.integer(key), .text(id)])
         return true
+    }
+
+    // MARK: Order keys
+
+    /// The distance between neighbouring order keys after a reload or a renumbering: room for
+    /// 20 inserts into the same gap before the list is renumbered.
+    static let keyGap: Int64 = 1 << 20
+
+    /// The index of the album whose order key is `key`.
+    private func rank(_ table: Table, key: Int64) throws -> Int {
+        try db.scalar("SELECT count(*) FROM \(table.rawValue) WHERE position < ?", [.integer(key)], as: Int.self) ?? 0
+    }
+
+    /// An order key that puts an album at `index` of the list without `excluding`: halfway
+    /// between its neighbours there (the list is renumbered when they are adjacent). So an
+    /// insert, move or delete writes one row, not every row after it.
+    private func freeKey(_ table: Table, at index: Int, excluding id: String?) throws -> Int64 {
+        for _ in 0..<2 {
+            let keys = try db.query("SELECT position FROM \(table.rawValue) WHERE id IS NOT ? ORDER BY position LIMIT ? OFFSET ?",
+                                    [id.map { .text($0) } ?? .null, .integer(index == 0 ? 1 : 2), .integer(Int64(max(index - 1, 0)))]) {
+                try $0.int64(0)
+            }
+            let before = index == 0 ? nil : keys.first
+            let after = index == 0 ? keys.first : keys.dropFirst().first
+            switch (before, after) {
+            case (nil, nil): return 0
+            case let (before?, nil): return before + Self.keyGap
+            case let (nil, after?): return after - Self.keyGap
+            case let (before?, after?) where after - before > 1: return before + (after - before) / 2
+            default: try renumber(table)
+            }
+        }
+        throw ReplicaError.storage("the order keys of \(table.rawValue) are not increasing; the replica file was changed by something else")
+    }
+
+    /// Spreads the order keys out again (`keyGap` apart), keeping the order.
+    private func renumber(_ table: Table) throws {
+        let ids = try db.query("SELECT id FROM \(table.rawValue) ORDER BY position") { try $0.string(0) }
+        for (rank, id) in ids.enumerated() {
+            try db.run("UPDATE \(table.rawValue) SET position = ? WHERE id = ?", [.integer(Int64(rank) * Self.keyGap), .text(id)])
+        }
     }
 
     /// Replaces the album's fields (its position stays) and clears `stale`; false when it is not there.
@@ -161,7 +194,7 @@ struct ReplicaStore {
         try clear(.base)
         for (position, album) in albums.enumerated() {
             try db.run("INSERT INTO base_albums (id, position, json, stale) VALUES (?, ?, ?, 0)",
-                       [.text(album.id), .integer(Int64(position)), .text(try Self.encode(Self.plain(album)))])
+                       [.text(album.id), .integer(Int64(position) * Self.keyGap), .text(try Self.encode(Self.plain(album)))])
         }
     }
 

@@ -7,6 +7,7 @@ import HTTPTestSupport
 import SQLite
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -19,7 +20,7 @@ final class WriterProgress: Sendable {
 
 /// `bluelibrary backup` and `restore` as operators run them: real processes, a server that
 /// keeps writing while the copy is taken, and the restored copy served again and compared.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct BackupRestoreTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct BackupRestoreTests {
     static let token = "backup-test-token-42"
     static let bearer = ["Authorization": "Bearer \(token)"]
 

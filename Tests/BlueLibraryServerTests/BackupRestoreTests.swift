@@ -137,6 +137,9 @@ final class WriterProgress: Sendable {
         try Self.populate(server.port)
         let backups = try TemporaryDirectory()
         #expect(try Self.bluelibrary(["backup", "--data-dir", live, "--to", backups.file("b.sqlite")]).0 == 0)
+        // Only its owner may read a backup: it holds the token's hash and the cursor key.
+        let mode = try FileManager.default.attributesOfItem(atPath: backups.file("b.sqlite"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
         #expect(try Self.call(server.port, "POST", "/albums", json: #"{"title": "After", "artist": "Backup"}"#).status == 201)
         let before = try Self.snapshot(server.port)
 

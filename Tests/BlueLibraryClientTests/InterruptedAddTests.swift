@@ -5,6 +5,7 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import SQLite
+import TestThreads
 import Testing
 
 @testable import BlueLibraryClient
@@ -14,7 +15,7 @@ import Testing
 /// recording the answer leaves it (the key "in progress", 409 for 24 hours). The replica waits
 /// `interruptedKeyGrace`, then adopts the album when the add took effect, or sends it again
 /// under a new key when it did not; either way the album exists once.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class InterruptedAddTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class InterruptedAddTests {
     let dataDirectory = TestApp.temporaryDirectory()
     let directory: TemporaryDirectory
     var server: ServerProcess

@@ -2,6 +2,7 @@ import Foundation
 import BlueLibraryTestSupport
 import HTTPTestSupport
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryClient
@@ -10,7 +11,7 @@ import Testing
 /// offline edits, another client editing meanwhile, an unreachable server, a retried add, and a
 /// replica too far behind (410). After each sync, replica and server hold the same albums in
 /// the same order with the same fields.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class LibraryReplicaTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class LibraryReplicaTests {
     let server: LiveServer
     let directory: TemporaryDirectory
     var client: BlueLibraryClient { server.client }

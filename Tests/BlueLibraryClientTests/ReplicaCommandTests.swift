@@ -4,12 +4,13 @@ import Glibc
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// `bluelibrary albums ... --replica FILE` and `bluelibrary sync`: the built executable against
 /// a real server process (seeded with the tutorial's five albums), which is killed and started
 /// again on the same data directory in between.
-@Suite(.serialized, .timeLimit(.minutes(3))) final class ReplicaCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class ReplicaCommandTests {
     let dataDirectory: String
     let directory: TemporaryDirectory
     var server: ServerProcess?

@@ -2,13 +2,14 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import SQLite
+import TestThreads
 import Testing
 
 @testable import BlueLibraryClient
 
 /// `AlbumListModel(replica:)`: loaded from the replica (also offline), outdated while local
 /// edits wait for a sync, current again after it.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class ReplicaModelTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class ReplicaModelTests {
     let server: LiveServer
     let directory: TemporaryDirectory
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryClient
@@ -7,7 +8,7 @@ import Testing
 /// The replica's order keys (gaps, halved by each insert between neighbours, renumbered when
 /// they meet): many local inserts into the same gap, moves and deletes keep exactly the order
 /// an array kept the same way does, with indexes 0..<count; the file reopened holds the same.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ReplicaOrderTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ReplicaOrderTests {
     @Test(arguments: [1 as UInt64, 2, 3]) func localEditsKeepTheOrderOfAnArray(seed: UInt64) async throws {
         let directory = try TemporaryDirectory(prefix: "bluelibrary-replica-order")
         let client = BlueLibraryClient(baseURL: URL(string: "http://127.0.0.1:1")!)

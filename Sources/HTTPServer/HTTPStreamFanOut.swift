@@ -44,11 +44,13 @@ public struct HTTPStreamFanOutReport: Sendable {
 }
 
 extension HTTPStreamWriter {
-    /// Writes `payload` to every stream of `writers` with one task per event loop (not one
+    /// Writes `payload` to every stream of `writers` with a few tasks per event loop (not one
     /// per stream) and waits until the loops have queued it: each connection appends the shared
-    /// bytes and sends what it has, one `send` per stream. A stream whose client reads too
-    /// slowly is dropped as by ``write(_:)`` (its queue passed `maxQueuedStreamBytes`), never
-    /// waited for.
+    /// bytes and sends what it has, one `send` per stream. A loop takes ``fanOutSlice`` streams
+    /// per task and queues the next slice behind the requests that became ready meanwhile, so a
+    /// fan-out to thousands of streams does not hold up the loop's other connections. A stream
+    /// whose client reads too slowly is dropped as by ``write(_:)`` (its queue passed
+    /// `maxQueuedStreamBytes`), never waited for.
     ///
     /// Waiting for the loops is what lets a publisher coalesce: whatever it gets meanwhile goes
     /// out together in its next fan-out. Never call it on an event loop (it would wait for
@@ -71,17 +73,32 @@ extension HTTPStreamWriter {
         let cpu = CPUTally()
         for (_, share) in byLoop {
             done.enter()
-            let ids = share.ids
-            share.loop.execute { loop in
-                let start = threadCPUNanoseconds()
-                for id in ids { loop.connection(id)?.streamWrite(payload) }
-                cpu.nanoseconds.wrappingAdd(threadCPUNanoseconds() - start, ordering: .relaxed)
-                done.leave()
-            }
+            writeSlice(payload, to: share.ids, from: 0, on: share.loop, cpu: cpu, done: done)
         }
         report.completed = done.wait(timeout: .now(plus: timeout)) == .success
         report.loopCPU = .nanoseconds(cpu.nanoseconds.load(ordering: .relaxed))
         return report
+    }
+
+    /// Streams one event-loop task writes to before it lets the loop serve its other
+    /// connections.
+    static let fanOutSlice = 128
+
+    /// Writes the payload to `ids[start...]` on `loop`, a slice per task.
+    private static func writeSlice(_ payload: HTTPStreamPayload, to ids: [UInt64], from start: Int, on loop: EventLoop,
+                                   cpu: CPUTally, done: DispatchGroup) {
+        loop.execute { loop in
+            let began = threadCPUNanoseconds()
+            let end = min(start + fanOutSlice, ids.count)
+            for id in ids[start..<end] { loop.connection(id)?.streamWrite(payload) }
+            cpu.nanoseconds.wrappingAdd(threadCPUNanoseconds() - began, ordering: .relaxed)
+            if end < ids.count {
+                // Behind whatever the loop has to do meanwhile (it runs this after its next wait).
+                writeSlice(payload, to: ids, from: end, on: loop, cpu: cpu, done: done)
+            } else {
+                done.leave()
+            }
+        }
     }
 }
 

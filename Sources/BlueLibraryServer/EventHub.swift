@@ -44,8 +44,8 @@ public final class EventHub: LibraryEventSink, Sendable {
         /// for the next round to start).
         public var maxCoalescingDelay: Duration
 
-        public init(replayCapacity: Int = 1000, heartbeat: Duration = .seconds(15), fanOutShare: Double = 0.1,
-                    maxCoalescingDelay: Duration = .milliseconds(250)) {
+        public init(replayCapacity: Int = 1000, heartbeat: Duration = .seconds(15), fanOutShare: Double = 0.05,
+                    maxCoalescingDelay: Duration = .milliseconds(500)) {
             precondition(replayCapacity >= 0, "replayCapacity must not be negative")
             precondition(fanOutShare > 0 && fanOutShare <= 1, "fanOutShare must be in (0, 1]")
             self.replayCapacity = replayCapacity

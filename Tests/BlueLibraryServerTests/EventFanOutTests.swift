@@ -4,6 +4,7 @@ import HTTPServer
 import HTTPTestSupport
 import Library
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -12,7 +13,7 @@ import Testing
 /// The fan-out of `GET /events`: events queued while a round is under way go out together in
 /// the next one, one write per subscriber (seen as one HTTP chunk holding them all), framed
 /// once for every stream.
-@Suite(.serialized, .timeLimit(.minutes(3))) final class EventFanOutTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class EventFanOutTests {
     /// The hub's thread is held inside a round (a recording stream's first write waits): what
     /// is published meanwhile reaches that stream in one write.
     @Test func eventsQueuedDuringARoundGoOutTogetherInTheNext() throws {

@@ -132,8 +132,28 @@ def main():
         # The writer stopped: what is left of the server's CPU went to the last rounds.
         cpu_watched_total = cpu_seconds(server.pid) - cpu1
         after = metrics(port)
+        # Delivery delay of one event (POST answered -> every subscriber has it, polled every
+        # 2 ms): right after another one (the round's pause applies), and after 1 s of quiet.
+        def delivery(label):
+            have = int(stats()["min"])
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("POST", "/albums", json.dumps({"title": label, "artist": "Fan-out bench"}), {"Content-Type": "application/json"})
+            conn.getresponse().read(); conn.close()
+            acked = time.perf_counter()
+            while int(stats()["min"]) <= have and time.perf_counter() - acked < 10: time.sleep(0.002)
+            return (time.perf_counter() - acked) * 1000
+        busy = []
+        for i in range(3):
+            delivery(f"pair {i} a")
+            busy.append(delivery(f"pair {i} b"))
+        quiet = []
+        for i in range(3):
+            time.sleep(1)
+            quiet.append(delivery(f"quiet {i}"))
+        final = stats()
+        delivered_ok = (int(s["min"]) == n1 and int(s["max"]) == n1 and int(final["min"]) == int(final["max"]) == n1 + 9
+                        and int(final["open"]) == args.subscribers)
         rss_peak = proc_status(server.pid, "VmHWM")
-        delivered_ok = int(s["min"]) == n1 and int(s["max"]) == n1 and int(s["open"]) == args.subscribers
         d = lambda k: after.get(k, 0) - before.get(k, 0)
         deliveries = d("bluelibrary_event_fanout_deliveries_total")
         writes = d("bluelibrary_event_fanout_writes_total")
@@ -157,6 +177,8 @@ def main():
             "events_per_write": round(deliveries / writes, 2) if writes else "",
             "loop_cpu_us_per_delivery": round(loop_cpu / deliveries * 1e6, 3) if deliveries else "",
             "extra_server_cpu_us_per_delivery": round(extra_cpu_per_delivery * 1e6, 3),
+            "delivery_ms_after_an_event": [round(x, 1) for x in busy],
+            "delivery_ms_after_quiet": [round(x, 1) for x in quiet],
         }
         target = "met" if ratio >= args.min_ratio and delivered_ok else "NOT met"
         print(f"fanout-{args.subscribers}: one writer {rate0:.0f}/s alone, {rate1:.0f}/s with {args.subscribers} subscribers reading "
@@ -168,6 +190,8 @@ def main():
         if deliveries:
             print(f"  fan-out: {int(rounds)} rounds for {int(events)} events, {int(deliveries)} deliveries in {int(writes)} writes "
                   f"({row['events_per_write']} events per write); loop CPU {row['loop_cpu_us_per_delivery']} us per subscriber and event")
+        print(f"  one event's delivery to every subscriber: {', '.join('%.0f' % x for x in busy)} ms right after another event; "
+              f"{', '.join('%.0f' % x for x in quiet)} ms after 1 s of quiet")
         print(f"  server CPU per write {row['server_cpu_ms_per_write_alone']} ms alone, {row['server_cpu_ms_per_write_watched']} ms watched "
               f"({row['extra_server_cpu_us_per_delivery']} us extra per subscriber and event)")
         if args.out:

@@ -39,7 +39,8 @@ public struct HTTPStreamFanOutReport: Sendable {
     public var closed: [Int] = []
     /// CPU time the event loops spent queueing and sending the payload, all loops together.
     public var loopCPU: Duration = .zero
-    /// False when a loop did not get to its share within the wait (it is shutting down).
+    /// False when the loops did not get to their share before every stream closed (the server
+    /// stopped).
     public var completed = true
 }
 
@@ -53,10 +54,13 @@ extension HTTPStreamWriter {
     /// `maxQueuedStreamBytes`), never waited for.
     ///
     /// Waiting for the loops is what lets a publisher coalesce: whatever it gets meanwhile goes
-    /// out together in its next fan-out. Never call it on an event loop (it would wait for
-    /// itself); it gives up waiting after `timeout` (a loop that is stopping runs no tasks).
+    /// out together in its next fan-out, and what keeps each stream's payloads in order (the
+    /// next fan-out starts after this one's last slice). Never call it on an event loop (it
+    /// would wait for itself). It stops waiting only when every stream is closed (a loop that
+    /// stops runs no more tasks, but closes its connections first); `checkEvery` is how often
+    /// it looks.
     public static func fanOut(_ payload: HTTPStreamPayload, to writers: [HTTPStreamWriter],
-                              timeout: Duration = .seconds(1)) -> HTTPStreamFanOutReport {
+                              checkEvery: Duration = .seconds(1)) -> HTTPStreamFanOutReport {
         var report = HTTPStreamFanOutReport()
         guard !payload.isEmpty, !writers.isEmpty else { return report }
         var byLoop: [ObjectIdentifier: (loop: EventLoop, ids: [UInt64])] = [:]
@@ -75,7 +79,12 @@ extension HTTPStreamWriter {
             done.enter()
             writeSlice(payload, to: share.ids, from: 0, on: share.loop, cpu: cpu, done: done)
         }
-        report.completed = done.wait(timeout: .now(plus: timeout)) == .success
+        while done.wait(timeout: .now(plus: checkEvery)) == .timedOut {
+            if writers.allSatisfy(\.isClosed) {
+                report.completed = false
+                break
+            }
+        }
         report.loopCPU = .nanoseconds(cpu.nanoseconds.load(ordering: .relaxed))
         return report
     }

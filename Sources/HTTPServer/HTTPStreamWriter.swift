@@ -36,7 +36,7 @@ public final class HTTPStreamWriter: Sendable {
         write(HTTPStreamPayload(bytes))
     }
 
-    /// Sends a payload framed beforehand (see ``fanOut(_:to:timeout:)`` for many streams).
+    /// Sends a payload framed beforehand (see ``fanOut(_:to:checkEvery:)`` for many streams).
     @discardableResult
     public func write(_ payload: HTTPStreamPayload) -> Bool {
         guard reserve(payload.count) else { return false }

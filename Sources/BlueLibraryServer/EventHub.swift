@@ -9,11 +9,18 @@ import Synchronization
 /// through `publish(name:json:version:)`, anyone else's, such as cover events).
 ///
 /// - Each event is formatted once as an SSE frame (`id: <version>`, `event: <name>`,
-///   `data: <json>`) by the publisher, which then only appends it under a short lock. The
-///   hub's one thread hands it to every subscriber's `HTTPStreamWriter` (a write only queues
-///   bytes for the subscriber's event loop), so neither the writer nor the fan-out ever waits
-///   for a client; the server drops a client whose queue passes `maxQueuedStreamBytes` (its
-///   stream closes and `onClose` removes it here).
+///   `data: <json>`) by the publisher, which then only appends it under a short lock.
+/// - Fan-out: the hub's one thread takes every frame queued since its last round, joins them
+///   into one payload (framed once, its bytes shared by every stream) and hands it to the
+///   event loops with one task per loop (`HTTPStreamWriter.fanOut`): one write, one `send`,
+///   per subscriber per round, however many events the round holds. Neither the writer nor
+///   the fan-out waits for a client; the server drops a client whose queue passes
+///   `maxQueuedStreamBytes` (its stream closes and `onClose` removes it here).
+/// - Coalescing: after a round the thread waits until the round's CPU time (its own and the
+///   loops') is at most `fanOutShare` of the time since the round began (never longer than
+///   `maxCoalescingDelay`), so fan-out to many subscribers cannot starve the requests: events
+///   published meanwhile go out together in the next round. With few subscribers a round
+///   costs microseconds and events go out at once.
 /// - The last `replayCapacity` frames are kept so a client that reconnects with
 ///   `Last-Event-ID` gets what it missed. When that is impossible (the gap reaches past the
 ///   buffer, the id is not a version this server knows, or it is newer than the library) the
@@ -30,11 +37,28 @@ public final class EventHub: LibraryEventSink, Sendable {
         public var replayCapacity: Int
         /// How often idle streams get a heartbeat comment.
         public var heartbeat: Duration
+        /// The most of the CPU the fan-out rounds take while events keep coming (0 < share <= 1;
+        /// 1: no pause between rounds).
+        public var fanOutShare: Double
+        /// The longest pause between rounds, whatever a round cost (the most an event waits
+        /// for the next round to start).
+        public var maxCoalescingDelay: Duration
 
-        public init(replayCapacity: Int = 1000, heartbeat: Duration = .seconds(15)) {
+        public init(replayCapacity: Int = 1000, heartbeat: Duration = .seconds(15), fanOutShare: Double = 0.05,
+                    maxCoalescingDelay: Duration = .milliseconds(500)) {
             precondition(replayCapacity >= 0, "replayCapacity must not be negative")
+            precondition(fanOutShare > 0 && fanOutShare <= 1, "fanOutShare must be in (0, 1]")
             self.replayCapacity = replayCapacity
             self.heartbeat = heartbeat
+            self.fanOutShare = fanOutShare
+            self.maxCoalescingDelay = maxCoalescingDelay
+        }
+
+        /// The pause after a round that cost `cost` (CPU): the round's share of the time from
+        /// its start to the next is then at most `fanOutShare`.
+        func pause(afterCost cost: Duration) -> Duration {
+            guard cost > .zero, fanOutShare < 1 else { return .zero }
+            return min(cost * (1 / fanOutShare - 1), maxCoalescingDelay)
         }
     }
 
@@ -99,6 +123,7 @@ public final class EventHub: LibraryEventSink, Sendable {
         var pending: [Pending] = []
         var subscribers: [UInt64: Subscriber] = [:]
         var nextSubscriber: UInt64 = 0
+        var statistics = FanOutStatistics()
         var threadStarted = false
         var shutDown = false
 
@@ -129,12 +154,15 @@ public final class EventHub: LibraryEventSink, Sendable {
     private let state: Mutex<State>
     /// Wakes the delivery thread (new frames, or shutdown).
     private let wake = DispatchSemaphore(value: 0)
+    /// Ends a coalescing pause early (shutdown).
+    private let interruptPause = DispatchSemaphore(value: 0)
     /// Signalled when the delivery thread has sent its last frames and ended.
     private let stopped = DispatchSemaphore(value: 0)
 
     static let heartbeatFrame = Array(": heartbeat\n\n".utf8)
     static let shutdownFrame = Array("event: server.shutdown\ndata: {}\n\n".utf8)
     static let subscribedFrame = Array(": subscribed\n\n".utf8)
+    static let heartbeatPayload = HTTPStreamPayload(heartbeatFrame)
 
     /// - Parameter version: the library version when the hub starts; ids older than it cannot
     ///   be resumed.
@@ -166,6 +194,9 @@ public final class EventHub: LibraryEventSink, Sendable {
 
     /// Open `GET /events` streams.
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    /// What the fan-out has done so far.
+    public var statistics: FanOutStatistics { state.withLock { $0.statistics } }
 
     // MARK: - Publishing
 
@@ -249,12 +280,14 @@ public final class EventHub: LibraryEventSink, Sendable {
             case .fresh:
                 break
             case let .after(seen) where seen >= state.evictedThrough && seen <= state.latest:
-                for frame in state.frames(after: seen) { _ = sink.send(frame) }
+                let missed = state.frames(after: seen)
+                if !missed.isEmpty { _ = sink.send(missed) }
             case let .after(seen) where seen < state.evictedThrough && (backfill.map { $0.reaches(seen, state.evictedThrough) } ?? false):
                 // The feed's events up to the window, then the kept frames (state events of
                 // the versions before the window are in no feed, and are not replayed).
-                for frame in backfill?.frames ?? [] where frame.version <= state.evictedThrough { _ = sink.send(frame) }
-                for frame in state.frames(after: state.evictedThrough) { _ = sink.send(frame) }
+                let missed = (backfill?.frames ?? []).filter { $0.version <= state.evictedThrough }
+                    + state.frames(after: state.evictedThrough)
+                if !missed.isEmpty { _ = sink.send(missed) }
             case .after, .unknown:
                 let given: String
                 switch resume {
@@ -262,9 +295,9 @@ public final class EventHub: LibraryEventSink, Sendable {
                 case let .unknown(text): given = lastEventID ?? text
                 case .fresh: given = ""
                 }
-                _ = sink.send(Frame(
+                _ = sink.send([Frame(
                     version: state.latest, name: "library.outdated",
-                    json: "{\"lastEventId\":\(JSONString.quoted(given)),\"version\":\(state.latest)}"))
+                    json: "{\"lastEventId\":\(JSONString.quoted(given)),\"version\":\(state.latest)}")])
             }
             // A first frame, so the client knows the subscription is live.
             if announce { sink.comment(Self.subscribedFrame) }
@@ -293,13 +326,20 @@ public final class EventHub: LibraryEventSink, Sendable {
         let interval = max(1_000_000, Int(clamping: configuration.heartbeat.nanoseconds))
         let thread = Thread { [self] in
             var nextHeartbeat = DispatchTime.now() + .nanoseconds(interval)
+            var notBefore = DispatchTime.now()
             while true {
                 if wake.wait(timeout: nextHeartbeat) == .timedOut {
                     sendHeartbeat()
                     nextHeartbeat = DispatchTime.now() + .nanoseconds(interval)
                     continue
                 }
-                if !deliverPending() { break }
+                // Coalescing: frames published during the pause join this round.
+                if DispatchTime.now() < notBefore { _ = interruptPause.wait(timeout: notBefore) }
+                let began = DispatchTime.now()
+                let threadStart = threadCPUNanoseconds()
+                guard let loopCPU = deliverPending() else { break }
+                let cost = Duration.nanoseconds(threadCPUNanoseconds() - threadStart) + loopCPU
+                notBefore = began + .nanoseconds(Int(clamping: (cost + configuration.pause(afterCost: cost)).nanoseconds))
             }
             stopped.signal()
         }
@@ -307,39 +347,90 @@ public final class EventHub: LibraryEventSink, Sendable {
         thread.start()
     }
 
-    /// Hands every pending frame to the subscribers; false once the hub has shut down (then
-    /// every stream has got `server.shutdown` and been finished).
-    private func deliverPending() -> Bool {
+    /// Hands every pending frame to the subscribers (one round); returns the CPU time the
+    /// event loops spent on it, nil once the hub has shut down (then every stream has got
+    /// `server.shutdown` and been finished).
+    private func deliverPending() -> Duration? {
         let (batch, subscribers, shutDown) = state.withLock { state in
             defer { state.pending = [] }
             return (state.pending, Array(state.subscribers), state.shutDown)
         }
-        var closed: [UInt64] = []
-        for pending in batch {
-            for (id, subscriber) in subscribers where pending.sequence >= subscriber.firstSequence {
-                if !subscriber.sink.send(pending.frame) { closed.append(id) }
-            }
-        }
-        if !closed.isEmpty {
-            state.withLock { state in
-                for id in closed { state.subscribers[id] = nil }
-            }
-        }
+        let loopCPU = batch.isEmpty ? .zero : fanOut(batch, to: subscribers)
         if shutDown {
             let last = state.withLock { state in
                 defer { state.subscribers = [:] }
                 return Array(state.subscribers.values)
             }
             for subscriber in last { subscriber.sink.serverShutdown() }
-            return false
+            return nil
         }
-        return true
+        return loopCPU
     }
 
-    /// Sends one heartbeat comment to every subscriber (the timer's work).
+    /// One round: every subscriber that wants the whole batch and takes the hub's framing gets
+    /// one shared payload (the frames joined, framed once) through one task per event loop;
+    /// the others (a stream over several libraries, a subscription made during the batch) get
+    /// their frames in one write each. Returns the loops' CPU time.
+    private func fanOut(_ batch: [Pending], to subscribers: [(key: UInt64, value: Subscriber)]) -> Duration {
+        let first = batch[0].sequence
+        let frames = batch.map(\.frame)
+        var round = FanOutStatistics(batches: 1, events: frames.count)
+        var writers: [HTTPStreamWriter] = []
+        var writerIDs: [UInt64] = []
+        var closed: [UInt64] = []
+        for (id, subscriber) in subscribers {
+            if subscriber.firstSequence <= first, let writer = subscriber.sink.sharedWriter {
+                writers.append(writer)
+                writerIDs.append(id)
+                continue
+            }
+            let wanted = subscriber.firstSequence <= first
+                ? frames : batch.filter { $0.sequence >= subscriber.firstSequence }.map(\.frame)
+            guard !wanted.isEmpty else { continue }
+            if subscriber.sink.send(wanted) {
+                round.writes += 1
+                round.deliveries += wanted.count
+            } else {
+                closed.append(id)
+            }
+        }
+        var loopCPU = Duration.zero
+        if !writers.isEmpty {
+            let report = HTTPStreamWriter.fanOut(HTTPStreamPayload(Self.joined(frames)), to: writers)
+            closed += report.closed.map { writerIDs[$0] }
+            round.writes += report.writes
+            round.deliveries += report.writes * frames.count
+            loopCPU = report.loopCPU
+        }
+        round.cpu = loopCPU
+        state.withLock { state in
+            for id in closed { state.subscribers[id] = nil }
+            state.statistics += round
+        }
+        return loopCPU
+    }
+
+    /// The frames as one run of bytes (the one frame's own bytes when there is one).
+    static func joined(_ frames: [Frame]) -> [UInt8] {
+        guard frames.count > 1 else { return frames.first?.bytes ?? [] }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(frames.reduce(0) { $0 + $1.bytes.count })
+        for frame in frames { bytes += frame.bytes }
+        return bytes
+    }
+
+    /// Sends one heartbeat comment to every subscriber (the timer's work), as one fan-out.
     func sendHeartbeat() {
         let subscribers = state.withLock { state in state.shutDown ? [] : Array(state.subscribers.values) }
-        for subscriber in subscribers { subscriber.sink.heartbeat() }
+        var writers: [HTTPStreamWriter] = []
+        for subscriber in subscribers {
+            if let writer = subscriber.sink.sharedWriter {
+                writers.append(writer)
+            } else {
+                subscriber.sink.heartbeat()
+            }
+        }
+        _ = HTTPStreamWriter.fanOut(Self.heartbeatPayload, to: writers)
     }
 
     /// Graceful shutdown: what was published is still delivered, then every open stream gets
@@ -353,7 +444,8 @@ public final class EventHub: LibraryEventSink, Sendable {
         }
         guard running else { return }
         wake.signal()
-        _ = stopped.wait(timeout: .now() + .seconds(1))
+        interruptPause.signal()
+        _ = stopped.wait(timeout: .now() + .seconds(2))
     }
 
     // MARK: - Formatting
@@ -398,8 +490,13 @@ public final class EventHub: LibraryEventSink, Sendable {
 /// Where a hub hands one subscription's frames. Called from the hub's thread (live frames,
 /// heartbeats, shutdown) and, for the replay, from the subscribing thread under the hub's lock.
 protocol EventStreamSink: Sendable {
-    /// Sends one event; false when the stream is gone (the hub then forgets it).
-    func send(_ frame: EventHub.Frame) -> Bool
+    /// The stream's writer when it sends frames exactly as the hub formats them: the hub then
+    /// writes its shared payload there (``EventHub`` fans out to all such streams at once);
+    /// nil when the stream rewrites frames (``send(_:)`` gets them).
+    var sharedWriter: HTTPStreamWriter? { get }
+    /// Sends events, oldest first, in one write; false when the stream is gone (the hub then
+    /// forgets it).
+    func send(_ frames: [EventHub.Frame]) -> Bool
     /// Sends an SSE comment frame (`: subscribed`).
     func comment(_ bytes: [UInt8])
     /// Sends the heartbeat comment.
@@ -414,7 +511,8 @@ protocol EventStreamSink: Sendable {
 struct PlainEventStream: EventStreamSink {
     let writer: HTTPStreamWriter
 
-    func send(_ frame: EventHub.Frame) -> Bool { writer.write(frame.bytes) }
+    var sharedWriter: HTTPStreamWriter? { writer }
+    func send(_ frames: [EventHub.Frame]) -> Bool { writer.write(EventHub.joined(frames)) }
     func comment(_ bytes: [UInt8]) { writer.write(bytes) }
     func heartbeat() { writer.write(EventHub.heartbeatFrame) }
     func serverShutdown() {

@@ -56,6 +56,11 @@ final class EventHubs: Sendable {
     /// Open event streams over every hub.
     var subscriberCount: Int { all.reduce(0) { $0 + $1.subscriberCount } }
 
+    /// The fan-out of every hub, added up.
+    var statistics: FanOutStatistics {
+        all.reduce(into: FanOutStatistics()) { $0 += $1.statistics }
+    }
+
     /// Shuts every hub down (see ``EventHub/shutdown()``).
     func shutdown() {
         for hub in all { hub.shutdown() }

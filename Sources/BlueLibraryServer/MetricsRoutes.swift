@@ -27,6 +27,21 @@ enum ServiceMetrics {
         metrics.sampled("bluelibrary_event_subscribers", help: "Event stream subscriptions open right now (a stream over several libraries counts once per library).") {
             events.subscriberCount
         }
+        metrics.sampled("bluelibrary_event_fanout_batches_total", help: "Event fan-out rounds: each writes every event queued since the last round to each subscriber at once.",
+                        kind: .counter) { events.statistics.batches }
+        metrics.sampled("bluelibrary_event_fanout_events_total", help: "Events the fan-out rounds carried (each counted once).",
+                        kind: .counter) { events.statistics.events }
+        metrics.sampled("bluelibrary_event_fanout_deliveries_total", help: "Events times the subscribers they were written to.",
+                        kind: .counter) { events.statistics.deliveries }
+        metrics.sampled("bluelibrary_event_fanout_writes_total",
+                        help: "Subscriber stream writes by the fan-out: one per subscriber per round, so below deliveries when rounds carry several events.",
+                        kind: .counter) { events.statistics.writes }
+        metrics.register("bluelibrary_event_fanout_cpu_seconds_total",
+                         help: "CPU time the event loops spent queueing and sending fan-out rounds (divide by deliveries for the cost per subscriber and event).",
+                         kind: .counter) { writer in
+            let cpu = events.statistics.cpu.components
+            writer.sample("", [], Double(cpu.seconds) + Double(cpu.attoseconds) / 1e18)
+        }
 
         metrics.sampled("bluelibrary_cover_cache_hits_total", help: "Requests for original covers answered from the disk cache (sized variants: bluelibrary_cover_variants_total).",
                         kind: .counter) { covers.statistics.hits }

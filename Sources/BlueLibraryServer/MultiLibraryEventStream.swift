@@ -17,18 +17,23 @@ import Synchronization
 ///   own version (missed events replayed); a library the id does not name, or whose gap can no
 ///   longer be replayed, starts with its own `library.outdated` (with `"library"`), as on the
 ///   single-library stream. Events of different libraries are not ordered with each other.
-/// - One `: subscribed` comment once every library is subscribed; one `server.shutdown` at the end.
+/// - One `: subscribed` comment once every library is subscribed; one `server.shutdown` at the
+///   end, once every library's hub has shut down (so each has sent what it still held: a hub
+///   may hold events for a moment to send them together).
 final class MultiLibraryEventStream: Sendable {
     private let writer: HTTPStreamWriter
     private let order: [LibraryID]
     /// The newest version delivered per library, under the lock that also orders the writes.
     private let versions: Mutex<[LibraryID: Int64]>
     private let ended = Atomic<Bool>(false)
+    /// Hubs of the stream that have not shut down yet.
+    private let running: Atomic<Int>
 
     init(writer: HTTPStreamWriter, libraries: [LibraryID]) {
         self.writer = writer
         order = libraries
         versions = Mutex([:])
+        running = Atomic(libraries.count)
     }
 
     /// The most libraries one stream may name.
@@ -47,7 +52,11 @@ final class MultiLibraryEventStream: Sendable {
             }
             let member = Member(stream: self, library: library, primary: position == 0)
             guard let latest = hub.subscribe(member, resume: resume, lastEventID: lastEventID, announce: false, backfill: backfills[library])
-            else { return }
+            else {
+                // The server is shutting down: the hubs not subscribed yet never will be.
+                end()
+                return
+            }
             versions.withLock { versions in
                 // A replayed or outdated frame already set it; otherwise the hub's version now.
                 if versions[library] == nil { versions[library] = latest }
@@ -80,18 +89,31 @@ final class MultiLibraryEventStream: Sendable {
         return "{" + field + (rest.hasPrefix("}") ? "" : ",") + rest
     }
 
-    fileprivate func send(_ frame: EventHub.Frame, from library: LibraryID) -> Bool {
-        let json = Self.isLibraryEvent(frame.name) ? Self.withLibrary(frame.json, library) : frame.json
+    /// Rewrites one library's frames (each with the vector as of that frame) and writes them
+    /// in one go.
+    fileprivate func send(_ frames: [EventHub.Frame], from library: LibraryID) -> Bool {
         return versions.withLock { versions in
-            versions[library] = max(versions[library] ?? frame.version, frame.version)
-            // A library whose version is not known yet (its subscription is being made) is left
-            // out: resuming from this id starts it with `library.outdated`, never with a guess.
-            let id = order.compactMap { library in versions[library].map { "\(library.rawValue):\($0)" } }.joined(separator: ",")
-            return writer.write(EventHub.frame(id: id, name: frame.name, json: json))
+            var bytes: [UInt8] = []
+            for frame in frames {
+                let json = Self.isLibraryEvent(frame.name) ? Self.withLibrary(frame.json, library) : frame.json
+                versions[library] = max(versions[library] ?? frame.version, frame.version)
+                // A library whose version is not known yet (its subscription is being made) is
+                // left out: resuming from this id starts it with `library.outdated`, never with
+                // a guess.
+                let id = order.compactMap { library in versions[library].map { "\(library.rawValue):\($0)" } }.joined(separator: ",")
+                bytes += EventHub.frame(id: id, name: frame.name, json: json)
+            }
+            return writer.write(bytes)
         }
     }
 
-    fileprivate func serverShutdown() {
+    /// One hub has shut down; the stream ends with the last.
+    fileprivate func hubShutDown() {
+        if running.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue <= 0 { end() }
+    }
+
+    /// `server.shutdown`, then the end of the stream (once).
+    private func end() {
         guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
         writer.write(EventHub.shutdownFrame)
         writer.finish()
@@ -104,10 +126,11 @@ final class MultiLibraryEventStream: Sendable {
         /// Only the first library's hub sends heartbeats (one per interval is enough).
         let primary: Bool
 
-        func send(_ frame: EventHub.Frame) -> Bool { stream.send(frame, from: library) }
+        var sharedWriter: HTTPStreamWriter? { nil }
+        func send(_ frames: [EventHub.Frame]) -> Bool { stream.send(frames, from: library) }
         func comment(_ bytes: [UInt8]) { stream.writer.write(bytes) }
         func heartbeat() { if primary { stream.writer.write(EventHub.heartbeatFrame) } }
-        func serverShutdown() { stream.serverShutdown() }
+        func serverShutdown() { stream.hubShutDown() }
         func onClose(_ handler: @escaping @Sendable () -> Void) { stream.writer.onClose(handler) }
     }
 }

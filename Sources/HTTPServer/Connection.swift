@@ -481,21 +481,17 @@ final class Connection {
 
     // MARK: - Streams
 
-    func streamWrite(_ bytes: [UInt8]) {
-        guard case let .streaming(framing, stream) = state.phase, !bytes.isEmpty else { return }
+    /// Queues a stream's bytes (framed once by the payload, shared with other connections)
+    /// and sends what the socket takes: one `send` for everything queued.
+    func streamWrite(_ payload: HTTPStreamPayload) {
+        guard case let .streaming(framing, stream) = state.phase, !payload.isEmpty else { return }
         if output.queuedBytes > shared.limits.maxQueuedStreamBytes {
             // A reader this slow would hold memory forever: drop it.
             close()
             return
         }
-        if framing.version == .http1_1 {
-            output.append(Array((String(bytes.count, radix: 16) + "\r\n").utf8))
-            output.append(bytes)
-            output.append([0x0D, 0x0A])
-        } else {
-            output.append(bytes)
-        }
-        stream.writer.didQueue(appended: bytes.count, queued: output.queuedBytes)
+        output.append(framing.version == .http1_1 ? payload.chunk : payload.bytes)
+        stream.writer.didQueue(appended: payload.count, queued: output.queuedBytes)
         flush()
     }
 

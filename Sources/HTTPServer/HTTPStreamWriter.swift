@@ -17,8 +17,8 @@ public final class HTTPStreamWriter: Sendable {
         var waiting = false
     }
 
-    private let loop: EventLoop
-    private let connectionID: UInt64
+    let loop: EventLoop
+    let connectionID: UInt64
     private let state = Mutex(State())
     private let progress = DispatchSemaphore(value: 0)
 
@@ -33,15 +33,25 @@ public final class HTTPStreamWriter: Sendable {
     /// Sends `bytes` as one chunk. Returns false if the stream is already closed.
     @discardableResult
     public func write(_ bytes: [UInt8]) -> Bool {
-        let open = state.withLock { state -> Bool in
+        write(HTTPStreamPayload(bytes))
+    }
+
+    /// Sends a payload framed beforehand (see ``fanOut(_:to:checkEvery:)`` for many streams).
+    @discardableResult
+    public func write(_ payload: HTTPStreamPayload) -> Bool {
+        guard reserve(payload.count) else { return false }
+        let id = connectionID
+        loop.execute { loop in loop.connection(id)?.streamWrite(payload) }
+        return true
+    }
+
+    /// Counts `count` bytes as on their way to the loop; false if the stream is closed.
+    func reserve(_ count: Int) -> Bool {
+        state.withLock { state -> Bool in
             guard !state.closed else { return false }
-            state.inTransit += bytes.count
+            state.inTransit += count
             return true
         }
-        guard open else { return false }
-        let id = connectionID
-        loop.execute { loop in loop.connection(id)?.streamWrite(bytes) }
-        return true
     }
 
     /// Blocks the calling thread until fewer than `limit` bytes wait to be sent, so a producer

@@ -1,5 +1,6 @@
 import AlbumStoreContract
 import Foundation
+import HTTPServer
 import HTTPTestSupport
 import Library
 import Synchronization
@@ -174,13 +175,33 @@ extension ChangeFollowerTests {
     }
 }
 
-/// An event stream that records what a hub sends it.
+/// An event stream that records what a hub sends it, one write (a batch of frames) at a time.
 final class RecordingStream: EventStreamSink {
-    private let received = Mutex<[EventHub.Frame]>([])
-    var frames: [EventHub.Frame] { received.withLock { $0 } }
+    private let received = Mutex<[[EventHub.Frame]]>([])
+    /// When set, the first write waits for it (the hub's thread is then held inside a round).
+    private let holdFirstWrite: DispatchSemaphore?
+    /// Signalled when the first write has begun.
+    let firstWriteBegan = DispatchSemaphore(value: 0)
 
-    func send(_ frame: EventHub.Frame) -> Bool {
-        received.withLock { $0.append(frame) }
+    init(holdFirstWrite: DispatchSemaphore? = nil) {
+        self.holdFirstWrite = holdFirstWrite
+    }
+
+    var frames: [EventHub.Frame] { received.withLock { $0.flatMap { $0 } } }
+    /// The frames of each write, in order.
+    var writes: [[EventHub.Frame]] { received.withLock { $0 } }
+
+    var sharedWriter: HTTPStreamWriter? { nil }
+
+    func send(_ frames: [EventHub.Frame]) -> Bool {
+        let first = received.withLock { writes in
+            defer { writes.append(frames) }
+            return writes.isEmpty
+        }
+        if first {
+            firstWriteBegan.signal()
+            holdFirstWrite?.wait()
+        }
         return true
     }
     func comment(_ bytes: [UInt8]) {}

@@ -1,6 +1,7 @@
 import AlbumStoreContract
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 @testable import Library
 
@@ -8,7 +9,7 @@ import Testing
 /// (no hashing), the first id out of order moves them into a dictionary. Either way a duplicate
 /// is found and named with the index it first appeared at, and a state's `albumID` must name
 /// an album of the document.
-@Suite("Archive album ids")
+@Suite("Archive album ids", .ownThreads)
 struct ArchiveAlbumIDTests {
     /// Distinct valid ids that sort as `0 < 1 < 2 < ...` (the last symbols count up).
     static func id(_ n: Int) -> String {

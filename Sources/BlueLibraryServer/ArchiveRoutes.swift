@@ -81,7 +81,9 @@ struct ArchiveRoutes {
             }
             defer { imports.give() }
             let spool = try ArchiveSpool(directory: spoolDirectory)
-            var fingerprint = IdempotencyGuard.Fingerprint(request)
+            // Only a request with an Idempotency-Key needs the body's fingerprint (hashing a
+            // large archive byte by byte is a measurable part of its upload).
+            var fingerprint = request.headers["Idempotency-Key"] == nil ? nil : IdempotencyGuard.Fingerprint(request)
             // `requireJSON` refused an empty body, so a streamed route has its stream.
             guard let stream = request.bodyStream else { throw HTTPError(.badRequest, detail: "Send the archive as the request body.") }
             while true {
@@ -94,9 +96,9 @@ struct ArchiveRoutes {
                 }
                 guard let chunk = next else { break }
                 try spool.write(chunk)
-                fingerprint.add(chunk)
+                fingerprint?.add(chunk)
             }
-            return try idempotency.run(request, fingerprint: fingerprint.value, context: context) {
+            return try idempotency.run(request, fingerprint: fingerprint?.value, context: context) {
                 let summary = try spool.withMappedBytes { bytes, release in
                     try library { () throws(LibraryError) in try facade.importArchive(json: bytes, read: release) }
                 }

@@ -4,6 +4,9 @@
 /// Statements currently being stepped stay alive through their caller's reference.
 struct StatementCache {
     private var statements: [String: Statement] = [:]
+    /// The statement looked up last: a run of the same statement (an import's inserts) finds
+    /// it by comparing the text, which for the same constant is one word, without hashing it.
+    private var last: Statement?
     let capacity: Int
 
     init(capacity: Int) {
@@ -13,13 +16,19 @@ struct StatementCache {
     var count: Int { statements.count }
 
     subscript(sql: String) -> Statement? {
-        statements[sql]
+        mutating get {
+            if let last, last.sql == sql { return last }
+            let found = statements[sql]
+            if found != nil { last = found }
+            return found
+        }
     }
 
     mutating func insert(_ statement: Statement) {
         guard capacity > 0 else { return }
         if statements.count >= capacity {
             statements.removeAll(keepingCapacity: true)
+            last = nil
         }
         statements[statement.sql] = statement
     }
@@ -29,9 +38,11 @@ struct StatementCache {
         if statements[statement.sql] === statement {
             statements[statement.sql] = nil
         }
+        if last === statement { last = nil }
     }
 
     mutating func removeAll() {
         statements.removeAll()
+        last = nil
     }
 }

@@ -77,6 +77,33 @@ import Testing
         #expect(streamed.value == IdempotencyGuard.fingerprint(request))
     }
 
+    /// The upload is hashed only when an Idempotency-Key asks for it (issue 17): with a key,
+    /// a repeat of the same archive replays the first answer without importing again, and the
+    /// same key with another archive is refused; without one, every PUT imports.
+    @Test func anIdempotencyKeyStillGuardsAStreamedImport() throws {
+        func put(_ body: [UInt8], key: String?) throws -> RawHTTPClient.Response {
+            var headers = ["Content-Type": "application/json"]
+            if let key { headers["Idempotency-Key"] = key }
+            return try RawHTTPClient.request(port: app.port, method: "PUT", path: "/archive", headers: headers, body: body)
+        }
+        let first = try put(Self.archive(albums: 300), key: "import-1")
+        #expect(first.status == 200, "\(first.text)")
+        let version = try #require(try first.json()["version"] as? Int)
+        let again = try put(Self.archive(albums: 300), key: "import-1")
+        #expect(again.status == 200)
+        #expect(again.header("Idempotent-Replayed") == "true")
+        #expect(try again.json()["version"] as? Int == version)
+        let other = try put(Self.archive(albums: 299), key: "import-1")
+        #expect(other.status == 422, "\(other.text)")
+        #expect(other.text.contains("idempotency-key-reused"))
+        let count = try RawHTTPClient.request(port: app.port, path: "/albums?limit=1&count=true").json()
+        #expect(count["total"] as? Int == 300)
+        let unkeyed = try put(Self.archive(albums: 300), key: nil)
+        #expect(unkeyed.status == 200)
+        #expect(unkeyed.header("Idempotent-Replayed") == nil)
+        #expect(try unkeyed.json()["version"] as? Int == version + 1)
+    }
+
     @Test func anInvalidAlbumLateInALargeArchiveChangesNothing() throws {
         let good = Self.archive(albums: 5_000)
         #expect(try RawHTTPClient.request(port: app.port, method: "PUT", path: "/archive",

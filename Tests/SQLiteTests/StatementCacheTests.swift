@@ -55,6 +55,26 @@ import Testing
         }
     }
 
+    /// The cache keeps the statement looked up last apart (an import's run of inserts finds it
+    /// without hashing the text): equal text from another string finds it too, and alternating
+    /// with other statements or evicting another one never hands out the wrong statement.
+    @Test func lastStatementIsFoundByEqualText() throws {
+        try withDatabasePath { path in
+            let connection = try Connection(path: path)
+            try connection.execute("CREATE TABLE t (x UNIQUE)")
+            let before = connection.preparedStatementCount
+            for i in 0..<20 {
+                let sql = String(String("INSERT INTO t VALUES (?)".reversed()).reversed())
+                try connection.run(sql, [.integer(Int64(i))])
+                if i % 5 == 0 { _ = try connection.scalar("SELECT count(*) FROM t", as: Int.self) }
+            }
+            #expect(connection.preparedStatementCount == before + 2)
+            #expect(throws: SQLiteError.self) { try connection.run("INSERT INTO t VALUES (?)", [1]) }
+            #expect(try connection.scalar("SELECT count(*) FROM t", as: Int.self) == 20)
+            #expect(try connection.scalar("SELECT max(x) FROM t", as: Int.self) == 19)
+        }
+    }
+
     @Test func schemaChangeDetection() {
         #expect(Connection.isSchemaChange("CREATE TABLE x (a)"))
         #expect(Connection.isSchemaChange("\n  drop index i"))

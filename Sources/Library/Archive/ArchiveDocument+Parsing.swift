@@ -118,21 +118,75 @@ private struct ArchiveReader {
     /// Receives the albums in batches instead of `albums` keeping them.
     private let sink: ((ArchiveDocument.AlbumEvent) -> Void)?
     private var albumProblems: [ArchiveProblem] = []
-    /// Keyed by the id's 128 bits, not its 26-character text: a million ids cost ~35 MB here
-    /// instead of ~120 MB of heap strings.
-    private var firstIndexOfID: [IDBits: Int] = [:]
+    /// Where each accepted id first appeared (duplicates, and the states' `albumID`).
+    private var firstIndexOfID = AlbumIDIndex()
 
-    /// The 128 bits an album id's Crockford base32 text spells.
-    private struct IDBits: Hashable {
+    /// The 128 bits an album id's Crockford base32 text spells; they order as the texts do.
+    fileprivate struct IDBits: Hashable, Comparable {
         var high: UInt64 = 0
         var low: UInt64 = 0
 
         init(_ id: AlbumID) {
-            for byte in id.rawValue.utf8 {
-                let value = UInt64(CrockfordBase32.value(of: byte) ?? 0)
-                high = high << 5 | low >> 59
-                low = low << 5 | value
+            var text = id.rawValue
+            text.withUTF8 { bytes in
+                for byte in bytes {
+                    let value = UInt64(CrockfordBase32.value(of: byte) ?? 0)
+                    high = high << 5 | low >> 59
+                    low = low << 5 | value
+                }
             }
+        }
+
+        static func < (a: IDBits, b: IDBits) -> Bool {
+            a.high != b.high ? a.high < b.high : a.low < b.low
+        }
+    }
+
+    /// The ids of the albums read so far and the index each first appeared at, keyed by the
+    /// id's 128 bits rather than its 26-character text.
+    ///
+    /// While every id is greater than the one before (an archive exported in creation order,
+    /// the usual case: ids are ULIDs) they are kept in an array in that order: an id greater
+    /// than the last cannot be a duplicate, so adding one costs no hashing, and a lookup is a
+    /// binary search (24 bytes an id, ~24 MB for a million, against ~35 MB in a dictionary).
+    /// The first id out of order moves them all into a dictionary, which serves from then on.
+    fileprivate struct AlbumIDIndex {
+        private var ascending: [(id: IDBits, index: Int)] = []
+        private var hashed: [IDBits: Int]?
+
+        init(reserving capacity: Int = 0) {
+            ascending.reserveCapacity(capacity)
+        }
+
+        /// Where `id` first appeared; nil when it was not added.
+        func firstIndex(of id: IDBits) -> Int? {
+            if let hashed { return hashed[id] }
+            var low = 0
+            var high = ascending.count
+            while low < high {
+                let middle = (low + high) / 2
+                if ascending[middle].id < id { low = middle + 1 } else { high = middle }
+            }
+            return low < ascending.count && ascending[low].id == id ? ascending[low].index : nil
+        }
+
+        /// Adds `id`, first seen at `index`; returns the index it first appeared at when it
+        /// was added before (and then adds nothing).
+        mutating func add(_ id: IDBits, at index: Int) -> Int? {
+            if hashed == nil {
+                if ascending.last.map({ $0.id < id }) ?? true {
+                    ascending.append((id, index))
+                    return nil
+                }
+                if let first = firstIndex(of: id) { return first }
+                var dictionary = [IDBits: Int](minimumCapacity: ascending.count * 2)
+                for entry in ascending { dictionary[entry.id] = entry.index }
+                ascending = []
+                hashed = dictionary
+            }
+            if let first = hashed?[id] { return first }
+            hashed?[id] = index
+            return nil
         }
     }
     /// The `states` items: an object's members, or the value that is not an object.
@@ -173,7 +227,7 @@ private struct ArchiveReader {
                 albums = []
                 albumCount = 0
                 albumProblems = []
-                firstIndexOfID = [:]
+                firstIndexOfID = AlbumIDIndex()
                 if try scanner.peekKind() == .array { try readAlbums(&scanner) } else { value = try scanner.readValue() }
             case "states":
                 stateItems = []
@@ -191,7 +245,7 @@ private struct ArchiveReader {
         // An exported album takes about 250 bytes; reserving avoids regrowing a huge array.
         let estimate = scanner.bytes.count / 256
         albums.reserveCapacity(sink == nil ? estimate : ArchiveDocument.albumBatchSize)
-        firstIndexOfID.reserveCapacity(estimate)
+        firstIndexOfID = AlbumIDIndex(reserving: estimate)
         defer { flushAlbums(read: scanner.position) }
         try scanner.beginArray()
         var index = 0
@@ -214,13 +268,11 @@ private struct ArchiveReader {
                 continue
             }
             guard let album = album(members, index: index) else { continue }
-            let bits = IDBits(album.id)
-            if let first = firstIndexOfID[bits] {
+            if let first = firstIndexOfID.add(IDBits(album.id), at: index) {
                 addAlbumProblem("albums[\(index)].id", "duplicates albums[\(first)].id (\(album.id)); every album needs its own id",
                                 index: index, field: "id")
                 continue
             }
-            firstIndexOfID[bits] = index
             albums.append(album)
             albumCount += 1
             if sink != nil, albums.count >= ArchiveDocument.albumBatchSize { flushAlbums(read: scanner.position) }
@@ -395,7 +447,7 @@ private struct ArchiveReader {
             }
             var albumID: AlbumID?
             if case .value(let value) = reader.field("albumID") {
-                if let text = value.string, let id = AlbumID(text), firstIndexOfID[IDBits(id)] != nil {
+                if let text = value.string, let id = AlbumID(text), firstIndexOfID.firstIndex(of: IDBits(id)) != nil {
                     albumID = id
                 } else {
                     reader.fail("albumID", "must be null or the id of an album in this archive")

@@ -17,7 +17,10 @@ enum AlbumFieldRules {
     static let nulMessage = "must not contain the NUL character (U+0000)"
 
     static func containsNUL(_ text: String) -> Bool {
-        text.utf8.contains(0)
+        // Over the contiguous UTF-8 bytes: `utf8.contains` steps an index per byte, a
+        // measurable cost when an import checks four texts of each of a million albums.
+        var text = text
+        return text.withUTF8 { $0.contains(0) }
     }
 
     /// Trims surrounding whitespace and checks the length rule.

@@ -315,7 +315,8 @@ final class Connection {
         let request = HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers, body: [])
         let context = RequestContext(
             peerAddress: peerAddress, parameters: pending.resolution.parameters,
-            routePattern: pending.resolution.pattern, host: head.headers["Host"], receivedAt: pending.receivedAt)
+            routePattern: pending.resolution.pattern, routeIndex: pending.resolution.routeIndex,
+            host: head.headers["Host"], receivedAt: pending.receivedAt)
         switch headCheck.evaluate(request, context) {
         case .proceed:
             return false
@@ -382,7 +383,8 @@ final class Connection {
         request.bodyStream = bodyStream
         let context = RequestContext(
             peerAddress: peerAddress, parameters: pending.resolution.parameters,
-            routePattern: pending.resolution.pattern, host: head.headers["Host"], receivedAt: pending.receivedAt)
+            routePattern: pending.resolution.pattern, routeIndex: pending.resolution.routeIndex,
+            host: head.headers["Host"], receivedAt: pending.receivedAt)
         let framing = ResponseFraming(
             isHead: head.method == .head, version: head.version,
             keepAlive: head.wantsKeepAlive && !state.drainRequested && !shared.isDraining)
@@ -442,14 +444,15 @@ final class Connection {
             }
         }
         let sendsBody = !framing.isHead && response.status.allowsBody
-        let head = ResponseHeadEncoder(dateLine: loop.dateLine)
-            .encode(response, version: framing.version, keepAlive: framing.keepAlive, sendsBody: sendsBody)
-        output.append(head.bytes)
+        let encoder = ResponseHeadEncoder(dateLine: loop.dateLine)
+        let bodyIncluded = output.append(recycling: &loop.recycledOutput) { buffer in
+            encoder.encode(response, version: framing.version, keepAlive: framing.keepAlive, sendsBody: sendsBody, into: &buffer)
+        }
         switch response.body {
         case .empty:
             finishResponse(framing)
         case let .bytes(bytes):
-            if sendsBody && !head.bodyIncluded { output.append(bytes) }
+            if sendsBody && !bodyIncluded { output.append(bytes) }
             finishResponse(framing)
         case let .file(file):
             if sendsBody { output.appendFile(fd: fileFD, offset: file.offset, length: file.length) }
@@ -511,7 +514,7 @@ final class Connection {
     private func flush() {
         if state.isClosed { return }
         if !output.isEmpty && writable {
-            let (result, written) = output.flush(to: fd)
+            let (result, written) = output.flush(to: fd, recycling: &loop.recycledOutput)
             switch result {
             case .done:
                 break

@@ -53,6 +53,9 @@ final class EventLoop: @unchecked Sendable {
     /// `Date: ...\r\n` for response heads, refreshed once a second.
     private(set) var dateLine: [UInt8] = []
     let readScratch: UnsafeMutableRawBufferPointer
+    /// A sent output buffer kept for the next response head (``OutputQueue``): responses
+    /// encoded on this loop reuse it instead of allocating. At most one, of bounded capacity.
+    var recycledOutput: [UInt8] = []
     private let finished = DispatchSemaphore(value: 0)
 
     init(index: Int, listener: ListeningSocket, shared: ServerShared) throws {

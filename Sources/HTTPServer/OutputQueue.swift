@@ -10,6 +10,9 @@ struct OutputQueue {
         case file(fd: Int32, offset: Int, remaining: Int)
     }
 
+    /// The largest buffer kept for reuse after it was sent (a page and its head fit).
+    static let recycledCapacityLimit = 128 * 1024
+
     private(set) var chunks: [Chunk] = []
     private(set) var queuedBytes = 0
 
@@ -28,6 +31,39 @@ struct OutputQueue {
         }
     }
 
+    /// Appends bytes that `encode` writes into a buffer: the previous chunk when it has room,
+    /// else `recycled` (the event loop's spare buffer, taken over by the queue; see
+    /// ``flush(to:recycling:)``), so that encoding a response allocates nothing. Returns what
+    /// `encode` returns.
+    mutating func append<R>(recycling recycled: inout [UInt8], _ encode: (inout [UInt8]) -> R) -> R {
+        var buffer: [UInt8]
+        var offset = 0
+        let joins: Bool
+        if case .bytes(let last, let lastOffset)? = chunks.last, last.count - lastOffset <= 16 * 1024 {
+            // Behind what is still queued (pipelined responses): one send for all of them.
+            chunks[chunks.count - 1] = .bytes([], offset: 0)
+            buffer = last
+            offset = lastOffset
+            joins = true
+        } else {
+            buffer = recycled
+            recycled = []
+            buffer.removeAll(keepingCapacity: true)
+            joins = false
+        }
+        let before = buffer.count
+        let result = encode(&buffer)
+        queuedBytes += buffer.count - before
+        if joins {
+            chunks[chunks.count - 1] = .bytes(buffer, offset: offset)
+        } else if !buffer.isEmpty {
+            chunks.append(.bytes(buffer, offset: 0))
+        } else {
+            recycled = buffer
+        }
+        return result
+    }
+
     /// Queues a file region; the queue owns `fd` and closes it once sent or dropped.
     mutating func appendFile(fd: Int32, offset: Int, length: Int) {
         queuedBytes += length
@@ -42,6 +78,13 @@ struct OutputQueue {
 
     /// Writes as much as the socket takes. Returns how it stopped and how many bytes went out.
     mutating func flush(to socket: Int32) -> (FlushResult, Int) {
+        var discarded: [UInt8] = []
+        return flush(to: socket, recycling: &discarded)
+    }
+
+    /// ``flush(to:)``, handing a sent byte buffer back to `recycled` (when that is empty and
+    /// the buffer is not larger than ``recycledCapacityLimit``) for the next response.
+    mutating func flush(to socket: Int32, recycling recycled: inout [UInt8]) -> (FlushResult, Int) {
         var written = 0
         while let first = chunks.first {
             switch first {
@@ -61,6 +104,7 @@ struct OutputQueue {
                 queuedBytes -= n
                 if offset + n == bytes.count {
                     chunks.removeFirst()
+                    if recycled.capacity == 0 && bytes.capacity <= Self.recycledCapacityLimit { recycled = bytes }
                 } else {
                     chunks[0] = .bytes(bytes, offset: offset + n)
                 }

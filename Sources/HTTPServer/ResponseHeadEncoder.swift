@@ -14,14 +14,24 @@ struct ResponseHeadEncoder {
     func encode(_ response: HTTPResponse, version: HTTPVersion, keepAlive requested: Bool, sendsBody: Bool)
         -> (bytes: [UInt8], bodyIncluded: Bool)
     {
-        var capacity = 64 + dateLine.count
+        var head: [UInt8] = []
+        let bodyIncluded = encode(response, version: version, keepAlive: requested, sendsBody: sendsBody, into: &head)
+        return (head, bodyIncluded)
+    }
+
+    /// Appends the head (and a small body) to `head`, which grows at most once: the event loop
+    /// passes a buffer it recycles, so a response that leaves in one send allocates nothing.
+    /// Returns whether the body bytes were appended.
+    func encode(
+        _ response: HTTPResponse, version: HTTPVersion, keepAlive requested: Bool, sendsBody: Bool, into head: inout [UInt8]
+    ) -> Bool {
+        var capacity = head.count + 64 + dateLine.count
         for field in response.headers { capacity += field.name.utf8.count + field.value.utf8.count + 4 }
         var inlineBody: [UInt8]?
         if sendsBody, case let .bytes(body) = response.body, body.count <= Self.inlineBodyLimit {
             inlineBody = body
             capacity += body.count
         }
-        var head: [UInt8] = []
         head.reserveCapacity(capacity)
         head.appendUTF8(version == .http1_0 ? "HTTP/1.0 " : "HTTP/1.1 ")
         head.appendDecimal(response.status.code)
@@ -66,7 +76,7 @@ struct ResponseHeadEncoder {
         }
         head.append(contentsOf: [0x0D, 0x0A])
         if let inlineBody { head.append(contentsOf: inlineBody) }
-        return (head, inlineBody != nil)
+        return inlineBody != nil
     }
 
     static func dateLine(secondsSince1970 seconds: Int) -> [UInt8] {

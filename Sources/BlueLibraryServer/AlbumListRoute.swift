@@ -22,15 +22,23 @@ struct AlbumListRoute {
     /// Seals the cursors this route hands out and opens the ones it is given.
     let seal: CursorSeal
 
-    /// A page ready to send.
-    struct CachedPage: Sendable {
-        var bytes: [UInt8]
-        var etag: String
+    /// A page ready to send. Immutable and shared by reference: a cache hit (and a 304 from
+    /// it) retains one object instead of copying four buffers' worth of references.
+    final class CachedPage: Sendable {
+        let bytes: [UInt8]
+        let etag: String
         /// The next page's query string (the path is the request's own, so both route forms
         /// share the page).
-        var nextQuery: String?
+        let nextQuery: String?
         /// `/albums?` + `nextQuery`, made once: the bare route's link costs nothing per request.
-        var nextBarePath: String?
+        let nextBarePath: String?
+
+        init(bytes: [UInt8], etag: String, nextQuery: String?, nextBarePath: String?) {
+            self.bytes = bytes
+            self.etag = etag
+            self.nextQuery = nextQuery
+            self.nextBarePath = nextBarePath
+        }
     }
 
     /// A list query as the model knows it: the raw query string under the paging limits in

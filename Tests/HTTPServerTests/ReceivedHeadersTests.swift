@@ -1,9 +1,10 @@
 import Testing
+import TestThreads
 @testable import HTTPServer
 
 /// A request's headers as the parser leaves them: byte ranges into one copy of the head
 /// (``RequestHeadFields``), read through the same ``HTTPHeaders`` API as built headers.
-@Suite struct ReceivedHeadersTests {
+@Suite(.ownThreads) struct ReceivedHeadersTests {
     let parser = HTTPHeadParser(limits: HTTPServerLimits())
 
     func headers(_ fields: String) throws -> HTTPHeaders {

@@ -4,11 +4,12 @@ import Glibc
 import Essentials
 import Foundation
 import Testing
+import TestThreads
 @testable import HTTPServer
 
 /// Response heads encoded into a recycled buffer (``OutputQueue/append(recycling:_:)``), over a
 /// real socket pair, and the router's route indices that per-route tables use.
-@Suite struct RecycledOutputTests {
+@Suite(.ownThreads) struct RecycledOutputTests {
     let encoder = ResponseHeadEncoder(dateLine: Array("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n".utf8))
 
     /// A connected pair of stream sockets, closed when the test ends.

@@ -6,7 +6,10 @@ import Glibc
 /// Bytes and file regions waiting to be written to one socket, in order.
 struct OutputQueue {
     enum Chunk {
-        case bytes([UInt8], offset: Int)
+        /// `owned`: the buffer was made by this queue (``append(recycling:_:)``), so nothing
+        /// else holds it and it may be recycled once sent. Bytes handed in (a stream payload
+        /// shared by many connections) are never recycled.
+        case bytes([UInt8], offset: Int, owned: Bool = false)
         case file(fd: Int32, offset: Int, remaining: Int)
     }
 
@@ -22,10 +25,10 @@ struct OutputQueue {
         guard !bytes.isEmpty else { return }
         queuedBytes += bytes.count
         // Small writes join the previous chunk so a response leaves in one syscall.
-        if case .bytes(var last, let offset)? = chunks.last, last.count + bytes.count <= 64 * 1024 {
+        if case .bytes(var last, let offset, let owned)? = chunks.last, last.count + bytes.count <= 64 * 1024 {
             chunks[chunks.count - 1] = .bytes([], offset: 0)
             last.append(contentsOf: bytes)
-            chunks[chunks.count - 1] = .bytes(last, offset: offset)
+            chunks[chunks.count - 1] = .bytes(last, offset: offset, owned: owned)
         } else {
             chunks.append(.bytes(bytes, offset: 0))
         }
@@ -39,11 +42,13 @@ struct OutputQueue {
         var buffer: [UInt8]
         var offset = 0
         let joins: Bool
-        if case .bytes(let last, let lastOffset)? = chunks.last, last.count - lastOffset <= 16 * 1024 {
+        var owned = true
+        if case .bytes(let last, let lastOffset, let lastOwned)? = chunks.last, last.count - lastOffset <= 16 * 1024 {
             // Behind what is still queued (pipelined responses): one send for all of them.
             chunks[chunks.count - 1] = .bytes([], offset: 0)
             buffer = last
             offset = lastOffset
+            owned = lastOwned
             joins = true
         } else {
             buffer = recycled
@@ -55,9 +60,9 @@ struct OutputQueue {
         let result = encode(&buffer)
         queuedBytes += buffer.count - before
         if joins {
-            chunks[chunks.count - 1] = .bytes(buffer, offset: offset)
+            chunks[chunks.count - 1] = .bytes(buffer, offset: offset, owned: owned)
         } else if !buffer.isEmpty {
-            chunks.append(.bytes(buffer, offset: 0))
+            chunks.append(.bytes(buffer, offset: 0, owned: true))
         } else {
             recycled = buffer
         }
@@ -82,13 +87,13 @@ struct OutputQueue {
         return flush(to: socket, recycling: &discarded)
     }
 
-    /// ``flush(to:)``, handing a sent byte buffer back to `recycled` (when that is empty and
-    /// the buffer is not larger than ``recycledCapacityLimit``) for the next response.
+    /// ``flush(to:)``, handing a sent buffer the queue made back to `recycled` (when that is
+    /// empty and the buffer is not larger than ``recycledCapacityLimit``) for the next response.
     mutating func flush(to socket: Int32, recycling recycled: inout [UInt8]) -> (FlushResult, Int) {
         var written = 0
         while let first = chunks.first {
             switch first {
-            case let .bytes(bytes, offset):
+            case let .bytes(bytes, offset, owned):
                 // MSG_MORE when more follows (a head before a large body or a file): the kernel
                 // then fills whole segments instead of sending the head in a packet of its own.
                 let flags = Int32(MSG_NOSIGNAL) | (chunks.count > 1 ? Int32(MSG_MORE) : 0)
@@ -104,9 +109,9 @@ struct OutputQueue {
                 queuedBytes -= n
                 if offset + n == bytes.count {
                     chunks.removeFirst()
-                    if recycled.capacity == 0 && bytes.capacity <= Self.recycledCapacityLimit { recycled = bytes }
+                    if owned && recycled.capacity == 0 && bytes.capacity <= Self.recycledCapacityLimit { recycled = bytes }
                 } else {
-                    chunks[0] = .bytes(bytes, offset: offset + n)
+                    chunks[0] = .bytes(bytes, offset: offset + n, owned: owned)
                 }
             case let .file(fd, offset, remaining):
                 var off = off_t(offset)

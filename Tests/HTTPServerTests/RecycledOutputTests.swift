@@ -88,6 +88,22 @@ import TestThreads
         #expect(sockets.read(expected.count) == expected)
     }
 
+    @Test func bytesHandedInAreNeverRecycled() throws {
+        // A stream payload may be shared by many connections: it must not become the buffer
+        // the next head is written into.
+        let sockets = try SocketPair()
+        var queue = OutputQueue()
+        var recycled: [UInt8] = []
+        let shared = Array("data: x\n\n".utf8)
+        queue.append(shared)
+        let (result, written) = queue.flush(to: sockets.writer, recycling: &recycled)
+        #expect(result == .done)
+        #expect(written == shared.count)
+        #expect(recycled.capacity == 0)
+        #expect(sockets.read(shared.count) == shared)
+        #expect(shared == Array("data: x\n\n".utf8))
+    }
+
     @Test func largeBuffersAreNotKept() throws {
         let sockets = try SocketPair()
         var queue = OutputQueue()

@@ -18,6 +18,13 @@ enum ETag {
     /// If-None-Match, RFC 9110 §13.1.2; `*` matches anything). Byte-level, no allocation: a
     /// revalidation is answered with little more work than the 304 itself.
     static func list(_ header: String, matches tag: String) -> Bool {
+        var header = header
+        return header.withUTF8 { list($0, matches: tag) }
+    }
+
+    /// ``list(_:matches:)`` on the header's bytes, as ``HTTPHeaders/withFirstValue(_:_:)``
+    /// hands them over (a received `If-None-Match` never becomes a String).
+    static func list(_ header: UnsafeBufferPointer<UInt8>, matches tag: String) -> Bool {
         forEachMember(of: header, comparedWith: tag) { member, tag in
             member.elementsEqual("*".utf8) || weakOpaque(member).elementsEqual(weakOpaque(tag))
         }
@@ -28,25 +35,23 @@ enum ETag {
     /// Calls `matches` with each comma-separated member of a list header, trimmed of spaces
     /// and tabs, and the tag; true as soon as one matches.
     fileprivate static func forEachMember(
-        of header: String, comparedWith tag: String, _ matches: (_ member: Bytes, _ tag: Bytes) -> Bool
+        of header: UnsafeBufferPointer<UInt8>, comparedWith tag: String, _ matches: (_ member: Bytes, _ tag: Bytes) -> Bool
     ) -> Bool {
-        var header = header
         var tag = tag
         return tag.withUTF8 { tagBytes in
-            header.withUTF8 { bytes in
-                var start = 0
-                while start < bytes.count {
-                    var end = start
-                    while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
-                    var first = start
-                    var last = end
-                    while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
-                    while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
-                    if first < last, matches(bytes[first..<last], tagBytes[...]) { return true }
-                    start = end + 1
-                }
-                return false
+            let bytes = header
+            var start = 0
+            while start < bytes.count {
+                var end = start
+                while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+                var first = start
+                var last = end
+                while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
+                while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
+                if first < last, matches(bytes[first..<last], tagBytes[...]) { return true }
+                start = end + 1
             }
+            return false
         }
     }
 
@@ -61,8 +66,11 @@ extension ETag {
     /// opaque tag with neither side weak.
     static func strongList(_ header: String, matches tag: String) -> Bool {
         guard !tag.hasPrefix("W/") else { return false }
-        return forEachMember(of: header, comparedWith: tag) { member, tag in
-            member.elementsEqual("*".utf8) || member.elementsEqual(tag)
+        var header = header
+        return header.withUTF8 { header in
+            forEachMember(of: header, comparedWith: tag) { member, tag in
+                member.elementsEqual("*".utf8) || member.elementsEqual(tag)
+            }
         }
     }
 }

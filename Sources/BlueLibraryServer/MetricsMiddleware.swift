@@ -40,7 +40,7 @@ struct MetricsMiddleware: HTTPMiddleware {
     }
 
     private func record(status: Int, _ method: HTTPMethod, _ context: RequestContext) {
-        http.record(pattern: context.routePattern, method: method, status: status,
+        http.record(routeIndex: context.routeIndex, pattern: context.routePattern, method: method, status: status,
                     duration: ContinuousClock.now - context.receivedAt)
     }
 }
@@ -102,32 +102,51 @@ final class HTTPMetrics: Sendable {
         }
     }
 
-    /// pattern → the series of its methods (a handful, scanned in order).
+    /// pattern → the series of its methods (a handful, scanned in order); and the same by the
+    /// router's route index, which the hot path uses (an array index instead of hashing the
+    /// pattern).
     final class Table: Sendable {
         let byPattern: [String: [Series]]
+        /// Route index (``RequestContext/routeIndex``) → that route's series (its method, and
+        /// HEAD for a GET route without a HEAD route of its own).
+        let byRoute: [[Series]]
         let unmatched: [Series]
         let all: [Series]
 
         init(routes: [(method: HTTPMethod, pattern: String)]) {
             var byPattern: [String: [Series]] = [:]
+            var byRoute: [[Series]] = []
             var all: [Series] = []
             for (method, pattern) in routes {
                 var methods = [method.rawValue]
                 if method == .get, !routes.contains(where: { $0.method == .head && $0.pattern == pattern }) {
                     methods.append("HEAD")
                 }
+                var routeSeries: [Series] = []
                 for name in methods {
                     let series = Series(route: pattern, method: name)
                     byPattern[pattern, default: []].append(series)
+                    routeSeries.append(series)
                     all.append(series)
                 }
+                byRoute.append(routeSeries)
             }
+            self.byRoute = byRoute
             let unmatched = (HTTPMetrics.methods + [HTTPMetrics.otherMethod]).map {
                 Series(route: HTTPMetrics.unmatched, method: $0)
             }
             self.byPattern = byPattern
             self.unmatched = unmatched
             self.all = all + unmatched
+        }
+
+        /// The series of route `index` for `method`; nil when the index is not one of the
+        /// table's routes (then the pattern decides).
+        func series(routeIndex index: Int, method: HTTPMethod) -> Series? {
+            guard index >= 0 && index < byRoute.count else { return nil }
+            let name = method.rawValue
+            for series in byRoute[index] where series.method == name { return series }
+            return nil
         }
 
         func series(pattern: String?, method: HTTPMethod) -> Series? {
@@ -149,6 +168,15 @@ final class HTTPMetrics: Sendable {
     func record(pattern: String?, method: HTTPMethod, status: Int, duration: Duration) {
         guard let series = table.series(pattern: pattern, method: method) else { return }
         series.record(status: status, duration: duration)
+    }
+
+    /// Records by route index when the request matched a route (no hashing), else by pattern.
+    func record(routeIndex: Int?, pattern: String?, method: HTTPMethod, status: Int, duration: Duration) {
+        if let routeIndex, let series = table.series(routeIndex: routeIndex, method: method), series.route == pattern {
+            series.record(status: status, duration: duration)
+            return
+        }
+        record(pattern: pattern, method: method, status: status, duration: duration)
     }
 
     /// Registers both families with `metrics`.

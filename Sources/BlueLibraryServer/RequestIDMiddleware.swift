@@ -15,8 +15,10 @@ struct RequestIDMiddleware: HTTPMiddleware {
         }
         let id = context.requestID
         switch try next.respond(to: request, context: context) {
-        case let .response(response):
-            return .response(Self.stamped(response, id))
+        case var .response(response):
+            // Stamped in place: the reply is not used again, so its headers are not copied.
+            response.headers.add("X-Request-Id", id)
+            return .response(response)
         case let .blocking(work):
             return .blocking { Self.stamped(try work(), id) }
         }

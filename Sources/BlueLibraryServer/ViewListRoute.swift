@@ -111,11 +111,11 @@ struct ViewListRoute {
         _ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: (versions: [Int64], sum: Int64)
     ) -> HTTPResponse? {
         let cached = pages.cache.current(key, version: version.sum)
-        if let condition = request.headers["If-None-Match"] {
-            let etag = cached?.etag ?? key.etag(versions: version.versions)
-            if ETag.list(condition, matches: etag) {
-                return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
-            }
+        let etag = cached?.etag
+        if let matched = request.headers.withFirstValue("If-None-Match", { ETag.list($0, matches: etag ?? key.etag(versions: version.versions)) }),
+            matched
+        {
+            return HTTPResponse(status: .notModified, headers: ["ETag": etag ?? key.etag(versions: version.versions), "Cache-Control": "no-cache"])
         }
         return cached.map { Self.response($0, request: request, context: context) }
     }

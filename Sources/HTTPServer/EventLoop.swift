@@ -22,14 +22,15 @@ final class EventLoop: @unchecked Sendable {
     private let wakefd: Int32
     private let tasks = Mutex<[@Sendable (EventLoop) -> Void]>([])
 
-    // Loop-thread state.
+    // Loop-thread state. The collections the loop reads on every wake-up skip the dynamic
+    // exclusivity check (`@exclusivity(unchecked)`): only the loop thread touches them.
     private var listener: ListeningSocket?
-    private var connections: [UInt64: Connection] = [:]
+    @exclusivity(unchecked) private var connections: [UInt64: Connection] = [:]
     private var nextConnectionID: UInt64 = 2
     /// Connections that used up their budget with work left: each gets another turn after
     /// the next round of events (two lists, swapped, so a turn can ask for the next one).
-    private var laterTurns: [UInt64] = []
-    private var turnsNow: [UInt64] = []
+    @exclusivity(unchecked) private var laterTurns: [UInt64] = []
+    @exclusivity(unchecked) private var turnsNow: [UInt64] = []
     private var running = true
     private var draining = false
     private var reportedDrained = false
@@ -53,6 +54,10 @@ final class EventLoop: @unchecked Sendable {
     /// `Date: ...\r\n` for response heads, refreshed once a second.
     private(set) var dateLine: [UInt8] = []
     let readScratch: UnsafeMutableRawBufferPointer
+    /// A sent output buffer kept for the next response head (``OutputQueue``): responses
+    /// encoded on this loop reuse it instead of allocating. At most one, of bounded capacity.
+    /// (Loop thread only, like the connections that use it: no dynamic exclusivity check.)
+    @exclusivity(unchecked) var recycledOutput: [UInt8] = []
     private let finished = DispatchSemaphore(value: 0)
 
     init(index: Int, listener: ListeningSocket, shared: ServerShared) throws {

@@ -107,7 +107,7 @@ struct HTTPBodyDecoder {
                     if trailerBytes > trailerLimits.bytes { throw .headTooLarge }
                     trailerFields += 1
                     if trailerFields > trailerLimits.fields { throw .tooManyHeaders }
-                    _ = try HTTPHeadParser.parseField(buffer[i..<lineEnd.content])
+                    _ = try HTTPHeadParser.parseField(buffer, i..<lineEnd.content)
                 }
                 i = lineEnd.next
                 if empty { state = .done }

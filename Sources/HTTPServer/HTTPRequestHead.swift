@@ -104,33 +104,51 @@ struct HTTPHeadParser {
         if requestLine.count > limits.maxRequestLineBytes { throw .requestLineTooLong }
         let (method, target, version) = try Self.parseRequestLine(buffer[requestLine])
 
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(8)
-        // Names starting with c, t, h or e may be Content-Length, Connection,
-        // Transfer-Encoding, Host or Expect: only then are the fields searched for them.
-        var mayHaveFraming = false
-        var hostCount = 0
-        var mayHaveExpect = false
-        while let line = lines.next() {
-            if headers.count >= limits.maxHeaderCount { throw .tooManyHeaders }
-            let field = try Self.parseField(buffer[line])
-            switch field.name.utf8.first.map({ $0 | 0x20 }) {
-            case UInt8(ascii: "c"), UInt8(ascii: "t"): mayHaveFraming = true
-            case UInt8(ascii: "h") where field.name.utf8.count == 4 && field.name.equalsIgnoringASCIICase("Host"): hostCount += 1
-            case UInt8(ascii: "e"): mayHaveExpect = true
-            default: break
+        // The field lines are copied once, with a table of where each name and value lies
+        // (RequestHeadFields): no String per field. A field line takes at least 3 bytes
+        // ("a:" and LF), which bounds the table.
+        let fieldsStart = lines.position
+        let fieldsEnd = headEnd.contentEnd
+        let tableCapacity = 4 * max(1, min(limits.maxHeaderCount, (fieldsEnd - fieldsStart) / 3 + 1))
+        let scanned = withUnsafeTemporaryAllocation(of: UInt32.self, capacity: tableCapacity) { table in
+            Swift.Result { () throws(HTTPParseError) -> (RequestHeadFields, FieldFacts) in
+                var facts = FieldFacts()
+                var count = 0
+                while let line = lines.next() {
+                    if count >= limits.maxHeaderCount || 4 * count >= table.count { throw .tooManyHeaders }
+                    let field = try Self.parseField(buffer, line)
+                    let nameLength = field.name.count
+                    switch buffer[field.name.lowerBound] | 0x20 {
+                    // Names starting with c, t, h or e may be Content-Length, Connection,
+                    // Transfer-Encoding, Host or Expect: only then are the fields searched for them.
+                    case UInt8(ascii: "c"), UInt8(ascii: "t"): facts.mayHaveFraming = true
+                    case UInt8(ascii: "h") where nameLength == 4 && Self.isHost(buffer, field.name): facts.hostCount += 1
+                    case UInt8(ascii: "e"): facts.mayHaveExpect = true
+                    default: break
+                    }
+                    table[4 * count] = UInt32(field.name.lowerBound - fieldsStart)
+                    table[4 * count + 1] = UInt32(field.name.upperBound - fieldsStart)
+                    table[4 * count + 2] = UInt32(field.value.lowerBound - fieldsStart)
+                    table[4 * count + 3] = UInt32(field.value.upperBound - fieldsStart)
+                    count += 1
+                }
+                let fields = RequestHeadFields(
+                    lines: buffer[fieldsStart..<fieldsEnd], spans: UnsafeBufferPointer(rebasing: table[0..<(4 * count)]))
+                return (fields, facts)
             }
-            headers.add(field.name, field.value)
         }
+        let (fields, facts) = try scanned.get()
+        let headers = HTTPHeaders(received: fields)
+        let hostCount = facts.hostCount
 
         // Exactly one Host for HTTP/1.1, at most one for HTTP/1.0 (RFC 9112 §3.2).
         if hostCount > 1 { throw .multipleHosts }
         if version == .http1_1 && hostCount == 0 { throw .missingHost }
-        let framing = mayHaveFraming ? try Self.framing(of: headers, version: version) : .none
+        let framing = facts.mayHaveFraming ? try Self.framing(of: headers, version: version) : .none
         let expectsContinue =
-            mayHaveExpect && version == .http1_1
+            facts.mayHaveExpect && version == .http1_1
             && headers["Expect"].map { $0.equalsIgnoringASCIICase("100-continue") } == true
-        let wantsKeepAlive = mayHaveFraming ? Self.wantsKeepAlive(version: version, headers: headers) : version == .http1_1
+        let wantsKeepAlive = facts.mayHaveFraming ? Self.wantsKeepAlive(version: version, headers: headers) : version == .http1_1
         let head = HTTPRequestHead(
             method: method, target: target, version: version, headers: headers,
             framing: framing, expectsContinue: expectsContinue, wantsKeepAlive: wantsKeepAlive)
@@ -203,30 +221,36 @@ struct HTTPHeadParser {
         return HTTPMethod(rawValue: String(decoding: bytes, as: UTF8.self))
     }
 
-    static func parseField(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPHeaders.Field {
-        // obs-fold (a line starting with whitespace) is rejected (RFC 9112 §5.2).
-        guard let first = line.first, first != 0x20, first != 0x09,
-            let colon = line.firstIndex(of: UInt8(ascii: ":"))
-        else { throw .malformedHeader }
-        let name = line[line.startIndex..<colon]
-        guard !name.isEmpty else { throw .malformedHeader }
-        for byte in name where !isTokenByte(byte) { throw .malformedHeader }
-        var valueStart = colon + 1
-        var valueEnd = line.endIndex
-        while valueStart < valueEnd, line[valueStart] == 0x20 || line[valueStart] == 0x09 { valueStart += 1 }
-        while valueEnd > valueStart, line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09 { valueEnd -= 1 }
-        for byte in line[valueStart..<valueEnd] where byte == 0 || byte == 0x0D || byte == 0x0A {
-            throw .malformedHeader
-        }
-        return HTTPHeaders.Field(
-            name: String(decoding: name, as: UTF8.self),
-            value: String(decoding: line[valueStart..<valueEnd], as: UTF8.self))
+    /// What the field loop noticed on the way, so that framing, Host and Expect are looked up
+    /// only in heads that may have them.
+    struct FieldFacts {
+        var mayHaveFraming = false
+        var hostCount = 0
+        var mayHaveExpect = false
     }
 
-    static func count(of name: String, in headers: HTTPHeaders) -> Int {
-        var count = 0
-        for field in headers.fields where field.name.equalsIgnoringASCIICase(name) { count += 1 }
-        return count
+    /// Where a field line's name and (trimmed) value lie in `buffer`.
+    static func parseField(_ buffer: [UInt8], _ line: Range<Int>) throws(HTTPParseError) -> (name: Range<Int>, value: Range<Int>) {
+        // obs-fold (a line starting with whitespace) is rejected (RFC 9112 §5.2).
+        let bytes = buffer[line]
+        guard let first = bytes.first, first != 0x20, first != 0x09,
+            let colon = bytes.firstIndex(of: UInt8(ascii: ":"))
+        else { throw .malformedHeader }
+        guard colon > line.lowerBound else { throw .malformedHeader }
+        for byte in buffer[line.lowerBound..<colon] where !isTokenByte(byte) { throw .malformedHeader }
+        var valueStart = colon + 1
+        var valueEnd = line.upperBound
+        while valueStart < valueEnd, buffer[valueStart] == 0x20 || buffer[valueStart] == 0x09 { valueStart += 1 }
+        while valueEnd > valueStart, buffer[valueEnd - 1] == 0x20 || buffer[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+        for byte in buffer[valueStart..<valueEnd] where byte == 0 || byte == 0x0D || byte == 0x0A {
+            throw .malformedHeader
+        }
+        return (line.lowerBound..<colon, valueStart..<valueEnd)
+    }
+
+    /// Whether the 4-byte name at `name` is `Host` in any case.
+    static func isHost(_ buffer: [UInt8], _ name: Range<Int>) -> Bool {
+        buffer[name].elementsEqual("host".utf8) { $0 | 0x20 == $1 }
     }
 
     /// How the body is framed (RFC 9112 §6). Every Transfer-Encoding field counts, even an
@@ -234,7 +258,7 @@ struct HTTPHeadParser {
     /// message as chunked is how requests get smuggled.
     static func framing(of headers: HTTPHeaders, version: HTTPVersion) throws(HTTPParseError) -> HTTPRequestHead.BodyFraming {
         let lengths = headers.values(for: "Content-Length")
-        if count(of: "Transfer-Encoding", in: headers) > 0 {
+        if headers.contains("Transfer-Encoding") {
             // A message with both is a smuggling attempt or a broken client (RFC 9112 §6.3).
             if !lengths.isEmpty { throw .conflictingFraming }
             // "A server or client that receives an HTTP/1.0 message containing a

@@ -6,9 +6,15 @@ import Glibc
 /// Bytes and file regions waiting to be written to one socket, in order.
 struct OutputQueue {
     enum Chunk {
-        case bytes([UInt8], offset: Int)
+        /// `owned`: the buffer was made by this queue (``append(recycling:_:)``), so nothing
+        /// else holds it and it may be recycled once sent. Bytes handed in (a stream payload
+        /// shared by many connections) are never recycled.
+        case bytes([UInt8], offset: Int, owned: Bool = false)
         case file(fd: Int32, offset: Int, remaining: Int)
     }
+
+    /// The largest buffer kept for reuse after it was sent (a page and its head fit).
+    static let recycledCapacityLimit = 128 * 1024
 
     private(set) var chunks: [Chunk] = []
     private(set) var queuedBytes = 0
@@ -19,13 +25,48 @@ struct OutputQueue {
         guard !bytes.isEmpty else { return }
         queuedBytes += bytes.count
         // Small writes join the previous chunk so a response leaves in one syscall.
-        if case .bytes(var last, let offset)? = chunks.last, last.count + bytes.count <= 64 * 1024 {
+        if case .bytes(var last, let offset, let owned)? = chunks.last, last.count + bytes.count <= 64 * 1024 {
             chunks[chunks.count - 1] = .bytes([], offset: 0)
             last.append(contentsOf: bytes)
-            chunks[chunks.count - 1] = .bytes(last, offset: offset)
+            chunks[chunks.count - 1] = .bytes(last, offset: offset, owned: owned)
         } else {
             chunks.append(.bytes(bytes, offset: 0))
         }
+    }
+
+    /// Appends bytes that `encode` writes into a buffer: the previous chunk when it has room,
+    /// else `recycled` (the event loop's spare buffer, taken over by the queue; see
+    /// ``flush(to:recycling:)``), so that encoding a response allocates nothing. Returns what
+    /// `encode` returns.
+    mutating func append<R>(recycling recycled: inout [UInt8], _ encode: (inout [UInt8]) -> R) -> R {
+        var buffer: [UInt8]
+        var offset = 0
+        let joins: Bool
+        var owned = true
+        if case .bytes(let last, let lastOffset, let lastOwned)? = chunks.last, last.count - lastOffset <= 16 * 1024 {
+            // Behind what is still queued (pipelined responses): one send for all of them.
+            chunks[chunks.count - 1] = .bytes([], offset: 0)
+            buffer = last
+            offset = lastOffset
+            owned = lastOwned
+            joins = true
+        } else {
+            buffer = recycled
+            recycled = []
+            buffer.removeAll(keepingCapacity: true)
+            joins = false
+        }
+        let before = buffer.count
+        let result = encode(&buffer)
+        queuedBytes += buffer.count - before
+        if joins {
+            chunks[chunks.count - 1] = .bytes(buffer, offset: offset, owned: owned)
+        } else if !buffer.isEmpty {
+            chunks.append(.bytes(buffer, offset: 0, owned: true))
+        } else {
+            recycled = buffer
+        }
+        return result
     }
 
     /// Queues a file region; the queue owns `fd` and closes it once sent or dropped.
@@ -42,10 +83,17 @@ struct OutputQueue {
 
     /// Writes as much as the socket takes. Returns how it stopped and how many bytes went out.
     mutating func flush(to socket: Int32) -> (FlushResult, Int) {
+        var discarded: [UInt8] = []
+        return flush(to: socket, recycling: &discarded)
+    }
+
+    /// ``flush(to:)``, handing a sent buffer the queue made back to `recycled` (when that is
+    /// empty and the buffer is not larger than ``recycledCapacityLimit``) for the next response.
+    mutating func flush(to socket: Int32, recycling recycled: inout [UInt8]) -> (FlushResult, Int) {
         var written = 0
         while let first = chunks.first {
             switch first {
-            case let .bytes(bytes, offset):
+            case let .bytes(bytes, offset, owned):
                 // MSG_MORE when more follows (a head before a large body or a file): the kernel
                 // then fills whole segments instead of sending the head in a packet of its own.
                 let flags = Int32(MSG_NOSIGNAL) | (chunks.count > 1 ? Int32(MSG_MORE) : 0)
@@ -61,8 +109,9 @@ struct OutputQueue {
                 queuedBytes -= n
                 if offset + n == bytes.count {
                     chunks.removeFirst()
+                    if owned && recycled.capacity == 0 && bytes.capacity <= Self.recycledCapacityLimit { recycled = bytes }
                 } else {
-                    chunks[0] = .bytes(bytes, offset: offset + n)
+                    chunks[0] = .bytes(bytes, offset: offset + n, owned: owned)
                 }
             case let .file(fd, offset, remaining):
                 var off = off_t(offset)

@@ -7,6 +7,8 @@ public struct RequestContext: Sendable {
     public var parameters: [String: String]
     /// The route pattern that matched (`/albums/{id}`), or nil for 404s.
     public var routePattern: String?
+    /// The matched route's position in ``Router/routeTable`` (nil for 404 and 405).
+    public var routeIndex: Int?
     /// The address of the socket peer: the client, or the proxy in front of it. Read once,
     /// when the connection was accepted.
     public let peerAddress: IPAddress
@@ -28,10 +30,11 @@ public struct RequestContext: Sendable {
 
     public init(
         peerAddress: IPAddress, parameters: [String: String] = [:], routePattern: String? = nil,
-        host: String? = nil, receivedAt: ContinuousClock.Instant = .now
+        routeIndex: Int? = nil, host: String? = nil, receivedAt: ContinuousClock.Instant = .now
     ) {
         self.parameters = parameters
         self.routePattern = routePattern
+        self.routeIndex = routeIndex
         self.peerAddress = peerAddress
         self.scheme = "http"
         self.host = host

@@ -11,6 +11,9 @@ public final class Router: Sendable {
         public let responder: any HTTPResponder
         public let parameters: [String: String]
         public let pattern: String?
+        /// The route's position in ``routeTable`` (nil for 404 and 405): a key that needs no
+        /// hashing, for per-route tables built at start (metrics).
+        public let routeIndex: Int?
         public let options: RouteOptions
     }
 
@@ -61,7 +64,7 @@ public final class Router: Sendable {
                 parameters[param.name] = value
                 node = param.node
             } else {
-                return Resolution(responder: notFound, parameters: [:], pattern: nil, options: .inline)
+                return Resolution(responder: notFound, parameters: [:], pattern: nil, routeIndex: nil, options: .inline)
             }
             guard let slash else { break }
             rest = rest[rest.utf8.index(after: slash)...]
@@ -70,13 +73,15 @@ public final class Router: Sendable {
     }
 
     private func resolution(_ node: RouteNode, method: HTTPMethod, parameters: [String: String]) -> Resolution {
-        if let route = node.routes[method] ?? (method == .head ? node.routes[.get] : nil) {
-            return Resolution(responder: route.responder, parameters: parameters, pattern: route.pattern, options: route.options)
+        if let route = node.route(for: method) ?? (method == .head ? node.route(for: .get) : nil) {
+            return Resolution(
+                responder: route.responder, parameters: parameters, pattern: route.pattern, routeIndex: route.index,
+                options: route.options)
         }
         if node.routes.isEmpty {
-            return Resolution(responder: notFound, parameters: [:], pattern: nil, options: .inline)
+            return Resolution(responder: notFound, parameters: [:], pattern: nil, routeIndex: nil, options: .inline)
         }
-        return Resolution(responder: node.methodNotAllowed!, parameters: parameters, pattern: nil, options: .inline)
+        return Resolution(responder: node.methodNotAllowed!, parameters: parameters, pattern: nil, routeIndex: nil, options: .inline)
     }
 }
 
@@ -125,7 +130,10 @@ struct ErrorCatchingResponder: HTTPResponder {
 
 final class RouteNode: Sendable {
     struct Route: Sendable {
+        let method: HTTPMethod
         let pattern: String
+        /// Position in the router's route table.
+        let index: Int
         let options: RouteOptions
         let responder: any HTTPResponder
     }
@@ -136,14 +144,21 @@ final class RouteNode: Sendable {
 
     let literals: [Substring: RouteNode]
     let parameter: Parameter?
-    let routes: [HTTPMethod: Route]
+    /// A node has a handful of methods at most: a scan comparing their (small) names costs
+    /// less than hashing the request's method.
+    let routes: [Route]
     let methodNotAllowed: (any HTTPResponder)?
 
-    init(literals: [Substring: RouteNode], parameter: Parameter?, routes: [HTTPMethod: Route],
+    init(literals: [Substring: RouteNode], parameter: Parameter?, routes: [Route],
          methodNotAllowed: (any HTTPResponder)?) {
         self.literals = literals
         self.parameter = parameter
         self.routes = routes
         self.methodNotAllowed = methodNotAllowed
+    }
+
+    func route(for method: HTTPMethod) -> Route? {
+        for route in routes where route.method == method { return route }
+        return nil
     }
 }

@@ -68,7 +68,7 @@ public struct RouterBuilder {
 
     public func build() -> Router {
         let tree = MutableNode()
-        for route in routes {
+        for (index, route) in routes.enumerated() {
             var node = tree
             for segment in Self.segments(of: route.pattern) {
                 if segment.hasPrefix("{") && segment.hasSuffix("}") {
@@ -87,7 +87,7 @@ public struct RouterBuilder {
                     node = child
                 }
             }
-            node.routes[route.method] = route
+            node.routes[route.method] = (index, route)
         }
         return Router(
             root: freeze(tree), routeTable: routeTable, middleware: middleware,
@@ -95,11 +95,11 @@ public struct RouterBuilder {
     }
 
     private func freeze(_ node: MutableNode) -> RouteNode {
-        var frozenRoutes: [HTTPMethod: RouteNode.Route] = [:]
-        for (method, route) in node.routes {
-            frozenRoutes[method] = RouteNode.Route(
-                pattern: route.pattern, options: route.options,
-                responder: middleware.wrapping(ErrorCatchingResponder(renderer: errorRenderer, wrapped: route.responder)))
+        var frozenRoutes: [RouteNode.Route] = []
+        for (index, route) in node.routes.values.sorted(by: { $0.index < $1.index }) {
+            frozenRoutes.append(RouteNode.Route(
+                method: route.method, pattern: route.pattern, index: index, options: route.options,
+                responder: middleware.wrapping(ErrorCatchingResponder(renderer: errorRenderer, wrapped: route.responder))))
         }
         var methodNotAllowed: (any HTTPResponder)?
         if !node.routes.isEmpty {
@@ -126,6 +126,6 @@ public struct RouterBuilder {
     private final class MutableNode {
         var literals: [String: MutableNode] = [:]
         var parameter: (name: String, node: MutableNode)?
-        var routes: [HTTPMethod: PendingRoute] = [:]
+        var routes: [HTTPMethod: (index: Int, route: PendingRoute)] = [:]
     }
 }

@@ -43,7 +43,11 @@ struct OutputQueue {
         var offset = 0
         let joins: Bool
         var owned = true
-        if case .bytes(let last, let lastOffset, let lastOwned)? = chunks.last, last.count - lastOffset <= 16 * 1024 {
+        // The buffer's whole size bounds the join, not what is left to send of it: a pipelining
+        // client reading as fast as it sends would otherwise keep one buffer growing for ever
+        // (its sent prefix is never trimmed), and a large shared body would be copied to carry
+        // a head behind it.
+        if case .bytes(let last, let lastOffset, let lastOwned)? = chunks.last, last.count <= 16 * 1024 {
             // Behind what is still queued (pipelined responses): one send for all of them.
             chunks[chunks.count - 1] = .bytes([], offset: 0)
             buffer = last

@@ -104,6 +104,47 @@ import TestThreads
         #expect(shared == Array("data: x\n\n".utf8))
     }
 
+    /// A head never joins a buffer whose sent part is large, however little of it is left to
+    /// send: a pipelining client that reads about as fast as it asks would otherwise keep one
+    /// buffer growing for as long as the connection lives.
+    @Test func aHeadDoesNotJoinAPartlySentLargeBuffer() throws {
+        let sockets = try SocketPair()
+        var small: Int32 = 4096
+        try #require(setsockopt(sockets.writer, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size)) == 0)
+        try #require(fcntl(sockets.writer, F_SETFL, fcntl(sockets.writer, F_GETFL) | O_NONBLOCK) == 0)
+        var queue = OutputQueue()
+        var recycled: [UInt8] = []
+        let body = [UInt8](repeating: 0x62, count: 40 * 1024)
+        queue.append(recycling: &recycled) { $0.append(contentsOf: body) }
+        // Send it in socket-buffer steps until what is left fits the joining size.
+        var received: [UInt8] = []
+        while queue.queuedBytes > 8 * 1024 {
+            _ = queue.flush(to: sockets.writer, recycling: &recycled)
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            let n = chunk.withUnsafeMutableBytes { recv(sockets.reader, $0.baseAddress!, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { received += chunk[0..<n] }
+        }
+        try #require(queue.queuedBytes > 0, "the last flush sent everything; the case needs a remainder")
+        let head = encoder.encode(response("c"), version: .http1_1, keepAlive: true, sendsBody: false).bytes
+        _ = queue.append(recycling: &recycled) {
+            encoder.encode(response("c"), version: .http1_1, keepAlive: true, sendsBody: false, into: &$0)
+        }
+        #expect(queue.chunks.count == 2)
+        // Everything still arrives, in order.
+        while !queue.isEmpty {
+            _ = queue.flush(to: sockets.writer, recycling: &recycled)
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            let n = chunk.withUnsafeMutableBytes { recv(sockets.reader, $0.baseAddress!, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { received += chunk[0..<n] }
+        }
+        while received.count < body.count + head.count {
+            let rest = sockets.read(body.count + head.count - received.count)
+            if rest.isEmpty { break }
+            received += rest
+        }
+        #expect(received == body + head)
+    }
+
     @Test func largeBuffersAreNotKept() throws {
         let sockets = try SocketPair()
         var queue = OutputQueue()

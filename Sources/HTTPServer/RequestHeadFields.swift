@@ -37,7 +37,9 @@ struct RequestHeadFields: Sendable {
     @discardableResult
     func forEach(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) throws -> Bool) rethrows -> Bool {
         try storage.withUnsafeBufferPointer { bytes in
-            let table = UnsafeRawPointer(bytes.baseAddress!) + fieldBytes
+            // A head without fields may have no storage at all.
+            guard count > 0, let base = bytes.baseAddress else { return true }
+            let table = UnsafeRawPointer(base) + fieldBytes
             for index in 0..<count {
                 let at = table + index * 4 * MemoryLayout<UInt32>.size
                 let nameStart = Int(at.loadUnaligned(as: UInt32.self))

@@ -4,9 +4,11 @@ import Synchronization
 
 /// `AlbumStore` on SQLite: one database file holding every library.
 ///
-/// - `write` runs its body in one `BEGIN IMMEDIATE` transaction on the single writer
-///   connection (serialised); it commits only if the body returns, and rethrows the body's
-///   error unchanged after rolling back.
+/// - `write` runs its body on the single writer connection, under its own SAVEPOINT in a
+///   `BEGIN IMMEDIATE` transaction shared with the writes that queued behind the writer
+///   meanwhile (group commit, up to `maxBatch`); it returns after that transaction committed,
+///   and rethrows the body's error unchanged after rolling back to the savepoint (the other
+///   writes of the batch are not affected).
 /// - `read` runs its body in one deferred transaction on a pooled read-only connection (WAL:
 ///   readers never wait for the writer and see one snapshot).
 /// - Durability: WAL with `synchronous=NORMAL` by default (a committed write survives a
@@ -48,6 +50,9 @@ public final class SQLiteAlbumStore: AlbumStore {
         /// Saved states (`PUT /state?client=`) kept per library; past it the least recently
         /// saved go first (issue 11, #9). At least 1.
         public var maxSavedStates: Int
+        /// Most write calls committed together in one transaction when they queue up behind the
+        /// writer (group commit, see `Database.write`); 1 commits each alone.
+        public var maxBatch: Int
 
         public init(
             durability: Durability = .normal,
@@ -59,7 +64,8 @@ public final class SQLiteAlbumStore: AlbumStore {
             keySpacing: KeySpacing = KeySpacing(),
             checkpointing: Checkpointing = .background(),
             diskReserveBytes: Int = 32 << 20,
-            maxSavedStates: Int = 10_000
+            maxSavedStates: Int = 10_000,
+            maxBatch: Int = 64
         ) {
             self.durability = durability
             self.readerCount = readerCount
@@ -71,6 +77,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             self.checkpointing = checkpointing
             self.diskReserveBytes = diskReserveBytes
             self.maxSavedStates = max(1, maxSavedStates)
+            self.maxBatch = max(1, maxBatch)
         }
     }
 
@@ -134,7 +141,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             migrator: Schema.migrator,
             configuration: Database.Configuration(
                 connection: options, readerCount: configuration.readerCount,
-                readerTimeout: configuration.readerTimeout))
+                readerTimeout: configuration.readerTimeout, maxBatch: configuration.maxBatch))
         self.path = path
         self.configuration = configuration
         engine = EngineContext(

@@ -185,6 +185,16 @@ final class WriterQueue: Sendable {
         if connection.isInTransaction {
             try? connection.run("ROLLBACK")
         }
+        if batch.count == 1, let job = batch.first {
+            // Alone (one client, or the writer idle): no savepoint needed, the transaction is its own.
+            do {
+                try connection.transaction(.immediate) { try job.body($0) }
+                job.outcome = .done(nil)
+            } catch {
+                job.outcome = .done(error)
+            }
+            return batch[...]
+        }
         do {
             try connection.run(TransactionKind.immediate.beginSQL)
         } catch {

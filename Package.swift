@@ -102,6 +102,8 @@ let package = Package(
 
         // The tests' shared helpers, one of each: the raw-socket HTTP client, `eventually` (poll with a
         // deadline), TemporaryDirectory, SeededGenerator, the child-process runner, nginx, tmpfs volumes.
+        // The suite trait that runs test bodies on threads of their own (every test target has it).
+        .target(name: "TestThreads", path: "Tests/TestThreads", swiftSettings: strict),
         .target(name: "HTTPTestSupport", dependencies: ["Essentials"], path: "Tests/HTTPTestSupport", swiftSettings: strict),
         // The tests' helpers that need the app: TestApp (the real app on a free port).
         .target(
@@ -115,6 +117,7 @@ let package = Package(
         // LibraryTests, SQLite in StorageTests), with the in-memory stores and the facade fixture.
         .target(name: "AlbumStoreContract", dependencies: ["Essentials", "Library", "ServerRecords", "HTTPTestSupport"], path: "Tests/AlbumStoreContract", swiftSettings: strict),
 
+        .testTarget(name: "TestThreadsTests", swiftSettings: strict),
         .testTarget(name: "EssentialsTests", dependencies: ["Essentials"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["Essentials", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "HTTPTestSupport"], swiftSettings: strict),
@@ -160,3 +163,8 @@ let package = Package(
         ),
     ]
 )
+
+// Every test target can use `@Suite(.ownThreads)` (Tests/TestThreads), and every suite does.
+for target in package.targets where target.type == .test {
+    target.dependencies.append("TestThreads")
+}

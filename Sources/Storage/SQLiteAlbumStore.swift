@@ -219,13 +219,15 @@ public final class SQLiteAlbumStore: AlbumStore {
         let frames = walFrames.frames
         checkpointer.didCommit(walFrames: frames)
         let requested = frames >= resetFrames && checkpointer.restartWanted.load(ordering: .relaxed)
-        guard requested || frames >= fallbackFrames else { return }
+        let fallback = frames >= fallbackFrames
+        guard requested || fallback else { return }
         let started = ContinuousClock.now
-        guard nextRestart.withLock({ next in next.map { started >= $0 } ?? true }) else { return }
+        // The pause after a requested restart that failed does not hold up the fallback: it
+        // did, and the WAL grew past the bound by the commits of those 250 ms.
+        guard fallback || nextRestart.withLock({ next in next.map { started >= $0 } ?? true }) else { return }
         // Past `fallbackFrames`, wait longer (commits stall, the WAL stops growing): for
         // readers to drain on a saturated CPU (1 s), and for a checkpoint the nice-19 thread is
         // running (5 s). A long reader (an export) makes the try give up at once, without a wait.
-        let fallback = frames >= fallbackFrames
         let restarted = (try? database.restartWAL(
             readerWait: fallback ? max(readerWait, .seconds(1)) : readerWait,
             checkpointWait: fallback ? .seconds(5) : readerWait)) == true

@@ -61,6 +61,11 @@ public enum SQLiteBackup {
         let partial = target + ".partial"
         removeDatabaseFiles(partial)
         do {
+            // Readable by its owner only, whatever the umask: a copy holds the token's hash and
+            // the cursor key. SQLite writes into the file as it finds it.
+            let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw Failure("cannot create \(partial): \(String(cString: strerror(errno)))") }
+            close(fd)
             let connection = try Connection(path: source, mode: .readWrite)
             try connection.backup(toFile: partial)
         } catch {

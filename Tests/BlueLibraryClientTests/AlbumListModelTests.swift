@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HTTPTestSupport
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryClient
@@ -13,7 +14,7 @@ import Testing
 /// deadline); "nothing more happens" is asserted only once nothing is running. Where a test
 /// shows that a cancelled load's transfer was aborted (the proxy sees the client hang up), the
 /// client's timeout is 10 minutes, so the hang-up cannot be the timeout's.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class AlbumListModelTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class AlbumListModelTests {
     let server: LiveServer
     var client: BlueLibraryClient { server.client }
 

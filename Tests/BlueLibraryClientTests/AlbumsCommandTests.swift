@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// `bluelibrary albums ...`: the built executable against the real app in-process.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class AlbumsCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class AlbumsCommandTests {
     let server: LiveServer
 
     init() throws { server = try LiveServer() }

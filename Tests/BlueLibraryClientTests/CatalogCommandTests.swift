@@ -1,11 +1,12 @@
 import BlueLibraryClient
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// `bluelibrary libraries ...`, `albums --library` / `albums move`, and every client command's usage errors:
 /// the built executable against the real app in-process.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class CatalogCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class CatalogCommandTests {
     let server: LiveServer
 
     init() throws { server = try LiveServer() }

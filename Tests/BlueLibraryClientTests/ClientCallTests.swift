@@ -3,12 +3,13 @@ import Glibc
 #endif
 import BlueLibraryClient
 import Foundation
+import TestThreads
 import Testing
 
 /// Every typed call against the real app in-process, through the async API: happy paths, the
 /// problems they throw, transport failures and cancellation (a cancelled task aborts the transfer).
 /// `BlockingCallTests` covers the blocking layer.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class ClientCallTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class ClientCallTests {
     let server: LiveServer
     var client: BlueLibraryClient { server.client }
 
@@ -248,7 +249,7 @@ import Testing
 }
 
 /// The blocking layer: the same calls without `await`, on the thread that makes them.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class BlockingCallTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class BlockingCallTests {
     let server: LiveServer
     var client: BlueLibraryClient { server.client }
 

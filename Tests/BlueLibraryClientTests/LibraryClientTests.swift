@@ -1,11 +1,12 @@
 import BlueLibraryClient
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// Libraries, views and moves between libraries through the async client and `AlbumListModel`,
 /// against the real app in-process (seeded with the tutorial's five albums in `default`).
-@Suite(.serialized, .timeLimit(.minutes(2))) final class LibraryClientTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class LibraryClientTests {
     let server: LiveServer
     var client: BlueLibraryClient { server.client }
 

@@ -2,13 +2,14 @@
 import FoundationNetworking
 #endif
 import Foundation
+import TestThreads
 import Testing
 
 @testable import BlueLibraryClient
 
 /// Libraries, views and moves between libraries on the wire: the requests the calls build and
 /// the bodies they read, without a server (`LibraryClientTests` runs them against one).
-@Suite struct SourceWireFormatTests {
+@Suite(.ownThreads) struct SourceWireFormatTests {
     let client = BlueLibraryClient(baseURL: URL(string: "http://example.test:8080/api")!)
 
     func line(_ request: URLRequest) -> String {

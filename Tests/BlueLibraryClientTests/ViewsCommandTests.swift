@@ -1,10 +1,11 @@
 import BlueLibraryClient
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// `bluelibrary views ...`: the built executable against the real app in-process.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class ViewsCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class ViewsCommandTests {
     let server: LiveServer
 
     init() throws { server = try LiveServer() }

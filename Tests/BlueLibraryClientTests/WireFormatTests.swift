@@ -1,10 +1,11 @@
 import Foundation
+import TestThreads
 import Testing
 
 @testable import BlueLibraryClient
 
 /// The client's wire types and request building, without a server.
-@Suite struct WireFormatTests {
+@Suite(.ownThreads) struct WireFormatTests {
     @Test func sortParsesAndPrintsTheWireSpelling() {
         #expect(AlbumSort("title") == AlbumSort(.title))
         #expect(AlbumSort("-createdAt") == AlbumSort(.createdAt, descending: true))

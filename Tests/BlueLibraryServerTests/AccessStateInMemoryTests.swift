@@ -6,6 +6,7 @@ import Library
 import ServerRecords
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -51,7 +52,7 @@ final class ParkedSettingsStore: SettingsStore {
 
 /// Issue 11, defect 7: the decisions an event loop makes need no database and no lock held
 /// across a database write.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct AccessStateInMemoryTests {
+@Suite(.serialized, .timeLimit(.minutes(1)), .ownThreads) struct AccessStateInMemoryTests {
     static let token = "correct-horse-battery-staple"
 
     @Test func quickDecisionsReadNoDatabase() throws {

@@ -2,13 +2,14 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// `GET /albums` paging over HTTP: cursors and Link headers, sorts and filters, ETags from the
 /// request model, and the model's one-read-for-many behaviour.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class AlbumPagingTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class AlbumPagingTests {
     let app: BlueLibraryApp
     var port: Int { app.port }
 

@@ -1,6 +1,7 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -8,7 +9,7 @@ import Testing
 /// Album routes over a real socket against the in-process app on a fresh SQLite file:
 /// conditional requests, the table view, moves, archive, idempotency, and bad input that
 /// must change nothing.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class AlbumRouteTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class AlbumRouteTests {
     let app: BlueLibraryApp
     var port: Int { app.port }
 

@@ -4,12 +4,13 @@ import Glibc
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// The tutorial's whole session over real HTTP against the real executable and a real
 /// SQLite file: list the five, delete the current album, undo, add at an index, restart,
 /// everything still there.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct AlbumSessionTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct AlbumSessionTests {
     static let seedTitles = ["Best of Bowie", "It's My Life", "Nothing Like The Sun", "Staring at the Sun", "American Pie"]
 
     func titles(_ port: Int) throws -> [String] {

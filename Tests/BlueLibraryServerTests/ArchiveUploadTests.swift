@@ -2,13 +2,14 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPServer
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// `PUT /archive` streams its body (issue 11 #3): the route starts on the head, the body goes
 /// to a file as it arrives and is imported from there.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class ArchiveUploadTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class ArchiveUploadTests {
     let app: BlueLibraryApp
 
     init() throws {

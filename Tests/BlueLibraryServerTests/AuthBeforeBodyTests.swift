@@ -1,6 +1,7 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -8,7 +9,7 @@ import Testing
 /// Issue 11, defect 3 (first half): a protected request that will be refused gets its 401/429
 /// from the head, before any body byte is read and without `100 Continue`; then the
 /// connection is closed.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct AuthBeforeBodyTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct AuthBeforeBodyTests {
     static let token = "correct-horse-battery-staple"
 
     static func hugeUpload(_ port: Int, authorization: String?) throws -> (RawHTTPClient.Response, RawHTTPClient) {

@@ -7,6 +7,7 @@ import HTTPTestSupport
 import SQLite
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -19,7 +20,7 @@ final class WriterProgress: Sendable {
 
 /// `bluelibrary backup` and `restore` as operators run them: real processes, a server that
 /// keeps writing while the copy is taken, and the restored copy served again and compared.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct BackupRestoreTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct BackupRestoreTests {
     static let token = "backup-test-token-42"
     static let bearer = ["Authorization": "Bearer \(token)"]
 
@@ -136,6 +137,9 @@ final class WriterProgress: Sendable {
         try Self.populate(server.port)
         let backups = try TemporaryDirectory()
         #expect(try Self.bluelibrary(["backup", "--data-dir", live, "--to", backups.file("b.sqlite")]).0 == 0)
+        // Only its owner may read a backup: it holds the token's hash and the cursor key.
+        let mode = try FileManager.default.attributesOfItem(atPath: backups.file("b.sqlite"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
         #expect(try Self.call(server.port, "POST", "/albums", json: #"{"title": "After", "artist": "Backup"}"#).status == 201)
         let before = try Self.snapshot(server.port)
 

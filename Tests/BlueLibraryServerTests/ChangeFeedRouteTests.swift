@@ -5,12 +5,13 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Library
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// `GET /changes` over a real socket.
-@Suite(.serialized, .timeLimit(.minutes(3))) final class ChangeFeedRouteTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class ChangeFeedRouteTests {
     static func request(_ port: Int, _ method: String, _ path: String, json: String? = nil) throws -> RawHTTPClient.Response {
         let headers = json == nil ? [:] : ["Content-Type": "application/json"]
         return try RawHTTPClient.request(port: port, method: method, path: path, headers: headers, body: Array((json ?? "").utf8))

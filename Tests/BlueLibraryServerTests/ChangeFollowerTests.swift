@@ -3,13 +3,14 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// The events of a shared database: two instances (registries on shared views of one store),
 /// each with its own hubs; instance A's follower publishes what either committed.
-@Suite("Events from the change feed")
+@Suite("Events from the change feed", .ownThreads)
 struct ChangeFollowerTests {
     let store = InMemoryAlbumStore()
     let hubsA = EventHubs(configuration: .init(), defaultVersion: 0)

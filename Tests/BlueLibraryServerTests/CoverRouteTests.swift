@@ -3,12 +3,13 @@ import Foundation
 import HTTPServer
 import HTTPTestSupport
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// `GET/DELETE /albums/{id}/cover` against a real upstream HTTP server on 127.0.0.1.
-@Suite(.serialized, .timeLimit(.minutes(2))) final class CoverRouteTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class CoverRouteTests {
     static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 7, count: 100 * 1024)
 
     /// Upstream requests by file name.

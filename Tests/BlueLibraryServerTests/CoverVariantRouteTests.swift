@@ -5,6 +5,7 @@ import HTTPServer
 import HTTPTestSupport
 import Library
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -12,7 +13,7 @@ import Testing
 
 /// `GET /albums/{id}/cover?size=N` against a real upstream HTTP server on 127.0.0.1 serving
 /// images the test makes; every variant is decoded again with the `vips` command.
-@Suite(.serialized, .timeLimit(.minutes(4))) final class CoverVariantRouteTests {
+@Suite(.serialized, .timeLimit(.minutes(4)), .ownThreads) final class CoverVariantRouteTests {
     /// What the upstream serves, by file name.
     final class Shelf: Sendable {
         let files = Mutex<[String: [UInt8]]>([:])

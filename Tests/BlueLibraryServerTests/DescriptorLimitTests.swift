@@ -4,10 +4,11 @@ import Glibc
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// The real server under a low open-file limit (set with prlimit on the child process only).
-@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")))
+@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")), .ownThreads)
 struct DescriptorLimitTests {
     static func launcher(soft: Int, hard: Int) -> [String] { ["/usr/bin/prlimit", "--nofile=\(soft):\(hard)", "--"] }
 

@@ -2,6 +2,7 @@ import BlueLibraryTestSupport
 import Foundation
 import Glibc
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -9,7 +10,7 @@ import Testing
 /// Issue 11, #14 over HTTP: with the data directory on a small tmpfs that fills up, writes get
 /// 507 with a problem that says the disk is full, `/readyz` says so, reads go on, and writes
 /// resume by themselves once space is freed. Skipped where a tmpfs cannot be mounted.
-@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: TmpfsVolume.canMount, "needs to mount a tmpfs (root in a container that allows it)"))
+@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: TmpfsVolume.canMount, "needs to mount a tmpfs (root in a container that allows it)"), .ownThreads)
 struct DiskFullRouteTests {
     @Test func aFullDiskAnswers507AndReadyzSaysSoUntilSpaceReturns() throws {
         let volume = try TmpfsVolume(bytes: 8 << 20)

@@ -1,13 +1,14 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// `/docs`: the readable API reference, generated from openapi.yaml by scripts/openapi-docs.py,
 /// committed under Resources/docs and served by the static-resource route.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct DocsTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct DocsTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
     static let page = root.appendingPathComponent("Sources/BlueLibraryServer/Resources/docs/index.html")
 

@@ -1,6 +1,7 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -11,7 +12,7 @@ import Testing
 /// no token and a wrong token while the lock is on, until the lockout), and every answer must
 /// be a status the spec lists for that operation, with a body that validates against its schema
 /// (scripts/check-response-schema.py).
-@Suite(.serialized, .timeLimit(.minutes(3))) struct DocumentedStatusTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct DocumentedStatusTests {
     typealias Sample = ResponseSchemaTests.Sample
 
     /// What a path parameter is replaced with: a value that exists, one that does not, one

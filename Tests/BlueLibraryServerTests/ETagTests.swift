@@ -1,11 +1,12 @@
 import Foundation
 import Library
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// Conditional-request matching and request ids, without a server.
-@Suite struct ETagListTests {
+@Suite(.ownThreads) struct ETagListTests {
     @Test func ifNoneMatchComparesWeakly() {
         let tag = "\"v7-abc\""
         #expect(ETag.list(tag, matches: tag))
@@ -33,7 +34,7 @@ import Testing
     }
 }
 
-@Suite struct RequestIDGeneratorTests {
+@Suite(.ownThreads) struct RequestIDGeneratorTests {
     @Test func idsArePrefixAndBase32Counter() throws {
         let generator = RequestIDGenerator()
         let ids = (0..<2_000).map { _ in generator.next() }
@@ -53,7 +54,7 @@ import Testing
 }
 
 /// One album response is encoded once: the ETag hashes the bytes that become the body.
-@Suite struct AlbumRepresentationTests {
+@Suite(.ownThreads) struct AlbumRepresentationTests {
     static let item = IndexedAlbum(
         album: Album(
             id: AlbumID("01ARZ3NDEKTSV4RRFFQ69G5FAV")!, title: "Abbey Road", artist: "The Beatles", year: 1969,

@@ -6,6 +6,7 @@ import Foundation
 import HTTPServer
 import HTTPTestSupport
 import Library
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -95,7 +96,7 @@ final class SSEClient: @unchecked Sendable {
 }
 
 /// `GET /events` over real sockets against the in-process app.
-@Suite(.serialized, .timeLimit(.minutes(3))) final class EventStreamTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class EventStreamTests {
     func request(_ port: Int, _ method: String, _ path: String, json: String? = nil) throws -> RawHTTPClient.Response {
         let headers = json == nil ? [:] : ["Content-Type": "application/json"]
         return try RawHTTPClient.request(port: port, method: method, path: path, headers: headers, body: Array((json ?? "").utf8))

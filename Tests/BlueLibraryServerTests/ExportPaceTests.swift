@@ -2,13 +2,14 @@ import BlueLibraryTestSupport
 import Foundation
 import Glibc
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// Issue 11, #9: a `GET /archive` client that stops reading held its read snapshot (and an
 /// export thread) forever, and further exports queued without a deadline.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads)
 struct ExportPaceTests {
     /// A library big enough that its export (~10 MB) cannot hide in socket buffers.
     static func bigApp(_ policy: ExportPolicy) throws -> BlueLibraryApp {

@@ -1,10 +1,11 @@
 import Essentials
 import HTTPServer
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
-@Suite struct ForwardedHeadersTests {
+@Suite(.ownThreads) struct ForwardedHeadersTests {
     func respond(peer: String, trusted: [String], headers: HTTPHeaders,
                  family: ForwardedHeaderFamily = .xForwarded) throws -> RequestContext {
         let middleware = ForwardedHeadersMiddleware(trustedProxies: trusted.compactMap(IPAddressRange.init), family: family)
@@ -72,7 +73,7 @@ final class ContextCapture: HTTPResponder, @unchecked Sendable {
     }
 }
 
-@Suite struct AbsoluteURLTests {
+@Suite(.ownThreads) struct AbsoluteURLTests {
     @Test func plausibleHostsMakeAbsoluteURLsAndOthersRelativeOnes() {
         var context = RequestContext(peerAddress: IPAddress("127.0.0.1")!, host: "library.example:8080")
         #expect(RequestInput.absoluteURL("/albums/x", context) == "http://library.example:8080/albums/x")

@@ -1,11 +1,12 @@
 import Essentials
 import HTTPServer
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// Inputs the fuzz targets in `Fuzz/` found (`scripts/fuzz`), kept as ordinary tests.
-@Suite struct ForwardedHeadersFuzzRegressionTests {
+@Suite(.ownThreads) struct ForwardedHeadersFuzzRegressionTests {
     /// fuzz-forwarded-headers (base64 `AGZvcj0KATEyNy4wLjAuMQoAOzs9O2Zvcj0iOwo=`): `Forwarded: for=`
     /// put an empty address in the chain (X-Forwarded-For drops empty entries), and behind
     /// trusted hops the empty string became the client address, one lockout key for everyone.

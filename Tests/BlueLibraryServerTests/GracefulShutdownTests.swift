@@ -4,10 +4,11 @@ import Glibc
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// SIGTERM under load: requests in flight finish, event streams end cleanly, exit 0.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct GracefulShutdownTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct GracefulShutdownTests {
     /// Makes sure this process (and the server it starts, which inherits the limit) may hold
     /// `needed` descriptors.
     static func ensureDescriptorLimit(_ needed: rlim_t) {

@@ -6,11 +6,12 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Library
+import TestThreads
 import Testing
 
 /// Cursors as a hostile client sends them, against the real executable (a trap would kill it,
 /// which an in-process test could not survive).
-@Suite(.serialized, .timeLimit(.minutes(2))) struct HostileCursorTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct HostileCursorTests {
     /// A cursor built the way the first round's server sealed them: FNV-1a 64 over a salt that
     /// is in the public source, then the payload. Anyone could make one.
     static func forgedWithPublicSalt(_ json: String) -> String {

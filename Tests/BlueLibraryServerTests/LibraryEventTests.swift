@@ -1,13 +1,14 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// Event streams of several libraries over real sockets: one stream per library, and one
 /// stream over several (`/events?library=a&library=b`) with version-vector ids.
-@Suite(.serialized, .timeLimit(.minutes(3))) final class LibraryEventTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class LibraryEventTests {
     typealias Routes = LibraryRouteTests
 
     @Test func eachLibraryHasItsOwnStreamAndAMoveIsSeenInBoth() throws {

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HTTPTestSupport
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -10,7 +11,7 @@ import Testing
 /// Moves between libraries racing each other over real sockets: every album stays in exactly
 /// one library, the cached pages agree with the data, and each library's change feed replays
 /// (with `movedTo`/`movedFrom`) to exactly its list.
-@Suite(.serialized, .timeLimit(.minutes(3))) final class LibraryMoveConcurrencyTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class LibraryMoveConcurrencyTests {
     typealias Routes = LibraryRouteTests
 
     /// Applies a library's change feed since `since` to `ids` (its list at `since`).

@@ -1,13 +1,14 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// Several libraries over real sockets: the catalog routes, every album route under
 /// `/libraries/{lib}/`, moves between libraries and their undo, problem documents.
-@Suite(.serialized, .timeLimit(.minutes(3))) final class LibraryRouteTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class LibraryRouteTests {
     static func request(_ port: Int, _ method: String, _ path: String, json: String? = nil,
                         headers extra: [String: String] = [:]) throws -> RawHTTPClient.Response {
         var headers = json == nil ? [:] : ["Content-Type": "application/json"]

@@ -3,6 +3,7 @@ import Essentials
 import Foundation
 import HTTPServer
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -152,7 +153,7 @@ struct PrometheusText {
     }
 }
 
-@Suite(.timeLimit(.minutes(2))) struct MetricsTests {
+@Suite(.timeLimit(.minutes(2)), .ownThreads) struct MetricsTests {
     static func scrape(_ port: Int) throws -> PrometheusText {
         let response = try RawHTTPClient.request(port: port, path: "/metrics")
         #expect(response.status == 200)

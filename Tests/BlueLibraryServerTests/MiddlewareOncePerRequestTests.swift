@@ -1,13 +1,14 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// Requests that leave the event loop (a fast path that declines, a worker-pool route) pass
 /// through the middleware once: one request id generated, one metrics count.
-@Suite(.timeLimit(.minutes(2))) struct MiddlewareOncePerRequestTests {
+@Suite(.timeLimit(.minutes(2)), .ownThreads) struct MiddlewareOncePerRequestTests {
     /// The counter part of a generated id (`<prefix>-<counter>`, base 32 `0-9a-v`).
     static func counter(_ requestID: String?) throws -> Int {
         let id = try #require(requestID)

@@ -1,13 +1,14 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// Two `bluelibrary serve` processes on one PostgreSQL database, talked to directly (no proxy:
 /// the nginx, concurrency, fault and SIGKILL tests are MultiInstanceTests'): what one instance
 /// acknowledged, the other answers with at once; events, idempotency keys, settings and
 /// lockouts are one across them.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads)
 final class MultiInstanceServerTests {
     static let token = "multi-instance-token-0123"
 

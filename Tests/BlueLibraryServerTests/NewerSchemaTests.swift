@@ -3,11 +3,12 @@ import Foundation
 import HTTPTestSupport
 import SQLite
 import Storage
+import TestThreads
 import Testing
 
 /// A downgrade: a database written by a newer version (it records a migration this one does not
 /// know) is refused at start, with nothing changed, and the message says how to go back.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct NewerSchemaTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct NewerSchemaTests {
     /// Records a migration no version of this program has, as a newer version would.
     static func recordUnknownMigration(in path: String) throws {
         let connection = try Connection(path: path, mode: .readWrite)

@@ -1,13 +1,14 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// Review finding 8 of issue 14: U+0000 in album text and in list filters is a 422 naming the
 /// field on both stores (PostgreSQL cannot store it; SQLite answers the same for one API).
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads)
 struct NulTextTests {
     enum Backend: String, CaseIterable, CustomTestStringConvertible {
         case sqlite, postgres

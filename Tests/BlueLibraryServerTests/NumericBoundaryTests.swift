@@ -4,12 +4,13 @@ import Glibc
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// Every number a client can send (query, path, header, body, archive), at and beyond the
 /// 64-bit limits, against the real executable: each gets an answer below 500, and the server
 /// is alive afterwards. A Swift trap would kill the process and fail every later request.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct NumericBoundaryTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct NumericBoundaryTests {
     static let numbers = [
         "-9223372036854775809", "-9223372036854775808", "-9223372036854775807", "-4294967296", "-2147483649", "-1", "0",
         "2147483648", "4294967296", "9223372036854775806", "9223372036854775807", "9223372036854775808",

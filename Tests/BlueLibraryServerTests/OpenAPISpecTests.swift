@@ -2,13 +2,14 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import HTTPServer
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// The spec is the contract: every route the router serves is in `openapi.yaml`, and every
 /// path and method in the spec is served.
-@Suite struct OpenAPISpecTests {
+@Suite(.ownThreads) struct OpenAPISpecTests {
     @Test func routerAndSpecListTheSameRoutes() throws {
         let app = try TestApp.make()
         let served = Set(app.router.routeTable.map { "\($0.method.rawValue.lowercased()) \($0.pattern)" })

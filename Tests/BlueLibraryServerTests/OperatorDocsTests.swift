@@ -1,11 +1,12 @@
 import Foundation
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// The operator's documents stay in step with the code: every setting in the README's table,
 /// no link out of the repository, the files it names present, the license the contract names.
-@Suite struct OperatorDocsTests {
+@Suite(.ownThreads) struct OperatorDocsTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static func text(_ name: String) throws -> String {
         try String(contentsOf: root.appendingPathComponent(name), encoding: .utf8)

@@ -5,13 +5,14 @@ import HTTPServer
 import HTTPTestSupport
 import Library
 import Postgres
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// The app on PostgreSQL in this process: the backend is chosen by the URL, the database's
 /// absence is 503 (never 500), `/readyz` follows the database and `/healthz` does not.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads)
 struct PostgresAppTests {
     static func app(_ url: String, _ adjust: (inout ServeConfiguration) -> Void = { _ in }) throws -> BlueLibraryApp {
         try TestApp.make {

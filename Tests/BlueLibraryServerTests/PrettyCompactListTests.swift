@@ -1,5 +1,6 @@
 import Foundation
 import Library
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -9,7 +10,7 @@ import Testing
 /// (quotes, backslashes, control characters, slashes, non-ASCII, U+2028), missing optionals,
 /// pages with and without indexes, totals and cursors, both bodies parse to equal JSON values,
 /// and the pretty one is indented.
-@Suite struct PrettyCompactListTests {
+@Suite(.ownThreads) struct PrettyCompactListTests {
     static let awkward = [
         "", "plain", "quote \" and \\ backslash", "line\nbreak\r\ttab", "\u{0}\u{1}\u{1F}\u{7F}",
         "a/b</script>", "é ü 日本 😀", "\u{2028}\u{2029}", "\u{FEFF}bom",

@@ -5,10 +5,11 @@ import BlueLibraryServer
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// The real executable as operators run it: flags, logs on stdout, signals, exit codes.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ProcessTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ProcessTests {
     @Test func servesHealthAndLogsOneJSONLinePerRequest() throws {
         let server = try ServerProcess(dataDirectory: TestApp.temporaryDirectory())
         let response = try RawHTTPClient.request(port: server.port, path: "/healthz", headers: ["X-Request-Id": "trace-42"])

@@ -1,6 +1,7 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -8,7 +9,7 @@ import Testing
 /// Query parameters are read in one place (`QueryParameters`): every bad value, on every route,
 /// is the same 400 that names the parameter; and the contract's other promises about what a
 /// request may carry (`since` ahead of the library, an empty `Last-Event-ID`, `X-Request-Id`).
-@Suite(.serialized, .timeLimit(.minutes(2))) final class QueryParameterTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class QueryParameterTests {
     let app: BlueLibraryApp
     var port: Int { app.port }
 

@@ -1,13 +1,14 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// Every route's real answers validate against the response schemas in `openapi.yaml`
 /// (checked by `jsonschema`, Draft 2020-12, as OpenAPI 3.1 uses).
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ResponseSchemaTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ResponseSchemaTests {
     struct Sample {
         var method: String
         var template: String

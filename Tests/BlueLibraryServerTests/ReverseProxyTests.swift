@@ -3,12 +3,13 @@ import Essentials
 import Foundation
 import HTTPTestSupport
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// The server behind a real nginx, configured by `deploy/nginx.conf.example`.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ReverseProxyTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ReverseProxyTests {
     /// Captures the access log lines.
     final class LogLines: Sendable {
         let lines = Mutex<[String]>([])
@@ -122,7 +123,7 @@ import Testing
 
 /// Issue 11, defect 2: behind the shipped nginx config a client cannot pick its own address
 /// with `Forwarded` or `X-Forwarded-For`, so the lockout counts its guesses.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ForwardedSpoofingTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ForwardedSpoofingTests {
     static let token = "correct-horse-battery-staple"
 
     @Test func spoofedForwardedHeadersDoNotEscapeTheLockout() throws {

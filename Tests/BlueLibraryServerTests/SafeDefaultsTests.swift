@@ -5,13 +5,14 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Library
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// Safe by default: loopback unless told, a warning when exposed without a token, `/metrics`
 /// behind `protectReads`, CORS only for the origins configured, one version string.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct SafeDefaultsTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct SafeDefaultsTests {
     static let token = "safe-defaults-token-1"
     static let warning = "without a token: anyone who can reach this port may change the library"
 

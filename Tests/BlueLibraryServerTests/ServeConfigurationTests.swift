@@ -1,10 +1,11 @@
 import Essentials
 import HTTPServer
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
-@Suite struct ServeConfigurationTests {
+@Suite(.ownThreads) struct ServeConfigurationTests {
     @Test func defaultsServeOnLoopbackPort8080WithDataInDotDataAndNoCORS() throws {
         let config = try ServeConfiguration.parse(arguments: [], environment: [:])
         #expect(config.host == "127.0.0.1")

@@ -8,6 +8,7 @@ import HTTPTestSupport
 import Library
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -27,7 +28,7 @@ final class LogCollector: Sendable {
 }
 
 /// `GET/PATCH /settings` and the passcode lock over a real socket.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct SettingsAndAuthTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct SettingsAndAuthTests {
     static func call(_ port: Int, _ method: String, _ path: String, json: String? = nil,
                      headers: [String: String] = [:]) throws -> RawHTTPClient.Response {
         var headers = headers

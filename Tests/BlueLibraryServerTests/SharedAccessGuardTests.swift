@@ -4,6 +4,7 @@ import Library
 import ServerRecords
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -11,7 +12,7 @@ import Testing
 /// Two instances' guards on one store (`shared`): failures add up in the store, and a lockout
 /// made by one is in force at the other after its reload (which the stored-state watcher runs
 /// when the database's access signal moves).
-@Suite(.serialized, .timeLimit(.minutes(1))) struct SharedAccessGuardTests {
+@Suite(.serialized, .timeLimit(.minutes(1)), .ownThreads) struct SharedAccessGuardTests {
     static let token = "correct-horse-battery-staple"
 
     @Test func failuresAtTwoInstancesLockTheAddressAtBoth() throws {

@@ -3,12 +3,13 @@ import Foundation
 import HTTPServer
 import HTTPTestSupport
 import Library
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// The static-resource route (`/app/`) and the browser redirect at `/`, over real sockets.
-@Suite struct StaticResourcesTests {
+@Suite(.ownThreads) struct StaticResourcesTests {
     static func get(_ port: Int, _ path: String, method: String = "GET", headers: [String: String] = [:]) throws -> RawHTTPClient.Response {
         try RawHTTPClient.request(port: port, method: method, path: path, headers: headers)
     }

@@ -4,12 +4,13 @@ import HTTPTestSupport
 import ServerRecords
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// The watcher that re-reads settings, the token and lockouts when another process changed them.
-@Suite(.timeLimit(.minutes(1))) struct StoredStateWatcherTests {
+@Suite(.timeLimit(.minutes(1)), .ownThreads) struct StoredStateWatcherTests {
     /// A change is reported by the signal once; a reload that fails then (the database briefly
     /// away, a full pool) must be tried again at the next polls until one works, although the
     /// signal does not move again.

@@ -2,13 +2,14 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Storage
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// `bluelibrary token set` chooses its database as `serve` does (a flag over its environment
 /// variable) and checks a database URL with `serve`'s rule.
-@Suite(.timeLimit(.minutes(1))) struct TokenCommandTests {
+@Suite(.timeLimit(.minutes(1)), .ownThreads) struct TokenCommandTests {
     static let token = "correct-horse-battery-staple"
 
     private func tokenSet(_ arguments: [String], databaseURL: String?) throws -> (status: Int32, output: String) {

@@ -8,6 +8,7 @@ import Library
 import ServerRecords
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -15,7 +16,7 @@ import Testing
 /// Issue 11, defect 8: wrong-token floods. Failures are counted before hashing, the hashing
 /// runs on a small bounded pool of its own with no lock serialising checks, and the failure
 /// records are pruned and capped.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct TokenFloodTests {
+@Suite(.serialized, .timeLimit(.minutes(1)), .ownThreads) struct TokenFloodTests {
     static let token = "correct-horse-battery-staple"
 
     final class Clock: Sendable {

@@ -3,13 +3,14 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Storage
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
 
 /// Issue 11, defect 4: `bluelibrary token set` on a running, unlocked server must not be undone
 /// by a later `PATCH /settings`, and the server learns of it without a restart.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct TokenSetWhileRunningTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct TokenSetWhileRunningTests {
     static let token = "correct-horse-battery-staple"
 
     static func setTokenFromTheCommandLine(_ directory: String) throws {

@@ -2,6 +2,7 @@ import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -10,7 +11,7 @@ import Testing
 /// value sorts, filters, cursors, ETag/304 from the request model), index addressing through a
 /// view with undo in the owning library, and a cursor walk while another task changes all
 /// three sources.
-@Suite(.serialized, .timeLimit(.minutes(3))) final class ViewRouteTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class ViewRouteTests {
     let app: BlueLibraryApp
     var port: Int { app.port }
     static let sources = ["default", "jazz", "rock"]

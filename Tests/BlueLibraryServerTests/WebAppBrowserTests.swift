@@ -1,6 +1,7 @@
 import BlueLibraryTestSupport
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// The web app in a real browser: headless Chromium (Debian `chromium`, `chromium-driver`)
@@ -21,7 +22,7 @@ import Testing
 /// and on the stream; no request outside the prefix and no console errors.
 ///
 /// Screenshots go to `.build/screenshots/app/` (or `$BLUELIBRARY_SCREENSHOTS`).
-@Suite(.timeLimit(.minutes(3))) struct WebAppBrowserTests {
+@Suite(.timeLimit(.minutes(3)), .ownThreads) struct WebAppBrowserTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
 
     /// Names what is missing for the browser test (scripts/test installs it), or nil.

@@ -2,12 +2,13 @@ import Dispatch
 import Foundation
 import HTTPTestSupport
 import Library
+import TestThreads
 import Testing
 
 @testable import Covers
 
 /// The disk cache and revalidation around a real upstream on 127.0.0.1.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(1)), .ownThreads)
 final class CoverCacheTests {
     /// The cache's files, without the fetch locks' directory (see `CoverFetchLocks`).
     var cacheFiles: [String] { directory.files().filter { $0 != CoverFetchLocks.directoryName } }

@@ -4,12 +4,13 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import Covers
 
 /// The fetcher against a real upstream on 127.0.0.1: every way a fetch can end.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(1)), .ownThreads)
 final class CoverFetchTests {
     let upstream: TestUpstream
     let directory: TemporaryDirectory

@@ -1,9 +1,10 @@
 import Essentials
 import Covers
 import Library
+import TestThreads
 import Testing
 
-@Suite struct ImageSignatureTests {
+@Suite(.ownThreads) struct ImageSignatureTests {
     @Test func recognisesTheFourFormats() {
         #expect(ImageSignature.sniff(Fixtures.png) == .png)
         #expect(ImageSignature.sniff(Fixtures.jpeg) == .jpeg)
@@ -22,7 +23,7 @@ import Testing
     }
 }
 
-@Suite struct CoverURLTests {
+@Suite(.ownThreads) struct CoverURLTests {
     @Test func normalisesSchemeHostPortAndFragment() throws {
         #expect(try CoverURL("HTTP://Example.COM:80/a/B.png#x").description == "http://example.com/a/B.png")
         #expect(try CoverURL("https://example.com:443").description == "https://example.com/")
@@ -43,7 +44,7 @@ import Testing
     }
 }
 
-@Suite struct CoverAddressPolicyTests {
+@Suite(.ownThreads) struct CoverAddressPolicyTests {
     private func blocked(_ text: String, policy: CoverAddressPolicy = CoverAddressPolicy(), host: String = "h") -> Bool {
         !policy.permits(IPAddress(text)!, host: host)
     }

@@ -4,13 +4,14 @@ import HTTPTestSupport
 import Images
 import Library
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import Covers
 
 /// Sized variants made from covers a real upstream on 127.0.0.1 serves (`/etag.png` serves
 /// whatever image the test sets), each checked by decoding it with the `vips` command.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads)
 final class CoverVariantTests {
     let upstream: TestUpstream
     let directory: TemporaryDirectory

@@ -6,13 +6,14 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import Covers
 
 /// Several instances with one cover cache directory (two services here: `flock` locks belong to
 /// open files, so two services in one process exclude each other as two processes do).
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(1)), .ownThreads)
 final class SharedCacheDirectoryTests {
     let upstream: TestUpstream
     let directory: TemporaryDirectory

@@ -1,8 +1,9 @@
 import Crypto
+import TestThreads
 import Testing
 
 /// RFC 4231's HMAC-SHA256 test vectors, so the libcrypto binding is known to be the real thing.
-@Suite struct HMACSHA256Tests {
+@Suite(.ownThreads) struct HMACSHA256Tests {
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() }
 
     @Test func rfc4231Case1() throws {

@@ -1,8 +1,9 @@
 import Crypto
+import TestThreads
 import Testing
 
 /// Known answers from FIPS 180-4's examples (NIST CSRC "SHA256.pdf") and the NESSIE set.
-@Suite struct SHA256Tests {
+@Suite(.ownThreads) struct SHA256Tests {
     private func hex(_ text: String) -> String { SHA256.hex(SHA256.hash(Array(text.utf8))) }
 
     @Test func emptyInput() {

@@ -1,7 +1,8 @@
 import Essentials
+import TestThreads
 import Testing
 
-@Suite struct BackoffTests {
+@Suite(.ownThreads) struct BackoffTests {
     @Test func doublesFromTheFirstPauseUpToTheLongest() {
         let backoff = Backoff(first: .milliseconds(100), longest: .seconds(2))
         #expect(backoff.delay(afterFailures: 0) == .zero)

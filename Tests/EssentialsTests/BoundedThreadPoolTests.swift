@@ -1,9 +1,10 @@
 import Dispatch
 import Essentials
 import Synchronization
+import TestThreads
 import Testing
 
-@Suite struct BoundedThreadPoolTests {
+@Suite(.ownThreads) struct BoundedThreadPoolTests {
     /// One thread, held by a job that waits for a gate: the queue fills and then refuses.
     @Test func refusesWhenTheQueueIsFull() {
         let pool = BoundedThreadPool(threads: 1, queueLimit: 2, name: "test-pool")

@@ -1,7 +1,8 @@
 import Essentials
+import TestThreads
 import Testing
 
-@Suite struct DurationTests {
+@Suite(.ownThreads) struct DurationTests {
     @Test func convertsToNanosecondsAndMilliseconds() {
         #expect(Duration.milliseconds(1500).nanoseconds == 1_500_000_000)
         #expect(Duration.microseconds(3).nanoseconds == 3_000)

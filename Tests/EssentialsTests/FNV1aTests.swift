@@ -1,7 +1,8 @@
 import Essentials
+import TestThreads
 import Testing
 
-@Suite struct FNV1aTests {
+@Suite(.ownThreads) struct FNV1aTests {
     /// Reference values from the FNV authors' test suite (64-bit FNV-1a).
     @Test func matchesReferenceVectors() {
         #expect(FNV1a.hash([]) == 0xcbf2_9ce4_8422_2325)

@@ -1,11 +1,12 @@
 import Essentials
+import TestThreads
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite struct IPAddressTests {
+@Suite(.ownThreads) struct IPAddressTests {
     @Test func aMappedRangeWrittenInIPv6FormTakesAnIPv6Prefix() throws {
         let range = try #require(IPAddressRange("::ffff:10.0.0.0/104"))
         #expect(range.contains(try #require(IPAddress("10.1.2.3"))))
@@ -84,7 +85,7 @@ import Glibc
     }
 }
 
-@Suite struct IPAddressRangeTests {
+@Suite(.ownThreads) struct IPAddressRangeTests {
     func contains(_ range: String, _ address: String) throws -> Bool {
         try #require(IPAddressRange(range)).contains(try #require(IPAddress(address)))
     }

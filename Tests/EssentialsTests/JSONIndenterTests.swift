@@ -1,8 +1,9 @@
 import Essentials
 import Foundation
+import TestThreads
 import Testing
 
-@Suite struct JSONIndenterTests {
+@Suite(.ownThreads) struct JSONIndenterTests {
     private func indented(_ text: String) -> String {
         String(decoding: JSONIndenter.indent(Array(text.utf8)), as: UTF8.self)
     }

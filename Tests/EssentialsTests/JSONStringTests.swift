@@ -1,8 +1,9 @@
 import Essentials
 import Foundation
+import TestThreads
 import Testing
 
-@Suite struct JSONStringTests {
+@Suite(.ownThreads) struct JSONStringTests {
     @Test func escapesQuotesBackslashesAndControlCharacters() {
         #expect(JSONString.quoted("plain") == "\"plain\"")
         #expect(JSONString.quoted("say \"hi\"\\") == #""say \"hi\"\\""#)

@@ -2,9 +2,10 @@ import Dispatch
 import Essentials
 import Foundation
 import Synchronization
+import TestThreads
 import Testing
 
-@Suite struct SingleFlightTests {
+@Suite(.ownThreads) struct SingleFlightTests {
     @Test func everyWaiterGetsTheOneOutcome() {
         let flight = SingleFlight<Int>()
         let results = Mutex<[Int]>([])

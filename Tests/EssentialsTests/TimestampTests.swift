@@ -1,8 +1,9 @@
 import Foundation
+import TestThreads
 import Testing
 import Essentials
 
-@Suite("Timestamps")
+@Suite("Timestamps", .ownThreads)
 struct TimestampTests {
     @Test("format is RFC 3339 UTC with milliseconds")
     func format() {
@@ -24,7 +25,7 @@ struct TimestampTests {
     }
 }
 
-@Suite("Timestamp bytes")
+@Suite("Timestamp bytes", .ownThreads)
 struct TimestampBytesTests {
     @Test("append writes the same text as format, with no String in between")
     func appendMatchesFormat() {

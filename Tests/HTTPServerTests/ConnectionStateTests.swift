@@ -1,10 +1,11 @@
 import Essentials
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// A connection's decisions without a socket and without sleeping: `ConnectionStateMachine`
 /// driven event by event, with time from a `ManualClock`.
-@Suite struct ConnectionStateTests {
+@Suite(.ownThreads) struct ConnectionStateTests {
     typealias Machine = ConnectionStateMachine
 
     static func limits() -> HTTPServerLimits {

@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// Connection management over real sockets: keep-alive, pipelining, HTTP/1.0, `Connection: close`,
 /// HEAD framing and the `Date` header.
-@Suite struct ConnectionTests {
+@Suite(.ownThreads) struct ConnectionTests {
     @Test func keepAliveServesTwoRequestsOnOneConnection() throws {
         let server = try TestServer()
         defer { server.stop() }

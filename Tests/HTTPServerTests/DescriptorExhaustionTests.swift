@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTestSupport
 import Synchronization
+import TestThreads
 import Testing
 @testable import HTTPServer
 
@@ -9,7 +10,7 @@ import Testing
 /// injected through `AcceptProbe`: lowering RLIMIT_NOFILE here would starve the other tests in
 /// this process. (`DescriptorLimitTests` in BlueLibraryServerTests does it for real, in a
 /// child process.)
-@Suite struct DescriptorExhaustionTests {
+@Suite(.ownThreads) struct DescriptorExhaustionTests {
     final class LogLines: Sendable {
         private let lines = Mutex<[(HTTPServer.LogLevel, String)]>([])
         var logger: HTTPServer.Logger { { level, message in self.lines.withLock { $0.append((level, message)) } } }

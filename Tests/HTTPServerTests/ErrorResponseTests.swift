@@ -1,11 +1,12 @@
 import Essentials
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// 404, 405 and errors thrown by handlers become problem documents.
-@Suite struct ErrorResponseTests {
+@Suite(.ownThreads) struct ErrorResponseTests {
     struct DatabaseExploded: Error, CustomStringConvertible {
         var description: String { "SECRET-INTERNAL: table albums is corrupt at /var/lib/db" }
     }

@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// One connection cannot keep its event loop to itself: it gets a budget per wake-up and is
 /// resumed after the other ready connections.
-@Suite struct FairnessTests {
+@Suite(.ownThreads) struct FairnessTests {
     /// The order in which the server handled requests.
     final class Journal: Sendable {
         private let entries = Mutex<[String]>([])

@@ -1,12 +1,13 @@
 import Essentials
 import Foundation
 import Synchronization
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// Routes with a fast path that may decline and a blocking path: the router hands back
 /// `.response` or `.blocking` work, and middleware runs once per request either way.
-@Suite struct FastAndBlockingPathTests {
+@Suite(.ownThreads) struct FastAndBlockingPathTests {
     /// Counts its invocations and stamps each response with the count it saw.
     struct CountingMiddleware: HTTPMiddleware {
         let calls: Counter

@@ -1,10 +1,11 @@
 import Foundation
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// The head check: a request with a body can be answered from its head, before any body byte
 /// is read and before `100 Continue` (issue 11, defect 3).
-@Suite struct HeadCheckTests {
+@Suite(.ownThreads) struct HeadCheckTests {
     static func makeServer() throws -> TestServer {
         try TestServer(headCheck: HeadCheck { request, _ in
             switch request.headers["X-Check"] {

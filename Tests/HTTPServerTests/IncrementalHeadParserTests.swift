@@ -1,9 +1,10 @@
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// The head parser resumes where it stopped (`HTTPHeadScan`): a head that arrives in pieces
 /// costs linear work, and gives the same result as the head parsed whole.
-@Suite struct IncrementalHeadParserTests {
+@Suite(.ownThreads) struct IncrementalHeadParserTests {
     /// Feeds `bytes` to one scan `step` bytes at a time, as a connection does read by read.
     /// Returns the head (or nil if it never completed) and the bytes the scan examined.
     static func trickle(

@@ -1,13 +1,14 @@
 import Essentials
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// The server measures every connection timeout on the clock its configuration names: with a
 /// `ManualClock`, a timeout fires when the test moves the clock past it, not when real time
 /// passes. (The rules themselves are unit-tested in `ConnectionStateTests`.)
-@Suite struct InjectedClockTests {
+@Suite(.ownThreads) struct InjectedClockTests {
     private static func server(
         clock: ManualClock, limits: HTTPServerLimits, acceptProbe: AcceptProbe? = nil
     ) throws -> HTTPServer {

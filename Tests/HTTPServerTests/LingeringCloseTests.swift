@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// After an error response with input still coming, the server closes the way nginx does:
 /// it shuts down its write side, then reads and discards what the client sends, within a
 /// time and size bound, so the client sees the response and an orderly end, not a reset.
-@Suite struct LingeringCloseTests {
+@Suite(.ownThreads) struct LingeringCloseTests {
     static func limits(lingerMaxBytes: Int = 4 * 1024 * 1024, lingerTimeout: Duration = .seconds(5)) -> HTTPServerLimits {
         var limits = HTTPServerLimits.forTests
         limits.maxBodyBytes = 1024

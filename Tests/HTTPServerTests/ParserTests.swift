@@ -1,8 +1,9 @@
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// The request head parser and body decoder on their own.
-@Suite struct HeadParserTests {
+@Suite(.ownThreads) struct HeadParserTests {
     let parser = HTTPHeadParser(limits: HTTPServerLimits())
 
     func parse(_ text: String) throws(HTTPParseError) -> (HTTPRequestHead, consumed: Int)? {
@@ -204,7 +205,7 @@ import Testing
     }
 }
 
-@Suite struct BodyDecoderTests {
+@Suite(.ownThreads) struct BodyDecoderTests {
     /// Feeds `input` to a decoder `step` bytes at a time, the way a connection would.
     func decode(_ input: String, framing: HTTPRequestHead.BodyFraming, limit: Int = 1024, step: Int = .max)
         throws(HTTPParseError) -> (body: String, consumed: Int, complete: Bool)

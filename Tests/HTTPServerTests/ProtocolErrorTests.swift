@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// Requests the server must refuse, over real sockets. After a framing error the server
 /// answers with a problem document and closes the connection.
-@Suite struct ProtocolErrorTests {
+@Suite(.ownThreads) struct ProtocolErrorTests {
     static var tightLimits: HTTPServerLimits {
         var limits = HTTPServerLimits.forTests
         limits.maxRequestLineBytes = 256

@@ -1,9 +1,10 @@
 import Foundation
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// Request bodies over real sockets: `Expect: 100-continue`, chunked transfer coding, limits.
-@Suite struct RequestBodyTests {
+@Suite(.ownThreads) struct RequestBodyTests {
     static var smallLimits: HTTPServerLimits {
         var limits = HTTPServerLimits.forTests
         limits.maxBodyBytes = 1024

@@ -1,9 +1,10 @@
 import Foundation
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// File and stream bodies over real sockets.
-@Suite struct ResponseBodyTests {
+@Suite(.ownThreads) struct ResponseBodyTests {
     static func makeFile(size: Int) throws -> (path: String, bytes: [UInt8]) {
         var bytes = [UInt8](repeating: 0, count: size)
         var state: UInt32 = 2_463_534_242

@@ -1,8 +1,9 @@
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// Response heads as bytes, without sockets.
-@Suite struct ResponseHeadEncoderTests {
+@Suite(.ownThreads) struct ResponseHeadEncoderTests {
     let encoder = ResponseHeadEncoder(dateLine: Array("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n".utf8))
 
     func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }

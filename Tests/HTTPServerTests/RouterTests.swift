@@ -1,9 +1,10 @@
 import Essentials
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// The router on its own, without sockets.
-@Suite struct RouterTests {
+@Suite(.ownThreads) struct RouterTests {
     static func tag(_ name: String) -> @Sendable (HTTPRequest, RequestContext) throws -> HTTPResponse {
         { _, _ in HTTPResponse(contentType: "text/plain", bytes: Array(name.utf8)) }
     }

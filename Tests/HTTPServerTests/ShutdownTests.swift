@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -7,7 +8,7 @@ import Glibc
 @testable import HTTPServer
 
 /// Graceful shutdown and the connection limit, over real sockets.
-@Suite struct ShutdownTests {
+@Suite(.ownThreads) struct ShutdownTests {
     /// Polls until connecting to `port` is refused. True if it was within `seconds`.
     func becomesRefused(port: Int, within seconds: Int64) -> Bool {
         eventually(timeout: .seconds(seconds)) { RawHTTPClient.probe(port: port) == ECONNREFUSED }

@@ -1,12 +1,13 @@
 import Essentials
 import Foundation
 import Synchronization
+import TestThreads
 import Testing
 @testable import HTTPServer
 
 /// Routes with `RouteOptions.streamsBody` (issue 11 #3): the body reaches the responder as it
 /// arrives, never whole, and never more than a window ahead of it.
-@Suite struct StreamedRequestBodyTests {
+@Suite(.ownThreads) struct StreamedRequestBodyTests {
     static let window = 64 * 1024
 
     /// What `/stream` saw.

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 @testable import HTTPServer
 
@@ -8,7 +9,7 @@ import Testing
 /// promises, then an orderly close; an idle keep-alive connection is closed without one.
 /// Timings here only bound how long a failing test waits; when a timeout fires (not before,
 /// not after) is unit-tested with an injected clock.
-@Suite struct TimeoutTests {
+@Suite(.ownThreads) struct TimeoutTests {
     @Test func stalledHeadIsDroppedWhileOthersAreServed() throws {
         var limits = HTTPServerLimits.forTests
         limits.headTimeout = .milliseconds(500)

@@ -2,12 +2,13 @@ import Foundation
 import HTTPTestSupport
 import Images
 import Synchronization
+import TestThreads
 import Testing
 
 /// The Images module on images the tests make, each result decoded again by the `vips` command.
 /// Serialized: each case runs `vips` processes synchronously on a thread of the test pool (two
 /// threads on two cores); several cases at once held both and starved every other suite.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ThumbnailerTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct ThumbnailerTests {
     let thumbnailer = Thumbnailer()
 
     static var formats: [ImageFormat] { ImageFormat.allCases.filter(\.isSupported) }

@@ -1,10 +1,11 @@
 import Foundation
 import Synchronization
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("Album ids (ULID)")
+@Suite("Album ids (ULID)", .ownThreads)
 struct AlbumIDTests {
     @Test("ids are 26 Crockford base32 symbols carrying the millisecond time")
     func format() {

@@ -1,8 +1,9 @@
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("Album input validation")
+@Suite("Album input validation", .ownThreads)
 struct AlbumInputValidationTests {
     @Test("a full valid body is trimmed and typed")
     func validBody() throws {

@@ -1,8 +1,9 @@
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("JSON merge patch (RFC 7396)")
+@Suite("JSON merge patch (RFC 7396)", .ownThreads)
 struct AlbumPatchTests {
     let current = try! AlbumInput(title: "Best of Bowie", artist: "David Bowie", genre: "Rock", year: 1992, coverUrl: "https://e.com/a.png")
 

@@ -1,8 +1,9 @@
 import Foundation
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("Table representation (decorator)")
+@Suite("Table representation (decorator)", .ownThreads)
 struct AlbumTableTests {
     @Test("Best of Bowie as table rows, exactly")
     func bestOfBowie() throws {

@@ -1,5 +1,6 @@
 import Essentials
 import Foundation
+import TestThreads
 import Testing
 @testable import Library
 
@@ -10,7 +11,7 @@ import Testing
 /// `BLUELIBRARY_PARSER_BENCH=1 swift test -c release --filter ArchiveParserBenchmark`.
 /// `BLUELIBRARY_PARSER_BENCH_ALBUMS` changes the album count; `BLUELIBRARY_PARSER_BENCH_COMPARE=1`
 /// also times `JSONSerialization` alone on the same bytes (the old path's first step).
-@Suite("Archive parser benchmark")
+@Suite("Archive parser benchmark", .ownThreads)
 struct ArchiveParserBenchmark {
     static let enabled = ProcessInfo.processInfo.environment["BLUELIBRARY_PARSER_BENCH"] == "1"
 

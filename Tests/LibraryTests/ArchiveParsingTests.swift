@@ -2,6 +2,7 @@ import Essentials
 import Foundation
 import AlbumStoreContract
 import HTTPTestSupport
+import TestThreads
 import Testing
 @testable import Library
 
@@ -38,7 +39,7 @@ private func asciiOnly(_ bytes: [UInt8]) -> [UInt8] {
     return out
 }
 
-@Suite("Archive parsing")
+@Suite("Archive parsing", .ownThreads)
 struct ArchiveParsingTests {
     @Test("random albums with odd text round trip through export and parse", arguments: [1, 2, 3, 4])
     func randomRoundTrip(seed: UInt64) throws {

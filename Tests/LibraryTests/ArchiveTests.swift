@@ -1,10 +1,11 @@
 import Essentials
 import Foundation
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("Archive export and import")
+@Suite("Archive export and import", .ownThreads)
 struct ArchiveTests {
     /// Exports `facade` and returns the chunks.
     func export(_ facade: LibraryFacade, chunkSize: Int = 64 * 1024) throws -> [[UInt8]] {

@@ -1,8 +1,9 @@
+import TestThreads
 import Testing
 @testable import Library
 
 /// The bodies of `POST /libraries`, `PATCH /libraries/{lib}` and `POST /albums/{id}/move`.
-@Suite("Catalog and move request bodies")
+@Suite("Catalog and move request bodies", .ownThreads)
 struct CatalogRequestTests {
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 

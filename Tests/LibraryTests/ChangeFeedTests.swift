@@ -1,9 +1,10 @@
 import Foundation
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("Change feed")
+@Suite("Change feed", .ownThreads)
 struct ChangeFeedTests {
     @Test("no-ops and failed commits record nothing")
     func nothingOnFailure() throws {

@@ -1,8 +1,9 @@
+import TestThreads
 import Testing
 @testable import Library
 
 /// View index addressing (the composite data source's decompose/adduce).
-@Suite struct CompositeIndexTests {
+@Suite(.ownThreads) struct CompositeIndexTests {
     @Test func decomposeMapsEveryIndexToItsSourceAndBack() {
         let layout = CompositeIndex(counts: [2, 0, 3, 0])
         #expect(layout.total == 5)

@@ -1,9 +1,10 @@
 import Foundation
+import TestThreads
 import Testing
 @testable import Library
 
 /// Inputs the fuzz targets in `Fuzz/` found (`scripts/fuzz`), kept as ordinary tests.
-@Suite("Fuzzing regressions")
+@Suite("Fuzzing regressions", .ownThreads)
 struct FuzzRegressionTests {
     /// fuzz-json-scanner: `Double("11E111111")` is infinity, not nil, so the scanner read a
     /// number JSON cannot hold as `inf` where `JSONSerialization` (request bodies) refuses it.
@@ -44,7 +45,7 @@ struct FuzzRegressionTests {
 /// fuzz-json-scanner: `JSONSerialization` accepts a trailing comma (`{"": 0,}`, base64
 /// `eyIiOiAwLH0=`), which RFC 8259 and the archive's scanner refuse: a request body and an
 /// archive were held to different syntax. Request bodies are now checked by the scanner first.
-@Suite("Fuzzing regressions: request body syntax")
+@Suite("Fuzzing regressions: request body syntax", .ownThreads)
 struct RequestBodySyntaxRegressionTests {
     @Test("request bodies refuse what the archive scanner refuses", arguments: [
         #"{"": 0,}"#, #"{"title": "x", "artist": "y",}"#, "[1,]", #"{"a": [1, 2,]}"#,
@@ -73,7 +74,7 @@ struct RequestBodySyntaxRegressionTests {
 /// an album title beginning with U+FEFF loses it when created by a request body and keeps it
 /// when imported from an archive. A Foundation bug; fixing it here would mean reading request
 /// bodies without `JSONSerialization`. Recorded as a known issue until then.
-@Suite("Fuzzing regressions: JSONSerialization and U+FEFF")
+@Suite("Fuzzing regressions: JSONSerialization and U+FEFF", .ownThreads)
 struct ByteOrderMarkInStringsTests {
     @Test("a U+FEFF inside a string survives both readers", arguments: ["\"\u{FEFF}x\"", "\"a\\n\u{FEFF}x\""])
     func byteOrderMarkInAString(json: String) throws {

@@ -1,9 +1,10 @@
 import AlbumStoreContract
+import TestThreads
 import Testing
 
 /// The AlbumStore contract and the facade's rules on the in-memory stores (StorageTests runs
 /// the same checks on SQLite).
-@Suite("Contract: in-memory store")
+@Suite("Contract: in-memory store", .ownThreads)
 struct InMemoryStoreContractTests {
     @Test(arguments: AlbumStoreContract.checks)
     func store(_ check: ContractCheck) throws {

@@ -1,8 +1,9 @@
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("Add at index (the tutorial's addAlbum:atIndex: rule)")
+@Suite("Add at index (the tutorial's addAlbum:atIndex: rule)", .ownThreads)
 struct InsertionIndexTests {
     @Test("resolve: nil appends, 0...count inserts, past the end appends", arguments: [
         (nil, 3, 3), (0, 3, 0), (2, 3, 2), (3, 3, 3), (4, 3, 3), (99, 0, 0),

@@ -1,5 +1,6 @@
 import Essentials
 import Foundation
+import TestThreads
 import Testing
 @testable import Library
 
@@ -42,7 +43,7 @@ private func syntaxError(_ bytes: [UInt8], maximumDepth: Int = JSONScanner.defau
     return nil
 }
 
-@Suite("JSON scanner")
+@Suite("JSON scanner", .ownThreads)
 struct JSONScannerTests {
     @Test("simple escapes are unescaped")
     func simpleEscapes() throws {

@@ -1,10 +1,11 @@
 import AlbumStoreContract
 import Library
+import TestThreads
 import Testing
 
 /// Moves between libraries where the store must be looked into (a failed commit, transaction
 /// counts): the in-memory store only. The rules themselves are `FacadeRules` (both stores).
-@Suite("Moves between libraries: commits")
+@Suite("Moves between libraries: commits", .ownThreads)
 struct MoveBetweenLibrariesTests {
     let jazz = LibraryID(rawValue: "jazz")
 

@@ -1,9 +1,10 @@
+import TestThreads
 import Testing
 @testable import Library
 
 /// U+0000 is refused in album text, list filters and catalog names (PostgreSQL cannot store it;
 /// both stores answer alike), with the field named.
-@Suite struct NulTextValidationTests {
+@Suite(.ownThreads) struct NulTextValidationTests {
     @Test func albumTextFields() throws {
         for (title, artist, genre, field) in [("a\u{0}b", "A", "G", "title"), ("T", "\u{0}", "G", "artist"), ("T", "A", "G\u{0}", "genre")] {
             do {

@@ -1,10 +1,11 @@
 import Essentials
 import Foundation
+import TestThreads
 import Testing
 @testable import Library
 
 /// The walk cursor's wire format.
-@Suite struct PageCursorTests {
+@Suite(.ownThreads) struct PageCursorTests {
     /// A keyed tag for these tests (as PagingRules': FNV-1a of key and message, 16 bytes).
     let seal = CursorSeal(tagLength: 16) { message in
         let key = Array("test-key".utf8)

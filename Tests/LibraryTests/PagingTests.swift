@@ -3,10 +3,11 @@ import Foundation
 import HTTPTestSupport
 import Synchronization
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite struct PagingTests {
+@Suite(.ownThreads) struct PagingTests {
     /// Issue 11, defect 7: the commit gives the new version; no read after a commit.
     @Test func currentVersionAfterACommitNeedsNoRead() throws {
         let fixture = try Fixture(seeded: true)
@@ -21,7 +22,7 @@ import Testing
     }
 }
 
-@Suite struct RequestModelCacheTests {
+@Suite(.ownThreads) struct RequestModelCacheTests {
     struct Boom: Error {}
 
     @Test func identicalConcurrentRequestsShareOneLoad() throws {

@@ -1,8 +1,9 @@
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("If-Match preconditions")
+@Suite("If-Match preconditions", .ownThreads)
 struct PreconditionTests {
     @Test("a failing precondition refuses the update and commits nothing")
     func failingUpdate() throws {

@@ -1,8 +1,9 @@
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("Seeding")
+@Suite("Seeding", .ownThreads)
 struct SeedingTests {
     @Test("a brand-new library gets exactly the five tutorial albums, in order")
     func seedsFive() throws {

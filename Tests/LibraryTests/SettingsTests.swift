@@ -1,10 +1,11 @@
 import Foundation
 import Synchronization
+import TestThreads
 import Testing
 @testable import Library
 import AlbumStoreContract
 
-@Suite struct SettingsTests {
+@Suite(.ownThreads) struct SettingsTests {
     @Test func defaultsWhenNothingIsStored() throws {
         let store = InMemorySettingsStore()
         let service = try SettingsService(store: store)
@@ -107,7 +108,7 @@ import AlbumStoreContract
 }
 
 /// Issue 11, defect 4: two services over one store (a server and `bluelibrary token set`).
-@Suite struct SettingsStaleWriteTests {
+@Suite(.ownThreads) struct SettingsStaleWriteTests {
     @Test func aPatchIsAppliedToTheStoredDocumentNotAStaleCopy() throws {
         let store = InMemorySettingsStore()
         let server = try SettingsService(store: store)

@@ -1,12 +1,13 @@
 import AlbumStoreContract
 import Foundation
+import TestThreads
 import Testing
 @testable import Library
 
 /// Two instances on one database: two registries, each on its own `SharedStoreView` of one
 /// in-memory store. What instance B commits must be what instance A answers with next,
 /// although A's memory never hears of it.
-@Suite("A shared store: nothing remembered is trusted")
+@Suite("A shared store: nothing remembered is trusted", .ownThreads)
 struct SharedStoreTests {
     let store = InMemoryAlbumStore()
     let viewA: SharedStoreView

@@ -1,8 +1,9 @@
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("Versions and events")
+@Suite("Versions and events", .ownThreads)
 struct VersionAndEventTests {
     @Test("nothing is published or changed when the transaction fails")
     func noEventsOnFailure() throws {

@@ -1,8 +1,9 @@
 import AlbumStoreContract
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("View definition bodies (POST/PATCH /views)")
+@Suite("View definition bodies (POST/PATCH /views)", .ownThreads)
 struct ViewDefinitionRequestTests {
     @Test("a full creation body reads every member")
     func fullCreation() throws {

@@ -1,9 +1,10 @@
 import AlbumStoreContract
 import Foundation
+import TestThreads
 import Testing
 @testable import Library
 
-@Suite("A view's version from memory only")
+@Suite("A view's version from memory only", .ownThreads)
 struct ViewVersionInMemoryTests {
     @Test("nil until the definitions and every source's facade are known; then the same as viewVersion")
     func knownOnlyOnceLoaded() throws {

@@ -1,10 +1,11 @@
 import AlbumStoreContract
 import Foundation
+import TestThreads
 import Testing
 @testable import Library
 
 /// Pages are one read transaction each, for libraries and views (the store's own counters).
-@Suite struct WalkReadTests {
+@Suite(.ownThreads) struct WalkReadTests {
     @Test func everyPageIsOneReadTransaction() throws {
         let store = InMemoryAlbumStore()
         let clock = ManualDateClock()

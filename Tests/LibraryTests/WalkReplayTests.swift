@@ -1,9 +1,10 @@
 import Foundation
+import TestThreads
 import Testing
 @testable import Library
 
 /// The boundary replay of exact walks, change by change (no store).
-@Suite struct WalkReplayTests {
+@Suite(.ownThreads) struct WalkReplayTests {
     static func id(_ n: Int) -> AlbumID {
         AlbumID(String(format: "01ARZ3NDEKTSV4RRFFQ69G5F%02d", n))!
     }

@@ -1,8 +1,9 @@
+import TestThreads
 import Testing
 
 /// The check the concurrent-writes test relies on, on feeds made by hand: it accepts a feed
 /// that is the acknowledged writes and names each way one is not.
-@Suite struct AcknowledgedWritesTests {
+@Suite(.ownThreads) struct AcknowledgedWritesTests {
     typealias Change = LibraryProbe.Change
     static let initial = ["a", "b", "c"]
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// `deploy/compose.yaml` is documentation no test can run here (no image registry), so this
@@ -7,7 +8,7 @@ import Testing
 /// instances on one PostgreSQL 15 with the settings `InstanceCluster` sets, ready = `/readyz`,
 /// and nginx with `deploy/nginx.scale-out.conf`, whose upstream is exactly those instances and
 /// whose retry rule is the one the tests exercise.
-@Suite(.timeLimit(.minutes(1))) struct ComposeFileTests {
+@Suite(.timeLimit(.minutes(1)), .ownThreads) struct ComposeFileTests {
     /// compose.yaml as JSON (PyYAML, which scripts/test installs).
     static func compose() throws -> [String: Any] {
         let path = NginxProxy.repositoryRoot.appendingPathComponent("deploy/compose.yaml").path

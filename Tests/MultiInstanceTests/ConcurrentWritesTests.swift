@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// Writes through three instances at once, behind nginx, on one PostgreSQL: the versions are
 /// decided in the database (unique, gap-free), the order is intact (the feed replays onto the
 /// order every instance shows), and the feed is exactly the acknowledged writes.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ConcurrentWritesTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ConcurrentWritesTests {
     static let clients = 6
     static let writesPerClient = 30
 

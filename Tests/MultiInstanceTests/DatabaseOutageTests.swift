@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// PostgreSQL stopped under load and started again, with two instances behind nginx: while it
 /// is gone, requests that need it get 503 with Retry-After (an answer, not a hang; no instance
 /// dies), `/readyz` is 503 and `/healthz` 200; once it is back, service resumes by itself and
 /// every acknowledged write is there.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct DatabaseOutageTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct DatabaseOutageTests {
     @Test func stoppedDatabaseIs503ThenServiceResumesWithEveryAcknowledgedWrite() throws {
         // A cluster of its own: this test stops it.
         let postgres = try PostgresServer()

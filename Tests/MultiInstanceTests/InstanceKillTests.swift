@@ -3,11 +3,12 @@ import Glibc
 #endif
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// One of three instances killed with SIGKILL under load behind nginx: reads keep succeeding
 /// (nginx retries them on another instance), and every acknowledged write is in the database.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct InstanceKillTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct InstanceKillTests {
     @Test func killedInstanceLosesNoReadAndNoAcknowledgedWrite() throws {
         let cluster = try InstanceCluster(databaseURL: try PostgresServer.shared().makeDatabase())
         let load = BackgroundLoad(port: cluster.port, writers: 2, readers: 3)

@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// The connection pool is bounded (`BLUELIBRARY_DATABASE_POOL_SIZE`): when every connection is
 /// taken, a request waits a bounded time for one and then gets a clean 503 with Retry-After,
 /// never a queue without limit; once a connection is free again, requests succeed.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct PoolExhaustionTests {
+@Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct PoolExhaustionTests {
     /// An archive of `count` albums of about 3 KB each (long title, artist, genre and cover
     /// URL): few rows to import, yet an export (~12 MB for 4,000) that cannot hide in socket
     /// buffers and the export window.

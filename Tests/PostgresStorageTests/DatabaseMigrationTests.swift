@@ -6,11 +6,12 @@ import Postgres
 import SQLite
 import ServerRecords
 import Storage
+import TestThreads
 import Testing
 
 /// `bluelibrary migrate`'s copy: a SQLite store with several libraries, reordered albums, undo,
 /// states, changes, views, settings and access records, copied into PostgreSQL and read back.
-@Suite("SQLite to PostgreSQL migration")
+@Suite("SQLite to PostgreSQL migration", .ownThreads)
 struct DatabaseMigrationTests {
     @Test("everything is copied: every table row for row, each library's order, the id sequences")
     func copiesEverything() throws {

@@ -2,10 +2,11 @@ import Foundation
 import HTTPTestSupport
 import Postgres
 import Storage
+import TestThreads
 import Testing
 
 /// `bluelibrary migrate` as an operator runs it: the built executable, a data directory, a URL.
-@Suite("bluelibrary migrate", .timeLimit(.minutes(2)))
+@Suite("bluelibrary migrate", .timeLimit(.minutes(2)), .ownThreads)
 struct MigrateCommandTests {
     private func migrate(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
         let run = try ChildProcess.run(

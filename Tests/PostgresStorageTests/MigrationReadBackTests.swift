@@ -2,12 +2,13 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Storage
+import TestThreads
 import Testing
 
 /// A migrated database read through the PostgreSQL album store, the way a server would read it,
 /// agrees with the SQLite store it came from: the catalog, every library's albums, positions,
 /// pages, undo, states, change feed and views.
-@Suite("SQLite to PostgreSQL migration, read through the stores")
+@Suite("SQLite to PostgreSQL migration, read through the stores", .ownThreads)
 struct MigrationReadBackTests {
     @Test("every read of the PostgreSQL store agrees with the SQLite store")
     func readsAgree() throws {

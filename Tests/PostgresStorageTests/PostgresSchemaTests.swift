@@ -3,11 +3,12 @@ import HTTPTestSupport
 import Postgres
 import SQLite
 import Storage
+import TestThreads
 import Testing
 
 /// The PostgreSQL schema: applied once however many instances start at once, the same tables,
 /// columns and indexes as SQLite's, and SQLite's NOCASE order from the folded sort keys.
-@Suite("PostgreSQL schema")
+@Suite("PostgreSQL schema", .ownThreads)
 struct PostgresSchemaTests {
     @Test("three instances migrating at once: all succeed, the schema is applied once")
     func concurrentMigrators() throws {

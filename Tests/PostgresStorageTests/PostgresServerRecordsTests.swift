@@ -3,12 +3,13 @@ import Foundation
 import Postgres
 import ServerRecords
 import Storage
+import TestThreads
 import Testing
 
 /// PostgresServerRecords across instances (two pools on one database). The contract's
 /// idempotency, settings and access checks run on them through PostgresStoreTests' `.postgres`
 /// factory, with the rest of the contract.
-@Suite("PostgreSQL server records")
+@Suite("PostgreSQL server records", .ownThreads)
 struct PostgresServerRecordsTests {
     @Test("two instances racing begin on one key: exactly one claims it")
     func racingClaims() throws {

@@ -6,13 +6,14 @@ import Library
 import Postgres
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 /// Writes through several instances at once: each thread has its own `PostgresAlbumStore` on
 /// its own pool (as separate processes would), all writing one library concurrently. Versions
 /// and the order are decided in the database, so the change feed must hold every version once,
 /// with no gap, and replaying it must give exactly the order the store holds.
-@Suite("PostgreSQL store: concurrent instances")
+@Suite("PostgreSQL store: concurrent instances", .ownThreads)
 struct ConcurrentInstancesTests {
     static let instances = 4
     static let writesPerInstance = 40

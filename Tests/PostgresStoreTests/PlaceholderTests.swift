@@ -1,8 +1,9 @@
 @testable import Storage
+import TestThreads
 import Testing
 
 /// SQLite's `?N` placeholders become PostgreSQL's `$N`; nothing else in the text changes.
-@Suite("PostgreSQL placeholders")
+@Suite("PostgreSQL placeholders", .ownThreads)
 struct PlaceholderTests {
     @Test func numberedPlaceholdersAreRewrittenOutsideQuotes() {
         #expect(PostgresPlaceholders.rewrite("SELECT a FROM t WHERE b = ?1 AND c > ?12 LIMIT ?3")

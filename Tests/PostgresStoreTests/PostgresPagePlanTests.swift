@@ -5,12 +5,13 @@ import HTTPTestSupport
 import Library
 import Postgres
 import Storage
+import TestThreads
 import Testing
 
 /// Keyset pages of the value sorts read their index on PostgreSQL too (`albums_by_title` on the
 /// folded `title_key`, …): an index scan from the anchor, never a sort of the library. Pages in
 /// the library's own order walk the buckets in order and each bucket's albums by position.
-@Suite("PostgreSQL store: page plans")
+@Suite("PostgreSQL store: page plans", .ownThreads)
 struct PostgresPagePlanTests {
     @Test func keysetPagesOfEverySortReadTheirIndexWithoutASort() throws {
         let url = try PostgresServer.shared().makeDatabase()

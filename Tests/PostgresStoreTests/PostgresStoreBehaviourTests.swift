@@ -5,12 +5,13 @@ import HTTPTestSupport
 import Library
 import Postgres
 @testable import Storage
+import TestThreads
 import Testing
 
 /// What the PostgreSQL store promises beyond the contract: notifications other instances
 /// listen for, the versions of several libraries in one statement, duplicate ids named with
 /// their library, and a stopped server's errors reaching the caller unchanged.
-@Suite("PostgreSQL store: notifications, versions, errors")
+@Suite("PostgreSQL store: notifications, versions, errors", .ownThreads)
 struct PostgresStoreBehaviourTests {
     @Test func aCommittedVersionNotifiesItsLibraryAndARollbackNothing() throws {
         let url = try PostgresServer.shared().makeDatabase()

@@ -2,6 +2,7 @@ import AlbumStoreContract
 import HTTPTestSupport
 import Postgres
 import Storage
+import TestThreads
 import Testing
 
 extension AlbumStoreFactory {
@@ -27,7 +28,7 @@ extension AlbumStoreFactory {
 
 /// The AlbumStore contract and the facade's rules on PostgreSQL: the same checks as SQLite's
 /// (`SQLiteStoreContractTests`), unchanged.
-@Suite("Contract: PostgreSQL store")
+@Suite("Contract: PostgreSQL store", .ownThreads)
 struct PostgresStoreContractTests {
     @Test(arguments: AlbumStoreContract.checks)
     func store(_ check: ContractCheck) throws {

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTestSupport
 import Postgres
 import Synchronization
+import TestThreads
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ import Glibc
 /// A server that stops answering (its backend process frozen with SIGSTOP: to the client it
 /// looks like a paused or partitioned server, the connection stays open) must cost a caller
 /// at most the response timeout, then an unavailable error, never an unbounded wait.
-@Suite(.serialized) struct DeadlineTests {
+@Suite(.serialized, .ownThreads) struct DeadlineTests {
     /// Each way a statement reaches the server: the extended protocol (`scalar`), the simple
     /// one (`execute`), single-row streaming (`forEachRow`), and preparing a new statement.
     static let operations: [String] = ["scalar", "execute", "forEachRow", "prepare"]

@@ -1,9 +1,10 @@
 import Essentials
 import HTTPTestSupport
 import Postgres
+import TestThreads
 import Testing
 
-@Suite struct ErrorTests {
+@Suite(.ownThreads) struct ErrorTests {
     @Test func aSyntaxErrorCarriesItsSQLStateAndText() throws {
         let connection = try makeConnection()
         let error = postgresError { try connection.run("SELEC 1") }
@@ -110,7 +111,7 @@ import Testing
     }
 }
 
-@Suite struct ConnectionSettingsTests {
+@Suite(.ownThreads) struct ConnectionSettingsTests {
     @Test func theURLsOwnParametersWinOverTheDefaults() throws {
         let url = try PostgresServer.shared().makeDatabase()
         let plain = try PostgresConnection(url: url)

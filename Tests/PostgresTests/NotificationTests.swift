@@ -1,8 +1,9 @@
 import HTTPTestSupport
 import Postgres
+import TestThreads
 import Testing
 
-@Suite struct NotificationTests {
+@Suite(.ownThreads) struct NotificationTests {
     private func pair() throws -> (listener: PostgresConnection, sender: PostgresConnection) {
         let url = try PostgresServer.shared().makeDatabase()
         return (try PostgresConnection(url: url), try PostgresConnection(url: url))

@@ -1,9 +1,10 @@
 import Dispatch
 import HTTPTestSupport
 import Postgres
+import TestThreads
 import Testing
 
-@Suite struct PoolTests {
+@Suite(.ownThreads) struct PoolTests {
     private func makePool(size: Int = 2, acquireTimeout: Duration = .seconds(30), statementTimeout: Duration? = .seconds(30)) throws -> PostgresPool {
         PostgresPool(.init(
             url: try PostgresServer.shared().makeDatabase(), size: size, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout))

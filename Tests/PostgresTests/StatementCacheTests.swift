@@ -1,7 +1,8 @@
 import Postgres
+import TestThreads
 import Testing
 
-@Suite struct StatementCacheTests {
+@Suite(.ownThreads) struct StatementCacheTests {
     @Test func aStatementIsPreparedOncePerTextAndParameterTypes() throws {
         let connection = try makeConnection()
         let before = connection.preparedStatementCount

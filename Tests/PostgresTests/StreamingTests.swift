@@ -1,7 +1,8 @@
 import Postgres
+import TestThreads
 import Testing
 
-@Suite struct StreamingTests {
+@Suite(.ownThreads) struct StreamingTests {
     @Test func forEachRowVisitsEveryRowInOrder() throws {
         let connection = try makeConnection()
         var count = 0

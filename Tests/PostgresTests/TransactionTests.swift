@@ -1,8 +1,9 @@
 import HTTPTestSupport
 import Postgres
+import TestThreads
 import Testing
 
-@Suite struct TransactionTests {
+@Suite(.ownThreads) struct TransactionTests {
     private func makeTable() throws -> PostgresConnection {
         let connection = try makeConnection()
         try connection.execute("CREATE TABLE t (n bigint PRIMARY KEY)")

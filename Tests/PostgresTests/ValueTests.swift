@@ -1,8 +1,9 @@
 import HTTPTestSupport
 import Postgres
+import TestThreads
 import Testing
 
-@Suite struct ValueTests {
+@Suite(.ownThreads) struct ValueTests {
     @Test func everyTypeRoundTripsThroughATable() throws {
         let connection = try makeConnection()
         try connection.execute("CREATE TABLE t (i bigint, r double precision, s text, b bytea, f boolean)")

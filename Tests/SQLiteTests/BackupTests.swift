@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 @testable import SQLite
 
-@Suite struct BackupTests {
+@Suite(.ownThreads) struct BackupTests {
     @Test func aBackupTakenWhileAnotherConnectionCommitsIsOneCommitsDatabase() throws {
         try withTemporaryDirectory { directory in
             let path = directory.appendingPathComponent("live.sqlite").path

@@ -1,8 +1,9 @@
 import Foundation
+import TestThreads
 import Testing
 @testable import SQLite
 
-@Suite struct BusyTests {
+@Suite(.ownThreads) struct BusyTests {
     @Test func competingWriterGetsBusyAfterTimeout() throws {
         try withDatabasePath { path in
             let holder = try Connection(path: path)

@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 @testable import SQLite
 
-@Suite struct ConnectionTests {
+@Suite(.ownThreads) struct ConnectionTests {
     @Test func openCreatesFileAndReopenSeesData() throws {
         try withDatabasePath { path in
             do {

@@ -1,9 +1,10 @@
 import Foundation
 import Synchronization
+import TestThreads
 import Testing
 @testable import SQLite
 
-@Suite struct DatabaseTests {
+@Suite(.ownThreads) struct DatabaseTests {
     private static var migrator: Migrator {
         var migrator = Migrator()
         migrator.register("create") { db in

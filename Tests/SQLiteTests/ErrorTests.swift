@@ -1,7 +1,8 @@
+import TestThreads
 import Testing
 @testable import SQLite
 
-@Suite struct ErrorTests {
+@Suite(.ownThreads) struct ErrorTests {
     @Test func syntaxErrorCarriesCodeMessageAndSQL() throws {
         try withDatabasePath { path in
             let connection = try Connection(path: path)

@@ -1,7 +1,8 @@
+import TestThreads
 import Testing
 @testable import SQLite
 
-@Suite struct MigratorTests {
+@Suite(.ownThreads) struct MigratorTests {
     private func baseMigrator() -> Migrator {
         var migrator = Migrator()
         migrator.register("v1") { db in

@@ -1,7 +1,8 @@
+import TestThreads
 import Testing
 @testable import SQLite
 
-@Suite struct RowCursorTests {
+@Suite(.ownThreads) struct RowCursorTests {
     @Test func readsEveryRowInOrderThenNil() throws {
         try withDatabasePath { path in
             let connection = try Connection(path: path)

@@ -1,7 +1,8 @@
+import TestThreads
 import Testing
 @testable import SQLite
 
-@Suite struct StatementCacheTests {
+@Suite(.ownThreads) struct StatementCacheTests {
     @Test func repeatedSQLIsPreparedOnce() throws {
         try withDatabasePath { path in
             let connection = try Connection(path: path)

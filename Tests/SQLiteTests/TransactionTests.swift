@@ -1,7 +1,8 @@
+import TestThreads
 import Testing
 @testable import SQLite
 
-@Suite struct TransactionTests {
+@Suite(.ownThreads) struct TransactionTests {
     private func makeConnection(_ path: String) throws -> Connection {
         let connection = try Connection(path: path)
         try connection.execute("CREATE TABLE t (x INTEGER)")

@@ -1,7 +1,8 @@
+import TestThreads
 import Testing
 @testable import SQLite
 
-@Suite struct ValueTests {
+@Suite(.ownThreads) struct ValueTests {
     static let unicode = "Ünïcødé 🎵 日本語 \u{0} after-NUL é (e\u{301})"
     static let blobWithZeros: [UInt8] = [0, 1, 0, 255, 0, 0, 127, 0]
 

@@ -1,8 +1,9 @@
 import Foundation
 import ServerRecords
+import TestThreads
 import Testing
 
-@Suite struct FailedAttemptsTests {
+@Suite(.ownThreads) struct FailedAttemptsTests {
     @Test func lockoutRule() {
         let start = Date(timeIntervalSince1970: 1_000_000)
         var record: FailedAttempts? = nil

@@ -3,12 +3,13 @@ import HTTPTestSupport
 import Library
 import SQLite
 import Storage
+import TestThreads
 import Testing
 
 /// A transaction that fills a library from empty with many appends (an archive import) drops
 /// the sort indexes and rebuilds them before its commit. From outside this must be invisible:
 /// the same schema, the same plans, the same pages, and a rollback that restores everything.
-@Suite("Bulk imports without the sort indexes")
+@Suite("Bulk imports without the sort indexes", .ownThreads)
 struct BulkImportTests {
     /// More appends than the store's threshold for dropping the indexes (10,000).
     static let bulkCount = 10_500

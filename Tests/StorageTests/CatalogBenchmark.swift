@@ -3,13 +3,14 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Storage
+import TestThreads
 import Testing
 
 /// Not a test of speed (nothing here asserts a time): prints how long deleting a large library
 /// takes, beside a library that keeps its albums (rows deleted by library) and alone (the
 /// table emptied wholesale). Runs only with `BLUELIBRARY_STORAGE_BENCH=1`;
 /// `BLUELIBRARY_STORAGE_BENCH_ALBUMS` sets the size of the deleted library (default 100000).
-@Suite("Catalog benchmark", .enabled(if: ProcessInfo.processInfo.environment["BLUELIBRARY_STORAGE_BENCH"] == "1"))
+@Suite("Catalog benchmark", .enabled(if: ProcessInfo.processInfo.environment["BLUELIBRARY_STORAGE_BENCH"] == "1"), .ownThreads)
 struct CatalogBenchmark {
     @Test(arguments: [10_000, 0])
     func deleteALargeLibrary(othersHold: Int) throws {

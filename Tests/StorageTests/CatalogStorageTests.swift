@@ -4,12 +4,13 @@ import HTTPTestSupport
 import Library
 import SQLite
 @testable import Storage
+import TestThreads
 import Testing
 
 /// What only SQLite has to get right about several libraries (the contract checks the rest on
 /// both stores): migrating a v6 database, the row-id cache when another process deletes and
 /// re-creates a library, and deleting a large library with set-wide statements.
-@Suite("SQLite: catalog, migration v7, deleted libraries")
+@Suite("SQLite: catalog, migration v7, deleted libraries", .ownThreads)
 struct CatalogStorageTests {
     /// A database at migration v6 holding `albums` (library name, album id) in order per
     /// library, one bucket each, with the library versions given, and one change per library.

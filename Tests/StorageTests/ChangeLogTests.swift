@@ -3,9 +3,10 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Storage
+import TestThreads
 import Testing
 
-@Suite("Change log (v4)")
+@Suite("Change log (v4)", .ownThreads)
 struct ChangeLogTests {
     static let t0 = Timestamp.date(milliseconds: 1_700_000_000_000)
 

@@ -4,11 +4,12 @@ import Glibc
 import Library
 import SQLite
 import Storage
+import TestThreads
 import Testing
 
 /// Issue 11, #14: a full volume. Runs on a small tmpfs the test mounts (tests run as root);
 /// skipped, with that reason, where mounting is not permitted.
-@Suite("Disk full", .enabled(if: TmpfsVolume.canMount, "needs to mount a tmpfs (root in a container that allows it)"))
+@Suite("Disk full", .enabled(if: TmpfsVolume.canMount, "needs to mount a tmpfs (root in a container that allows it)"), .ownThreads)
 struct DiskFullTests {
     @Test func aFullDiskRefusesWritesKeepsReadsLosesNothingAndRecoversByItself() throws {
         let volume = try TmpfsVolume(bytes: 4 << 20)

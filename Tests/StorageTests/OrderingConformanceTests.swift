@@ -3,11 +3,12 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Storage
+import TestThreads
 import Testing
 
 /// Random sequences of inserts, deletes, moves and updates, run against the SQLite store and
 /// a plain array, comparing everything the reader exposes after every step.
-@Suite("Ordering conformance against an array model")
+@Suite("Ordering conformance against an array model", .ownThreads)
 struct OrderingConformanceTests {
     struct Scenario: Sendable, CustomTestStringConvertible {
         var name: String

@@ -4,12 +4,13 @@ import HTTPTestSupport
 import Library
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 /// `albums(matching:sort:from:limit:)` and `count(matching:)` of the SQLite store against a
 /// brute-force reference written here (filter with `AlbumFilter.matches`; sort by the rules of
 /// the reader protocol, spelled out independently in `Reference`).
-@Suite("Filtered and sorted pages")
+@Suite("Filtered and sorted pages", .ownThreads)
 struct PagingTests {
     static let sorts: [AlbumSort] = AlbumSort.Field.allCases.flatMap { [AlbumSort($0), AlbumSort($0, descending: true)] }
 

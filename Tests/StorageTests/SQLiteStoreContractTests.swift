@@ -1,6 +1,7 @@
 import AlbumStoreContract
 import HTTPTestSupport
 import Storage
+import TestThreads
 import Testing
 
 extension AlbumStoreFactory {
@@ -23,7 +24,7 @@ extension AlbumStoreFactory {
 
 /// The AlbumStore contract and the facade's rules on SQLite, the reference store (LibraryTests
 /// runs the same checks on the in-memory fake).
-@Suite("Contract: SQLite store")
+@Suite("Contract: SQLite store", .ownThreads)
 struct SQLiteStoreContractTests {
     @Test(arguments: AlbumStoreContract.checks)
     func store(_ check: ContractCheck) throws {

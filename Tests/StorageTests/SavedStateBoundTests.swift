@@ -3,10 +3,11 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Storage
+import TestThreads
 import Testing
 
 /// Issue 11, #9: `PUT /state?client=` created a row for every new client name, without limit.
-@Suite("Saved states are bounded")
+@Suite("Saved states are bounded", .ownThreads)
 struct SavedStateBoundTests {
     static func state(_ client: String, at millis: Int64) -> SavedState {
         SavedState(client: client, currentAlbumIndex: 0, albumID: nil,

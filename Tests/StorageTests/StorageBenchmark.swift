@@ -4,6 +4,7 @@ import HTTPTestSupport
 import Library
 import SQLite
 import Storage
+import TestThreads
 import Testing
 
 /// Not a test of speed (nothing here asserts a time): builds a 1M-album store and prints how
@@ -22,7 +23,7 @@ import Testing
 ///
 /// `pagesAtDepth` (same switch) times filtered/sorted keyset pages at 1M: page 1 against page
 /// 10,000 for every sort, both directions, unfiltered and with one filter.
-@Suite("Storage benchmark", .enabled(if: ProcessInfo.processInfo.environment["BLUELIBRARY_STORAGE_BENCH"] == "1"))
+@Suite("Storage benchmark", .enabled(if: ProcessInfo.processInfo.environment["BLUELIBRARY_STORAGE_BENCH"] == "1"), .ownThreads)
 struct StorageBenchmark {
     let environment = ProcessInfo.processInfo.environment
 

@@ -4,9 +4,10 @@ import HTTPTestSupport
 import Library
 import SQLite
 import Storage
+import TestThreads
 import Testing
 
-@Suite("Transactions, durability and integrity")
+@Suite("Transactions, durability and integrity", .ownThreads)
 struct TransactionTests {
     /// Everything a reader can see, for before/after comparisons.
     struct Snapshot: Equatable {
@@ -336,7 +337,7 @@ struct TransactionTests {
     }
 }
 
-@Suite("Checkpointing")
+@Suite("Checkpointing", .ownThreads)
 struct CheckpointingTests {
     @Test func theBackgroundThreadCheckpointsAfterCommits() throws {
         let directory = try TemporaryDirectory()

@@ -3,9 +3,10 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Storage
+import TestThreads
 import Testing
 
-@Suite("Undo stack and saved states")
+@Suite("Undo stack and saved states", .ownThreads)
 struct UndoAndStateTests {
     static let commands: [UndoCommand] = [
         .reinsert(album: Fixtures.album(1), index: 0),

@@ -3,12 +3,13 @@ import HTTPTestSupport
 import Library
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 /// A cursor walk of a view over three SQLite libraries while another thread adds, deletes and
 /// moves albums within and between them (through `Libraries`, as the server does): every album
 /// present in the view throughout is seen exactly once.
-@Suite struct ViewWalkTests {
+@Suite(.ownThreads) struct ViewWalkTests {
     final class Shared: Sendable {
         let left = Mutex<Set<AlbumID>>([])
         let stop = Atomic<Bool>(false)

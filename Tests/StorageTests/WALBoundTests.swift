@@ -5,13 +5,14 @@ import Library
 import SQLite
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 /// Issue 11, #13: the WAL grew without bound under a steady load, because a passive checkpoint
 /// never lets it restart while commits keep coming (or readers of older snapshots stay open).
 /// These run with the server's default configuration; before the fix, the first reached about
 /// 87 MB and the second about 90 MB.
-@Suite("WAL stays bounded")
+@Suite("WAL stays bounded", .ownThreads)
 struct WALBoundTests {
     /// The bound the default configuration promises: `fallbackFrames` (8192 pages of 4 KiB
     /// plus a 24-byte frame header each) and one commit's frames on top.

@@ -2,13 +2,14 @@ import Foundation
 import HTTPTestSupport
 import Library
 import Storage
+import TestThreads
 import Testing
 
 /// First and deep cursor pages of a library and of a view over several libraries, through
 /// the facade and `Libraries` on SQLite (exact-walk cursors). Prints p50/p99; asserts nothing
 /// about time. Run: `BLUELIBRARY_WALK_BENCH=1 swift test --filter WalkBenchmark` (sizes:
 /// BLUELIBRARY_WALK_BENCH_ALBUMS total albums, BLUELIBRARY_WALK_BENCH_SOURCES view sources).
-@Suite("Walk benchmark", .enabled(if: ProcessInfo.processInfo.environment["BLUELIBRARY_WALK_BENCH"] == "1"))
+@Suite("Walk benchmark", .enabled(if: ProcessInfo.processInfo.environment["BLUELIBRARY_WALK_BENCH"] == "1"), .ownThreads)
 struct WalkBenchmark {
     let environment = ProcessInfo.processInfo.environment
 

@@ -8,6 +8,7 @@ import HTTPTestSupport
 import Library
 import Storage
 import Synchronization
+import TestThreads
 import Testing
 
 @testable import BlueLibraryServer
@@ -15,7 +16,7 @@ import Testing
 /// Group commit over real sockets (issue 17): requests queued behind a busy writer commit in
 /// one transaction, each under its own savepoint, and everything a client can observe (status,
 /// change feed, events, undo, idempotency) is as if they had run one by one in queue order.
-@Suite(.serialized, .timeLimit(.minutes(3))) final class GroupCommitRouteTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class GroupCommitRouteTests {
     typealias Routes = LibraryRouteTests
 
     static func store(_ app: BlueLibraryApp) throws -> SQLiteAlbumStore {

@@ -2,12 +2,13 @@ import Dispatch
 import Foundation
 import HTTPTestSupport
 import Synchronization
+import TestThreads
 import Testing
 @testable import SQLite
 
 /// Group commit (`Database.write`): writes queued behind a busy writer share one transaction,
 /// each under its own savepoint, in the order they queued.
-@Suite struct GroupCommitTests {
+@Suite(.ownThreads) struct GroupCommitTests {
     private static var migrator: Migrator {
         var migrator = Migrator()
         migrator.register("create") { db in

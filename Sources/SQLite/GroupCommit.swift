@@ -69,10 +69,12 @@ public struct GroupCommitStatistics: Sendable, Equatable {
 /// each caller returns only after that COMMIT (so an acknowledged write is as durable as the
 /// connection's `synchronous` setting makes a commit; with FULL one fsync serves the batch).
 ///
-/// When SQLite rolls back the whole transaction itself (a full disk, an I/O error), the jobs
-/// that had run fail with that error and the ones not yet run go back to the head of the queue;
-/// a failing COMMIT fails every job that had succeeded. Nothing is acknowledged unless
-/// committed.
+/// When a job's writes cannot be undone alone (SQLite rolled back the whole transaction itself
+/// after a full disk or an I/O error, or ROLLBACK TO failed), the transaction is rolled back:
+/// the jobs that had run fail with that error and the ones not yet run go back to the head of
+/// the queue. A failing COMMIT fails every job from the first that succeeded on (a later job's
+/// 412 or 409 may have been decided against those uncommitted writes). Nothing is acknowledged
+/// unless committed.
 ///
 /// Exclusive jobs (``Database/writeWithoutTransaction(_:)``) never share the writer: a batch
 /// stops before one, and it runs alone when its turn comes.
@@ -201,18 +203,28 @@ final class WriterQueue: Sendable {
             for job in batch { job.outcome = .done(error) }
             return batch[...]
         }
-        var succeeded: [WriterJob] = []
+        // Jobs from the first that succeeded on: their verdicts (a success, or a 412/409 decided
+        // against that success's uncommitted writes) stand only if the transaction commits.
+        var provisional: [WriterJob] = []
         for (index, job) in batch.enumerated() {
             do {
-                // Inside the transaction this is a SAVEPOINT: a throw undoes this job only.
-                try connection.transaction { try job.body($0) }
+                try connection.run("SAVEPOINT group_commit_job")
+                try job.body(connection)
+                try connection.run("RELEASE group_commit_job")
                 job.outcome = .done(nil)
-                succeeded.append(job)
+                provisional.append(job)
             } catch {
                 job.outcome = .done(error)
-                if !connection.isInTransaction {
-                    // SQLite rolled back everything (SQLITE_FULL, an I/O error): what ran is lost.
-                    for done in succeeded { done.outcome = .done(error) }
+                if !provisional.isEmpty { provisional.append(job) }
+                // Undo this job alone; when that is impossible (SQLite rolled the transaction back
+                // itself after SQLITE_FULL or an I/O error, or the ROLLBACK TO failed), nothing of
+                // the batch may commit: what ran fails, what did not run goes back to the queue.
+                let undone = connection.isInTransaction
+                    && (try? connection.run("ROLLBACK TO group_commit_job")) != nil
+                    && (try? connection.run("RELEASE group_commit_job")) != nil
+                if !undone {
+                    if connection.isInTransaction { try? connection.run("ROLLBACK") }
+                    for done in provisional { done.outcome = .done(error) }
                     return batch[...index]
                 }
             }
@@ -221,7 +233,7 @@ final class WriterQueue: Sendable {
             try connection.run("COMMIT")
         } catch {
             if connection.isInTransaction { try? connection.run("ROLLBACK") }
-            for job in succeeded { job.outcome = .done(error) }
+            for job in provisional { job.outcome = .done(error) }
         }
         return batch[...]
     }

@@ -122,6 +122,8 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// checkpoint thread, and past `fallbackFrames`.
     private let requestedRestarts = Atomic<Int>(0)
     private let fallbackRestarts = Atomic<Int>(0)
+    /// The writer's transaction count when `didCommit` last did its work (see there).
+    private let maintainedTransaction = Atomic<Int>(-1)
     /// What the album engine's transactions share: the bucket layout, limits, counters.
     let engine: EngineContext
 
@@ -216,6 +218,10 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// 250 ms later at the earliest; past `fallbackFrames` every commit tries.
     private func didCommit() {
         guard let walFrames, let checkpointer else { return }
+        // Once per committed transaction, not once per write it carried (group commit wakes
+        // them all at once, and they would all see the same frames and queue a restart each).
+        let transaction = database.groupCommitStatistics.transactions
+        guard maintainedTransaction.exchange(transaction, ordering: .relaxed) != transaction else { return }
         let frames = walFrames.frames
         checkpointer.didCommit(walFrames: frames)
         let requested = frames >= resetFrames && checkpointer.restartWanted.load(ordering: .relaxed)
@@ -308,7 +314,9 @@ public final class SQLiteAlbumStore: AlbumStore {
         guard let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
             throw LibraryError.libraryNotFound(library)
         }
-        // The row is committed (the transaction has changed nothing yet) and permanent.
+        // Committed unless an earlier write of the same group-commit batch created it (then it
+        // is live only if that commits). No HTTP path writes a library before a committed read
+        // found it (`Libraries.facade`), so the row read here is committed and permanent.
         remember(library, row: row)
         guard try db.scalar(SQL.libraryIsLive, [.integer(row)], as: Bool.self) == true else {
             throw LibraryError.libraryNotFound(library)

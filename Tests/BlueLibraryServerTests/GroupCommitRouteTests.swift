@@ -66,8 +66,8 @@ import Testing
     }
 
     /// Starts each request once the previous one is queued behind the held writer, so the
-    /// queue order is the order of `requests`; `writesEach` is how many writer calls one
-    /// request queues before it waits (1 without an Idempotency-Key).
+    /// queue order is the order of `requests` (each request here queues one write before it
+    /// waits: its claim with an Idempotency-Key, its mutation without).
     static func queue(_ requests: [(method: String, path: String, json: String?, headers: [String: String])],
                       port: Int, store: SQLiteAlbumStore) -> [Call] {
         var calls: [Call] = []

@@ -131,20 +131,42 @@ import Testing
     }
 
     /// When SQLite ends the whole transaction midway (here a body's raw ROLLBACK stands in for a
-    /// full disk), the writes that had run fail too (nothing of them was committed) and the
-    /// ones not yet run go on in the next transaction.
+    /// full disk), the writes that had run fail too (nothing of them was committed; `b`'s own
+    /// failure, decided against `a`'s uncommitted writes, is replaced by the transaction's error)
+    /// and the ones not yet run go on in the next transaction.
     @Test func aTransactionLostMidwayFailsWhatRanAndRunsTheRestAgain() throws {
         try withDatabasePath { path in
             let database = try Self.open(path)
             let holder = HeldWriter(database)
-            let threads = try Self.queueWrites(["a", "b", "c", "d"], raw: ["b": "ROLLBACK"], on: database)
+            let names = ["a", "b", "c", "d", "e"]
+            let threads = try Self.queueWrites(names, failing: ["b"], raw: ["c": "ROLLBACK"], on: database)
             try holder.release()
-            var failed: [String] = []
-            for (name, thread) in zip(["a", "b", "c", "d"], threads) {
-                do { _ = try thread.join() } catch { failed.append(name) }
+            var outcomes: [String] = []
+            for (name, thread) in zip(names, threads) {
+                do {
+                    _ = try thread.join()
+                    outcomes.append("\(name) ok")
+                } catch is TestFailure {
+                    outcomes.append("\(name) own failure")
+                } catch {
+                    outcomes.append("\(name) lost")
+                }
             }
-            #expect(failed == ["a", "b"])
-            #expect(try Self.names(database) == ["holder", "c", "d"])
+            #expect(outcomes == ["a lost", "b lost", "c lost", "d ok", "e ok"])
+            #expect(try Self.names(database) == ["holder", "d", "e"])
+        }
+    }
+
+    /// A job that fails before any other succeeded keeps its own error when the batch commits.
+    @Test func aFailureBeforeAnySuccessKeepsItsOwnError() throws {
+        try withDatabasePath { path in
+            let database = try Self.open(path)
+            let holder = HeldWriter(database)
+            let threads = try Self.queueWrites(["x", "y"], failing: ["x"], on: database)
+            try holder.release()
+            #expect(throws: TestFailure(reason: "x")) { try threads[0].join() }
+            _ = try threads[1].join()
+            #expect(try Self.names(database) == ["holder", "y"])
         }
     }
 

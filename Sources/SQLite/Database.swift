@@ -98,6 +98,13 @@ public final class Database: @unchecked Sendable {
         try perform(.transaction, body)
     }
 
+    /// `write` in a transaction of its own, never shared with queued writes: for a body that
+    /// changes a great many pages (an import, a large delete), which under a savepoint would
+    /// copy each page's old content to a statement journal (a temporary file).
+    public func writeAlone<T>(_ body: (Connection) throws -> T) throws -> T {
+        try perform(.alone, body)
+    }
+
     /// Runs `body` on the writer with no surrounding transaction (VACUUM, PRAGMA, checkpoints…),
     /// alone: never batched with other writes.
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {

@@ -17,6 +17,10 @@ final class WriterJob: @unchecked Sendable {
         case transaction
         /// Runs alone on the writer, outside any transaction (PRAGMA, checkpoints).
         case exclusive
+        /// Runs in a transaction of its own, without a savepoint (a body that changes a great
+        /// many pages: under a savepoint SQLite would copy each one's old content to a
+        /// statement journal in a temporary file).
+        case alone
     }
 
     enum Outcome {
@@ -122,6 +126,7 @@ final class WriterQueue: Sendable {
     private func lead(from first: WriterJob, on connection: Connection) {
         var batch = [first]
         if first.kind == .transaction {
+            // Only transaction jobs join; the batch stops before an exclusive or alone job.
             state.withLock { state in
                 let room = maxBatch - 1
                 let taken = state.waiting.prefix(room).prefix { $0.kind == .transaction }

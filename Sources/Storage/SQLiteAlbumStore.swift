@@ -278,12 +278,23 @@ public final class SQLiteAlbumStore: AlbumStore {
         }
     }
 
+    /// `write` in a transaction of its own (see `AlbumStore.writeAlone`).
+    public func writeAlone<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
+        try committing(alone: true) { db in
+            let transaction = SQLiteTransaction(engine: LibraryTransaction(
+                db, library: try liveRow(library, db), context: engine, soleWriter: true))
+            let result = try body(transaction)
+            try transaction.engine.finish()
+            return result
+        }
+    }
+
     /// Runs `body` in one write transaction on the writer, with the disk-full handling and the
-    /// checkpointing every commit needs.
-    func committing<T>(_ body: (Connection) throws -> T) throws -> T {
+    /// checkpointing every commit needs; `alone`: in a transaction of its own (never batched).
+    func committing<T>(alone: Bool = false, _ body: (Connection) throws -> T) throws -> T {
         let result: T
         do {
-            result = try database.write(body)
+            result = try alone ? database.writeAlone(body) : database.write(body)
         } catch where Self.isDiskFull(error) {
             diskBecameFull()
             throw error

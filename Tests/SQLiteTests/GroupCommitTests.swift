@@ -130,6 +130,33 @@ import Testing
         }
     }
 
+    /// `writeAlone` (an import) gets a transaction of its own, without a savepoint.
+    @Test func aWriteAloneIsNeverBatched() throws {
+        try withDatabasePath { path in
+            let database = try Self.open(path)
+            let holder = HeldWriter(database)
+            let first = try Self.queueWrites(["before"], on: database)
+            let alone = TestThread { try database.writeAlone { db -> Int64 in
+                try db.run("INSERT INTO log (name) VALUES ('alone')")
+                return db.lastInsertRowID
+            } }
+            #expect(eventually { database.queuedWriteCount == 2 }, "write alone queued")
+            let after = TestThread { try database.write { db -> Int64 in
+                try db.run("INSERT INTO log (name) VALUES ('after')")
+                return db.lastInsertRowID
+            } }
+            #expect(eventually { database.queuedWriteCount == 3 }, "last write queued")
+            try holder.release()
+            _ = try first[0].join()
+            #expect(try alone.join() == 3)
+            _ = try after.join()
+            #expect(try Self.names(database) == ["holder", "before", "alone", "after"])
+            let statistics = database.groupCommitStatistics
+            #expect(statistics.transactions == 4, "holder, before, alone, after: each its own")
+            #expect(statistics.largestBatch == 1)
+        }
+    }
+
     /// When SQLite ends the whole transaction midway (here a body's raw ROLLBACK stands in for a
     /// full disk), the writes that had run fail too (nothing of them was committed; `b`'s own
     /// failure, decided against `a`'s uncommitted writes, is replaced by the transaction's error)

@@ -139,16 +139,19 @@ public final class LibraryFacade: Sendable {
     /// change feed entry of the mutation is derived from the same events and recorded inside the
     /// transaction (see `recordChanges`), so the feed, the events and the data can never
     /// disagree.
-    func mutating<T>(_ body: (any AlbumStoreWriter) throws -> (T, [LibraryEvent])) throws(LibraryError) -> T {
+    /// - Parameter alone: a mutation that changes a great many rows (an archive import) runs in a
+    ///   transaction of its own (`AlbumStore.writeAlone`).
+    func mutating<T>(alone: Bool = false, _ body: (any AlbumStoreWriter) throws -> (T, [LibraryEvent])) throws(LibraryError) -> T {
         let (result, committedEvents): (T, [LibraryEvent])
         var ticket: UInt64?
+        let work = { (writer: any AlbumStoreWriter) throws -> (T, [LibraryEvent]) in
+            ticket = self.retake(ticket)
+            let (result, events) = try body(writer)
+            try self.recordChanges(events, writer)
+            return (result, events)
+        }
         do {
-            (result, committedEvents) = try store.write(library) { writer in
-                ticket = retake(ticket)
-                let (result, events) = try body(writer)
-                try recordChanges(events, writer)
-                return (result, events)
-            }
+            (result, committedEvents) = alone ? try store.writeAlone(library, work) : try store.write(library, work)
         } catch {
             if let ticket { commitOrder.finish(ticket, nil) }
             throw Self.libraryError(from: error)

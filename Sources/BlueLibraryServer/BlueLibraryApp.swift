@@ -301,11 +301,13 @@ public final class BlueLibraryApp: Sendable {
         if let url = configuration.databaseURL {
             return try PostgresBackend(url: url, poolSize: configuration.databasePoolSize)
         }
-        return try SQLiteBackend(directory: configuration.dataDirectory, diskReserveBytes: configuration.diskReserveBytes)
+        return try SQLiteBackend(directory: configuration.dataDirectory, storage: configuration.sqliteStorage)
     }
 
     /// The SQLite database in the data directory (created if missing).
-    static func openStore(in directory: String, diskReserveBytes: Int = ServeConfiguration().diskReserveBytes) throws -> SQLiteAlbumStore {
+    static func openStore(
+        in directory: String, storage: SQLiteAlbumStore.Configuration = ServeConfiguration().sqliteStorage
+    ) throws -> SQLiteAlbumStore {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -313,8 +315,6 @@ public final class BlueLibraryApp: Sendable {
         }
         let path = URL(fileURLWithPath: directory).appendingPathComponent("bluelibrary.sqlite").path
         do {
-            var storage = SQLiteAlbumStore.Configuration()
-            storage.diskReserveBytes = diskReserveBytes
             return try SQLiteAlbumStore(path: path, configuration: storage)
         } catch {
             throw ConfigurationError("cannot open the database \(path): \(error)")

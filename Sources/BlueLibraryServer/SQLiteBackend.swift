@@ -22,7 +22,7 @@ struct SQLiteBackend: StoreBackend {
     var ping: (@Sendable () -> (any UnavailableDependency)?)? { nil }
 
     /// Opens (creating it if missing) the database in `directory`.
-    init(directory: String, diskReserveBytes: Int = ServeConfiguration().diskReserveBytes) throws {
+    init(directory: String, storage: SQLiteAlbumStore.Configuration = ServeConfiguration().sqliteStorage) throws {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -33,7 +33,7 @@ struct SQLiteBackend: StoreBackend {
         } catch {
             throw ConfigurationError("\(error)")
         }
-        store = try BlueLibraryApp.openStore(in: directory, diskReserveBytes: diskReserveBytes)
+        store = try BlueLibraryApp.openStore(in: directory, storage: storage)
     }
 
     func makeStoredStateSignal() throws -> any StoredStateSignal {
@@ -51,6 +51,15 @@ struct SQLiteBackend: StoreBackend {
                         help: "Database reads that gave up waiting for a reader connection.", kind: .counter) { [store] in
             store.readerPoolStatistics.timeouts
         }
+        metrics.sampled("bluelibrary_db_write_transactions_total",
+                        help: "Write transactions the database writer committed (or rolled back as a whole).",
+                        kind: .counter) { [store] in store.groupCommitStatistics.transactions }
+        metrics.sampled("bluelibrary_db_writes_total",
+                        help: "Writes those transactions carried (group commit: writes queued meanwhile share one transaction).",
+                        kind: .counter) { [store] in store.groupCommitStatistics.jobs }
+        metrics.sampled("bluelibrary_db_wal_bytes_total",
+                        help: "Bytes the database writer appended to the write-ahead log.",
+                        kind: .counter) { [store] in store.walBytesWritten }
     }
 
     func close(logger: JSONLogger) {
@@ -76,4 +85,15 @@ final class LockHolder: Sendable {
 struct DataVersionSignal: StoredStateSignal {
     let watch: DatabaseChangeWatch
     func hasChanged() throws -> Bool { try watch.hasChanged() }
+}
+
+extension ServeConfiguration {
+    /// The SQLite store's settings this configuration asks for.
+    var sqliteStorage: SQLiteAlbumStore.Configuration {
+        var storage = SQLiteAlbumStore.Configuration()
+        storage.diskReserveBytes = diskReserveBytes
+        storage.durability = durability == .full ? .full : .normal
+        storage.maxBatch = writeBatch
+        return storage
+    }
 }

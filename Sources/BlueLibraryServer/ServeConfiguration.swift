@@ -45,6 +45,19 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var maxArchiveBytes = 1 << 30
     /// Bytes kept aside next to the database and given back when the disk is full (0: none).
     public var diskReserveBytes = 32 << 20
+    /// `BLUELIBRARY_DURABILITY` (SQLite): `normal` (WAL + `synchronous=NORMAL`: an acknowledged
+    /// write survives the process being killed; a power cut may lose the last ones) or `full`
+    /// (every commit is synced to disk before the writes it holds are acknowledged).
+    public var durability = Durability.normal
+    /// `BLUELIBRARY_WRITE_BATCH` (SQLite): most writes committed together in one transaction
+    /// when they queue up behind the writer (group commit); 1 commits each alone.
+    public var writeBatch = 64
+
+    /// How far an acknowledged write survives (see `durability`).
+    public enum Durability: String, Sendable, Equatable {
+        case normal
+        case full
+    }
     /// `GET /archive`: the slowest client an export serves and how long it waits for its turn.
     public var exports = ExportPolicy()
     /// `GET /events`: the replay buffer for `Last-Event-ID` and the heartbeat interval.
@@ -70,7 +83,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             && a.accessLog == b.accessLog && a.trustedProxies == b.trustedProxies
             && a.forwardedHeaders == b.forwardedHeaders && a.eventLoops == b.eventLoops
             && a.workers == b.workers && a.shutdownGrace == b.shutdownGrace && a.seed == b.seed
-            && a.corsOrigins == b.corsOrigins
+            && a.corsOrigins == b.corsOrigins && a.durability == b.durability && a.writeBatch == b.writeBatch
     }
 
     /// One option: its flag, its variable, what it means, and how to apply a value.
@@ -167,6 +180,17 @@ public struct ServeConfiguration: Sendable, Equatable {
         Option(flag: "--disk-reserve-bytes", variable: "BLUELIBRARY_DISK_RESERVE_BYTES", placeholder: "BYTES", defaultText: "33554432",
                help: "Space kept aside beside the database (at most 1/16 of the volume), freed when the disk fills so the WAL can be folded back; 0 for none.") { config, value throws(ConfigurationError) in
             config.diskReserveBytes = try integer(value, in: 0...(1 << 34), name: "disk reserve bytes")
+        },
+        Option(flag: "--durability", variable: "BLUELIBRARY_DURABILITY", placeholder: "normal|full", defaultText: "normal",
+               help: "SQLite: full syncs every commit to disk before acknowledging its writes (survives a power cut); normal survives a killed process.") { config, value throws(ConfigurationError) in
+            guard let durability = Durability(rawValue: value.trimmingASCIIWhitespace().lowercased()) else {
+                throw ConfigurationError("durability must be normal or full, not '\(value)'")
+            }
+            config.durability = durability
+        },
+        Option(flag: "--write-batch", variable: "BLUELIBRARY_WRITE_BATCH", placeholder: "N", defaultText: "64",
+               help: "SQLite: most queued writes committed together in one transaction (group commit); 1 commits each alone.") { config, value throws(ConfigurationError) in
+            config.writeBatch = try integer(value, in: 1...4096, name: "write batch")
         },
         Option(flag: "--cover-allow", variable: "BLUELIBRARY_COVER_ALLOW", placeholder: "HOSTS,CIDRS", defaultText: "none",
                help: "Internal hosts/ranges cover URLs may reach (loopback, private, link-local are refused otherwise).") { config, value throws(ConfigurationError) in

@@ -6,16 +6,20 @@ import Synchronization
 /// A database shared between threads: one writer connection and a pool of read-only readers.
 ///
 /// All calls are synchronous and meant for worker threads (no async here).
-/// - ``write(_:)`` serialises writers on a `Mutex` and runs the body in `BEGIN IMMEDIATE`.
+/// - ``write(_:)`` runs the body on the one writer connection, under its own SAVEPOINT in a
+///   `BEGIN IMMEDIATE` transaction that it shares with the writes queued behind the writer
+///   meanwhile (group commit, see ``WriterQueue``: up to `maxBatch` bodies per commit; a body
+///   that throws fails alone). It returns after that transaction committed.
 /// - ``read(_:)`` borrows a reader (waiting at most `readerTimeout` for one) and runs the body
 ///   in a deferred transaction, so every query in the body sees the same snapshot. WAL lets
 ///   readers proceed while the writer writes.
-/// - Not re-entrant: calling `write` from inside a `write` body deadlocks (the `Mutex` is not
+/// - Not re-entrant: calling `write` from inside a `write` body deadlocks (the writer is not
 ///   recursive), and nested `read`s can exhaust the pool. Use the `Connection` you were given.
 ///
 /// `@unchecked Sendable` is justified by the locks guarding every non-Sendable member:
-/// - `writer` is only touched inside `writerLock.withLock` (a `Mutex<Void>`; the connection
-///   cannot live inside the `Mutex` because it is handed to the caller's non-Sendable closure).
+/// - `writer` is only touched by the thread that holds it through `writerQueue` (one leader at
+///   a time; the connection is handed to callers' non-Sendable closures, so it cannot live
+///   inside a `Mutex`).
 /// - `readers[i]` is only touched by the thread that acquired index `i` from `pool`
 ///   (`ReaderPool`: a `Mutex`-protected free list plus a counting semaphore), until it releases it.
 /// `readers` itself is only mutated in `deinit`. All other stored properties are immutable
@@ -28,21 +32,28 @@ public final class Database: @unchecked Sendable {
         public var readerCount: Int
         /// Longest time ``Database/read(_:)`` waits for a free reader before throwing `SQLITE_BUSY`.
         public var readerTimeout: Duration
+        /// Most ``Database/write(_:)`` bodies committed in one transaction (group commit);
+        /// 1 commits each alone.
+        public var maxBatch: Int
 
         public init(
             connection: Connection.Options = Connection.Options(),
             readerCount: Int = 4,
-            readerTimeout: Duration = .seconds(10)
+            readerTimeout: Duration = .seconds(10),
+            maxBatch: Int = 64
         ) {
             self.connection = connection
             self.readerCount = readerCount
             self.readerTimeout = readerTimeout
+            self.maxBatch = max(1, maxBatch)
         }
     }
 
     public let path: String
     public let configuration: Configuration
-    private let writerLock = Mutex<Void>(())
+    /// The database's page size in bytes (a WAL frame is one page plus a 24-byte header).
+    public let pageSize: Int
+    private let writerQueue: WriterQueue
     private let writer: Connection
     /// `var` only so `deinit` can close the readers before the writer (see there).
     private var readers: [Connection]
@@ -54,6 +65,7 @@ public final class Database: @unchecked Sendable {
         precondition(configuration.readerCount >= 0, "readerCount must not be negative")
         let writerConnection = try Connection(path: path, mode: .readWriteCreate, options: configuration.connection)
         try migrator.migrate(writerConnection)
+        pageSize = try writerConnection.scalar("PRAGMA page_size", as: Int.self) ?? 4096
         var readers: [Connection] = []
         readers.reserveCapacity(configuration.readerCount)
         for _ in 0..<configuration.readerCount {
@@ -64,6 +76,7 @@ public final class Database: @unchecked Sendable {
         self.writer = writerConnection
         self.readers = readers
         self.pool = ReaderPool(count: configuration.readerCount)
+        self.writerQueue = WriterQueue(maxBatch: configuration.maxBatch)
     }
 
     deinit {
@@ -72,33 +85,58 @@ public final class Database: @unchecked Sendable {
         readers.removeAll()
     }
 
-    /// Runs `body` on the writer inside `BEGIN IMMEDIATE … COMMIT`; rolls back if it throws.
-    /// Nested `transaction` calls in `body` become savepoints.
+    /// Runs `body` on the writer inside a `BEGIN IMMEDIATE … COMMIT` transaction, under a
+    /// SAVEPOINT of its own: when it throws, what it did is rolled back and the error rethrown;
+    /// when it returns, this returns after the transaction committed. Bodies queued while the
+    /// writer is busy share one transaction (group commit, in the order they queued, see
+    /// ``WriterQueue``), so a body must not depend on being alone in its transaction. Nested
+    /// `transaction` calls in `body` become savepoints.
+    ///
+    /// Errors: the body's own; or, when the transaction as a whole failed (BEGIN, COMMIT, a
+    /// full disk that made SQLite roll everything back), that error, and nothing was kept.
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try writeWithoutTransaction { connection in
-            try connection.transaction(.immediate, body)
-        }
+        try perform(.transaction, body)
     }
 
-    /// Runs `body` on the writer with no surrounding transaction (VACUUM, PRAGMA, checkpoints…).
-    public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
-        var result: Result<T, any Error>?
-        writerLock.withLock { _ in
-            let connection = writer
-            if connection.isInTransaction {
-                // Left open by an earlier body (e.g. a raw BEGIN); never leak it into this one.
-                try? connection.run("ROLLBACK")
-            }
-            result = Result { try body(connection) }
-        }
-        return try result!.get()
+    /// `write` in a transaction of its own, never shared with queued writes: for a body that
+    /// changes a great many pages (an import, a large delete), which under a savepoint would
+    /// copy each page's old content to a statement journal (a temporary file).
+    public func writeAlone<T>(_ body: (Connection) throws -> T) throws -> T {
+        try perform(.alone, body)
     }
+
+    /// Runs `body` on the writer with no surrounding transaction (VACUUM, PRAGMA, checkpoints…),
+    /// alone: never batched with other writes.
+    public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+        try perform(.exclusive, body)
+    }
+
+    /// Hands `body` to the writer queue and waits for it to be done.
+    private func perform<T>(_ kind: WriterJob.Kind, _ body: (Connection) throws -> T) throws -> T {
+        var value: T?
+        let outcome = withoutActuallyEscaping(body) { body in
+            let job = WriterJob(kind) { connection in value = try body(connection) }
+            writerQueue.perform(job, on: writer)
+            // Done: the body goes with this call (the queue may still hold the job a moment).
+            job.run = nil
+            return job.outcome
+        }
+        guard case let .done(error) = outcome else { preconditionFailure("a writer job returned unfinished") }
+        if let error { throw error }
+        return value!
+    }
+
+    /// Transactions committed by the writer and the bodies they carried so far (group commit).
+    public var groupCommitStatistics: GroupCommitStatistics { writerQueue.statistics }
+
+    /// Write bodies waiting for the writer right now (tests observe a batch forming).
+    public var queuedWriteCount: Int { writerQueue.waitingCount }
 
     /// Installs a ``WALFrameCounter`` on the writer connection and returns it. From then on
     /// SQLite no longer checkpoints by itself inside commits: the caller checkpoints.
     public func installWALFrameCounter() -> WALFrameCounter {
         let counter = WALFrameCounter()
-        writerLock.withLock { _ in writer.installWALHook(counter) }
+        _ = try? writeWithoutTransaction { $0.installWALHook(counter) }
         return counter
     }
 

@@ -38,7 +38,7 @@ extension SQLiteAlbumStore {
     /// Swift) and leaves its row as a tombstone keeping the version.
     public func deleteLibrary(_ id: LibraryID, onlyIfEmpty: Bool) throws {
         guard id != .default else { throw LibraryError.conflict("the default library cannot be deleted") }
-        try committing { db in
+        try committing(alone: true) { db in
             let transaction = LibraryTransaction(db, library: try liveRow(id, db), context: engine, soleWriter: true)
             if onlyIfEmpty, case let count = try transaction.count(), count > 0 {
                 throw LibraryError.libraryNotEmpty(id, count: count)

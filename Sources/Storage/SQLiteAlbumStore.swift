@@ -4,9 +4,11 @@ import Synchronization
 
 /// `AlbumStore` on SQLite: one database file holding every library.
 ///
-/// - `write` runs its body in one `BEGIN IMMEDIATE` transaction on the single writer
-///   connection (serialised); it commits only if the body returns, and rethrows the body's
-///   error unchanged after rolling back.
+/// - `write` runs its body on the single writer connection, under its own SAVEPOINT in a
+///   `BEGIN IMMEDIATE` transaction shared with the writes that queued behind the writer
+///   meanwhile (group commit, up to `maxBatch`); it returns after that transaction committed,
+///   and rethrows the body's error unchanged after rolling back to the savepoint (the other
+///   writes of the batch are not affected).
 /// - `read` runs its body in one deferred transaction on a pooled read-only connection (WAL:
 ///   readers never wait for the writer and see one snapshot).
 /// - Durability: WAL with `synchronous=NORMAL` by default (a committed write survives a
@@ -48,6 +50,9 @@ public final class SQLiteAlbumStore: AlbumStore {
         /// Saved states (`PUT /state?client=`) kept per library; past it the least recently
         /// saved go first (issue 11, #9). At least 1.
         public var maxSavedStates: Int
+        /// Most write calls committed together in one transaction when they queue up behind the
+        /// writer (group commit, see `Database.write`); 1 commits each alone.
+        public var maxBatch: Int
 
         public init(
             durability: Durability = .normal,
@@ -59,7 +64,8 @@ public final class SQLiteAlbumStore: AlbumStore {
             keySpacing: KeySpacing = KeySpacing(),
             checkpointing: Checkpointing = .background(),
             diskReserveBytes: Int = 32 << 20,
-            maxSavedStates: Int = 10_000
+            maxSavedStates: Int = 10_000,
+            maxBatch: Int = 64
         ) {
             self.durability = durability
             self.readerCount = readerCount
@@ -71,6 +77,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             self.checkpointing = checkpointing
             self.diskReserveBytes = diskReserveBytes
             self.maxSavedStates = max(1, maxSavedStates)
+            self.maxBatch = max(1, maxBatch)
         }
     }
 
@@ -115,6 +122,8 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// checkpoint thread, and past `fallbackFrames`.
     private let requestedRestarts = Atomic<Int>(0)
     private let fallbackRestarts = Atomic<Int>(0)
+    /// The writer's transaction count when `didCommit` last did its work (see there).
+    private let maintainedTransaction = Atomic<Int>(-1)
     /// What the album engine's transactions share: the bucket layout, limits, counters.
     let engine: EngineContext
 
@@ -134,7 +143,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             migrator: Schema.migrator,
             configuration: Database.Configuration(
                 connection: options, readerCount: configuration.readerCount,
-                readerTimeout: configuration.readerTimeout))
+                readerTimeout: configuration.readerTimeout, maxBatch: configuration.maxBatch))
         self.path = path
         self.configuration = configuration
         engine = EngineContext(
@@ -209,6 +218,10 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// 250 ms later at the earliest; past `fallbackFrames` every commit tries.
     private func didCommit() {
         guard let walFrames, let checkpointer else { return }
+        // Once per committed transaction, not once per write it carried (group commit wakes
+        // them all at once, and they would all see the same frames and queue a restart each).
+        let transaction = database.groupCommitStatistics.transactions
+        guard maintainedTransaction.exchange(transaction, ordering: .relaxed) != transaction else { return }
         let frames = walFrames.frames
         checkpointer.didCommit(walFrames: frames)
         let requested = frames >= resetFrames && checkpointer.restartWanted.load(ordering: .relaxed)
@@ -265,12 +278,23 @@ public final class SQLiteAlbumStore: AlbumStore {
         }
     }
 
+    /// `write` in a transaction of its own (see `AlbumStore.writeAlone`).
+    public func writeAlone<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
+        try committing(alone: true) { db in
+            let transaction = SQLiteTransaction(engine: LibraryTransaction(
+                db, library: try liveRow(library, db), context: engine, soleWriter: true))
+            let result = try body(transaction)
+            try transaction.engine.finish()
+            return result
+        }
+    }
+
     /// Runs `body` in one write transaction on the writer, with the disk-full handling and the
-    /// checkpointing every commit needs.
-    func committing<T>(_ body: (Connection) throws -> T) throws -> T {
+    /// checkpointing every commit needs; `alone`: in a transaction of its own (never batched).
+    func committing<T>(alone: Bool = false, _ body: (Connection) throws -> T) throws -> T {
         let result: T
         do {
-            result = try database.write(body)
+            result = try alone ? database.writeAlone(body) : database.write(body)
         } catch where Self.isDiskFull(error) {
             diskBecameFull()
             throw error
@@ -301,7 +325,9 @@ public final class SQLiteAlbumStore: AlbumStore {
         guard let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
             throw LibraryError.libraryNotFound(library)
         }
-        // The row is committed (the transaction has changed nothing yet) and permanent.
+        // Committed unless an earlier write of the same group-commit batch created it (then it
+        // is live only if that commits). No HTTP path writes a library before a committed read
+        // found it (`Libraries.facade`), so the row read here is committed and permanent.
         remember(library, row: row)
         guard try db.scalar(SQL.libraryIsLive, [.integer(row)], as: Bool.self) == true else {
             throw LibraryError.libraryNotFound(library)

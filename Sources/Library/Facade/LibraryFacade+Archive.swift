@@ -100,7 +100,7 @@ extension LibraryFacade {
     private func importArchive(_ buffer: UnsafeBufferPointer<UInt8>, read: @escaping (Int) -> Void)
         throws(LibraryError) -> ArchiveImportSummary
     {
-        try mutating { writer in
+        try mutating(alone: true) { writer in
             try writer.deleteAllAlbums()
             try writer.deleteAllStates()
             var inserted = 0

@@ -19,18 +19,31 @@ extension LibraryFacade {
     ) throws(LibraryError) -> T {
         precondition(leaving.library != arriving.library, "a move between libraries needs two libraries")
         let outcome: (T, leaving: [LibraryEvent], arriving: [LibraryEvent])
+        var tickets: (leaving: UInt64, arriving: UInt64)?
         do {
             outcome = try leaving.store.write([leaving.library, arriving.library]) { writers in
+                tickets = (leaving.retake(tickets?.leaving), arriving.retake(tickets?.arriving))
                 let outcome = try body(writers[0], writers[1])
                 try leaving.recordChanges(outcome.leaving, writers[0])
                 try arriving.recordChanges(outcome.arriving, writers[1])
                 return outcome
             }
         } catch {
+            if let tickets {
+                leaving.commitOrder.finish(tickets.leaving, nil)
+                arriving.commitOrder.finish(tickets.arriving, nil)
+            }
             throw libraryError(from: error)
         }
-        leaving.didCommit(outcome.leaving)
-        arriving.didCommit(outcome.arriving)
+        // The arriving library's events go out after the leaving one's (and after every
+        // earlier commit of each library): its ticket is finished once `leaving` published.
+        let arrivingEvents = outcome.arriving
+        let arrivingTicket = tickets?.arriving
+        leaving.noteCommit(outcome.leaving)
+        arriving.noteCommit(arrivingEvents)
+        leaving.publish(outcome.leaving, ticket: tickets?.leaving) {
+            arriving.publish(arrivingEvents, ticket: arrivingTicket)
+        }
         return outcome.0
     }
 

@@ -39,6 +39,8 @@ public final class LibraryFacade: Sendable {
     /// The registry that made this facade (weak: the registry owns its facades), where the
     /// undo of a move between libraries finds the other library's facade.
     private let registry = Mutex(RegistryLink())
+    /// Puts this library's event publishing in commit order (see `CommitOrder`).
+    let commitOrder = CommitOrder()
 
     /// - Parameters:
     ///   - store: where albums, versions, undo commands and states live.
@@ -133,29 +135,50 @@ public final class LibraryFacade: Sendable {
     }
 
     /// Runs `body` in one write transaction, then publishes the events it returned — only
-    /// after the commit succeeded. The change feed entry of the mutation is derived from the
-    /// same events and recorded inside the transaction (see `recordChanges`), so the feed, the
-    /// events and the data can never disagree.
-    func mutating<T>(_ body: (any AlbumStoreWriter) throws -> (T, [LibraryEvent])) throws(LibraryError) -> T {
+    /// after the commit succeeded, and after those of every earlier commit of this library. The
+    /// change feed entry of the mutation is derived from the same events and recorded inside the
+    /// transaction (see `recordChanges`), so the feed, the events and the data can never
+    /// disagree.
+    /// - Parameter alone: a mutation that changes a great many rows (an archive import) runs in a
+    ///   transaction of its own (`AlbumStore.writeAlone`).
+    func mutating<T>(alone: Bool = false, _ body: (any AlbumStoreWriter) throws -> (T, [LibraryEvent])) throws(LibraryError) -> T {
         let (result, committedEvents): (T, [LibraryEvent])
+        var ticket: UInt64?
+        let work = { (writer: any AlbumStoreWriter) throws -> (T, [LibraryEvent]) in
+            ticket = self.retake(ticket)
+            let (result, events) = try body(writer)
+            try self.recordChanges(events, writer)
+            return (result, events)
+        }
         do {
-            (result, committedEvents) = try store.write(library) { writer in
-                let (result, events) = try body(writer)
-                try recordChanges(events, writer)
-                return (result, events)
-            }
+            (result, committedEvents) = alone ? try store.writeAlone(library, work) : try store.write(library, work)
         } catch {
+            if let ticket { commitOrder.finish(ticket, nil) }
             throw Self.libraryError(from: error)
         }
-        didCommit(committedEvents)
+        didCommit(committedEvents, ticket: ticket)
         return result
+    }
+
+    /// A ticket of `commitOrder` for a write body starting now; a body run again (a store that
+    /// retries a transaction) gives up the ticket of the attempt that rolled back.
+    func retake(_ ticket: UInt64?) -> UInt64 {
+        if let ticket { commitOrder.finish(ticket, nil) }
+        return commitOrder.take()
     }
 
     /// Takes note of a commit to this library, whether this facade made it or another one did
     /// (a move between libraries writes both libraries in one transaction made elsewhere):
-    /// keeps the version memo right and publishes `committedEvents` to this library's sink.
-    /// Call it once per committed transaction, after the commit, with this library's events.
-    func didCommit(_ committedEvents: [LibraryEvent]) {
+    /// `noteCommit` then `publish`. Call it once per committed transaction, after the commit,
+    /// with this library's events.
+    func didCommit(_ committedEvents: [LibraryEvent], ticket: UInt64?) {
+        noteCommit(committedEvents)
+        publish(committedEvents, ticket: ticket)
+    }
+
+    /// Keeps the version memo right at once, so a request that starts after this returns sees
+    /// the commit.
+    func noteCommit(_ committedEvents: [LibraryEvent]) {
         // Every version bump has exactly one versioned event (the change feed relies on it);
         // state events carry the version without bumping it, and a commit without a bump
         // leaves the version as it was.
@@ -167,10 +190,24 @@ public final class LibraryFacade: Sendable {
                 memo.version = max(memo.version ?? bumped, bumped)
             }
         }
-        if let events {
-            for event in committedEvents {
-                events.publish(event)
+    }
+
+    /// Publishes `committedEvents` to this library's sink in commit order: after the events of
+    /// every earlier ticket of `commitOrder` (`ticket`: the one the commit's body took; nil
+    /// publishes at once), then runs `next`.
+    func publish(_ committedEvents: [LibraryEvent], ticket: UInt64?, then next: (@Sendable () -> Void)? = nil) {
+        let publish: @Sendable () -> Void = { [events] in
+            if let events {
+                for event in committedEvents {
+                    events.publish(event)
+                }
             }
+            next?()
+        }
+        if let ticket {
+            commitOrder.finish(ticket, publish)
+        } else {
+            publish()
         }
     }
 

@@ -27,6 +27,11 @@ public protocol AlbumStore: Sendable {
     /// Runs `body` in one write transaction on `library`; a throw rolls everything back.
     func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T
 
+    /// `write` for a body that changes a great many rows (an archive import): a store that
+    /// commits queued writes together (SQLite's group commit) runs it in a transaction of its
+    /// own, where no savepoint has to keep the old content of every page it changes.
+    func writeAlone<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T
+
     /// Runs `body` on one consistent snapshot of several libraries; the readers come in the
     /// order of `libraries` (which has no duplicates).
     func read<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreReader]) throws -> T) throws -> T
@@ -92,6 +97,11 @@ extension AlbumStore {
     /// One library's write: the transaction over several libraries, with one.
     public func write<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
         try write([library]) { try body($0[0]) }
+    }
+
+    /// The same as `write` where writes are never batched.
+    public func writeAlone<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
+        try write(library, body)
     }
 
     /// False: this process is the only writer, so what a facade learnt from its own commits

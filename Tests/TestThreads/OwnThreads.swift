@@ -23,12 +23,16 @@ public final class OwnThreadsExecutor: TaskExecutor, Sendable {
     /// test (a JSON nesting limit, a parser) behaves as it would there.
     static let stackSize = 8 << 20
 
+    private static let marker = "OwnThreadsExecutor"
+
+    /// Whether the caller runs on one of this executor's threads. (A thread-dictionary mark: a
+    /// thread's name, set from inside it, sometimes read back as the pool's on Linux.)
+    public static var isCurrentThreadOwn: Bool { Thread.current.threadDictionary[marker] != nil }
+
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let thread = Thread { [self] in
-            // Named from inside: on Linux a name given before `start()` is not what
-            // `Thread.current.name` reads.
-            Thread.current.name = "test-job"
+            Thread.current.threadDictionary[Self.marker] = true
             job.runSynchronously(on: asUnownedTaskExecutor())
         }
         thread.stackSize = Self.stackSize
@@ -45,7 +49,15 @@ public struct OwnThreadsTrait: SuiteTrait, TestTrait, TestScoping {
     public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        try await withTaskExecutorPreference(OwnThreadsExecutor.shared) { try await function() }
+        // A child task's first job goes to its preferred executor, so the body starts on a
+        // thread of its own by construction. (Setting only the preference with
+        // `withTaskExecutorPreference` leaves the body where the caller is until the runtime
+        // next hops.) The group waits for the child, so `function` does not outlive this call.
+        try await withoutActuallyEscaping(function) { function in
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask(executorPreference: OwnThreadsExecutor.shared) { try await function() }
+            }
+        }
     }
 }
 

@@ -33,10 +33,13 @@ public final class HTTPStreamWriter: Sendable {
     /// Sends `bytes` as one chunk. Returns false if the stream is already closed.
     @discardableResult
     public func write(_ bytes: [UInt8]) -> Bool {
-        write(HTTPStreamPayload(bytes))
+        guard reserve(bytes.count) else { return false }
+        let id = connectionID
+        loop.execute { loop in loop.connection(id)?.streamWrite(bytes) }
+        return true
     }
 
-    /// Sends a payload framed beforehand (see ``fanOut(_:to:checkEvery:)`` for many streams).
+    /// Sends a payload framed beforehand (see ``fanOut(_:to:limit:checkEvery:)`` for many streams).
     @discardableResult
     public func write(_ payload: HTTPStreamPayload) -> Bool {
         guard reserve(payload.count) else { return false }

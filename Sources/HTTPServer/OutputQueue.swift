@@ -12,6 +12,9 @@ struct OutputQueue {
 
     private(set) var chunks: [Chunk] = []
     private(set) var queuedBytes = 0
+    /// The last chunk holds bytes shared with other queues (``appendShared(_:)``): nothing is
+    /// joined to it, which would copy them.
+    private var lastIsShared = false
 
     var isEmpty: Bool { chunks.isEmpty }
 
@@ -19,18 +22,29 @@ struct OutputQueue {
         guard !bytes.isEmpty else { return }
         queuedBytes += bytes.count
         // Small writes join the previous chunk so a response leaves in one syscall.
-        if case .bytes(var last, let offset)? = chunks.last, last.count + bytes.count <= 64 * 1024 {
+        if !lastIsShared, case .bytes(var last, let offset)? = chunks.last, last.count + bytes.count <= 64 * 1024 {
             chunks[chunks.count - 1] = .bytes([], offset: 0)
             last.append(contentsOf: bytes)
             chunks[chunks.count - 1] = .bytes(last, offset: offset)
         } else {
             chunks.append(.bytes(bytes, offset: 0))
         }
+        lastIsShared = false
+    }
+
+    /// Queues bytes that other queues hold too (a fan-out's payload) as a chunk of their own,
+    /// never joined to a neighbour: each queue keeps a reference to the one storage, not a copy.
+    mutating func appendShared(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        queuedBytes += bytes.count
+        chunks.append(.bytes(bytes, offset: 0))
+        lastIsShared = true
     }
 
     /// Queues a file region; the queue owns `fd` and closes it once sent or dropped.
     mutating func appendFile(fd: Int32, offset: Int, length: Int) {
         queuedBytes += length
+        lastIsShared = false
         chunks.append(.file(fd: fd, offset: offset, remaining: length))
     }
 

@@ -5,7 +5,8 @@ import Synchronization
 /// The sending side of a streaming response (Server-Sent Events). Any thread may write; the
 /// bytes are handed to the connection's event loop, which frames them as chunks. A client
 /// that reads too slowly, disconnects, or a server that shuts down closes the stream, and
-/// the `onClose` handlers run once (on the event loop).
+/// the `onClose` handlers run once (on the event loop; on the fan-out's thread when a fan-out
+/// drops a stream its loop did not get to).
 public final class HTTPStreamWriter: Sendable {
     private struct State {
         var closed = false

@@ -16,11 +16,14 @@ import Synchronization
 ///   per subscriber per round, however many events the round holds. Neither the writer nor
 ///   the fan-out waits for a client; the server drops a client whose queue passes
 ///   `maxQueuedStreamBytes` (its stream closes and `onClose` removes it here).
-/// - Coalescing: after a round the thread waits until the round's CPU time (its own and the
-///   loops') is at most `fanOutShare` of the time since the round began (never longer than
-///   `maxCoalescingDelay`), so fan-out to many subscribers cannot starve the requests: events
-///   published meanwhile go out together in the next round. With few subscribers a round
-///   costs microseconds and events go out at once.
+/// - Coalescing: only while requests compete with the fan-out (the loops dispatched some during
+///   the round) and the round cost at least `minimumPacedCost`, the thread waits after it until
+///   the round's cost (the greater of its wall time and the CPU of the thread and the loops) is
+///   at most `fanOutShare` of the time since the round began, and never longer than
+///   `maxCoalescingDelay` after the round ended. So fan-out to many subscribers cannot starve
+///   the requests: events published meanwhile go out together in the next round. On an
+///   otherwise idle server, or with rounds that cost under a millisecond (few subscribers),
+///   events go out at once.
 /// - The last `replayCapacity` frames are kept so a client that reconnects with
 ///   `Last-Event-ID` gets what it missed. When that is impossible (the gap reaches past the
 ///   buffer, the id is not a version this server knows, or it is newer than the library) the
@@ -41,8 +44,10 @@ public final class EventHub: LibraryEventSink, Sendable {
         /// 1: no pause between rounds).
         public var fanOutShare: Double
         /// The longest pause between rounds, whatever a round cost (the most an event waits
-        /// for the next round to start).
+        /// for the next round to start once the previous one has ended).
         public var maxCoalescingDelay: Duration
+        /// Rounds that cost less are never followed by a pause.
+        public static let minimumPacedCost = Duration.milliseconds(1)
 
         public init(replayCapacity: Int = 1000, heartbeat: Duration = .seconds(15), fanOutShare: Double = 0.05,
                     maxCoalescingDelay: Duration = .milliseconds(500)) {
@@ -54,11 +59,23 @@ public final class EventHub: LibraryEventSink, Sendable {
             self.maxCoalescingDelay = maxCoalescingDelay
         }
 
-        /// The pause after a round that cost `cost` (CPU): the round's share of the time from
-        /// its start to the next is then at most `fanOutShare`.
+        /// The pause after a round that cost `cost`: the round's share of the time from its
+        /// start to the next is then at most `fanOutShare`.
         func pause(afterCost cost: Duration) -> Duration {
             guard cost > .zero, fanOutShare < 1 else { return .zero }
             return min(cost * (1 / fanOutShare - 1), maxCoalescingDelay)
+        }
+
+        /// When the next round may start, after a round that ran from `began` to `ended`,
+        /// used `cpu` (the hub thread's and the loops', which run in parallel) while the loops
+        /// dispatched `requests` requests. No pause when nothing competed or the round was
+        /// cheap; otherwise the pause for its cost, max(cpu, wall), counted from its start, and
+        /// never more than `maxCoalescingDelay` after its end.
+        func nextRound(began: ContinuousClock.Instant, ended: ContinuousClock.Instant, cpu: Duration,
+                       requests: Int) -> ContinuousClock.Instant {
+            let cost = max(cpu, ended - began)
+            guard requests > 0, cost >= Self.minimumPacedCost else { return ended }
+            return min(ended + maxCoalescingDelay, began + cost + pause(afterCost: cost))
         }
     }
 
@@ -190,6 +207,11 @@ public final class EventHub: LibraryEventSink, Sendable {
     func needsBackfill(after seen: Int64) -> Bool {
         let (evicted, latest) = window
         return seen < evicted || seen > latest
+    }
+
+    /// The writers of the streams that take the shared payload (tests: to reach their loops).
+    var sharedWriters: [HTTPStreamWriter] {
+        state.withLock { $0.subscribers.values.compactMap(\.sink.sharedWriter) }
     }
 
     /// Open `GET /events` streams.
@@ -326,7 +348,7 @@ public final class EventHub: LibraryEventSink, Sendable {
         let interval = max(1_000_000, Int(clamping: configuration.heartbeat.nanoseconds))
         let thread = Thread { [self] in
             var nextHeartbeat = DispatchTime.now() + .nanoseconds(interval)
-            var notBefore = DispatchTime.now()
+            var notBefore = ContinuousClock.now
             while true {
                 if wake.wait(timeout: nextHeartbeat) == .timedOut {
                     sendHeartbeat()
@@ -334,12 +356,13 @@ public final class EventHub: LibraryEventSink, Sendable {
                     continue
                 }
                 // Coalescing: frames published during the pause join this round.
-                if DispatchTime.now() < notBefore { _ = interruptPause.wait(timeout: notBefore) }
-                let began = DispatchTime.now()
+                let now = ContinuousClock.now
+                if now < notBefore { _ = interruptPause.wait(timeout: .now(plus: notBefore - now)) }
+                let began = ContinuousClock.now
                 let threadStart = threadCPUNanoseconds()
-                guard let loopCPU = deliverPending() else { break }
-                let cost = Duration.nanoseconds(threadCPUNanoseconds() - threadStart) + loopCPU
-                notBefore = began + .nanoseconds(Int(clamping: (cost + configuration.pause(afterCost: cost)).nanoseconds))
+                guard let round = deliverPending() else { break }
+                let cpu = Duration.nanoseconds(threadCPUNanoseconds() - threadStart) + round.loopCPU
+                notBefore = configuration.nextRound(began: began, ended: .now, cpu: cpu, requests: round.requests)
             }
             stopped.signal()
         }
@@ -348,14 +371,14 @@ public final class EventHub: LibraryEventSink, Sendable {
     }
 
     /// Hands every pending frame to the subscribers (one round); returns the CPU time the
-    /// event loops spent on it, nil once the hub has shut down (then every stream has got
-    /// `server.shutdown` and been finished).
-    private func deliverPending() -> Duration? {
+    /// event loops spent on it and the requests they dispatched meanwhile, nil once the hub has
+    /// shut down (then every stream has got `server.shutdown` and been finished).
+    private func deliverPending() -> (loopCPU: Duration, requests: Int)? {
         let (batch, subscribers, shutDown) = state.withLock { state in
             defer { state.pending = [] }
             return (state.pending, Array(state.subscribers), state.shutDown)
         }
-        let loopCPU = batch.isEmpty ? .zero : fanOut(batch, to: subscribers)
+        let round = batch.isEmpty ? (Duration.zero, 0) : fanOut(batch, to: subscribers)
         if shutDown {
             let last = state.withLock { state in
                 defer { state.subscribers = [:] }
@@ -364,14 +387,15 @@ public final class EventHub: LibraryEventSink, Sendable {
             for subscriber in last { subscriber.sink.serverShutdown() }
             return nil
         }
-        return loopCPU
+        return round
     }
 
     /// One round: every subscriber that wants the whole batch and takes the hub's framing gets
     /// one shared payload (the frames joined, framed once) through one task per event loop;
     /// the others (a stream over several libraries, a subscription made during the batch) get
-    /// their frames in one write each. Returns the loops' CPU time.
-    private func fanOut(_ batch: [Pending], to subscribers: [(key: UInt64, value: Subscriber)]) -> Duration {
+    /// their frames in one write each. Returns the loops' CPU time and the requests they
+    /// dispatched meanwhile (0 without shared writers: the other writes are not waited for).
+    private func fanOut(_ batch: [Pending], to subscribers: [(key: UInt64, value: Subscriber)]) -> (loopCPU: Duration, requests: Int) {
         let first = batch[0].sequence
         let frames = batch.map(\.frame)
         var round = FanOutStatistics(batches: 1, events: frames.count)
@@ -395,19 +419,21 @@ public final class EventHub: LibraryEventSink, Sendable {
             }
         }
         var loopCPU = Duration.zero
+        var requests = 0
         if !writers.isEmpty {
             let report = HTTPStreamWriter.fanOut(HTTPStreamPayload(Self.joined(frames)), to: writers)
-            closed += report.closed.map { writerIDs[$0] }
+            closed += (report.closed + report.dropped).map { writerIDs[$0] }
             round.writes += report.writes
             round.deliveries += report.writes * frames.count
             loopCPU = report.loopCPU
+            requests = report.requests
         }
         round.cpu = loopCPU
         state.withLock { state in
             for id in closed { state.subscribers[id] = nil }
             state.statistics += round
         }
-        return loopCPU
+        return (loopCPU, requests)
     }
 
     /// The frames as one run of bytes (the one frame's own bytes when there is one).

@@ -381,6 +381,7 @@ final class Connection {
 
     private func dispatch(_ pending: PendingRequest, bodyStream: HTTPRequestBodyStream? = nil) {
         requestsThisTurn += 1
+        shared.requestsDispatched.wrappingAdd(1, ordering: .relaxed)
         var pending = pending
         let head = pending.head
         var request = HTTPRequest(
@@ -493,14 +494,41 @@ final class Connection {
     /// Queues a stream's bytes (framed once by the payload, shared with other connections)
     /// and sends what the socket takes: one `send` for everything queued.
     func streamWrite(_ payload: HTTPStreamPayload) {
-        guard case let .streaming(framing, stream) = state.phase, !payload.isEmpty else { return }
+        guard !payload.isEmpty, let framing = streamFramingAcceptingWrites() else { return }
+        // Its own chunk: joined to a lagging stream's queue, the shared bytes would be copied.
+        output.appendShared(framing.version == .http1_1 ? payload.chunk : payload.bytes)
+        streamQueued(payload.count)
+    }
+
+    /// One stream's own bytes, framed here: small writes join the queue, large ones (an export's
+    /// chunks) are queued as they are, without a copy.
+    func streamWrite(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty, let framing = streamFramingAcceptingWrites() else { return }
+        if framing.version == .http1_1 {
+            output.append(Array((String(bytes.count, radix: 16) + "\r\n").utf8))
+            output.append(bytes)
+            output.append([0x0D, 0x0A])
+        } else {
+            output.append(bytes)
+        }
+        streamQueued(bytes.count)
+    }
+
+    /// The streaming response's framing, or nil when there is none or its reader is so slow
+    /// that it is dropped (closed) instead of queueing more.
+    private func streamFramingAcceptingWrites() -> ResponseFraming? {
+        guard case let .streaming(framing, _) = state.phase else { return nil }
         if output.queuedBytes > shared.limits.maxQueuedStreamBytes {
             // A reader this slow would hold memory forever: drop it.
             close()
-            return
+            return nil
         }
-        output.append(framing.version == .http1_1 ? payload.chunk : payload.bytes)
-        stream.writer.didQueue(appended: payload.count, queued: output.queuedBytes)
+        return framing
+    }
+
+    private func streamQueued(_ count: Int) {
+        guard case let .streaming(_, stream) = state.phase else { return }
+        stream.writer.didQueue(appended: count, queued: output.queuedBytes)
         flush()
     }
 

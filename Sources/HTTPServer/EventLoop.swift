@@ -121,7 +121,13 @@ final class EventLoop: @unchecked Sendable {
 
     var connectionCount: Int { connections.count }
 
+    /// Whether the calling thread is an event loop's (of any server): code that waits for the
+    /// loops (``HTTPStreamWriter/fanOut(_:to:limit:checkEvery:)``) must not run there.
+    static var isCurrentThreadALoop: Bool { pthread_getspecific(loopThreadKey) != nil }
+
     private func run() {
+        // Marks the thread as a loop's for `isCurrentThreadALoop` (any non-nil value).
+        pthread_setspecific(loopThreadKey, UnsafeRawPointer(bitPattern: 1))
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         while running {
             // With turns waiting, only look for new events; do not sleep. While accepting is
@@ -306,3 +312,10 @@ final class EventLoop: @unchecked Sendable {
     /// Ends the loop: remaining connections are closed at once.
     func stop() { running = false }
 }
+
+/// The thread-specific key that marks event-loop threads.
+private let loopThreadKey: pthread_key_t = {
+    var key = pthread_key_t()
+    precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+    return key
+}()

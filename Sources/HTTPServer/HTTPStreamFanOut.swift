@@ -31,16 +31,22 @@ public struct HTTPStreamPayload: Sendable {
     public var isEmpty: Bool { bytes.isEmpty }
 }
 
-/// What one ``HTTPStreamWriter/fanOut(_:to:)`` did.
+/// What one ``HTTPStreamWriter/fanOut(_:to:limit:checkEvery:)`` did.
 public struct HTTPStreamFanOutReport: Sendable {
     /// Streams the payload was queued for (each gets it in one write).
     public var writes = 0
     /// Positions (in the writers given) of the streams that were already closed.
     public var closed: [Int] = []
+    /// Positions of the streams dropped because the loops did not queue the payload within
+    /// the fan-out's `limit` (a stopped or wedged loop): they are closed.
+    public var dropped: [Int] = []
     /// CPU time the event loops spent queueing and sending the payload, all loops together.
     public var loopCPU: Duration = .zero
-    /// False when the loops did not get to their share before every stream closed (the server
-    /// stopped).
+    /// Requests the server's loops dispatched while the fan-out ran (0: nothing competed
+    /// with it).
+    public var requests = 0
+    /// False when the loops did not get to their share: every stream closed meanwhile (the
+    /// server stopped), or `limit` passed and the rest were dropped.
     public var completed = true
 }
 
@@ -55,14 +61,20 @@ extension HTTPStreamWriter {
     ///
     /// Waiting for the loops is what lets a publisher coalesce: whatever it gets meanwhile goes
     /// out together in its next fan-out, and what keeps each stream's payloads in order (the
-    /// next fan-out starts after this one's last slice). Never call it on an event loop (it
-    /// would wait for itself). It stops waiting only when every stream is closed (a loop that
-    /// stops runs no more tasks, but closes its connections first); `checkEvery` is how often
-    /// it looks.
+    /// next fan-out starts after this one's last slice). It must not run on an event loop (it
+    /// would wait for itself): that is a precondition. It stops waiting when every stream is
+    /// closed (a loop that stops closes its connections first), and at the latest after
+    /// `limit`: a loop that has not queued the payload by then is stopped or wedged, so every
+    /// stream of the call still open is logged, marked closed and dropped (their `onClose`
+    /// handlers run on this thread) and its connection closed if the loop ever runs again.
+    /// `checkEvery` is how often it looks.
     public static func fanOut(_ payload: HTTPStreamPayload, to writers: [HTTPStreamWriter],
-                              checkEvery: Duration = .seconds(1)) -> HTTPStreamFanOutReport {
+                              limit: Duration = .seconds(30), checkEvery: Duration = .seconds(1)) -> HTTPStreamFanOutReport {
+        precondition(!EventLoop.isCurrentThreadALoop, "HTTPStreamWriter.fanOut called on an event loop: it would wait for itself")
         var report = HTTPStreamFanOutReport()
         guard !payload.isEmpty, !writers.isEmpty else { return report }
+        let shared = writers[0].loop.shared
+        let requestsBefore = shared.requestsDispatched.load(ordering: .relaxed)
         var byLoop: [ObjectIdentifier: (loop: EventLoop, ids: [UInt64])] = [:]
         for (position, writer) in writers.enumerated() {
             guard writer.reserve(payload.count) else {
@@ -79,14 +91,34 @@ extension HTTPStreamWriter {
             done.enter()
             writeSlice(payload, to: share.ids, from: 0, on: share.loop, cpu: cpu, done: done)
         }
-        while done.wait(timeout: .now(plus: checkEvery)) == .timedOut {
+        let deadline = ContinuousClock.now + limit
+        while done.wait(timeout: .now(plus: min(checkEvery, max(deadline - ContinuousClock.now, .nanoseconds(1))))) == .timedOut {
             if writers.allSatisfy(\.isClosed) {
                 report.completed = false
                 break
             }
+            if ContinuousClock.now >= deadline {
+                report.completed = false
+                report.dropped = drop(writers, limit: limit, shared: shared)
+                break
+            }
         }
         report.loopCPU = .nanoseconds(cpu.nanoseconds.load(ordering: .relaxed))
+        report.requests = shared.requestsDispatched.load(ordering: .relaxed) &- requestsBefore
         return report
+    }
+
+    /// A fan-out ran past its limit: closes every stream of it still open; returns their
+    /// positions.
+    private static func drop(_ writers: [HTTPStreamWriter], limit: Duration, shared: ServerShared) -> [Int] {
+        var dropped: [Int] = []
+        for (position, writer) in writers.enumerated() where !writer.isClosed {
+            dropped.append(position)
+            writer.abort()
+            writer.markClosed()
+        }
+        shared.log(.error, "event loops did not write a stream payload within \(limit): dropped \(dropped.count) of its \(writers.count) streams")
+        return dropped
     }
 
     /// Streams one event-loop task writes to before it lets the loop serve its other

@@ -5,7 +5,8 @@ import Synchronization
 /// The sending side of a streaming response (Server-Sent Events). Any thread may write; the
 /// bytes are handed to the connection's event loop, which frames them as chunks. A client
 /// that reads too slowly, disconnects, or a server that shuts down closes the stream, and
-/// the `onClose` handlers run once (on the event loop).
+/// the `onClose` handlers run once (on the event loop; on the fan-out's thread when a fan-out
+/// drops a stream its loop did not get to).
 public final class HTTPStreamWriter: Sendable {
     private struct State {
         var closed = false
@@ -33,10 +34,13 @@ public final class HTTPStreamWriter: Sendable {
     /// Sends `bytes` as one chunk. Returns false if the stream is already closed.
     @discardableResult
     public func write(_ bytes: [UInt8]) -> Bool {
-        write(HTTPStreamPayload(bytes))
+        guard reserve(bytes.count) else { return false }
+        let id = connectionID
+        loop.execute { loop in loop.connection(id)?.streamWrite(bytes) }
+        return true
     }
 
-    /// Sends a payload framed beforehand (see ``fanOut(_:to:checkEvery:)`` for many streams).
+    /// Sends a payload framed beforehand (see ``fanOut(_:to:limit:checkEvery:)`` for many streams).
     @discardableResult
     public func write(_ payload: HTTPStreamPayload) -> Bool {
         guard reserve(payload.count) else { return false }

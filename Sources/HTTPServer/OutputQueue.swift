@@ -18,6 +18,9 @@ struct OutputQueue {
 
     private(set) var chunks: [Chunk] = []
     private(set) var queuedBytes = 0
+    /// The last chunk holds bytes shared with other queues (``appendShared(_:)``): nothing is
+    /// joined to it, which would copy them.
+    private var lastIsShared = false
 
     var isEmpty: Bool { chunks.isEmpty }
 
@@ -25,13 +28,23 @@ struct OutputQueue {
         guard !bytes.isEmpty else { return }
         queuedBytes += bytes.count
         // Small writes join the previous chunk so a response leaves in one syscall.
-        if case .bytes(var last, let offset, let owned)? = chunks.last, last.count + bytes.count <= 64 * 1024 {
+        if !lastIsShared, case .bytes(var last, let offset, let owned)? = chunks.last, last.count + bytes.count <= 64 * 1024 {
             chunks[chunks.count - 1] = .bytes([], offset: 0)
             last.append(contentsOf: bytes)
             chunks[chunks.count - 1] = .bytes(last, offset: offset, owned: owned)
         } else {
             chunks.append(.bytes(bytes, offset: 0))
         }
+        lastIsShared = false
+    }
+
+    /// Queues bytes that other queues hold too (a fan-out's payload) as a chunk of their own,
+    /// never joined to a neighbour: each queue keeps a reference to the one storage, not a copy.
+    mutating func appendShared(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        queuedBytes += bytes.count
+        chunks.append(.bytes(bytes, offset: 0))
+        lastIsShared = true
     }
 
     /// Appends bytes that `encode` writes into a buffer: the previous chunk when it has room,
@@ -47,7 +60,7 @@ struct OutputQueue {
         // client reading as fast as it sends would otherwise keep one buffer growing for ever
         // (its sent prefix is never trimmed), and a large shared body would be copied to carry
         // a head behind it.
-        if case .bytes(let last, let lastOffset, let lastOwned)? = chunks.last, last.count <= 16 * 1024 {
+        if !lastIsShared, case .bytes(let last, let lastOffset, let lastOwned)? = chunks.last, last.count <= 16 * 1024 {
             // Behind what is still queued (pipelined responses): one send for all of them.
             chunks[chunks.count - 1] = .bytes([], offset: 0)
             buffer = last
@@ -67,6 +80,7 @@ struct OutputQueue {
             chunks[chunks.count - 1] = .bytes(buffer, offset: offset, owned: owned)
         } else if !buffer.isEmpty {
             chunks.append(.bytes(buffer, offset: 0, owned: true))
+            lastIsShared = false
         } else {
             recycled = buffer
         }
@@ -76,6 +90,7 @@ struct OutputQueue {
     /// Queues a file region; the queue owns `fd` and closes it once sent or dropped.
     mutating func appendFile(fd: Int32, offset: Int, length: Int) {
         queuedBytes += length
+        lastIsShared = false
         chunks.append(.file(fd: fd, offset: offset, remaining: length))
     }
 

@@ -128,6 +128,127 @@ import Testing
         #expect(EventHub.Configuration(fanOutShare: 1).pause(afterCost: .seconds(1)) == .zero)
     }
 
+    /// When the next round may start: at once when no request competed or the round cost under
+    /// a millisecond; otherwise paced by max(cpu, wall), and never more than
+    /// `maxCoalescingDelay` after the round ended (the loops' CPU, in parallel, can exceed it).
+    @Test func roundsPauseOnlyWhileRequestsCompete() {
+        let configuration = EventHub.Configuration(fanOutShare: 0.1, maxCoalescingDelay: .milliseconds(500))
+        let began = ContinuousClock.now
+        // A costly round on an otherwise idle server: no pause.
+        #expect(configuration.nextRound(began: began, ended: began + .milliseconds(80), cpu: .milliseconds(80), requests: 0)
+            == began + .milliseconds(80))
+        // A cheap round (a lone subscriber) while requests are served: no pause either.
+        #expect(configuration.nextRound(began: began, ended: began + .microseconds(300), cpu: .microseconds(900), requests: 5)
+            == began + .microseconds(300))
+        // Competing requests: the pause follows the CPU when it is the larger...
+        #expect(configuration.nextRound(began: began, ended: began + .milliseconds(2), cpu: .milliseconds(4), requests: 1)
+            == began + .milliseconds(40))
+        // ...and the wall time when the round waited behind busy loops.
+        #expect(configuration.nextRound(began: began, ended: began + .milliseconds(20), cpu: .milliseconds(1), requests: 1)
+            == began + .milliseconds(200))
+        // Two loops' CPU is twice the round's wall time: the wait after the round still ends
+        // within maxCoalescingDelay.
+        let ended = began + .milliseconds(300)
+        #expect(configuration.nextRound(began: began, ended: ended, cpu: .milliseconds(600), requests: 1)
+            == ended + .milliseconds(500))
+    }
+
+    /// A lone subscriber on an otherwise idle server gets each event at once, one after the
+    /// other, even with pacing that would hold a round for a minute after it (fanOutShare
+    /// 1e-6): no request competes and the rounds cost microseconds.
+    @Test func aLoneSubscriberOnAnIdleServerIsNeverHeldBack() throws {
+        let app = try TestApp.make { $0.events = EventHub.Configuration(fanOutShare: 1e-6, maxCoalescingDelay: .seconds(60)) }
+        app.start()
+        defer { app.shutdown() }
+        let subscriber = try SSEClient(port: app.port)
+        let start = app.events.window.latest
+        for n in 1...5 {
+            app.events.publish(name: "test.\(n)", json: "{}", version: start + Int64(n))
+            // The client gives up after 10 s; a paced round would come after a minute.
+            let event = try #require(try subscriber.next())
+            #expect(event.name == "test.\(n)")
+        }
+        #expect(eventually { app.events.statistics.batches == 5 })
+    }
+
+    /// A fan-out whose loop does not run (wedged here by a task that waits) gives up after its
+    /// limit: it logs, drops the stream (closed, the hub forgets it) and returns; once the loop
+    /// runs again the connection is closed.
+    @Test func aFanOutTheLoopsDoNotRunIsDroppedAfterItsLimit() throws {
+        let logged = Mutex<[String]>([])
+        let app = try TestApp.make(logSink: { line in logged.withLock { $0.append(String(decoding: line, as: UTF8.self)) } })
+        app.start()
+        defer { app.shutdown() }
+        let subscriber = try SSEClient(port: app.port)
+        let writer = try #require(app.events.sharedWriters.first)
+        let release = DispatchSemaphore(value: 0)
+        let wedged = DispatchSemaphore(value: 0)
+        writer.loop.execute { _ in
+            wedged.signal()
+            release.wait()
+        }
+        wedged.wait()
+        let report = HTTPStreamWriter.fanOut(HTTPStreamPayload(Array("data: x\n\n".utf8)), to: [writer],
+                                             limit: .milliseconds(200), checkEvery: .milliseconds(20))
+        release.signal()
+        #expect(!report.completed)
+        #expect(report.writes == 1)
+        #expect(report.dropped == [0])
+        #expect(writer.isClosed)
+        #expect(eventually { app.events.subscriberCount == 0 })
+        #expect(logged.withLock { $0.contains { $0.contains("did not write a stream payload within") } })
+        // The loop closes the connection once it runs: the stream ends (cut short, or at its
+        // end), rather than the client timing out.
+        var ending = "end"
+        do { while try subscriber.next() != nil {} } catch { ending = "\(error)" }
+        #expect(!ending.contains("timed out"), "the dropped stream stayed open: \(ending)")
+    }
+
+    /// `fanOut` on an event loop would wait for itself: it stops the process at once.
+    @Test func aFanOutOnAnEventLoopIsAPreconditionFailure() async {
+        await #expect(processExitsWith: .failure) {
+            let app = try TestApp.make()
+            app.start()
+            let subscriber = try SSEClient(port: app.port)
+            let writer = try #require(app.events.sharedWriters.first)
+            let returned = DispatchSemaphore(value: 0)
+            writer.loop.execute { _ in
+                _ = HTTPStreamWriter.fanOut(HTTPStreamPayload([0x61]), to: [])
+                returned.signal()
+            }
+            // Without the check the call returns (nothing to wait for here) and the process
+            // ends cleanly.
+            _ = returned.wait(timeout: .now() + .seconds(30))
+            withExtendedLifetime(subscriber) {}
+        }
+    }
+
+    /// A fan-out's payload is queued as a chunk of its own, so a lagging stream keeps a
+    /// reference to the shared bytes rather than a private copy joined to its queue.
+    @Test func aSharedPayloadIsQueuedWithoutACopy() {
+        let payload = HTTPStreamPayload(Array(repeating: 0x61, count: 1000))
+        var queue = OutputQueue()
+        queue.append(Array("unsent".utf8))
+        queue.appendShared(payload.chunk)
+        queue.append(Array("next".utf8))
+        queue.appendShared(payload.chunk)
+        #expect(queue.chunks.count == 4)
+        #expect(queue.queuedBytes == 6 + 4 + 2 * payload.chunk.count)
+        let storage = payload.chunk.withUnsafeBufferPointer { $0.baseAddress }
+        for index in [1, 3] {
+            guard case let .bytes(bytes, offset) = queue.chunks[index] else {
+                Issue.record("chunk \(index) is not bytes")
+                continue
+            }
+            #expect(offset == 0)
+            #expect(bytes.withUnsafeBufferPointer { $0.baseAddress } == storage, "chunk \(index) is a copy")
+        }
+        // Small writes still join one another.
+        queue.append(Array("a".utf8))
+        queue.append(Array("b".utf8))
+        #expect(queue.chunks.count == 5)
+    }
+
     @Test func aPayloadIsFramedOnceAsAChunk() {
         let payload = HTTPStreamPayload(Array("data: x\n\n".utf8))
         #expect(payload.count == 9)

@@ -236,7 +236,7 @@ import Testing
         #expect(queue.queuedBytes == 6 + 4 + 2 * payload.chunk.count)
         let storage = payload.chunk.withUnsafeBufferPointer { $0.baseAddress }
         for index in [1, 3] {
-            guard case let .bytes(bytes, offset) = queue.chunks[index] else {
+            guard case let .bytes(bytes, offset, _) = queue.chunks[index] else {
                 Issue.record("chunk \(index) is not bytes")
                 continue
             }

@@ -53,18 +53,7 @@ enum AlbumsCommand {
         let result: Result<Void, BlueLibraryClientError>
         switch subcommand {
         case "list":
-            var query = AlbumPageQuery()
-            query.limit = options.int("limit")
-            if let sort = options.value("sort") {
-                guard let parsed = AlbumSort(sort) else {
-                    fail("--sort: use position, title, artist, year or createdAt, with '-' before it for descending; not '\(sort)'")
-                }
-                query.sort = parsed
-            }
-            query.q = options.value("q")
-            query.artist = options.value("artist")
-            query.genre = options.value("genre")
-            query.cursor = options.value("cursor")
+            let query = options.pageQuery()
             let all = options.flag("all")
             options.finish()
             result = Result { () throws(BlueLibraryClientError) in
@@ -370,6 +359,24 @@ enum AlbumsCommand {
             guard let position = words.firstIndex(of: spelled) else { return false }
             words.remove(at: position)
             return true
+        }
+
+        /// The options of a paged album list: `--limit`, `--sort`, `--q`, `--artist`, `--genre`,
+        /// `--cursor` (`albums list`, on the server or a replica, and `views albums`).
+        mutating func pageQuery() -> AlbumPageQuery {
+            var query = AlbumPageQuery()
+            query.limit = int("limit")
+            if let sort = value("sort") {
+                guard let parsed = AlbumSort(sort) else {
+                    fail("--sort: use position, title, artist, year or createdAt, with '-' before it for descending; not '\(sort)'")
+                }
+                query.sort = parsed
+            }
+            query.q = value("q")
+            query.artist = value("artist")
+            query.genre = value("genre")
+            query.cursor = value("cursor")
+            return query
         }
 
         mutating func positional() -> String? {

@@ -87,18 +87,7 @@ enum ViewsCommand {
                 if json { AlbumsCommand.printJSON(["deleted": id]) } else { print("Deleted view \(id).") }
             }
         case "albums":
-            var query = AlbumPageQuery()
-            query.limit = options.int("limit")
-            if let sort = options.value("sort") {
-                guard let parsed = AlbumSort(sort) else {
-                    fail("--sort: use position, title, artist, year or createdAt, with '-' before it for descending; not '\(sort)'")
-                }
-                query.sort = parsed
-            }
-            query.q = options.value("q")
-            query.artist = options.value("artist")
-            query.genre = options.value("genre")
-            query.cursor = options.value("cursor")
+            let query = options.pageQuery()
             let all = options.flag("all")
             let id = requireID(&options, "albums")
             options.finish()

@@ -104,41 +104,6 @@ struct ResponseHeadEncoder {
     }
 }
 
-extension Array where Element == UInt8 {
-    /// Appends the string's UTF-8 bytes in one copy when they are contiguous (native strings).
-    mutating func appendUTF8(_ string: String) {
-        let copied: Void? = string.utf8.withContiguousStorageIfAvailable { append(contentsOf: $0) }
-        if copied == nil { append(contentsOf: string.utf8) }
-    }
-
-    /// Appends a header field value, dropping CR and LF (which would end the field early).
-    mutating func appendFieldValue(_ value: String) {
-        let copied: Void? = value.utf8.withContiguousStorageIfAvailable { bytes in
-            if bytes.contains(where: { $0 == 0x0D || $0 == 0x0A }) {
-                for byte in bytes where byte != 0x0D && byte != 0x0A { append(byte) }
-            } else {
-                append(contentsOf: bytes)
-            }
-        }
-        if copied == nil {
-            for byte in value.utf8 where byte != 0x0D && byte != 0x0A { append(byte) }
-        }
-    }
-
-    /// Appends a non-negative integer in decimal without going through a String.
-    mutating func appendDecimal(_ value: Int) {
-        precondition(value >= 0, "appendDecimal takes lengths and status codes")
-        var divisor = 1
-        while value / divisor >= 10 { divisor *= 10 }
-        var rest = value
-        while divisor > 0 {
-            append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
-        }
-    }
-}
-
 /// Writes bytes through a pointer into scratch space that the caller sized as an upper bound
 /// (``ResponseHeadEncoder`` counts every field); `count` is how much was written.
 struct HeadWriter {

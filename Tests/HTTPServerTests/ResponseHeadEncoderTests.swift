@@ -8,19 +8,44 @@ import Testing
 
     func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
+    /// What `write` puts through a ``HeadWriter`` into scratch space of `capacity` bytes.
+    func written(capacity: Int, _ write: (inout HeadWriter) -> Void) -> [UInt8] {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { scratch in
+            var writer = HeadWriter(scratch)
+            write(&writer)
+            return Array(scratch[0..<writer.count])
+        }
+    }
+
     @Test(arguments: [0, 7, 10, 99, 200, 1_000, 1_234_567_890, Int.max])
     func decimals(_ value: Int) {
-        var bytes: [UInt8] = [0x41]
-        bytes.appendDecimal(value)
+        let bytes = written(capacity: 20) { $0.write(UInt8(ascii: "A")); $0.writeDecimal(value) }
         #expect(text(bytes) == "A\(value)")
     }
 
     @Test func fieldValuesLoseCRAndLF() {
-        var bytes: [UInt8] = []
-        bytes.appendFieldValue("a\r\nInjected: yes")
-        bytes.appendFieldValue("|plain|")
-        bytes.appendFieldValue("é\n")
+        let bytes = written(capacity: 64) {
+            $0.writeFieldValue("a\r\nInjected: yes")
+            $0.writeFieldValue("|plain|")
+            $0.writeFieldValue("é\n")
+        }
         #expect(text(bytes) == "aInjected: yes|plain|é")
+    }
+
+    /// The scratch space is sized from the response before anything is written: long values,
+    /// values full of CR/LF, a long reason, HTTP/1.0 and a stream (no Content-Length) all fit.
+    @Test func theComputedBoundHoldsForAnyHead() {
+        let long = String(repeating: "\r\nx", count: 5000)
+        var response = HTTPResponse(status: HTTPStatus(code: 599), headers: ["Location": long, "X-Empty": ""])
+        for index in 0..<50 { response.headers.add("X-\(index)", "\r") }
+        for version in [HTTPVersion.http1_0, .http1_1] {
+            for keepAlive in [true, false] {
+                let head = encoder.encode(response, version: version, keepAlive: keepAlive, sendsBody: true)
+                #expect(text(head.bytes).contains("Location: " + String(repeating: "x", count: 5000) + "\r\n"))
+            }
+        }
+        let stream = HTTPResponse(body: .stream(HTTPStreamBody(endsOnShutdown: true) { $0.finish() }))
+        #expect(text(encoder.encode(stream, version: .http1_0, keepAlive: true, sendsBody: true).bytes).hasSuffix("Connection: close\r\n\r\n"))
     }
 
     @Test func smallBodyFollowsTheHeadInOneBuffer() {

@@ -117,22 +117,25 @@ extension LibraryReplica {
         return true
     }
 
+    /// One page of the server's list of this library, retried as every pull request is.
+    func serverPage(_ query: AlbumPageQuery) async throws(ReplicaError) -> AlbumPage {
+        let source = AlbumListSource.library(library)
+        do {
+            return try await retrying { () async throws(BlueLibraryClientError) -> AlbumPage in
+                try await self.client.list(query, in: source)
+            }
+        } catch {
+            throw .client(error)
+        }
+    }
+
     /// Many stale albums: their fields from a walk through the paged list (one request per
     /// 500 albums instead of one per album); false when one is no longer on the server.
     private func fetchStaleByPages(_ stale: Set<String>) async throws(ReplicaError) -> Bool {
-        let source = AlbumListSource.library(library)
         var query = AlbumPageQuery(limit: 500)
         var found = 0
         while true {
-            let current = query
-            let page: AlbumPage
-            do {
-                page = try await retrying { () async throws(BlueLibraryClientError) -> AlbumPage in
-                    try await self.client.list(current, in: source)
-                }
-            } catch {
-                throw .client(error)
-            }
+            let page = try await serverPage(query)
             let fresh = page.items.filter { stale.contains($0.id) }
             try storage {
                 try store.db.transaction(.immediate) { _ in
@@ -149,21 +152,12 @@ extension LibraryReplica {
     /// Replaces `base_albums` with the server's list through the paged list, taken again
     /// until its first and last page were read at the same version (one state of the server).
     func reload() async throws(ReplicaError) {
-        let source = AlbumListSource.library(library)
         for _ in 0..<maxPullRounds {
             var query = AlbumPageQuery(limit: 500)
             var albums: [AlbumResource] = []
             var versions: (first: Int64, last: Int64)?
             while true {
-                let current = query
-                let page: AlbumPage
-                do {
-                    page = try await retrying { () async throws(BlueLibraryClientError) -> AlbumPage in
-                        try await self.client.list(current, in: source)
-                    }
-                } catch {
-                    throw .client(error)
-                }
+                let page = try await serverPage(query)
                 versions = (versions?.first ?? page.version, page.version)
                 albums += page.items
                 guard let next = page.next else { break }

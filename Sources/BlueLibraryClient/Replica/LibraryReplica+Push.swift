@@ -100,18 +100,9 @@ extension LibraryReplica {
 
     /// The first album in the server's list that the replica does not hold, with `input`'s fields.
     private func findUnknownAlbum(matching input: AlbumInput) async throws(ReplicaError) -> AlbumResource? {
-        let source = AlbumListSource.library(library)
         var query = AlbumPageQuery(limit: 500)
         while true {
-            let current = query
-            let page: AlbumPage
-            do {
-                page = try await retrying { () async throws(BlueLibraryClientError) -> AlbumPage in
-                    try await self.client.list(current, in: source)
-                }
-            } catch {
-                throw .client(error)
-            }
+            let page = try await serverPage(query)
             for album in page.items
             where album.title == input.title && album.artist == input.artist && album.genre == (input.genre ?? "Pop")
                 && album.year == input.year && album.coverUrl == input.coverUrl

@@ -381,7 +381,7 @@ final class Connection {
 
     private func dispatch(_ pending: PendingRequest, bodyStream: HTTPRequestBodyStream? = nil) {
         requestsThisTurn += 1
-        shared.requestsDispatched.wrappingAdd(1, ordering: .relaxed)
+        loop.requestsDispatched.wrappingAdd(1, ordering: .relaxed)
         var pending = pending
         let head = pending.head
         var request = HTTPRequest(

@@ -21,6 +21,10 @@ final class EventLoop: @unchecked Sendable {
     private let epfd: Int32
     private let wakefd: Int32
     private let tasks = Mutex<[@Sendable (EventLoop) -> Void]>([])
+    /// Requests this loop has dispatched so far. Only this loop writes it (one counter per loop,
+    /// not one the loops share, so the request path touches no cache line another core writes);
+    /// a fan-out reads it before and after a round to tell whether requests competed with it.
+    let requestsDispatched = Atomic<Int>(0)
 
     // Loop-thread state. The collections the loop reads on every wake-up skip the dynamic
     // exclusivity check (`@exclusivity(unchecked)`): only the loop thread touches them.

@@ -42,8 +42,8 @@ public struct HTTPStreamFanOutReport: Sendable {
     public var dropped: [Int] = []
     /// CPU time the event loops spent queueing and sending the payload, all loops together.
     public var loopCPU: Duration = .zero
-    /// Requests the server's loops dispatched while the fan-out ran (0: nothing competed
-    /// with it).
+    /// Requests dispatched, while the fan-out ran, on the loops it wrote through (0: nothing
+    /// competed with it).
     public var requests = 0
     /// False when the loops did not get to their share: every stream closed meanwhile (the
     /// server stopped), or `limit` passed and the rest were dropped.
@@ -74,7 +74,6 @@ extension HTTPStreamWriter {
         var report = HTTPStreamFanOutReport()
         guard !payload.isEmpty, !writers.isEmpty else { return report }
         let shared = writers[0].loop.shared
-        let requestsBefore = shared.requestsDispatched.load(ordering: .relaxed)
         var byLoop: [ObjectIdentifier: (loop: EventLoop, ids: [UInt64])] = [:]
         for (position, writer) in writers.enumerated() {
             guard writer.reserve(payload.count) else {
@@ -85,6 +84,11 @@ extension HTTPStreamWriter {
             byLoop[ObjectIdentifier(writer.loop), default: (writer.loop, [])].ids.append(writer.connectionID)
         }
         guard !byLoop.isEmpty else { return report }
+        // Requests dispatched meanwhile on the loops this fan-out writes through.
+        func requestsDispatched() -> Int {
+            byLoop.values.reduce(0) { $0 &+ $1.loop.requestsDispatched.load(ordering: .relaxed) }
+        }
+        let requestsBefore = requestsDispatched()
         let done = DispatchGroup()
         let cpu = CPUTally()
         for (_, share) in byLoop {
@@ -104,7 +108,7 @@ extension HTTPStreamWriter {
             }
         }
         report.loopCPU = .nanoseconds(cpu.nanoseconds.load(ordering: .relaxed))
-        report.requests = shared.requestsDispatched.load(ordering: .relaxed) &- requestsBefore
+        report.requests = requestsDispatched() &- requestsBefore
         return report
     }
 

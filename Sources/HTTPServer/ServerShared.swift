@@ -24,9 +24,6 @@ final class ServerShared: Sendable {
     /// Decides on requests with a body from their head alone (nil: none).
     let headCheck: HeadCheck?
 
-    /// Requests the loops have dispatched so far (a fan-out compares it before and after a
-    /// round to tell whether requests competed with it).
-    let requestsDispatched = Atomic<Int>(0)
     private let openConnections = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
     private let drainedLoops = Mutex<(count: Int, waiter: (@Sendable () -> Void)?)>((0, nil))

@@ -98,12 +98,16 @@ try: print(m.version(sys.argv[1]))
 except m.PackageNotFoundError: pass' "$2" 2>/dev/null || true
 }
 
-# pip_install python requirement: pip, then pip with --break-system-packages (Debian's
-# externally managed Python).
+# pip_install python requirement: `python -m pip install` into that interpreter (a virtual
+# environment's, pyenv's or the system's); outside a virtual environment, if pip refuses,
+# again with --break-system-packages (Debian's externally managed system Python). Console
+# scripts land in that interpreter's bin directory, which need not be on PATH: run the tools
+# with `python3 -m`.
 pip_install() {
-    log "pip install $2"
-    "$1" -m pip install -q --disable-pip-version-check "$2" >&2 \
-        || "$1" -m pip install -q --disable-pip-version-check --break-system-packages "$2" >&2
+    log "pip install $2 (into $("$1" -c 'import sys; print(sys.prefix)' 2>/dev/null))"
+    "$1" -m pip install -q --disable-pip-version-check "$2" >&2 && return 0
+    "$1" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)' 2>/dev/null && return 1
+    "$1" -m pip install -q --disable-pip-version-check --break-system-packages "$2" >&2
 }
 
 # scripts/container-test: podman with runc (crun refuses the hybrid cgroup layout here), debootstrap for the base images

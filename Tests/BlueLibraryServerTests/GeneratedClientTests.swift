@@ -15,7 +15,7 @@ import Testing
 /// into the generated problem type, delete and undo, the tutorial's `POST /api/deleteAlbum`,
 /// settings with the token, the change feed, a cover from a local upstream. scripts/test
 /// installs both generators (pinned, from PyPI) and Java.
-@Suite(.serialized, .timeLimit(.minutes(5)), .ownThreads) struct GeneratedClientTests {
+@Suite(.timeLimit(.minutes(5)), .ownThreads) struct GeneratedClientTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
     static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 7, count: 4096)
 

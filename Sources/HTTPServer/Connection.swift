@@ -334,7 +334,7 @@ final class Connection {
         } catch {
             body.stream.fail(.rejected)
             // Its responder has the request (and its middleware ran): nothing to name here.
-            answerParseError(error, for: nil)
+            answerParseError(error, for: nil, responderHasRequest: true)
             return false
         }
     }
@@ -398,9 +398,10 @@ final class Connection {
     /// ran), the answer passes through the router's middleware for server answers, so it
     /// carries the request id and is logged and counted like any other: `request` is the head
     /// when one was read.
-    private func answerWithError(_ response: HTTPResponse, version: HTTPVersion, for request: AnsweredHead?) {
+    private func answerWithError(_ response: HTTPResponse, version: HTTPVersion, for request: AnsweredHead?,
+                                 responderHasRequest: Bool = false) {
         var response = response
-        if state.responseFraming == nil {
+        if !responderHasRequest {
             response = throughServerAnswerMiddleware(response, request)
         }
         response.headers.set("Connection", "close")
@@ -540,10 +541,11 @@ final class Connection {
         if !driving { drive() }
     }
 
-    private func answerParseError(_ error: HTTPParseError, for request: AnsweredHead?) {
+    private func answerParseError(_ error: HTTPParseError, for request: AnsweredHead?, responderHasRequest: Bool = false) {
         // After a framing error the rest of the input cannot be trusted.
         shared.onParseError(error, peerAddress)
-        answerWithError(HTTPError(error.status, detail: error.detail).response(), version: .http1_1, for: request)
+        answerWithError(HTTPError(error.status, detail: error.detail).response(), version: .http1_1, for: request,
+                        responderHasRequest: responderHasRequest)
     }
 
     // MARK: - Streams
@@ -674,8 +676,9 @@ final class Connection {
         switch state.timedOut(hasBufferedInput: inputStart < input.count, outputEmpty: output.isEmpty) {
         case let .requestTimeout(detail):
             shared.onTimeout(peerAddress)
+            // A streamed body that stalled: its responder has the request (and its middleware ran).
             answerWithError(HTTPError(.requestTimeout, detail: detail).response(), version: .http1_1,
-                            for: state.pendingRequest.map(AnsweredHead.init))
+                            for: state.pendingRequest.map(AnsweredHead.init), responderHasRequest: state.responseFraming != nil)
         case let .close(counted):
             if counted { shared.onTimeout(peerAddress) }
             close()

@@ -332,9 +332,13 @@ final class Connection {
             }
             return used > 0
         } catch {
-            body.stream.fail(.rejected)
-            // Its responder has the request (and its middleware ran): nothing to name here.
-            answerParseError(error, for: nil, responderHasRequest: true)
+            // Its responder has the request (its middleware ran): it answers, with the server's
+            // answer it reads from the stream (`rejection`), so that answer has the request id
+            // and its access log line. Nothing more is read meanwhile, nothing times out; what
+            // the client still sends is dropped by the lingering close after the answer.
+            shared.onParseError(error, peerAddress)
+            body.stream.fail(.rejected, answer: HTTPError(error.status, detail: error.detail))
+            state.putStreamedBody(nil)
             return false
         }
     }
@@ -394,16 +398,12 @@ final class Connection {
     /// connection closes by lingering: what is buffered cannot be trusted as a next request,
     /// and a body still streaming to a responder is abandoned.
     ///
-    /// Unless a responder already has the request (a streamed body that failed: its middleware
-    /// ran), the answer passes through the router's middleware for server answers, so it
-    /// carries the request id and is logged and counted like any other: `request` is the head
-    /// when one was read.
-    private func answerWithError(_ response: HTTPResponse, version: HTTPVersion, for request: AnsweredHead?,
-                                 responderHasRequest: Bool = false) {
-        var response = response
-        if !responderHasRequest {
-            response = throughServerAnswerMiddleware(response, request)
-        }
+    /// The answer passes through the router's middleware for server answers, so it carries the
+    /// request id and is logged and counted like any other: `request` is the head when one was
+    /// read. (A streamed body that fails is answered by its responder instead, whose middleware
+    /// already runs: see `pumpRequestBody` and `timedOut`.)
+    private func answerWithError(_ response: HTTPResponse, version: HTTPVersion, for request: AnsweredHead?) {
+        var response = throughServerAnswerMiddleware(response, request)
         response.headers.set("Connection", "close")
         input.removeAll()
         inputStart = 0
@@ -541,11 +541,10 @@ final class Connection {
         if !driving { drive() }
     }
 
-    private func answerParseError(_ error: HTTPParseError, for request: AnsweredHead?, responderHasRequest: Bool = false) {
+    private func answerParseError(_ error: HTTPParseError, for request: AnsweredHead?) {
         // After a framing error the rest of the input cannot be trusted.
         shared.onParseError(error, peerAddress)
-        answerWithError(HTTPError(error.status, detail: error.detail).response(), version: .http1_1, for: request,
-                        responderHasRequest: responderHasRequest)
+        answerWithError(HTTPError(error.status, detail: error.detail).response(), version: .http1_1, for: request)
     }
 
     // MARK: - Streams
@@ -676,9 +675,15 @@ final class Connection {
         switch state.timedOut(hasBufferedInput: inputStart < input.count, outputEmpty: output.isEmpty) {
         case let .requestTimeout(detail):
             shared.onTimeout(peerAddress)
-            // A streamed body that stalled: its responder has the request (and its middleware ran).
+            if let body = state.takeStreamedBody() {
+                // A streamed body that stalled: its responder has the request and answers the
+                // 408 (see `pumpRequestBody`).
+                body.stream.fail(.rejected, answer: HTTPError(.requestTimeout, detail: detail))
+                state.putStreamedBody(nil)
+                return
+            }
             answerWithError(HTTPError(.requestTimeout, detail: detail).response(), version: .http1_1,
-                            for: state.pendingRequest.map(AnsweredHead.init), responderHasRequest: state.responseFraming != nil)
+                            for: state.pendingRequest.map(AnsweredHead.init))
         case let .close(counted):
             if counted { shared.onTimeout(peerAddress) }
             close()

@@ -32,6 +32,7 @@ import Testing
         let app = try TestApp.make({ config in
             config.accessLog = true
             if token { config.token = AccessToken(Self.token) }
+            config.maxArchiveBytes = 1 << 20
             config.limits.headTimeout = .milliseconds(500)
             config.limits.bodyTimeout = .seconds(1)
         }, logSink: log.sink)
@@ -99,6 +100,21 @@ import Testing
 
         // 408: half a head, then nothing.
         try Self.expectStampedAndLogged(try Self.answer(app.port, "GET /albums HTTP/1.1\r\nHost: lib\r\n"), status: 408, log)
+
+        // A streamed body (PUT /archive) over its limit, chunked so that only its bytes tell:
+        // the responder already has the request, and answers the server's 413 itself.
+        let upload = try RawHTTPClient(port: app.port, receiveTimeout: 10)
+        try upload.send("PUT /archive HTTP/1.1\r\nHost: lib\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let chunk = Array(String(format: "%x\r\n", 64 * 1024).utf8) + [UInt8](repeating: 0x20, count: 64 * 1024) + Array("\r\n".utf8)
+        for _ in 0..<17 { try upload.send(chunk) }
+        let streamedTooLarge = try upload.readResponse()
+        try Self.expectStampedAndLogged(streamedTooLarge, status: 413, log, method: "PUT")
+        #expect(streamedTooLarge.header("Content-Type") == "application/problem+json")
+
+        // A streamed body that stalls: 408, answered the same way.
+        try Self.expectStampedAndLogged(
+            try Self.answer(app.port, "PUT /archive HTTP/1.1\r\nHost: lib\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"albums\""),
+            status: 408, log, method: "PUT")
 
         // 408 while the body is awaited: the request is known.
         try Self.expectStampedAndLogged(

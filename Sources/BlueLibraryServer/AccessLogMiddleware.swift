@@ -6,6 +6,9 @@ import HTTPServer
 struct AccessLogMiddleware: HTTPMiddleware {
     let logger: JSONLogger
 
+    /// The server's own answers (401 before the body, 413, 408, ...) are logged too.
+    var wrapsServerAnswers: Bool { true }
+
     func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
         switch try next.respond(to: request, context: context) {
         case let .response(response):

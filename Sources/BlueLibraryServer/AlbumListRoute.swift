@@ -78,7 +78,7 @@ struct AlbumListRoute {
         // Only a version known without a read (never on a shared store: another instance may
         // have committed, so the blocking path reads it).
         guard let facade = try libraries.loaded(context), let version = facade.knownVersion() else { return nil }
-        return fromMemory(request, context, key: Self.key(request, facade, paging: settings.paging), version: version)
+        return fromMemory(request, context, key: Self.key(request, facade, paging: settings.paging), version: version, queryIsValid: false)
     }
 
     /// Any list request: from memory if it can be, else read (identical concurrent requests
@@ -87,8 +87,12 @@ struct AlbumListRoute {
     func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let facade = try libraries.facade(context)
         let (key, version, paging) = try lookup(request, facade)
-        if let answered = fromMemory(request, context, key: key, version: version) { return answered }
+        if let answered = fromMemory(request, context, key: key, version: version, queryIsValid: false) { return answered }
+        // The query is checked before any precondition: a bad one is 400 even with
+        // `If-None-Match: *` (RFC 9110 §13.2.1: conditions are evaluated for a request that
+        // would otherwise succeed).
         let pageRequest = try Self.pageRequest(from: request, paging: paging, seal: seal)
+        if let answered = fromMemory(request, context, key: key, version: version, queryIsValid: true) { return answered }
         let pretty = request.wantsPretty
         let page = try pages.value(key, version: version) {
             let page = try library { () throws(LibraryError) in try facade.page(pageRequest) }
@@ -115,8 +119,16 @@ struct AlbumListRoute {
         PageKey(library: facade.library, defaultLimit: paging.defaultLimit, maxLimit: paging.maxLimit, query: String(request.rawQuery ?? ""))
     }
 
-    private func fromMemory(_ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: Int64) -> HTTPResponse? {
+    /// A 304 or the page from memory. A page cached for this key proves the query valid (it
+    /// was read for these exact bytes under these limits); without one, a 304 from the version
+    /// alone is answered only once the caller parsed the query (`queryIsValid`), so an invalid
+    /// query is a 400 whatever `If-None-Match` says, and the fast path of a cached page parses
+    /// nothing.
+    private func fromMemory(
+        _ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: Int64, queryIsValid: Bool
+    ) -> HTTPResponse? {
         let cached = pages.current(key, version: version)
+        guard cached != nil || queryIsValid else { return nil }
         // The condition is matched on the received bytes: a revalidation makes no String of it.
         let etag = cached?.etag
         if let matched = request.headers.withFirstValue("If-None-Match", { ETag.list($0, matches: etag ?? key.etag(version: version)) }),

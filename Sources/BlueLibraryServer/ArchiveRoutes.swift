@@ -91,8 +91,11 @@ struct ArchiveRoutes {
                 do {
                     next = try stream.next()
                 } catch {
-                    // The connection is gone or already answered: this response is not sent.
-                    throw HTTPError(.badRequest, detail: "The archive did not arrive whole.")
+                    // A body the server rejected (over the limit, badly framed) or that stalled:
+                    // the server's answer (413, 400, 408), sent from here so that it has the
+                    // request id and its log line. Otherwise the client is gone and this
+                    // response is not sent.
+                    throw stream.rejection ?? HTTPError(.badRequest, detail: "The archive did not arrive whole.")
                 }
                 guard let chunk = next else { break }
                 try spool.write(chunk)

@@ -88,7 +88,8 @@ public final class BlueLibraryApp: Sendable {
             albums: RequestModelCache(limits: AlbumRoutes.cacheLimits, clock: monotonic))
 
         // The metrics middleware (outermost) is put in front once the routes are known.
-        let forwarded = ForwardedHeadersMiddleware(trustedProxies: configuration.trustedProxies, family: configuration.forwardedHeaders)
+        let forwarded = ForwardedHeadersMiddleware(
+            trustedProxies: configuration.trustedProxies, family: configuration.forwardedHeaders, logger: logger)
         var middleware: [any HTTPMiddleware] = [RequestIDMiddleware(), forwarded]
         if configuration.accessLog { middleware.append(AccessLogMiddleware(logger: logger)) }
         // Before the access check: a preflight never carries the token.

@@ -12,6 +12,9 @@ import Synchronization
 struct MetricsMiddleware: HTTPMiddleware {
     let http: HTTPMetrics
 
+    /// The server's own answers (401 before the body, 413, 408, ...) are counted too.
+    var wrapsServerAnswers: Bool { true }
+
     func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
         let reply: HTTPReply
         do {

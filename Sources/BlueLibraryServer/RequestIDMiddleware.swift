@@ -6,6 +6,9 @@ import Synchronization
 struct RequestIDMiddleware: HTTPMiddleware {
     let generator = RequestIDGenerator()
 
+    /// The server's own answers (401 before the body, 413, 408, ...) carry the id too.
+    var wrapsServerAnswers: Bool { true }
+
     func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
         var context = context
         if let incoming = request.headers["X-Request-Id"], Self.isAcceptable(incoming) {

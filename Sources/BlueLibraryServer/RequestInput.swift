@@ -55,10 +55,12 @@ enum RequestInput {
         return try library { () throws(LibraryError) in try AlbumID.parse(text) }
     }
 
-    /// An absolute URL for `path` as the client sees the server (behind a proxy: its scheme and host).
+    /// An absolute URL for `path` (a path of this server, `/albums?...`) as the client sees the
+    /// server: behind a proxy its scheme, host and path prefix (`X-Forwarded-Prefix`). Without a
+    /// plausible host, the path with the prefix.
     static func absoluteURL(_ path: String, _ context: RequestContext) -> String {
-        guard let host = context.host, isPlausibleHost(host) else { return path }
-        return "\(context.scheme)://\(host)\(path)"
+        guard let host = context.host, isPlausibleHost(host) else { return context.pathPrefix + path }
+        return "\(context.scheme)://\(host)\(context.pathPrefix)\(path)"
     }
 
     /// A host[:port] made only of what host names and IP literals use; anything else (a client

@@ -15,8 +15,13 @@ struct SettingsRoutes {
         ETag.strong(for: value.encoded())
     }
 
+    /// `Cache-Control: no-cache`, on the 200 and its 304 alike (RFC 9110 §15.4.5): the document
+    /// holds no secret (the token's hash is never in it), so a client may keep it and
+    /// revalidate with its ETag, which is what the ETag is for; no-cache makes every use ask
+    /// the server, where the token is checked (and a shared cache never stores an answer to a
+    /// request with `Authorization`, RFC 9111 §3.5).
     static func response(_ value: LibrarySettings, pretty: Bool) throws -> HTTPResponse {
-        try JSONBody.response(value, pretty: pretty, headers: ["ETag": etag(value), "Cache-Control": "no-store"])
+        try JSONBody.response(value, pretty: pretty, headers: ["ETag": etag(value), "Cache-Control": "no-cache"])
     }
 
     func register(into routes: inout RouterBuilder) {

@@ -52,15 +52,16 @@ struct SystemRoutes {
             try ConditionalGET.respond(to: request, with: specResponse)
         }
 
-        let index = Self.indexDocument()
         // A browser (its Accept names text/html) is sent to the web app; anything else (curl
         // sends */*) gets the index of links. Both answers vary by Accept. The Location is
         // relative, so it also works under a proxy's path prefix.
         let toApp = HTTPResponse(status: .found, headers: ["Location": "app/", "Vary": "Accept", "Cache-Control": "no-cache"])
-        routes.add(.get, "/") { request, _ in
+        routes.add(.get, "/") { request, context in
             if Self.acceptsHTML(request.headers["Accept"]) { return toApp }
             return try ConditionalGET.respond(
-                to: request, with: JSONBody.response(index, pretty: request.wantsPretty, headers: ["Vary": "Accept"]))
+                to: request,
+                with: JSONBody.response(Self.indexDocument(prefix: context.pathPrefix), pretty: request.wantsPretty,
+                                        headers: ["Vary": "Accept", "Cache-Control": "no-cache"]))
         }
     }
 
@@ -76,9 +77,10 @@ struct SystemRoutes {
         }
     }
 
-    /// The index of links at `/`.
-    static func indexDocument() -> ServiceIndex {
-        ServiceIndex(
+    /// The index of links at `/`; behind a proxy's path prefix (`X-Forwarded-Prefix`) each
+    /// link starts with it.
+    static func indexDocument(prefix: String = "") -> ServiceIndex {
+        var index = ServiceIndex(
             service: "bluelibrary",
             version: BlueLibraryVersion.current,
             links: [
@@ -95,6 +97,10 @@ struct SystemRoutes {
                 .init(rel: "openapi", href: "/openapi.yaml", title: "OpenAPI 3.1 description of every route"),
                 .init(rel: "docs", href: "/docs/", title: "The API reference (openapi.yaml as a readable page)"),
             ])
+        if !prefix.isEmpty {
+            index.links = index.links.map { .init(rel: $0.rel, href: prefix + $0.href, title: $0.title) }
+        }
+        return index
     }
 
     /// Reads the bundled OpenAPI document.
@@ -114,7 +120,7 @@ struct ServiceIndex: Encodable {
     }
     let service: String
     let version: String
-    let links: [Link]
+    var links: [Link]
 }
 
 /// The one version string: `bluelibrary --version`, `GET /`, the "listening" log line. The

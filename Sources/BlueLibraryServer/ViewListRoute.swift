@@ -60,7 +60,7 @@ struct ViewListRoute {
         let view = try ViewRoutes.viewID(context)
         guard pages.isWarm(view), let known = libraries.viewVersionInMemory(view) else { return nil }
         let key = key(request, view: view, version: known, paging: settings.paging)
-        return fromMemory(request, context, key: key, version: (known.versions, known.versions.reduce(0, &+)))
+        return fromMemory(request, context, key: key, version: (known.versions, known.versions.reduce(0, &+)), queryIsValid: false)
     }
 
     /// Any view page request: from memory if it can be, else read in one snapshot of the
@@ -68,8 +68,10 @@ struct ViewListRoute {
     func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let (key, version, paging) = try lookup(request, context)
         pages.warmed(key.view)  // its definition and every source's version are in memory now
-        if let answered = fromMemory(request, context, key: key, version: version) { return answered }
+        if let answered = fromMemory(request, context, key: key, version: version, queryIsValid: false) { return answered }
+        // The query before any precondition (see AlbumListRoute): 400 even with `If-None-Match: *`.
         let pageRequest = try AlbumListRoute.pageRequest(from: request, paging: paging, seal: seal)
+        if let answered = fromMemory(request, context, key: key, version: version, queryIsValid: true) { return answered }
         let pretty = request.wantsPretty
         let page = try pages.cache.value(key, version: version.sum) {
             let (page, sources, steady) = try library { () throws(LibraryError) in
@@ -108,9 +110,12 @@ struct ViewListRoute {
     }
 
     private func fromMemory(
-        _ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: (versions: [Int64], sum: Int64)
+        _ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: (versions: [Int64], sum: Int64),
+        queryIsValid: Bool
     ) -> HTTPResponse? {
         let cached = pages.cache.current(key, version: version.sum)
+        // A cached page proves the query valid; otherwise no 304 before it was parsed.
+        guard cached != nil || queryIsValid else { return nil }
         let etag = cached?.etag
         if let matched = request.headers.withFirstValue("If-None-Match", { ETag.list($0, matches: etag ?? key.etag(versions: version.versions)) }),
             matched

@@ -23,6 +23,24 @@ final class Connection {
         var receivedAt: ContinuousClock.Instant
     }
 
+    /// The request a server's own answer is for (its head, without the body), when the head was
+    /// read: what the middleware that wraps such answers sees.
+    struct AnsweredHead {
+        var head: HTTPRequestHead
+        var resolution: Router.Resolution
+        var receivedAt: ContinuousClock.Instant
+
+        init(_ pending: PendingRequest) {
+            self.init(head: pending.head, resolution: pending.resolution, receivedAt: pending.receivedAt)
+        }
+
+        init(head: HTTPRequestHead, resolution: Router.Resolution, receivedAt: ContinuousClock.Instant) {
+            self.head = head
+            self.resolution = resolution
+            self.receivedAt = receivedAt
+        }
+    }
+
     /// How the response to the current request must be framed.
     struct ResponseFraming {
         var isHead: Bool
@@ -221,13 +239,19 @@ final class Connection {
                     return false
                 case let .head(head, consumed):
                     inputStart += consumed
-                    try beginRequest(head, headBytes: consumed)
+                    beginRequest(head, headBytes: consumed)
                     return true
                 }
             }
-            // Take the pending request out first: with two references to the body buffer,
-            // every append would copy the whole body (quadratic uploads).
-            guard case (var pending, let progress)? = state.takeBodyRequest() else { return false }
+        } catch {
+            // A head that cannot be parsed: no request to name.
+            answerParseError(error, for: nil)
+            return false
+        }
+        // Take the pending request out first: with two references to the body buffer,
+        // every append would copy the whole body (quadratic uploads).
+        guard case (var pending, let progress)? = state.takeBodyRequest() else { return false }
+        do {
             let used = try pending.decoder.consume(input, from: inputStart)
             inputStart += used
             if pending.decoder.isComplete {
@@ -237,19 +261,26 @@ final class Connection {
             }
             return used > 0
         } catch {
-            answerParseError(error)
+            answerParseError(error, for: AnsweredHead(pending))
             return false
         }
     }
 
-    private func beginRequest(_ head: HTTPRequestHead, headBytes: Int) throws(HTTPParseError) {
+    private func beginRequest(_ head: HTTPRequestHead, headBytes: Int) {
         let resolution = shared.router.resolve(method: head.method, path: Self.path(of: head.target))
         let limit = resolution.options.maxBodyBytes ?? shared.limits.maxBodyBytes
         // Trailer fields get what the head left of the head limits.
         let trailerLimits = HTTPBodyDecoder.TrailerLimits(
             bytes: max(0, shared.limits.maxHeadBytes - headBytes),
             fields: max(0, shared.limits.maxHeaderCount - head.headers.count))
-        let decoder = try HTTPBodyDecoder(framing: head.framing, limit: limit, trailerLimits: trailerLimits)
+        let decoder: HTTPBodyDecoder
+        do {
+            decoder = try HTTPBodyDecoder(framing: head.framing, limit: limit, trailerLimits: trailerLimits)
+        } catch {
+            // Refused from the head (a Content-Length over the limit: 413): the request is known.
+            answerParseError(error, for: AnsweredHead(head: head, resolution: resolution, receivedAt: loop.wokeAt))
+            return
+        }
         let pending = PendingRequest(head: head, resolution: resolution, decoder: decoder, receivedAt: loop.wokeAt)
         if decoder.isComplete {
             dispatch(pending)
@@ -301,8 +332,13 @@ final class Connection {
             }
             return used > 0
         } catch {
-            body.stream.fail(.rejected)
-            answerParseError(error)
+            // Its responder has the request (its middleware ran): it answers, with the server's
+            // answer it reads from the stream (`rejection`), so that answer has the request id
+            // and its access log line. Nothing more is read meanwhile, nothing times out; what
+            // the client still sends is dropped by the lingering close after the answer.
+            shared.onParseError(error, peerAddress)
+            body.stream.fail(.rejected, answer: HTTPError(error.status, detail: error.detail))
+            state.putStreamedBody(nil)
             return false
         }
     }
@@ -327,7 +363,7 @@ final class Connection {
         case .proceed:
             return false
         case let .refuse(response):
-            refuseBeforeBody(response, version: head.version)
+            refuseBeforeBody(response, for: pending)
             return true
         case let .decideOnWorker(decide):
             // Nothing is read while the check runs.
@@ -345,7 +381,7 @@ final class Connection {
     private func headChecked(_ response: HTTPResponse?) {
         guard let pending = state.takeCheckedHead() else { return }
         if let response {
-            refuseBeforeBody(response, version: pending.head.version)
+            refuseBeforeBody(response, for: pending)
             return
         }
         awaitBody(pending)
@@ -354,15 +390,20 @@ final class Connection {
 
     /// Answers from the head and closes: the body is never read, so what follows in the
     /// input cannot be trusted as a next request.
-    private func refuseBeforeBody(_ response: HTTPResponse, version: HTTPVersion) {
-        answerWithError(response, version: version)
+    private func refuseBeforeBody(_ response: HTTPResponse, for pending: PendingRequest) {
+        answerWithError(response, version: pending.head.version, for: AnsweredHead(pending))
     }
 
     /// The server's own answer (a refused head, a parse error, a timeout), after which the
     /// connection closes by lingering: what is buffered cannot be trusted as a next request,
     /// and a body still streaming to a responder is abandoned.
-    private func answerWithError(_ response: HTTPResponse, version: HTTPVersion) {
-        var response = response
+    ///
+    /// The answer passes through the router's middleware for server answers, so it carries the
+    /// request id and is logged and counted like any other: `request` is the head when one was
+    /// read. (A streamed body that fails is answered by its responder instead, whose middleware
+    /// already runs: see `pumpRequestBody` and `timedOut`.)
+    private func answerWithError(_ response: HTTPResponse, version: HTTPVersion, for request: AnsweredHead?) {
+        var response = throughServerAnswerMiddleware(response, request)
         response.headers.set("Connection", "close")
         input.removeAll()
         inputStart = 0
@@ -370,6 +411,23 @@ final class Connection {
         if let body = state.takeStreamedBody() { body.stream.abandon() }
         state.answerWithError(version: version)
         complete(response)
+    }
+
+    /// `response` through ``Router/serverAnswer(_:to:context:)``, for `answered` or, when not
+    /// even a head was read, for a placeholder request (`-` as method and target).
+    private func throughServerAnswerMiddleware(_ response: HTTPResponse, _ answered: AnsweredHead?) -> HTTPResponse {
+        guard let answered else {
+            let request = HTTPRequest(method: HTTPMethod(rawValue: "-"), target: "-")
+            return shared.router.serverAnswer(
+                response, to: request, context: RequestContext(peerAddress: peerAddress, receivedAt: loop.wokeAt))
+        }
+        let head = answered.head
+        let request = HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers, body: [])
+        let context = RequestContext(
+            peerAddress: peerAddress, parameters: answered.resolution.parameters,
+            routePattern: answered.resolution.pattern, routeIndex: answered.resolution.routeIndex,
+            host: head.headers["Host"], receivedAt: answered.receivedAt)
+        return shared.router.serverAnswer(response, to: request, context: context)
     }
 
     private static func path(of target: String) -> Substring {
@@ -483,10 +541,10 @@ final class Connection {
         if !driving { drive() }
     }
 
-    private func answerParseError(_ error: HTTPParseError) {
+    private func answerParseError(_ error: HTTPParseError, for request: AnsweredHead?) {
         // After a framing error the rest of the input cannot be trusted.
         shared.onParseError(error, peerAddress)
-        answerWithError(HTTPError(error.status, detail: error.detail).response(), version: .http1_1)
+        answerWithError(HTTPError(error.status, detail: error.detail).response(), version: .http1_1, for: request)
     }
 
     // MARK: - Streams
@@ -617,7 +675,15 @@ final class Connection {
         switch state.timedOut(hasBufferedInput: inputStart < input.count, outputEmpty: output.isEmpty) {
         case let .requestTimeout(detail):
             shared.onTimeout(peerAddress)
-            answerWithError(HTTPError(.requestTimeout, detail: detail).response(), version: .http1_1)
+            if let body = state.takeStreamedBody() {
+                // A streamed body that stalled: its responder has the request and answers the
+                // 408 (see `pumpRequestBody`).
+                body.stream.fail(.rejected, answer: HTTPError(.requestTimeout, detail: detail))
+                state.putStreamedBody(nil)
+                return
+            }
+            answerWithError(HTTPError(.requestTimeout, detail: detail).response(), version: .http1_1,
+                            for: state.pendingRequest.map(AnsweredHead.init))
         case let .close(counted):
             if counted { shared.onTimeout(peerAddress) }
             close()

@@ -312,6 +312,14 @@ struct ConnectionStateMachine {
         closing = .whenFlushedAfterError
     }
 
+    /// The request whose head was read and whose body is awaited or checked (nil otherwise).
+    var pendingRequest: Connection.PendingRequest? {
+        switch phase {
+        case let .readingBody(pending, _), let .checkingHead(pending): return pending
+        default: return nil
+        }
+    }
+
     /// How the current response is framed (while processing).
     var responseFraming: Connection.ResponseFraming? {
         switch phase {

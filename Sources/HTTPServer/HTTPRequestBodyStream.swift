@@ -16,7 +16,8 @@ public final class HTTPRequestBodyStream: Sendable {
     public enum Failure: Error, Sendable, Equatable {
         /// The client closed or the connection timed out before the body ended.
         case truncated
-        /// The body was badly framed or over the route's limit (the server answers that itself).
+        /// The body was badly framed, over the route's limit, or stalled: ``rejection`` is the
+        /// answer the server gives for it, which the responder should throw or send.
         case rejected
     }
 
@@ -28,6 +29,8 @@ public final class HTTPRequestBodyStream: Sendable {
         var received = 0
         var finished = false
         var failure: Failure?
+        /// What the server answers for the failure (413, 400, 408), when it is the server's to say.
+        var answer: HTTPError?
         /// The loop stopped reading until the responder catches up.
         var paused = false
         /// The responder answered; further bytes are dropped.
@@ -85,6 +88,12 @@ public final class HTTPRequestBodyStream: Sendable {
     /// Body bytes received so far.
     public var receivedBytes: Int { state.withLock { $0.received } }
 
+    /// The answer to a body the server rejected (badly framed, over the route's limit: 400,
+    /// 413) or that stalled (408), once ``next()`` threw. The connection leaves the answer to
+    /// the responder, so that it goes out through the route's middleware (request id, access
+    /// log) like any other: a responder whose read failed throws this (nil: the client left).
+    public var rejection: HTTPError? { state.withLock { $0.answer } }
+
     // MARK: - The event loop's side
 
     /// Hands `bytes` over. Returns false when the window is full: the loop stops reading until
@@ -109,10 +118,14 @@ public final class HTTPRequestBodyStream: Sendable {
         available.signal()
     }
 
-    /// The body will not end: `next()` throws `failure` once the queued bytes are taken.
-    func fail(_ failure: Failure) {
+    /// The body will not end: `next()` throws `failure` once the queued bytes are taken;
+    /// `answer` is what the responder should answer (``rejection``).
+    func fail(_ failure: Failure, answer: HTTPError? = nil) {
         state.withLock { state in
-            if !state.finished, state.failure == nil { state.failure = failure }
+            if !state.finished, state.failure == nil {
+                state.failure = failure
+                state.answer = answer
+            }
         }
         available.signal()
     }

@@ -112,6 +112,19 @@ public protocol HTTPMiddleware: Sendable {
     func handle(
         _ request: HTTPRequest, context: RequestContext, next: any HTTPResponder
     ) throws -> HTTPReply
+
+    /// Whether it also wraps the answers the server makes itself, before a request reaches a
+    /// route: a head refused by the ``HeadCheck`` (401, 429), a framing error (400, 413, 431,
+    /// ...), a 408. Such middleware sees the request head (no body), and the answer as what
+    /// `next` replies; it must not answer by itself there, nor block when `next` answers at
+    /// once (the chain runs on the event loop). Middleware that observes or stamps responses
+    /// (request id, access log, metrics, forwarded headers) says true; one that decides
+    /// (authentication) keeps the default, false.
+    var wrapsServerAnswers: Bool { get }
+}
+
+extension HTTPMiddleware {
+    public var wrapsServerAnswers: Bool { false }
 }
 
 /// One middleware bound to the responder it wraps.

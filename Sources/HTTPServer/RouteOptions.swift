@@ -16,7 +16,10 @@ public struct RouteOptions: Sendable {
     public var maxBodyBytes: Int?
     /// The responder starts once the head is read and pulls the body from
     /// `HTTPRequest.bodyStream` instead of getting it whole in `body`. Such a responder always
-    /// runs on the worker pool (reading the stream blocks), whatever `execution` says.
+    /// runs on the worker pool (reading the stream blocks), whatever `execution` says. When
+    /// the server rejects the body on its way (badly framed, over `maxBodyBytes`: 400, 413) or
+    /// it stalls (408), the stream's read throws and the responder answers: it throws (or
+    /// sends) `bodyStream.rejection`, so the answer goes through its middleware like any other.
     public var streamsBody: Bool
     /// With `streamsBody`: how many body bytes may wait for the responder before the server
     /// stops reading from the client.

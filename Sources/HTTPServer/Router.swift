@@ -25,10 +25,14 @@ public final class Router: Sendable {
     /// resolve with one hash lookup and no splitting.
     private let literalPaths: [Substring: RouteNode]
     private let notFound: any HTTPResponder
+    /// The middleware that wraps the server's own answers (``HTTPMiddleware/wrapsServerAnswers``),
+    /// outermost first.
+    private let serverAnswerMiddleware: [any HTTPMiddleware]
 
     init(root: RouteNode, routeTable: [(HTTPMethod, String)], middleware: [any HTTPMiddleware],
          errorRenderer: ErrorRenderer) {
         self.root = root
+        self.serverAnswerMiddleware = middleware.filter(\.wrapsServerAnswers)
         self.routeTable = routeTable.map { (method: $0.0, pattern: $0.1) }
         var literalPaths: [Substring: RouteNode] = ["/": root]
         func collect(_ node: RouteNode, _ prefix: String) {
@@ -44,6 +48,18 @@ public final class Router: Sendable {
             ErrorCatchingResponder(renderer: errorRenderer, wrapped: ClosureResponder { request, _ in
                 throw HTTPError(.notFound, detail: "There is no resource at \(request.path). GET / lists what there is.")
             }))
+    }
+
+    /// `response`, an answer the server made itself (a refused head, a framing error, a
+    /// timeout), as the middleware that wraps such answers sends it: with the request id, in
+    /// the access log and the metrics like any other response. `request` is the head (no body),
+    /// or a placeholder when not even a head was read. Runs on the event loop; the rare
+    /// middleware that would still block is run to its end here, and one that throws leaves the
+    /// answer as it was.
+    public func serverAnswer(_ response: HTTPResponse, to request: HTTPRequest, context: RequestContext) -> HTTPResponse {
+        guard !serverAnswerMiddleware.isEmpty else { return response }
+        let chain = serverAnswerMiddleware.wrapping(ClosureResponder { _, _ in response })
+        return (try? chain.respond(to: request, context: context).resolve()) ?? response
     }
 
     public func resolve(method: HTTPMethod, path: Substring) -> Resolution {

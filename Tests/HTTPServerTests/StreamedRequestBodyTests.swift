@@ -38,6 +38,8 @@ import Testing
                 }
                 result.peak = stream.peakQueuedBytes
                 seen.put(result)
+                // A body the server rejected or that stalled: the server's answer (RouteOptions.streamsBody).
+                if let rejection = stream.rejection { throw rejection }
                 return HTTPResponse(contentType: "text/plain", bytes: Array("\(result.count)".utf8))
             }
             routes.add(.post, "/refuse", options: options) { _, _ in

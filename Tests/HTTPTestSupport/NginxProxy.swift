@@ -31,9 +31,18 @@ public final class NginxProxy {
     }
 
     /// nginx serving one server under a path prefix (`/music/` → the server's `/`), as a
-    /// proxy that mounts the service below its own root would; streams pass unbuffered.
-    public convenience init(upstreamPort: Int, pathPrefix: String) throws {
+    /// proxy that mounts the service below its own root would; streams pass unbuffered. With
+    /// `forwardsPrefix` it says so as the README's example does
+    /// (`proxy_set_header X-Forwarded-Prefix /music;`, replacing whatever the client sent), and
+    /// forwards the client address, scheme and host.
+    public convenience init(upstreamPort: Int, pathPrefix: String, forwardsPrefix: Bool = false) throws {
         precondition(pathPrefix.hasPrefix("/") && pathPrefix.hasSuffix("/") && pathPrefix.count > 1, "a prefix like /music/")
+        let forwarded = forwardsPrefix ? """
+                    proxy_set_header X-Forwarded-Prefix \(pathPrefix.dropLast());
+                    proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+                    proxy_set_header X-Forwarded-Proto $scheme;
+                    proxy_set_header X-Forwarded-Host $http_host;
+            """ : ""
         let site = """
             server {
                 listen 80;
@@ -42,6 +51,7 @@ public final class NginxProxy {
                     proxy_http_version 1.1;
                     proxy_set_header Connection "";
                     proxy_set_header Host $http_host;
+            \(forwarded)
                     proxy_buffering off;
                     proxy_read_timeout 1h;
                 }

@@ -10,6 +10,9 @@ public enum IntegerRules {
     public static let positions = 0...Int(Int32.max)
     /// A library version (`since`, `Last-Event-ID`): 0 to 2^63 - 1.
     public static let versions = 0...Int(Int64.max)
+    /// A version in a JSON document (an archive's `version`): below `JSONNumber.integerLimit`,
+    /// the largest integer a JSON number is read exactly as.
+    public static let documentVersions = 0...(Int(JSONNumber.integerLimit) - 1)
 
     /// What a field in `range` must be: "a whole number from 0 to 2147483647".
     public static func wholeNumber(_ range: ClosedRange<Int>) -> String {

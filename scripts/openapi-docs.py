@@ -121,6 +121,8 @@ class Page:
             facts.append('always <code>%s</code>' % html.escape(str(schema['const'])))
         if 'minimum' in schema or 'maximum' in schema:
             facts.append('%s to %s' % (schema.get('minimum', '…'), schema.get('maximum', '…')))
+        if 'minLength' in schema or 'maxLength' in schema:
+            facts.append('%s to %s characters' % (schema.get('minLength', 0), schema.get('maxLength', '…')))
         if 'default' in schema:
             facts.append('default <code>%s</code>' % html.escape(str(schema['default'])))
         if 'pattern' in schema:

@@ -6,9 +6,10 @@ Usage: check-response-schema.py OPENAPI_YAML SAMPLES_JSON
 SAMPLES_JSON is a list of {"method", "template" (the spec's path template), "path", "status",
 "contentType", "body" (the JSON text, or null)}. Every sample's operation, status and media
 type must be in the spec, and a JSON body must validate against its schema (jsonschema,
-Draft 2020-12, as OpenAPI 3.1 uses). A sample {"event", "data"} is one Server-Sent Event of
-GET /events: its name must be in that response's `x-event-schemas` and its data (JSON) must
-validate against the schema named there. Prints one line per problem and a summary; exits 1 if
+Draft 2020-12, as OpenAPI 3.1 uses). A sample {"event", "data", "template"} is one
+Server-Sent Event of the stream `template` (GET /events when absent, or its
+/libraries/{lib}/events copy): its name must be in the `x-event-schemas` of that operation's
+200 response and its data (JSON) must validate against the schema named there. Prints one line per problem and a summary; exits 1 if
 there was any problem. Run by Tests/BlueLibraryServerTests/ResponseSchemaTests.swift;
 scripts/test installs the Python modules it needs (PyYAML, jsonschema, referencing).
 """
@@ -39,11 +40,15 @@ def rewrite(node):
     return node
 
 failures = 0
-eventSchemas = spec["paths"]["/events"]["get"]["responses"]["200"]["x-event-schemas"]
+def event_schemas(template):
+    response = deref(spec["paths"].get(template, {}).get("get", {}).get("responses", {}).get("200", {}))
+    return response.get("x-event-schemas") or {}
+
 for s in samples:
     if "event" in s:
-        where = "event %s %s" % (s["event"], s["data"][:200])
-        schema = eventSchemas.get(s["event"])
+        template = s.get("template", "/events")
+        where = "event %s of %s %s" % (s["event"], template, s["data"][:200])
+        schema = event_schemas(template).get(s["event"])
         if schema is None:
             print("EVENT NOT IN SPEC:", where); failures += 1; continue
         try:

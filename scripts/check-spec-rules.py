@@ -7,9 +7,15 @@ OPEN_PATH are the paths the server never protects (AccessGuard: exact paths, or 
 for a mount and everything under it). Every operation must declare `security`: `[]` on an
 open path (and then no 401/429), else `[{}, {bearer: []}]` (open while the lock is off, the
 bearer token once it is on) with 401 and 429 responses; every operation with a request body
-must list 415. Prints one line per problem; exits 1 if there was any. Run by
+must list 415. Every integer a client sends (a query or path parameter, a member of a JSON
+request body) states its `minimum` and `maximum`, so generators and fuzzers see the range the
+server keeps (SpecBoundsTests checks the server against them). Every `/libraries/{lib}/...`
+copy (`x-same-as`) is its bare route with only the differences
+scripts/openapi-library-copies.py makes (operation id, tags, `LibraryId`, a 404), event
+schemas and all. Prints one line per problem; exits 1 if there was any. Run by
 Tests/BlueLibraryServerTests/OpenAPISpecTests.swift.
 """
+import copy
 import sys
 import yaml
 
@@ -42,6 +48,92 @@ for path, item in spec['paths'].items():
                     problems.append('%s: lists %s (the lock can answer it)' % (where, code))
         if 'requestBody' in operation and '415' not in responses:
             problems.append('%s: reads a body, so lists 415' % where)
+
+
+def deref(node):
+    while isinstance(node, dict) and '$ref' in node:
+        target = spec
+        for part in node['$ref'][2:].split('/'):
+            target = target[part.replace('~1', '/').replace('~0', '~')]
+        node = target
+    return node
+
+
+def branches(schema):
+    schema = deref(schema)
+    out = [schema]
+    for key in ('anyOf', 'oneOf', 'allOf'):
+        for branch in schema.get(key, []):
+            out += branches(branch)
+    return out
+
+
+def integer_members(schema, prefix=''):
+    """(name, schema) of every integer member of an object schema, nested objects too."""
+    out = []
+    for branch in branches(schema):
+        for name, member in (branch.get('properties') or {}).items():
+            for b in branches(member):
+                kind = b.get('type')
+                kinds = kind if isinstance(kind, list) else [kind]
+                if 'integer' in kinds:
+                    out.append((prefix + name, b))
+                elif 'object' in kinds and b.get('properties'):
+                    out += integer_members(b, prefix + name + '.')
+    return out
+
+
+for path, item in spec['paths'].items():
+    if 'x-same-as' in item:
+        continue
+    for method, operation in item.items():
+        if method not in ('get', 'put', 'post', 'delete', 'patch'):
+            continue
+        where = '%s %s' % (method.upper(), path)
+        for parameter in item.get('parameters', []) + operation.get('parameters', []):
+            parameter = deref(parameter)
+            for b in branches(parameter.get('schema', {})):
+                if b.get('type') == 'integer' and 'enum' not in b and not ('minimum' in b and 'maximum' in b):
+                    problems.append('%s: the integer parameter %s states its minimum and maximum' % (where, parameter['name']))
+        body = deref(operation.get('requestBody') or {})
+        for media, content in (body.get('content') or {}).items():
+            if media.endswith('json'):
+                for name, b in integer_members(content.get('schema', {})):
+                    if 'enum' not in b and 'const' not in b and not ('minimum' in b and 'maximum' in b):
+                        problems.append('%s: the integer %s of its %s body states its minimum and maximum' % (where, name, media))
+
+
+def as_copy(path, item):
+    """The bare route's path item as openapi-library-copies.py copies it, without what the
+    copy adds at the path level."""
+    item = copy.deepcopy(item)
+    for method, operation in item.items():
+        if not isinstance(operation, dict) or method not in ('get', 'put', 'post', 'delete', 'patch'):
+            continue
+        operation['operationId'] = operation.get('operationId', '') + 'InLibrary'
+        operation['tags'] = operation.get('tags', []) + ['libraries']
+        responses = operation.setdefault('responses', {})
+        responses.setdefault('404', {'$ref': '#/components/responses/LibraryNotFound'})
+    item['parameters'] = [{'$ref': '#/components/parameters/LibraryId'}] + item.get('parameters', [])
+    return item
+
+
+for path, item in spec['paths'].items():
+    original = item.get('x-same-as')
+    if original is None:
+        continue
+    if original not in spec['paths'] or path != '/libraries/{lib}' + original:
+        problems.append('%s: x-same-as %s names no bare route it copies' % (path, original))
+        continue
+    mine = {k: v for k, v in item.items() if k not in ('x-same-as', 'summary', 'description')}
+    expected = as_copy(original, spec['paths'][original])
+    for method in sorted(set(mine) | set(expected)):
+        if mine.get(method) != expected.get(method):
+            problems.append('%s: %s differs from %s (run scripts/openapi-library-copies.py)' % (path, method, original))
+    events = lambda i: ((i.get('get') or {}).get('responses', {}).get('200') or {}).get('x-event-schemas')
+    if events(spec['paths'][original]) and events(item) != events(spec['paths'][original]):
+        problems.append('%s: its events have not the schemas of %s' % (path, original))
+
 for problem in problems:
     print(problem)
 print('%d problems' % len(problems))

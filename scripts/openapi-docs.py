@@ -6,7 +6,9 @@ Usage: openapi-docs.py [--check] OPENAPI_YAML OUTPUT_HTML
 One static HTML page, no script: the document's description (paging for client authors,
 security, query parameters), a table of contents by tag, every operation (method, path,
 summary, security, parameters, request body, every response with its media types and schema),
-the event schemas of /events and every schema of `components/schemas`. Descriptions are the
+the event schemas of /events and every schema of `components/schemas`, and every example the
+spec gives (parameters, request and response bodies, response headers, schemas), each shown as
+`example_text` writes it (scripts/check-docs-examples.py checks that none is left out). Descriptions are the
 spec's Markdown, rendered with a small subset (paragraphs, `-` lists, fenced code, `code`,
 **bold**, [links](url)). The style sheet is Resources/docs/docs.css beside it.
 With --check nothing is written: the exit status is 1 when OUTPUT_HTML is not what this script
@@ -14,6 +16,7 @@ would write (Tests/BlueLibraryServerTests/DocsTests.swift runs it so). Edit open
 run this to refresh the page.
 """
 import html
+import json
 import re
 import sys
 
@@ -69,6 +72,14 @@ def markdown(text):
     return '\n'.join(out)
 
 
+def example_text(value):
+    """How an example is shown: a string as it is (without a final newline), anything else as
+    indented JSON."""
+    if isinstance(value, str):
+        return value.rstrip('\n')
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
 def anchor(*parts):
     return re.sub(r'[^a-zA-Z0-9]+', '-', '-'.join(parts)).strip('-').lower()
 
@@ -110,13 +121,46 @@ class Page:
             facts.append('always <code>%s</code>' % html.escape(str(schema['const'])))
         if 'minimum' in schema or 'maximum' in schema:
             facts.append('%s to %s' % (schema.get('minimum', '…'), schema.get('maximum', '…')))
+        if 'minLength' in schema or 'maxLength' in schema:
+            facts.append('%s to %s characters' % (schema.get('minLength', 0), schema.get('maxLength', '…')))
         if 'default' in schema:
             facts.append('default <code>%s</code>' % html.escape(str(schema['default'])))
         if 'pattern' in schema:
             facts.append('pattern <code>%s</code>' % html.escape(schema['pattern']))
         if 'format' in schema:
             facts.append(html.escape(schema['format']))
-        return text + (' (' + '; '.join(facts) + ')' if facts else '')
+        text += ' (' + '; '.join(facts) + ')' if facts else ''
+        shown = ([schema['example']] if 'example' in schema else []) + list(schema.get('examples') or [])
+        if shown:
+            text += ', e.g. ' + ', '.join('<code>%s</code>' % html.escape(example_text(v), quote=False) for v in shown)
+        return text
+
+    def examples(self, node):
+        """The examples of a parameter, header or media type object, as HTML (empty if none)."""
+        node = self.deref(node) if isinstance(node, dict) else {}
+        shown = []
+        if 'example' in node:
+            shown.append((None, node['example']))
+        for name, example in (node.get('examples') or {}).items():
+            example = self.deref(example)
+            if 'value' in example:
+                shown.append((example.get('summary') or name, example['value']))
+        out = []
+        for label, value in shown:
+            text = html.escape(example_text(value), quote=False)
+            if '\n' in text or len(text) > 60:
+                out.append('<details class="example"><summary>Example%s</summary><pre><code>%s</code></pre></details>'
+                           % (': ' + inline(label) if label else '', text))
+            else:
+                out.append('<p class="example">Example%s: <code>%s</code></p>' % (' (' + inline(label) + ')' if label else '', text))
+        return ''.join(out)
+
+    def headers(self, response):
+        """A response's headers: each name, with its examples."""
+        items = []
+        for name, header in (response.get('headers') or {}).items():
+            items.append('<li><code>%s</code>%s</li>' % (html.escape(name), self.examples(header)))
+        return '<ul class="headers">%s</ul>' % ''.join(items) if items else ''
 
     def operation(self, path, method, op, item):
         out = ['<section class="operation" id="%s">' % anchor('op', op.get('operationId', method + path))]
@@ -138,23 +182,25 @@ class Page:
         if parameters:
             out.append('<table><caption>Parameters</caption><tr><th>name</th><th>in</th><th>type</th><th>description</th></tr>')
             for p in parameters:
-                out.append('<tr><td><code>%s</code>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
+                out.append('<tr><td><code>%s</code>%s</td><td>%s</td><td>%s</td><td>%s%s</td></tr>' % (
                     html.escape(p['name']), ' <em>required</em>' if p.get('required') else '', p['in'],
-                    self.type_of(p.get('schema', {})), markdown(p.get('description', ''))))
+                    self.type_of(p.get('schema', {})), markdown(p.get('description', '')), self.examples(p)))
             out.append('</table>')
         body = self.deref(op.get('requestBody')) if op.get('requestBody') else None
         if body:
             out.append('<table><caption>Request body%s</caption><tr><th>media type</th><th>schema</th></tr>'
                        % (' (required)' if body.get('required') else ''))
             for media, content in body.get('content', {}).items():
-                out.append('<tr><td><code>%s</code></td><td>%s</td></tr>' % (html.escape(media), self.type_of(content.get('schema', {}))))
+                out.append('<tr><td><code>%s</code></td><td>%s%s</td></tr>'
+                           % (html.escape(media), self.type_of(content.get('schema', {})), self.examples(content)))
             out.append('</table>')
         out.append('<table><caption>Responses</caption><tr><th>status</th><th>description</th><th>body</th></tr>')
         for status, response in op.get('responses', {}).items():
             response = self.deref(response)
-            bodies = ', '.join('<code>%s</code> %s' % (html.escape(m), self.type_of(c.get('schema', {})))
+            bodies = ', '.join('<code>%s</code> %s%s' % (html.escape(m), self.type_of(c.get('schema', {})), self.examples(c))
                                for m, c in (response.get('content') or {}).items())
-            out.append('<tr><td>%s</td><td>%s</td><td>%s</td></tr>' % (html.escape(str(status)), markdown(response.get('description', '')), bodies))
+            out.append('<tr><td>%s</td><td>%s%s</td><td>%s</td></tr>'
+                       % (html.escape(str(status)), markdown(response.get('description', '')), self.headers(response), bodies))
         out.append('</table>')
         events = (op.get('responses', {}).get('200') or {}).get('x-event-schemas')
         if events:

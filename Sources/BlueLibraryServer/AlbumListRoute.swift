@@ -168,6 +168,21 @@ struct AlbumListRoute {
     /// The years a `yearFrom` / `yearTo` may name (an album's year is 1000 to 9999).
     static let yearRange = 1000...9999
 
+    /// The filter's own rules (no U+0000, at most 500 characters, `yearFrom <= yearTo`) as
+    /// query parameter problems: 400 `invalid-query-parameter` naming the first bad parameter,
+    /// every problem in `errors` (the domain's 422 is for filters in a view's body).
+    static func validatedQuery(_ filter: AlbumFilter) throws -> AlbumFilter {
+        do {
+            return try filter.validated()
+        } catch let LibraryError.invalid(failure) {
+            let message = failure.errors.map(\.message).joined(separator: "; ") + "."
+            throw HTTPError(.badRequest, detail: message, type: QueryParameters.problemType, title: "Invalid query parameter",
+                            errors: failure.errors.map { .init(field: $0.field, message: $0.message + ".") })
+        } catch {
+            throw error.httpError
+        }
+    }
+
     /// Reads `limit`, `cursor` or `offset`, `sort`, `q`, `artist`, `genre`, `yearFrom`, `yearTo`, `count`.
     static func pageRequest(from request: HTTPRequest, paging: LibrarySettings.Paging = .init(), seal: CursorSeal) throws -> PageRequest {
         let parameters = QueryParameters(request)
@@ -177,7 +192,7 @@ struct AlbumListRoute {
             artist: parameters.text("artist"), genre: parameters.text("genre"),
             yearFrom: try parameters.integer("yearFrom", in: Self.yearRange),
             yearTo: try parameters.integer("yearTo", in: Self.yearRange))
-        let query = AlbumQuery(sort: sort, filter: filter)
+        let query = AlbumQuery(sort: sort, filter: try Self.validatedQuery(filter))
         let maxLimit = min(max(paging.maxLimit, PageRequest.limitRange.lowerBound), PageRequest.limitRange.upperBound)
         let defaultLimit = min(max(paging.defaultLimit, PageRequest.limitRange.lowerBound), maxLimit)
         let limit = try parameters.integer("limit", in: PageRequest.limitRange.lowerBound...maxLimit) ?? defaultLimit

@@ -14,7 +14,7 @@ struct ChangeRoutes {
         routes.addForEachLibrary(.get, "/changes", options: .workerPool) { [libraries] request, context in
             let facade = try libraries.facade(context)
             let parameters = QueryParameters(request)
-            guard let since = try parameters.index("since").map(Int64.init) else {
+            guard let since = try parameters.integer("since", in: IntegerRules.versions).map(Int64.init) else {
                 throw QueryParameters.invalid(
                     "since", "since is required: the library version you last synced to (0 for everything still kept), as in /changes?since=0.")
             }

@@ -319,7 +319,7 @@ public final class EventHub: LibraryEventSink, Sendable {
                 }
                 _ = sink.send([Frame(
                     version: state.latest, name: "library.outdated",
-                    json: "{\"lastEventId\":\(JSONString.quoted(given)),\"version\":\(state.latest)}")])
+                    json: "{\"lastEventId\":\(JSONString.quotedASCII(given)),\"version\":\(state.latest)}")])
             }
             // A first frame, so the client knows the subscription is live.
             if announce { sink.comment(Self.subscribedFrame) }

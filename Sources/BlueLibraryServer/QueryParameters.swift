@@ -40,22 +40,27 @@ struct QueryParameters {
         }
     }
 
-    /// A whole number within `range`, else 400.
+    /// A whole number within `range`, else 400 naming the parameter and the range. Query
+    /// integers are text: decimal digits, with a leading `-` only (no `+`, fraction, exponent
+    /// or spaces); a number too large for 64 bits is out of range like any other.
     func integer(_ name: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let value = text(name) else { return nil }
-        guard value.utf8.count <= 20, let number = Int(value), range.contains(number) else {
-            throw Self.invalid(name, "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(Self.quoted(value))'.")
+        guard let number = Self.decimal(value), range.contains(number) else {
+            throw Self.invalid(name, "\(name) must be \(IntegerRules.wholeNumber(range)), not '\(Self.quoted(value))'.")
         }
         return number
     }
 
-    /// A non-negative whole number (an index or a version) written in decimal digits only.
+    /// A position (`index`): a whole number in `IntegerRules.positions`.
     func index(_ name: String) throws -> Int? {
-        guard let value = text(name) else { return nil }
-        guard !value.isEmpty, value.utf8.count <= 18, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let number = Int(value) else {
-            throw Self.invalid(name, "\(name) must be a non-negative whole number like 0 or 3, not '\(Self.quoted(value))'.")
-        }
-        return number
+        try integer(name, in: IntegerRules.positions)
+    }
+
+    /// `text` as a decimal integer (`-?[0-9]+`), nil for any other text or beyond 64 bits.
+    static func decimal(_ text: String) -> Int? {
+        let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]
+        guard !digits.isEmpty, digits.count <= 20, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int(text)
     }
 
     /// A value read by a domain parser: its failure (a validation error or an HTTP error) becomes

@@ -25,12 +25,22 @@ enum RequestInput {
         }
     }
 
-    /// An index from a path or query: a non-negative decimal integer, else 400.
+    /// An index from a path (`/albums/at/{index}`): a whole number in
+    /// `IntegerRules.positions` written in decimal digits, else 400
+    /// `urn:bluelibrary:problem:invalid-path-parameter` naming it and the range.
     static func index(_ text: String, name: String = "index") throws -> Int {
-        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = Int(text) else {
-            throw HTTPError(.badRequest, detail: "\(name) must be a non-negative whole number like 0 or 3, not '\(text)'.")
+        guard let value = QueryParameters.decimal(text), IntegerRules.positions.contains(value) else {
+            throw invalidPathParameter(name, "\(name) must be \(IntegerRules.wholeNumber(IntegerRules.positions)), not '\(QueryParameters.quoted(text))'.")
         }
         return value
+    }
+
+    static let invalidPathParameterType = "urn:bluelibrary:problem:invalid-path-parameter"
+
+    /// The 400 for a bad path parameter `name`; `message` starts with its name.
+    static func invalidPathParameter(_ name: String, _ message: String) -> HTTPError {
+        HTTPError(.badRequest, detail: message, type: invalidPathParameterType, title: "Invalid path parameter",
+                  errors: [.init(field: name, message: message)])
     }
 
     /// An optional integer query parameter within `range`.

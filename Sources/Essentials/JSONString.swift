@@ -37,6 +37,34 @@ public enum JSONString {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// `value` as a quoted JSON string literal made of printable ASCII only: besides what
+    /// `quoted(_:)` escapes, DEL and every character outside ASCII is written `\uXXXX` (a
+    /// surrogate pair above U+FFFF). For text a client chose and the server quotes back (an
+    /// unknown `Last-Event-ID`): it reads the same whatever charset the reader assumes.
+    public static func quotedASCII(_ value: String) -> String {
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar.value {
+            case 0x22: out += "\\\""
+            case 0x5C: out += "\\\\"
+            case 0x0A: out += "\\n"
+            case 0x0D: out += "\\r"
+            case 0x09: out += "\\t"
+            case 0x20..<0x7F: out.unicodeScalars.append(scalar)
+            case 0x10000...:
+                let offset = scalar.value - 0x10000
+                out += unicodeEscape(0xD800 + (offset >> 10)) + unicodeEscape(0xDC00 + (offset & 0x3FF))
+            default: out += unicodeEscape(scalar.value)
+            }
+        }
+        return out + "\""
+    }
+
+    private static func unicodeEscape(_ unit: UInt32) -> String {
+        let hex = String(unit, radix: 16)
+        return "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+    }
+
     /// Appends the escaped form of UTF-8 `bytes`, without the quotes.
     public static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8]) {
         var runStart = 0

@@ -67,6 +67,27 @@ import Testing
         #expect(try RawHTTPClient.request(port: port, path: "/docs/", headers: ["If-None-Match": etag]).status == 304)
     }
 
+    /// Issue 27: `/docs` dropped every example of openapi.yaml. Every example (parameters,
+    /// bodies, response headers, schemas, `components/examples`) is on the page the server
+    /// serves (scripts/check-docs-examples.py).
+    @Test func servedPageShowsEveryExampleOfTheSpec() throws {
+        let app = try TestApp.make()
+        app.start()
+        defer { app.shutdown() }
+        let page = try RawHTTPClient.request(port: app.port, path: "/docs/")
+        #expect(page.status == 200)
+        let directory = try TemporaryDirectory()
+        let served = directory.file("index.html")
+        try Data(page.body).write(to: URL(fileURLWithPath: served))
+        let run = try ChildProcess.run(
+            "/usr/bin/env", ["python3", Self.root.appendingPathComponent("scripts/check-docs-examples.py").path,
+                             Self.root.appendingPathComponent("openapi.yaml").path, served],
+            environment: ProcessInfo.processInfo.environment, mergeStderr: true)
+        let output = String(decoding: run.stdout, as: UTF8.self)
+        #expect(run.status == 0, "\(output)")
+        #expect(output.contains(" examples, 0 missing") && !output.hasPrefix("0 examples"), "\(output)")
+    }
+
     /// The values of the `src=` and `href=` attributes (quoted or not, any case) that leave the
     /// server: a scheme (`https:`, `data:`, `javascript:`, ...) or a network path (`//host`, and
     /// `\\host`, which browsers read the same). The page's own links are relative.

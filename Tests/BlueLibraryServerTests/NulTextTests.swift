@@ -6,8 +6,9 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Review finding 8 of issue 14: U+0000 in album text and in list filters is a 422 naming the
-/// field on both stores (PostgreSQL cannot store it; SQLite answers the same for one API).
+/// Review finding 8 of issue 14: U+0000 in album text and in a view's filter is a 422 naming the
+/// field on both stores (PostgreSQL cannot store it; SQLite answers the same for one API); in a
+/// list's query it is a 400 naming the parameter (issue 27).
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads)
 struct NulTextTests {
     enum Backend: String, CaseIterable, CustomTestStringConvertible {
@@ -35,8 +36,12 @@ struct NulTextTests {
                 port: app.port, method: method, path: path,
                 headers: json == nil ? [:] : ["Content-Type": "application/json"], body: Array((json ?? "").utf8))
         }
-        func expectRefused(_ response: RawHTTPClient.Response, field: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-            #expect(response.status == 422, "\(response.status) \(response.text)", sourceLocation: sourceLocation)
+        func expectRefused(_ response: RawHTTPClient.Response, field: String, status: Int = 422,
+                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+            #expect(response.status == status, "\(response.status) \(response.text)", sourceLocation: sourceLocation)
+            if status == 400 {
+                #expect(try response.json()["type"] as? String == "urn:bluelibrary:problem:invalid-query-parameter", sourceLocation: sourceLocation)
+            }
             #expect(response.header("Content-Type") == "application/problem+json", sourceLocation: sourceLocation)
             let errors = try response.json()["errors"] as? [[String: Any]] ?? []
             #expect(errors.contains { $0["field"] as? String == field && ($0["message"] as? String ?? "").contains("U+0000") },
@@ -49,11 +54,13 @@ struct NulTextTests {
         #expect(created.status == 201)
         let id = try #require(try created.json()["id"] as? String)
         try expectRefused(try call("PATCH", "/albums/\(id)", #"{"genre":"Jazz\u0000"}"#), field: "genre")
+        // In a query it is a bad query parameter (issue 27: it was a 422 "Invalid album").
         for field in ["q", "artist", "genre"] {
-            try expectRefused(try call("GET", "/albums?\(field)=a%00b"), field: field)
+            try expectRefused(try call("GET", "/albums?\(field)=a%00b"), field: field, status: 400)
         }
         _ = try call("POST", "/views", #"{"id":"all","sources":["default"]}"#)
-        try expectRefused(try call("GET", "/views/all/albums?q=%00"), field: "q")
+        try expectRefused(try call("GET", "/views/all/albums?q=%00"), field: "q", status: 400)
+        try expectRefused(try call("POST", "/views", #"{"id":"nul","sources":["default"],"filter":{"q":"\u0000"}}"#), field: "filter.q")
         #expect(try call("GET", "/albums?q=Blue").text.contains("Blue Train"), "nothing else changed")
     }
 }

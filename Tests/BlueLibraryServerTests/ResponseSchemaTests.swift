@@ -29,6 +29,10 @@ import Testing
         let port = app.port
         var samples: [Sample] = []
         let events = try SSEClient(port: port)
+        // The same stream through the per-library copy, and one over two libraries (created
+        // below, so it starts once `jazz` exists: opened then).
+        let libraryEvents = try SSEClient(port: port, path: "/libraries/default/events")
+        var multiEvents: SSEClient?
 
         @discardableResult
         func call(_ method: String, _ template: String, _ path: String, json: String? = nil, body: String? = nil,
@@ -101,6 +105,7 @@ import Testing
         try call("GET", "/libraries", "/libraries")
         try call("GET", "/libraries/{lib}", "/libraries/jazz")
         try call("PATCH", "/libraries/{lib}", "/libraries/jazz", json: #"{"name": "Jazz & Blues"}"#)
+        multiEvents = try SSEClient(port: port, query: "?library=default&library=jazz")
         let inJazz = try call("POST", "/libraries/{lib}/albums", "/libraries/jazz/albums", json: #"{"title": "Kind of Blue", "artist": "Miles Davis", "year": 1959}"#)
         let jazzID = try #require(try inJazz.json()["id"] as? String)
         try call("GET", "/libraries/{lib}/albums", "/libraries/jazz/albums?count=true")
@@ -130,26 +135,36 @@ import Testing
         try call("POST", "/albums", "/albums", json: #"{"title": "Covered", "artist": "Nobody", "coverUrl": "http://127.0.0.1:9/none.png"}"#)
         let covered = try #require(samples.last.flatMap { $0.body }.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["id"] as? String)
         try call("GET", "/albums/{id}/cover", "/albums/\(covered)/cover")
+        let outdatedInLibrary = try SSEClient(port: port, lastEventID: "not-a-version", path: "/libraries/jazz/events")
         app.shutdown()
         while let event = try events.next() { streamed.append((event.name, event.data)) }
+        var copied: [(name: String, data: String, template: String)] = []
+        for stream in [libraryEvents, outdatedInLibrary] {
+            while let event = try stream.next() { copied.append((event.name, event.data, "/libraries/{lib}/events")) }
+        }
+        while let event = try multiEvents?.next() { copied.append((event.name, event.data, "/events")) }
+        #expect(Set(copied.filter { $0.template != "/events" }.map(\.name)).isSuperset(of: ["album.added", "library.outdated", "server.shutdown"]),
+                "\(copied.map(\.name))")
+        #expect(copied.contains { $0.template == "/events" && $0.data.contains("\"library\":\"jazz\"") }, "the two-library stream")
         let names = Set(streamed.map(\.name))
         for name in ["album.added", "album.updated", "album.deleted", "album.moved", "state.changed", "library.replaced",
                      "settings.changed", "cover.failed", "library.outdated", "server.shutdown"] {
             #expect(names.contains(name), "no \(name) event was seen")
         }
 
-        try Self.verify(samples, events: streamed)
+        try Self.verify(samples, events: streamed.map { ($0.name, $0.data, "/events") } + copied)
     }
 
-    /// Runs the checker over `samples` (and SSE `events`: name and data); a problem is an issue.
-    static func verify(_ samples: [Sample], events: [(name: String, data: String)] = []) throws {
+    /// Runs the checker over `samples` (and SSE `events`: name, data and the stream's path
+    /// template); a problem is an issue.
+    static func verify(_ samples: [Sample], events: [(name: String, data: String, template: String)] = []) throws {
         let directory = try TemporaryDirectory()
         let samplesPath = directory.file("samples.json")
         var json: [[String: Any]] = samples.map { sample -> [String: Any] in
             ["method": sample.method, "template": sample.template, "path": sample.path, "status": sample.status,
              "contentType": sample.contentType, "body": sample.body ?? NSNull()]
         }
-        json += events.map { ["event": $0.name, "data": $0.data] }
+        json += events.map { ["event": $0.name, "data": $0.data, "template": $0.template] }
         try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted]).write(to: URL(fileURLWithPath: samplesPath))
         let specPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../openapi.yaml").standardized.path

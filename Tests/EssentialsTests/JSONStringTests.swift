@@ -13,6 +13,22 @@ import Testing
         #expect(JSONString.quoted("") == "\"\"")
     }
 
+    /// Issue 27: text a client chose, quoted back in an event, is printable ASCII only, so a
+    /// reader that assumes Latin-1 (as Python's requests does for text/event-stream) reads
+    /// the same characters; JSON decoding gives the text back exactly.
+    @Test func quotedASCIIEscapesEverythingOutsidePrintableASCII() throws {
+        #expect(JSONString.quotedASCII("plain 12") == "\"plain 12\"")
+        #expect(JSONString.quotedASCII("\u{1E}\u{90}n") == #""\u001e\u0090n""#)
+        #expect(JSONString.quotedASCII("é\u{7F}\"\\\n") == #""\u00e9\u007f\"\\\n""#)
+        #expect(JSONString.quotedASCII("😀") == #""\ud83d\ude00""#)
+        for text in ["\u{1E}\u{90}n", "é😀/\u{0}\u{FFFD}", "a\"b\\c\td", String(repeating: "ü", count: 40)] {
+            let quoted = JSONString.quotedASCII(text)
+            #expect(quoted.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }, "\(quoted)")
+            let decoded = try JSONSerialization.jsonObject(with: Data(quoted.utf8), options: [.fragmentsAllowed]) as? String
+            #expect(decoded == text)
+        }
+    }
+
     @Test func appendsNullForNil() {
         var bytes: [UInt8] = [UInt8(ascii: "[")]
         JSONString.append(nil as String?, to: &bytes)

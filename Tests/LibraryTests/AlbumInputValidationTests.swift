@@ -141,7 +141,7 @@ struct AlbumInputValidationTests {
         #expect(try AlbumAddRequest.decode(json: bytes(#"{"title": "T", "artist": "A", "index": 1}"#)).index == 1)
         #expect(try AlbumAddRequest.decode(json: bytes(#"{"title": "T", "artist": "A", "index": 0}"#)).index == 0)
         #expect(fieldErrors { _ = try AlbumAddRequest.decode(json: bytes(#"{"title": "T", "artist": "A", "index": true}"#)) }
-            .first?.message == "index must be an integer position starting at 0 (got a boolean)")
+            .first?.message == "index must be a whole number from 0 to 2147483647 (got a boolean)")
         #expect(fieldErrors { _ = try AlbumAddRequest.decode(json: bytes(#"{"title": "T", "artist": "A", "index": "x"}"#)) }
             .map(\.field) == ["index"])
     }

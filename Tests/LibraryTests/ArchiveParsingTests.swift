@@ -177,7 +177,7 @@ struct ArchiveParsingTests {
         #expect(problems.map(\.message) == [
             "exportedAt must be an RFC 3339 timestamp like \"2024-05-01T12:00:00.000Z\" (got an object)",
             "library must be a string, not an array",
-            "version must be an integer of 0 or more (got a boolean)",
+            "version must be a whole number from 0 to 8999999999999999 (got a boolean)",
             "albums[0].extra is not a known field Known fields: id, title, artist, genre, year, coverUrl, createdAt, updatedAt",
             "albums[0].title must be a string, not an array",
             "albums[0].artist must be a string, not an object",

@@ -34,6 +34,32 @@ struct CatalogRequestTests {
         #expect(Self.fields { () throws(LibraryError) in try LibraryCreateRequest.decode(json: Self.bytes(#"{"id": 7}"#)) } == ["id"])
     }
 
+    /// Issue 27: `null` is refused where the spec does not list it (the name was taken as
+    /// absent, the move's library too), naming the field.
+    @Test func nullIsRefusedNamingTheField() {
+        #expect(Self.fields { () throws(LibraryError) in try LibraryCreateRequest.decode(json: Self.bytes(#"{"id": "jazz", "name": null}"#)) } == ["name"])
+        #expect(Self.fields { () throws(LibraryError) in try LibraryRenameRequest.decode(json: Self.bytes(#"{"name": null}"#)) } == ["name"])
+        #expect(Self.fields { () throws(LibraryError) in try MoveRequest.decode(json: Self.bytes(#"{"index": 0, "library": null}"#)) } == ["library"])
+        #expect(Self.fields { () throws(LibraryError) in try MoveRequest.decode(json: Self.bytes(#"{"index": null, "library": "jazz"}"#)) } == ["index"])
+    }
+
+    /// Issue 27: a move's index is a whole number from 0 to 2147483647; an integral number
+    /// written `1.0` is 1, a fraction or a number past the range is refused naming the range.
+    @Test func moveIndexHasOneRange() throws {
+        #expect(try MoveRequest.decode(json: Self.bytes(#"{"index": 1.0}"#)).index == 1)
+        #expect(try MoveRequest.decode(json: Self.bytes(#"{"index": 2147483647}"#)).index == 2147483647)
+        for bad in ["1.5", "2147483648", "1000000000000000000", "1e300", "\"1\"", "true"] {
+            do {
+                _ = try MoveRequest.decode(json: Self.bytes(#"{"index": \#(bad)}"#))
+                Issue.record("\(bad) was accepted")
+            } catch {
+                guard case .invalid(let failure) = error else { Issue.record("\(bad): \(error)"); continue }
+                #expect(failure.errors.map(\.field) == ["index"])
+                #expect(failure.errors.first?.message.contains("from 0 to 2147483647") == true, "\(failure.errors)")
+            }
+        }
+    }
+
     @Test func renameNeedsAName() throws {
         #expect(try LibraryRenameRequest.decode(json: Self.bytes(#"{"name": " Jazz "}"#)) == "Jazz")
         #expect(Self.fields { () throws(LibraryError) in try LibraryRenameRequest.decode(json: Self.bytes("{}")) } == ["name"])

@@ -370,10 +370,8 @@ private struct ArchiveReader {
         }
         var version: Int64?
         if case .value(let value) = top.field("version") {
-            if let number = value.integer, number >= 0 {
+            if let number = top.integer("version", value, in: IntegerRules.documentVersions) {
                 version = Int64(number)
-            } else {
-                top.fail("version", "must be an integer of 0 or more (got \(value.kindDescription))")
             }
         }
         problems.add(top, album: nil)
@@ -440,10 +438,10 @@ private struct ArchiveReader {
                 }
             }
             var currentIndex: Int?
-            if case .value(let value) = reader.field("currentAlbumIndex"), let number = value.integer, number >= 0 {
-                currentIndex = number
+            if case .value(let value) = reader.field("currentAlbumIndex") {
+                currentIndex = reader.integer("currentAlbumIndex", value, in: IntegerRules.positions)
             } else {
-                reader.fail("currentAlbumIndex", "must be an integer of 0 or more")
+                reader.fail("currentAlbumIndex", "is required: " + IntegerRules.wholeNumber(IntegerRules.positions))
             }
             var albumID: AlbumID?
             if case .value(let value) = reader.field("albumID") {

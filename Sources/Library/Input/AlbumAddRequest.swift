@@ -24,10 +24,7 @@ public struct AlbumAddRequest: Sendable, Equatable {
             readOnly: AlbumInput.serverFieldNames.filter { $0 != "index" })
         var index: Int?
         if case .value(let value) = reader.field("index") {
-            index = value.integer
-            if index == nil {
-                reader.fail("index", "must be an integer position starting at 0 (got \(value.kindDescription))")
-            }
+            index = reader.position("index", value)
         }
         let input = AlbumInput.read(from: &reader)
         guard reader.errors.isEmpty, let input else { throw .invalid(ValidationFailure(reader.errors)) }

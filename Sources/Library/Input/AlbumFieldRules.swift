@@ -62,7 +62,7 @@ enum AlbumFieldRules {
             return year
         }
         guard let number = value.integer else {
-            reader.fail(key, yearMessage + " (got \(value.kindDescription))")
+            reader.fail(key, yearMessage + " (got \(IntegerRules.describe(value)))")
             return nil
         }
         return year(key, number, reader: &reader)

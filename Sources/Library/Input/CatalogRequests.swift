@@ -57,12 +57,11 @@ public struct MoveRequest: Sendable, Equatable {
         var reader = JSONFieldReader(object)
         reader.rejectUnknownKeys(known: ["index", "library"])
         var index: Int?
-        if case .value(let value) = reader.field("index") {
-            index = value.integer
-            if index == nil { reader.fail("index", "must be an integer position starting at 0 (got \(value.kindDescription))") }
+        if let value = reader.nonNullValue("index", expected: IntegerRules.wholeNumber(IntegerRules.positions)) {
+            index = reader.position("index", value)
         }
         var library: LibraryID?
-        if case .value(let value) = reader.field("library"),
+        if let value = reader.nonNullValue("library", expected: "a library id like \"jazz\""),
             let text = reader.string("library", value, hint: "a library id like \"jazz\"")
         {
             library = reader.libraryID("library", text)
@@ -80,7 +79,8 @@ extension JSONFieldReader {
     /// The optional `name` of a library or view: trimmed, 1 to 200 characters (nil when absent
     /// or after recording an error).
     mutating func catalogName() -> String? {
-        guard case .value(let value) = field("name"), let text = string("name", value, hint: "a string") else { return nil }
+        guard let value = nonNullValue("name", expected: "a string of 1 to \(CatalogName.maxNameLength) characters"),
+              let text = string("name", value, hint: "a string") else { return nil }
         let trimmed = AlbumFieldRules.trimmed(text)
         guard !trimmed.isEmpty, trimmed.count <= CatalogName.maxNameLength else {
             fail("name", "must be 1 to \(CatalogName.maxNameLength) characters after trimming spaces")

@@ -109,3 +109,20 @@ struct JSONFieldReader {
         return string
     }
 }
+
+extension JSONFieldReader {
+    /// The value of a field the contract does not mark nullable: `nil` when absent, and also
+    /// for an explicit `null`, which is recorded as "`key` must be `expected`, not null".
+    /// (A `null` that silently meant "absent" would hide a client's bug.)
+    mutating func nonNullValue(_ key: String, expected: String) -> JSONFieldValue? {
+        switch field(key) {
+        case .absent:
+            return nil
+        case .null:
+            fail(key, "must be \(expected), not null; leave the field out instead")
+            return nil
+        case .value(let value):
+            return value
+        }
+    }
+}

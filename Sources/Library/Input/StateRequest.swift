@@ -6,22 +6,20 @@ public enum StateRequest: Sendable, Equatable {
     case index(Int)
     case album(AlbumID)
 
-    /// - Throws: `.malformed` for syntax; `.invalid` naming the field for anything else.
+    /// - Throws: `.malformed` for syntax; `.invalid` naming the field for anything else (also
+    ///   for `null`: no field of this body is nullable).
     public static func decode(json bytes: [UInt8]) throws(LibraryError) -> StateRequest {
         let object = try JSONObjectParser.object(
             from: bytes, what: "the request body", example: #"{"currentAlbumIndex": 2}"#)
         var reader = JSONFieldReader(object)
         reader.rejectUnknownKeys(known: ["currentAlbumIndex", "albumID", "albumId"], readOnly: ["client", "updatedAt"])
         var result: StateRequest?
-        if case .value(let value) = reader.field("currentAlbumIndex") {
-            if let index = value.integer, index >= 0 {
-                result = .index(index)
-            } else {
-                reader.fail("currentAlbumIndex", "must be an integer position starting at 0 (got \(value.kindDescription))")
-            }
+        if let value = reader.nonNullValue("currentAlbumIndex", expected: IntegerRules.wholeNumber(IntegerRules.positions)),
+           let index = reader.integer("currentAlbumIndex", value, in: IntegerRules.positions) {
+            result = .index(index)
         }
         for key in ["albumID", "albumId"] {
-            guard case .value(let value) = reader.field(key) else { continue }
+            guard let value = reader.nonNullValue(key, expected: "an album id string like 01HZY8Q6V9T3X2K7M4N5P6R7S8") else { continue }
             if let text = value.string, let id = AlbumID(text) {
                 if result != nil {
                     reader.fail(key, "send either currentAlbumIndex or \(key), not both")

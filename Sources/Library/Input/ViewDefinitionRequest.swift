@@ -29,6 +29,9 @@ public struct ViewDefinitionRequest: Sendable, Equatable {
 
     static let example = #"{"id": "everything", "name": "Everything", "sources": ["default", "jazz"]}"#
     static let filterKeys = ["q", "artist", "genre", "yearFrom", "yearTo"]
+    /// The years a view's `filter.yearFrom`/`filter.yearTo` may name (wider than an album's
+    /// 1000 to 9999, as views have always accepted).
+    static let filterYears = 0...9999
 
     /// A `POST /views` body, complete: the filter defaults to none, the name to nil (the
     /// catalog's default, the id).
@@ -131,7 +134,7 @@ public struct ViewDefinitionRequest: Sendable, Equatable {
         reader.rejectUnknownKeys(known: filterKeys)
         var filter = AlbumFilter()
         for key in ["q", "artist", "genre"] {
-            guard case .value(let field) = reader.field(key) else { continue }
+            guard let field = reader.nonNullValue(key, expected: "a string") else { continue }
             guard let text = reader.string(key, field, hint: "a string") else { continue }
             switch key {
             case "q": filter.text = text.isEmpty ? nil : text
@@ -140,11 +143,8 @@ public struct ViewDefinitionRequest: Sendable, Equatable {
             }
         }
         for key in ["yearFrom", "yearTo"] {
-            guard case .value(let field) = reader.field(key) else { continue }
-            guard let year = field.integer, (0...9999).contains(year) else {
-                reader.fail(key, "must be a whole number from 0 to 9999 (got \(field.kindDescription))")
-                continue
-            }
+            guard let field = reader.nonNullValue(key, expected: IntegerRules.wholeNumber(filterYears)),
+                  let year = reader.integer(key, field, in: filterYears) else { continue }
             if key == "yearFrom" { filter.yearFrom = year } else { filter.yearTo = year }
         }
         errors += reader.errors

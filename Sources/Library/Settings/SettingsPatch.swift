@@ -90,12 +90,8 @@ public enum SettingsPatch {
                 }
                 let fieldValue = JSONValueKind.fieldValue(raw)
                 if let range = ranges[path] {
-                    guard let number = fieldValue.integer, case .number = fieldValue else {
-                        fail(path, "must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(fieldValue.kindDescription)")
-                        continue
-                    }
-                    guard range.contains(number) else {
-                        fail(path, "must be from \(range.lowerBound) to \(range.upperBound), not \(number)")
+                    guard let number = fieldValue.integer, case .number = fieldValue, range.contains(number) else {
+                        fail(path, "must be \(IntegerRules.wholeNumber(range)), not \(IntegerRules.describe(fieldValue))")
                         continue
                     }
                     result.setInteger(path, number)

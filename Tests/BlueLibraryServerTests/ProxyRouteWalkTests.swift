@@ -10,8 +10,8 @@ import Testing
 /// `deploy/nginx.scale-out.conf`): a real nginx running the file, with its commented TLS server
 /// switched on, in front of a real `bluelibrary serve` process, and the limits that apply to
 /// each route checked by doing what they limit:
-/// - every path reaches the server (its answer, with the server's `X-Request-Id`, not nginx's
-///   page); every ordinary body up to the server's 1 MiB passes, one byte more is 413;
+/// - every path reaches the server (its answer, with the server's `X-Request-Id`, whatever its
+///   status, not a page of nginx's own); every ordinary body up to the server's 1 MiB passes, one byte more is 413;
 /// - every archive path (its PUT takes an `ArchiveDocument`): a 40 MiB import is imported; a
 ///   40 MiB export read by a client that pauses is streamed, never spooled to nginx's disk;
 ///   an export that waits for an export slot longer than the ordinary read timeout is answered;
@@ -76,6 +76,7 @@ import Testing
             var operations: [Operation] = []
             var kind = Kind.ordinary
             var examples: [String: String] = [:]
+            let shared = item["parameters"] as? [Any] ?? []
             for method in ["get", "put", "post", "patch", "delete"] {
                 guard let operation = item[method] as? [String: Any] else { continue }
                 let body = resolve(operation["requestBody"], in: "requestBodies")
@@ -88,7 +89,7 @@ import Testing
                 for response in (operation["responses"] as? [String: Any] ?? [:]).values {
                     if (resolve(response, in: "responses")?["content"] as? [String: Any])?["text/event-stream"] != nil { kind = .events }
                 }
-                for parameter in operation["parameters"] as? [Any] ?? [] {
+                for parameter in shared + (operation["parameters"] as? [Any] ?? []) {
                     guard let parameter = resolve(parameter, in: "parameters"), parameter["in"] as? String == "path",
                           let name = parameter["name"] as? String, let example = parameter["example"] else { continue }
                     examples[name] = "\(example)"
@@ -155,15 +156,19 @@ import Testing
 
     static func fixture(_ name: String) throws -> Fixture {
         let directory = try TemporaryDirectory()
-        let server = try ServerProcess(arguments: ["--trusted-proxies", "127.0.0.1/32"], dataDirectory: directory.path)
+        // No seed: the tutorial's albums have covers on the internet, and the walk asks for covers.
+        let server = try ServerProcess(arguments: ["--trusted-proxies", "127.0.0.1/32", "--no-seed"], dataDirectory: directory.path)
         let proxy = try NginxProxy(site: site(name, upstreamPort: server.port))
         let created = try post(server.port, "/libraries", #"{"id": "\#(library)", "name": "Walk"}"#)
         try #require(created.status == 201, "\(created.text)")
+        let first = try post(server.port, "/albums", #"{"title": "Kind of Blue", "artist": "Miles Davis"}"#)
+        try #require(first.status == 201, "\(first.text)")
         let album = try post(server.port, "/libraries/\(library)/albums", #"{"title": "Blue Train", "artist": "John Coltrane"}"#)
         try #require(album.status == 201, "\(album.text)")
-        let listed = try RawHTTPClient.request(port: server.port, path: "/albums?limit=1")
-        let first = try #require((try listed.json()["items"] as? [[String: Any]])?.first?["id"] as? String)
-        return Fixture(server: server, proxy: proxy, directory: directory, defaultAlbum: first,
+        // The view the spec's example names, so its routes answer 200 rather than 404.
+        let view = try post(server.port, "/views", #"{"id": "everything", "sources": ["default", "\#(library)"]}"#)
+        try #require(view.status == 201, "\(view.text)")
+        return Fixture(server: server, proxy: proxy, directory: directory, defaultAlbum: try #require(try first.json()["id"] as? String),
                        libraryAlbum: try #require(try album.json()["id"] as? String))
     }
 
@@ -195,7 +200,7 @@ import Testing
             // Every path reaches the server (its own answer, whatever the status).
             if route.operations.contains(where: { $0.method == "GET" }) && route.kind != .events {
                 let answer = try RawHTTPClient.request(port: fixture.proxy.port, path: path, receiveTimeout: 30)
-                #expect(answer.header("X-Request-Id") != nil && ![502, 504].contains(answer.status),
+                #expect(answer.header("X-Request-Id") != nil,
                         "\(name): GET \(path) did not reach the server: \(answer.status) \(answer.text.prefix(200))")
             }
             switch route.kind {
@@ -208,8 +213,11 @@ import Testing
             }
         }
         try Self.checkTLSServer(fixture, name)
-        #expect(!fixture.proxy.errorLog.contains("buffered to a temporary file"),
-                "\(name): nginx spooled a body to disk:\n\(fixture.proxy.errorLog)")
+        // Ordinary bodies (up to 1 MiB) may be buffered; an archive, either way, never is.
+        let spooled = fixture.proxy.errorLog.split(separator: "\n").filter {
+            $0.contains("an upstream response is buffered to a temporary file") || ($0.contains("buffered to a temporary file") && $0.contains("archive"))
+        }
+        #expect(spooled.isEmpty, "\(name): nginx spooled an archive to disk:\n\(spooled.joined(separator: "\n"))")
     }
 
     /// An ordinary body of the server's limit (1 MiB) reaches the server; one byte more is 413.
@@ -300,7 +308,8 @@ import Testing
         try #require(document.count >= 2 * megabyte)
         let file = fixture.directory.file("import.json")
         try Data(document).write(to: URL(fileURLWithPath: file))
-        let answer = try Curl.run(["-X", "PUT", "-H", "Content-Type: application/json", "--data-binary", "@\(file)",
+        // (No `Expect: 100-continue`: the answer is then the import's alone.)
+        let answer = try Curl.run(["-X", "PUT", "-H", "Content-Type: application/json", "-H", "Expect:", "--data-binary", "@\(file)",
                                    "https://127.0.0.1:\(tlsPort)/libraries/\(library)/archive"])
         #expect(answer.hasPrefix("HTTP/1.1 200") || answer.hasPrefix("HTTP/2 200"),
                 "\(name): a 2 MiB import through the TLS server: \(answer.prefix(300))")

@@ -9,8 +9,12 @@ capabilities, no new privileges, the image's own user, the data volume, the port
 What is checked, in order (each step prints one line):
   image       user, HEALTHCHECK and entrypoint in the config; no compiler, no build tree, no
               secrets; the packages the Dockerfile adds over its base and the binary's size
+  (start)     the server starts locked: the token comes from the Compose secret (a read-only
+              bind mount of a file owned by uid 10001, mode 0400, at /run/secrets/...), as
+              deploy/compose.sqlite.yaml says
   hardening   non-root, no capabilities, NoNewPrivs; only /data and /tmp writable
   serving     every kind of route, covers from a local upstream (cached in /data)
+  token       locked from the start by BLUELIBRARY_TOKEN_FILE; `podman inspect` shows no token
   health      healthy once ready; unhealthy while wedged (SIGSTOP), healthy again; healthy with
               `serve --port N`
   proxy       host nginx with deploy/nginx.conf.example: client address, scheme (TLS at nginx)
@@ -19,8 +23,14 @@ What is checked, in order (each step prints one line):
               is answered, exit code 0
   volume      `podman rm` and a new container on the volume: albums, undo, settings, token lock,
               the cover cache is still there
-  postgres    two containers on one PostgreSQL database: each sees the other's writes and events,
-              the token lock set through one holds on the other, both stop with exit code 0
+  backup      as README's "Upgrade, downgrade, backup" says, in the hardened container: a backup
+              out through `podman exec ... backup --to -` and through `podman cp`; the 0600 copy
+              on a read-only mount refused with a message that says what to do; restored
+              through `podman run -i ... restore --from -`; the server serves the backup again
+  postgres    two containers on one PostgreSQL database, as deploy/compose.yaml says: the
+              password (with @ / :) and the token from secret files, the database demanding the
+              password; each sees the other's writes and events, a token set through one holds
+              on the other, both stop with exit code 0
 Containers, volumes, networks, nginx, the cover upstream and PostgreSQL are removed at the end.
 """
 import atexit, http.client, http.server, json, os, re, shutil, socket, ssl, subprocess, sys, tempfile, threading, time
@@ -31,6 +41,8 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 ROOT = [] if os.geteuid() == 0 else ["sudo"]
 RUN_ID = f"ct{os.getpid()}"
 TOKEN = "container-test-token-7f3a9c"
+DB_PASSWORD = "ct-p@ss/w:rd%2F"
+NEW_TOKEN = "container-test-token-second-1b2c"
 cleanups = []
 atexit.register(lambda: [f() for f in reversed(cleanups)])
 
@@ -61,15 +73,17 @@ def eventually(predicate, timeout=60.0, what="condition"):
         time.sleep(0.2)
 
 
-def podman(*args, check_status=True, input=None):
-    run = subprocess.run(ROOT + ["podman", *args], input=input, capture_output=True, text=True)
+def podman(*args, check_status=True, input=None, binary=False):
+    """Runs podman; text in and out, or bytes with binary (a backup on stdin or stdout)."""
+    run = subprocess.run(ROOT + ["podman", *args], input=input, capture_output=True, text=not binary)
     if check_status and run.returncode != 0:
-        fail(f"podman {' '.join(args)}: exit {run.returncode}: {run.stderr.strip()}")
+        fail(f"podman {' '.join(args)}: exit {run.returncode}: {run.stderr if binary else run.stderr.strip()}")
     return run
 
 
-def request(method, url, body=None, headers=None, timeout=30, context=None):
-    """One request on a fresh connection: (status, headers as a lower-case dict, body bytes)."""
+def request(method, url, body=None, headers=None, timeout=30, context=None, token=TOKEN):
+    """One request on a fresh connection: (status, headers as a lower-case dict, body bytes).
+    It carries the token (every server here is locked from its start) unless token is None."""
     m = re.match(r"(https?)://([^/:]+):(\d+)(/.*)", url)
     scheme, host, port, path = m.group(1), m.group(2), int(m.group(3)), m.group(4)
     if scheme == "https":
@@ -78,6 +92,8 @@ def request(method, url, body=None, headers=None, timeout=30, context=None):
         connection = http.client.HTTPConnection(host, port, timeout=timeout)
     data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
     all_headers = {"Content-Type": "application/json"} if isinstance(body, (dict, list)) else {}
+    if token:
+        all_headers["Authorization"] = f"Bearer {token}"
     all_headers.update(headers or {})
     connection.request(method, path, body=data, headers=all_headers)
     response = connection.getresponse()
@@ -104,6 +120,31 @@ def free_port():
 def compose(name):
     with open(os.path.join(REPO, "deploy", name)) as f:
         return yaml.safe_load(f)
+
+
+SECRETS = os.path.join(STATE, f"secrets-{RUN_ID}")
+
+
+def secret_file(name, content):
+    """A secret as README tells to make one: a file of its own, owned by the image's user
+    (uid 10001), mode 0400, its content followed by a newline (which the server drops)."""
+    os.makedirs(SECRETS, exist_ok=True)
+    path = os.path.join(SECRETS, name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400), "w") as f:
+        f.write(content + "\n")
+    os.chown(path, 10001, 10001)
+    return path
+
+
+def secret_flags(service, files):
+    """Compose mounts a service's secrets (without Swarm) as read-only bind mounts of their
+    files at /run/secrets/NAME: the same with podman. files maps secret names to host files."""
+    flags = []
+    for secret in service.get("secrets", []):
+        name = secret if isinstance(secret, str) else secret["source"]
+        check(name in files, f"a file for the secret {name}")
+        flags += ["-v", f"{files[name]}:/run/secrets/{name}:ro"]
+    return flags
 
 
 def run_flags(service, publish_ports=True):
@@ -133,14 +174,19 @@ GATEWAY = SINGLE["networks"]["library"]["ipam"]["config"][0]["gateway"]
 check(SERVICE["environment"]["BLUELIBRARY_TRUSTED_PROXIES"] == f"{GATEWAY}/32", "the single compose file trusts its gateway")
 HARDENING = run_flags(SERVICE)
 NETWORK = f"bluelibrary-{RUN_ID}"
+cleanups.append(lambda: shutil.rmtree(SECRETS, ignore_errors=True))
+TOKEN_FILE = secret_file("bluelibrary_token", TOKEN)
+check(SERVICE["environment"].get("BLUELIBRARY_TOKEN_FILE") == "/run/secrets/bluelibrary_token", "the single compose file starts with a token")
 
 
-def start(name, volume, environment=None, arguments=(), publish=True, network=NETWORK, extra=()):
+def start(name, volume, environment=None, arguments=(), publish=True, network=NETWORK, extra=(), service=None, secrets=None):
     """Starts a hardened container on the test network; returns its published host port."""
-    env = dict(SERVICE.get("environment", {}))
+    service = service or SERVICE
+    env = dict(service.get("environment", {}))
     env.update(environment or {})
     port = free_port() if publish else None
     flags = ["run", "-d", "--name", name, "--network", network, "-v", f"{volume}:/data"] + HARDENING + list(extra)
+    flags += secret_flags(service, secrets or {"bluelibrary_token": TOKEN_FILE})
     for key, value in env.items():
         flags += ["-e", f"{key}={value}"]
     if publish:
@@ -337,11 +383,16 @@ def step_serving(port, upstream):
 
 
 def step_token(name, port):
-    podman("exec", "-i", name, "bluelibrary", "token", "set", input=TOKEN)
     base = f"http://127.0.0.1:{port}"
-    eventually(lambda: request("POST", base + "/albums", {"title": "Locked out", "artist": "Nobody"})[0] == 401, 30, "the token lock")
-    status, _, _ = request("POST", base + "/albums", {"title": "Let in", "artist": "Token Holder"}, {"Authorization": f"Bearer {TOKEN}"})
+    check(request("POST", base + "/albums", {"title": "Locked out", "artist": "Nobody"}, token=None)[0] == 401, "locked from the start")
+    status, _, _ = request("POST", base + "/albums", {"title": "Let in", "artist": "Token Holder"})
     check(status == 201, f"a write with the token: {status}")
+    inspected = podman("inspect", name).stdout
+    environment = json.loads(inspected)[0]["Config"]["Env"]
+    check("BLUELIBRARY_TOKEN_FILE=/run/secrets/bluelibrary_token" in environment, f"the token's file in the environment: {environment}")
+    check(TOKEN not in inspected and not any(v.startswith("BLUELIBRARY_TOKEN=") for v in environment), "podman inspect shows no token")
+    log("token: locked from the start by BLUELIBRARY_TOKEN_FILE (a secret file, uid 10001, 0400, mounted read-only); "
+        "podman inspect shows only the file's path")
 
 
 def step_health(name, port, volume):
@@ -507,7 +558,7 @@ def step_volume(name, volume, albums):
     check(json.loads(undo)["depth"] >= 1, f"undo kept: {undo}")
     status, _, settings = request("GET", base + "/settings", headers={"Authorization": f"Bearer {TOKEN}"})
     check(status == 200 and json.loads(settings).get("paging", {}).get("defaultLimit") == 42, f"settings kept: {status} {settings[:300]}")
-    check(request("POST", base + "/albums", {"title": "No token", "artist": "Nobody"})[0] == 401, "the token lock kept")
+    check(request("POST", base + "/albums", {"title": "No token", "artist": "Nobody"}, token=None)[0] == 401, "the token lock kept")
     check(request("POST", base + "/albums", {"title": "With token", "artist": "Holder"}, {"Authorization": f"Bearer {TOKEN}"})[0] == 201, "the token still opens it")
     covers = podman("exec", name + "-2", "sh", "-c", "ls /data/covers | grep -vc '^\\.' || true").stdout.strip()
     check(int(covers or "0") > 0, "the cover cache in /data is kept")
@@ -522,6 +573,59 @@ def step_volume(name, volume, albums):
     return name + "-2"
 
 
+def step_backup(name, volume):
+    """Backup and restore in the hardened container, exactly as README's "Upgrade, downgrade,
+    backup" says (read-only root, uid 10001, the file copied out and in with podman's tools)."""
+    base = f"http://127.0.0.1:{podman('port', name, '8080').stdout.strip().rsplit(':', 1)[1]}"
+    status, _, listed = request("GET", base + "/albums?count=true&limit=1")
+    albums = json.loads(listed)["total"]
+    backups = tempfile.mkdtemp(prefix="bluelibrary-backups-")
+    cleanups.append(lambda: shutil.rmtree(backups, ignore_errors=True))
+    os.chmod(backups, 0o755)  # as a backup directory would be; the backups themselves are 0600
+    # Out through stdout: `podman exec NAME bluelibrary backup --to - > FILE` (the file made 0600, as with umask 077).
+    streamed = podman("exec", name, "bluelibrary", "backup", "--to", "-", binary=True)
+    check(streamed.stdout.startswith(b"SQLite format 3\0"), f"backup --to - wrote the database on stdout: {streamed.stdout[:32]!r}")
+    check(b"backed up" in streamed.stderr, f"its report on stderr: {streamed.stderr[-300:]!r}")
+    backup = os.path.join(backups, "bluelibrary.sqlite")
+    with open(os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+        f.write(streamed.stdout)
+    left = podman("exec", name, "ls", "-A", "/data").stdout.split()
+    check(not [f for f in left if "backup" in f or f.endswith(".partial")], f"nothing of the copy is left in /data: {left}")
+    # Out through a file in the volume and `podman cp`: the copy keeps its 0600.
+    podman("exec", name, "bluelibrary", "backup", "--to", "/data/backup.sqlite")
+    copied = os.path.join(backups, "copied.sqlite")
+    podman("cp", f"{name}:/data/backup.sqlite", copied)
+    podman("exec", name, "rm", "/data/backup.sqlite")
+    check(os.stat(copied).st_mode & 0o777 == 0o600, f"podman cp kept the backup's mode 0600: {oct(os.stat(copied).st_mode)}")
+    check(request("POST", base + "/albums", {"title": "After the backup", "artist": "Lost"})[0] == 201, "a write after the backup")
+    podman("stop", name)
+    # The old way, the backup on a read-only bind mount: the image's user cannot read a 0600
+    # file of root's; refused with a message that says what to do instead.
+    refused = podman("run", "--rm", "--network", "none", *HARDENING, "-v", f"{volume}:/data", "-v", f"{backups}:/backup:ro",
+                     IMAGE, "restore", "--from", "/backup/copied.sqlite", check_status=False)
+    check(refused.returncode == 1 and "Permission denied" in refused.stderr and "--from -" in refused.stderr,
+          f"a backup the image's user cannot read: {refused.returncode} {refused.stderr[-400:]}")
+    # In through stdin: `podman run --rm -i <the hardening> -v VOLUME:/data IMAGE restore --from - < FILE`.
+    with open(backup, "rb") as f:
+        restored = podman("run", "--rm", "-i", "--network", "none", *HARDENING, "-v", f"{volume}:/data", IMAGE,
+                          "restore", "--from", "-", input=f.read(), binary=True, check_status=False)
+    check(restored.returncode == 0 and b"restored standard input" in restored.stdout,
+          f"restore --from -: {restored.returncode} {restored.stdout[-300:]!r} {restored.stderr[-300:]!r}")
+    podman("start", name)
+    port = podman("port", name, "8080").stdout.strip().rsplit(":", 1)[1]
+    wait_ready(name, port)
+    status, _, listed = request("GET", f"http://127.0.0.1:{port}/albums?count=true&limit=500")
+    listed = json.loads(listed)
+    titles = [album["title"] for album in listed["items"]]
+    check(listed["total"] == albums and "After the backup" not in titles, f"the backup is served again: {listed['total']} albums, expected {albums}")
+    owner = podman("exec", name, "stat", "-c", "%u %a", "/data/bluelibrary.sqlite").stdout.split()
+    check(owner == ["10001", "600"], f"the restored database belongs to the image's user, 0600: {owner}")
+    log(f"backup: out with podman exec (backup --to -) and podman cp (0600 kept); a 0600 file on a read-only mount "
+        f"refused with what to do; in with podman run -i (restore --from -) in the hardened container; "
+        f"{albums} albums served again, the later write gone")
+    return name
+
+
 def step_postgres():
     state = os.path.join(STATE, f"postgres-{RUN_ID}")
     script = os.path.join(REPO, "scripts", "postgres")
@@ -531,8 +635,11 @@ def step_postgres():
     port = url.rsplit(":", 1)[1].split("/")[0]
     subprocess.run(["psql", "-X", "-q", "-d", url.replace("/bluelibrary", "/postgres"), "-c",
                     f"ALTER SYSTEM SET listen_addresses = '127.0.0.1,{GATEWAY}'"], check=True, capture_output=True)
+    # The containers must give the password (the one in the secret file); the host stays trusted.
+    subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", f"pw={DB_PASSWORD}", "-d", url.replace("/bluelibrary", "/postgres")],
+                   input="ALTER ROLE postgres PASSWORD :'pw';\n", text=True, check=True, capture_output=True)
     cluster = os.path.realpath(os.path.join(state, "cluster"))
-    subprocess.run(ROOT + ["sh", "-c", f"echo 'host all all {SUBNET} trust' >> '{cluster}/pg_hba.conf'"], check=True)
+    subprocess.run(ROOT + ["sh", "-c", f"echo 'host all all {SUBNET} scram-sha-256' >> '{cluster}/pg_hba.conf'"], check=True)
     subprocess.run([script, "stop", state], check=True, capture_output=True)
     url = subprocess.run([script, "start", state], check=True, capture_output=True, text=True).stdout.strip()
     port = url.rsplit(":", 1)[1].split("/")[0]
@@ -543,20 +650,22 @@ def step_postgres():
     flags = run_flags(instance, publish_ports=False)
     check("--read-only" in flags and "ALL" in flags and "no-new-privileges" in flags, f"compose.yaml's instances are hardened: {flags}")
     environment = {key: str(value) for key, value in instance["environment"].items() if key not in ("BLUELIBRARY_DATABASE_URL", "BLUELIBRARY_TRUSTED_PROXIES")}
+    check(environment.get("BLUELIBRARY_DATABASE_PASSWORD_FILE") == "/run/secrets/db_password", f"compose.yaml's password file: {environment}")
     environment["BLUELIBRARY_DATABASE_URL"] = database
+    secrets = {"bluelibrary_token": TOKEN_FILE, "db_password": secret_file("db_password", DB_PASSWORD)}
     # One data volume for both, as in compose.yaml (the shared cover cache).
     volume = f"bluelibrary-{RUN_ID}-pg"
     cleanups.append(lambda: podman("volume", "rm", "-f", volume, check_status=False))
     ports = {}
     for name in ("pg-1", "pg-2"):
-        ports[name] = start(f"{RUN_ID}-{name}", volume, environment)
+        ports[name] = start(f"{RUN_ID}-{name}", volume, environment, service=instance, secrets=secrets)
     for name in ports:
         wait_ready(f"{RUN_ID}-{name}", ports[name])
     one, two = (f"http://127.0.0.1:{ports[n]}" for n in ("pg-1", "pg-2"))
     stream = http.client.HTTPConnection("127.0.0.1", ports["pg-2"], timeout=30)
     stream.request("GET", "/events", headers={"Accept": "text/event-stream"})
     events = stream.getresponse()
-    status, _, body = request("POST", one + "/albums", {"title": "Shared", "artist": "Both Instances"})
+    status, _, body = request("POST", one + "/albums", {"title": "Shared", "artist": "Both Instances"})  # with the token
     check(status == 201, f"POST on the first: {status}")
     added = json.loads(body)["id"]
     check(request("GET", f"{two}/albums/{added}")[0] == 200, "the second instance reads the first one's album")
@@ -566,16 +675,20 @@ def step_postgres():
         check(line != "", "the second instance's event stream ended")
         seen += line
     stream.close()
-    podman("exec", "-i", f"{RUN_ID}-pg-1", "bluelibrary", "token", "set", input=TOKEN)
-    eventually(lambda: request("POST", two + "/albums", {"title": "Locked", "artist": "Out"})[0] == 401, 30, "the token lock on the second instance")
-    check(request("DELETE", f"{two}/albums/{added}", headers={"Authorization": f"Bearer {TOKEN}"})[0] in (200, 204), "a delete with the token on the second")
+    check(request("POST", two + "/albums", {"title": "Locked", "artist": "Out"}, token=None)[0] == 401, "locked from the start")
+    # A new token set through one (token set finds the database and its password file as serve does) holds on the other.
+    podman("exec", "-i", f"{RUN_ID}-pg-1", "bluelibrary", "token", "set", input=NEW_TOKEN)
+    eventually(lambda: request("POST", two + "/albums", {"title": "Locked", "artist": "Out"})[0] == 401, 30, "the new token on the second instance")
+    check(request("DELETE", f"{two}/albums/{added}", token=NEW_TOKEN)[0] in (200, 204), "a delete with the new token on the second")
     check(request("GET", f"{one}/albums/{added}")[0] == 404, "the first sees the second's delete")
     for name in ports:
         podman("stop", f"{RUN_ID}-{name}")
         code = podman("inspect", "--format", "{{.State.ExitCode}}", f"{RUN_ID}-{name}").stdout.strip()
         check(code == "0", f"{name} exit code {code}")
-    log("postgres: two hardened containers on one database: shared albums, events across instances, "
-        "one token lock, both healthy, both exit 0")
+    inspected = podman("inspect", f"{RUN_ID}-pg-1").stdout
+    check(DB_PASSWORD not in inspected and TOKEN not in inspected, "podman inspect shows no password and no token")
+    log("postgres: two hardened containers on one database, the password (with @ / :) and the token from secret files, "
+        "the database demanding the password: shared albums, events across instances, one token lock, both healthy, both exit 0")
 
 
 def main():
@@ -597,6 +710,7 @@ def main():
     albums = step_proxy(name, port)
     step_drain(name, port, upstream)
     second = step_volume(name, volume, albums)
+    step_backup(second, volume)
     podman("stop", second)
     step_postgres()
     log(f"all container checks passed in {time.monotonic() - started:.0f} s")

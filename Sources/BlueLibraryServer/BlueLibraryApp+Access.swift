@@ -117,11 +117,15 @@ public enum TokenSetting {
 
     /// Stores `token`'s hash in the SQLite database of `dataDirectory`, or in the PostgreSQL
     /// database `databaseURL` names (every instance on it learns it within a second).
-    public static func set(_ token: AccessToken, dataDirectory: String, databaseURL: String? = nil) throws(ConfigurationError) {
+    /// `databasePassword` (from `BLUELIBRARY_DATABASE_PASSWORD_FILE`) goes to libpq apart from the URL.
+    public static func set(
+        _ token: AccessToken, dataDirectory: String, databaseURL: String? = nil, databasePassword: String? = nil
+    ) throws(ConfigurationError) {
         if let problem = problem(with: token.value) { throw ConfigurationError(problem) }
         var configuration = ServeConfiguration()
         configuration.dataDirectory = dataDirectory
         configuration.databaseURL = databaseURL
+        configuration.databasePassword = databasePassword
         configuration.databasePoolSize = 1
         let backend: any StoreBackend
         do {

@@ -180,6 +180,7 @@ public final class BlueLibraryApp: Sendable {
                                               passcodeEnabled: accessGuard.settings.passcodeEnabled) {
             logger.log(.warning, warning, [("host", .string(configuration.host))], always: true)
         }
+        for warning in configuration.warnings { logger.log(.warning, warning, always: true) }
     }
 
     /// What start-up says when the server listens beyond loopback while anyone may write: no
@@ -300,7 +301,7 @@ public final class BlueLibraryApp: Sendable {
     /// file in the data directory (created if missing).
     static func openBackend(_ configuration: ServeConfiguration) throws -> any StoreBackend {
         if let url = configuration.databaseURL {
-            return try PostgresBackend(url: url, poolSize: configuration.databasePoolSize)
+            return try PostgresBackend(url: url, password: configuration.databasePassword, poolSize: configuration.databasePoolSize)
         }
         return try SQLiteBackend(directory: configuration.dataDirectory, storage: configuration.sqliteStorage)
     }

@@ -18,6 +18,8 @@ struct PostgresBackend: StoreBackend {
     let store: PostgresAlbumStore
     let recordStore: PostgresServerRecords
     private let url: String
+    /// `BLUELIBRARY_DATABASE_PASSWORD_FILE`'s password (nil: the URL's, or none).
+    private let password: String?
     let location: String
 
     var albums: any AlbumStore { store }
@@ -47,10 +49,13 @@ struct PostgresBackend: StoreBackend {
     /// Connects (lazily: the pool opens connections when asked) and migrates the schema.
     /// - Throws: ``ConfigurationError`` naming the database (without its password) when it
     ///   cannot be reached or migrated.
-    init(url: String, poolSize: Int) throws {
+    init(url: String, password: String? = nil, poolSize: Int) throws {
         self.url = url
+        self.password = password
         location = Self.redacted(url)
-        pool = PostgresPool(PostgresPool.Configuration(url: url, size: poolSize))
+        var configuration = PostgresPool.Configuration(url: url, size: poolSize)
+        configuration.password = password
+        pool = PostgresPool(configuration)
         do {
             store = try PostgresAlbumStore(pool: pool)
         } catch {
@@ -65,7 +70,7 @@ struct PostgresBackend: StoreBackend {
 
     func makeCommitWakeup() -> (any CommitWakeup)? {
         let configuration = pool.configuration
-        return ListenWakeup(url: url, commits: PostgresAlbumStore.commitChannel, events: NotifyRelay.channel,
+        return ListenWakeup(url: url, password: password, commits: PostgresAlbumStore.commitChannel, events: NotifyRelay.channel,
                             backoff: Backoff(first: configuration.firstReconnectDelay, longest: configuration.longestReconnectDelay))
     }
 
@@ -147,6 +152,7 @@ final class GenerationSignal: StoredStateSignal {
 // (`wait`); `close` touches only the atomic.
 final class ListenWakeup: CommitWakeup, @unchecked Sendable {
     private let url: String
+    private let password: String?
     private let commits: String
     private let events: String
     private var connection: PostgresConnection?
@@ -156,8 +162,9 @@ final class ListenWakeup: CommitWakeup, @unchecked Sendable {
     private var nextAttempt = ContinuousClock.now
     private let closed = Atomic<Bool>(false)
 
-    init(url: String, commits: String, events: String, backoff: Backoff = Backoff()) {
+    init(url: String, password: String? = nil, commits: String, events: String, backoff: Backoff = Backoff()) {
         self.url = url
+        self.password = password
         self.backoff = backoff
         self.commits = commits
         self.events = events
@@ -192,7 +199,7 @@ final class ListenWakeup: CommitWakeup, @unchecked Sendable {
             return false
         }
         do {
-            let opened = try PostgresConnection(url: url, connectTimeout: .seconds(2))
+            let opened = try PostgresConnection(url: url, password: password, connectTimeout: .seconds(2))
             try opened.listen(commits)
             try opened.listen(events)
             connection = opened

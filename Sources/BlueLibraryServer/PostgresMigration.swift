@@ -9,10 +9,13 @@ public enum PostgresMigration {
     /// Copies `dataDirectory`'s `bluelibrary.sqlite` into the database at `url`; with `force`,
     /// a target that holds data is replaced. Returns the summary to print. Throws a
     /// `ConfigurationError` whose message says what went wrong (nothing was changed then).
-    public static func run(dataDirectory: String, url: String, force: Bool) throws(ConfigurationError) -> String {
+    /// `password` (from `BLUELIBRARY_DATABASE_PASSWORD_FILE`) is given to libpq apart from the URL.
+    public static func run(dataDirectory: String, url: String, password: String? = nil, force: Bool) throws(ConfigurationError) -> String {
         let path = URL(fileURLWithPath: dataDirectory).appendingPathComponent("bluelibrary.sqlite").path
         let started = ContinuousClock.now
-        let pool = PostgresPool(PostgresPool.Configuration(url: url, size: 1, statementTimeout: nil))
+        var configuration = PostgresPool.Configuration(url: url, size: 1, statementTimeout: nil)
+        configuration.password = password
+        let pool = PostgresPool(configuration)
         let summary: DatabaseMigration.Summary
         do {
             summary = try DatabaseMigration.copy(fromSQLiteAt: path, to: pool, replacing: force)

@@ -15,6 +15,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// `BLUELIBRARY_DATABASE_URL`: a PostgreSQL database (`postgres://user:password@host/db`)
     /// shared by every instance started with it; nil: the SQLite file in `dataDirectory`.
     public var databaseURL: String?
+    /// `BLUELIBRARY_DATABASE_PASSWORD_FILE`: the PostgreSQL password, read from that file and
+    /// given to libpq on its own (so it needs no percent-encoding and the URL holds none).
+    public var databasePassword: String?
     /// `BLUELIBRARY_DATABASE_POOL_SIZE`: PostgreSQL connections this instance opens at most.
     public var databasePoolSize = 10
     public var logLevel: HTTPServer.LogLevel = .info
@@ -69,6 +72,8 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var corsOrigins: [String] = []
     /// `BLUELIBRARY_TOKEN`: at start, its hash replaces the stored one and the lock is enabled.
     public var token: AccessToken?
+    /// What start-up should warn about (a secret file others may read), logged by `serve`.
+    public var warnings: [String] = []
     /// How often the server looks whether the database was changed by another process (a
     /// token set from the command line); the settings and the token hash are then re-read.
     public var accessPollInterval: Duration = .seconds(1)
@@ -79,7 +84,7 @@ public struct ServeConfiguration: Sendable, Equatable {
 
     public static func == (a: ServeConfiguration, b: ServeConfiguration) -> Bool {
         a.host == b.host && a.port == b.port && a.dataDirectory == b.dataDirectory && a.logLevel == b.logLevel
-            && a.databaseURL == b.databaseURL && a.databasePoolSize == b.databasePoolSize
+            && a.databaseURL == b.databaseURL && a.databasePassword == b.databasePassword && a.databasePoolSize == b.databasePoolSize
             && a.accessLog == b.accessLog && a.trustedProxies == b.trustedProxies
             && a.forwardedHeaders == b.forwardedHeaders && a.eventLoops == b.eventLoops
             && a.workers == b.workers && a.shutdownGrace == b.shutdownGrace && a.seed == b.seed
@@ -265,10 +270,22 @@ public struct ServeConfiguration: Sendable, Equatable {
                 }
             }
         }
+        let tokenFile = environment["BLUELIBRARY_TOKEN_FILE"] ?? ""
         if let token = environment["BLUELIBRARY_TOKEN"], !token.isEmpty {
+            guard tokenFile.isEmpty else {
+                throw ConfigurationError("BLUELIBRARY_TOKEN and BLUELIBRARY_TOKEN_FILE are both set; set one of them "
+                    + "(BLUELIBRARY_TOKEN_FILE keeps the token out of the environment)")
+            }
             // The same rules as `bluelibrary token set`; the message never repeats the token.
             if let problem = TokenSetting.problem(with: token) { throw ConfigurationError("BLUELIBRARY_TOKEN: \(problem)") }
             config.token = AccessToken(token)
+        } else if !tokenFile.isEmpty {
+            let secret = try SecretFile.read(tokenFile, variable: "BLUELIBRARY_TOKEN_FILE")
+            if let problem = TokenSetting.problem(with: secret.value) {
+                throw ConfigurationError("BLUELIBRARY_TOKEN_FILE: \(tokenFile): \(problem)")
+            }
+            config.token = AccessToken(secret.value)
+            config.warnings += secret.warning.map { [$0] } ?? []
         }
         var remaining = arguments[...]
         while let word = remaining.popFirst() {
@@ -290,7 +307,38 @@ public struct ServeConfiguration: Sendable, Equatable {
                 throw ConfigurationError("\(flag): \(error.message)")
             }
         }
+        let password = try databasePassword(environment: environment, databaseURL: config.databaseURL)
+        config.databasePassword = password?.value
+        config.warnings += password?.warning.map { [$0] } ?? []
         return config
+    }
+
+    /// The PostgreSQL password `BLUELIBRARY_DATABASE_PASSWORD_FILE` names, for `databaseURL`
+    /// (nil: the variable is unset or empty). `serve`, `migrate` and `token set` read it alike.
+    /// - Throws: ``ConfigurationError`` when the file cannot be read, when there is no database
+    ///   URL (SQLite has no password), or when the URL carries a password too.
+    public static func databasePassword(environment: [String: String], databaseURL: String?) throws(ConfigurationError) -> SecretFile? {
+        guard let path = environment["BLUELIBRARY_DATABASE_PASSWORD_FILE"], !path.isEmpty else { return nil }
+        guard let databaseURL else {
+            throw ConfigurationError("BLUELIBRARY_DATABASE_PASSWORD_FILE is set but there is no database URL "
+                + "(BLUELIBRARY_DATABASE_URL or --database-url); SQLite takes no password")
+        }
+        guard !urlHasPassword(databaseURL) else {
+            throw ConfigurationError("the database URL holds a password and BLUELIBRARY_DATABASE_PASSWORD_FILE names one too; "
+                + "leave it out of the URL (postgres://user@host:5432/db)")
+        }
+        return try SecretFile.read(path, variable: "BLUELIBRARY_DATABASE_PASSWORD_FILE")
+    }
+
+    /// Whether a `postgres://` URL carries a password: `user:password@` before the host, or a
+    /// `password=` parameter.
+    static func urlHasPassword(_ url: String) -> Bool {
+        guard let scheme = url.range(of: "://") else { return false }
+        let rest = url[scheme.upperBound...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        if let at = authority.lastIndex(of: "@"), authority[..<at].contains(":") { return true }
+        guard let query = rest.firstIndex(of: "?") else { return false }
+        return rest[rest.index(after: query)...].split(separator: "&").contains { $0.lowercased().hasPrefix("password=") }
     }
 
     public static var helpText: String {
@@ -307,6 +355,17 @@ public struct ServeConfiguration: Sendable, Equatable {
             lines.append("  " + "".padding(toLength: 28) + "env \(option.variable), default \(option.defaultText)")
         }
         lines.append("  " + "--no-seed".padding(toLength: 28) + "Same as --seed off.")
+        lines += [
+            "",
+            "Secrets come only from the environment or from files, never from flags (they would show in the process list):",
+            "  BLUELIBRARY_TOKEN            the access token: its hash replaces the stored one and the lock is enabled",
+            "  BLUELIBRARY_TOKEN_FILE       a file holding the token (e.g. a Compose secret, /run/secrets/NAME);",
+            "                               setting both is an error",
+            "  BLUELIBRARY_DATABASE_PASSWORD_FILE",
+            "                               a file holding the PostgreSQL password, for a database URL without one",
+            "                               (any character works, @ / : included, no percent-encoding)",
+            "A secret file's trailing newline is ignored; one that others may read is used, with a warning.",
+        ]
         return lines.joined(separator: "\n")
     }
 

@@ -42,8 +42,13 @@ public final class PostgresConnection {
     /// that long closes the connection), so a server host that vanished without closing the
     /// connection is noticed in about 25 s even by a LISTEN connection that waits quietly.
     /// The client encoding is always UTF8.
-    public init(url: String, connectTimeout: Duration = .seconds(5), responseTimeout: Duration? = .seconds(60)) throws {
-        guard let connection = Self.startConnecting(url) else {
+    ///
+    /// `password`, when given, is handed to libpq as its own `password` parameter (after the
+    /// URL, so it wins): any character works, `@`, `/` and `:` included, with no
+    /// percent-encoding. Without it, the URL's password (percent-encoded), `PGPASSWORD` or a
+    /// libpq password file (`PGPASSFILE`, `~/.pgpass`, `?passfile=`) apply as libpq says.
+    public init(url: String, password: String? = nil, connectTimeout: Duration = .seconds(5), responseTimeout: Duration? = .seconds(60)) throws {
+        guard let connection = Self.startConnecting(url, password: password) else {
             throw PostgresError(kind: .connection, message: "cannot allocate a connection")
         }
         do {
@@ -69,13 +74,14 @@ public final class PostgresConnection {
 
     /// `PQconnectStartParams` with our defaults first and `url` expanded after them (so the
     /// URL's own parameters win).
-    private static func startConnecting(_ url: String) -> OpaquePointer? {
-        let settings = [
+    private static func startConnecting(_ url: String, password: String?) -> OpaquePointer? {
+        var settings = [
             ("application_name", "bluelibrary"), ("keepalives", "1"), ("keepalives_idle", "10"),
             ("keepalives_interval", "5"), ("keepalives_count", "3"), ("tcp_user_timeout", "25000"), ("dbname", url),
             // After the URL: never overridden (every text we exchange is UTF-8).
             ("client_encoding", "UTF8"),
         ]
+        if let password { settings.append(("password", password)) }
         let keywords = settings.map { strdup($0.0) }
         let values = settings.map { strdup($0.1) }
         defer {

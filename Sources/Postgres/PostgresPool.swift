@@ -21,6 +21,8 @@ public final class PostgresPool: Sendable {
     public struct Configuration: Sendable {
         /// The server, as `postgresql://user@host:port/database`.
         public var url: String
+        /// The password, given to libpq apart from the URL (nil: the URL's, or libpq's own sources).
+        public var password: String?
         /// Most connections open at once.
         public var size: Int
         /// Longest wait for a free connection before `.poolExhausted`.
@@ -165,7 +167,7 @@ public final class PostgresPool: Sendable {
         }
         do {
             let connection = try PostgresConnection(
-                url: configuration.url, connectTimeout: configuration.connectTimeout, responseTimeout: configuration.responseTimeout)
+                url: configuration.url, password: configuration.password, connectTimeout: configuration.connectTimeout, responseTimeout: configuration.responseTimeout)
             if let timeout = configuration.statementTimeout {
                 try connection.setStatementTimeout(timeout)
             }

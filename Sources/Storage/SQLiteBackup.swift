@@ -88,6 +88,38 @@ public enum SQLiteBackup {
         return summary
     }
 
+    /// Copies the database at `source` as ``backup(databaseAt:to:)`` does, then writes the copy
+    /// to the descriptor `output` (standard output: `bluelibrary backup --to -`, so the copy can
+    /// leave a container through `docker exec` without a file in between). The copy is first
+    /// made and checked as the new file `scratch` (beside the database: the data directory is
+    /// the one place sure to be writable and large enough), which is unlinked as soon as it is
+    /// open, so nothing is left behind once the copy is out, even when the process is killed.
+    public static func backup(databaseAt source: String, writingTo output: Int32, scratch: String) throws -> Summary {
+        let summary = try backup(databaseAt: source, to: scratch)
+        let fd = open(scratch, O_RDONLY | O_CLOEXEC)
+        let openError = errno
+        unlink(scratch)
+        guard fd >= 0 else { throw Failure("cannot open the copy \(scratch): \(String(cString: strerror(openError)))") }
+        defer { close(fd) }
+        try copy(from: fd, named: scratch, to: output, named: "standard output")
+        return summary
+    }
+
+    /// Puts a backup read from the descriptor `input` (standard input: `bluelibrary restore
+    /// --from -`) in place of the database at `database`, as ``restore(from:to:)`` does with a
+    /// file. The bytes go straight into the staging copy beside the database, so a backup needs
+    /// no file of its own the restoring user can read: `docker run -i ... restore --from - < FILE`
+    /// works for a backup only its owner may read, on any mount. `name` is what messages call it.
+    public static func restore(readingFrom input: Int32, named name: String, to database: String) throws -> Restored {
+        try restore(named: name, to: database) { staging in
+            let fd = open(staging, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw Failure("cannot create \(staging): \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            let copied = try copy(from: input, named: name, to: fd, named: staging)
+            guard copied > 0 else { throw Failure("\(name) is empty: pass the backup file on standard input (--from - < FILE)") }
+        }
+    }
+
     /// Puts the backup `backup` (a file made by ``backup(databaseAt:to:)``) in place of the
     /// database at `database`. The caller makes sure no server has the database open
     /// (``DataDirectoryLock``). The backup is copied byte for byte to `<database>.restoring`
@@ -101,13 +133,33 @@ public enum SQLiteBackup {
     /// goes on. An older backup is upgraded by the next server start, as any older database is.
     public static func restore(from backup: String, to database: String) throws -> Restored {
         guard FileManager.default.fileExists(atPath: backup) else { throw Failure("there is no backup file at \(backup)") }
+        guard access(backup, R_OK) == 0 else {
+            let reason = String(cString: strerror(errno))
+            throw Failure("cannot read the backup \(backup): \(reason); the user running restore (uid \(getuid())) must be able to read it. "
+                + "A backup is its owner's only (mode 0600): pass it on standard input instead, "
+                + "'bluelibrary restore --from - < FILE' (in a container: docker run -i ... restore --from - < FILE)")
+        }
         // The backup file is only read, byte for byte (it may sit on a read-only mount); the
         // checks run on the copy, which is what goes into place.
+        return try restore(named: backup, to: database) { staging in
+            let input = open(backup, O_RDONLY | O_CLOEXEC)
+            guard input >= 0 else { throw Failure("cannot read the backup \(backup): \(String(cString: strerror(errno)))") }
+            defer { close(input) }
+            let fd = open(staging, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw Failure("cannot create \(staging): \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            try copy(from: input, named: backup, to: fd, named: staging)
+        }
+    }
+
+    /// The restore itself: `fill` writes the backup's bytes into the new file it is given (the
+    /// staging copy beside `database`), which is checked, synced and put in place.
+    private static func restore(named backup: String, to database: String, fill: (String) throws -> Void) throws -> Restored {
         let staging = database + ".restoring"
         removeDatabaseFiles(staging)
         let summary: Summary
         do {
-            try FileManager.default.copyItem(atPath: backup, toPath: staging)
+            try fill(staging)
             summary = try inspect(staging, named: backup)
             try syncFile(staging)
         } catch {
@@ -195,6 +247,27 @@ public enum SQLiteBackup {
             throw Failure("\(shown): \(newer.description)")
         } catch {
             throw Failure("cannot read \(shown) as a database: \(error)")
+        }
+    }
+
+    /// Copies everything `input` holds to `output` (names for messages); returns the bytes copied.
+    @discardableResult
+    static func copy(from input: Int32, named inputName: String, to output: Int32, named outputName: String) throws -> Int {
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var total = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw Failure("cannot read \(inputName): \(String(cString: strerror(errno)))") }
+            if count == 0 { return total }
+            var written = 0
+            while written < count {
+                let step = buffer.withUnsafeBytes { write(output, $0.baseAddress! + written, count - written) }
+                if step < 0 && errno == EINTR { continue }
+                guard step > 0 else { throw Failure("cannot write to \(outputName): \(String(cString: strerror(errno)))") }
+                written += step
+            }
+            total += count
         }
     }
 

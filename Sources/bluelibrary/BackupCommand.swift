@@ -1,7 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import BlueLibraryServer
 import Foundation
 
-/// `bluelibrary backup --data-dir DIR --to FILE` and `bluelibrary restore --from FILE --data-dir DIR`.
+/// `bluelibrary backup --data-dir DIR --to FILE|-` and `bluelibrary restore --from FILE|- --data-dir DIR`.
 enum BackupCommand {
     static let backupHelp = """
         Usage: bluelibrary backup --data-dir DIR --to FILE
@@ -11,7 +14,12 @@ enum BackupCommand {
         change feed, views, settings, the token hash and lockouts, idempotency keys, the cursor
         key). A server may keep running on DIR and keep writing: the copy is the database as
         of one commit. The copy is checked (SQLite's quick_check) and its row counts printed.
-        FILE must not exist. The cover cache (DIR/covers) is not copied: it refills itself.
+        FILE must not exist; it is readable by its owner only (mode 0600: it holds the token's
+        hash and the cursor key). FILE '-' writes the copy to standard output (the report goes
+        to standard error), made and checked beside the database first and removed from there
+        at once: 'docker exec NAME bluelibrary backup --to - > FILE' takes a backup out of a
+        container (create FILE under 'umask 077'). DIR defaults to $BLUELIBRARY_DATA_DIR or ./data.
+        The cover cache (DIR/covers) is not copied: it refills itself.
         With BLUELIBRARY_DATABASE_URL (PostgreSQL), use pg_dump instead (it says how).
         Exit codes: 0 done, 1 the copy failed, 2 a bad command line.
         """
@@ -24,7 +32,10 @@ enum BackupCommand {
         refuses to start while a restore runs). The backup is checked first; one written by a
         newer version is refused. The database it replaces is kept as
         DIR/bluelibrary.sqlite.before-restore. A backup from an older version is upgraded by
-        the next server start. With PostgreSQL, use pg_restore instead.
+        the next server start. FILE '-' reads the backup from standard input, so the user
+        running restore need not be able to read the file itself: in a container,
+        'docker run --rm -i -v VOLUME:/data IMAGE restore --from - < FILE'. DIR defaults to
+        $BLUELIBRARY_DATA_DIR or ./data. With PostgreSQL, use pg_restore instead.
         Exit codes: 0 done, 1 refused or failed (nothing replaced), 2 a bad command line.
         """
 
@@ -34,7 +45,13 @@ enum BackupCommand {
         let directory = options["--data-dir"] ?? ProcessInfo.processInfo.environment["BLUELIBRARY_DATA_DIR"] ?? "./data"
         guard let target = options["--to"] else { fail("usage: bluelibrary backup --data-dir DIR --to FILE") }
         do {
-            print(try DataBackup.backup(dataDirectory: directory, to: target))
+            if target == "-" {
+                // The copy goes to stdout; the report to stderr. A reader that goes away is a failed backup, not a signal.
+                signal(SIGPIPE, SIG_IGN)
+                FileHandle.standardError.write(Data((try DataBackup.backup(dataDirectory: directory, to: target) + "\n").utf8))
+            } else {
+                print(try DataBackup.backup(dataDirectory: directory, to: target))
+            }
         } catch {
             fail(error.message, code: 1)
         }

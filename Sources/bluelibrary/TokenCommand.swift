@@ -22,7 +22,8 @@ enum TokenCommand {
         environment variable, and a database URL (flag or environment) means PostgreSQL even
         when --data-dir is given (serve then keeps only its cover cache there);
         --database-url '' means SQLite in the data directory. The URL must start with
-        postgres:// or postgresql://.
+        postgres:// or postgresql://. Its password may come from the file
+        $BLUELIBRARY_DATABASE_PASSWORD_FILE names, as for 'bluelibrary serve'.
         """
 
     static func run(_ arguments: [String]) -> Never {
@@ -62,9 +63,16 @@ enum TokenCommand {
                 fail("unknown option '\(word)'; the token is read from standard input, never from arguments")
             }
         }
+        let password: SecretFile?
+        do {
+            password = try ServeConfiguration.databasePassword(environment: ProcessInfo.processInfo.environment, databaseURL: databaseURL)
+        } catch {
+            fail(error.message)
+        }
+        if let warning = password?.warning { FileHandle.standardError.write(Data("bluelibrary: warning: \(warning)\n".utf8)) }
         guard let token = readToken() else { fail("no token on standard input") }
         do {
-            try TokenSetting.set(AccessToken(token), dataDirectory: dataDirectory, databaseURL: databaseURL)
+            try TokenSetting.set(AccessToken(token), dataDirectory: dataDirectory, databaseURL: databaseURL, databasePassword: password?.value)
         } catch {
             fail(error.message, code: 1)
         }

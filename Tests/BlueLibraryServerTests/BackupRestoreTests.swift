@@ -164,6 +164,41 @@ final class WriterProgress: Sendable {
         #expect(!titles.contains("After"))
     }
 
+    /// `backup --to -` and `restore --from -`: a backup leaves a running server through standard
+    /// output (as it leaves a container through `docker exec`) and comes back through standard
+    /// input (`docker run -i`), so no file needs to be readable by the server's user.
+    @Test func aBackupLeavesThroughStandardOutputAndComesBackThroughStandardInput() throws {
+        let live = TestApp.temporaryDirectory()
+        let server = try ServerProcess(environment: ["BLUELIBRARY_TOKEN": Self.token], dataDirectory: live)
+        try Self.populate(server.port)
+        let before = try Self.snapshot(server.port)
+        let environment = ChildProcess.environment(dropping: { $0.hasPrefix("BLUELIBRARY_") }, adding: ["BLUELIBRARY_DATA_DIR": live])
+        let backup = try ChildProcess.run(ServerProcess.executableURL.path, ["backup", "--to", "-"], environment: environment)
+        let report = String(decoding: backup.stderr, as: UTF8.self)
+        #expect(backup.status == 0, "\(report)")
+        #expect(backup.stdout.starts(with: Array("SQLite format 3\0".utf8)), "the database file itself on stdout")
+        #expect(report.contains("backed up") && report.contains("albums:"), "the report on stderr: \(report)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: live).filter { $0.contains("backup") || $0.hasSuffix(".partial") }
+        #expect(left.isEmpty, "nothing of the copy is left in the data directory: \(left)")
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(timeout: 20) == 0)
+
+        let restored = TestApp.temporaryDirectory()
+        let restore = try ChildProcess.run(ServerProcess.executableURL.path, ["restore", "--from", "-", "--data-dir", restored],
+                                           environment: environment, input: backup.stdout, mergeStderr: true)
+        #expect(restore.status == 0, "\(String(decoding: restore.stdout, as: UTF8.self))")
+        #expect(String(decoding: restore.stdout, as: UTF8.self).contains("restored standard input"))
+        let mode = try FileManager.default.attributesOfItem(atPath: restored + "/bluelibrary.sqlite")[.posixPermissions] as? Int
+        #expect(mode == 0o600, "the restored database is its owner's only, as the backup was")
+        let twin = try ServerProcess(dataDirectory: restored)
+        #expect(try Self.snapshot(twin.port) == before)
+
+        // Nothing, or not a database, on stdin: refused, nothing replaced.
+        let empty = try ChildProcess.run(ServerProcess.executableURL.path, ["restore", "--from", "-", "--data-dir", TestApp.temporaryDirectory()],
+                                         environment: environment, mergeStderr: true)
+        #expect(empty.status == 1 && String(decoding: empty.stdout, as: UTF8.self).contains("standard input is empty"))
+    }
+
     @Test func aServerDoesNotStartWhileARestoreHoldsTheDirectory() throws {
         let directory = TestApp.temporaryDirectory()
         let lock = try DataDirectoryLock(directory: directory, mode: .exclusive)

@@ -22,12 +22,48 @@ public final class NginxProxy {
 
     /// nginx running `deploy/nginx.conf.example` in front of one server on `upstreamPort`.
     public convenience init(upstreamPort: Int, tls: Bool = false) throws {
-        var site = try Self.deployFile("nginx.conf.example")
-        guard site.contains("server 127.0.0.1:8080;") else {
-            throw RawHTTPClient.ClientError(description: "deploy/nginx.conf.example changed shape; update NginxProxy")
+        try self.init(site: Self.deploySite("nginx.conf.example", upstreamPorts: [upstreamPort]), tls: tls)
+    }
+
+    /// nginx running `site` (from ``deploySite(_:upstreamPorts:)``, perhaps edited by a test).
+    /// A server in it that listens on `listen 443 ssl http2;` (a TLS server uncommented from a
+    /// deploy file) gets a free port, ``tlsPort``, and a throw-away certificate instead of the
+    /// file's `ssl_certificate` and `ssl_certificate_key`.
+    public convenience init(site: String) throws {
+        try self.init(site: site, tls: false)
+    }
+
+    /// The text of `deploy/<name>` (`nginx.conf.example` or `nginx.scale-out.conf`) with its
+    /// upstream pointed at servers on `upstreamPorts`: nginx.conf.example's one `server
+    /// 127.0.0.1:8080;` line takes one port; nginx.scale-out.conf's `server bluelibrary-<n>:8080
+    /// <options>;` lines become one line per port, each with the same options (which the file's
+    /// lines must share).
+    public static func deploySite(_ name: String, upstreamPorts: [Int]) throws -> String {
+        let site = try deployFile(name)
+        if name == "nginx.conf.example" {
+            guard site.contains("server 127.0.0.1:8080;"), upstreamPorts.count == 1 else {
+                throw RawHTTPClient.ClientError(description: "deploy/nginx.conf.example changed shape (or more than one port given); update NginxProxy")
+            }
+            return site.replacingOccurrences(of: "server 127.0.0.1:8080;", with: "server 127.0.0.1:\(upstreamPorts[0]);")
         }
-        site = site.replacingOccurrences(of: "server 127.0.0.1:8080;", with: "server 127.0.0.1:\(upstreamPort);")
-        try self.init(site: site, tls: tls)
+        let lines = site.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let serverLines = lines.indices.filter { lines[$0].range(of: #"^\s*server bluelibrary-\d+:8080\b"#, options: .regularExpression) != nil }
+        let options = Set(serverLines.map { index in
+            lines[index].replacingOccurrences(of: #"^\s*server bluelibrary-\d+:8080"#, with: "", options: .regularExpression)
+        })
+        guard let first = serverLines.first, serverLines == Array(first..<(first + serverLines.count)), options.count == 1,
+            let option = options.first, !upstreamPorts.isEmpty
+        else {
+            throw RawHTTPClient.ClientError(description: "deploy/\(name) changed shape (one block of server lines with the same options); update NginxProxy")
+        }
+        let servers = upstreamPorts.map { "    server 127.0.0.1:\($0)\(option)" }
+        return (Array(lines[..<first]) + servers + Array(lines[(first + serverLines.count)...])).joined(separator: "\n")
+    }
+
+    /// What nginx logged so far (level warn and above), e.g. "an upstream response is buffered
+    /// to a temporary file".
+    public var errorLog: String {
+        (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
     }
 
     /// nginx serving one server under a path prefix (`/music/` → the server's `/`), as a
@@ -61,23 +97,9 @@ public final class NginxProxy {
     }
 
     /// nginx running `deploy/nginx.scale-out.conf` (the compose setup's proxy) in front of
-    /// several instances: its `server bluelibrary-<n>:8080 <options>;` lines become one line per
-    /// port in `instancePorts`, each with the same options (which the file's lines must share).
+    /// several instances, one `server` line per port in `instancePorts`.
     public convenience init(instancePorts: [Int]) throws {
-        let site = try Self.deployFile("nginx.scale-out.conf")
-        let lines = site.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        let serverLines = lines.indices.filter { lines[$0].range(of: #"^\s*server bluelibrary-\d+:8080\b"#, options: .regularExpression) != nil }
-        let options = Set(serverLines.map { index in
-            lines[index].replacingOccurrences(of: #"^\s*server bluelibrary-\d+:8080"#, with: "", options: .regularExpression)
-        })
-        guard let first = serverLines.first, serverLines == Array(first..<(first + serverLines.count)), options.count == 1,
-            let option = options.first, !instancePorts.isEmpty
-        else {
-            throw RawHTTPClient.ClientError(description: "deploy/nginx.scale-out.conf changed shape (one block of server lines with the same options); update NginxProxy")
-        }
-        let servers = instancePorts.map { "    server 127.0.0.1:\($0)\(option)" }
-        let edited = Array(lines[..<first]) + servers + Array(lines[(first + serverLines.count)...])
-        try self.init(site: edited.joined(separator: "\n"), tls: false)
+        try self.init(site: Self.deploySite("nginx.scale-out.conf", upstreamPorts: instancePorts), tls: false)
     }
 
     /// The text of `deploy/<name>`.
@@ -94,13 +116,20 @@ public final class NginxProxy {
         directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("nginx-" + UUID().uuidString)
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
         port = try Self.freePort()
-        tlsPort = tls ? try Self.freePort() : nil
+        let tlsServer = site.contains("listen 443 ssl http2;")
+        tlsPort = tls || tlsServer ? try Self.freePort() : nil
+        if tlsServer, let tlsPort {
+            try Self.makeCertificate(in: directory)
+            site = site.replacingOccurrences(of: "listen 443 ssl http2;", with: "listen 127.0.0.1:\(tlsPort) ssl;")
+                .replacingOccurrences(of: #"ssl_certificate\s+[^;]+;"#, with: "ssl_certificate \(directory.path)/cert.pem;", options: .regularExpression)
+                .replacingOccurrences(of: #"ssl_certificate_key\s+[^;]+;"#, with: "ssl_certificate_key \(directory.path)/key.pem;", options: .regularExpression)
+        }
 
         guard site.contains("listen 80;") else {
             throw RawHTTPClient.ClientError(description: "the nginx site no longer listens on port 80; update NginxProxy")
         }
         var listen = "listen 127.0.0.1:\(port);"
-        if let tlsPort {
+        if tls, let tlsPort {
             try Self.makeCertificate(in: directory)
             listen += """
 

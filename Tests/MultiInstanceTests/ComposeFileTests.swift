@@ -9,13 +9,13 @@ import Testing
 /// and nginx with `deploy/nginx.scale-out.conf`, whose upstream is exactly those instances and
 /// whose retry rule is the one the tests exercise.
 @Suite(.timeLimit(.minutes(1)), .ownThreads) struct ComposeFileTests {
-    /// compose.yaml as JSON (PyYAML, which scripts/test installs).
-    static func compose() throws -> [String: Any] {
-        let path = NginxProxy.repositoryRoot.appendingPathComponent("deploy/compose.yaml").path
+    /// compose.yaml (or another compose file of deploy/) as JSON (PyYAML, which scripts/test installs).
+    static func compose(_ name: String = "compose.yaml") throws -> [String: Any] {
+        let path = NginxProxy.repositoryRoot.appendingPathComponent("deploy/\(name)").path
         let run = try ChildProcess.run(
             "/usr/bin/env", ["python3", "-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)", path],
             environment: ProcessInfo.processInfo.environment)
-        try #require(run.status == 0, "python3 could not read compose.yaml: \(String(decoding: run.stderr, as: UTF8.self))")
+        try #require(run.status == 0, "python3 could not read \(name): \(String(decoding: run.stderr, as: UTF8.self))")
         return try #require(try JSONSerialization.jsonObject(with: Data(run.stdout)) as? [String: Any])
     }
 
@@ -68,6 +68,53 @@ import Testing
         // (Without `non_idempotent`: a POST or PATCH that reached an instance is never sent twice.)
         let retries = site.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("proxy_next_upstream ") }
         #expect(retries == ["proxy_next_upstream error timeout http_502 http_503;"])
+    }
+
+    /// Both compose files as locked as the Security section says: nothing published beyond
+    /// 127.0.0.1, every BlueLibrary service started with a token, every secret a Compose secret
+    /// (a file, mounted under /run/secrets) and none in any environment value, which
+    /// `docker inspect` would show. (No Docker engine runs here, so `docker compose config`
+    /// cannot; this reads the files as Compose would and checks what they say.)
+    @Test(arguments: ["compose.yaml", "compose.sqlite.yaml"]) func composeFilesAreLocked(_ name: String) throws {
+        let compose = try Self.compose(name)
+        let services = try #require(compose["services"] as? [String: [String: Any]])
+        let declared = compose["secrets"] as? [String: [String: Any]] ?? [:]
+        for (secret, definition) in declared {
+            let file = try #require(definition["file"] as? String, "\(name): secret \(secret) is a file")
+            #expect(file.hasPrefix("./secrets/"), "\(name): \(secret) from \(file) (deploy/secrets/, which git ignores)")
+        }
+        var bluelibraries = 0
+        for (service, definition) in services {
+            for port in definition["ports"] as? [String] ?? [] {
+                #expect(port.hasPrefix("127.0.0.1:"), "\(name): \(service) publishes \(port) beyond this host")
+            }
+            let environment = (definition["environment"] as? [String: Any] ?? [:]).mapValues { "\($0)" }
+            let mounted = Set((definition["secrets"] as? [Any] ?? []).compactMap { ($0 as? String) ?? (($0 as? [String: Any])?["source"] as? String) })
+            for secret in mounted { #expect(declared[secret] != nil, "\(name): \(service) mounts the undeclared secret \(secret)") }
+            for (key, value) in environment {
+                #expect(!["BLUELIBRARY_TOKEN", "POSTGRES_PASSWORD", "PGPASSWORD"].contains(key), "\(name): \(service) has \(key) in its environment")
+                #expect(!value.contains("${"), "\(name): \(service) \(key) interpolates a variable: \(value)")
+                if key.hasSuffix("_FILE") {
+                    let secret = value.replacingOccurrences(of: "/run/secrets/", with: "")
+                    #expect(value.hasPrefix("/run/secrets/") && mounted.contains(secret), "\(name): \(service) \(key)=\(value) is a mounted secret")
+                }
+                if key == "BLUELIBRARY_DATABASE_URL" {
+                    let authority = value.components(separatedBy: "://").last?.split(separator: "@").dropLast().joined() ?? ""
+                    #expect(!authority.contains(":") && !value.contains("password="), "\(name): \(service) has a password in its URL")
+                    #expect(environment["BLUELIBRARY_DATABASE_PASSWORD_FILE"] != nil, "\(name): \(service) reads the password from a file")
+                }
+            }
+            guard definition["image"] as? String == "bluelibrary" else { continue }
+            bluelibraries += 1
+            #expect(environment["BLUELIBRARY_TOKEN_FILE"] == "/run/secrets/bluelibrary_token", "\(name): \(service) starts with a token")
+        }
+        #expect(bluelibraries == (name == "compose.yaml" ? 3 : 1))
+        if let postgres = services["postgres"] {
+            let environment = postgres["environment"] as? [String: Any] ?? [:]
+            let instance = services["bluelibrary-1"]?["environment"] as? [String: Any] ?? [:]
+            #expect(environment["POSTGRES_PASSWORD_FILE"] as? String == instance["BLUELIBRARY_DATABASE_PASSWORD_FILE"] as? String,
+                    "PostgreSQL and the instances read the one password file")
+        }
     }
 
     @Test func scaleOutConfigLoadsInNginx() throws {

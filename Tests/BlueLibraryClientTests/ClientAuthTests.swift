@@ -139,16 +139,6 @@ import Testing
         #expect(failed?.status == 429 && failed?.retryAfter != nil && model.items.isEmpty && !model.isLoaded)
     }
 
-    @Test func retryAfterReadsSecondsAndHTTPDates() {
-        let now = Date(timeIntervalSince1970: 1_700_000_000)  // Tue, 14 Nov 2023 22:13:20 GMT
-        #expect(BlueLibraryClient.retryAfterSeconds("120", now: now) == 120)
-        #expect(BlueLibraryClient.retryAfterSeconds(" 7 ", now: now) == 7)
-        #expect(BlueLibraryClient.retryAfterSeconds("Tue, 14 Nov 2023 22:14:20 GMT", now: now) == 60)
-        #expect(BlueLibraryClient.retryAfterSeconds("Tue, 14 Nov 2023 22:00:00 GMT", now: now) == 0)
-        #expect(BlueLibraryClient.retryAfterSeconds("-5", now: now) == nil)
-        #expect(BlueLibraryClient.retryAfterSeconds("soon", now: now) == nil)
-    }
-
     // MARK: The model
 
     @Test func aModelWithoutTheTokenFailsItsLoadWith401AndWithItLoads() async throws {

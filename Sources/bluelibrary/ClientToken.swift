@@ -17,10 +17,11 @@ enum ClientToken {
 
     /// The lines every client command's `--help` lists under its options.
     static let optionsHelp = """
-          --token-file FILE  Read the token of a locked server from FILE ('-': from standard
-                           input; typed without echo on a terminal); a trailing newline is
-                           dropped. Default: $BLUELIBRARY_CLIENT_TOKEN. Never given as a value
-                           on the command line (it would show in the process list).
+          --token-file FILE
+                           The token of a locked server, read from FILE ('-': standard input,
+                           typed without echo on a terminal); a trailing newline is dropped.
+                           Default: $BLUELIBRARY_CLIENT_TOKEN. Never a value on the command
+                           line (it would show in the process list).
         """
 
     /// The exit status paragraph of every client command's `--help`.

@@ -6,8 +6,8 @@ import Foundation
 
 /// `bluelibrary libraries list|show|create|rename|delete`: the server's libraries, through
 /// `BlueLibraryClient`. Output, `--json` and exit codes as `bluelibrary albums` (0 done, 1 the
-/// server refused or could not be reached, 2 a bad command line, 3 and 4 a
-/// locked server's 401 and 429).
+/// server refused or could not be reached, 2 a bad command line, 3 and 4 a locked server's 401
+/// and 429).
 enum LibrariesCommand {
     static let helpText = """
         Usage: bluelibrary libraries <command> [options]

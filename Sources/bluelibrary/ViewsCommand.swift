@@ -7,8 +7,7 @@ import Foundation
 /// `bluelibrary views list|show|create|update|delete|albums`: composite views (one paged list
 /// over several libraries), through `BlueLibraryClient` and `AlbumListModel`. Output, `--json`
 /// and exit codes as `bluelibrary albums` (0 done, 1 the server refused or could not be
-/// reached, 2 a bad command line, 3 and 4 a
-/// locked server's 401 and 429).
+/// reached, 2 a bad command line, 3 and 4 a locked server's 401 and 429).
 enum ViewsCommand {
     static let helpText = """
         Usage: bluelibrary views <command> [options]

@@ -37,7 +37,8 @@ import Synchronization
 /// app can keep the token in its keychain and a rotated token is used from the next request on).
 /// A refusal is `.unauthorized` (401: no token, or a wrong one) or `.tooManyRequests` (429: the
 /// address is locked out after too many wrong tokens), each with the server's problem and its
-/// `Retry-After`. The token is never logged, put in an error, nor sent anywhere but `baseURL`.
+/// `Retry-After`. The token is never logged nor put in an error; use an `https://` base URL
+/// beyond loopback (the server speaks plain HTTP: end TLS at a proxy, as the README says).
 ///
 /// Every call throws `BlueLibraryClientError`. The client is immutable and `Sendable`: one
 /// instance serves any number of tasks and threads. Responses are never cached by `URLSession`;

@@ -98,12 +98,42 @@ try: print(m.version(sys.argv[1]))
 except m.PackageNotFoundError: pass' "$2" 2>/dev/null || true
 }
 
-# pip_install python requirement: pip, then pip with --break-system-packages (Debian's
-# externally managed Python).
+# pip_install python requirement: `python -m pip install` into that interpreter (a virtual
+# environment's, pyenv's or the system's); outside a virtual environment, if pip refuses,
+# again with --break-system-packages (Debian's externally managed system Python). Console
+# scripts land in that interpreter's bin directory, which need not be on PATH: run the tools
+# with `python3 -m`.
 pip_install() {
-    log "pip install $2"
-    "$1" -m pip install -q --disable-pip-version-check "$2" >&2 \
-        || "$1" -m pip install -q --disable-pip-version-check --break-system-packages "$2" >&2
+    log "pip install $2 (into $("$1" -c 'import sys; print(sys.prefix)' 2>/dev/null))"
+    "$1" -m pip install -q --disable-pip-version-check "$2" >&2 && return 0
+    "$1" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)' 2>/dev/null && return 1
+    "$1" -m pip install -q --disable-pip-version-check --break-system-packages "$2" >&2
+}
+
+# fresh_python_path DIR: makes a new virtual environment in DIR/venv and prints a PATH on which
+# `python3` is its interpreter (DIR/bin/python3 runs it) and nothing else of it: its bin
+# directory, where pip puts console scripts, is left out, and so are pyenv's shim directories
+# (a shim does not exist until `pyenv rehash`). Fails if any PyPI tool the tests need is already
+# importable, or a console script of one is on that PATH. .ci/run runs scripts/test so, to
+# prove that scripts/test installs what it needs and runs every Python tool as `python3 -m`.
+fresh_python_path() {
+    local dir="$1" path entry module tool entries
+    python3 -m venv "$dir/venv" >&2 2>/dev/null || { ensure_packages python3-venv >&2; python3 -m venv "$dir/venv" >&2; }
+    mkdir -p "$dir/bin"
+    printf '#!/bin/sh\nexec "%s" "$@"\n' "$dir/venv/bin/python3" >"$dir/bin/python3"
+    chmod +x "$dir/bin/python3"
+    path="$dir/bin"
+    IFS=: read -ra entries <<<"$PATH"
+    for entry in "${entries[@]}"; do
+        case "$entry" in */shims | "$dir"/*) ;; *) path="$path:$entry" ;; esac
+    done
+    for module in openapi_spec_validator yaml jsonschema referencing openapi_python_client openapi_generator_cli pydantic selenium; do
+        ! PATH="$path" python3 -c "import $module" 2>/dev/null || die "the fresh Python already has $module"
+    done
+    for tool in openapi-python-client openapi-spec-validator openapi-generator-cli; do
+        ! PATH="$path" command -v "$tool" >/dev/null || die "$tool is on the fresh PATH"
+    done
+    printf '%s\n' "$path"
 }
 
 # scripts/container-test: podman with runc (crun refuses the hybrid cgroup layout here), debootstrap for the base images

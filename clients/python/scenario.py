@@ -4,61 +4,50 @@ generates from openapi.yaml (package `bluelibrary_client`, on PYTHONPATH).
 
 Usage: scenario.py BASE_URL TOKEN COVER_URL
 
-The server must be fresh (an empty `default` library), started with write protection on
+The same steps as scenario_openapi_generator.py (openapi-generator's client), listed in
+scenario_common.STEPS; what both share (arguments, albums, expected answers) is in
+scenario_common.py. The server must be fresh (an empty `default` library), started with write protection on
 (BLUELIBRARY_TOKEN=TOKEN), and allowed to fetch COVER_URL (a PNG). Every call goes through the
 generated functions and models; an answer the spec does not list raises (the client is made
 with raise_on_unexpected_status). Prints one line per step; exits non-zero on the first failure.
 Run by Tests/BlueLibraryServerTests/GeneratedClientTests.swift (see clients/python/generate).
 """
-import sys
+from scenario_common import ALBUMS, PAGE, PNG_MAGIC, SORTS, arguments, check, check_feed, check_walk, passed, step
 
 from bluelibrary_client import AuthenticatedClient
 from bluelibrary_client.api.albums import (create_album, delete_album, get_album, get_album_at_index,
                                            get_album_cover, list_albums, update_album)
 from bluelibrary_client.api.events import list_changes
 from bluelibrary_client.api.settings import get_settings, patch_settings
+from bluelibrary_client.api.tutorial import tutorial_delete_album
 from bluelibrary_client.api.undo import undo
-from bluelibrary_client.models import (AlbumInput, AlbumPage, AlbumPatch, AlbumWithIndex, ChangePage, Problem, Settings,
+from bluelibrary_client.models import (AlbumInput, AlbumPage, AlbumPatch, AlbumWithIndex, ChangePage, IndexBody, Problem, Settings,
                                        SettingsPatch, SettingsPatchUndoType0, UndoResult, ValidationProblem)
 from bluelibrary_client.types import File
 
-base_url, token, cover_url = sys.argv[1:4]
+base_url, token, cover_url = arguments("scenario.py BASE_URL TOKEN COVER_URL")
 client = AuthenticatedClient(base_url=base_url, token=token, raise_on_unexpected_status=True)
 stranger = AuthenticatedClient(base_url=base_url, token="not-the-token", raise_on_unexpected_status=True)
 
-
-def step(text):
-    print("ok:", text, flush=True)
-
-
-def check(condition, text):
-    if not condition:
-        raise SystemExit("FAILED: " + text)
-
-
-# Albums to page through (years out of order so each sort differs from position order).
-titles = ["Album %02d" % n for n in range(13)]
-for n, title in enumerate(titles):
-    made = create_album.sync(client=client, body=AlbumInput(title=title, artist="Artist %d" % (n % 4), year=1990 + (n * 7) % 13))
+# Albums to page through.
+for n, (title, artist, year) in enumerate(ALBUMS):
+    made = create_album.sync(client=client, body=AlbumInput(title=title, artist=artist, year=year))
     check(isinstance(made, AlbumWithIndex) and made.index == n, "add %s" % title)
-step("added %d albums" % len(titles))
+step("added %d albums" % len(ALBUMS))
 
 # Every page, under every sort, following `next` until it is null.
-for sort in ["position", "-position", "title", "-title", "artist", "-artist", "year", "-year", "createdAt", "-createdAt"]:
+for sort in SORTS:
     seen, cursor, pages = [], None, 0
     while True:
-        page = list_albums.sync(client=client, limit=4, sort=sort, **({"cursor": cursor} if cursor else {}))
+        page = list_albums.sync(client=client, limit=PAGE, sort=sort, **({"cursor": cursor} if cursor else {}))
         check(isinstance(page, AlbumPage), "page under %s: %r" % (sort, page))
         seen += [album.title for album in page.items]
         pages += 1
         if page.next_ is None:
             break
         cursor = page.next_
-    check(sorted(seen) == sorted(titles) and len(seen) == len(titles), "walk under %s saw %r" % (sort, seen))
-    check(pages == 4, "13 albums in pages of 4 are 4 pages under %s, got %d" % (sort, pages))
-    if sort == "position":
-        check(seen == titles, "position order")
-step("walked every page with cursors under 10 sorts")
+    check_walk(sort, seen, pages)
+step("walked every page with cursors under %d sorts" % len(SORTS))
 
 # Add at an index, read it back by index.
 inserted = create_album.sync(client=client, body=AlbumInput(title="Inserted", artist="Someone", year="1984"), index=2)
@@ -67,8 +56,17 @@ at2 = get_album_at_index.sync(2, client=client)
 check(isinstance(at2, AlbumWithIndex) and at2.id == inserted.id and at2.year == 1984, "get at 2: %r" % at2)
 step("added at index 2 and got it by index")
 
-# Patch with If-Match: the current tag works, the old one is 412.
+# A conditional GET: the album's and a page's ETag sent back as If-None-Match is 304, no body.
 first = get_album.sync_detailed(inserted.id, client=client)
+unchanged = get_album.sync_detailed(inserted.id, client=client, if_none_match=first.headers["ETag"])
+check(unchanged.status_code == 304 and unchanged.parsed is None, "album If-None-Match: %d" % unchanged.status_code)
+check(unchanged.headers.get("ETag") == first.headers["ETag"], "the 304 carries the ETag")
+listed = list_albums.sync_detailed(client=client, limit=PAGE)
+same_page = list_albums.sync_detailed(client=client, limit=PAGE, if_none_match=listed.headers["ETag"])
+check(same_page.status_code == 304 and same_page.parsed is None, "page If-None-Match: %d" % same_page.status_code)
+step("If-None-Match with the current ETag is 304 (an album and a page)")
+
+# Patch with If-Match: the current tag works, the old one is 412.
 tag = first.headers["ETag"]
 patched = update_album.sync_detailed(inserted.id, client=client, body=AlbumPatch(genre="Jazz"), if_match=tag)
 check(patched.status_code == 200 and isinstance(patched.parsed, AlbumWithIndex) and patched.parsed.genre == "Jazz", "patch: %r" % patched)
@@ -93,6 +91,13 @@ check(isinstance(undone, UndoResult) and undone.album is not None and undone.alb
 check(get_album_at_index.sync(2, client=client).id == inserted.id, "undo restored index 2")
 step("deleted, then undo restored it at index 2")
 
+# The tutorial app's delete call, with the JSON bodies: an object, then a bare number.
+for body in (IndexBody(index=2), 2):
+    removed = tutorial_delete_album.sync(client=client, body=body)
+    check(isinstance(removed, AlbumWithIndex) and removed.id == inserted.id and removed.index == 2, "deleteAlbum %r: %r" % (body, removed))
+    check(undo.sync(client=client).album.index == 2, "undo after deleteAlbum")
+step("POST /api/deleteAlbum with {\"index\": 2} and with 2 (each undone)")
+
 # Settings: read and patch with the token; without the right token it is 401.
 refused = get_settings.sync_detailed(client=stranger)
 check(refused.status_code == 401 and isinstance(refused.parsed, Problem), "wrong token: %d" % refused.status_code)
@@ -113,7 +118,7 @@ while True:
     since = feed.next_
     if not feed.more:
         break
-check(kinds.count("added") >= 15 and "deleted" in kinds and "updated" in kinds, "feed kinds: %r" % kinds)
+check_feed(kinds)
 ahead = list_changes.sync_detailed(client=client, since=since + 100)
 check(ahead.status_code == 400 and isinstance(ahead.parsed, Problem), "since ahead: %d" % ahead.status_code)
 step("change feed paged to version %d (%d changes); since ahead of it is 400" % (since, len(kinds)))
@@ -123,6 +128,6 @@ covered = create_album.sync(client=client, body=AlbumInput(title="Covered", arti
 cover = get_album_cover.sync_detailed(covered.id, client=client)
 check(cover.status_code == 200 and isinstance(cover.parsed, File), "cover: %d" % cover.status_code)
 image = cover.parsed.payload.read()
-check(image[:8] == b"\x89PNG\r\n\x1a\n", "cover bytes are a PNG")
+check(image[:8] == PNG_MAGIC, "cover bytes are a PNG")
 step("cover fetched (%d bytes of PNG)" % len(image))
-print("scenario passed")
+passed()

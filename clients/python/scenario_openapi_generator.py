@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""scenario.py's tour of BlueLibrary again, with only the client that openapi-generator's
+`python` generator makes from openapi.yaml (package `bluelibrary_og`, on PYTHONPATH; see
+clients/python/generate-openapi-generator).
+
+Usage: scenario_openapi_generator.py BASE_URL TOKEN COVER_URL
+
+The same server as scenario.py (fresh, BLUELIBRARY_TOKEN=TOKEN, allowed to fetch COVER_URL) and
+the same steps (scenario_common.STEPS). This generator's idioms differ from
+openapi-python-client's, and the scenario uses them as a client author would:
+  - every answer outside 200-299 raises ApiException (a subclass for 400, 401, 404, 409, 422,
+    5xx) whose `status`, `headers` and `data` (the body decoded as the spec's schema for that
+    status, such as Problem) carry the answer; so does a 304, which has no body;
+  - `*_with_http_info` returns the status and headers with the decoded body;
+  - the models validate the spec's constraints before sending (minLength, the year range), so
+    the scenario builds the invalid album for the server's 422 with `model_construct`;
+  - a oneOf or anyOf schema is a wrapper model (Year(1999), TutorialDeleteAlbumRequest(...)).
+Prints one line per step; exits non-zero on the first failure.
+"""
+from scenario_common import ALBUMS, PAGE, PNG_MAGIC, SORTS, arguments, check, check_feed, check_walk, passed, step
+
+from bluelibrary_og import ApiClient, Configuration
+from bluelibrary_og.api.albums_api import AlbumsApi
+from bluelibrary_og.api.events_api import EventsApi
+from bluelibrary_og.api.settings_api import SettingsApi
+from bluelibrary_og.api.tutorial_api import TutorialApi
+from bluelibrary_og.api.undo_api import UndoApi
+from bluelibrary_og.exceptions import ApiException, BadRequestException, NotFoundException, UnauthorizedException
+from bluelibrary_og.models import (AlbumInput, AlbumPage, AlbumPatch, AlbumWithIndex, ChangePage, IndexBody, Problem, Settings,
+                                   SettingsPatch, TutorialDeleteAlbumRequest, UndoResult, ValidationProblem, Year)
+from pydantic import ValidationError
+
+base_url, token, cover_url = arguments("scenario_openapi_generator.py BASE_URL TOKEN COVER_URL")
+client = ApiClient(Configuration(host=base_url, access_token=token))
+stranger = ApiClient(Configuration(host=base_url, access_token="not-the-token"))
+albums, events, settings_api, tutorial, undo = AlbumsApi(client), EventsApi(client), SettingsApi(client), TutorialApi(client), UndoApi(client)
+
+
+def raised(call, kind=ApiException):
+    """The ApiException that `call` raised (a failure if it raised none, or another kind)."""
+    try:
+        answer = call()
+    except kind as error:
+        return error
+    raise SystemExit("FAILED: expected %s, got the answer %r" % (kind.__name__, answer))
+
+
+# Albums to page through.
+for n, (title, artist, year) in enumerate(ALBUMS):
+    made = albums.create_album(AlbumInput(title=title, artist=artist, year=Year(year)))
+    check(isinstance(made, AlbumWithIndex) and made.index == n, "add %s" % title)
+step("added %d albums" % len(ALBUMS))
+
+# Every page, under every sort, following `next` until it is null.
+for sort in SORTS:
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = albums.list_albums(limit=PAGE, sort=sort, cursor=cursor)
+        check(isinstance(page, AlbumPage), "page under %s: %r" % (sort, page))
+        seen += [album.title for album in page.items]
+        pages += 1
+        if page.next is None:
+            break
+        cursor = page.next
+    check_walk(sort, seen, pages)
+step("walked every page with cursors under %d sorts" % len(SORTS))
+
+# Add at an index (the year as the 4-digit string the spec allows on input), read it back by index.
+inserted = albums.create_album(AlbumInput(title="Inserted", artist="Someone", year=Year("1984")), index=2)
+check(isinstance(inserted, AlbumWithIndex) and inserted.index == 2, "insert at 2: %r" % inserted)
+at2 = albums.get_album_at_index(2)
+check(isinstance(at2, AlbumWithIndex) and at2.id == inserted.id and at2.year == 1984, "get at 2: %r" % at2)
+step("added at index 2 and got it by index")
+
+# A conditional GET: the album's and a page's ETag sent back as If-None-Match is 304, no body.
+first = albums.get_album_with_http_info(inserted.id)
+tag = first.headers["ETag"]
+unchanged = raised(lambda: albums.get_album(inserted.id, if_none_match=tag))
+check(unchanged.status == 304 and unchanged.data is None and not unchanged.body, "album If-None-Match: %r" % unchanged)
+check(unchanged.headers.get("ETag") == tag, "the 304 carries the ETag")
+listed = albums.list_albums_with_http_info(limit=PAGE)
+same_page = raised(lambda: albums.list_albums(limit=PAGE, if_none_match=listed.headers["ETag"]))
+check(same_page.status == 304 and same_page.data is None, "page If-None-Match: %r" % same_page)
+step("If-None-Match with the current ETag is 304 (an album and a page), raised as ApiException(status=304)")
+
+# Patch with If-Match: the current tag works, the old one is 412.
+patched = albums.update_album_with_http_info(inserted.id, AlbumPatch(genre="Jazz"), if_match=tag)
+check(patched.status_code == 200 and isinstance(patched.data, AlbumWithIndex) and patched.data.genre == "Jazz", "patch: %r" % patched)
+stale = raised(lambda: albums.update_album(inserted.id, AlbumPatch(genre="Rock"), if_match=tag))
+check(stale.status == 412 and isinstance(stale.data, Problem), "stale If-Match: %r" % stale)
+step("patched with If-Match; the stale tag was 412 (%s)" % stale.data.title)
+
+# The spec's constraints are in the models: an empty title and the year 99 are refused before
+# sending. Sent anyway (model_construct skips the check), the server's 422 decodes as
+# ValidationProblem naming both.
+refused = raised(lambda: AlbumInput(title="", artist="Nobody", year=Year(99)), ValidationError)
+check(refused.error_count() >= 1, "client-side validation")
+bad = raised(lambda: albums.create_album(AlbumInput.model_construct(title="", artist="Nobody", year=Year.model_construct(actual_instance=99))))
+# The 422 is `anyOf: [ValidationProblem, Problem]`: a wrapper whose actual_instance is the one that matched.
+problem = getattr(bad.data, "actual_instance", None)
+check(bad.status == 422 and isinstance(problem, ValidationProblem), "422: %r" % bad)
+fields = sorted(error["field"] for error in problem.errors)
+check(fields == ["title", "year"], "422 fields: %r" % fields)
+step("422 decoded as ValidationProblem naming %s (the models refuse them before sending)" % ", ".join(fields))
+
+# Delete, then undo puts it back where it was.
+removed = albums.delete_album(inserted.id)
+check(isinstance(removed, AlbumWithIndex) and removed.index == 2, "delete: %r" % removed)
+gone = raised(lambda: albums.get_album(inserted.id), NotFoundException)
+check(gone.status == 404 and isinstance(gone.data, Problem), "deleted album is 404")
+undone = undo.undo()
+check(isinstance(undone, UndoResult) and undone.album is not None and undone.album.index == 2, "undo: %r" % undone)
+check(albums.get_album_at_index(2).id == inserted.id, "undo restored index 2")
+step("deleted, then undo restored it at index 2")
+
+# The tutorial app's delete call, with the JSON bodies: an object, then a bare number.
+for body in (IndexBody(index=2), 2):
+    removed = tutorial.tutorial_delete_album(TutorialDeleteAlbumRequest(body))
+    check(isinstance(removed, AlbumWithIndex) and removed.id == inserted.id and removed.index == 2, "deleteAlbum %r: %r" % (body, removed))
+    check(undo.undo().album.index == 2, "undo after deleteAlbum")
+step("POST /api/deleteAlbum with {\"index\": 2} and with 2 (each undone)")
+
+# Settings: read and patch with the token; without the right token it is 401.
+locked_out = raised(lambda: SettingsApi(stranger).get_settings(), UnauthorizedException)
+check(locked_out.status == 401 and isinstance(locked_out.data, Problem), "wrong token: %r" % locked_out)
+settings = settings_api.get_settings_with_http_info()
+check(settings.status_code == 200 and isinstance(settings.data, Settings), "settings: %r" % settings)
+check(settings.data.access.passcode_enabled is True, "the lock is on")
+changed = settings_api.patch_settings(SettingsPatch(undo={"depth": 40}), if_match=settings.headers["ETag"])
+check(isinstance(changed, Settings) and changed.undo.depth == 40, "patch settings: %r" % changed)
+step("settings read and patched with the token (a wrong token was 401)")
+
+# The change feed, paged until `more` is false.
+since, kinds = 0, []
+while True:
+    feed = events.list_changes(since=since, limit=5)
+    check(isinstance(feed, ChangePage), "changes: %r" % feed)
+    kinds += [change.kind for change in feed.changes]
+    since = feed.next
+    if not feed.more:
+        break
+check_feed(kinds)
+ahead = raised(lambda: events.list_changes(since=since + 100), BadRequestException)
+check(ahead.status == 400 and isinstance(ahead.data, Problem), "since ahead: %r" % ahead)
+step("change feed paged to version %d (%d changes); since ahead of it is 400" % (since, len(kinds)))
+
+# A cover, fetched by the server from the local upstream.
+covered = albums.create_album(AlbumInput(title="Covered", artist="Painter", cover_url=cover_url))
+cover = albums.get_album_cover_with_http_info(covered.id)
+check(cover.status_code == 200 and isinstance(cover.data, (bytes, bytearray)), "cover: %r" % cover.status_code)
+check(bytes(cover.data[:8]) == PNG_MAGIC, "cover bytes are a PNG")
+step("cover fetched (%d bytes of PNG)" % len(cover.data))
+passed()

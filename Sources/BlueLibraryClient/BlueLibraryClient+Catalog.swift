@@ -110,7 +110,7 @@ extension BlueLibraryClient {
         throws(BlueLibraryClientError) -> Call<Void>
     {
         Call(request: try request(method, path, query: query), read: { answer throws(BlueLibraryClientError) in
-            guard answer.status < 400 else { throw .problem(Self.problem(answer)) }
+            guard answer.status < 400 else { throw Self.failure(answer) }
             guard (200..<300).contains(answer.status) else {
                 throw .decoding(status: answer.status, message: "expected a 2xx answer")
             }

@@ -31,6 +31,15 @@ import Synchronization
 /// serves every library and view of its server. `libraries()`, `createView(_:)`, ... manage them
 /// (`BlueLibraryClient+Catalog.swift`).
 ///
+/// **A locked server.** A server with a token (write protection; with `access.protectReads`
+/// reads too) wants `Authorization: Bearer <token>`. Give the client the token as a value
+/// (`token:`) or as a `tokenProvider` closure, which the client calls for every request (so an
+/// app can keep the token in its keychain and a rotated token is used from the next request on).
+/// A refusal is `.unauthorized` (401: no token, or a wrong one) or `.tooManyRequests` (429: the
+/// address is locked out after too many wrong tokens), each with the server's problem and its
+/// `Retry-After`. The token is never logged nor put in an error; use an `https://` base URL
+/// beyond loopback (the server speaks plain HTTP: end TLS at a proxy, as the README says).
+///
 /// Every call throws `BlueLibraryClientError`. The client is immutable and `Sendable`: one
 /// instance serves any number of tasks and threads. Responses are never cached by `URLSession`;
 /// revalidation is explicit (`ifNoneMatch:`).
@@ -39,13 +48,36 @@ public final class BlueLibraryClient: Sendable {
     /// Seconds a request may take, end to end, before it fails with `.timeout`.
     public let timeout: Double
     private let session: URLSession
+    /// Where the bearer token comes from: asked once per request; nil (or a nil or empty answer)
+    /// sends no `Authorization`.
+    private let tokenProvider: TokenProvider?
+
+    /// A closure that answers the bearer token for the next request (nil or "": send none).
+    /// Called on the thread that makes the call, once per request, so keep it quick (a keychain
+    /// read is fine). An error it throws fails the call with `.invalidRequest`, nothing sent.
+    public typealias TokenProvider = @Sendable () throws -> String?
 
     /// - Parameters:
     ///   - baseURL: where the API lives, e.g. `http://127.0.0.1:8080` (a path prefix is kept).
     ///   - timeout: seconds per request (connect, send and receive together).
-    public init(baseURL: URL, timeout: Double = 10) {
+    ///   - token: the bearer token of a locked server, sent as `Authorization: Bearer <token>`
+    ///     with every request (nil or empty: none).
+    public convenience init(baseURL: URL, timeout: Double = 10, token: String? = nil) {
+        var provider: TokenProvider?
+        if let token, !token.isEmpty { provider = { @Sendable in token } }
+        self.init(baseURL: baseURL, timeout: timeout, provider: provider)
+    }
+
+    /// A client that asks `tokenProvider` for the bearer token before every request, so a
+    /// token read from a keychain, or replaced there, is the one sent.
+    public convenience init(baseURL: URL, timeout: Double = 10, tokenProvider: @escaping TokenProvider) {
+        self.init(baseURL: baseURL, timeout: timeout, provider: tokenProvider)
+    }
+
+    private init(baseURL: URL, timeout: Double, provider: TokenProvider?) {
         self.baseURL = baseURL
         self.timeout = timeout
+        tokenProvider = provider
         let configuration = URLSessionConfiguration.ephemeral
         // FoundationNetworking on Linux truncates these to whole seconds (0.5 becomes "at once"),
         // so they are only a backstop; `start` enforces `timeout` itself.
@@ -61,14 +93,26 @@ public final class BlueLibraryClient: Sendable {
 
     /// `BlueLibraryClient(url: "http://127.0.0.1:8080")`; throws `.invalidRequest` for a URL
     /// that is not absolute http(s).
-    public convenience init(url: String, timeout: Double = 10) throws(BlueLibraryClientError) {
+    public convenience init(url: String, timeout: Double = 10, token: String? = nil) throws(BlueLibraryClientError) {
+        self.init(baseURL: try Self.parse(url), timeout: timeout, token: token)
+    }
+
+    /// `BlueLibraryClient(url: "https://music.example.org", tokenProvider: { try keychain.token() })`.
+    public convenience init(url: String, timeout: Double = 10, tokenProvider: @escaping TokenProvider) throws(BlueLibraryClientError) {
+        self.init(baseURL: try Self.parse(url), timeout: timeout, tokenProvider: tokenProvider)
+    }
+
+    private static func parse(_ url: String) throws(BlueLibraryClientError) -> URL {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme),
             parsed.host != nil
         else {
             throw .invalidRequest("'\(url)' is not an http:// or https:// URL with a host")
         }
-        self.init(baseURL: parsed, timeout: timeout)
+        return parsed
     }
+
+    /// Whether the client has a token or a token provider (it may still answer nil).
+    public var hasToken: Bool { tokenProvider != nil }
 
     deinit { session.finishTasksAndInvalidate() }
 
@@ -367,6 +411,13 @@ public final class BlueLibraryClient: Sendable {
     /// a handle cancelled before this call sends nothing).
     func start(_ request: URLRequest, handle: RequestHandle,
                completion: @escaping @Sendable (Result<Answer, BlueLibraryClientError>) -> Void) {
+        var request = request
+        do throws(BlueLibraryClientError) {
+            if let token = try currentToken() { request.setValue("Bearer " + token, forHTTPHeaderField: "Authorization") }
+        } catch {
+            completion(.failure(error))
+            return
+        }
         let timeout = self.timeout
         let label = "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "?")"
         let task = session.dataTask(with: request) { data, response, error in
@@ -389,6 +440,24 @@ public final class BlueLibraryClient: Sendable {
             return
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { handle.expire() }
+    }
+
+    /// The provider's token for the next request: nil for none; `.invalidRequest` when the
+    /// provider fails or answers what cannot be a token (the message never repeats it).
+    func currentToken() throws(BlueLibraryClientError) -> String? {
+        guard let tokenProvider else { return nil }
+        let token: String?
+        do {
+            token = try tokenProvider()
+        } catch {
+            throw .invalidRequest("the token provider failed: \(error)")
+        }
+        guard let token, !token.isEmpty else { return nil }
+        // RFC 6750's token68 is narrower; a header value only must not break the head.
+        guard token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw .invalidRequest("the token has a space, a control character or a non-ASCII character; a bearer token is printable ASCII")
+        }
+        return token
     }
 
     /// Runs `call` and reads its answer; cancelling the calling task aborts the transfer.
@@ -459,8 +528,34 @@ public final class BlueLibraryClient: Sendable {
         return Problem(title: title, status: answer.status, detail: text.isEmpty ? "HTTP \(answer.status) \(title)" : text)
     }
 
+    /// The error of an answer with status 400 or more: `.unauthorized` for 401,
+    /// `.tooManyRequests` for 429 (each with `Retry-After`), `.problem` for the rest.
+    static func failure(_ answer: Answer) -> BlueLibraryClientError {
+        let problem = problem(answer)
+        switch answer.status {
+        case 401: return .unauthorized(problem, retryAfter: answer.header("Retry-After").flatMap { retryAfterSeconds($0) })
+        case 429: return .tooManyRequests(problem, retryAfter: answer.header("Retry-After").flatMap { retryAfterSeconds($0) })
+        default: return .problem(problem)
+        }
+    }
+
+    /// `Retry-After` in seconds: its delay-seconds, or the seconds until its HTTP date (0 when
+    /// that passed); nil when it is neither.
+    static func retryAfterSeconds(_ value: String, now: Date = Date()) -> Int? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        if !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
+            return Int(text) ?? Int.max  // more digits than Int holds: "a very long time"
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        guard let date = formatter.date(from: text) else { return nil }
+        return max(0, Int(date.timeIntervalSince(now).rounded(.up)))
+    }
+
     static func decode<T: Decodable>(_ answer: Answer, as type: T.Type = T.self) throws(BlueLibraryClientError) -> T {
-        guard answer.status < 400 else { throw .problem(problem(answer)) }
+        guard answer.status < 400 else { throw failure(answer) }
         guard (200..<300).contains(answer.status) else {
             throw .decoding(status: answer.status, message: "expected a 2xx answer with a JSON body")
         }

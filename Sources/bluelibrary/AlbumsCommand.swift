@@ -9,7 +9,8 @@ import Synchronization
 /// `bluelibrary albums list|add|delete|move|undo`: a client of a running server, built on
 /// `BlueLibraryClient` and `AlbumListModel`. Prints an aligned table (or a sentence) by
 /// default and JSON with `--json`. A failed request prints the problem's detail on one line
-/// to stderr and exits 1; a bad command line exits 2.
+/// to stderr and exits 1; a bad command line exits 2; a locked server's 401 exits 3, its 429
+/// 4, each with a line that says what to do (`ClientToken`).
 enum AlbumsCommand {
     static let helpText = """
         Usage: bluelibrary albums <command> [options]
@@ -34,11 +35,14 @@ enum AlbumsCommand {
           --url URL        The server (default: $BLUELIBRARY_URL, else http://127.0.0.1:8080).
           --client NAME    The client whose current album add and undo update (default: "default").
           --timeout SEC    Seconds to wait for each answer (default: 10).
+        \(ClientToken.optionsHelp)
           --replica FILE   Work on the offline replica in FILE (default: $BLUELIBRARY_REPLICA):
                            list reads it, add/delete/move change it at once and queue the change
                            for 'bluelibrary sync'; all of it works with the server down. undo
                            takes back the newest queued change. Not with move --to-library or
                            --client. A new FILE starts empty until its first sync.
+
+        \(ClientToken.exitStatusHelp)
         """
 
     static func run(_ arguments: [String]) -> Never {
@@ -116,7 +120,7 @@ enum AlbumsCommand {
         default:
             fail("unknown albums command '\(subcommand)'; try 'bluelibrary albums --help'")
         }
-        if case let .failure(error) = result { fail(error.description, code: 1) }
+        if case let .failure(error) = result { ClientToken.end(with: error) }
         exit(0)
     }
 
@@ -143,23 +147,26 @@ enum AlbumsCommand {
         return (subcommand, options, client, json)
     }
 
+    /// The client for `--url`, `--timeout` and the token (`--token-file`, `$BLUELIBRARY_CLIENT_TOKEN`).
     static func connect(_ options: inout Options) -> BlueLibraryClient {
         let environment = ProcessInfo.processInfo.environment
         let url = options.value("url") ?? environment["BLUELIBRARY_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
         let timeout = options.double("timeout") ?? 10
+        let token = ClientToken.read(&options, environment: environment)
         do {
-            return try BlueLibraryClient(url: url, timeout: timeout)
+            return try BlueLibraryClient(url: url, timeout: timeout, token: token)
         } catch {
             fail("--url: \(error.description)")
         }
     }
 
-    /// Runs `body` and exits: 0 when it succeeded, 1 with the error on stderr when it failed.
+    /// Runs `body` and exits: 0 when it succeeded; else the error on stderr and exit code 1,
+    /// or for a 401/429 what to do about the token and its own code (`ClientToken.end`).
     static func perform(_ body: () throws(BlueLibraryClientError) -> Void) -> Never {
         do throws(BlueLibraryClientError) {
             try body()
         } catch {
-            fail(error.description, code: 1)
+            ClientToken.end(with: error)
         }
         exit(0)
     }
@@ -377,6 +384,11 @@ enum AlbumsCommand {
             query.genre = value("genre")
             query.cursor = value("cursor")
             return query
+        }
+
+        /// Whether `--name` or `--name=...` is among the words (left in place).
+        func contains(option name: String) -> Bool {
+            words.contains { $0 == "--\(name)" || $0.hasPrefix("--\(name)=") }
         }
 
         mutating func positional() -> String? {

@@ -6,7 +6,8 @@ import Foundation
 
 /// `bluelibrary libraries list|show|create|rename|delete`: the server's libraries, through
 /// `BlueLibraryClient`. Output, `--json` and exit codes as `bluelibrary albums` (0 done, 1 the
-/// server refused or could not be reached, 2 a bad command line).
+/// server refused or could not be reached, 2 a bad command line, 3 and 4 a locked server's 401
+/// and 429).
 enum LibrariesCommand {
     static let helpText = """
         Usage: bluelibrary libraries <command> [options]
@@ -31,6 +32,9 @@ enum LibrariesCommand {
         Options for every command:
           --url URL        The server (default: $BLUELIBRARY_URL, else http://127.0.0.1:8080).
           --timeout SEC    Seconds to wait for each answer (default: 10).
+        \(ClientToken.optionsHelp)
+
+        \(ClientToken.exitStatusHelp)
         """
 
     static func run(_ arguments: [String]) -> Never {

@@ -9,7 +9,7 @@ import Foundation
 /// order, and prints what it did. Exit 0 when replica and server agree (changes the server would
 /// not take are dropped, listed, and still exit 0: the agreement is what the code reports), 1
 /// with the reason when the server cannot be reached, a request fails, or they still differ;
-/// 2 for a usage mistake.
+/// 2 for a usage mistake; 3 and 4 for a locked server's 401 and 429 (the queue kept).
 enum SyncCommand {
     static let helpText = """
         Usage: bluelibrary sync [--replica FILE] [options]
@@ -22,7 +22,10 @@ enum SyncCommand {
         album deleted there meanwhile, fields it rejects) are dropped and listed.
 
         Exit status: 0 when replica and server agree; 1 when they do not, or the server could not
-        be reached (the queued changes stay in FILE for the next sync); 2 for a usage mistake.
+        be reached (the queued changes stay in FILE for the next sync); 2 for a usage mistake;
+        3 the server is locked and the token is missing or wrong (401), 4 this address is locked
+        out after too many wrong tokens (429): nothing queued is lost or dropped, the line says
+        how many changes stay queued and what to do.
 
         Options:
           --replica FILE   The replica (default: $BLUELIBRARY_REPLICA).
@@ -30,6 +33,7 @@ enum SyncCommand {
                            keeps its own, and another ID is refused.
           --url URL        The server (default: $BLUELIBRARY_URL, else http://127.0.0.1:8080).
           --timeout SEC    Seconds to wait for each answer (default: 10).
+        \(ClientToken.optionsHelp)
           --json           Print what was done as JSON.
         """
 
@@ -91,6 +95,10 @@ enum SyncCommand {
             printOutcome(outcome, json: json)
             let pending = (try? ReplicaAlbumsCommand.wait { () async throws(ReplicaError) in try await replica.pendingCount() }) ?? 0
             let kept = pending == 0 ? "" : "; \(pending) queued change\(pending == 1 ? " stays" : "s stay") in \(path) for the next sync"
+            if case let .client(clientError) = error, clientError.isAccessRefusal {
+                // One line: what to do about the token (and its exit code), then what stays queued.
+                ClientToken.end(with: clientError, prefix: "sync stopped: ", suffix: kept)
+            }
             fail("sync failed: \(error.description)\(kept)", code: 1)
         }
         exit(0)

@@ -109,7 +109,7 @@ enum TokenCommand {
             text = String(decoding: data, as: UTF8.self)
         }
         guard var token = text else { return nil }
-        while let last = token.last, last == "\n" || last == "\r" { token.removeLast() }
+        while let last = token.last, last == "\n" || last == "\r" || last == "\r\n" { token.removeLast() }
         return token.isEmpty ? nil : token
     }
 }

@@ -7,7 +7,7 @@ import Foundation
 /// `bluelibrary views list|show|create|update|delete|albums`: composite views (one paged list
 /// over several libraries), through `BlueLibraryClient` and `AlbumListModel`. Output, `--json`
 /// and exit codes as `bluelibrary albums` (0 done, 1 the server refused or could not be
-/// reached, 2 a bad command line).
+/// reached, 2 a bad command line, 3 and 4 a locked server's 401 and 429).
 enum ViewsCommand {
     static let helpText = """
         Usage: bluelibrary views <command> [options]
@@ -37,6 +37,9 @@ enum ViewsCommand {
         Options for every command:
           --url URL        The server (default: $BLUELIBRARY_URL, else http://127.0.0.1:8080).
           --timeout SEC    Seconds to wait for each answer (default: 10).
+        \(ClientToken.optionsHelp)
+
+        \(ClientToken.exitStatusHelp)
         """
 
     static func run(_ arguments: [String]) -> Never {

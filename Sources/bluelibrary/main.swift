@@ -58,6 +58,12 @@ case "help", "--help", "-h":
                        it asks the address the server wrote to its data directory).
           version      Print the version (also --version; GET / says it too).
           help         Show this text.
+
+        The client commands (albums, sync, libraries, views) send the token of a locked server
+        from $BLUELIBRARY_CLIENT_TOKEN or --token-file FILE ('-': standard input), never from a
+        command-line value; they exit 1 when the server refuses a request or cannot be reached,
+        2 for a usage mistake, 3 when the token is missing or wrong (401), 4 when this address is
+        locked out after too many wrong tokens (429). healthcheck needs no token (/readyz is open).
         """)
 default:
     fail("unknown command '\(command)'; try 'bluelibrary help'")

@@ -47,8 +47,9 @@ import Testing
         #expect(loaded.hasMore && loaded.etag != nil && loaded.version != nil && loaded.loadedAt != nil)
     }
 
-    @Test func loadAndWaitReturnsAfterTheListenersHeardTheEnd() async throws {
-        let (model, recorder) = makeModel(limit: 3)
+    @Test(arguments: ServerLock.allCases) func loadAndWaitReturnsAfterTheListenersHeardTheEnd(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
+        let (model, recorder) = makeModel(limit: 3, client: client)
         #expect(try await model.loadAndWait() == .started)
         #expect(recorder.events == ["start", "change", "finish"])  // delivered before the return
         #expect(model.isLoaded && !model.isLoading && model.items.count == 3)
@@ -58,13 +59,14 @@ import Testing
         #expect(recorder.events.count == 6)
     }
 
-    @Test func loadMoreAppendsUntilThereIsNoMore() async throws {
+    @Test(arguments: ServerLock.allCases) func loadMoreAppendsUntilThereIsNoMore(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         for i in 0..<3 { _ = try await client.add(AlbumInput(title: "Added \(i)", artist: "Band \(i)"), at: i * 2) }
         let expected = try await server.albums()
         #expect(expected.count == 8)
 
         let proxy = try GatedProxy(upstreamPort: server.port)
-        let (model, recorder) = makeModel(limit: 3, client: LiveServer.client(port: proxy.port))
+        let (model, recorder) = makeModel(limit: 3, client: server.client(port: proxy.port))
         try await model.loadAndWait()
         var pages = 1
         proxy.gated = true
@@ -89,9 +91,10 @@ import Testing
         #expect(!model.isOutdated)
     }
 
-    @Test func unchangedListRevalidatesWith304AndKeepsEveryPage() async throws {
+    @Test(arguments: ServerLock.allCases) func unchangedListRevalidatesWith304AndKeepsEveryPage(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         let proxy = try GatedProxy(upstreamPort: server.port)
-        let (model, recorder) = makeModel(limit: 2, client: LiveServer.client(port: proxy.port))
+        let (model, recorder) = makeModel(limit: 2, client: server.client(port: proxy.port))
         try await model.loadAndWait()
         try await model.loadAndWait(more: true)
         let before = model.snapshot
@@ -108,6 +111,8 @@ import Testing
         #expect(reload.headers["if-none-match"] == before.etag)
         try #require(proxy.requests.count == 3)
         #expect(proxy.requests[1].headers["if-none-match"] == nil)  // a next page is never conditional
+        // Every request, the conditional one too, carries the token of a locked server (and none for an open one).
+        #expect(proxy.requests.map { $0.headers["authorization"] } == Array(repeating: lock.token.map { "Bearer \($0)" }, count: 3))
 
         // After a change the same reload is a 200 that replaces the pages with the first one.
         _ = try await client.add(AlbumInput(title: "Fresh", artist: "Face"), at: 0)
@@ -117,8 +122,9 @@ import Testing
         #expect((model.snapshot.version ?? 0) > (before.version ?? .max))
     }
 
-    @Test func aNextPageFromANewerVersionMarksTheModelOutdated() async throws {
-        let (model, recorder) = makeModel(limit: 2)
+    @Test(arguments: ServerLock.allCases) func aNextPageFromANewerVersionMarksTheModelOutdated(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
+        let (model, recorder) = makeModel(limit: 2, client: client)
         try await model.loadAndWait()
         _ = try await client.add(AlbumInput(title: "Late", artist: "Comer"))  // appended: on a later page
         try await model.loadAndWait(more: true)

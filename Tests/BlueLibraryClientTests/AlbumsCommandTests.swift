@@ -36,7 +36,11 @@ import Testing
         #expect(lines[2].contains("No Doubt") && lines[2].contains("2003"))
     }
 
-    @Test func listPagesWithLimitAndAll() throws {
+    @Test(arguments: ServerLock.allCases) func listPagesWithLimitAndAll(lock: ServerLock) throws {
+        let server = try self.server.with(lock)
+        func albums(_ arguments: [String], environment: [String: String]? = nil) throws -> CommandRun {
+            try self.albums(arguments, environment: environment ?? server.environment)
+        }
         let first = try albums(["list", "--limit", "2"])
         #expect(first.status == 0, "\(first.stderr)")
         let lines = first.stdout.split(separator: "\n").map(String.init)
@@ -78,7 +82,11 @@ import Testing
         #expect(bad.status == 2 && bad.stderr.hasPrefix("bluelibrary: --sort:"))
     }
 
-    @Test func addDeleteAndUndo() throws {
+    @Test(arguments: ServerLock.allCases) func addDeleteAndUndo(lock: ServerLock) throws {
+        let server = try self.server.with(lock)
+        func albums(_ arguments: [String], environment: [String: String]? = nil) throws -> CommandRun {
+            try self.albums(arguments, environment: environment ?? server.environment)
+        }
         let added = try albums(["add", "--title", "Low", "--artist", "David Bowie", "--genre", "Rock", "--year", "1977", "--index", "1"])
         #expect(added.status == 0, "\(added.stderr)")
         #expect(added.stdout.hasPrefix("Added \"Low\" by David Bowie (1977) at index 1, id "))
@@ -103,7 +111,11 @@ import Testing
         #expect(try server.allAlbums().count == 7)
     }
 
-    @Test func errorsPrintTheProblemDetailOnOneLineAndExit1() throws {
+    @Test(arguments: ServerLock.allCases) func errorsPrintTheProblemDetailOnOneLineAndExit1(lock: ServerLock) throws {
+        let server = try self.server.with(lock)
+        func albums(_ arguments: [String], environment: [String: String]? = nil) throws -> CommandRun {
+            try self.albums(arguments, environment: environment ?? server.environment)
+        }
         let empty = try albums(["undo"])
         #expect(empty.status == 1)
         #expect(empty.stdout.isEmpty)

@@ -11,8 +11,8 @@ import Testing
 
     init() throws { server = try LiveServer() }
 
-    func run(_ arguments: [String]) throws -> CommandRun {
-        try CommandRun.bluelibrary(arguments, environment: ["BLUELIBRARY_URL": server.url])
+    func run(_ arguments: [String], on server: LiveServer? = nil) throws -> CommandRun {
+        try CommandRun.bluelibrary(arguments, environment: (server ?? self.server).environment)
     }
 
     func json(_ text: String) throws -> [String: Any] {
@@ -44,7 +44,9 @@ import Testing
         #expect(try run(["albums", "move", "X1"]).status == 2)
     }
 
-    @Test func librariesListCreateRenameAndDelete() throws {
+    @Test(arguments: ServerLock.allCases) func librariesListCreateRenameAndDelete(lock: ServerLock) throws {
+        let server = try self.server.with(lock)
+        func run(_ arguments: [String]) throws -> CommandRun { try self.run(arguments, on: server) }
         let created = try run(["libraries", "create", "jazz", "--name", "Jazz"])
         #expect(created.status == 0, "\(created.stderr)")
         #expect(created.stdout == "Created library jazz (\"Jazz\", 0 albums).\n")
@@ -80,7 +82,9 @@ import Testing
         #expect(missing.status == 1)
     }
 
-    @Test func albumsMoveIntoAnotherLibraryAndUndoInTheOneItLeft() throws {
+    @Test(arguments: ServerLock.allCases) func albumsMoveIntoAnotherLibraryAndUndoInTheOneItLeft(lock: ServerLock) throws {
+        let server = try self.server.with(lock)
+        func run(_ arguments: [String]) throws -> CommandRun { try self.run(arguments, on: server) }
         #expect(try run(["libraries", "create", "jazz"]).status == 0)
         let first = try server.client.album(at: 0)
         let moved = try run(["albums", "move", first.id, "--to-library", "jazz", "--index", "0"])

@@ -17,7 +17,8 @@ import Testing
 
     // MARK: Albums
 
-    @Test func albumAddMoveDeleteAndUndoRoundTrip() async throws {
+    @Test(arguments: ServerLock.allCases) func albumAddMoveDeleteAndUndoRoundTrip(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         let first = try await client.album(at: 0)
         #expect(first.title == "Best of Bowie" && first.index == 0)
         #expect(try await client.album(id: first.id) == first)
@@ -56,7 +57,8 @@ import Testing
         #expect(try await server.albums().filter { $0.title == "Once" }.count == 1)
     }
 
-    @Test func stateFollowsTheClientAndRejectsABadIndex() async throws {
+    @Test(arguments: ServerLock.allCases) func stateFollowsTheClientAndRejectsABadIndex(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         let second = try await client.album(at: 1)
         let saved = try await client.setState(.index(1), client: "phone")
         #expect(saved.client == "phone" && saved.currentAlbumIndex == 1 && saved.albumID == second.id && saved.updatedAt != nil)
@@ -69,17 +71,18 @@ import Testing
         let added = try await client.add(AlbumInput(title: "New", artist: "Band"), at: 0, client: "tablet")
         #expect(try await client.state(client: "tablet").albumID == added.id)
 
-        let error = await #expect(throws: BlueLibraryClientError.self) { try await self.client.setState(.index(99), client: "phone") }
+        let error = await #expect(throws: BlueLibraryClientError.self) { try await client.setState(.index(99), client: "phone") }
         #expect(error?.status == 422)
         #expect(error?.problem?.errors.first?.field == "currentAlbumIndex")
-        let badClient = await #expect(throws: BlueLibraryClientError.self) { try await self.client.state(client: "no spaces allowed") }
+        let badClient = await #expect(throws: BlueLibraryClientError.self) { try await client.state(client: "no spaces allowed") }
         #expect(badClient?.status == 400)
     }
 
     // MARK: Problems
 
-    @Test func unknownAlbumIs404WithTheProblemDetail() async throws {
-        let error = await #expect(throws: BlueLibraryClientError.self) { try await self.client.album(id: "01HZY8Q6V9T3X2K7M4N5P6R7S8") }
+    @Test(arguments: ServerLock.allCases) func unknownAlbumIs404WithTheProblemDetail(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
+        let error = await #expect(throws: BlueLibraryClientError.self) { try await client.album(id: "01HZY8Q6V9T3X2K7M4N5P6R7S8") }
         guard case let .problem(problem)? = error else {
             Issue.record("expected a problem, got \(String(describing: error))")
             return
@@ -87,13 +90,14 @@ import Testing
         #expect(problem.status == 404)
         #expect(problem.title.isEmpty == false)
         #expect(problem.detail.contains("01HZY8Q6V9T3X2K7M4N5P6R7S8"))
-        #expect(await #expect(throws: BlueLibraryClientError.self) { try await self.client.delete(at: 999) }?.status == 404)
-        #expect(await #expect(throws: BlueLibraryClientError.self) { try await self.client.delete(id: "nope") }?.status == 404)
+        #expect(await #expect(throws: BlueLibraryClientError.self) { try await client.delete(at: 999) }?.status == 404)
+        #expect(await #expect(throws: BlueLibraryClientError.self) { try await client.delete(id: "nope") }?.status == 404)
     }
 
-    @Test func invalidAlbumIs422WithEveryFieldError() async throws {
+    @Test(arguments: ServerLock.allCases) func invalidAlbumIs422WithEveryFieldError(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         let error = await #expect(throws: BlueLibraryClientError.self) {
-            try await self.client.add(AlbumInput(title: " ", artist: "", year: 99, coverUrl: "not a url"))
+            try await client.add(AlbumInput(title: " ", artist: "", year: 99, coverUrl: "not a url"))
         }
         let problem = try #require(error?.problem)
         #expect(problem.status == 422)
@@ -102,7 +106,7 @@ import Testing
         // Nothing was added.
         #expect(try await server.albums().count == 5)
 
-        let move = await #expect(throws: BlueLibraryClientError.self) { try await self.client.move(id: try await self.client.album(at: 0).id, to: 50) }
+        let move = await #expect(throws: BlueLibraryClientError.self) { try await client.move(id: try await client.album(at: 0).id, to: 50) }
         #expect(move?.status == 422)
         #expect(move?.problem?.errors.map(\.field) == ["index"])
         #expect(move?.problem?.type == "urn:bluelibrary:problem:index-out-of-range")
@@ -198,7 +202,8 @@ import Testing
 
     // MARK: Lists (cursor paging)
 
-    @Test func listPagesWithCursorsAndHeaders() async throws {
+    @Test(arguments: ServerLock.allCases) func listPagesWithCursorsAndHeaders(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         let first = try await client.list(AlbumPageQuery(limit: 2))
         #expect(first.items.map(\.title) == ["Best of Bowie", "It's My Life"])
         #expect(first.items.map(\.index) == [0, 1])
@@ -220,7 +225,8 @@ import Testing
         #expect(try await server.albums().map(\.title) == titles)
     }
 
-    @Test func listRevalidatesWithIfNoneMatch() async throws {
+    @Test(arguments: ServerLock.allCases) func listRevalidatesWithIfNoneMatch(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         let page = try await client.list(AlbumPageQuery(limit: 3))
         let etag = try #require(page.etag)
         #expect(try await client.list(AlbumPageQuery(limit: 3), ifNoneMatch: etag) == .notModified)
@@ -255,7 +261,8 @@ import Testing
 
     init() throws { server = try LiveServer() }
 
-    @Test func blockingCallsAnswerLikeTheAsyncOnes() throws {
+    @Test(arguments: ServerLock.allCases) func blockingCallsAnswerLikeTheAsyncOnes(lock: ServerLock) throws {
+        let server = try self.server.with(lock), client = server.client
         let first = try client.album(at: 0)
         #expect(first.title == "Best of Bowie")
         #expect(try client.album(id: first.id) == first)
@@ -270,7 +277,7 @@ import Testing
         #expect(try client.delete(at: 0).id == first.id)
         #expect(try client.undoStatus().depth == 4)
         #expect(try client.undo().album?.id == first.id)
-        let error = #expect(throws: BlueLibraryClientError.self) { try self.client.album(id: "nope") }
+        let error = #expect(throws: BlueLibraryClientError.self) { try client.album(id: "nope") }
         #expect(error?.status == 404)
     }
 

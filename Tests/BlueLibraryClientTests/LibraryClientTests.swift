@@ -14,7 +14,8 @@ import Testing
 
     // MARK: Libraries
 
-    @Test func librariesAreCreatedRenamedAndDeletedWithTheServersRefusals() async throws {
+    @Test(arguments: ServerLock.allCases) func librariesAreCreatedRenamedAndDeletedWithTheServersRefusals(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         #expect(try await client.libraries().map(\.id) == ["default"])
         #expect(try await client.library("default").albumCount == 5)
 
@@ -23,9 +24,9 @@ import Testing
         #expect(try await client.createLibrary(id: "blues").name == "blues")
         #expect(try await client.libraries().map(\.id) == ["blues", "default", "jazz"])
 
-        let taken = await #expect(throws: BlueLibraryClientError.self) { try await self.client.createLibrary(id: "jazz") }
+        let taken = await #expect(throws: BlueLibraryClientError.self) { try await client.createLibrary(id: "jazz") }
         #expect(taken?.status == 409)
-        let bad = await #expect(throws: BlueLibraryClientError.self) { try await self.client.createLibrary(id: "Not An Id") }
+        let bad = await #expect(throws: BlueLibraryClientError.self) { try await client.createLibrary(id: "Not An Id") }
         #expect(bad?.status == 422 && bad?.problem?.errors.map(\.field) == ["id"])
 
         let renamed = try await client.renameLibrary("jazz", to: "Jazz & Blues")
@@ -34,14 +35,14 @@ import Testing
 
         try await client.addAlbums(["Kind of Blue"], to: "jazz")
         #expect(try await client.library("jazz").albumCount == 1)
-        let nonEmpty = await #expect(throws: BlueLibraryClientError.self) { try await self.client.deleteLibrary("jazz") }
+        let nonEmpty = await #expect(throws: BlueLibraryClientError.self) { try await client.deleteLibrary("jazz") }
         #expect(nonEmpty?.status == 409)
-        let isDefault = await #expect(throws: BlueLibraryClientError.self) { try await self.client.deleteLibrary("default", force: true) }
+        let isDefault = await #expect(throws: BlueLibraryClientError.self) { try await client.deleteLibrary("default", force: true) }
         #expect(isDefault?.status == 409)
 
         try await client.deleteLibrary("jazz", force: true)
         try await client.deleteLibrary("blues")
-        let gone = await #expect(throws: BlueLibraryClientError.self) { try await self.client.library("jazz") }
+        let gone = await #expect(throws: BlueLibraryClientError.self) { try await client.library("jazz") }
         #expect(gone?.status == 404)
         #expect(try await client.libraries().map(\.id) == ["default"])
         #expect(try await server.albums().count == 5)
@@ -72,7 +73,8 @@ import Testing
         #expect(try await client.state(client: "phone").updatedAt == nil)
     }
 
-    @Test func aMoveBetweenLibrariesIsUndoneInTheLibraryItLeft() async throws {
+    @Test(arguments: ServerLock.allCases) func aMoveBetweenLibrariesIsUndoneInTheLibraryItLeft(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         _ = try await client.createLibrary(id: "jazz")
         try await client.addAlbums(["Kind of Blue"], to: "jazz")
         let first = try await client.album(at: 0)
@@ -98,7 +100,7 @@ import Testing
         #expect(try await client.library("jazz").albumCount == 1)
 
         let missing = await #expect(throws: BlueLibraryClientError.self) {
-            try await self.client.move(id: first.id, toLibrary: "nowhere", at: 0)
+            try await client.move(id: first.id, toLibrary: "nowhere", at: 0)
         }
         #expect(missing?.status == 422 && missing?.problem?.errors.map(\.field) == ["library"])
     }

@@ -35,29 +35,33 @@ import Testing
         }
     }
 
-    func expectIdentical(_ replica: LibraryReplica, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    func expectIdentical(_ replica: LibraryReplica, on server: LiveServer? = nil, sourceLocation: SourceLocation = #_sourceLocation)
+        async throws
+    {
         let local = try await replica.albums()
-        let remote = try await server.albums()
+        let remote = try await (server ?? self.server).albums()
         #expect(plain(local) == plain(remote), sourceLocation: sourceLocation)
         #expect(local.map(\.index) == Array(0..<local.count).map { Optional($0) }, sourceLocation: sourceLocation)
         #expect(try await replica.hasPendingChanges() == false, sourceLocation: sourceLocation)
     }
 
-    @Test func firstSyncLoadsTheLibraryAndASecondChangesNothing() async throws {
-        let replica = try replica()
+    @Test(arguments: ServerLock.allCases) func firstSyncLoadsTheLibraryAndASecondChangesNothing(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
+        let replica = try replica(client: client)
         #expect(try await replica.albums().isEmpty)
         let first = try await replica.sync()
         #expect(first.reloaded && first.pushed == 0 && first.dropped.isEmpty)
         #expect(try await replica.albums().count == 5)
-        try await expectIdentical(replica)
+        try await expectIdentical(replica, on: server)
         let second = try await replica.sync()
         #expect(!second.reloaded && second.pulledChanges == 0 && second.version == first.version)
-        try await expectIdentical(replica)
+        try await expectIdentical(replica, on: server)
     }
 
-    @Test(arguments: [50, 0]) func offlineEditsAndAnotherClientsEditsSyncToIdenticalLists(staleFetchLimit: Int) async throws {
+    @Test(arguments: ServerLock.allCases, [50, 0]) func offlineEditsAndAnotherClientsEditsSyncToIdenticalLists(lock: ServerLock, staleFetchLimit: Int) async throws {
+        let server = try self.server.with(lock), client = server.client
         // 0: the fields of added and edited albums come from a walk through the list, not one GET each.
-        let replica = try replica()
+        let replica = try replica(client: client)
         await replica.configure(staleFetchLimit: staleFetchLimit)
         try await replica.sync()
         let seeded = try await replica.albums()
@@ -95,7 +99,7 @@ import Testing
         #expect(report.pushed == 8)
         #expect(report.dropped.map(\.operation) == [.update(id: seeded[0].id, patch: AlbumPatchInput(genre: "Rock"))])
         #expect(report.dropped.first?.reason.contains("deleted on the server") == true)
-        try await expectIdentical(replica)
+        try await expectIdentical(replica, on: server)
 
         let albums = try await replica.albums()
         #expect(!albums.contains { $0.id.hasPrefix("local-") })
@@ -107,13 +111,14 @@ import Testing
         #expect(albums.first { $0.title == "Offline Middle" }?.genre == "Jazz")
 
         // A fresh replica of the same server loads the same list.
-        let other = try self.replica("other.sqlite")
+        let other = try self.replica("other.sqlite", client: client)
         try await other.sync()
         #expect(plain(try await other.albums()) == plain(albums))
     }
 
-    @Test func conflictsAreDecidedPerOperationKind() async throws {
-        let replica = try replica()
+    @Test(arguments: ServerLock.allCases) func conflictsAreDecidedPerOperationKind(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
+        let replica = try replica(client: client)
         try await replica.sync()
         let seeded = try await replica.albums()
         await replica.setOnline(false)
@@ -136,7 +141,7 @@ import Testing
         #expect(report.dropped[0].reason.contains("title"))
         #expect(report.dropped[1].reason.contains("add was dropped"))
         #expect(report.dropped[3].reason.contains("deleted on the server"))
-        try await expectIdentical(replica)
+        try await expectIdentical(replica, on: server)
         #expect(try await replica.albums().map(\.id) == [seeded[4].id, seeded[0].id])
     }
 

@@ -14,6 +14,8 @@ import Testing
     let dataDirectory: String
     let directory: TemporaryDirectory
     var server: ServerProcess?
+    /// The token of the server when it is locked (`startServer(.locked)`); every command run sends it.
+    var token: String?
     var url: String { "http://127.0.0.1:\(server?.port ?? 1)" }
     var file: String { directory.file("replica.sqlite") }
 
@@ -31,12 +33,18 @@ import Testing
         self.server = nil
     }
 
-    func startServer() throws {
-        server = try ServerProcess(dataDirectory: dataDirectory)
+    /// Starts the server on the data directory; `.locked`: with a token and `access.protectReads`.
+    func startServer(_ lock: ServerLock = .open) throws {
+        let server = try ServerProcess(environment: lock.token.map { ["BLUELIBRARY_TOKEN": $0] } ?? [:], dataDirectory: dataDirectory)
+        self.server = server
+        if lock == .locked { try ServerLock.protectReads(port: server.port) }
+        token = lock.token
     }
 
     func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandRun {
-        try CommandRun.bluelibrary(arguments, environment: environment)
+        var environment = environment
+        if let token, environment["BLUELIBRARY_CLIENT_TOKEN"] == nil { environment["BLUELIBRARY_CLIENT_TOKEN"] = token }
+        return try CommandRun.bluelibrary(arguments, environment: environment)
     }
 
     /// `albums <arguments> --replica FILE`, the server's address from the environment.
@@ -132,7 +140,11 @@ import Testing
         #expect(quiet.stderr.isEmpty, "\(quiet.stderr)")
     }
 
-    @Test func theReplicaComesFromTheEnvironmentAndAConflictIsReportedNotFatal() throws {
+    @Test(arguments: ServerLock.allCases) func theReplicaComesFromTheEnvironmentAndAConflictIsReportedNotFatal(lock: ServerLock) throws {
+        if lock == .locked {
+            try crashServer()
+            try startServer(.locked)
+        }
         let environment = ["BLUELIBRARY_URL": url, "BLUELIBRARY_REPLICA": file]
         #expect(try run(["sync"], environment: environment).status == 0)
         let victim = try id(at: 2, fromReplica: true)

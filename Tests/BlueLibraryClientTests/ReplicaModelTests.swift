@@ -18,7 +18,8 @@ import Testing
         directory = try TemporaryDirectory(prefix: "bluelibrary-replica-model")
     }
 
-    @Test func theModelReadsTheReplicaOfflineAndIsOutdatedUntilTheSync() async throws {
+    @Test(arguments: ServerLock.allCases) func theModelReadsTheReplicaOfflineAndIsOutdatedUntilTheSync(lock: ServerLock) async throws {
+        let server = try self.server.with(lock)
         let replica = try LibraryReplica(path: directory.file("replica.sqlite"), client: server.client)
         try await replica.sync()
         let model = AlbumListModel(replica: replica, query: AlbumPageQuery(limit: 2))

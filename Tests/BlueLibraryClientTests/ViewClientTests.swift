@@ -14,7 +14,8 @@ import Testing
 
     // MARK: Views
 
-    @Test func viewsAreDefinedListedUpdatedAndDeleted() async throws {
+    @Test(arguments: ServerLock.allCases) func viewsAreDefinedListedUpdatedAndDeleted(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         _ = try await client.createLibrary(id: "jazz")
         let view = try await client.createView(ViewInput(id: "everything", name: "Everything", sources: ["default", "jazz"]))
         #expect(view.sources == ["default", "jazz"] && view.filter.isEmpty && view.revision >= 1)
@@ -25,7 +26,7 @@ import Testing
         #expect(read.versions?.keys.sorted() == ["default", "jazz"])
 
         let unknown = await #expect(throws: BlueLibraryClientError.self) {
-            try await self.client.createView(ViewInput(id: "broken", sources: ["default", "nowhere"]))
+            try await client.createView(ViewInput(id: "broken", sources: ["default", "nowhere"]))
         }
         #expect(unknown?.status == 422 && unknown?.problem?.errors.map(\.field) == ["sources"])
 
@@ -36,7 +37,7 @@ import Testing
         #expect(cleared.filter.isEmpty && cleared.revision == old.revision + 2)
 
         try await client.deleteView("old")
-        let gone = await #expect(throws: BlueLibraryClientError.self) { try await self.client.view("old") }
+        let gone = await #expect(throws: BlueLibraryClientError.self) { try await client.view("old") }
         #expect(gone?.status == 404)
         #expect(try await client.views().map(\.id) == ["everything"])
     }
@@ -73,7 +74,8 @@ import Testing
         #expect(try await server.albums().count == 5)
     }
 
-    @Test func aModelOverAViewRevalidatesAndIsOutdatedByAChangeInAnySource() async throws {
+    @Test(arguments: ServerLock.allCases) func aModelOverAViewRevalidatesAndIsOutdatedByAChangeInAnySource(lock: ServerLock) async throws {
+        let server = try self.server.with(lock), client = server.client
         _ = try await client.createLibrary(id: "jazz")
         try await client.addAlbums(["Kind of Blue", "A Love Supreme"], to: "jazz")
         _ = try await client.createView(ViewInput(id: "all", sources: ["default", "jazz"]))

@@ -10,15 +10,17 @@ import Testing
 
     init() throws { server = try LiveServer() }
 
-    func run(_ arguments: [String]) throws -> CommandRun {
-        try CommandRun.bluelibrary(arguments, environment: ["BLUELIBRARY_URL": server.url])
+    func run(_ arguments: [String], on server: LiveServer? = nil) throws -> CommandRun {
+        try CommandRun.bluelibrary(arguments, environment: (server ?? self.server).environment)
     }
 
     func json(_ text: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
     }
 
-    @Test func viewsCreateListPageUpdateAndDelete() throws {
+    @Test(arguments: ServerLock.allCases) func viewsCreateListPageUpdateAndDelete(lock: ServerLock) throws {
+        let server = try self.server.with(lock)
+        func run(_ arguments: [String]) throws -> CommandRun { try self.run(arguments, on: server) }
         #expect(try run(["libraries", "create", "jazz"]).status == 0)
         for title in ["Kind of Blue", "A Love Supreme"] {
             #expect(try run(["albums", "add", "--library", "jazz", "--title", title, "--artist", "Band", "--genre", "Jazz"]).status == 0)

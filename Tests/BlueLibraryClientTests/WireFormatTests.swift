@@ -102,4 +102,38 @@ import Testing
         let made = BlueLibraryClient.problem(.init(status: 502, headers: [:], body: Data("upstream\nbroke".utf8)))
         #expect(made.status == 502 && made.detail == "upstream broke")
     }
+
+    @Test func retryAfterReadsSecondsAndHTTPDates() {
+        let now = Date(timeIntervalSince1970: 1_700_000_000)  // Tue, 14 Nov 2023 22:13:20 GMT
+        #expect(BlueLibraryClient.retryAfterSeconds("120", now: now) == 120)
+        #expect(BlueLibraryClient.retryAfterSeconds(" 7 ", now: now) == 7)
+        #expect(BlueLibraryClient.retryAfterSeconds("Tue, 14 Nov 2023 22:14:20 GMT", now: now) == 60)
+        #expect(BlueLibraryClient.retryAfterSeconds("Tue, 14 Nov 2023 22:00:00 GMT", now: now) == 0)
+        #expect(BlueLibraryClient.retryAfterSeconds("-5", now: now) == nil)
+        #expect(BlueLibraryClient.retryAfterSeconds("soon", now: now) == nil)
+    }
+
+    @Test func a401And429AreTypedWithTheProblemAndRetryAfterAndOtherStatusesStayProblems() throws {
+        let body = Data(#"{"type":"urn:bluelibrary:problem:locked-out","title":"Locked out","status":429,"detail":"try again in 30 seconds."}"#.utf8)
+        let locked = BlueLibraryClient.failure(.init(status: 429, headers: ["retry-after": "30"], body: body))
+        #expect(locked == .tooManyRequests(try JSONDecoder().decode(Problem.self, from: body), retryAfter: 30))
+        #expect(locked.status == 429 && locked.retryAfter == 30 && locked.isAccessRefusal && locked.problem?.title == "Locked out")
+        #expect(locked.description == "try again in 30 seconds.")  // the detail names the wait already
+        // A 429 from elsewhere (a proxy): made-up problem, the wait added when given, nil when not.
+        let proxy = BlueLibraryClient.failure(.init(status: 429, headers: ["retry-after": "5"], body: Data("slow down".utf8)))
+        #expect(proxy.description == "slow down (retry after 5 s)")
+        #expect(BlueLibraryClient.failure(.init(status: 429, headers: [:], body: Data())).retryAfter == nil)
+
+        let unauthorized = BlueLibraryClient.failure(.init(status: 401, headers: [:], body: Data(#"{"status":401,"detail":"send a token"}"#.utf8)))
+        guard case let .unauthorized(problem, retryAfter) = unauthorized else {
+            Issue.record("expected .unauthorized, got \(unauthorized)")
+            return
+        }
+        #expect(problem.detail == "send a token" && retryAfter == nil && unauthorized.status == 401 && unauthorized.description == "send a token")
+        for status in [400, 403, 404, 503] {
+            let other = BlueLibraryClient.failure(.init(status: status, headers: ["retry-after": "1"], body: Data()))
+            #expect(other.problem?.status == status && !other.isAccessRefusal && other.retryAfter == nil, "\(status)")
+            guard case .problem = other else { Issue.record("\(status): \(other)"); continue }
+        }
+    }
 }

@@ -144,6 +144,9 @@ extension LibraryReplica {
                 _ = try await client.update(id: id, patch, in: library)
                 return .applied(nil)
             }
+        } catch where error.isAccessRefusal {
+            // 401/429 say nothing about the change, only about the token: keep it queued.
+            throw error
         } catch where error.status == 404 {
             if case .delete = operation { return .applied(nil) }  // already deleted on the server: a no-op
             return .dropped("album \(operation.albumID) was deleted on the server")
@@ -155,7 +158,9 @@ extension LibraryReplica {
     static let localPrefix = "local-"
 
     /// Runs `request`, retrying failures that may pass (transport, timeout, 408, 409 from an
-    /// idempotency key in progress, 429, 5xx) with exponential backoff; keeps `isOnline`.
+    /// idempotency key in progress, 5xx) with exponential backoff; keeps `isOnline`. A 401 or
+    /// 429 is thrown at once: only another token, or waiting out the lockout (longer than the
+    /// retries take), helps.
     func retrying<T>(_ request: () async throws(BlueLibraryClientError) -> T) async throws(BlueLibraryClientError) -> T {
         var delay = retryDelay
         var attempt = 1
@@ -182,10 +187,10 @@ extension LibraryReplica {
     static func isRetryable(_ error: BlueLibraryClientError) -> Bool {
         switch error {
         case .transport, .timeout: return true
-        case .cancelled, .decoding, .invalidRequest, .replica: return false
+        case .cancelled, .decoding, .invalidRequest, .replica, .unauthorized, .tooManyRequests: return false
         case let .problem(problem):
             switch problem.status {
-            case 408, 429, 500, 502, 503, 504: return true
+            case 408, 500, 502, 503, 504: return true
             case 409: return problem.type.hasSuffix("idempotency-key-in-progress")
             default: return false
             }

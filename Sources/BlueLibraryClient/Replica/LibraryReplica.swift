@@ -26,9 +26,12 @@ import SQLite
 /// Last, `albums` is rebuilt: `base_albums` plus the outbox replayed.
 ///
 /// **Push** (`push()`): the outbox is sent oldest first, one request at a time. Transport
-/// failures, timeouts, 409 (idempotency key in progress), 429 and 5xx are retried with
+/// failures, timeouts, 409 (idempotency key in progress) and 5xx are retried with
 /// exponential backoff (`retryDelay` doubling, `maxAttempts` in all); then the replica goes
-/// offline and `push` throws, keeping the entry for the next sync. A 409 that outlasts the
+/// offline and `push` throws, keeping the entry for the next sync. A locked server's 401 (no
+/// token, or a wrong one: the client's `token`/`tokenProvider`) or 429 (locked out for
+/// `retryAfter` seconds) stops the push at once with `.client(.unauthorized)` or
+/// `.client(.tooManyRequests)`: that entry and every later one stay queued, untouched. A 409 that outlasts the
 /// retries means the key was taken by a request that was interrupted (the server died
 /// between taking it and recording the answer; it stays taken for 24 hours): after
 /// `interruptedKeyGrace` the replica looks for the album on the server and adopts it, or
@@ -50,7 +53,7 @@ import SQLite
 ///   edit wins over an older one of the same field, and concurrent edits of different fields
 ///   both survive, so no 412 can arise. An album deleted on the server (404) drops the patch,
 ///   reported.
-/// - Any other 4xx drops the operation, reported with the server's problem.
+/// - Any other 4xx but 401 and 429 drops the operation, reported with the server's problem.
 /// After a sync with an empty outbox, `albums` equals the server's list: same ids, same order,
 /// same fields.
 ///

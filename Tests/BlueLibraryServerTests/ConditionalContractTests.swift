@@ -6,7 +6,7 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Issue 27, section 5: conditional GETs keep the contract.
+/// Conditional GETs keep the contract.
 /// - An invalid query is a 400 whatever the preconditions say (`If-None-Match: *` or a tag):
 ///   the query is validated before any precondition, cached page or not.
 /// - A 304 carries the `Cache-Control`, `ETag` and `Vary` its 200 would (RFC 9110 §15.4.5), and

@@ -6,7 +6,7 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Issue 27, "contract precision" (found by a property-based API fuzzer), over real sockets
+/// Contract precision (found by a property-based API fuzzer), over real sockets
 /// against the app: numbers past the ranges, `null` for plain fields, `1.0` for an integer,
 /// NUL in a query, and a `Last-Event-ID` that is not ASCII.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ContractPrecisionTests {

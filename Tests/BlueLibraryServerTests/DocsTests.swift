@@ -67,7 +67,7 @@ import Testing
         #expect(try RawHTTPClient.request(port: port, path: "/docs/", headers: ["If-None-Match": etag]).status == 304)
     }
 
-    /// Issue 27: `/docs` dropped every example of openapi.yaml. Every example (parameters,
+    /// Every example (parameters,
     /// bodies, response headers, schemas, `components/examples`) is on the page the server
     /// serves (scripts/check-docs-examples.py).
     @Test func servedPageShowsEveryExampleOfTheSpec() throws {

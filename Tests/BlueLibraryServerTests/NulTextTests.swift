@@ -8,7 +8,7 @@ import Testing
 
 /// Review finding 8 of issue 14: U+0000 in album text and in a view's filter is a 422 naming the
 /// field on both stores (PostgreSQL cannot store it; SQLite answers the same for one API); in a
-/// list's query it is a 400 naming the parameter (issue 27).
+/// list's query it is a 400 naming the parameter.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads)
 struct NulTextTests {
     enum Backend: String, CaseIterable, CustomTestStringConvertible {
@@ -54,7 +54,7 @@ struct NulTextTests {
         #expect(created.status == 201)
         let id = try #require(try created.json()["id"] as? String)
         try expectRefused(try call("PATCH", "/albums/\(id)", #"{"genre":"Jazz\u0000"}"#), field: "genre")
-        // In a query it is a bad query parameter (issue 27: it was a 422 "Invalid album").
+        // In a query it is a bad query parameter (it was a 422 "Invalid album").
         for field in ["q", "artist", "genre"] {
             try expectRefused(try call("GET", "/albums?\(field)=a%00b"), field: field, status: 400)
         }

@@ -9,7 +9,7 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Issue 27, section 4: behind a proxy that serves the server under a path prefix (`/music/`)
+/// Behind a proxy that serves the server under a path prefix (`/music/`)
 /// and says so in `X-Forwarded-Prefix`, every URL the server writes starts with the prefix, so
 /// a client that follows `Link` and `Location` stays under it. The header is believed from
 /// trusted proxies only, and only when it is a plain path.

@@ -107,8 +107,9 @@ import Testing
         let tls = try #require(tlsServer(in: site), "deploy/\(name) has a commented TLS server (`# server {` ... `# }`)")
         var scaled = 0
         let lines = (site + "\n" + tls).split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
-            guard let match = line.firstMatch(of: /^(\s*)proxy_read_timeout (\d+)([smh]);/) else { return String(line) }
-            let seconds = Int(match.2)! * ["s": 1, "m": 60, "h": 3600][String(match.3)]!
+            guard let match = line.firstMatch(of: /^(\s*)proxy_read_timeout (\d+)([smh]);/),
+                  let value = Int(match.2), let unit = ["s": 1, "m": 60, "h": 3600][String(match.3)] else { return String(line) }
+            let seconds = value * unit
             scaled += 1
             return "\(match.1)proxy_read_timeout \(max(1, seconds / timeoutScale))s;"
         }

@@ -7,7 +7,7 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Issue 27, section 5: the answers the server makes before a request reaches a route (401 and
+/// The answers the server makes before a request reaches a route (401 and
 /// 429 from the head, 413 for a body over the limit, 400 for a head that cannot be parsed, 408)
 /// carry `X-Request-Id` and have their access log line, like every other response.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ServerAnswerTests {

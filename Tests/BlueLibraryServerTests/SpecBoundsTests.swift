@@ -6,7 +6,7 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Issue 27: the integer bounds openapi.yaml states (`minimum`, `maximum`) are the server's.
+/// The integer bounds openapi.yaml states (`minimum`, `maximum`) are the server's.
 /// For every bounded query and path parameter and every bounded integer of a JSON request body
 /// (scripts/spec-bounds.py lists them from the spec), each bound is accepted and one past it is
 /// refused, over a real socket: 400 (a parameter) or 422 (a body field) whose `errors` name it

@@ -13,7 +13,7 @@ import Testing
         #expect(JSONString.quoted("") == "\"\"")
     }
 
-    /// Issue 27: text a client chose, quoted back in an event, is printable ASCII only, so a
+    /// Text a client chose, quoted back in an event, is printable ASCII only, so a
     /// reader that assumes Latin-1 (as Python's requests does for text/event-stream) reads
     /// the same characters; JSON decoding gives the text back exactly.
     @Test func quotedASCIIEscapesEverythingOutsidePrintableASCII() throws {

@@ -34,7 +34,7 @@ struct CatalogRequestTests {
         #expect(Self.fields { () throws(LibraryError) in try LibraryCreateRequest.decode(json: Self.bytes(#"{"id": 7}"#)) } == ["id"])
     }
 
-    /// Issue 27: `null` is refused where the spec does not list it (the name was taken as
+    /// `null` is refused where the spec does not list it (the name was taken as
     /// absent, the move's library too), naming the field.
     @Test func nullIsRefusedNamingTheField() {
         #expect(Self.fields { () throws(LibraryError) in try LibraryCreateRequest.decode(json: Self.bytes(#"{"id": "jazz", "name": null}"#)) } == ["name"])
@@ -43,7 +43,7 @@ struct CatalogRequestTests {
         #expect(Self.fields { () throws(LibraryError) in try MoveRequest.decode(json: Self.bytes(#"{"index": null, "library": "jazz"}"#)) } == ["index"])
     }
 
-    /// Issue 27: a move's index is a whole number from 0 to 2147483647; an integral number
+    /// A move's index is a whole number from 0 to 2147483647; an integral number
     /// written `1.0` is 1, a fraction or a number past the range is refused naming the range.
     @Test func moveIndexHasOneRange() throws {
         #expect(try MoveRequest.decode(json: Self.bytes(#"{"index": 1.0}"#)).index == 1)

@@ -2,7 +2,7 @@ import TestThreads
 import Testing
 @testable import Library
 
-/// Issue 27: one rule for every integer in a JSON body (an integral JSON number, within the
+/// One rule for every integer in a JSON body (an integral JSON number, within the
 /// field's range) and for `null` (refused unless the spec lists it), in the bodies of
 /// `PUT /state`, `POST /api/deleteAlbum` (JSON and the bare number) and the album create.
 @Suite(.ownThreads) struct IntegerAndNullRulesTests {

@@ -19,6 +19,8 @@ import copy
 import sys
 import yaml
 
+import openapi_refs
+
 spec = yaml.safe_load(open(sys.argv[1]))
 open_paths = sys.argv[2:]
 
@@ -51,21 +53,11 @@ for path, item in spec['paths'].items():
 
 
 def deref(node):
-    while isinstance(node, dict) and '$ref' in node:
-        target = spec
-        for part in node['$ref'][2:].split('/'):
-            target = target[part.replace('~1', '/').replace('~0', '~')]
-        node = target
-    return node
+    return openapi_refs.deref(spec, node)
 
 
 def branches(schema):
-    schema = deref(schema)
-    out = [schema]
-    for key in ('anyOf', 'oneOf', 'allOf'):
-        for branch in schema.get(key, []):
-            out += branches(branch)
-    return out
+    return openapi_refs.branches(spec, schema)
 
 
 def integer_members(schema, prefix=''):

@@ -18,26 +18,17 @@ import sys
 
 import yaml
 
+import openapi_refs
+
 spec = yaml.safe_load(open(sys.argv[1]))
 
 
 def deref(node):
-    while isinstance(node, dict) and '$ref' in node:
-        target = spec
-        for part in node['$ref'][2:].split('/'):
-            target = target[part.replace('~1', '/').replace('~0', '~')]
-        node = target
-    return node
+    return openapi_refs.deref(spec, node)
 
 
 def branches(schema):
-    """The schema and, flattened, every anyOf/oneOf/allOf branch of it."""
-    schema = deref(schema)
-    out = [schema]
-    for key in ('anyOf', 'oneOf', 'allOf'):
-        for branch in schema.get(key, []):
-            out += branches(branch)
-    return out
+    return openapi_refs.branches(spec, schema)
 
 
 def types(schema):

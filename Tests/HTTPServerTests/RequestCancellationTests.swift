@@ -25,7 +25,11 @@ import Testing
                 let deadline = ContinuousClock.now + .seconds(10)
                 // Stands for a query that looks at its flag between steps.
                 while ContinuousClock.now < deadline, flag?.isCancelled != true { usleep(500) }
-                (flag?.isCancelled == true ? observed.cancelled : observed.notCancelled).add(1, ordering: .relaxed)
+                if flag?.isCancelled == true {
+                    observed.cancelled.add(1, ordering: .relaxed)
+                } else {
+                    observed.notCancelled.add(1, ordering: .relaxed)
+                }
                 return HTTPResponse(contentType: "text/plain", bytes: Array("done".utf8))
             }
             routes.add(.get, "/quick", options: .workerPool) { _, context in

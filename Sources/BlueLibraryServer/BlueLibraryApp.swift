@@ -39,6 +39,8 @@ public final class BlueLibraryApp: Sendable {
     let changeFollower: ChangeFollower?
     /// What `GET /metrics` renders.
     let metrics = Metrics()
+    /// Reads stopped by their time limit or their client leaving (see `QueryLimitMiddleware`).
+    let queryInterruptions = QueryInterruptionCounters()
 
     /// Opens storage and binds the port. Nothing is served before `start()`.
     public init(configuration: ServeConfiguration, logger: JSONLogger) throws {
@@ -110,6 +112,7 @@ public final class BlueLibraryApp: Sendable {
             if old?.covers != new.covers { Self.applyCoverSettings(new.covers, to: covers, configuration: configuration, logger: logger) }
         }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
+        middleware.append(QueryLimitMiddleware(timeLimit: configuration.queryTimeout, counters: queryInterruptions))
         do {
             storedStateWatcher = StoredStateWatcher(
                 signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval, logger: logger
@@ -164,6 +167,12 @@ public final class BlueLibraryApp: Sendable {
                                 covers: covers, pages: pageCache)
         backend.register(in: metrics)
         viewPages.register(in: metrics)
+        metrics.sampled("bluelibrary_queries_timed_out_total",
+                        help: "Read requests whose database work was stopped at the query time limit (answered 503 query-too-expensive).",
+                        kind: .counter) { [queryInterruptions] in queryInterruptions.timedOut }
+        metrics.sampled("bluelibrary_queries_cancelled_total",
+                        help: "Read requests whose database work was stopped because the client closed the connection (logged as 499).",
+                        kind: .counter) { [queryInterruptions] in queryInterruptions.cancelled }
     }
 
     /// The bound port (the real one when configured with port 0).
@@ -330,6 +339,14 @@ public final class BlueLibraryApp: Sendable {
     /// the request was doing (`DependencyUnavailable`); a full disk 507.
     static func errorRenderer(logger: JSONLogger, isDiskFull: @escaping @Sendable (any Error) -> Bool) -> ErrorRenderer {
         ErrorRenderer { error, request, context in
+            if let interrupted = QueryLimit.cause(of: error) {
+                if case .timeLimit = interrupted.reason {
+                    logger.log(.info, "read stopped at the query time limit: answered 503", [
+                        ("requestId", .string(context.requestID)), ("method", .string(request.method.rawValue)),
+                        ("path", .string(String(request.path)))])
+                }
+                return QueryLimit.error(interrupted).response()
+            }
             if let dependency = DependencyUnavailable.cause(of: error) {
                 logger.log(.warning, "database unavailable: answered 503", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID)),
                                                                             ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])

@@ -55,6 +55,10 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// `BLUELIBRARY_WRITE_BATCH` (SQLite): most writes committed together in one transaction
     /// when they queue up behind the writer (group commit); 1 commits each alone.
     public var writeBatch = 64
+    /// `BLUELIBRARY_QUERY_TIMEOUT`: the longest a read request's database work may take (from
+    /// the start of its first query); past it the read is stopped and answers 503
+    /// `query-too-expensive`. nil (`off`): no limit. Writes, imports and exports are never cut.
+    public var queryTimeout: Duration? = .seconds(2)
 
     /// How far an acknowledged write survives (see `durability`).
     public enum Durability: String, Sendable, Equatable {
@@ -89,6 +93,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             && a.forwardedHeaders == b.forwardedHeaders && a.eventLoops == b.eventLoops
             && a.workers == b.workers && a.shutdownGrace == b.shutdownGrace && a.seed == b.seed
             && a.corsOrigins == b.corsOrigins && a.durability == b.durability && a.writeBatch == b.writeBatch
+            && a.queryTimeout == b.queryTimeout
     }
 
     /// One option: its flag, its variable, what it means, and how to apply a value.
@@ -196,6 +201,12 @@ public struct ServeConfiguration: Sendable, Equatable {
         Option(flag: "--write-batch", variable: "BLUELIBRARY_WRITE_BATCH", placeholder: "N", defaultText: "64",
                help: "SQLite: most queued writes committed together in one transaction (group commit); 1 commits each alone.") { config, value throws(ConfigurationError) in
             config.writeBatch = try integer(value, in: 1...4096, name: "write batch")
+        },
+        Option(flag: "--query-timeout", variable: "BLUELIBRARY_QUERY_TIMEOUT", placeholder: "SECONDS|off", defaultText: "2",
+               help: "Longest a read's database work may take (0.05 is 50 ms); past it the read answers 503 query-too-expensive. Writes, imports (PUT /archive) and exports (GET /archive) have no such limit; off: none.") {
+            config, value throws(ConfigurationError) in
+            let text = value.trimmingASCIIWhitespace().lowercased()
+            config.queryTimeout = text == "off" ? nil : try seconds(text, name: "query timeout")
         },
         Option(flag: "--cover-allow", variable: "BLUELIBRARY_COVER_ALLOW", placeholder: "HOSTS,CIDRS", defaultText: "none",
                help: "Internal hosts/ranges cover URLs may reach (loopback, private, link-local are refused otherwise).") { config, value throws(ConfigurationError) in

@@ -82,6 +82,11 @@ final class Connection {
     @exclusivity(unchecked) private var requestsThisTurn = 0
     @exclusivity(unchecked) private var bytesThisTurn = 0
     @exclusivity(unchecked) private var turnScheduled = false
+    /// Handed to every request's context (``RequestContext/cancellation``) and set when the
+    /// client leaves while a request is being answered or a response streams, or when the
+    /// connection closes. Made with the first request; requests on one connection run one at a
+    /// time, so one flag serves them all (once set, no further request is served).
+    @exclusivity(unchecked) private var cancellation: CancellationFlag?
 
     /// When the current wait (head, body, idle, write, linger) times out, in clock ns.
     var deadline: UInt64 { state.deadline }
@@ -110,6 +115,15 @@ final class Connection {
             return
         }
         drive()
+        noticeClientLeaving()
+    }
+
+    /// The client hung up (or shut down its sending side) while its request is being answered
+    /// on a worker: the work may stop, nobody will read its response. (While the connection
+    /// waits for a responder nothing is read, so `peerLeft` would only come after it.)
+    private func noticeClientLeaving() {
+        guard hangUpReported, let cancellation, state.waitsForResponder || state.isStreaming else { return }
+        cancellation.cancel()
     }
 
     /// Reads, parses and answers as far as possible, then flushes.
@@ -446,10 +460,12 @@ final class Connection {
             method: head.method, target: head.target, version: head.version, headers: head.headers,
             body: bodyStream == nil ? pending.decoder.takeBody() : [])
         request.bodyStream = bodyStream
+        let cancellation = self.cancellation ?? CancellationFlag()
+        self.cancellation = cancellation
         let context = RequestContext(
             peerAddress: peerAddress, parameters: pending.resolution.parameters,
             routePattern: pending.resolution.pattern, routeIndex: pending.resolution.routeIndex,
-            host: head.headers["Host"], receivedAt: pending.receivedAt)
+            host: head.headers["Host"], receivedAt: pending.receivedAt, cancellation: cancellation)
         let framing = ResponseFraming(
             isHead: head.method == .head, version: head.version,
             keepAlive: head.wantsKeepAlive && !state.drainRequested && !shared.isDraining)
@@ -708,6 +724,7 @@ final class Connection {
         }
         output.discard()
         Glibc.close(fd)
+        cancellation?.cancel()
         loop.remove(self)
     }
 }

@@ -206,6 +206,9 @@ final class RecordingStream: EventStreamSink {
     }
     func comment(_ bytes: [UInt8]) {}
     func heartbeat() {}
-    func serverShutdown() {}
+    func serverShutdown() { endings.withLock { $0.append("shutdown") } }
+    func libraryDeleted() { endings.withLock { $0.append("deleted") } }
     func onClose(_ handler: @escaping @Sendable () -> Void) {}
+    /// How the hub ended the stream ("shutdown", "deleted"), in order.
+    let endings = Mutex<[String]>([])
 }

@@ -132,6 +132,10 @@ struct EventHubReclaimTests {
         // Whatever starts on first use (workers, the event threads) starts here.
         try Self.cycle(server.port, prefix: "warm", count: 20)
         let start = try Self.threads(of: pid)
+        // The event threads start one at a time as rounds find the started ones busy: those
+        // not started yet may still start, never more.
+        let unstarted = try MetricsTests.scrape(server.port).value("bluelibrary_event_hub_thread_limit")
+            - MetricsTests.scrape(server.port).value("bluelibrary_event_hub_threads")
 
         for round in 0..<2 {
             try Self.cycle(server.port, prefix: "r\(round)", count: 500)
@@ -142,6 +146,6 @@ struct EventHubReclaimTests {
         #expect(metrics.value("bluelibrary_event_hub_threads") <= metrics.value("bluelibrary_event_hub_thread_limit"))
         #expect(metrics.value("bluelibrary_event_hub_thread_limit") == 2)
         let end = try Self.threads(of: pid)
-        #expect(end <= start, "threads: \(start) before, \(end) after 1,000 subscribed and deleted libraries")
+        #expect(end <= start + Int(unstarted), "threads: \(start) before, \(end) after 1,000 subscribed and deleted libraries")
     }
 }

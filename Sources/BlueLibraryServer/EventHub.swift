@@ -18,7 +18,7 @@ import Synchronization
 ///   the fan-out waits for a client; the server drops a client whose queue passes
 ///   `maxQueuedStreamBytes` (its stream closes and `onClose` removes it here).
 /// - Coalescing: only while requests compete with the fan-out (the loops dispatched some during
-///   the round) and the round cost at least `minimumPacedCost`, the thread waits after it until
+///   the round) and the round cost at least `minimumPacedCost`, the hub waits after it (queued in the pool, its thread free for other hubs) until
 ///   the round's cost (the greater of its wall time and the CPU of the thread and the loops) is
 ///   at most `fanOutShare` of the time since the round began, and never longer than
 ///   `maxCoalescingDelay` after the round ended. So fan-out to many subscribers cannot starve
@@ -71,7 +71,7 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
         }
 
         /// When the next round may start, after a round that ran from `began` to `ended`,
-        /// used `cpu` (the hub thread's and the loops', which run in parallel) while the loops
+        /// used `cpu` (the pool thread's and the loops', which run in parallel) while the loops
         /// dispatched `requests` requests. No pause when nothing competed or the round was
         /// cheap; otherwise the pause for its cost, max(cpu, wall), counted from its start, and
         /// never more than `maxCoalescingDelay` after its end.
@@ -99,7 +99,7 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
         }
     }
 
-    /// A frame waiting for the delivery thread; `sequence` orders every published frame.
+    /// A frame waiting for the hub's next round; `sequence` orders every published frame.
     struct Pending {
         let sequence: UInt64
         let frame: Frame
@@ -272,7 +272,7 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
     /// only refer to a version, such as `state.changed`).
     ///
     /// Costs the caller one formatting and a short lock: the frames are handed to the
-    /// subscribers by the hub's own thread, so a writer never waits for the fan-out.
+    /// subscribers by a round on the event pool, so a writer never waits for the fan-out.
     public func publish(name: String, json: String, version: Int64? = nil, advances: Bool = true) {
         let due = state.withLock { state -> ContinuousClock.Instant? in
             let id = version ?? state.latest
@@ -338,7 +338,7 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
         let outcome: Outcome = state.withLock { state in
             if let successor = state.successor { return .moved(successor) }
             if state.shutDown { return .ended(state.ending) }
-            // Under the lock: the replay is queued before any live frame (the delivery thread
+            // Under the lock: the replay is queued before any live frame (the round
             // takes the lock before writing), and no frame is both replayed and delivered.
             switch resume {
             case .fresh:
@@ -570,7 +570,7 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
 
     /// Graceful shutdown: what was published is still delivered, then every open stream gets
     /// `event: server.shutdown` and ends; later subscriptions get the same at once. Call before
-    /// the HTTP server drains (it waits up to a second for the delivery thread to finish).
+    /// the HTTP server drains (it waits up to 2 s for the hub's last round).
     public func shutdown() {
         guard beginShutdown() else { return }
         awaitShutdown(until: .now() + .seconds(2))
@@ -633,7 +633,7 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
     }
 }
 
-/// Where a hub hands one subscription's frames. Called from the hub's thread (live frames,
+/// Where a hub hands one subscription's frames. Called from the hub's rounds on the event pool (live frames,
 /// heartbeats, shutdown) and, for the replay, from the subscribing thread under the hub's lock.
 protocol EventStreamSink: Sendable {
     /// The stream's writer when it sends frames exactly as the hub formats them: the hub then

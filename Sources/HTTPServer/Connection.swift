@@ -531,9 +531,11 @@ final class Connection {
             }
             let writer = HTTPStreamWriter(loop: loop, connectionID: id)
             state.openStream(.init(writer: writer, endsOnShutdown: stream.endsOnShutdown), framing: framing)
-            if stream.boundsUnsentBytes {
-                boundsUnsent = true
-                if shared.limits.streamSendBufferBytes > 0 { _ = bl_set_send_buffer(fd, Int32(clamping: shared.limits.streamSendBufferBytes)) }
+            // (A later stream on this keep-alive connection decides for itself; the smaller
+            // send buffer, once set, stays.)
+            boundsUnsent = stream.boundsUnsentBytes
+            if boundsUnsent, shared.limits.streamSendBufferBytes > 0 {
+                _ = bl_set_send_buffer(fd, Int32(clamping: shared.limits.streamSendBufferBytes))
             }
             flush()
             stream.start(writer)

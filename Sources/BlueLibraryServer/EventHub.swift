@@ -11,15 +11,16 @@ import Synchronization
 /// - Each event is formatted once as an SSE frame (`id: <version>`, `event: <name>`,
 ///   `data: <json>`) by the publisher, which then only appends it under a short lock.
 /// - Fan-out: a thread of the server's event delivery pool (``EventDeliveryPool``, shared by
-///   every hub: a hub holds no thread of its own) takes every frame queued since its last round, joins them
-///   into one payload (framed once, its bytes shared by every stream) and hands it to the
+///   every hub: a hub holds no thread of its own) takes every frame queued since the hub's last
+///   round, joins them into one payload (framed once, its bytes shared by every stream) and hands it to the
 ///   event loops with one task per loop (`HTTPStreamWriter.fanOut`): one write, one `send`,
 ///   per subscriber per round, however many events the round holds. Neither the writer nor
 ///   the fan-out waits for a client; the server drops a client whose queue passes
 ///   `maxQueuedStreamBytes` (its stream closes and `onClose` removes it here).
 /// - Coalescing: only while requests compete with the fan-out (the loops dispatched some during
-///   the round) and the round cost at least `minimumPacedCost`, the hub waits after it (queued in the pool, its thread free for other hubs) until
-///   the round's cost (the greater of its wall time and the CPU of the thread and the loops) is
+///   the round) and the round cost at least `minimumPacedCost`, the hub waits after it (queued
+///   in the pool, the thread free for other hubs) until the round's cost (the greater of its
+///   wall time and the CPU of the thread and the loops) is
 ///   at most `fanOutShare` of the time since the round began, and never longer than
 ///   `maxCoalescingDelay` after the round ended. So fan-out to many subscribers cannot starve
 ///   the requests: events published meanwhile go out together in the next round. On an

@@ -55,7 +55,9 @@ public final class BlueLibraryApp: Sendable {
         let clock: @Sendable () -> Date = { Date() }
         // Ages kept in memory (request models, cover freshness checks) use the monotonic clock.
         let monotonic: any MonotonicClock = SystemClock()
-        let eventHubs = EventHubs(configuration: configuration.events, defaultVersion: try Self.libraryVersion(backend))
+        let eventHubs = EventHubs(
+            configuration: configuration.events, defaultVersion: try Self.libraryVersion(backend), threads: configuration.eventThreads,
+            idleTimeout: configuration.eventHubIdle, clock: configuration.eventHubClock)
         self.eventHubs = eventHubs
         // On a shared database the change feed is where events come from (every instance's
         // commits, in version order, with the same ids); the facades then publish only what
@@ -135,7 +137,7 @@ public final class BlueLibraryApp: Sendable {
         try StaticResources(bundleDirectory: "docs", contentSecurityPolicy: StaticResources.docsPolicy)
             .register(at: "/docs", into: &routes)
         albums.register(into: &routes)
-        LibraryRoutes(libraries: resolver, idempotency: idempotency).register(into: &routes)
+        LibraryRoutes(libraries: resolver, idempotency: idempotency, hubs: eventHubs).register(into: &routes)
         let seal = try Self.cursorSeal(backend)
         AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: seal)
             .register(into: &routes)
@@ -164,7 +166,7 @@ public final class BlueLibraryApp: Sendable {
             headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger, cors: cors))
         httpMetrics.register(with: metrics)
         ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: eventHubs,
-                                covers: covers, pages: pageCache)
+                                covers: covers, pages: pageCache, droppedStreams: { [server] in server.droppedStreamCount })
         backend.register(in: metrics)
         viewPages.register(in: metrics)
         metrics.sampled("bluelibrary_queries_timed_out_total",

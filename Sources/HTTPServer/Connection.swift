@@ -73,6 +73,8 @@ final class Connection {
     // I/O facts, not phases.
     @exclusivity(unchecked) private var readable = false
     @exclusivity(unchecked) private var writable = true
+    /// The open stream bounds its unsent bytes (``HTTPStreamBody/boundsUnsentBytes``).
+    @exclusivity(unchecked) private var boundsUnsent = false
     /// epoll reported a hang-up: read until recv says 0, even after a short read.
     @exclusivity(unchecked) private var hangUpReported = false
     /// True while `drive()` runs, so responses completed inside it do not re-enter it.
@@ -545,6 +547,12 @@ final class Connection {
             }
             let writer = HTTPStreamWriter(loop: loop, connectionID: id)
             state.openStream(.init(writer: writer, endsOnShutdown: stream.endsOnShutdown), framing: framing)
+            // (A later stream on this keep-alive connection decides for itself; the smaller
+            // send buffer, once set, stays.)
+            boundsUnsent = stream.boundsUnsentBytes
+            if boundsUnsent, shared.limits.streamSendBufferBytes > 0 {
+                _ = bl_set_send_buffer(fd, Int32(clamping: shared.limits.streamSendBufferBytes))
+            }
             flush()
             stream.start(writer)
             if state.drainRequested && stream.endsOnShutdown { streamFinish() }
@@ -594,6 +602,14 @@ final class Connection {
         guard case let .streaming(framing, _) = state.phase else { return nil }
         if output.queuedBytes > shared.limits.maxQueuedStreamBytes {
             // A reader this slow would hold memory forever: drop it.
+            close()
+            return nil
+        }
+        if boundsUnsent, output.queuedBytes + max(0, Int(bl_socket_unsent_bytes(fd))) > shared.limits.maxUnsentStreamBytes {
+            // Its bytes wait in our queue and in the kernel's: drop it with a reset, which
+            // frees the kernel's queue now (a plain close would keep it for the peer).
+            shared.countDroppedStream()
+            _ = bl_set_abortive_close(fd)
             close()
             return nil
         }

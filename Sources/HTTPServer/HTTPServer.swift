@@ -115,6 +115,9 @@ public final class HTTPServer: Sendable {
 
     /// Open connections right now.
     public var connectionCount: Int { shared.connectionCount }
+    /// Streams dropped so far because their unsent bytes, the kernel's included, passed
+    /// `HTTPServerLimits.maxUnsentStreamBytes`.
+    public var droppedStreamCount: Int { shared.droppedStreamCount }
 
     /// Graceful shutdown: stop accepting, close idle connections, let in-flight requests finish
     /// (their responses carry `Connection: close`), end open streams; after `grace` whatever is

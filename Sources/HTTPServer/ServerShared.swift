@@ -51,6 +51,11 @@ final class ServerShared: Sendable {
     }
 
     var connectionCount: Int { openConnections.load(ordering: .relaxed) }
+
+    private let droppedStreams = Atomic<Int>(0)
+    /// Streams dropped because their unsent bytes passed `maxUnsentStreamBytes`.
+    var droppedStreamCount: Int { droppedStreams.load(ordering: .relaxed) }
+    func countDroppedStream() { droppedStreams.wrappingAdd(1, ordering: .relaxed) }
     var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     func reserveConnection() -> Bool {

@@ -36,6 +36,23 @@ import Testing
         #expect(config.trustedProxies.map(\.description) == ["10.0.0.0/8", "127.0.0.1"])
     }
 
+    @Test func eventThreadsHubIdlenessAndSendBuffersAreConfigurable() throws {
+        let defaults = try ServeConfiguration.parse(arguments: [], environment: [:])
+        #expect(defaults.eventThreads == 2)
+        #expect(defaults.eventHubIdle == .seconds(60))
+        #expect(defaults.limits.streamSendBufferBytes == 32 * 1024)
+        #expect(defaults.limits.maxUnsentStreamBytes == 256 * 1024)
+        let env = ["BLUELIBRARY_EVENT_THREADS": "4", "BLUELIBRARY_EVENT_HUB_IDLE": "30", "BLUELIBRARY_EVENT_SEND_BUFFER": "8192"]
+        let config = try ServeConfiguration.parse(arguments: ["--event-threads", "3", "--event-max-unsent", "65536"], environment: env)
+        #expect(config.eventThreads == 3)
+        #expect(config.eventHubIdle == .seconds(30))
+        #expect(config.limits.streamSendBufferBytes == 8192)
+        #expect(config.limits.maxUnsentStreamBytes == 65536)
+        #expect(throws: ConfigurationError("--event-threads: event threads must be a whole number from 1 to 64, not '0'")) {
+            try ServeConfiguration.parse(arguments: ["--event-threads", "0"], environment: [:])
+        }
+    }
+
     @Test func badValuesSayWhichSettingAndWhatIsAllowed() {
         func message(_ args: [String], _ env: [String: String] = [:]) -> String? {
             do {

@@ -27,7 +27,7 @@ struct AccessLogMiddleware: HTTPMiddleware {
         let elapsed = ContinuousClock.now - context.receivedAt
         let bytes: Int
         switch response.body {
-        case .empty, .stream: bytes = 0
+        case .empty, .unknownLength, .stream: bytes = 0
         case let .bytes(b): bytes = b.count
         case let .file(f): bytes = f.length
         }

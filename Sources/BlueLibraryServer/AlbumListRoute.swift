@@ -21,11 +21,14 @@ struct AlbumListRoute {
     let settings: SettingsService
     /// Seals the cursors this route hands out and opens the ones it is given.
     let seal: CursorSeal
+    /// Counts the bodies rendered (a HEAD renders none: see ``PageBody``).
+    let renders: PageRenders
 
     /// A page ready to send. Immutable and shared by reference: a cache hit (and a 304 from
     /// it) retains one object instead of copying four buffers' worth of references.
     final class CachedPage: Sendable {
-        let bytes: [UInt8]
+        /// The body (unrendered while only HEADs asked for the page).
+        let body: PageBody
         let etag: String
         /// The next page's query string (the path is the request's own, so both route forms
         /// share the page).
@@ -33,8 +36,8 @@ struct AlbumListRoute {
         /// `/albums?` + `nextQuery`, made once: the bare route's link costs nothing per request.
         let nextBarePath: String?
 
-        init(bytes: [UInt8], etag: String, nextQuery: String?, nextBarePath: String?) {
-            self.bytes = bytes
+        init(body: PageBody, etag: String, nextQuery: String?, nextBarePath: String?) {
+            self.body = body
             self.etag = etag
             self.nextQuery = nextQuery
             self.nextBarePath = nextBarePath
@@ -78,32 +81,41 @@ struct AlbumListRoute {
         // Only a version known without a read (never on a shared store: another instance may
         // have committed, so the blocking path reads it).
         guard let facade = try libraries.loaded(context), let version = facade.knownVersion() else { return nil }
-        return fromMemory(request, context, key: Self.key(request, facade, paging: settings.paging), version: version, queryIsValid: false)
+        return try fromMemory(
+            request, context, key: Self.key(request, facade, paging: settings.paging), version: version, queryIsValid: false, mayRender: false)
     }
 
     /// Any list request: from memory if it can be, else read (identical concurrent requests
     /// share one store read). The cursor is parsed here, on the worker: opening one (base64,
-    /// HMAC, JSON) is not loop work.
+    /// HMAC, JSON) is not loop work. A HEAD reads the page like a GET (for its `Link` and its
+    /// status) but leaves the body unrendered in the cache (see ``PageBody``).
     func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let facade = try libraries.facade(context)
         let (key, version, paging) = try lookup(request, facade)
-        if let answered = fromMemory(request, context, key: key, version: version, queryIsValid: false) { return answered }
+        if let answered = try fromMemory(request, context, key: key, version: version, queryIsValid: false, mayRender: true) {
+            return answered
+        }
         // The query is checked before any precondition: a bad one is 400 even with
         // `If-None-Match: *` (RFC 9110 §13.2.1: conditions are evaluated for a request that
         // would otherwise succeed).
         let pageRequest = try Self.pageRequest(from: request, paging: paging, seal: seal)
-        if let answered = fromMemory(request, context, key: key, version: version, queryIsValid: true) { return answered }
+        if let answered = try fromMemory(request, context, key: key, version: version, queryIsValid: true, mayRender: true) {
+            return answered
+        }
         let pretty = request.wantsPretty
-        let page = try pages.value(key, version: version) {
+        let isHead = request.method == .head
+        let page = try pages.value(key, version: version) { [renders] in
             let page = try library { () throws(LibraryError) in try facade.page(pageRequest) }
             let next = page.next?.encoded(sealedWith: seal)
             let nextQuery = next.map { Self.nextQuery(request, cursor: $0) }
-            let bytes = try AlbumRepresentation.listBytes(page, next: next, pretty: pretty)
+            let render: PageBody.Render = { try renders.render { try AlbumRepresentation.listBytes(page, next: next, pretty: pretty) } }
+            let body = isHead ? PageBody(deferred: render) : PageBody(bytes: try render())
             let cached = CachedPage(
-                bytes: bytes, etag: key.etag(version: page.version), nextQuery: nextQuery, nextBarePath: nextQuery.map { "/albums?" + $0 })
-            return .init(value: cached, version: page.version, cost: bytes.count + key.query.utf8.count + 256)
+                body: body, etag: key.etag(version: page.version), nextQuery: nextQuery, nextBarePath: nextQuery.map { "/albums?" + $0 })
+            let bodyCost = body.bytes?.count ?? PageBody.estimatedCost(of: page)
+            return .init(value: cached, version: page.version, cost: bodyCost + key.query.utf8.count + 256)
         }
-        return response(page, request: request, context: context)
+        return try response(page, request: request, context: context)
     }
 
     /// The cache key under the paging limits in force (a page read under other limits is
@@ -123,10 +135,11 @@ struct AlbumListRoute {
     /// was read for these exact bytes under these limits); without one, a 304 from the version
     /// alone is answered only once the caller parsed the query (`queryIsValid`), so an invalid
     /// query is a 400 whatever `If-None-Match` says, and the fast path of a cached page parses
-    /// nothing.
+    /// nothing. A page only a HEAD has read has no body yet: a GET renders it where it may
+    /// (`mayRender`: on the worker pool, not on the event loop).
     private func fromMemory(
-        _ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: Int64, queryIsValid: Bool
-    ) -> HTTPResponse? {
+        _ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: Int64, queryIsValid: Bool, mayRender: Bool
+    ) throws -> HTTPResponse? {
         let cached = pages.current(key, version: version)
         guard cached != nil || queryIsValid else { return nil }
         // The condition is matched on the received bytes: a revalidation makes no String of it.
@@ -136,7 +149,9 @@ struct AlbumListRoute {
         {
             return HTTPResponse(status: .notModified, headers: Self.pageHeaders(etag: etag ?? key.etag(version: version)))
         }
-        return cached.map { response($0, request: request, context: context) }
+        guard let cached else { return nil }
+        if !mayRender, request.method != .head, cached.body.bytes == nil { return nil }
+        return try response(cached, request: request, context: context)
     }
 
     /// `ETag` and `Cache-Control` of a page or its 304, built with room for what follows
@@ -149,13 +164,13 @@ struct AlbumListRoute {
         return headers
     }
 
-    func response(_ page: CachedPage, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
+    func response(_ page: CachedPage, request: HTTPRequest, context: RequestContext) throws -> HTTPResponse {
         var headers = Self.pageHeaders(etag: page.etag)
         if let next = page.nextQuery, let bare = page.nextBarePath {
             let path = request.path == "/albums" ? bare : "\(request.path)?\(next)"
             headers.add("Link", "<\(RequestInput.absoluteURL(path, context))>; rel=\"next\"")
         }
-        return HTTPResponse(contentType: "application/json", bytes: page.bytes, headers: headers)
+        return try PageBody.response(page.body, request: request, headers: headers)
     }
 
     /// The next page's query: this request's query with `cursor` replaced (and `offset` dropped).

@@ -22,6 +22,8 @@ public final class BlueLibraryApp: Sendable {
     let pageCache: AlbumListRoute.PageCache
     /// The request model's view pages (tests count their loads).
     let viewPages: ViewPages
+    /// List bodies rendered (`bluelibrary_list_bodies_rendered_total`).
+    let pageRenders = PageRenders()
     /// The database (SQLite file, or PostgreSQL shared with other instances).
     let backend: any StoreBackend
     let exportWorkers: BoundedThreadPool
@@ -139,10 +141,10 @@ public final class BlueLibraryApp: Sendable {
         albums.register(into: &routes)
         LibraryRoutes(libraries: resolver, idempotency: idempotency, hubs: eventHubs).register(into: &routes)
         let seal = try Self.cursorSeal(backend)
-        AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: seal)
+        AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: seal, renders: pageRenders)
             .register(into: &routes)
         ViewRoutes(libraries: libraries, idempotency: idempotency, covers: covers, pages: viewPages).register(into: &routes)
-        ViewListRoute(libraries: libraries, pages: viewPages, settings: settings, seal: seal).register(into: &routes)
+        ViewListRoute(libraries: libraries, pages: viewPages, settings: settings, seal: seal, renders: pageRenders).register(into: &routes)
         UndoStateRoutes(libraries: resolver).register(into: &routes)
         ArchiveRoutes(libraries: resolver, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers, threads: 2),
                       maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory,
@@ -175,6 +177,20 @@ public final class BlueLibraryApp: Sendable {
         metrics.sampled("bluelibrary_queries_cancelled_total",
                         help: "Read requests whose database work was stopped because the client closed the connection (logged as 499).",
                         kind: .counter) { [queryInterruptions] in queryInterruptions.cancelled }
+        pageRenders.register(in: metrics)
+        Self.registerCountMetrics(libraries.counts, in: metrics)
+    }
+
+    /// `bluelibrary_filter_counts_{computed_total,hits_total,entries}`: the `count=true` totals
+    /// (see `FilterCounts`).
+    static func registerCountMetrics(_ counts: FilterCounts, in metrics: Metrics) {
+        metrics.sampled("bluelibrary_filter_counts_computed_total",
+                        help: "Filter counts (count=true totals, filtered offsets) computed from the database, one per library, version and filter.",
+                        kind: .counter) { counts.computed }
+        metrics.sampled("bluelibrary_filter_counts_hits_total",
+                        help: "Filter counts answered from memory (another page of the same filter at the same library version).",
+                        kind: .counter) { counts.statistics.hits }
+        metrics.sampled("bluelibrary_filter_counts_entries", help: "Filter counts held in memory.") { counts.usage.entries }
     }
 
     /// The bound port (the real one when configured with port 0).

@@ -20,7 +20,8 @@ import Library
 struct ViewListRoute {
     /// A page ready to send.
     struct CachedPage: Sendable {
-        var bytes: [UInt8]
+        /// The body (unrendered while only HEADs asked for the page; see ``PageBody``).
+        var body: PageBody
         var etag: String
         /// The next page's path and query (the view's path with the next cursor).
         var nextPath: String?
@@ -30,6 +31,8 @@ struct ViewListRoute {
     let pages: ViewPages
     let settings: SettingsService
     let seal: CursorSeal
+    /// Counts the bodies rendered (a HEAD renders none).
+    let renders: PageRenders
 
     /// A view page query as the model knows it: the view and its definition's revision, and
     /// the list query under the paging limits in force.
@@ -60,7 +63,8 @@ struct ViewListRoute {
         let view = try ViewRoutes.viewID(context)
         guard pages.isWarm(view), let known = libraries.viewVersionInMemory(view) else { return nil }
         let key = key(request, view: view, version: known, paging: settings.paging)
-        return fromMemory(request, context, key: key, version: (known.versions, known.versions.reduce(0, &+)), queryIsValid: false)
+        return try fromMemory(
+            request, context, key: key, version: (known.versions, known.versions.reduce(0, &+)), queryIsValid: false, mayRender: false)
     }
 
     /// Any view page request: from memory if it can be, else read in one snapshot of the
@@ -68,12 +72,17 @@ struct ViewListRoute {
     func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let (key, version, paging) = try lookup(request, context)
         pages.warmed(key.view)  // its definition and every source's version are in memory now
-        if let answered = fromMemory(request, context, key: key, version: version, queryIsValid: false) { return answered }
+        if let answered = try fromMemory(request, context, key: key, version: version, queryIsValid: false, mayRender: true) {
+            return answered
+        }
         // The query before any precondition (see AlbumListRoute): 400 even with `If-None-Match: *`.
         let pageRequest = try AlbumListRoute.pageRequest(from: request, paging: paging, seal: seal)
-        if let answered = fromMemory(request, context, key: key, version: version, queryIsValid: true) { return answered }
+        if let answered = try fromMemory(request, context, key: key, version: version, queryIsValid: true, mayRender: true) {
+            return answered
+        }
         let pretty = request.wantsPretty
-        let page = try pages.cache.value(key, version: version.sum) {
+        let isHead = request.method == .head
+        let page = try pages.cache.value(key, version: version.sum) { [renders] in
             let (page, sources, steady) = try library { () throws(LibraryError) in
                 let before = try libraries.view(key.view)
                 let page = try libraries.page(view: key.view, pageRequest)
@@ -83,13 +92,17 @@ struct ViewListRoute {
                 return (page, before.sources, before.revision == key.revision && after.revision == key.revision)
             }
             let next = page.next?.encoded(sealedWith: seal)
-            let bytes = try AlbumRepresentation.listBytes(page, next: next, pretty: pretty, sources: sources)
+            let render: PageBody.Render = {
+                try renders.render { try AlbumRepresentation.listBytes(page, next: next, pretty: pretty, sources: sources) }
+            }
+            let body = isHead ? PageBody(deferred: render) : PageBody(bytes: try render())
             let cached = CachedPage(
-                bytes: bytes, etag: key.etag(versions: page.versions), nextPath: next.map { "\(request.path)?" + AlbumListRoute.nextQuery(request, cursor: $0) })
+                body: body, etag: key.etag(versions: page.versions), nextPath: next.map { "\(request.path)?" + AlbumListRoute.nextQuery(request, cursor: $0) })
             let sum = steady ? page.versions.reduce(0, &+) : -1
-            return .init(value: cached, version: sum, cost: bytes.count + key.query.utf8.count + 256)
+            let bodyCost = body.bytes?.count ?? PageBody.estimatedCost(of: page)
+            return .init(value: cached, version: sum, cost: bodyCost + key.query.utf8.count + 256)
         }
-        return Self.response(page, request: request, context: context)
+        return try Self.response(page, request: request, context: context)
     }
 
     /// The cache key under the paging limits in force, and the view's version (memory once
@@ -111,8 +124,8 @@ struct ViewListRoute {
 
     private func fromMemory(
         _ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: (versions: [Int64], sum: Int64),
-        queryIsValid: Bool
-    ) -> HTTPResponse? {
+        queryIsValid: Bool, mayRender: Bool
+    ) throws -> HTTPResponse? {
         let cached = pages.cache.current(key, version: version.sum)
         // A cached page proves the query valid; otherwise no 304 before it was parsed.
         guard cached != nil || queryIsValid else { return nil }
@@ -122,16 +135,19 @@ struct ViewListRoute {
         {
             return HTTPResponse(status: .notModified, headers: ["ETag": etag ?? key.etag(versions: version.versions), "Cache-Control": "no-cache"])
         }
-        return cached.map { Self.response($0, request: request, context: context) }
+        guard let cached else { return nil }
+        // A page only a HEAD read has no body yet: a GET renders it on the worker pool.
+        if !mayRender, request.method != .head, cached.body.bytes == nil { return nil }
+        return try Self.response(cached, request: request, context: context)
     }
 
     /// 200 with a page: its ETag, and `Link: rel="next"` to this path with the next cursor.
-    static func response(_ page: CachedPage, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
+    static func response(_ page: CachedPage, request: HTTPRequest, context: RequestContext) throws -> HTTPResponse {
         var headers: HTTPHeaders = ["ETag": page.etag, "Cache-Control": "no-cache"]
         if let next = page.nextPath {
             headers.add("Link", "<\(RequestInput.absoluteURL(next, context))>; rel=\"next\"")
         }
-        return HTTPResponse(contentType: "application/json", bytes: page.bytes, headers: headers)
+        return try PageBody.response(page.body, request: request, headers: headers)
     }
 
 }

@@ -532,7 +532,7 @@ final class Connection {
             encoder.encode(response, version: framing.version, keepAlive: framing.keepAlive, sendsBody: sendsBody, into: &buffer)
         }
         switch response.body {
-        case .empty:
+        case .empty, .unknownLength:
             finishResponse(framing)
         case let .bytes(bytes):
             if sendsBody && !bodyIncluded { output.append(bytes) }

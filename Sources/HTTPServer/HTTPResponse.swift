@@ -24,6 +24,11 @@ public struct HTTPResponse: Sendable {
 public enum HTTPBody: Sendable {
     /// No body (`Content-Length: 0`, or none for 1xx/204/304).
     case empty
+    /// The answer to a HEAD whose GET body is not made, so its length is not known: no body
+    /// and no `Content-Length` (RFC 9110 §9.3.2 lets a HEAD omit a field only known by
+    /// generating the content; §8.6 forbids any other length than the GET's). Sent to a GET
+    /// by mistake, it is an empty body (`Content-Length: 0`).
+    case unknownLength
     /// Bytes held in memory.
     case bytes([UInt8])
     /// A region of a file, streamed from disk with `sendfile(2)` (covers use it).

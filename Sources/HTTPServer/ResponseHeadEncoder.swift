@@ -57,6 +57,8 @@ struct ResponseHeadEncoder {
             switch response.body {
             case .empty:
                 if response.status.allowsBody { writer.write("Content-Length: 0\r\n") }
+            case .unknownLength:
+                if sendsBody { writer.write("Content-Length: 0\r\n") }
             case let .bytes(bytes):
                 // A 304 may state the length of the representation it stands for (RFC 9110 §15.4.5).
                 if response.status.allowsBody || (response.status.code == 304 && !bytes.isEmpty) {

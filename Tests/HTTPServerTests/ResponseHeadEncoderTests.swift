@@ -68,6 +68,16 @@ import Testing
         #expect(text(largeHead.bytes).hasSuffix("Content-Length: \(ResponseHeadEncoder.inlineBodyLimit + 1)\r\n\r\n"))
     }
 
+    /// A HEAD whose GET body is not made states no length (RFC 9110 §8.6: none rather than a
+    /// wrong one); the same body sent to a GET by mistake is an empty body, still framed.
+    @Test func unknownLengthStatesNoLengthToAHead() {
+        let response = HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: .unknownLength)
+        let head = text(encoder.encode(response, version: .http1_1, keepAlive: true, sendsBody: false).bytes)
+        #expect(head == "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Type: application/json\r\n\r\n")
+        let get = text(encoder.encode(response, version: .http1_1, keepAlive: true, sendsBody: true).bytes)
+        #expect(get.hasSuffix("Content-Length: 0\r\n\r\n"))
+    }
+
     @Test func framingFieldsAreTheServers() {
         let response = HTTPResponse(
             status: .notModified,

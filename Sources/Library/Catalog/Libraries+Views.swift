@@ -188,10 +188,11 @@ extension Libraries {
         try request.checked()
         let view = try self.view(id)
         let query = AlbumQuery(sort: request.query.sort, filter: try request.query.filter.validated())
+        let counts = counts
         let pager = { (readers: [any AlbumStoreReader]) in
             CompositePager(
                 readers: readers, libraries: view.sources, query: query, filter: CombinedFilter(query.filter, view: view.filter),
-                scope: PageCursor.scope(view: id), revision: view.revision, labels: true)
+                scope: PageCursor.scope(view: id), revision: view.revision, labels: true, counts: counts)
         }
         return try reading(view) { readers in
             try pager(readers).page(start: request.start, limit: request.limit, includeTotal: request.includeTotal)

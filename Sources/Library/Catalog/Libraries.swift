@@ -36,6 +36,8 @@ public final class Libraries: Sendable {
     let viewSources = Mutex<[ViewID: (revision: Int64, facades: [LibraryFacade])]>([:])
     /// The facade of `default`, which always exists.
     public let defaultLibrary: LibraryFacade
+    /// The filter counts of every library and view (`count=true`), under one bound.
+    public let counts: FilterCounts
 
     /// - Parameters:
     ///   - store: where every library lives.
@@ -57,9 +59,11 @@ public final class Libraries: Sendable {
         self.changeRetention = changeRetention
         self.undoLimit = Atomic(undoLimit)
         self.sinks = events
+        let counts = FilterCounts()
+        self.counts = counts
         let first = LibraryFacade(
             store: store, library: .default, clock: clock, ids: ids, undoLimit: undoLimit, events: events(.default),
-            changeRetention: changeRetention)
+            changeRetention: changeRetention, counts: counts)
         defaultLibrary = first
         facades = Mutex([.default: first])
         first.attach(to: self)
@@ -107,7 +111,7 @@ public final class Libraries: Sendable {
             if let known = facades[id] { return known }
             let made = LibraryFacade(
                 store: store, library: id, clock: clock, ids: ids, undoLimit: undoLimit.load(ordering: .relaxed),
-                events: sinks(id), changeRetention: changeRetention)
+                events: sinks(id), changeRetention: changeRetention, counts: counts)
             made.attach(to: self)
             facades[id] = made
             return made

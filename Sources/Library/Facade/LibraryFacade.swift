@@ -41,6 +41,9 @@ public final class LibraryFacade: Sendable {
     private let registry = Mutex(RegistryLink())
     /// Puts this library's event publishing in commit order (see `CommitOrder`).
     let commitOrder = CommitOrder()
+    /// The filter counts of `count=true` pages (shared by every facade of one registry, so one
+    /// bound holds for all libraries; see `FilterCounts`).
+    public let counts: FilterCounts
 
     /// - Parameters:
     ///   - store: where albums, versions, undo commands and states live.
@@ -50,6 +53,7 @@ public final class LibraryFacade: Sendable {
     ///   - undoLimit: how many undo commands to keep (0 disables undo).
     ///   - events: told about every committed change; `nil` for none.
     ///   - changeRetention: how long the change feed (`changes(since:limit:)`) keeps changes.
+    ///   - counts: where filter counts are kept (a registry passes its own to every facade).
     public init(
         store: any AlbumStore,
         library: LibraryID = .default,
@@ -57,11 +61,13 @@ public final class LibraryFacade: Sendable {
         ids: AlbumIDGenerator,
         undoLimit: Int = 100,
         events: (any LibraryEventSink)? = nil,
-        changeRetention: ChangeRetention = .default
+        changeRetention: ChangeRetention = .default,
+        counts: FilterCounts = FilterCounts()
     ) {
         precondition(undoLimit >= 0, "undoLimit must not be negative")
         self.store = store
         self.library = library
+        self.counts = counts
         self.isShared = store.isShared
         self.clock = clock
         self.ids = ids
@@ -269,7 +275,7 @@ extension LibraryFacade {
         }
         return LibraryFacade(
             store: store, library: id, clock: clock, ids: ids, undoLimit: undoLimit, events: nil,
-            changeRetention: changeRetention)
+            changeRetention: changeRetention, counts: counts)
     }
 }
 

@@ -5,7 +5,7 @@
 /// Year ranges intersect (an empty intersection matches nothing, in the store too). A
 /// remainder costs: pages read on past rows it drops, and counting walks every row the store
 /// filter lets through; views and requests that filter on different fields never have one.
-struct CombinedFilter: Sendable, Equatable {
+struct CombinedFilter: Sendable, Hashable {
     /// Applied by the store.
     var store: AlbumFilter
     /// Applied in memory to what the store returns (nil: nothing more).

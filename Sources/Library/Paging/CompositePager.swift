@@ -33,6 +33,9 @@ struct CompositePager {
     let scope: String
     let revision: Int64?
     let labels: Bool
+    /// Where the number of albums `filter` matches in a source at its version is kept
+    /// (`count=true` and filtered offsets ask for it; see `FilterCounts`).
+    let counts: FilterCounts
 
     /// A cursor page replays at most this many changes (over all sources).
     static let maxReplayedChanges: Int64 = 10_000
@@ -55,8 +58,16 @@ struct CompositePager {
         let (items, next) = query.sort.field == .position
             ? try positionPage(start: start, limit: limit, versions: versions)
             : try valuePage(start: start, limit: limit)
-        let total = includeTotal ? try readers.reduce(0) { $0 + (try filter.count(in: $1)) } : nil
+        let total = includeTotal ? try (0..<readers.count).reduce(0) { $0 + (try matching(source: $1, versions: versions)) } : nil
         return AlbumListPage(items: items, next: next, version: versions[0], versions: versions, total: total)
+    }
+
+    /// The number of albums of source `source` that `filter` matches, at the version this
+    /// snapshot read (`versions[source]`): computed once per version and filter.
+    private func matching(source: Int, versions: [Int64]) throws -> Int {
+        try counts.count(library: libraries[source], version: versions[source], filter: filter) {
+            try filter.count(in: readers[source])
+        }
     }
 
     // MARK: - Position order
@@ -94,12 +105,12 @@ struct CompositePager {
             var remaining = offset
             var found: (Int, Int)?
             for walkSource in 0..<n {
-                let matching = try filter.count(in: readers[actual(walkSource)])
-                if remaining < matching {
+                let matches = try matching(source: actual(walkSource), versions: versions)
+                if remaining < matches {
                     found = (walkSource, remaining)
                     break
                 }
-                remaining -= matching
+                remaining -= matches
             }
             guard let found else { return ([], nil) }
             offsetStart = found

@@ -14,10 +14,11 @@ extension LibraryFacade {
         let query = AlbumQuery(sort: request.query.sort, filter: try request.query.filter.validated())
         let scope = PageCursor.scope(library: library)
         let library = library
+        let counts = counts
         return try reading { reader in
             let pager = CompositePager(
                 readers: [reader], libraries: [library], query: query, filter: CombinedFilter(query.filter), scope: scope,
-                revision: nil, labels: false)
+                revision: nil, labels: false, counts: counts)
             return try pager.page(start: request.start, limit: request.limit, includeTotal: request.includeTotal)
         }
     }

@@ -189,7 +189,8 @@ public final class Database: @unchecked Sendable {
 
     /// Runs `body` on a read-only connection inside a deferred transaction, so all its queries
     /// see one consistent snapshot. Throws `SQLITE_BUSY` if no reader frees up within
-    /// `configuration.readerTimeout`. Writes in `body` fail with `SQLITE_READONLY`.
+    /// `configuration.readerTimeout` (an ``UnavailableDependency``: a server answers it 503 with
+    /// `Retry-After`). Writes in `body` fail with `SQLITE_READONLY`.
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
         guard !readers.isEmpty else {
             return try writeWithoutTransaction { try $0.transaction(.deferred, body) }

@@ -36,7 +36,7 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var readWorkers: Int?
     /// `BLUELIBRARY_READ_QUEUE`: uncached list reads that may wait for a read-lane thread;
     /// more get 503 `server-busy` at once.
-    public var readQueue = 32
+    public var readQueue = 256
     /// `BLUELIBRARY_MAX_READS_PER_CLIENT`: uncached list reads one client address may have
     /// running or waiting at once (the address a trusted proxy gives); more get 503
     /// `too-many-reads`. 0: no limit.
@@ -206,7 +206,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             config, value throws(ConfigurationError) in
             config.readWorkers = try integer(value, in: 1...256, name: "read workers")
         },
-        Option(flag: "--read-queue", variable: "BLUELIBRARY_READ_QUEUE", placeholder: "N", defaultText: "32",
+        Option(flag: "--read-queue", variable: "BLUELIBRARY_READ_QUEUE", placeholder: "N", defaultText: "256",
                help: "Uncached list reads that may wait for a read thread; more get 503 server-busy with Retry-After.") { config, value throws(ConfigurationError) in
             config.readQueue = try integer(value, in: 0...100_000, name: "read queue")
         },

@@ -28,7 +28,7 @@ public final class ReadAdmission: Sendable {
         /// `Retry-After` of a refusal, in seconds.
         public var retryAfterSeconds: Int
 
-        public init(threads: Int = 4, queue: Int = 32, perClient: Int = 4, retryAfterSeconds: Int = 1) {
+        public init(threads: Int = 4, queue: Int = 256, perClient: Int = 4, retryAfterSeconds: Int = 1) {
             self.threads = max(1, threads)
             self.queue = max(0, queue)
             self.perClient = max(0, perClient)

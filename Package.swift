@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "TestThreadsTests", swiftSettings: strict),
         .testTarget(name: "EssentialsTests", dependencies: ["Essentials"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["Essentials", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "HTTPTestSupport"], swiftSettings: strict),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "HTTPTestSupport", "Essentials"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "HTTPTestSupport", "Essentials"], swiftSettings: strict),
         // The AlbumStore contract, unchanged, and writes through several instances at once, on PostgreSQL.
         .testTarget(

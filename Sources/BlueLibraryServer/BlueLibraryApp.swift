@@ -39,6 +39,8 @@ public final class BlueLibraryApp: Sendable {
     let changeFollower: ChangeFollower?
     /// What `GET /metrics` renders.
     let metrics = Metrics()
+    /// Reads stopped by their time limit or their client leaving (see `QueryLimitMiddleware`).
+    let queryInterruptions = QueryInterruptionCounters()
 
     /// Opens storage and binds the port. Nothing is served before `start()`.
     public init(configuration: ServeConfiguration, logger: JSONLogger) throws {
@@ -53,7 +55,9 @@ public final class BlueLibraryApp: Sendable {
         let clock: @Sendable () -> Date = { Date() }
         // Ages kept in memory (request models, cover freshness checks) use the monotonic clock.
         let monotonic: any MonotonicClock = SystemClock()
-        let eventHubs = EventHubs(configuration: configuration.events, defaultVersion: try Self.libraryVersion(backend))
+        let eventHubs = EventHubs(
+            configuration: configuration.events, defaultVersion: try Self.libraryVersion(backend), threads: configuration.eventThreads,
+            idleTimeout: configuration.eventHubIdle, clock: configuration.eventHubClock)
         self.eventHubs = eventHubs
         // On a shared database the change feed is where events come from (every instance's
         // commits, in version order, with the same ids); the facades then publish only what
@@ -110,6 +114,7 @@ public final class BlueLibraryApp: Sendable {
             if old?.covers != new.covers { Self.applyCoverSettings(new.covers, to: covers, configuration: configuration, logger: logger) }
         }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
+        middleware.append(QueryLimitMiddleware(timeLimit: configuration.queryTimeout, counters: queryInterruptions))
         do {
             storedStateWatcher = StoredStateWatcher(
                 signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval, logger: logger
@@ -135,7 +140,7 @@ public final class BlueLibraryApp: Sendable {
         try StaticResources(bundleDirectory: "docs", contentSecurityPolicy: StaticResources.docsPolicy)
             .register(at: "/docs", into: &routes)
         albums.register(into: &routes)
-        LibraryRoutes(libraries: resolver, idempotency: idempotency).register(into: &routes)
+        LibraryRoutes(libraries: resolver, idempotency: idempotency, hubs: eventHubs).register(into: &routes)
         let seal = try Self.cursorSeal(backend)
         AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: seal)
             .register(into: &routes)
@@ -165,10 +170,16 @@ public final class BlueLibraryApp: Sendable {
             headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger, cors: cors))
         httpMetrics.register(with: metrics)
         ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: eventHubs,
-                                covers: covers, pages: pageCache)
+                                covers: covers, pages: pageCache, droppedStreams: { [server] in server.droppedStreamCount })
         ServiceMetrics.register(in: metrics, server: server, reads: router.readAdmission)
         backend.register(in: metrics)
         viewPages.register(in: metrics)
+        metrics.sampled("bluelibrary_queries_timed_out_total",
+                        help: "Read requests whose database work was stopped at the query time limit (answered 503 query-too-expensive).",
+                        kind: .counter) { [queryInterruptions] in queryInterruptions.timedOut }
+        metrics.sampled("bluelibrary_queries_cancelled_total",
+                        help: "Read requests whose database work was stopped because the client closed the connection (logged as 499).",
+                        kind: .counter) { [queryInterruptions] in queryInterruptions.cancelled }
     }
 
     /// The bound port (the real one when configured with port 0).
@@ -335,6 +346,14 @@ public final class BlueLibraryApp: Sendable {
     /// the request was doing (`DependencyUnavailable`); a full disk 507.
     static func errorRenderer(logger: JSONLogger, isDiskFull: @escaping @Sendable (any Error) -> Bool) -> ErrorRenderer {
         ErrorRenderer(busy: ServerBusyProblem.error) { error, request, context in
+            if let interrupted = QueryLimit.cause(of: error) {
+                if case .timeLimit = interrupted.reason {
+                    logger.log(.info, "read stopped at the query time limit: answered 503", [
+                        ("requestId", .string(context.requestID)), ("method", .string(request.method.rawValue)),
+                        ("path", .string(String(request.path)))])
+                }
+                return QueryLimit.error(interrupted).response()
+            }
             if let dependency = DependencyUnavailable.cause(of: error) {
                 logger.log(.warning, "database unavailable: answered 503", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID)),
                                                                             ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])

@@ -70,6 +70,18 @@ final class ChangeFollower: Sendable {
         var held: [HeldEvent] = []
         /// Found deleted: not read until named again.
         var deleted = false
+        /// The hub `published` refers to (a library's hub is made again after it was removed:
+        /// idle, or its library deleted; the new one starts at its own version).
+        var hub: UInt64?
+
+        /// The newest version published to `hub` (its start version when nothing was yet).
+        mutating func published(to hub: EventHub) -> Int64 {
+            if self.hub != hub.deliverySerial {
+                self.hub = hub.deliverySerial
+                published = nil
+            }
+            return published ?? hub.startVersion
+        }
     }
 
     struct HeldEvent {
@@ -149,7 +161,7 @@ final class ChangeFollower: Sendable {
     func publishState(_ library: LibraryID, hub: EventHub, name: String, json: String, version: Int64) {
         let entry = followedEntry(library)
         let waiting = entry.state.withLock { state -> Bool in
-            if version <= (state.published ?? hub.startVersion) {
+            if version <= state.published(to: hub) {
                 hub.publish(name: name, json: json, version: version, advances: false)
                 return false
             }
@@ -257,23 +269,25 @@ final class ChangeFollower: Sendable {
         guard !live.isEmpty else { return }
         var current = try? store.versions(of: live.map(\.library))
         if current == nil, let existing = try? Set(store.libraries().map(\.id)) {
-            for item in live where !existing.contains(item.library) { markDeleted(item.entry) }
+            for item in live where !existing.contains(item.library) { markDeleted(item.library, item.entry) }
             live = live.filter { existing.contains($0.library) }
             guard !live.isEmpty else { return }
             current = try? store.versions(of: live.map(\.library))
         }
         for (index, item) in live.enumerated() {
-            let known = item.entry.state.withLock { $0.published } ?? item.hub.startVersion
+            let known = item.entry.state.withLock { $0.published(to: item.hub) }
             if let current, current[index] == known { continue }
             catchUp(item.library, hub: item.hub)
         }
     }
 
-    private func markDeleted(_ entry: Followed) {
+    /// The library is gone (this instance or another deleted it): its hub's streams end.
+    private func markDeleted(_ library: LibraryID, _ entry: Followed) {
         entry.state.withLock { state in
             state.deleted = true
             state.held = []
         }
+        hubs.libraryDeleted(library)
     }
 
     /// Whether `library` is known deleted (no longer read).
@@ -308,7 +322,7 @@ final class ChangeFollower: Sendable {
     /// events of each version right after it. Runs holding the library's pass lock.
     private func pass(_ library: LibraryID, hub: EventHub, entry: Followed) {
         do {
-            var after = entry.state.withLock { $0.published } ?? hub.startVersion
+            var after = entry.state.withLock { $0.published(to: hub) }
             while true {
                 let (version, changes) = try store.read(library) { reader in
                     (try reader.version(), try reader.changes(after: after, limit: Self.batch))
@@ -342,7 +356,7 @@ final class ChangeFollower: Sendable {
             }
         } catch let error as LibraryError where error == .libraryNotFound(library) {
             // Deleted: nothing to follow until a library is made with its id again.
-            markDeleted(entry)
+            markDeleted(library, entry)
         } catch {
             if !failing.exchange(true, ordering: .relaxed) {
                 logger.log(.warning, "cannot read the change feed: events wait until it can be read",

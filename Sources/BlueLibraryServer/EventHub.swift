@@ -10,15 +10,17 @@ import Synchronization
 ///
 /// - Each event is formatted once as an SSE frame (`id: <version>`, `event: <name>`,
 ///   `data: <json>`) by the publisher, which then only appends it under a short lock.
-/// - Fan-out: the hub's one thread takes every frame queued since its last round, joins them
-///   into one payload (framed once, its bytes shared by every stream) and hands it to the
+/// - Fan-out: a thread of the server's event delivery pool (``EventDeliveryPool``, shared by
+///   every hub: a hub holds no thread of its own) takes every frame queued since the hub's last
+///   round, joins them into one payload (framed once, its bytes shared by every stream) and hands it to the
 ///   event loops with one task per loop (`HTTPStreamWriter.fanOut`): one write, one `send`,
 ///   per subscriber per round, however many events the round holds. Neither the writer nor
 ///   the fan-out waits for a client; the server drops a client whose queue passes
 ///   `maxQueuedStreamBytes` (its stream closes and `onClose` removes it here).
 /// - Coalescing: only while requests compete with the fan-out (the loops dispatched some during
-///   the round) and the round cost at least `minimumPacedCost`, the thread waits after it until
-///   the round's cost (the greater of its wall time and the CPU of the thread and the loops) is
+///   the round) and the round cost at least `minimumPacedCost`, the hub waits after it (queued
+///   in the pool, the thread free for other hubs) until the round's cost (the greater of its
+///   wall time and the CPU of the thread and the loops) is
 ///   at most `fanOutShare` of the time since the round began, and never longer than
 ///   `maxCoalescingDelay` after the round ended. So fan-out to many subscribers cannot starve
 ///   the requests: events published meanwhile go out together in the next round. On an
@@ -28,13 +30,16 @@ import Synchronization
 ///   `Last-Event-ID` gets what it missed. When that is impossible (the gap reaches past the
 ///   buffer, the id is not a version this server knows, or it is newer than the library) the
 ///   stream starts with `library.outdated`: reload everything.
-/// - The same thread sends `: heartbeat` comments to every subscriber, so proxies keep idle
-///   streams open. It starts with the first subscriber and ends at `shutdown()`.
+/// - The pool also runs the hub's `: heartbeat` comments to every subscriber, so proxies keep
+///   idle streams open. A hub without subscribers is queued nowhere and costs no thread.
+/// - Ends: ``shutdown()`` (every stream gets `server.shutdown`), ``libraryDeleted()`` (every
+///   stream ends, its response complete; a reconnect gets 404), ``retire()`` (an idle hub the
+///   registry forgets: a subscription that still reaches it goes to the library's new hub).
 ///
 /// Event ids are library versions. Events that do not bump the version (`state.changed` after
 /// `PUT /state`, cover events) carry the current version; on resume only events with a greater
 /// version are replayed, so such events published at the version a client last saw are not.
-public final class EventHub: LibraryEventSink, Sendable {
+public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
     public struct Configuration: Sendable {
         /// How many events are kept for `Last-Event-ID` resumption.
         public var replayCapacity: Int
@@ -67,7 +72,7 @@ public final class EventHub: LibraryEventSink, Sendable {
         }
 
         /// When the next round may start, after a round that ran from `began` to `ended`,
-        /// used `cpu` (the hub thread's and the loops', which run in parallel) while the loops
+        /// used `cpu` (the pool thread's and the loops', which run in parallel) while the loops
         /// dispatched `requests` requests. No pause when nothing competed or the round was
         /// cheap; otherwise the pause for its cost, max(cpu, wall), counted from its start, and
         /// never more than `maxCoalescingDelay` after its end.
@@ -95,7 +100,7 @@ public final class EventHub: LibraryEventSink, Sendable {
         }
     }
 
-    /// A frame waiting for the delivery thread; `sequence` orders every published frame.
+    /// A frame waiting for the hub's next round; `sequence` orders every published frame.
     struct Pending {
         let sequence: UInt64
         let frame: Frame
@@ -141,8 +146,20 @@ public final class EventHub: LibraryEventSink, Sendable {
         var subscribers: [UInt64: Subscriber] = [:]
         var nextSubscriber: UInt64 = 0
         var statistics = FanOutStatistics()
-        var threadStarted = false
+        /// Whether the pool ever ran, or will run, a round of this hub (a shutdown waits for it).
+        var scheduled = false
+        /// The hub no longer takes subscribers (`ending` says why) and ends their streams.
         var shutDown = false
+        var ending = Ending.shutdown
+        /// The last round has ended every stream.
+        var finished = false
+        /// Forgotten by the registry while idle: a late subscription goes to `successor`.
+        var successor: (@Sendable () -> EventHub?)?
+        /// Coalescing: the next round starts no earlier.
+        var notBefore = ContinuousClock.now
+        var nextHeartbeat = ContinuousClock.now
+        /// Since when (the registry's clock, ns) the hub has had no subscriber; nil while it has.
+        var idleSince: UInt64?
 
         mutating func append(_ frame: Frame, capacity: Int, advances: Bool = true) {
             if advances { latest = max(latest, frame.version) }
@@ -165,15 +182,23 @@ public final class EventHub: LibraryEventSink, Sendable {
         }
     }
 
+    /// Why a hub's streams end.
+    enum Ending: Sendable {
+        /// The server shuts down: `server.shutdown`, then the end of the stream.
+        case shutdown
+        /// The library was deleted: the end of the stream (a reconnect gets 404).
+        case libraryDeleted
+    }
+
     public let configuration: Configuration
     /// The library version the hub started at (its first `Last-Event-ID` window ends there).
     let startVersion: Int64
+    /// This hub among every hub the process made (the change follower tells a library's
+    /// hubs apart by it).
+    let deliverySerial = DeliverySerial.next()
+    private let pool: EventDeliveryPool
     private let state: Mutex<State>
-    /// Wakes the delivery thread (new frames, or shutdown).
-    private let wake = DispatchSemaphore(value: 0)
-    /// Ends a coalescing pause early (shutdown).
-    private let interruptPause = DispatchSemaphore(value: 0)
-    /// Signalled when the delivery thread has sent its last frames and ended.
+    /// Signalled when the last round has sent the last frames and ended every stream.
     private let stopped = DispatchSemaphore(value: 0)
 
     static let heartbeatFrame = Array(": heartbeat\n\n".utf8)
@@ -183,11 +208,23 @@ public final class EventHub: LibraryEventSink, Sendable {
 
     /// - Parameter version: the library version when the hub starts; ids older than it cannot
     ///   be resumed.
-    public init(configuration: Configuration = Configuration(), version: Int64) {
+    public convenience init(configuration: Configuration = Configuration(), version: Int64) {
+        self.init(configuration: configuration, version: version, pool: .standalone)
+    }
+
+    /// - Parameters:
+    ///   - pool: the threads that run the hub's rounds.
+    ///   - idleSince: the registry's clock now (the hub starts without subscribers).
+    init(configuration: Configuration, version: Int64, pool: EventDeliveryPool, idleSince: UInt64 = 0) {
         self.configuration = configuration
         startVersion = version
-        state = Mutex(State(evictedThrough: version, latest: version))
+        self.pool = pool
+        var initial = State(evictedThrough: version, latest: version)
+        initial.idleSince = idleSince
+        state = Mutex(initial)
     }
+
+    private var heartbeatInterval: Duration { max(.milliseconds(1), configuration.heartbeat) }
 
     /// The ids a `Last-Event-ID` can resume from with the kept frames alone: after
     /// `evictedThrough` up to `latest`.
@@ -236,19 +273,19 @@ public final class EventHub: LibraryEventSink, Sendable {
     /// only refer to a version, such as `state.changed`).
     ///
     /// Costs the caller one formatting and a short lock: the frames are handed to the
-    /// subscribers by the hub's own thread, so a writer never waits for the fan-out.
+    /// subscribers by a round on the event pool, so a writer never waits for the fan-out.
     public func publish(name: String, json: String, version: Int64? = nil, advances: Bool = true) {
-        let signal = state.withLock { state -> Bool in
+        let due = state.withLock { state -> ContinuousClock.Instant? in
             let id = version ?? state.latest
             let frame = Frame(version: id, name: name, json: json)
             state.append(frame, capacity: configuration.replayCapacity, advances: advances)
             let sequence = state.nextSequence
             state.nextSequence += 1
-            guard !state.subscribers.isEmpty, !state.shutDown else { return false }
+            guard !state.subscribers.isEmpty, !state.shutDown else { return nil }
             state.pending.append(Pending(sequence: sequence, frame: frame))
-            return state.pending.count == 1
+            return state.pending.count == 1 ? max(state.notBefore, .now) : nil
         }
-        if signal { wake.signal() }
+        if let due { pool.schedule(self, at: due) }
     }
 
     // MARK: - Subscribing
@@ -294,9 +331,15 @@ public final class EventHub: LibraryEventSink, Sendable {
     @discardableResult
     func subscribe(_ sink: any EventStreamSink, resume: Resume, lastEventID: String? = nil, announce: Bool,
                    backfill: Backfill? = nil) -> Int64? {
-        let subscription: (id: UInt64, needsThread: Bool, latest: Int64)? = state.withLock { state in
-            if state.shutDown { return nil }
-            // Under the lock: the replay is queued before any live frame (the delivery thread
+        enum Outcome {
+            case subscribed(id: UInt64, latest: Int64, heartbeat: ContinuousClock.Instant)
+            case ended(Ending)
+            case moved(@Sendable () -> EventHub?)
+        }
+        let outcome: Outcome = state.withLock { state in
+            if let successor = state.successor { return .moved(successor) }
+            if state.shutDown { return .ended(state.ending) }
+            // Under the lock: the replay is queued before any live frame (the round
             // takes the lock before writing), and no frame is both replayed and delivered.
             switch resume {
             case .fresh:
@@ -325,49 +368,116 @@ public final class EventHub: LibraryEventSink, Sendable {
             if announce { sink.comment(Self.subscribedFrame) }
             let id = state.nextSubscriber
             state.nextSubscriber += 1
+            if state.subscribers.isEmpty { state.nextHeartbeat = .now + heartbeatInterval }
             state.subscribers[id] = Subscriber(sink: sink, firstSequence: state.nextSequence)
-            // Decided here, so a concurrent `shutdown()` knows the thread will run and waits.
-            defer { state.threadStarted = true }
-            return (id, !state.threadStarted, state.latest)
+            state.idleSince = nil
+            // Decided here, so a concurrent `shutdown()` knows a round will run and waits.
+            state.scheduled = true
+            return .subscribed(id: id, latest: state.latest, heartbeat: state.nextHeartbeat)
         }
-        guard let (id, needsThread, latest) = subscription else {
-            sink.serverShutdown()
+        switch outcome {
+        case let .moved(successor):
+            guard let next = successor() else {
+                sink.serverShutdown()
+                return nil
+            }
+            return next.subscribe(sink, resume: resume, lastEventID: lastEventID, announce: announce, backfill: backfill)
+        case let .ended(ending):
+            sink.end(ending)
             return nil
+        case let .subscribed(id, latest, heartbeat):
+            pool.schedule(self, at: heartbeat)
+            sink.onClose { [weak self] in self?.remove([id]) }
+            return latest
         }
-        if needsThread { startThread() }
-        sink.onClose { [weak self] in
-            self?.state.withLock { state in state.subscribers[id] = nil }
-        }
-        return latest
     }
 
-    // MARK: - The delivery and heartbeat thread
-
-    /// Starts the thread (once, with the first subscriber).
-    private func startThread() {
-        let interval = max(1_000_000, Int(clamping: configuration.heartbeat.nanoseconds))
-        let thread = Thread { [self] in
-            var nextHeartbeat = DispatchTime.now() + .nanoseconds(interval)
-            var notBefore = ContinuousClock.now
-            while true {
-                if wake.wait(timeout: nextHeartbeat) == .timedOut {
-                    sendHeartbeat()
-                    nextHeartbeat = DispatchTime.now() + .nanoseconds(interval)
-                    continue
-                }
-                // Coalescing: frames published during the pause join this round.
-                let now = ContinuousClock.now
-                if now < notBefore { _ = interruptPause.wait(timeout: .now(plus: notBefore - now)) }
-                let began = ContinuousClock.now
-                let threadStart = threadCPUNanoseconds()
-                guard let round = deliverPending() else { break }
-                let cpu = Duration.nanoseconds(threadCPUNanoseconds() - threadStart) + round.loopCPU
-                notBefore = configuration.nextRound(began: began, ended: .now, cpu: cpu, requests: round.requests)
-            }
-            stopped.signal()
+    /// Forgets subscribers whose streams closed.
+    private func remove(_ ids: [UInt64]) {
+        guard !ids.isEmpty else { return }
+        state.withLock { state in
+            for id in ids { state.subscribers[id] = nil }
         }
-        thread.name = "sse-events"
-        thread.start()
+    }
+
+    // MARK: - Idleness (the registry's)
+
+    /// Whether the hub has had no subscriber since before `cutoff` (the registry's clock, ns);
+    /// a hub found without subscribers and no mark gets one at `now`.
+    func isIdle(since cutoff: UInt64, now: UInt64) -> Bool {
+        state.withLock { state in
+            guard state.subscribers.isEmpty, state.pending.isEmpty, !state.shutDown else {
+                if !state.subscribers.isEmpty { state.idleSince = nil }
+                return false
+            }
+            guard let since = state.idleSince else {
+                state.idleSince = now
+                return false
+            }
+            return since <= cutoff
+        }
+    }
+
+    /// The registry forgets this idle hub: a subscription that reaches it anyway (it found the
+    /// hub just before) goes to `successor` (the library's hub then). False when a subscriber
+    /// came meanwhile (the hub stays).
+    func retire(successor: @escaping @Sendable () -> EventHub?) -> Bool {
+        state.withLock { state in
+            guard state.subscribers.isEmpty, state.successor == nil, !state.shutDown else { return false }
+            state.successor = successor
+            return true
+        }
+    }
+
+    /// The library was deleted: what was published is still delivered, then every stream
+    /// ends (a complete response, without `server.shutdown`: a client that reconnects is told
+    /// 404); later subscriptions end at once. Does not wait.
+    func libraryDeleted() {
+        let run = state.withLock { state -> Bool in
+            guard !state.shutDown else { return false }
+            state.shutDown = true
+            state.ending = .libraryDeleted
+            return state.scheduled
+        }
+        if run { pool.schedule(self) }
+    }
+
+    // MARK: - The rounds (run by the pool)
+
+    /// One round: the heartbeat when it is due, the pending frames when the coalescing pause
+    /// is over (at once on shutdown). Returns when the hub wants its next round: the pause's
+    /// end while frames wait, the next heartbeat while it has subscribers, nil otherwise.
+    func runRound() -> ContinuousClock.Instant? {
+        let now = ContinuousClock.now
+        let (deliver, heartbeat) = state.withLock { state -> (Bool, Bool) in
+            if state.finished { return (false, false) }
+            return (state.shutDown || (!state.pending.isEmpty && now >= state.notBefore),
+                    !state.shutDown && !state.subscribers.isEmpty && now >= state.nextHeartbeat)
+        }
+        if heartbeat {
+            sendHeartbeat()
+            state.withLock { $0.nextHeartbeat = now + heartbeatInterval }
+        }
+        if deliver {
+            let began = ContinuousClock.now
+            let threadStart = threadCPUNanoseconds()
+            guard let round = deliverPending() else {
+                state.withLock { $0.finished = true }
+                stopped.signal()
+                return nil
+            }
+            let cpu = Duration.nanoseconds(threadCPUNanoseconds() - threadStart) + round.loopCPU
+            let next = configuration.nextRound(began: began, ended: .now, cpu: cpu, requests: round.requests)
+            state.withLock { $0.notBefore = next }
+        }
+        return state.withLock { state -> ContinuousClock.Instant? in
+            if state.finished { return nil }
+            if state.shutDown { return .now }
+            var due: ContinuousClock.Instant?
+            if !state.pending.isEmpty { due = state.notBefore }
+            if !state.subscribers.isEmpty { due = min(due ?? state.nextHeartbeat, state.nextHeartbeat) }
+            return due
+        }
     }
 
     /// Hands every pending frame to the subscribers (one round); returns the CPU time the
@@ -380,11 +490,11 @@ public final class EventHub: LibraryEventSink, Sendable {
         }
         let round = batch.isEmpty ? (Duration.zero, 0) : fanOut(batch, to: subscribers)
         if shutDown {
-            let last = state.withLock { state in
+            let (last, ending) = state.withLock { state in
                 defer { state.subscribers = [:] }
-                return Array(state.subscribers.values)
+                return (Array(state.subscribers.values), state.ending)
             }
-            for subscriber in last { subscriber.sink.serverShutdown() }
+            for subscriber in last { subscriber.sink.end(ending) }
             return nil
         }
         return round
@@ -461,17 +571,28 @@ public final class EventHub: LibraryEventSink, Sendable {
 
     /// Graceful shutdown: what was published is still delivered, then every open stream gets
     /// `event: server.shutdown` and ends; later subscriptions get the same at once. Call before
-    /// the HTTP server drains (it waits up to a second for the delivery thread to finish).
+    /// the HTTP server drains (it waits up to 2 s for the hub's last round).
     public func shutdown() {
-        let running = state.withLock { state -> Bool in
+        guard beginShutdown() else { return }
+        awaitShutdown(until: .now() + .seconds(2))
+    }
+
+    /// The first half of ``shutdown()``: asks for the last round; true when there is one to
+    /// wait for (``awaitShutdown(until:)``).
+    func beginShutdown() -> Bool {
+        let run = state.withLock { state -> Bool in
             guard !state.shutDown else { return false }
             state.shutDown = true
-            return state.threadStarted
+            state.ending = .shutdown
+            return state.scheduled
         }
-        guard running else { return }
-        wake.signal()
-        interruptPause.signal()
-        _ = stopped.wait(timeout: .now() + .seconds(2))
+        if run { pool.schedule(self) }
+        return run
+    }
+
+    /// Waits until the last round has ended every stream, at most until `deadline`.
+    func awaitShutdown(until deadline: DispatchTime) {
+        _ = stopped.wait(timeout: deadline)
     }
 
     // MARK: - Formatting
@@ -513,7 +634,7 @@ public final class EventHub: LibraryEventSink, Sendable {
     }
 }
 
-/// Where a hub hands one subscription's frames. Called from the hub's thread (live frames,
+/// Where a hub hands one subscription's frames. Called from the hub's rounds on the event pool (live frames,
 /// heartbeats, shutdown) and, for the replay, from the subscribing thread under the hub's lock.
 protocol EventStreamSink: Sendable {
     /// The stream's writer when it sends frames exactly as the hub formats them: the hub then
@@ -529,6 +650,8 @@ protocol EventStreamSink: Sendable {
     func heartbeat()
     /// Sends `server.shutdown` and ends the stream.
     func serverShutdown()
+    /// The library was deleted: ends the stream (the response completes; no event).
+    func libraryDeleted()
     /// Runs `handler` when the stream closes.
     func onClose(_ handler: @escaping @Sendable () -> Void)
 }
@@ -545,5 +668,16 @@ struct PlainEventStream: EventStreamSink {
         writer.write(EventHub.shutdownFrame)
         writer.finish()
     }
+    func libraryDeleted() { writer.finish() }
     func onClose(_ handler: @escaping @Sendable () -> Void) { writer.onClose(handler) }
+}
+
+extension EventStreamSink {
+    /// Ends the stream as the hub's `ending` says.
+    func end(_ ending: EventHub.Ending) {
+        switch ending {
+        case .shutdown: serverShutdown()
+        case .libraryDeleted: libraryDeleted()
+        }
+    }
 }

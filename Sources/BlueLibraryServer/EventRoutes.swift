@@ -132,7 +132,7 @@ struct EventRoutes {
 
     static func stream(_ request: HTTPRequest, hub: EventHub, backfill: EventHub.Backfill? = nil) -> HTTPResponse {
         let lastEventID = lastEventID(request)
-        return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true) { writer in
+        return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true, boundsUnsentBytes: true) { writer in
             hub.subscribe(writer, lastEventID: lastEventID, backfill: backfill)
         }))
     }
@@ -141,7 +141,7 @@ struct EventRoutes {
         -> HTTPResponse
     {
         let lastEventID = lastEventID(request)
-        return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true) { writer in
+        return HTTPResponse(status: .ok, headers: headers, body: .stream(HTTPStreamBody(endsOnShutdown: true, boundsUnsentBytes: true) { writer in
             MultiLibraryEventStream(writer: writer, libraries: hubs.map(\.0))
                 .start(hubs: hubs, lastEventID: lastEventID, backfills: backfills)
         }))

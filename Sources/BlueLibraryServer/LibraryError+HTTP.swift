@@ -1,3 +1,4 @@
+import Essentials
 import HTTPServer
 import Library
 import Storage
@@ -54,6 +55,9 @@ func library<T>(_ body: () throws(LibraryError) -> T) throws -> T {
         return try body()
     } catch {
         switch error {
+        case let .storage(underlying) where underlying.error is QueryInterrupted:
+            // A read stopped by its time limit or its client leaving: 503 or 499, not a failure.
+            throw underlying.error
         case .storage, .outputFailed: throw StorageFailure(error: error)  // 500 without internals, logged
         default: break
         }

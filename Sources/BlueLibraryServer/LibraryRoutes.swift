@@ -7,6 +7,8 @@ import Library
 struct LibraryRoutes {
     let libraries: LibraryResolver
     let idempotency: IdempotencyGuard
+    /// A deleted library's event hub is removed and its streams end.
+    let hubs: EventHubs
 
     func register(into routes: inout RouterBuilder) {
         routes.add(.get, "/libraries", options: .workerPool, list)
@@ -57,6 +59,7 @@ struct LibraryRoutes {
         let id = try LibraryResolver.libraryID(context)
         let force = try QueryParameters(request).boolean("force") ?? false
         try library { () throws(LibraryError) in try libraries.libraries.delete(id, force: force) }
+        hubs.libraryDeleted(id)
         return HTTPResponse(status: .noContent)
     }
 }

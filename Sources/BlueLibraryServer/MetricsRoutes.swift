@@ -21,12 +21,24 @@ struct MetricsRoutes {
 enum ServiceMetrics {
     static func register(
         in metrics: Metrics, connections: @escaping @Sendable () -> Int, events: EventHubs, covers: CoverService,
-        pages: AlbumListRoute.PageCache
+        pages: AlbumListRoute.PageCache, droppedStreams: @escaping @Sendable () -> Int = { 0 }
     ) {
         metrics.sampled("bluelibrary_http_open_connections", help: "Client connections open right now.", connections)
         metrics.sampled("bluelibrary_event_subscribers", help: "Event stream subscriptions open right now (a stream over several libraries counts once per library).") {
             events.subscriberCount
         }
+        metrics.sampled("bluelibrary_event_hubs", help: "Event hubs kept (one per library with subscribers or recent events, and default's; an idle one goes after --event-hub-idle, a deleted library's at once).") {
+            events.count
+        }
+        metrics.sampled("bluelibrary_event_hub_threads", help: "Threads the event hubs share for fan-out and heartbeats (started as needed, at most --event-threads).") {
+            events.pool.threadCount
+        }
+        metrics.sampled("bluelibrary_event_hub_thread_limit", help: "The most threads the event hubs may use (--event-threads).") {
+            events.pool.threadLimit
+        }
+        metrics.sampled("bluelibrary_event_streams_dropped_total",
+                        help: "Event streams dropped because their unsent bytes, the server's queue plus the kernel's, passed --event-max-unsent.",
+                        kind: .counter, droppedStreams)
         metrics.sampled("bluelibrary_event_fanout_batches_total", help: "Event fan-out rounds: each writes every event queued since the last round to each subscriber at once.",
                         kind: .counter) { events.statistics.batches }
         metrics.sampled("bluelibrary_event_fanout_events_total", help: "Events the fan-out rounds carried (each counted once).",

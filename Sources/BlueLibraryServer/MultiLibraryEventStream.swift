@@ -20,6 +20,8 @@ import Synchronization
 /// - One `: subscribed` comment once every library is subscribed; one `server.shutdown` at the
 ///   end, once every library's hub has shut down (so each has sent what it still held: a hub
 ///   may hold events for a moment to send them together).
+/// - A library of the stream deleted ends the whole stream (a complete response, no event):
+///   the client reconnects without it (naming it again is 422).
 final class MultiLibraryEventStream: Sendable {
     private let writer: HTTPStreamWriter
     private let order: [LibraryID]
@@ -53,7 +55,8 @@ final class MultiLibraryEventStream: Sendable {
             let member = Member(stream: self, library: library, primary: position == 0)
             guard let latest = hub.subscribe(member, resume: resume, lastEventID: lastEventID, announce: false, backfill: backfills[library])
             else {
-                // The server is shutting down: the hubs not subscribed yet never will be.
+                // The server is shutting down (or the library was just deleted, which has
+                // ended the stream already): the hubs not subscribed yet never will be.
                 end()
                 return
             }
@@ -112,6 +115,12 @@ final class MultiLibraryEventStream: Sendable {
         if running.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue <= 0 { end() }
     }
 
+    /// One library of the stream was deleted: the stream ends (once), without an event.
+    fileprivate func libraryDeleted() {
+        guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        writer.finish()
+    }
+
     /// `server.shutdown`, then the end of the stream (once).
     private func end() {
         guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -131,6 +140,7 @@ final class MultiLibraryEventStream: Sendable {
         func comment(_ bytes: [UInt8]) { stream.writer.write(bytes) }
         func heartbeat() { if primary { stream.writer.write(EventHub.heartbeatFrame) } }
         func serverShutdown() { stream.hubShutDown() }
+        func libraryDeleted() { stream.libraryDeleted() }
         func onClose(_ handler: @escaping @Sendable () -> Void) { stream.writer.onClose(handler) }
     }
 }

@@ -72,6 +72,10 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// `BLUELIBRARY_WRITE_BATCH` (SQLite): most writes committed together in one transaction
     /// when they queue up behind the writer (group commit); 1 commits each alone.
     public var writeBatch = 64
+    /// `BLUELIBRARY_QUERY_TIMEOUT`: the longest a read request's database work may take (from
+    /// the start of its first query); past it the read is stopped and answers 503
+    /// `query-too-expensive`. nil (`off`): no limit. Writes, imports and exports are never cut.
+    public var queryTimeout: Duration? = .seconds(2)
 
     /// How far an acknowledged write survives (see `durability`).
     public enum Durability: String, Sendable, Equatable {
@@ -82,6 +86,14 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var exports = ExportPolicy()
     /// `GET /events`: the replay buffer for `Last-Event-ID` and the heartbeat interval.
     public var events = EventHub.Configuration()
+    /// `BLUELIBRARY_EVENT_THREADS`: the threads every library's event hub shares (fan-out
+    /// rounds and heartbeats); the event delivery never uses more.
+    public var eventThreads = EventHubs.defaultThreads
+    /// `BLUELIBRARY_EVENT_HUB_IDLE`: a library's hub without subscribers for this long is
+    /// removed (its replay buffer freed; `default`'s stays).
+    public var eventHubIdle = EventHubs.defaultIdleTimeout
+    /// The clock hub idleness is measured with (tests inject a manual one).
+    public var eventHubClock: any MonotonicClock = SystemClock()
     /// How long `GET /changes` keeps changes (tests shrink it).
     public var changeRetention = ChangeRetention.default
     /// `BLUELIBRARY_CORS_ORIGINS`: browser origins (`https://app.example.com`) allowed to call
@@ -119,6 +131,10 @@ public struct ServeConfiguration: Sendable, Equatable {
             && a.workerQueue == b.workerQueue && a.readWorkers == b.readWorkers && a.readQueue == b.readQueue
             && a.maxReadsPerClient == b.maxReadsPerClient && a.readerWait == b.readerWait
             && a.corsOrigins == b.corsOrigins && a.durability == b.durability && a.writeBatch == b.writeBatch
+            && a.queryTimeout == b.queryTimeout
+            && a.eventThreads == b.eventThreads && a.eventHubIdle == b.eventHubIdle
+            && a.limits.streamSendBufferBytes == b.limits.streamSendBufferBytes
+            && a.limits.maxUnsentStreamBytes == b.limits.maxUnsentStreamBytes
     }
 
     /// One option: its flag, its variable, what it means, and how to apply a value.
@@ -192,6 +208,26 @@ public struct ServeConfiguration: Sendable, Equatable {
                help: "Event loop threads.") { config, value throws(ConfigurationError) in
             config.eventLoops = try integer(value, in: 1...256, name: "event loops")
         },
+        Option(flag: "--event-threads", variable: "BLUELIBRARY_EVENT_THREADS", placeholder: "N", defaultText: "2",
+               help: "Threads shared by every library's event stream (fan-out and heartbeats); event delivery never uses more, however many libraries are subscribed to.") {
+            config, value throws(ConfigurationError) in
+            config.eventThreads = try integer(value, in: 1...64, name: "event threads")
+        },
+        Option(flag: "--event-hub-idle", variable: "BLUELIBRARY_EVENT_HUB_IDLE", placeholder: "SECONDS", defaultText: "60",
+               help: "A library's event hub with no subscriber for this long (looked at every half of it) is removed with its replay buffer; a later Last-Event-ID is filled from the change feed.") {
+            config, value throws(ConfigurationError) in
+            config.eventHubIdle = try seconds(value, name: "event hub idle")
+        },
+        Option(flag: "--event-send-buffer", variable: "BLUELIBRARY_EVENT_SEND_BUFFER", placeholder: "BYTES", defaultText: "32768",
+               help: "SO_SNDBUF of each event stream's socket (Linux doubles it for its bookkeeping): the kernel memory one subscriber that stops reading can hold; 0 leaves the kernel's autotuning.") {
+            config, value throws(ConfigurationError) in
+            config.limits.streamSendBufferBytes = try integer(value, in: 0...(64 << 20), name: "event send buffer")
+        },
+        Option(flag: "--event-max-unsent", variable: "BLUELIBRARY_EVENT_MAX_UNSENT", placeholder: "BYTES", defaultText: "262144",
+               help: "An event stream whose unsent bytes (the server's queue plus the kernel's send queue) pass this is dropped; the client resumes with Last-Event-ID.") {
+            config, value throws(ConfigurationError) in
+            config.limits.maxUnsentStreamBytes = try integer(value, in: 4096...(1 << 30), name: "event max unsent")
+        },
         Option(flag: "--workers", variable: "BLUELIBRARY_WORKERS", placeholder: "N", defaultText: "16",
                help: "Worker threads for blocking work (database writes, covers).") { config, value throws(ConfigurationError) in
             config.workers = try integer(value, in: 1...1024, name: "workers")
@@ -245,6 +281,12 @@ public struct ServeConfiguration: Sendable, Equatable {
         Option(flag: "--write-batch", variable: "BLUELIBRARY_WRITE_BATCH", placeholder: "N", defaultText: "64",
                help: "SQLite: most queued writes committed together in one transaction (group commit); 1 commits each alone.") { config, value throws(ConfigurationError) in
             config.writeBatch = try integer(value, in: 1...4096, name: "write batch")
+        },
+        Option(flag: "--query-timeout", variable: "BLUELIBRARY_QUERY_TIMEOUT", placeholder: "SECONDS|off", defaultText: "2",
+               help: "Longest a read's database work may take (0.05 is 50 ms); past it the read answers 503 query-too-expensive. Writes, imports (PUT /archive) and exports (GET /archive) have no such limit; off: none.") {
+            config, value throws(ConfigurationError) in
+            let text = value.trimmingASCIIWhitespace().lowercased()
+            config.queryTimeout = text == "off" ? nil : try seconds(text, name: "query timeout")
         },
         Option(flag: "--cover-allow", variable: "BLUELIBRARY_COVER_ALLOW", placeholder: "HOSTS,CIDRS", defaultText: "none",
                help: "Internal hosts/ranges cover URLs may reach (loopback, private, link-local are refused otherwise).") { config, value throws(ConfigurationError) in

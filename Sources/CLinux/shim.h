@@ -2,6 +2,8 @@
 #define BLUELIBRARY_CLINUX_SHIM_H
 /* Linux-only system calls that Swift's Glibc module leaves out. */
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
@@ -34,5 +36,23 @@ static inline int bl_set_calling_thread_name(const char *name) {
    yet still gets a small share of a saturated CPU. Returns 0, or -1 with errno. */
 static inline int bl_make_calling_thread_nice(void) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+}
+/* Bytes a TCP socket's send queue holds that the peer has not acknowledged (sent or not):
+   ioctl SIOCOUTQ (TIOCOUTQ). Returns -1 with errno when it cannot tell. */
+static inline int bl_socket_unsent_bytes(int fd) {
+    int bytes = 0;
+    return ioctl(fd, SIOCOUTQ, &bytes) == 0 ? bytes : -1;
+}
+
+/* Makes the next close of fd abortive (SO_LINGER with a zero timeout): the kernel sends a reset
+   and frees the send queue at once instead of trying to deliver it to a peer that does not read. */
+static inline int bl_set_abortive_close(int fd) {
+    struct linger off = { 1, 0 };
+    return setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+}
+
+/* Sets SO_SNDBUF (Linux doubles the value for its bookkeeping and stops autotuning it). */
+static inline int bl_set_send_buffer(int fd, int bytes) {
+    return setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
 }
 #endif

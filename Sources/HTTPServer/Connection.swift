@@ -73,6 +73,8 @@ final class Connection {
     // I/O facts, not phases.
     @exclusivity(unchecked) private var readable = false
     @exclusivity(unchecked) private var writable = true
+    /// The open stream bounds its unsent bytes (``HTTPStreamBody/boundsUnsentBytes``).
+    @exclusivity(unchecked) private var boundsUnsent = false
     /// epoll reported a hang-up: read until recv says 0, even after a short read.
     @exclusivity(unchecked) private var hangUpReported = false
     /// True while `drive()` runs, so responses completed inside it do not re-enter it.
@@ -82,6 +84,11 @@ final class Connection {
     @exclusivity(unchecked) private var requestsThisTurn = 0
     @exclusivity(unchecked) private var bytesThisTurn = 0
     @exclusivity(unchecked) private var turnScheduled = false
+    /// Handed to every request's context (``RequestContext/cancellation``) and set when the
+    /// client leaves while a request is being answered or a response streams, or when the
+    /// connection closes. Made with the first request; requests on one connection run one at a
+    /// time, so one flag serves them all (once set, no further request is served).
+    @exclusivity(unchecked) private var cancellation: CancellationFlag?
 
     /// When the current wait (head, body, idle, write, linger) times out, in clock ns.
     var deadline: UInt64 { state.deadline }
@@ -110,6 +117,15 @@ final class Connection {
             return
         }
         drive()
+        noticeClientLeaving()
+    }
+
+    /// The client hung up (or shut down its sending side) while its request is being answered
+    /// on a worker: the work may stop, nobody will read its response. (While the connection
+    /// waits for a responder nothing is read, so `peerLeft` would only come after it.)
+    private func noticeClientLeaving() {
+        guard hangUpReported, let cancellation, state.waitsForResponder || state.isStreaming else { return }
+        cancellation.cancel()
     }
 
     /// Reads, parses and answers as far as possible, then flushes.
@@ -447,10 +463,12 @@ final class Connection {
             method: head.method, target: head.target, version: head.version, headers: head.headers,
             body: bodyStream == nil ? pending.decoder.takeBody() : [])
         request.bodyStream = bodyStream
+        let cancellation = self.cancellation ?? CancellationFlag()
+        self.cancellation = cancellation
         let context = RequestContext(
             peerAddress: peerAddress, parameters: pending.resolution.parameters,
             routePattern: pending.resolution.pattern, routeIndex: pending.resolution.routeIndex,
-            host: head.headers["Host"], receivedAt: pending.receivedAt)
+            host: head.headers["Host"], receivedAt: pending.receivedAt, cancellation: cancellation)
         let framing = ResponseFraming(
             isHead: head.method == .head, version: head.version,
             keepAlive: head.wantsKeepAlive && !state.drainRequested && !shared.isDraining)
@@ -537,6 +555,12 @@ final class Connection {
             }
             let writer = HTTPStreamWriter(loop: loop, connectionID: id)
             state.openStream(.init(writer: writer, endsOnShutdown: stream.endsOnShutdown), framing: framing)
+            // (A later stream on this keep-alive connection decides for itself; the smaller
+            // send buffer, once set, stays.)
+            boundsUnsent = stream.boundsUnsentBytes
+            if boundsUnsent, shared.limits.streamSendBufferBytes > 0 {
+                _ = bl_set_send_buffer(fd, Int32(clamping: shared.limits.streamSendBufferBytes))
+            }
             flush()
             stream.start(writer)
             if state.drainRequested && stream.endsOnShutdown { streamFinish() }
@@ -586,6 +610,14 @@ final class Connection {
         guard case let .streaming(framing, _) = state.phase else { return nil }
         if output.queuedBytes > shared.limits.maxQueuedStreamBytes {
             // A reader this slow would hold memory forever: drop it.
+            close()
+            return nil
+        }
+        if boundsUnsent, output.queuedBytes + max(0, Int(bl_socket_unsent_bytes(fd))) > shared.limits.maxUnsentStreamBytes {
+            // Its bytes wait in our queue and in the kernel's: drop it with a reset, which
+            // frees the kernel's queue now (a plain close would keep it for the peer).
+            shared.countDroppedStream()
+            _ = bl_set_abortive_close(fd)
             close()
             return nil
         }
@@ -716,6 +748,7 @@ final class Connection {
         }
         output.discard()
         Glibc.close(fd)
+        cancellation?.cancel()
         loop.remove(self)
     }
 }

@@ -54,9 +54,15 @@ public struct HTTPStreamBody: Sendable {
     /// to its end within the grace period (a download such as an export: cutting it short
     /// with a clean last chunk would pass a truncated body off as complete).
     public var endsOnShutdown: Bool
+    /// A long-lived stream of small messages that a client may stop reading (event feeds):
+    /// its socket's send buffer is capped (`HTTPServerLimits.streamSendBufferBytes`) and it is
+    /// dropped once its unsent bytes, the kernel's included, pass
+    /// `HTTPServerLimits.maxUnsentStreamBytes`. Off for downloads, which want throughput.
+    public var boundsUnsentBytes: Bool
 
-    public init(endsOnShutdown: Bool = true, start: @escaping @Sendable (HTTPStreamWriter) -> Void) {
+    public init(endsOnShutdown: Bool = true, boundsUnsentBytes: Bool = false, start: @escaping @Sendable (HTTPStreamWriter) -> Void) {
         self.start = start
         self.endsOnShutdown = endsOnShutdown
+        self.boundsUnsentBytes = boundsUnsentBytes
     }
 }

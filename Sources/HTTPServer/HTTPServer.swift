@@ -131,6 +131,9 @@ public final class HTTPServer: Sendable {
 
     /// Open connections right now.
     public var connectionCount: Int { shared.connectionCount }
+    /// Streams dropped so far because their unsent bytes, the kernel's included, passed
+    /// `HTTPServerLimits.maxUnsentStreamBytes`.
+    public var droppedStreamCount: Int { shared.droppedStreamCount }
 
     /// Blocking work waiting for a worker thread right now, and work refused since start
     /// because `workerQueueLimit` items were waiting (the read lane: ``Router/readAdmission``).

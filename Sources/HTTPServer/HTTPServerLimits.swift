@@ -48,6 +48,15 @@ public struct HTTPServerLimits: Sendable {
     public var maxQueuedResponseBytes = 1024 * 1024
     /// Bytes queued for a streaming response (SSE) before the slow reader is dropped. Default 1 MiB.
     public var maxQueuedStreamBytes = 1024 * 1024
+    /// `SO_SNDBUF` of the socket of a stream that bounds its unsent bytes
+    /// (``HTTPStreamBody/boundsUnsentBytes``, the event streams): Linux doubles it and stops
+    /// autotuning, so a client that stops reading pins at most about twice this in the kernel
+    /// (instead of up to `tcp_wmem`'s maximum, 4 MiB). 0 leaves the kernel's default. Default 32 KiB.
+    public var streamSendBufferBytes = 32 * 1024
+    /// Such a stream is dropped (closed with a reset, which frees the kernel's queue at once)
+    /// when its unsent bytes, the server's queue plus the kernel's (`SIOCOUTQ`), pass this.
+    /// Default 256 KiB.
+    public var maxUnsentStreamBytes = 256 * 1024
 
     public init() {}
 }

@@ -32,11 +32,20 @@ public struct RequestContext: Sendable {
     /// When the server received the request: the event loop's wake-up that completed its head
     /// (so time spent behind other requests of that wake-up counts towards latency).
     public let receivedAt: ContinuousClock.Instant
+    /// Set by the server when the request's client goes away while the request is being
+    /// answered (it closed or shut down its side of the connection: epoll's `EPOLLRDHUP`, as
+    /// nginx takes it for a client that gave up), so that blocking work for a response nobody
+    /// will read can stop (a database read looks at it between steps). Never reset: a
+    /// connection whose client left serves no further request. Nil where nobody watches
+    /// (answers the server makes itself, tests that build a context).
+    public var cancellation: CancellationFlag?
 
     public init(
         peerAddress: IPAddress, parameters: [String: String] = [:], routePattern: String? = nil,
-        routeIndex: Int? = nil, host: String? = nil, receivedAt: ContinuousClock.Instant = .now
+        routeIndex: Int? = nil, host: String? = nil, receivedAt: ContinuousClock.Instant = .now,
+        cancellation: CancellationFlag? = nil
     ) {
+        self.cancellation = cancellation
         self.parameters = parameters
         self.routePattern = routePattern
         self.routeIndex = routeIndex

@@ -73,6 +73,11 @@ final class ServerShared: Sendable {
         let pool: ServerBusy.Pool = options.expensiveRead && readWorkers != nil ? .reads : .workers
         return errorRenderer.render(ServerBusy(.queueFull(pool)), request: request, context: context)
     }
+
+    private let droppedStreams = Atomic<Int>(0)
+    /// Streams dropped because their unsent bytes passed `maxUnsentStreamBytes`.
+    var droppedStreamCount: Int { droppedStreams.load(ordering: .relaxed) }
+    func countDroppedStream() { droppedStreams.wrappingAdd(1, ordering: .relaxed) }
     var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     func reserveConnection() -> Bool {

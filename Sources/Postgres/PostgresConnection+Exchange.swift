@@ -13,6 +13,7 @@ extension PostgresConnection {
     /// then closed: see ``abandon(sql:)``) or the connection fails.
     func exchange(_ sql: String, send: () -> Int32) throws -> [PostgresResult] {
         try requireIdle(sql)
+        try refuseIfStopped(sql)
         try dispatch(sql, send: send)
         var results: [PostgresResult] = []
         while let result = try nextResult(sql, deadline: responseDeadline()) {
@@ -64,7 +65,14 @@ extension PostgresConnection {
         while PQisBusy(handle) == 1 {
             // A lost connection: PQgetResult reports it without waiting.
             guard PQstatus(handle) != CONNECTION_BAD else { break }
-            let ready = try waitForSocket(PQsocket(handle), events: Int16(POLLIN), until: deadline ?? .now + .seconds(3600))
+            let end = deadline ?? .now + .seconds(3600)
+            // With a stop check, wait in short slices and ask it between them (see `stopping`).
+            let slice = stop.map { _ in min(end, .now + Self.stopCheckInterval) } ?? end
+            let ready = try waitForSocket(PQsocket(handle), events: Int16(POLLIN), until: slice)
+            if !ready, slice < end {
+                cancelIfStopped()
+                continue
+            }
             guard ready || deadline == nil else { throw abandon(sql: sql) }
             // On failure libpq marks the connection bad and queues an error result.
             guard PQconsumeInput(handle) == 1 else { break }
@@ -88,5 +96,61 @@ extension PostgresConnection {
         let limit = responseTimeout.map { " within \($0)" } ?? ""
         return PostgresError(
             kind: .connection, message: "the server did not answer\(limit); the connection was closed", sql: sql)
+    }
+}
+
+// MARK: - Stopping a statement
+
+/// What ``PostgresConnection/stopping(when:_:)`` installed: the question and whether it was
+/// answered "stop" (a cancel request was then sent, or a statement refused).
+final class StopCheck {
+    let shouldStop: () -> Bool
+    var stopped = false
+
+    init(_ shouldStop: @escaping () -> Bool) {
+        self.shouldStop = shouldStop
+    }
+}
+
+extension PostgresConnection {
+    /// How often a statement's wait for its answer asks the stop check.
+    static let stopCheckInterval: Duration = .milliseconds(2)
+
+    /// Runs `body` with `shouldStop` asked before each statement is sent and every 2 ms while
+    /// one runs: when it says true, the running statement is cancelled on the server (libpq's
+    /// `PQcancel`, a request over a connection of its own; the statement then fails with
+    /// SQLSTATE 57014) and no further statement is sent. Once a stop happened, this throws a
+    /// `.timeout` error (57014) whatever `body` did, so nothing half-read is returned.
+    ///
+    /// `shouldStop` runs on this thread: it must be quick (an atomic load, a clock read).
+    /// Not nestable: an inner call replaces the outer check until it returns.
+    public func stopping<T>(when shouldStop: @escaping () -> Bool, _ body: () throws -> T) throws -> T {
+        let check = StopCheck(shouldStop)
+        stop = check
+        defer { stop = nil }
+        let result = Result { try body() }
+        if check.stopped {
+            throw PostgresError(kind: .timeout, sqlState: "57014", message: "the statement was stopped by its stop check")
+        }
+        return try result.get()
+    }
+
+    /// Throws, sending nothing, when the stop check says stop.
+    func refuseIfStopped(_ sql: String) throws {
+        guard let stop, stop.stopped || stop.shouldStop() else { return }
+        stop.stopped = true
+        throw PostgresError(kind: .timeout, sqlState: "57014", message: "the statement was stopped by its stop check", sql: sql)
+    }
+
+    /// Sends the server a cancel request for the statement in flight, once, when the stop check
+    /// says stop. `PQcancel` opens a connection of its own and waits for the server to take the
+    /// request (it may block briefly: this runs on the thread that runs the statement).
+    func cancelIfStopped() {
+        guard let stop, !stop.stopped, stop.shouldStop() else { return }
+        stop.stopped = true
+        guard let cancel = PQgetCancel(handle) else { return }
+        defer { PQfreeCancel(cancel) }
+        var message = [CChar](repeating: 0, count: 256)
+        _ = PQcancel(cancel, &message, Int32(message.count))
     }
 }

@@ -47,6 +47,7 @@ extension PostgresConnection {
     /// dropped, then its error is rethrown.
     public func forEachRow(_ sql: String, _ params: [PostgresValue] = [], _ body: (PostgresRow) throws -> Void) throws {
         try requireIdle(sql)
+        try refuseIfStopped(sql)
         let parameters = PostgresParameters(params)
         let name = try preparedStatement(StatementKey(sql: sql, types: parameters.types))
         try dispatch(sql) {
@@ -63,6 +64,8 @@ extension PostgresConnection {
         var failure: (any Error)?
         // The response deadline restarts with each row: a long result is fine, a silent server is not.
         while let result = try nextResult(sql, deadline: responseDeadline()) {
+            // Rows that keep coming never leave the wait in `nextResult` idle: ask here too.
+            if stop != nil { cancelIfStopped() }
             guard failure == nil else {
                 if PQstatus(handle) == CONNECTION_BAD { break }
                 continue  // drain what is left

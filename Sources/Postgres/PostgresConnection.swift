@@ -26,6 +26,8 @@ public final class PostgresConnection {
     public var responseTimeout: Duration?
     /// True while `forEachRow` reads a result: the connection takes no other statement then.
     var isStreaming = false
+    /// Asked before and during each statement while ``stopping(when:_:)`` runs.
+    var stop: StopCheck?
     /// Number of statements this connection has prepared; useful to verify statement reuse.
     public internal(set) var preparedStatementCount = 0
     /// Prepared statements kept per connection before all are deallocated (at a moment no

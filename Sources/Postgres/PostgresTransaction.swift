@@ -26,11 +26,21 @@ extension PostgresConnection {
     /// swallowed a statement's error cannot commit (PostgreSQL ignores everything after an
     /// error): the transaction is rolled back and an error says so.
     @discardableResult
-    public func transaction<T>(_ mode: TransactionMode, _ body: () throws -> T) throws -> T {
+    ///
+    /// `statementTimeout`: the `statement_timeout` of this transaction's statements (`SET LOCAL`,
+    /// sent with the `BEGIN` in one round trip; rounded up to whole milliseconds), instead of
+    /// the session's; nil keeps the session's. Ignored in a savepoint.
+    public func transaction<T>(_ mode: TransactionMode, statementTimeout: Duration? = nil, _ body: () throws -> T) throws -> T {
         if isInTransaction {
             return try savepoint(body)
         }
-        try execute(mode.beginSQL)
+        if let statementTimeout {
+            // A number, never a value from outside, in the SQL text.
+            let milliseconds = max(1, statementTimeout.milliseconds + (statementTimeout.nanoseconds % 1_000_000 == 0 ? 0 : 1))
+            try execute("\(mode.beginSQL); SET LOCAL statement_timeout = \(milliseconds)")
+        } else {
+            try execute(mode.beginSQL)
+        }
         let result: T
         do {
             result = try body()

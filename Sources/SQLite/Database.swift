@@ -1,5 +1,6 @@
 import CSQLite
 import Dispatch
+import Essentials
 import Glibc
 import Synchronization
 
@@ -191,7 +192,16 @@ public final class Database: @unchecked Sendable {
     /// see one consistent snapshot. Throws `SQLITE_BUSY` if no reader frees up within
     /// `configuration.readerTimeout` (an ``UnavailableDependency``: a server answers it 503 with
     /// `Retry-After`). Writes in `body` fail with `SQLITE_READONLY`.
+    ///
+    /// When the calling thread has a ``QueryBudget`` (``QueryBudget/current``), the read obeys
+    /// it: it does not start when the budget's request was cancelled, and its statements are
+    /// stopped (SQLite's progress handler, see ``Connection/withProgressCheck(every:_:_:)``)
+    /// once the time limit has passed or the request is cancelled; it then throws
+    /// ``QueryInterrupted``. Only reads on a reader connection are stopped (never a read that
+    /// runs on the writer for want of readers: it may share the writer's transaction).
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        let budget = readers.isEmpty ? nil : QueryBudget.current
+        if let budget, let reason = budget.interruption() { throw budget.stopped(reason) }
         guard !readers.isEmpty else {
             return try writeWithoutTransaction { try $0.transaction(.deferred, body) }
         }
@@ -206,6 +216,19 @@ public final class Database: @unchecked Sendable {
         if reader.isInTransaction {
             try? reader.run("ROLLBACK") // see writeWithoutTransaction
         }
-        return try reader.transaction(.deferred, body)
+        guard let budget else { return try reader.transaction(.deferred, body) }
+        budget.begin()
+        do {
+            return try reader.transaction(.deferred) { db in
+                try db.withProgressCheck(every: Self.progressSteps, { budget.interruption() != nil }, body)
+            }
+        } catch let error as SQLiteError where error.isInterrupted {
+            throw budget.stopped(budget.interruption() ?? .cancelled)
+        }
     }
+
+    /// Virtual-machine steps between two looks at a read's ``QueryBudget``: a few tens of
+    /// microseconds of work, so a stop comes within well under a millisecond, at the cost of an
+    /// atomic load and a clock read (about 30 ns) per look.
+    static let progressSteps: Int32 = 4096
 }

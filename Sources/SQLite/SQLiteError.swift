@@ -63,6 +63,9 @@ public struct SQLiteError: Error, CustomStringConvertible, Equatable, Sendable {
     public var isCheckViolation: Bool { extendedCode == ExtendedCode.constraintCheck }
     /// The database (or, for ``Database``, the reader pool) was busy; retrying later may succeed.
     public var isBusy: Bool { code == SQLITE_BUSY }
+    /// The statement was stopped before it finished (a progress check said stop, or
+    /// `sqlite3_interrupt`); nothing it did is kept if it was a write.
+    public var isInterrupted: Bool { code == SQLITE_INTERRUPT }
     /// A table was locked by another statement on the same shared-cache connection.
     public var isLocked: Bool { code == SQLITE_LOCKED }
     /// An attempt to write through a read-only connection or to a read-only file.

@@ -1,3 +1,4 @@
+import Essentials
 import Library
 import Postgres
 
@@ -126,19 +127,57 @@ public final class PostgresAlbumStore: AlbumStore {
 
     /// Runs `body`, one statement (its own snapshot, no BEGIN/COMMIT round trips), on a pooled
     /// connection: the catalog and the view definitions, which a shared store's facade reads often.
+    /// Obeys the calling thread's ``QueryBudget`` like `reading`.
     func statement<T>(_ body: (PostgresSession) throws -> T) throws -> T {
         try Self.refusingInvalidData {
-            try pool.withConnection { connection in try body(PostgresSession(connection)) }
+            try Self.obeyingBudget { budget in
+                try pool.withConnection { connection in
+                    try Self.stopping(connection, budget) { try body(PostgresSession(connection)) }
+                }
+            }
         }
     }
 
     /// Runs `body` in one REPEATABLE READ READ ONLY transaction on a pooled connection.
+    ///
+    /// When the calling thread has a ``QueryBudget`` (a read request's), the read obeys it: it
+    /// does not start for a cancelled request; its transaction's `statement_timeout` is what is
+    /// left of the time limit (`SET LOCAL`, with the `BEGIN`); and a statement running when the
+    /// limit passes or the request is cancelled is cancelled on the server (`PQcancel`, looked
+    /// at every 2 ms while it runs). It then throws ``QueryInterrupted``.
     func reading<T>(_ body: (PostgresSession) throws -> T) throws -> T {
         try Self.refusingInvalidData {
-            try pool.withConnection { connection in
-                try connection.transaction(.repeatableReadReadOnly) { try body(PostgresSession(connection)) }
+            try Self.obeyingBudget { budget in
+                try pool.withConnection { connection in
+                    let timeout = budget?.begin()
+                    return try connection.transaction(.repeatableReadReadOnly, statementTimeout: timeout) {
+                        try Self.stopping(connection, budget) { try body(PostgresSession(connection)) }
+                    }
+                }
             }
         }
+    }
+
+    /// Runs `body` with the thread's budget (nil: none), turning a stop into `QueryInterrupted`.
+    static func obeyingBudget<T>(_ body: (QueryBudget?) throws -> T) throws -> T {
+        let budget = QueryBudget.current
+        guard let budget else { return try body(nil) }
+        if let reason = budget.interruption() { throw budget.stopped(reason) }
+        do {
+            return try body(budget)
+        } catch let error as PostgresError where error.kind == .timeout && error.sqlState == "57014" {
+            // Stopped by the check, or by the transaction's statement_timeout (the time limit).
+            if let reason = budget.interruption() { throw budget.stopped(reason) }
+            guard let limit = budget.timeLimit else { throw error }  // the session's own timeout
+            throw budget.stopped(.timeLimit(limit))
+        }
+    }
+
+    /// `body` with `budget`'s stop check on `connection` (none without a budget).
+    static func stopping<T>(_ connection: PostgresConnection, _ budget: QueryBudget?, _ body: () throws -> T) throws -> T {
+        guard let budget else { return try body() }
+        budget.begin()
+        return try connection.stopping(when: { budget.interruption() != nil }, body)
     }
 
     /// Runs `body` in one READ COMMITTED transaction on a pooled connection; it commits only if

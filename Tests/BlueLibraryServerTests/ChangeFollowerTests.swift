@@ -73,19 +73,42 @@ struct ChangeFollowerTests {
         let hub = hubsA.hub(jazz) { 1 }
         let received = RecordingStream()
         hub.subscribe(received, resume: .fresh, announce: false)
+        // Deleted and made again between two passes (another instance): the follower never
+        // saw it gone.
         try b.delete(jazz, force: true)
-        followerA.catchUp()  // deleted: nothing to read, nothing published
-        #expect(followerA.isKnownDeleted(jazz), "a deleted library is no longer read")
         _ = try b.create(id: jazz)  // version 2, no change
         _ = try b.facade(jazz).add(try AlbumInput(title: "Two", artist: "A"))  // version 3
-        followerA.catchUp()
-        #expect(received.frames.isEmpty, "not read again until something names it")
-        // The commit notification of the revival (PostgreSQL's payload is the library id).
-        followerA.revive(jazz)
         followerA.catchUp()
         #expect(eventually { received.frames.count == 2 })
         #expect(received.frames.map(\.name) == ["library.replaced", "album.added"])
         #expect(received.frames.map(\.version) == [2, 3])
+    }
+
+    @Test("a library found deleted has its hub removed and its streams ended; made again, it gets a new hub")
+    func aDeletedLibraryEndsItsStreams() throws {
+        let jazz = LibraryID(rawValue: "jazz")
+        _ = try b.create(id: jazz)
+        _ = try b.facade(jazz).add(try AlbumInput(title: "One", artist: "A"))
+        let hub = hubsA.hub(jazz) { 1 }
+        let received = RecordingStream()
+        hub.subscribe(received, resume: .fresh, announce: false)
+        try b.delete(jazz, force: true)
+        followerA.catchUp()
+        #expect(followerA.isKnownDeleted(jazz), "a deleted library is no longer read")
+        #expect(hubsA.existing(jazz) == nil)
+        #expect(eventually { received.endings.withLock { $0 } == ["deleted"] })
+        // Made again (version 2) with an album (version 3): a new subscriber's hub starts at
+        // the version then and gets only what comes after it.
+        _ = try b.create(id: jazz)
+        _ = try b.facade(jazz).add(try AlbumInput(title: "Two", artist: "A"))
+        let again = RecordingStream()
+        hubsA.hub(jazz) { 3 }.subscribe(again, resume: .fresh, announce: false)
+        followerA.revive(jazz)
+        _ = try b.facade(jazz).add(try AlbumInput(title: "Three", artist: "A"))  // version 4
+        followerA.catchUp()
+        #expect(eventually { again.frames.count == 1 })
+        #expect(again.frames.map(\.version) == [4], "nothing of the old hub's versions is published to the new one")
+        #expect(received.frames.isEmpty)
     }
 }
 
@@ -206,6 +229,9 @@ final class RecordingStream: EventStreamSink {
     }
     func comment(_ bytes: [UInt8]) {}
     func heartbeat() {}
-    func serverShutdown() {}
+    func serverShutdown() { endings.withLock { $0.append("shutdown") } }
+    func libraryDeleted() { endings.withLock { $0.append("deleted") } }
     func onClose(_ handler: @escaping @Sendable () -> Void) {}
+    /// How the hub ended the stream ("shutdown", "deleted"), in order.
+    let endings = Mutex<[String]>([])
 }

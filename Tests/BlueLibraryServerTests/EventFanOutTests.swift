@@ -81,7 +81,13 @@ import Testing
     /// A subscriber that stops reading among several that read: it is dropped once its queue is
     /// full, the others get every event in order, and publishing never waits for it.
     @Test func aStalledSubscriberIsDroppedAndTheReadersGetEverything() throws {
-        let app = try TestApp.make { $0.limits.maxQueuedStreamBytes = 32 * 1024 }
+        // The server's queue limit alone (kernel buffers autotuned, no unsent-bytes limit: the
+        // readers lag by rounds of 512 KiB; EventSendBufferTests covers the cap).
+        let app = try TestApp.make {
+            $0.limits.maxQueuedStreamBytes = 32 * 1024
+            $0.limits.streamSendBufferBytes = 0
+            $0.limits.maxUnsentStreamBytes = 1 << 30
+        }
         app.start()
         defer { app.shutdown() }
         let stalled = try SSEClient(port: app.port, receiveBuffer: 4096)

@@ -345,7 +345,13 @@ final class SSEClient: @unchecked Sendable {
     /// A subscriber that never reads is dropped once its queue passes the limit; writes and the
     /// other subscribers carry on.
     @Test func aSlowSubscriberIsDroppedWhileWritesContinue() throws {
-        let app = try TestApp.make { $0.limits.maxQueuedStreamBytes = 64 * 1024 }
+        // The server's queue limit alone: the kernel's buffers as autotuned, no unsent-bytes
+        // limit (the reader lags by rounds of 640 KiB; EventSendBufferTests covers the cap).
+        let app = try TestApp.make {
+            $0.limits.maxQueuedStreamBytes = 64 * 1024
+            $0.limits.streamSendBufferBytes = 0
+            $0.limits.maxUnsentStreamBytes = 1 << 30
+        }
         app.start()
         defer { app.shutdown() }
         let slow = try SSEClient(port: app.port, receiveBuffer: 4096)

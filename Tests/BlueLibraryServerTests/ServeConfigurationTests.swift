@@ -1,5 +1,7 @@
 import Essentials
+import Foundation
 import HTTPServer
+import HTTPTestSupport
 import TestThreads
 import Testing
 
@@ -34,6 +36,23 @@ import Testing
         #expect(config.trustedProxies.map(\.description) == ["10.0.0.0/8", "127.0.0.1"])
     }
 
+    @Test func eventThreadsHubIdlenessAndSendBuffersAreConfigurable() throws {
+        let defaults = try ServeConfiguration.parse(arguments: [], environment: [:])
+        #expect(defaults.eventThreads == 2)
+        #expect(defaults.eventHubIdle == .seconds(60))
+        #expect(defaults.limits.streamSendBufferBytes == 32 * 1024)
+        #expect(defaults.limits.maxUnsentStreamBytes == 256 * 1024)
+        let env = ["BLUELIBRARY_EVENT_THREADS": "4", "BLUELIBRARY_EVENT_HUB_IDLE": "30", "BLUELIBRARY_EVENT_SEND_BUFFER": "8192"]
+        let config = try ServeConfiguration.parse(arguments: ["--event-threads", "3", "--event-max-unsent", "65536"], environment: env)
+        #expect(config.eventThreads == 3)
+        #expect(config.eventHubIdle == .seconds(30))
+        #expect(config.limits.streamSendBufferBytes == 8192)
+        #expect(config.limits.maxUnsentStreamBytes == 65536)
+        #expect(throws: ConfigurationError("--event-threads: event threads must be a whole number from 1 to 64, not '0'")) {
+            try ServeConfiguration.parse(arguments: ["--event-threads", "0"], environment: [:])
+        }
+    }
+
     @Test func badValuesSayWhichSettingAndWhatIsAllowed() {
         func message(_ args: [String], _ env: [String: String] = [:]) -> String? {
             do {
@@ -58,6 +77,25 @@ import Testing
         for name in ["--host", "--port", "--data-dir", "--log-level", "--trusted-proxies", "BLUELIBRARY_HOST",
                      "BLUELIBRARY_PORT", "BLUELIBRARY_DATA_DIR", "BLUELIBRARY_LOG_LEVEL", "BLUELIBRARY_TRUSTED_PROXIES"] {
             #expect(help.contains(name), "help lacks \(name)")
+        }
+    }
+
+    /// Every `BLUELIBRARY_*` variable the server's sources read is in `serve --help`; only the
+    /// client commands' own variables (the server URL, the client token, the replica) are not.
+    @Test func helpListsEveryVariableTheServerReads() throws {
+        let clientOnly: Set<String> = ["BLUELIBRARY_URL", "BLUELIBRARY_CLIENT_TOKEN", "BLUELIBRARY_REPLICA"]
+        let sources = NginxProxy.repositoryRoot.appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
+        var read: Set<String> = []
+        for file in files {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            for match in text.matches(of: /"(BLUELIBRARY_[A-Z0-9_]+)"/) { read.insert(String(match.1)) }
+        }
+        #expect(read.contains("BLUELIBRARY_PORT") && read.contains("BLUELIBRARY_TOKEN"), "the scan found the variables: \(read.sorted())")
+        let help = ServeConfiguration.helpText
+        for variable in read.subtracting(clientOnly).sorted() {
+            let named = help.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "_") }).contains { $0 == variable }
+            #expect(named, "serve --help lacks \(variable)")
         }
     }
 

@@ -89,6 +89,35 @@ import Testing
         #expect(cache.state("p", version: 6) == .loaded(version: 6))
     }
 
+    @Test("a request that joined a load whose client went away loads for itself, never gets the cancellation")
+    func aJoinedLoadWhoseLeaderWasCancelledIsLoadedAgain() throws {
+        let cache = RequestModelCache<String, Int>(clock: SystemClock())
+        let release = DispatchSemaphore(value: 0)
+        let leader = Mutex<Result<Int, any Error>?>(nil)
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            let outcome = Result {
+                try cache.value("p", version: 1) {
+                    release.wait()  // held until the second request has joined
+                    throw QueryInterrupted(reason: .cancelled)
+                }
+            }
+            leader.withLock { $0 = outcome }
+        }
+        #expect(eventually(timeout: .seconds(30)) { cache.state("p", version: 1) == .loading })
+        let joined = Mutex<Result<Int, any Error>?>(nil)
+        DispatchQueue.global().async(group: group) {
+            let outcome = Result { try cache.value("p", version: 1) { .init(value: 7, version: 1, cost: 1) } }
+            joined.withLock { $0 = outcome }
+        }
+        #expect(eventually(timeout: .seconds(30)) { cache.statistics.misses >= 2 }, "the second request joined the load")
+        release.signal()
+        group.wait()
+        #expect(throws: QueryInterrupted.self) { try leader.withLock { $0 }?.get() }
+        #expect(try joined.withLock { $0 }?.get() == 7)
+        #expect(cache.state("p", version: 1) == .loaded(version: 1))
+    }
+
     @Test func aNewVersionMakesPagesOutdatedAndTheNextRequestReloads() throws {
         let cache = RequestModelCache<String, String>(clock: SystemClock())
         _ = try cache.value("p", version: 1) { .init(value: "v1", version: 1, cost: 2) }

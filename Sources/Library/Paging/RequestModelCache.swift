@@ -116,7 +116,14 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
         case let .hit(value):
             return value
         case let .wait(flight):
-            let loaded = try flight.wait().get()
+            let loaded: Loaded
+            do {
+                loaded = try flight.wait().get()
+            } catch let error as QueryInterrupted where error.reason == .cancelled {
+                // Its leader's client went away, which says nothing about this request: ask
+                // again (this one leads a load, or joins a newer one).
+                return try value(key, version: version, load: load)
+            }
             if loaded.version >= version { return loaded.value }
             // Read older than its leader's version (a store whose versions went back): this
             // request reads for itself rather than answer older than what it saw.

@@ -1,0 +1,52 @@
+import Essentials
+import HTTPTestSupport
+import Postgres
+import TestThreads
+import Testing
+
+/// `PostgresConnection.stopping(when:)`: a statement running when the check says stop is
+/// cancelled on the server (`PQcancel`), a statement not yet sent is not sent, and the
+/// connection serves on afterwards; and `transaction(_:statementTimeout:)` limits its statements.
+@Suite(.ownThreads, .timeLimit(.minutes(1))) struct StopCheckTests {
+    @Test func aRunningStatementIsCancelledWhenTheCheckSaysStop() throws {
+        let connection = try makeConnection()
+        var asked = 0
+        // Says stop from its second look on: the statement is running by then (a sleep of a
+        // minute, which only the cancel ends before the suite's time limit).
+        let error = postgresError {
+            try connection.stopping(when: {
+                asked += 1
+                return asked >= 2
+            }) {
+                try connection.execute("SELECT pg_sleep(60)")
+            }
+        }
+        #expect(error?.kind == .timeout && error?.sqlState == "57014", "\(String(describing: error))")
+        #expect(asked >= 2)
+        #expect(!connection.isBroken)
+        #expect(try connection.scalar("SELECT 1", as: Int.self) == 1, "the check is gone and the connection serves on")
+    }
+
+    @Test func nothingIsSentOnceTheCheckSaysStop() throws {
+        let connection = try makeConnection()
+        try connection.execute("CREATE TABLE t (n bigint)")
+        let error = postgresError {
+            try connection.stopping(when: { true }) { try connection.run("INSERT INTO t VALUES (1)") }
+        }
+        #expect(error?.kind == .timeout)
+        #expect(try connection.scalar("SELECT count(*) FROM t", as: Int.self) == 0)
+    }
+
+    @Test func aTransactionsStatementTimeoutEndsALongStatement() throws {
+        let connection = try makeConnection()
+        let error = postgresError {
+            try connection.transaction(.repeatableReadReadOnly, statementTimeout: .milliseconds(50)) {
+                try connection.execute("SELECT pg_sleep(60)")
+            }
+        }
+        #expect(error?.kind == .timeout && error?.sqlState == "57014", "\(String(describing: error))")
+        #expect(!connection.isInTransaction)
+        // SET LOCAL: the session's own timeout is back after the transaction.
+        #expect(try connection.scalar("SHOW statement_timeout", as: String.self) != "50ms")
+    }
+}

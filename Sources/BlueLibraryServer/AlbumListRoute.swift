@@ -72,7 +72,8 @@ struct AlbumListRoute {
     }
 
     func register(into routes: inout RouterBuilder) {
-        routes.addForEachLibrary(.get, "/albums", fast: respondFromMemory, blocking: respond)
+        // A page read costs what the query asks (sort, filter, offset, count): the read lane.
+        routes.addForEachLibrary(.get, "/albums", options: .expensiveRead, fast: respondFromMemory, blocking: respond)
     }
 
     /// The fast path: a 304 from the version alone, or a page loaded at the current version;

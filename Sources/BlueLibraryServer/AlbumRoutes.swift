@@ -25,7 +25,7 @@ struct AlbumRoutes {
         routes.addForEachLibrary(.delete, "/albums/{id}", options: .workerPool, delete)
         routes.addForEachLibrary(.get, "/albums/{id}/table", options: .workerPool, table)
         routes.addForEachLibrary(.post, "/albums/{id}/move", options: .workerPool, move)
-        routes.addForEachLibrary(.get, "/albums/at/{index}", options: .workerPool, showAt)
+        routes.addForEachLibrary(.get, "/albums/at/{index}", options: RouteOptions(execution: .workerPool, expensiveRead: true), showAt)
         routes.addForEachLibrary(.delete, "/albums/at/{index}", options: .workerPool, deleteAt)
     }
 

@@ -130,6 +130,9 @@ public final class BlueLibraryApp: Sendable {
         }
         let errorRenderer = Self.errorRenderer(logger: logger, isDiskFull: { [backend] in backend.isDiskFull($0) })
         var routes = RouterBuilder(middleware: middleware, errorRenderer: errorRenderer)
+        // The read lane of the routes marked `.expensiveRead` (uncached list reads).
+        routes.readLimits = ReadAdmission.Limits(
+            threads: configuration.defaultReadWorkers, queue: configuration.readQueue, perClient: configuration.maxReadsPerClient)
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [backend] in backend.isDiskFull }, ping: backend.ping)
             .register(into: &routes)
         // The web app, read from the bundle once (a missing or broken bundle stops the start).
@@ -163,12 +166,14 @@ public final class BlueLibraryApp: Sendable {
         server = try HTTPServer(
             configuration: .init(
                 host: configuration.host, port: configuration.port, eventLoops: configuration.eventLoops,
-                workerThreads: configuration.workers, limits: configuration.limits, clock: monotonic),
+                workerThreads: configuration.workers, workerQueueLimit: configuration.workerQueue, limits: configuration.limits,
+                clock: monotonic),
             router: router, errorRenderer: errorRenderer, logger: logger.serverLogger,
             headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger, cors: cors))
         httpMetrics.register(with: metrics)
         ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: eventHubs,
                                 covers: covers, pages: pageCache, droppedStreams: { [server] in server.droppedStreamCount })
+        ServiceMetrics.register(in: metrics, server: server, reads: router.readAdmission)
         backend.register(in: metrics)
         viewPages.register(in: metrics)
         metrics.sampled("bluelibrary_queries_timed_out_total",
@@ -356,7 +361,7 @@ public final class BlueLibraryApp: Sendable {
     /// A database that cannot be reached (or a full pool) is 503 with `Retry-After`, whatever
     /// the request was doing (`DependencyUnavailable`); a full disk 507.
     static func errorRenderer(logger: JSONLogger, isDiskFull: @escaping @Sendable (any Error) -> Bool) -> ErrorRenderer {
-        ErrorRenderer { error, request, context in
+        ErrorRenderer(busy: ServerBusyProblem.error) { error, request, context in
             if let interrupted = QueryLimit.cause(of: error) {
                 if case .timeLimit = interrupted.reason {
                     logger.log(.info, "read stopped at the query time limit: answered 503", [

@@ -65,12 +65,13 @@ extension RouterBuilder {
         for prefix in LibraryRoutePrefix.both { add(method, prefix + pattern, options: options, handler) }
     }
 
-    /// Adds `pattern` and `/libraries/{lib}` + `pattern` with the same fast and blocking paths.
+    /// Adds `pattern` and `/libraries/{lib}` + `pattern` with the same fast and blocking paths
+    /// (`options`: `.expensiveRead` for a blocking path in the read lane).
     mutating func addForEachLibrary(
-        _ method: HTTPMethod, _ pattern: String,
+        _ method: HTTPMethod, _ pattern: String, options: RouteOptions = .inline,
         fast: @escaping @Sendable (HTTPRequest, RequestContext) throws -> HTTPResponse?,
         blocking: @escaping @Sendable (HTTPRequest, RequestContext) throws -> HTTPResponse
     ) {
-        for prefix in LibraryRoutePrefix.both { add(method, prefix + pattern, fast: fast, blocking: blocking) }
+        for prefix in LibraryRoutePrefix.both { add(method, prefix + pattern, options: options, fast: fast, blocking: blocking) }
     }
 }

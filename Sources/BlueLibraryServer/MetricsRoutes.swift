@@ -103,3 +103,34 @@ enum ServiceMetrics {
         }
     }
 }
+
+extension ServiceMetrics {
+    /// The read lane (uncached list reads) and the worker queue: what they hold now and what
+    /// they refused with 503 since start.
+    static func register(in metrics: Metrics, server: HTTPServer, reads: ReadAdmission?) {
+        if let reads {
+            metrics.sampled("bluelibrary_read_lane_in_flight",
+                            help: "Uncached list reads admitted to the read lane and not finished (running or waiting for a read thread).") {
+                reads.statistics.inFlight
+            }
+            metrics.sampled("bluelibrary_read_lane_running", help: "Uncached list reads running on a read-lane thread.") {
+                reads.statistics.running
+            }
+            metrics.register(
+                "bluelibrary_read_lane_refused_total",
+                help: "Uncached list reads answered 503 at once: queue-full (server-busy: every read thread busy and the read queue full) or client-limit (too-many-reads: the address had --max-reads-per-client in flight).",
+                kind: .counter
+            ) { writer in
+                let statistics = reads.statistics
+                writer.sample("", [("reason", "queue-full")], statistics.refusedQueueFull)
+                writer.sample("", [("reason", "client-limit")], statistics.refusedClientLimit)
+            }
+        }
+        metrics.sampled("bluelibrary_worker_queue_waiting", help: "Blocking work (writes, covers, other reads) waiting for a worker thread.") {
+            server.workerQueue.waiting
+        }
+        metrics.sampled("bluelibrary_worker_queue_refused_total",
+                        help: "Requests answered 503 server-busy because a pool's queue (--worker-queue, or the read lane's backstop) was full.",
+                        kind: .counter) { server.workerQueue.refused }
+    }
+}

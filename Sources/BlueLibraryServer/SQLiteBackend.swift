@@ -94,6 +94,7 @@ extension ServeConfiguration {
         storage.diskReserveBytes = diskReserveBytes
         storage.durability = durability == .full ? .full : .normal
         storage.maxBatch = writeBatch
+        storage.readerTimeout = readerWait
         return storage
     }
 }

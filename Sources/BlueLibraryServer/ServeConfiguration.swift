@@ -27,6 +27,23 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var forwardedHeaders: ForwardedHeaderFamily = .xForwarded
     public var eventLoops: Int?
     public var workers = 16
+    /// `BLUELIBRARY_WORKER_QUEUE`: blocking work (writes, covers, other reads) that may wait for
+    /// one of the `workers`; more gets 503 `server-busy` at once.
+    public var workerQueue = 1024
+    /// `BLUELIBRARY_READ_WORKERS`: threads of the read lane, where uncached list reads run
+    /// (`GET /albums`, `GET /views/{view}/albums` and the `at/{index}` reads when their page
+    /// is not in memory); nil: see ``defaultReadWorkers``.
+    public var readWorkers: Int?
+    /// `BLUELIBRARY_READ_QUEUE`: uncached list reads that may wait for a read-lane thread;
+    /// more get 503 `server-busy` at once.
+    public var readQueue = 256
+    /// `BLUELIBRARY_MAX_READS_PER_CLIENT`: uncached list reads one client address may have
+    /// running or waiting at once (the address a trusted proxy gives); more get 503
+    /// `too-many-reads`. 0: no limit.
+    public var maxReadsPerClient = 4
+    /// How long a SQLite read waits for a free reader connection before 503
+    /// `database-unavailable` (tests shrink it).
+    public var readerWait: Duration = .seconds(10)
     public var shutdownGrace: Duration = .seconds(10)
     public var seed = true
     public var limits = HTTPServerLimits()
@@ -94,12 +111,25 @@ public struct ServeConfiguration: Sendable, Equatable {
 
     public init() {}
 
+    /// The read lane's threads: `readWorkers`, or by default as many as the database can serve
+    /// reads for while a connection stays free for everything else: SQLite's reader
+    /// connections less one (3; writes use the writer, and one reader is left for the point
+    /// reads and token checks of other requests), PostgreSQL's half of `databasePoolSize` (the
+    /// other half for writes).
+    public var defaultReadWorkers: Int {
+        if let readWorkers { return readWorkers }
+        if databaseURL != nil { return max(1, databasePoolSize / 2) }
+        return max(1, sqliteStorage.readerCount - 1)
+    }
+
     public static func == (a: ServeConfiguration, b: ServeConfiguration) -> Bool {
         a.host == b.host && a.port == b.port && a.dataDirectory == b.dataDirectory && a.logLevel == b.logLevel
             && a.databaseURL == b.databaseURL && a.databasePassword == b.databasePassword && a.databasePoolSize == b.databasePoolSize
             && a.accessLog == b.accessLog && a.trustedProxies == b.trustedProxies
             && a.forwardedHeaders == b.forwardedHeaders && a.eventLoops == b.eventLoops
             && a.workers == b.workers && a.shutdownGrace == b.shutdownGrace && a.seed == b.seed
+            && a.workerQueue == b.workerQueue && a.readWorkers == b.readWorkers && a.readQueue == b.readQueue
+            && a.maxReadsPerClient == b.maxReadsPerClient && a.readerWait == b.readerWait
             && a.corsOrigins == b.corsOrigins && a.durability == b.durability && a.writeBatch == b.writeBatch
             && a.queryTimeout == b.queryTimeout
             && a.eventThreads == b.eventThreads && a.eventHubIdle == b.eventHubIdle
@@ -201,6 +231,25 @@ public struct ServeConfiguration: Sendable, Equatable {
         Option(flag: "--workers", variable: "BLUELIBRARY_WORKERS", placeholder: "N", defaultText: "16",
                help: "Worker threads for blocking work (database writes, covers).") { config, value throws(ConfigurationError) in
             config.workers = try integer(value, in: 1...1024, name: "workers")
+        },
+        Option(flag: "--worker-queue", variable: "BLUELIBRARY_WORKER_QUEUE", placeholder: "N", defaultText: "1024",
+               help: "Blocking work that may wait for a worker; more gets 503 server-busy with Retry-After.") { config, value throws(ConfigurationError) in
+            config.workerQueue = try integer(value, in: 1...1_000_000, name: "worker queue")
+        },
+        Option(flag: "--read-workers", variable: "BLUELIBRARY_READ_WORKERS", placeholder: "N",
+               defaultText: "SQLite 3 (its 4 readers less one), PostgreSQL half the pool",
+               help: "Threads for uncached list reads (GET /albums, /views/{view}/albums, .../at/{index}), apart from the workers, so writes and health checks never wait behind them.") {
+            config, value throws(ConfigurationError) in
+            config.readWorkers = try integer(value, in: 1...256, name: "read workers")
+        },
+        Option(flag: "--read-queue", variable: "BLUELIBRARY_READ_QUEUE", placeholder: "N", defaultText: "256",
+               help: "Uncached list reads that may wait for a read thread; more get 503 server-busy with Retry-After.") { config, value throws(ConfigurationError) in
+            config.readQueue = try integer(value, in: 0...100_000, name: "read queue")
+        },
+        Option(flag: "--max-reads-per-client", variable: "BLUELIBRARY_MAX_READS_PER_CLIENT", placeholder: "N", defaultText: "4",
+               help: "Uncached list reads one client address may have running or waiting (behind a proxy: the address from --trusted-proxies); more get 503 too-many-reads with Retry-After. 0: no limit.") {
+            config, value throws(ConfigurationError) in
+            config.maxReadsPerClient = try integer(value, in: 0...100_000, name: "max reads per client")
         },
         Option(flag: "--shutdown-grace", variable: "BLUELIBRARY_SHUTDOWN_GRACE", placeholder: "SECONDS", defaultText: "10",
                help: "How long SIGTERM waits for in-flight requests.") { config, value throws(ConfigurationError) in

@@ -54,7 +54,8 @@ struct ViewListRoute {
     }
 
     func register(into routes: inout RouterBuilder) {
-        routes.add(.get, "/views/{view}/albums", fast: respondFromMemory, blocking: respond)
+        // A page read costs what the query asks, times the view's sources: the read lane.
+        routes.add(.get, "/views/{view}/albums", options: .expensiveRead, fast: respondFromMemory, blocking: respond)
     }
 
     /// The fast path: a 304 from the version vector alone, or a page loaded at it; nil when

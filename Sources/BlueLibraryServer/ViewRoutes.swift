@@ -26,7 +26,7 @@ struct ViewRoutes {
         routes.add(.patch, "/views/{view}", options: .workerPool, update)
         routes.add(.delete, "/views/{view}", options: .workerPool, delete)
         routes.add(.post, "/views/{view}/albums", options: .workerPool, addAlbum)
-        routes.add(.get, "/views/{view}/albums/at/{index}", options: .workerPool, showAt)
+        routes.add(.get, "/views/{view}/albums/at/{index}", options: RouteOptions(execution: .workerPool, expensiveRead: true), showAt)
         routes.add(.delete, "/views/{view}/albums/at/{index}", options: .workerPool, deleteAt)
     }
 

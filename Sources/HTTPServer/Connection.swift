@@ -385,10 +385,11 @@ final class Connection {
             // Nothing is read while the check runs.
             state.checkHeadOnWorker(pending)
             let id = self.id
-            shared.workers.submit { [loop] in
+            let submitted = shared.submit(.workerPool) { [loop] in
                 let response = decide()
                 loop.execute { loop in loop.connection(id)?.headChecked(response) }
             }
+            if !submitted { headChecked(shared.busyResponse(.workerPool, request: request, context: context)) }
             return true
         }
     }
@@ -490,7 +491,8 @@ final class Connection {
         }
         let id = self.id
         let shared = self.shared
-        shared.workers.submit { [loop, request, context] in
+        let options = pending.resolution.options
+        let submitted = shared.submit(options) { [loop, request, context] in
             let response: HTTPResponse
             do {
                 response = try work()
@@ -499,6 +501,12 @@ final class Connection {
             }
             loop.execute { loop in loop.connection(id)?.complete(response) }
         }
+        guard !submitted else { return }
+        // The pool's queue is full: 503 now. The work (with what its middleware would have done
+        // with the response) is dropped unrun, so the answer goes through the middleware that
+        // wraps the server's own answers (request id, access log, metrics).
+        complete(shared.router.serverAnswer(
+            shared.busyResponse(options, request: request, context: context), to: request, context: context))
     }
 
     /// Writes the response to the current request (on the loop thread).

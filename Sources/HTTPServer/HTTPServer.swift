@@ -30,7 +30,12 @@ public final class HTTPServer: Sendable {
         /// Event loops; default: the CPUs this process may run on.
         public var eventLoops: Int
         /// Threads for blocking work (`.workerPool` routes, routes' blocking paths). Default 16.
+        /// The blocking work of routes marked ``RouteOptions/expensiveRead`` runs on threads of
+        /// its own instead (``ReadAdmission/Limits/threads``, from the router).
         public var workerThreads: Int
+        /// Blocking work that may wait for a worker thread; more is answered 503 with
+        /// `Retry-After` (``ServerBusy``) at once instead of queueing without end. Default 1,024.
+        public var workerQueueLimit: Int
         public var limits: HTTPServerLimits
         /// What the event loops read "now" from for every timeout in `limits` (head, body and
         /// minimum body rate, idle keep-alive, write, lingering close, the accept pause).
@@ -38,11 +43,13 @@ public final class HTTPServer: Sendable {
         public var clock: any MonotonicClock
 
         public init(host: String = "0.0.0.0", port: Int = 8080, eventLoops: Int? = nil, workerThreads: Int = 16,
-                    limits: HTTPServerLimits = HTTPServerLimits(), clock: any MonotonicClock = SystemClock()) {
+                    workerQueueLimit: Int = 1024, limits: HTTPServerLimits = HTTPServerLimits(),
+                    clock: any MonotonicClock = SystemClock()) {
             self.host = host
             self.port = port
             self.eventLoops = eventLoops ?? HTTPServer.availableCPUs()
             self.workerThreads = workerThreads
+            self.workerQueueLimit = workerQueueLimit
             self.limits = limits
             self.clock = clock
         }
@@ -79,9 +86,17 @@ public final class HTTPServer: Sendable {
         if let warning = DescriptorLimit.warning(maxConnections: configuration.limits.maxConnections, limit: descriptorLimit) {
             logger(.warning, warning)
         }
-        let workers = BoundedThreadPool(threads: configuration.workerThreads, name: "http-worker", stackSize: 1 << 20)
+        let workers = BoundedThreadPool(
+            threads: configuration.workerThreads, queueLimit: max(1, configuration.workerQueueLimit), name: "http-worker",
+            stackSize: 1 << 20)
+        // The read lane's admission bounds what waits (threads + queue): the pool's own bound
+        // is a backstop for work that reached it unadmitted (a middleware's blocking stage).
+        let reads = router.readAdmission.map {
+            BoundedThreadPool(threads: $0.limits.threads, queueLimit: $0.limits.capacity, name: "http-read", stackSize: 1 << 20)
+        }
         shared = ServerShared(router: router, limits: configuration.limits, clock: configuration.clock, workers: workers,
-                              errorRenderer: errorRenderer, logger: logger, headCheck: headCheck, acceptProbe: acceptProbe)
+                              readWorkers: reads, errorRenderer: errorRenderer, logger: logger, headCheck: headCheck,
+                              acceptProbe: acceptProbe)
         do {
             let first = try ListeningSocket(host: configuration.host, port: configuration.port)
             var sockets = [first]
@@ -96,6 +111,7 @@ public final class HTTPServer: Sendable {
             self.loops = loops
         } catch {
             workers.shutdown()
+            reads?.shutdown()
             throw error
         }
     }
@@ -118,6 +134,10 @@ public final class HTTPServer: Sendable {
     /// Streams dropped so far because their unsent bytes, the kernel's included, passed
     /// `HTTPServerLimits.maxUnsentStreamBytes`.
     public var droppedStreamCount: Int { shared.droppedStreamCount }
+
+    /// Blocking work waiting for a worker thread right now, and work refused since start
+    /// because `workerQueueLimit` items were waiting (the read lane: ``Router/readAdmission``).
+    public var workerQueue: (waiting: Int, refused: Int) { (shared.workers.queuedCount, shared.refusedWork) }
 
     /// Graceful shutdown: stop accepting, close idle connections, let in-flight requests finish
     /// (their responses carry `Connection: close`), end open streams; after `grace` whatever is
@@ -142,6 +162,7 @@ public final class HTTPServer: Sendable {
         let started = state.withLock { $0.started }
         if started { for loop in loops { loop.waitUntilStopped() } }
         shared.workers.shutdown()
+        shared.readWorkers?.shutdown()
         stoppedSignal.signal()
     }
 

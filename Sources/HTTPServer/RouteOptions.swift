@@ -24,15 +24,24 @@ public struct RouteOptions: Sendable {
     /// With `streamsBody`: how many body bytes may wait for the responder before the server
     /// stops reading from the client.
     public var bodyStreamWindow: Int
+    /// The route's blocking work is an expensive read (a database query whose cost the client
+    /// chooses): it runs in the read lane, admitted by the router's ``ReadAdmission`` (a
+    /// bounded pool and queue, a limit per client address; past them 503 with `Retry-After`),
+    /// never on the workers that writes and other blocking handlers use. What the route
+    /// answers on the event loop (its fast path) is not affected.
+    public var expensiveRead: Bool
 
     public init(execution: Execution = .inline, maxBodyBytes: Int? = nil, streamsBody: Bool = false,
-                bodyStreamWindow: Int = 1 << 20) {
+                bodyStreamWindow: Int = 1 << 20, expensiveRead: Bool = false) {
         self.execution = execution
         self.maxBodyBytes = maxBodyBytes
         self.streamsBody = streamsBody
         self.bodyStreamWindow = bodyStreamWindow
+        self.expensiveRead = expensiveRead
     }
 
     public static let inline = RouteOptions(execution: .inline)
     public static let workerPool = RouteOptions(execution: .workerPool)
+    /// A route with a fast path whose blocking path is an expensive read (see ``expensiveRead``).
+    public static let expensiveRead = RouteOptions(execution: .inline, expensiveRead: true)
 }

@@ -19,6 +19,9 @@ public final class Router: Sendable {
 
     /// Every route as (method, pattern), for tests that keep the router and the spec in step.
     public let routeTable: [(method: HTTPMethod, pattern: String)]
+    /// The read lane's admission, when a route is marked ``RouteOptions/expensiveRead``: the
+    /// server runs its threads; its statistics are for metrics.
+    public let readAdmission: ReadAdmission?
 
     private let root: RouteNode
     /// Paths made only of literal segments (`/albums`, `/healthz`) → their node: most requests
@@ -30,8 +33,9 @@ public final class Router: Sendable {
     private let serverAnswerMiddleware: [any HTTPMiddleware]
 
     init(root: RouteNode, routeTable: [(HTTPMethod, String)], middleware: [any HTTPMiddleware],
-         errorRenderer: ErrorRenderer) {
+         errorRenderer: ErrorRenderer, readAdmission: ReadAdmission?) {
         self.root = root
+        self.readAdmission = readAdmission
         self.serverAnswerMiddleware = middleware.filter(\.wrapsServerAnswers)
         self.routeTable = routeTable.map { (method: $0.0, pattern: $0.1) }
         var literalPaths: [Substring: RouteNode] = ["/": root]
@@ -102,12 +106,19 @@ public final class Router: Sendable {
 }
 
 /// Turns errors thrown by handlers (on either path) into responses: an ``HTTPError`` becomes its problem
-/// document; anything else goes to `unhandled`, which logs it and answers 500 without internals.
+/// document; a ``ServerBusy`` (the server's own refusal for want of capacity) becomes what `busy`
+/// makes of it, a 503; anything else goes to `unhandled`, which logs it and answers 500 without
+/// internals.
 public struct ErrorRenderer: Sendable {
     public var unhandled: @Sendable (any Error, HTTPRequest, RequestContext) -> HTTPResponse
+    /// The problem a ``ServerBusy`` refusal is answered with (an application names its problem
+    /// types here); default: ``ServerBusy/httpError``.
+    public var busy: @Sendable (ServerBusy) -> HTTPError
 
-    public init(unhandled: @escaping @Sendable (any Error, HTTPRequest, RequestContext) -> HTTPResponse) {
+    public init(busy: @escaping @Sendable (ServerBusy) -> HTTPError = { $0.httpError },
+                unhandled: @escaping @Sendable (any Error, HTTPRequest, RequestContext) -> HTTPResponse) {
         self.unhandled = unhandled
+        self.busy = busy
     }
 
     public static let standard = ErrorRenderer { _, _, _ in
@@ -116,6 +127,7 @@ public struct ErrorRenderer: Sendable {
 
     func render(_ error: any Error, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
         if let error = error as? HTTPError { return error.response() }
+        if let refusal = error as? ServerBusy { return busy(refusal).response() }
         return unhandled(error, request, context)
     }
 }

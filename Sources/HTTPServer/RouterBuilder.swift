@@ -14,6 +14,9 @@ public struct RouterBuilder {
     private var routes: [PendingRoute] = []
     public var middleware: [any HTTPMiddleware]
     public var errorRenderer: ErrorRenderer
+    /// The read lane's bounds, for routes marked ``RouteOptions/expensiveRead`` (the router
+    /// makes their ``ReadAdmission`` in `build()`; without such routes there is none).
+    public var readLimits = ReadAdmission.Limits()
 
     public init(middleware: [any HTTPMiddleware] = [], errorRenderer: ErrorRenderer = .standard) {
         self.middleware = middleware
@@ -67,6 +70,7 @@ public struct RouterBuilder {
     public var routeTable: [(method: HTTPMethod, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
 
     public func build() -> Router {
+        let admission = routes.contains { $0.options.expensiveRead } ? ReadAdmission(limits: readLimits) : nil
         let tree = MutableNode()
         for (index, route) in routes.enumerated() {
             var node = tree
@@ -90,16 +94,22 @@ public struct RouterBuilder {
             node.routes[route.method] = (index, route)
         }
         return Router(
-            root: freeze(tree), routeTable: routeTable, middleware: middleware,
-            errorRenderer: errorRenderer)
+            root: freeze(tree, admission: admission), routeTable: routeTable, middleware: middleware,
+            errorRenderer: errorRenderer, readAdmission: admission)
     }
 
-    private func freeze(_ node: MutableNode) -> RouteNode {
+    private func freeze(_ node: MutableNode, admission: ReadAdmission?) -> RouteNode {
         var frozenRoutes: [RouteNode.Route] = []
         for (index, route) in node.routes.values.sorted(by: { $0.index < $1.index }) {
+            // Admission runs inside the middleware (so it sees the client address a trusted
+            // proxy gave, and its refusal is logged and counted like any answer).
+            var responder = route.responder
+            if route.options.expensiveRead, let admission {
+                responder = AdmissionResponder(admission: admission, wrapped: responder)
+            }
             frozenRoutes.append(RouteNode.Route(
                 method: route.method, pattern: route.pattern, index: index, options: route.options,
-                responder: middleware.wrapping(ErrorCatchingResponder(renderer: errorRenderer, wrapped: route.responder))))
+                responder: middleware.wrapping(ErrorCatchingResponder(renderer: errorRenderer, wrapped: responder))))
         }
         var methodNotAllowed: (any HTTPResponder)?
         if !node.routes.isEmpty {
@@ -114,8 +124,8 @@ public struct RouterBuilder {
                 }))
         }
         return RouteNode(
-            literals: Dictionary(uniqueKeysWithValues: node.literals.map { (Substring($0.key), freeze($0.value)) }),
-            parameter: node.parameter.map { RouteNode.Parameter(name: $0.name, node: freeze($0.node)) },
+            literals: Dictionary(uniqueKeysWithValues: node.literals.map { (Substring($0.key), freeze($0.value, admission: admission)) }),
+            parameter: node.parameter.map { RouteNode.Parameter(name: $0.name, node: freeze($0.node, admission: admission)) },
             routes: frozenRoutes, methodNotAllowed: methodNotAllowed)
     }
 

@@ -16,6 +16,8 @@ final class ServerShared: Sendable {
     /// `limits`' connection timeouts in clock nanoseconds, converted once.
     let connectionTimeouts: ConnectionStateMachine.Timeouts
     let workers: BoundedThreadPool
+    /// The read lane's threads (routes marked ``RouteOptions/expensiveRead``); nil without such routes.
+    let readWorkers: BoundedThreadPool?
     let errorRenderer: ErrorRenderer
     let logger: HTTPServer.Logger
     let overloadResponse: [UInt8]
@@ -25,12 +27,14 @@ final class ServerShared: Sendable {
     let headCheck: HeadCheck?
 
     private let openConnections = Atomic<Int>(0)
+    private let refusedWorkCount = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
     private let drainedLoops = Mutex<(count: Int, waiter: (@Sendable () -> Void)?)>((0, nil))
 
     init(router: Router, limits: HTTPServerLimits, clock: any MonotonicClock = SystemClock(), workers: BoundedThreadPool,
-         errorRenderer: ErrorRenderer, logger: @escaping HTTPServer.Logger, headCheck: HeadCheck? = nil,
-         acceptProbe: AcceptProbe? = nil) {
+         readWorkers: BoundedThreadPool? = nil, errorRenderer: ErrorRenderer, logger: @escaping HTTPServer.Logger,
+         headCheck: HeadCheck? = nil, acceptProbe: AcceptProbe? = nil) {
+        self.readWorkers = readWorkers
         self.clock = clock
         self.headCheck = headCheck
         self.acceptProbe = acceptProbe
@@ -51,6 +55,24 @@ final class ServerShared: Sendable {
     }
 
     var connectionCount: Int { openConnections.load(ordering: .relaxed) }
+
+    /// Blocking work refused because its pool's queue was full (or the pool stopping).
+    var refusedWork: Int { refusedWorkCount.load(ordering: .relaxed) }
+
+    /// Runs `work` on the pool for `options` (the read lane for an expensive read, else the
+    /// workers); false when that pool's queue is full (or it is stopping): nothing will run.
+    func submit(_ options: RouteOptions, _ work: @escaping @Sendable () -> Void) -> Bool {
+        let pool = options.expensiveRead ? readWorkers ?? workers : workers
+        if pool.submit(work) { return true }
+        refusedWorkCount.wrappingAdd(1, ordering: .relaxed)
+        return false
+    }
+
+    /// The answer to a request whose work a pool refused: ``ServerBusy`` as the renderer makes it.
+    func busyResponse(_ options: RouteOptions, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
+        let pool: ServerBusy.Pool = options.expensiveRead && readWorkers != nil ? .reads : .workers
+        return errorRenderer.render(ServerBusy(.queueFull(pool)), request: request, context: context)
+    }
 
     private let droppedStreams = Atomic<Int>(0)
     /// Streams dropped because their unsent bytes passed `maxUnsentStreamBytes`.

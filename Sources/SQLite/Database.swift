@@ -190,7 +190,8 @@ public final class Database: @unchecked Sendable {
 
     /// Runs `body` on a read-only connection inside a deferred transaction, so all its queries
     /// see one consistent snapshot. Throws `SQLITE_BUSY` if no reader frees up within
-    /// `configuration.readerTimeout`. Writes in `body` fail with `SQLITE_READONLY`.
+    /// `configuration.readerTimeout` (an ``UnavailableDependency``: a server answers it 503 with
+    /// `Retry-After`). Writes in `body` fail with `SQLITE_READONLY`.
     ///
     /// When the calling thread has a ``QueryBudget`` (``QueryBudget/current``), the read obeys
     /// it: it does not start when the budget's request was cancelled, and its statements are

@@ -140,6 +140,27 @@ import Testing
         #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--disk-reserve-bytes", "-1"], environment: [:]) }
     }
 
+    @Test func theReadLaneAndTheWorkerQueueAreConfigurableWithStatedDefaults() throws {
+        let plain = try ServeConfiguration.parse(arguments: [], environment: [:])
+        #expect(plain.readQueue == 256 && plain.maxReadsPerClient == 4 && plain.workerQueue == 1024 && plain.readWorkers == nil)
+        #expect(plain.defaultReadWorkers == 3, "SQLite: its 4 readers less one")
+        let postgres = try ServeConfiguration.parse(arguments: [], environment: ["BLUELIBRARY_DATABASE_URL": "postgres://db/x"])
+        #expect(postgres.defaultReadWorkers == 5, "PostgreSQL: half the pool")
+        let env = try ServeConfiguration.parse(arguments: ["--read-queue", "0", "--max-reads-per-client=2"], environment: [
+            "BLUELIBRARY_READ_WORKERS": "6", "BLUELIBRARY_READ_QUEUE": "64", "BLUELIBRARY_MAX_READS_PER_CLIENT": "0",
+            "BLUELIBRARY_WORKER_QUEUE": "10",
+        ])
+        #expect(env.readWorkers == 6 && env.defaultReadWorkers == 6 && env.workerQueue == 10)
+        #expect(env.readQueue == 0 && env.maxReadsPerClient == 2, "flags win")
+        #expect(try ServeConfiguration.parse(arguments: ["--max-reads-per-client", "0"], environment: [:]).maxReadsPerClient == 0)
+        for bad in [["--read-workers", "0"], ["--read-queue", "-1"], ["--worker-queue", "0"], ["--max-reads-per-client", "x"]] {
+            #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: bad, environment: [:]) }
+        }
+        for variable in ["BLUELIBRARY_READ_WORKERS", "BLUELIBRARY_READ_QUEUE", "BLUELIBRARY_MAX_READS_PER_CLIENT", "BLUELIBRARY_WORKER_QUEUE"] {
+            #expect(ServeConfiguration.helpText.contains(variable))
+        }
+    }
+
     @Test func databaseURLAndPoolSizeChooseAndBoundPostgreSQL() throws {
         let plain = try ServeConfiguration.parse(arguments: [], environment: [:])
         #expect(plain.databaseURL == nil && plain.databasePoolSize == 10, "SQLite unless a URL is given")

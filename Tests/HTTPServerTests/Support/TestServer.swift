@@ -23,10 +23,12 @@ extension HTTPServerLimits {
 /// - `GET /say?word=W`: `W`
 final class TestServer: Sendable {
     let server: HTTPServer
+    let router: Router
     var port: Int { server.port }
 
     init(
-        limits: HTTPServerLimits = .forTests, eventLoops: Int = 1, workerThreads: Int = 4, headCheck: HeadCheck? = nil,
+        limits: HTTPServerLimits = .forTests, eventLoops: Int = 1, workerThreads: Int = 4, workerQueueLimit: Int = 1024,
+        headCheck: HeadCheck? = nil, errorRenderer: ErrorRenderer = .standard,
         routes configure: (inout RouterBuilder) -> Void = { _ in },
         logger: @escaping HTTPServer.Logger = { _, _ in }, acceptProbe: AcceptProbe? = nil
     ) throws {
@@ -41,16 +43,19 @@ final class TestServer: Sendable {
         builder.add(.get, "/say") { request, _ in
             HTTPResponse(contentType: "text/plain", bytes: Array((request.query("word") ?? "").utf8))
         }
+        builder.errorRenderer = errorRenderer
         configure(&builder)
+        router = builder.build()
         server = try HTTPServer(
             configuration: .init(
-                host: "127.0.0.1", port: 0, eventLoops: eventLoops, workerThreads: workerThreads, limits: limits),
-            router: builder.build(), errorRenderer: .standard, logger: logger, headCheck: headCheck, acceptProbe: acceptProbe)
+                host: "127.0.0.1", port: 0, eventLoops: eventLoops, workerThreads: workerThreads,
+                workerQueueLimit: workerQueueLimit, limits: limits),
+            router: router, errorRenderer: errorRenderer, logger: logger, headCheck: headCheck, acceptProbe: acceptProbe)
         server.start()
     }
 
-    func client(timeout: Double = 5, receiveBufferSize: Int32? = nil) throws -> RawHTTPClient {
-        try RawHTTPClient(port: port, receiveTimeout: timeout, receiveBufferSize: receiveBufferSize)
+    func client(timeout: Double = 5, receiveBufferSize: Int32? = nil, source: String? = nil) throws -> RawHTTPClient {
+        try RawHTTPClient(port: port, source: source, receiveTimeout: timeout, receiveBufferSize: receiveBufferSize)
     }
 
     /// Idempotent; tests call it in a `defer`.

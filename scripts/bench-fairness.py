@@ -277,13 +277,16 @@ def attackers(port, duration, count, out, stop):
     def run(i):
         kind = kinds[i % len(kinds)]
         rng = random.Random(i)
+        # Each attacker from its own loopback address (127.0.0.10, .11, ...): sixteen clients, not
+        # one, so a per-address limit alone cannot stop them; the innocents are 127.0.0.1.
+        source = ("127.0.0.%d" % (10 + i), 0)
         n = 0
         while time.monotonic() < stop_at and not stop.is_set():
             n += 1
             path = path_for(kind, rng, i * 1000000 + n)
             if kind == "hang-up":
                 try:
-                    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                    s = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=source)
                     s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path).encode())
                     s.close()
                     note(kind, "sent")
@@ -295,7 +298,7 @@ def attackers(port, duration, count, out, stop):
             if left <= 0:
                 break
             try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=left + 1)
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=left + 1, source_address=source)
                 c.request("GET", path)
                 r = c.getresponse()
                 r.read()

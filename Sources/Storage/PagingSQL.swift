@@ -85,16 +85,21 @@ extension PagingQuery {
 
     /// Counts at most `limit` albums that match `filter` between the keys `after` and `before`
     /// of `sort` (each end open, in the sort's direction; nil: that end is open wide). The same
-    /// index range as a keyset page, counted without reading a row: the subquery's LIMIT stops
-    /// the count at `limit`, and no ORDER BY is needed (any `limit` rows of the range count as
-    /// many).
+    /// index range as a keyset page, counted without reading a row (on SQLite; PostgreSQL
+    /// visits the heap unless its visibility map is set): the subquery's LIMIT stops the count
+    /// at `limit`. Its ORDER BY is the index's order, which keeps both planners on the index
+    /// from the range's start (without it PostgreSQL may scan the table, expecting `limit`
+    /// matches early wherever the range lies).
     static func valueCount(
         _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort,
         after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)?, limit: Int
     ) -> (String, [SQLValue]) {
+        let key = sortKey(sort.field, dialect)
         var query = PagingQuery(dialect)
         var sql = "SELECT COUNT(*) FROM (SELECT 1 FROM albums AS a"
         sql += query.valueRange(library, filter, sort, after: after, before: before)
+        let direction = sort.descending ? " DESC" : ""
+        sql += " ORDER BY \(key.order)\(direction), a.album_id\(direction)"
         sql += " LIMIT \(query.parameter(.integer(Int64(limit))))) AS counted"
         return (sql, query.bindings)
     }

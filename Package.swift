@@ -52,7 +52,7 @@ let package = Package(
 
         // Small tools every module may share (clocks, durations, JSON strings, timestamps, FNV-1a, IP ranges,
         // a bounded thread pool, single-flight): imports nothing of ours.
-        .target(name: "Essentials", swiftSettings: strict),
+        .target(name: "Essentials", dependencies: ["CLinux"], swiftSettings: strict),
 
         // The reusable floor: knows nothing about albums.
         .target(name: "HTTPServer", dependencies: ["Essentials", "CLinux"], swiftSettings: strict),
@@ -97,7 +97,7 @@ let package = Package(
 
         .executableTarget(
             name: "bluelibrary",
-            dependencies: ["BlueLibraryServer", "BlueLibraryClient"],
+            dependencies: ["BlueLibraryServer", "BlueLibraryClient", "Essentials"],
             swiftSettings: strict
         ),
 

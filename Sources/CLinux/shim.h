@@ -1,6 +1,7 @@
 #ifndef BLUELIBRARY_CLINUX_SHIM_H
 #define BLUELIBRARY_CLINUX_SHIM_H
 /* Linux-only system calls that Swift's Glibc module leaves out. */
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <linux/sockios.h>

@@ -73,6 +73,65 @@ struct AlbumPages<DB: SQLSession> {
         return try db.value(sql, bindings, as: Int.self) ?? 0
     }
 
+    /// At most `limit` albums matching `filter` in `range` of `sort` (see
+    /// `AlbumStoreReader.count(matching:sort:in:limit:)`): one index range, counted.
+    func count(matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, limit: Int) throws -> Int {
+        guard limit > 0 else { return 0 }
+        guard sort.field != .position else { return min(limit, try count(matching: filter)) }
+        guard let (after, before) = Self.bounds(range, sort: sort, db.dialect) else { return 0 }
+        if filter.isEmpty, after == nil, before == nil { return min(limit, try order.count()) }
+        let (sql, bindings) = PagingQuery.valueCount(db.dialect, library, filter, sort, after: after, before: before, limit: limit)
+        return try db.value(sql, bindings, as: Int.self) ?? 0
+    }
+
+    /// Up to `limit` albums matching `filter` in `range` of `sort` after skipping `skipping`
+    /// (see `AlbumStoreReader.albums(matching:sort:in:skipping:limit:)`): one keyset page with
+    /// an OFFSET, which steps over index entries without reading their rows.
+    func albums(matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int) throws -> [Album] {
+        guard limit > 0 else { return [] }
+        guard sort.field != .position else {
+            return try positionPage(library, filter, descending: sort.descending, .offset(max(0, skipping)), limit) ?? []
+        }
+        guard let (after, before) = Self.bounds(range, sort: sort, db.dialect) else { return [] }
+        let (sql, bindings) = PagingQuery.valuePage(
+            db.dialect, library, filter, sort, after: after, before: before, limit: limit, offset: max(0, skipping))
+        return try db.query(sql, bindings, { try StoredRows.album(from: $0) })
+    }
+
+    /// A range's ends as bound keys (nil: that end is open wide), or nil when the range is empty
+    /// because an end cannot be bound and lies past every key on the wrong side (see `key`).
+    private static func bounds(
+        _ range: SortRange, sort: AlbumSort, _ dialect: SQLDialect
+    ) -> (after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)?)? {
+        // Where an unbindable key lies in the sort's own direction.
+        func first(_ key: Key) -> Bool {
+            switch key {
+            case .bound: false
+            case .beforeEveryKey: !sort.descending
+            case .afterEveryKey: sort.descending
+            }
+        }
+        var after: (SQLValue, AlbumID)?
+        var before: (SQLValue, AlbumID)?
+        if let end = range.after {
+            let key = key(end.value, sort: sort.field, dialect)
+            if case let .bound(value) = key {
+                after = (value, end.id)
+            } else if !first(key) {
+                return nil  // after every key: nothing is after it
+            }
+        }
+        if let end = range.before {
+            let key = key(end.value, sort: sort.field, dialect)
+            if case let .bound(value) = key {
+                before = (value, end.id)
+            } else if first(key) {
+                return nil  // before every key: nothing is before it
+            }
+        }
+        return (after, before)
+    }
+
     // MARK: - Value sorts
 
     /// Up to `limit` albums in `sort` order (a value sort), after the key `after` if given,
@@ -175,6 +234,19 @@ struct AlbumPages<DB: SQLSession> {
 
     // MARK: - Query plans
 
+    /// The two statements of a stretch of a value order (see `count(matching:sort:in:limit:)`
+    /// and `albums(matching:sort:in:skipping:limit:)`): its count, then its page after
+    /// `skipping`. Empty for an empty stretch or the position order.
+    func rangeStatements(
+        matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int
+    ) -> [(String, [SQLValue])] {
+        guard sort.field != .position, let (after, before) = Self.bounds(range, sort: sort, db.dialect) else { return [] }
+        return [
+            PagingQuery.valueCount(db.dialect, library, filter, sort, after: after, before: before, limit: limit),
+            PagingQuery.valuePage(db.dialect, library, filter, sort, after: after, before: before, limit: limit, offset: max(0, skipping)),
+        ]
+    }
+
     /// The statements a page of this query runs (for a position anchor: the rest of its bucket,
     /// then the buckets after it), as (SQL, bindings). Empty when the page needs no statement of
     /// its own (an unfiltered position offset goes through `albums(offset:limit:)`; an unknown
@@ -229,6 +301,20 @@ extension SQLiteAlbumStore {
             let row = try liveRow(library, db)
             let pages = AlbumPages(db: db, library: row, order: SparseOrder(db, library: row, context: engine))
             return try pages.pageStatements(matching: filter, sort: sort, from: anchor, limit: limit).map { sql, bindings in
+                try db.query(SQL.explainQueryPlan + sql, bindings) { try $0.string(3) }.joined(separator: "; ")
+            }
+        }
+    }
+
+    /// SQLite's plans for a stretch of a value order: its count, then its page after `skipping`
+    /// (see `AlbumPages.rangeStatements`). Both should seek the sort's index to the stretch.
+    public func rangePlans(
+        _ library: LibraryID, matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int
+    ) throws -> [String] {
+        try database.read { db in
+            let row = try liveRow(library, db)
+            let pages = AlbumPages(db: db, library: row, order: SparseOrder(db, library: row, context: engine))
+            return try pages.rangeStatements(matching: filter, sort: sort, in: range, skipping: skipping, limit: limit).map { sql, bindings in
                 try db.query(SQL.explainQueryPlan + sql, bindings) { try $0.string(3) }.joined(separator: "; ")
             }
         }

@@ -82,6 +82,14 @@ final class LibraryTransaction<DB: SQLSession> {
 
     func count(matching filter: AlbumFilter) throws -> Int { try pages.count(matching: filter) }
 
+    func count(matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, limit: Int) throws -> Int {
+        try pages.count(matching: filter, sort: sort, in: range, limit: limit)
+    }
+
+    func albums(matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int) throws -> [Album] {
+        try pages.albums(matching: filter, sort: sort, in: range, skipping: skipping, limit: limit)
+    }
+
     func undoDepth() throws -> Int { try undo.depth() }
     func peekUndo() throws -> UndoCommand? { try undo.peek() }
 

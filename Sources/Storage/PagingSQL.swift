@@ -66,33 +66,71 @@ extension PagingQuery {
 
     // Value sorts
 
-    /// Up to `limit` albums in `sort` order (a value sort), after the key `after` if given,
-    /// skipping `offset` of them.
+    /// Up to `limit` albums in `sort` order (a value sort), after the key `after` if given and
+    /// before the key `before` if given (in the sort's direction), skipping `offset` of them.
     static func valuePage(
         _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort,
-        after: (SQLValue, AlbumID)?, limit: Int, offset: Int
+        after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)? = nil, limit: Int, offset: Int
     ) -> (String, [SQLValue]) {
         let key = sortKey(sort.field, dialect)
         var query = PagingQuery(dialect)
-        var sql = "SELECT \(PagingQuery.columns) FROM albums AS a WHERE a.library = \(query.parameter(.integer(library)))"
-        if let (value, id) = after {
-            let valueParameter = query.parameter(value)
-            let idParameter = query.parameter(.text(id.rawValue))
-            sql += " AND (\(key.column), a.album_id) \(sort.descending ? "<" : ">") (\(key.value(valueParameter)), \(idParameter))"
-        }
-        sql += query.conditions(filter)
-        if sort.field == .year {
-            // The same year bounds on the sort key narrow the index range (a page no longer
-            // reads past every album before `yearFrom`). Exact: a missing year (key 0) is
-            // excluded by the year conditions anyway.
-            if let yearFrom = filter.yearFrom { sql += " AND a.year_key >= \(query.parameter(.integer(Int64(yearFrom))))" }
-            if let yearTo = filter.yearTo { sql += " AND a.year_key <= \(query.parameter(.integer(Int64(yearTo))))" }
-        }
+        var sql = "SELECT \(PagingQuery.columns) FROM albums AS a"
+        sql += query.valueRange(library, filter, sort, after: after, before: before)
         let direction = sort.descending ? " DESC" : ""
         sql += " ORDER BY \(key.order)\(direction), a.album_id\(direction)"
         sql += " LIMIT \(query.parameter(.integer(Int64(limit))))"
         if offset > 0 { sql += " OFFSET \(query.parameter(.integer(Int64(offset))))" }
         return (sql, query.bindings)
+    }
+
+    /// Counts at most `limit` albums that match `filter` between the keys `after` and `before`
+    /// of `sort` (each end open, in the sort's direction; nil: that end is open wide). The same
+    /// index range as a keyset page, counted without reading a row (on SQLite; PostgreSQL
+    /// visits the heap unless its visibility map is set): the subquery's LIMIT stops the count
+    /// at `limit`. Its ORDER BY is the index's order, which keeps both planners on the index
+    /// from the range's start (without it PostgreSQL may scan the table, expecting `limit`
+    /// matches early wherever the range lies).
+    static func valueCount(
+        _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort,
+        after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)?, limit: Int
+    ) -> (String, [SQLValue]) {
+        let key = sortKey(sort.field, dialect)
+        var query = PagingQuery(dialect)
+        var sql = "SELECT COUNT(*) FROM (SELECT 1 FROM albums AS a"
+        sql += query.valueRange(library, filter, sort, after: after, before: before)
+        let direction = sort.descending ? " DESC" : ""
+        sql += " ORDER BY \(key.order)\(direction), a.album_id\(direction)"
+        sql += " LIMIT \(query.parameter(.integer(Int64(limit))))) AS counted"
+        return (sql, query.bindings)
+    }
+
+    /// ` WHERE …`: the albums of `library` that match `filter`, strictly after `after` and
+    /// strictly before `before` in `sort` order, as row-value comparisons on the sort index's
+    /// columns (see `AlbumPages.swift` for why they take this shape).
+    private mutating func valueRange(
+        _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)?
+    ) -> String {
+        let key = Self.sortKey(sort.field, dialect)
+        var sql = " WHERE a.library = \(parameter(.integer(library)))"
+        if let (value, id) = after {
+            let valueParameter = parameter(value)
+            let idParameter = parameter(.text(id.rawValue))
+            sql += " AND (\(key.column), a.album_id) \(sort.descending ? "<" : ">") (\(key.value(valueParameter)), \(idParameter))"
+        }
+        if let (value, id) = before {
+            let valueParameter = parameter(value)
+            let idParameter = parameter(.text(id.rawValue))
+            sql += " AND (\(key.column), a.album_id) \(sort.descending ? ">" : "<") (\(key.value(valueParameter)), \(idParameter))"
+        }
+        sql += conditions(filter)
+        if sort.field == .year {
+            // The same year bounds on the sort key narrow the index range (a page no longer
+            // reads past every album before `yearFrom`). Exact: a missing year (key 0) is
+            // excluded by the year conditions anyway.
+            if let yearFrom = filter.yearFrom { sql += " AND a.year_key >= \(parameter(.integer(Int64(yearFrom))))" }
+            if let yearTo = filter.yearTo { sql += " AND a.year_key <= \(parameter(.integer(Int64(yearTo))))" }
+        }
+        return sql
     }
 
     /// The indexed column of a value sort, how a bound value compares with it (the collation

@@ -302,4 +302,18 @@ extension PostgresAlbumStore {
             }
         }
     }
+
+    /// PostgreSQL's plans for a stretch of a value order: its count, then its page after
+    /// `skipping` (see `AlbumPages.rangeStatements`).
+    public func rangePlans(
+        _ library: LibraryID, matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int
+    ) throws -> [String] {
+        try reading { session in
+            let row = try Self.liveRow(library, session).id
+            let pages = AlbumPages(db: session, library: row, order: SparseOrder(session, library: row, context: engine))
+            return try pages.rangeStatements(matching: filter, sort: sort, in: range, skipping: skipping, limit: limit).map { sql, bindings in
+                try session.query("EXPLAIN " + sql, bindings) { try $0.string(0) }.joined(separator: "; ")
+            }
+        }
+    }
 }

@@ -41,6 +41,14 @@ extension StoreTransaction {
     }
 
     func count(matching filter: AlbumFilter) throws -> Int { try engine.count(matching: filter) }
+
+    func count(matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, limit: Int) throws -> Int {
+        try engine.count(matching: filter, sort: sort, in: range, limit: limit)
+    }
+
+    func albums(matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int) throws -> [Album] {
+        try engine.albums(matching: filter, sort: sort, in: range, skipping: skipping, limit: limit)
+    }
     func undoDepth() throws -> Int { try engine.undoDepth() }
     func peekUndo() throws -> UndoCommand? { try engine.peekUndo() }
     func state(client: String) throws -> SavedState? { try engine.state(client: client) }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BlueLibraryServer
 import Dispatch
+import Essentials
 import Foundation
 
 enum ServeCommand {
@@ -26,6 +27,8 @@ enum ServeCommand {
     /// Runs until SIGTERM or SIGINT, then drains and exits 0. A second signal exits at once.
     static func run(_ configuration: ServeConfiguration) -> Never {
         signal(SIGPIPE, SIG_IGN)
+        // Memory freed after large answers goes back to the system (see MemoryTrimmer).
+        MemoryTrimmer.configureAllocator(environment: ProcessInfo.processInfo.environment)
         let logger = JSONLogger(level: configuration.logLevel)
         let app: BlueLibraryApp
         do {
@@ -60,6 +63,7 @@ enum ServeCommand {
             sources.append(source)
         }
         app.start()
+        MemoryTrimmer.shared.start()
         let addressFile = announce(app, configuration: configuration, logger: logger)
         shutDown.wait()
         addressFile.map { ListeningAddressFile.remove(at: $0) }

@@ -31,6 +31,7 @@ public enum AlbumStoreContract {
         ContractCheck("saved states are kept as given, one per client, ordered by client", savedStates),
         ContractCheck("removing every album keeps states, version and undo; appends refill the library", replaceAll),
         ContractCheck("pages follow every sort, filter and anchor as the rules describe", pages),
+        ContractCheck("counts and reads inside a stretch of a value order follow the rules", ranges),
         ContractCheck("the change feed pages by version and is pruned only from its oldest end", changeFeed),
         ContractCheck("the catalog: default always exists; create, rename, delete; missing libraries throw", catalog),
         ContractCheck("a library created again starts empty and continues its versions", recreatedLibrary),

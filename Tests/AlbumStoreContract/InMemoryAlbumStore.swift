@@ -271,6 +271,40 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
 
         func count(matching filter: AlbumFilter) throws -> Int { data.albums.filter(filter.matches).count }
 
+        func count(matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, limit: Int) throws -> Int {
+            min(max(0, limit), inRange(filter, sort, range).count)
+        }
+
+        func albums(matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int) throws -> [Album] {
+            Array(inRange(filter, sort, range).dropFirst(max(0, skipping)).prefix(max(0, limit)))
+        }
+
+        /// The matching albums strictly inside `range`, in `sort` order (list order for `.position`,
+        /// where a range means nothing).
+        private func inRange(_ filter: AlbumFilter, _ sort: AlbumSort, _ range: SortRange) -> [Album] {
+            var ordered = data.albums.filter(filter.matches)
+            guard sort.field != .position else { return sort.descending ? ordered.reversed() : ordered }
+            ordered.sort { sort.orders($0, before: $1) }
+            return ordered.filter { album in
+                (range.after.map { sort.orders(Self.standIn($0, sort.field), before: album) } ?? true)
+                    && (range.before.map { sort.orders(album, before: Self.standIn($0, sort.field)) } ?? true)
+            }
+        }
+
+        /// An album carrying `key`'s id and sort value (compared by `AlbumSort.orders`).
+        private static func standIn(_ key: SortKey, _ field: AlbumSort.Field) -> Album {
+            var album = Album(id: key.id, title: "", artist: "", genre: "", year: nil, coverUrl: nil,
+                              createdAt: Date(timeIntervalSince1970: 0), updatedAt: Date(timeIntervalSince1970: 0))
+            switch (field, key.value) {
+            case let (.title, .text(text)): album.title = text
+            case let (.artist, .text(text)): album.artist = text
+            case let (.year, .integer(year)): album.year = year == 0 ? nil : Int(year)
+            case let (.createdAt, .integer(ms)): album.createdAt = Timestamp.date(milliseconds: ms)
+            default: break
+            }
+            return album
+        }
+
         func forEachAlbum(_ body: (Album) throws -> Void) throws {
             for album in data.albums { try body(album) }
         }

@@ -46,6 +46,20 @@ struct PostgresPagePlanTests {
                 #expect(plans.allSatisfy { $0.contains(index) && !$0.contains("Sort") }, "\(field) \(descending): \(plans)")
             }
         }
+        // A stretch of a value order (a view's offset counts and reads it): the same index, from
+        // both ends, never a sort.
+        for (field, value, index) in cases {
+            for descending in [false, true] {
+                let range = SortRange(after: SortKey(value, anchorID), before: nil)
+                for limit in [1, 20] {  // (at a third of this small table, the planner rightly scans it)
+                    let plans = try store.rangePlans(
+                        .default, matching: .all, sort: AlbumSort(field, descending: descending), in: range, skipping: 100, limit: limit)
+                    #expect(plans.count == 2)
+                    #expect(plans.allSatisfy { $0.contains(index) && !$0.contains("Sort") && !$0.contains("Seq Scan") },
+                            "\(field) \(descending) limit \(limit): \(plans)")
+                }
+            }
+        }
         for anchor in [SortAnchor.start, .afterAlbum(anchorID)] {
             for filter in [AlbumFilter.all, AlbumFilter(text: "title 1")] {
                 for descending in [false, true] {

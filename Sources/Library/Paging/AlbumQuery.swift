@@ -101,3 +101,36 @@ public enum SortAnchor: Sendable, Hashable {
     /// Right after this key in a value order: albums whose (value, id) comes after it.
     case afterValue(SortValue, AlbumID)
 }
+
+/// A place in a value order: a sort value and an album id (ids are unique across libraries, so
+/// two different albums never share a key).
+public struct SortKey: Sendable, Hashable {
+    public var value: SortValue
+    public var id: AlbumID
+
+    public init(_ value: SortValue, _ id: AlbumID) {
+        self.value = value
+        self.id = id
+    }
+
+    /// `album`'s key in a value order; nil for the position order, which has no value.
+    public static func of(_ album: Album, for field: AlbumSort.Field) -> SortKey? {
+        SortValue.of(album, for: field).map { SortKey($0, album.id) }
+    }
+}
+
+/// A stretch of a value order, both ends open: the albums strictly after `after` (from the
+/// first when nil) and strictly before `before` (to the last when nil), "after" and "before"
+/// in the sort's own direction.
+public struct SortRange: Sendable, Hashable {
+    public var after: SortKey?
+    public var before: SortKey?
+
+    public init(after: SortKey? = nil, before: SortKey? = nil) {
+        self.after = after
+        self.before = before
+    }
+
+    /// The whole order.
+    public static let all = SortRange()
+}

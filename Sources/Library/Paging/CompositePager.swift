@@ -23,8 +23,13 @@
 ///   ``maxReplayedChanges``, else the walk expires) and a keyset read after the album just
 ///   before its boundary (by id; by index only when that album was itself moved or deleted),
 ///   plus the place of each exception — never a scan. A value-sorted view page reads each
-///   source in batches as the merge needs them. An offset page may walk. A filter the store
-///   cannot apply whole (`CombinedFilter.remainder`) reads past the rows it drops.
+///   source in batches as the merge needs them. A value-sorted offset over several sources
+///   is found by rank selection in the sources' sort indexes (`OffsetSelection`: counts and
+///   one-row reads, O(sources × log n) of them), never by merging what it skips; memory is
+///   O(sources + limit) rows whatever the offset. Other offset pages may walk (a store's
+///   OFFSET, or a position offset with a filter). A filter the store cannot apply whole
+///   (`CombinedFilter.remainder`) reads past the rows it drops (an offset then merges from
+///   the start, dropping what it skips as it goes, in bounded batches).
 struct CompositePager {
     let readers: [any AlbumStoreReader]
     let libraries: [LibraryID]

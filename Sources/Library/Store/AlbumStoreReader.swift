@@ -44,6 +44,22 @@ public protocol AlbumStoreReader {
     /// The number of albums that match `filter` (O(1) for the empty filter).
     func count(matching filter: AlbumFilter) throws -> Int
 
+    /// The number of albums that match `filter` and lie in `range` of the `sort` order (a value
+    /// sort, ordered as ``albums(matching:sort:from:limit:)`` orders it), counting at most
+    /// `limit`: `min(limit, matching albums in range)`.
+    ///
+    /// Performance contract: cost grows with the result (at most `limit`) and with how many
+    /// albums the filter skips, never with the range's depth (an index seek, then a count);
+    /// O(1) for the empty filter over the whole order.
+    func count(matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, limit: Int) throws -> Int
+
+    /// Up to `limit` albums that match `filter` and lie in `range` of the `sort` order (a value
+    /// sort), skipping the first `skipping` of them.
+    ///
+    /// Performance contract: cost grows with `skipping + limit` (and with how many albums the
+    /// filter skips), never with the range's depth; the skipped albums are never decoded.
+    func albums(matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int) throws -> [Album]
+
     /// The number of commands on the undo stack.
     func undoDepth() throws -> Int
 

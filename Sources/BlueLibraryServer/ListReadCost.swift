@@ -15,7 +15,7 @@ import HTTPServer
 ///   unfiltered one is cheap, but a count is not what a cheap page needs),
 /// - and no `offset`, or one of at most ``maxCheapOffset`` (albums) or ``maxCheapViewOffset``
 ///   (views): the position order jumps there by bucket sizes, each value sort (`title`,
-///   `artist`, `year`, `created`, either direction) walks its index that far, a view does so
+///   `artist`, `year`, `createdAt`, either direction) walks its index that far, a view does so
 ///   in each source. A `cursor` resumes by seeking (position or sort index), so it is cheap.
 ///
 /// Anything else is expensive, including a value the route would refuse (an unparsable

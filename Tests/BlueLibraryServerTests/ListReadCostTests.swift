@@ -16,7 +16,7 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "limit=50", "limit=500", "sort=title", "sort=-artist&limit=50", "sort=year", "sort=-created", "sort=position",
+        "", "limit=50", "limit=500", "sort=title", "sort=-artist&limit=50", "sort=year", "sort=-createdAt", "sort=position",
         "cursor=abc", "sort=title&cursor=abc&limit=500", "offset=0", "offset=1000", "sort=title&offset=1000&limit=500",
         "count=false", "q=", "q=&limit=5", "pretty=true", "nc=7", "limit=50&offset=999&sort=-year",
         "offset=10&offset=999999",  // the first value counts, as the route reads it

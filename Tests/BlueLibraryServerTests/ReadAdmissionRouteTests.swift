@@ -196,7 +196,7 @@ import Testing
         try Self.expectRefused(try expensive.readResponse(), type: "urn:bluelibrary:problem:too-many-reads")
         // ... the cheap ones are taken by the workers, not the lane.
         let cheap = try Self.send(app, "/albums?limit=50")
-        let cheapSorted = try Self.send(app, "/albums?limit=50&sort=-created&offset=100")
+        let cheapSorted = try Self.send(app, "/albums?limit=50&sort=-createdAt&offset=100")
         #expect(lane.statistics.inFlight == 2, "cheap reads are not admitted into the lane")
         hold.release()
         let page = try cheap.readResponse()

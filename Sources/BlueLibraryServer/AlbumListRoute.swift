@@ -72,8 +72,10 @@ struct AlbumListRoute {
     }
 
     func register(into routes: inout RouterBuilder) {
-        // A page read costs what the query asks (sort, filter, offset, count): the read lane.
-        routes.addForEachLibrary(.get, "/albums", options: .expensiveRead, fast: respondFromMemory, blocking: respond)
+        // A page read costs what the query asks (filter, deep offset, count): those run in the
+        // read lane; a page bounded by its shape runs on the workers (``ListReadCost``).
+        routes.addForEachLibrary(
+            .get, "/albums", options: .expensiveRead(when: ListReadCost.isExpensiveAlbumList), fast: respondFromMemory, blocking: respond)
     }
 
     /// The fast path: a 304 from the version alone, or a page loaded at the current version;

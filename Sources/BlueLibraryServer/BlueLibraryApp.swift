@@ -132,7 +132,8 @@ public final class BlueLibraryApp: Sendable {
         var routes = RouterBuilder(middleware: middleware, errorRenderer: errorRenderer)
         // The read lane of the routes marked `.expensiveRead` (uncached list reads).
         routes.readLimits = ReadAdmission.Limits(
-            threads: configuration.defaultReadWorkers, queue: configuration.readQueue, perClient: configuration.maxReadsPerClient)
+            threads: configuration.defaultReadWorkers, queue: configuration.readQueue, perClient: configuration.maxReadsPerClient,
+            nice: configuration.readNice)
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [backend] in backend.isDiskFull }, ping: backend.ping)
             .register(into: &routes)
         // The web app, read from the bundle once (a missing or broken bundle stops the start).

@@ -41,6 +41,10 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// running or waiting at once (the address a trusted proxy gives); more get 503
     /// `too-many-reads`. 0: no limit.
     public var maxReadsPerClient = 4
+    /// `BLUELIBRARY_READ_NICE`: the nice value of the read lane's threads (0-19; 0: the
+    /// process's own), so that on a saturated CPU event loops, workers, writes and cheap reads
+    /// win over expensive reads.
+    public var readNice = 10
     /// How long a SQLite read waits for a free reader connection before 503
     /// `database-unavailable` (tests shrink it).
     public var readerWait: Duration = .seconds(10)
@@ -129,7 +133,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             && a.forwardedHeaders == b.forwardedHeaders && a.eventLoops == b.eventLoops
             && a.workers == b.workers && a.shutdownGrace == b.shutdownGrace && a.seed == b.seed
             && a.workerQueue == b.workerQueue && a.readWorkers == b.readWorkers && a.readQueue == b.readQueue
-            && a.maxReadsPerClient == b.maxReadsPerClient && a.readerWait == b.readerWait
+            && a.maxReadsPerClient == b.maxReadsPerClient && a.readNice == b.readNice && a.readerWait == b.readerWait
             && a.corsOrigins == b.corsOrigins && a.durability == b.durability && a.writeBatch == b.writeBatch
             && a.queryTimeout == b.queryTimeout
             && a.eventThreads == b.eventThreads && a.eventHubIdle == b.eventHubIdle
@@ -250,6 +254,11 @@ public struct ServeConfiguration: Sendable, Equatable {
                help: "Uncached list reads one client address may have running or waiting (behind a proxy: the address from --trusted-proxies); more get 503 too-many-reads with Retry-After. 0: no limit.") {
             config, value throws(ConfigurationError) in
             config.maxReadsPerClient = try integer(value, in: 0...100_000, name: "max reads per client")
+        },
+        Option(flag: "--read-nice", variable: "BLUELIBRARY_READ_NICE", placeholder: "N", defaultText: "10",
+               help: "Nice value (0-19) of the read lane's threads, so that on a busy CPU writes, cheap reads and the event loops come first. 0: the process's own.") {
+            config, value throws(ConfigurationError) in
+            config.readNice = try integer(value, in: 0...19, name: "read nice")
         },
         Option(flag: "--shutdown-grace", variable: "BLUELIBRARY_SHUTDOWN_GRACE", placeholder: "SECONDS", defaultText: "10",
                help: "How long SIGTERM waits for in-flight requests.") { config, value throws(ConfigurationError) in

@@ -54,8 +54,12 @@ struct ViewListRoute {
     }
 
     func register(into routes: inout RouterBuilder) {
-        // A page read costs what the query asks, times the view's sources: the read lane.
-        routes.add(.get, "/views/{view}/albums", options: .expensiveRead, fast: respondFromMemory, blocking: respond)
+        // A page read costs what the query asks, times the view's sources: filters, deep
+        // offsets and counts run in the read lane, pages bounded by their shape on the
+        // workers (``ListReadCost``).
+        routes.add(
+            .get, "/views/{view}/albums", options: .expensiveRead(when: ListReadCost.isExpensiveViewList), fast: respondFromMemory,
+            blocking: respond)
     }
 
     /// The fast path: a 304 from the version vector alone, or a page loaded at it; nil when

@@ -38,6 +38,11 @@ static inline int bl_set_calling_thread_name(const char *name) {
 static inline int bl_make_calling_thread_nice(void) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 }
+/* Sets the calling thread's nice value to `nice` (0-19; Linux applies setpriority to a thread id
+   alone, so the rest of the process keeps its own). Returns 0, or -1 with errno. */
+static inline int bl_set_calling_thread_nice_value(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
 /* Bytes a TCP socket's send queue holds that the peer has not acknowledged (sent or not):
    ioctl SIOCOUTQ (TIOCOUTQ). Returns -1 with errno when it cannot tell. */
 static inline int bl_socket_unsent_bytes(int fd) {

@@ -67,11 +67,16 @@ public final class BoundedThreadPool: Sendable {
 
     /// Starts `threads` threads named `name-N` (at least one).
     /// - Parameter stackSize: bytes of stack per thread; nil for Foundation's default.
-    public init(threads: Int, queueLimit: Int = .max, name: String, stackSize: Int? = nil) {
+    /// - Parameter onThreadStart: runs first on each thread, before any work (a priority, say).
+    public init(threads: Int, queueLimit: Int = .max, name: String, stackSize: Int? = nil,
+                onThreadStart: (@Sendable () -> Void)? = nil) {
         threadCount = max(1, threads)
         self.queueLimit = max(1, queueLimit)
         for index in 0..<threadCount {
-            let thread = Thread { [shared] in Self.work(shared) }
+            let thread = Thread { [shared] in
+                onThreadStart?()
+                Self.work(shared)
+            }
             thread.name = "\(name)-\(index)"
             if let stackSize { thread.stackSize = stackSize }
             thread.start()

@@ -385,7 +385,7 @@ final class Connection {
             // Nothing is read while the check runs.
             state.checkHeadOnWorker(pending)
             let id = self.id
-            let submitted = shared.submit(.workerPool) { [loop] in
+            let submitted = shared.submit(.workerPool, request) { [loop] in
                 let response = decide()
                 loop.execute { loop in loop.connection(id)?.headChecked(response) }
             }
@@ -492,7 +492,7 @@ final class Connection {
         let id = self.id
         let shared = self.shared
         let options = pending.resolution.options
-        let submitted = shared.submit(options) { [loop, request, context] in
+        let submitted = shared.submit(options, request) { [loop, request, context] in
             let response: HTTPResponse
             do {
                 response = try work()

@@ -77,6 +77,13 @@ public final class HTTPServer: Sendable {
     }
 
     /// The same, with a probe on the accept path (tests).
+    /// Gives the calling thread (a read lane thread) the nice value `nice`.
+    private static func lowerCallingThreadPriority(to nice: Int32) {
+        #if canImport(Glibc)
+        _ = bl_set_calling_thread_nice_value(nice)
+        #endif
+    }
+
     init(configuration: Configuration, router: Router, errorRenderer: ErrorRenderer, logger: @escaping Logger,
          headCheck: HeadCheck?, acceptProbe: AcceptProbe?) throws {
         self.configuration = configuration
@@ -91,8 +98,13 @@ public final class HTTPServer: Sendable {
             stackSize: 1 << 20)
         // The read lane's admission bounds what waits (threads + queue): the pool's own bound
         // is a backstop for work that reached it unadmitted (a middleware's blocking stage).
-        let reads = router.readAdmission.map {
-            BoundedThreadPool(threads: $0.limits.threads, queueLimit: $0.limits.capacity, name: "http-read", stackSize: 1 << 20)
+        var reads: BoundedThreadPool?
+        if let lane = router.readAdmission?.limits {
+            let nice = Int32(lane.nice)
+            var onThreadStart: (@Sendable () -> Void)?
+            if nice > 0 { onThreadStart = { @Sendable in HTTPServer.lowerCallingThreadPriority(to: nice) } }
+            reads = BoundedThreadPool(
+                threads: lane.threads, queueLimit: lane.capacity, name: "http-read", stackSize: 1 << 20, onThreadStart: onThreadStart)
         }
         shared = ServerShared(router: router, limits: configuration.limits, clock: configuration.clock, workers: workers,
                               readWorkers: reads, errorRenderer: errorRenderer, logger: logger, headCheck: headCheck,

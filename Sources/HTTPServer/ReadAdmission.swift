@@ -27,8 +27,13 @@ public final class ReadAdmission: Sendable {
         public var perClient: Int
         /// `Retry-After` of a refusal, in seconds.
         public var retryAfterSeconds: Int
+        /// The nice value of the lane's threads (0-19; 0 leaves them at the process's own), so
+        /// that on a saturated CPU the event loops, the workers (writes, cheap reads) win
+        /// over expensive reads, which still get a share (Linux: per thread, setpriority).
+        public var nice: Int
 
-        public init(threads: Int = 4, queue: Int = 256, perClient: Int = 4, retryAfterSeconds: Int = 1) {
+        public init(threads: Int = 4, queue: Int = 256, perClient: Int = 4, retryAfterSeconds: Int = 1, nice: Int = 10) {
+            self.nice = min(19, max(0, nice))
             self.threads = max(1, threads)
             self.queue = max(0, queue)
             self.perClient = max(0, perClient)
@@ -139,9 +144,12 @@ public final class ReadAdmission: Sendable {
 }
 
 /// A route's responder inside the read lane's admission: the fast path's answers pass as they
-/// are; blocking work is admitted (or refused with ``ServerBusy``) on the spot.
+/// are; blocking work the route's classifier calls cheap (``RouteOptions/isExpensive``) passes
+/// unadmitted (the server runs it on the general workers); expensive blocking work is
+/// admitted (or refused with ``ServerBusy``) on the spot.
 struct AdmissionResponder: HTTPResponder {
     let admission: ReadAdmission
+    let options: RouteOptions
     let wrapped: any HTTPResponder
 
     func respond(to request: HTTPRequest, context: RequestContext) throws -> HTTPReply {
@@ -149,6 +157,7 @@ struct AdmissionResponder: HTTPResponder {
         case let .response(response):
             return .response(response)
         case let .blocking(work):
+            guard options.isReadLaneWork(request) else { return .blocking(work) }
             let ticket = try admission.admit(client: context.clientAddress)
             return .blocking { try ticket.run(work) }
         }

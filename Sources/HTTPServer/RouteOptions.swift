@@ -30,18 +30,40 @@ public struct RouteOptions: Sendable {
     /// never on the workers that writes and other blocking handlers use. What the route
     /// answers on the event loop (its fast path) is not affected.
     public var expensiveRead: Bool
+    /// With `expensiveRead`: tells, per request, whether its blocking work is expensive (true:
+    /// the read lane) or bounded by its shape (false: the general workers, unadmitted, never
+    /// queued behind the lane). It sees the request as received (method, target, headers) and
+    /// runs on the event loop, so it must be cheap and must not block. Nil: every request of
+    /// the route is expensive. The server knows nothing of what the route reads; the route
+    /// decides (see ``isReadLaneWork(_:)``).
+    public var isExpensive: (@Sendable (HTTPRequest) -> Bool)?
 
     public init(execution: Execution = .inline, maxBodyBytes: Int? = nil, streamsBody: Bool = false,
-                bodyStreamWindow: Int = 1 << 20, expensiveRead: Bool = false) {
+                bodyStreamWindow: Int = 1 << 20, expensiveRead: Bool = false,
+                isExpensive: (@Sendable (HTTPRequest) -> Bool)? = nil) {
         self.execution = execution
         self.maxBodyBytes = maxBodyBytes
         self.streamsBody = streamsBody
         self.bodyStreamWindow = bodyStreamWindow
         self.expensiveRead = expensiveRead
+        self.isExpensive = isExpensive
+    }
+
+    /// Whether `request`'s blocking work runs in the read lane: the route is an expensive read
+    /// and its classifier (if any) says this request is.
+    public func isReadLaneWork(_ request: HTTPRequest) -> Bool {
+        guard expensiveRead else { return false }
+        return isExpensive?(request) ?? true
     }
 
     public static let inline = RouteOptions(execution: .inline)
     public static let workerPool = RouteOptions(execution: .workerPool)
     /// A route with a fast path whose blocking path is an expensive read (see ``expensiveRead``).
     public static let expensiveRead = RouteOptions(execution: .inline, expensiveRead: true)
+
+    /// A route with a fast path whose blocking path is an expensive read only for the requests
+    /// `isExpensive` says so; the others (cheap shapes) run on the general workers.
+    public static func expensiveRead(when isExpensive: @escaping @Sendable (HTTPRequest) -> Bool) -> RouteOptions {
+        RouteOptions(execution: .inline, expensiveRead: true, isExpensive: isExpensive)
+    }
 }

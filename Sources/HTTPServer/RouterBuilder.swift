@@ -105,7 +105,7 @@ public struct RouterBuilder {
             // proxy gave, and its refusal is logged and counted like any answer).
             var responder = route.responder
             if route.options.expensiveRead, let admission {
-                responder = AdmissionResponder(admission: admission, wrapped: responder)
+                responder = AdmissionResponder(admission: admission, options: route.options, wrapped: responder)
             }
             frozenRoutes.append(RouteNode.Route(
                 method: route.method, pattern: route.pattern, index: index, options: route.options,

@@ -59,10 +59,11 @@ final class ServerShared: Sendable {
     /// Blocking work refused because its pool's queue was full (or the pool stopping).
     var refusedWork: Int { refusedWorkCount.load(ordering: .relaxed) }
 
-    /// Runs `work` on the pool for `options` (the read lane for an expensive read, else the
-    /// workers); false when that pool's queue is full (or it is stopping): nothing will run.
-    func submit(_ options: RouteOptions, _ work: @escaping @Sendable () -> Void) -> Bool {
-        let pool = options.expensiveRead ? readWorkers ?? workers : workers
+    /// Runs `work` on the pool for `options` and `request` (the read lane for an expensive read,
+    /// else the workers: ``RouteOptions/isReadLaneWork(_:)``); false when that pool's queue is
+    /// full (or it is stopping): nothing will run.
+    func submit(_ options: RouteOptions, _ request: HTTPRequest, _ work: @escaping @Sendable () -> Void) -> Bool {
+        let pool = options.isReadLaneWork(request) ? readWorkers ?? workers : workers
         if pool.submit(work) { return true }
         refusedWorkCount.wrappingAdd(1, ordering: .relaxed)
         return false
@@ -70,7 +71,7 @@ final class ServerShared: Sendable {
 
     /// The answer to a request whose work a pool refused: ``ServerBusy`` as the renderer makes it.
     func busyResponse(_ options: RouteOptions, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
-        let pool: ServerBusy.Pool = options.expensiveRead && readWorkers != nil ? .reads : .workers
+        let pool: ServerBusy.Pool = options.isReadLaneWork(request) && readWorkers != nil ? .reads : .workers
         return errorRenderer.render(ServerBusy(.queueFull(pool)), request: request, context: context)
     }
 

@@ -99,14 +99,14 @@ import Testing
 
         // Two clients behind the trusted proxy, told apart by X-Forwarded-For.
         let greedy = ["X-Forwarded-For": "203.0.113.7"]
-        let first = try Self.send(app, "/albums?sort=title&nc=1", headers: greedy)
-        let second = try Self.send(app, "/albums?sort=title&nc=2", headers: greedy)
+        let first = try Self.send(app, "/albums?sort=title&offset=5000&nc=1", headers: greedy)
+        let second = try Self.send(app, "/albums?sort=title&offset=5000&nc=2", headers: greedy)
         #expect(eventually { lane.statistics.inFlight == 2 })
 
-        let third = try Self.send(app, "/albums?sort=title&nc=3", headers: greedy)
+        let third = try Self.send(app, "/albums?sort=title&offset=5000&nc=3", headers: greedy)
         try Self.expectRefused(try third.readResponse(), type: "urn:bluelibrary:problem:too-many-reads")
 
-        let other = try Self.send(app, "/albums?sort=title&nc=4", headers: ["X-Forwarded-For": "203.0.113.8"])
+        let other = try Self.send(app, "/albums?sort=title&offset=5000&nc=4", headers: ["X-Forwarded-For": "203.0.113.8"])
         #expect(eventually { lane.statistics.inFlight == 3 }, "the other address is admitted")
         #expect(lane.statistics.refusedClientLimit == 1 && lane.statistics.refusedQueueFull == 0)
 
@@ -136,11 +136,11 @@ import Testing
         defer { hold.release() }
 
         // The lane's one thread waits for a reader, and the one place in its queue is taken.
-        let running = try Self.send(app, "/albums?sort=title&nc=1")
-        let waiting = try Self.send(app, "/albums?sort=artist&nc=2")
+        let running = try Self.send(app, "/albums?sort=title&offset=5000&nc=1")
+        let waiting = try Self.send(app, "/albums?sort=artist&count=true&nc=2")
         #expect(eventually { lane.statistics.inFlight == 2 && lane.statistics.running == 1 })
 
-        let refused = try Self.send(app, "/albums?sort=-year&nc=3")
+        let refused = try Self.send(app, "/albums?sort=-year&q=x&nc=3")
         try Self.expectRefused(try refused.readResponse(), type: "urn:bluelibrary:problem:server-busy")
         #expect(lane.statistics.refusedQueueFull == 1)
 
@@ -162,6 +162,51 @@ import Testing
         #expect(eventually { lane.statistics.inFlight == 0 })
     }
 
+    /// Cost classes (issue 28): with the lane's one thread and its one queue place taken by
+    /// expensive reads (held: they wait for a SQLite reader the test holds) and their address
+    /// at its limit, a cheap-shaped uncached page from that very address (`limit=50`, read
+    /// after a write moved the version) is not refused nor queued behind them: it runs on
+    /// the workers and is answered 200, while an expensive-shaped one is refused 503. (Before
+    /// cost classes every uncached list read went into the lane: the cheap page was refused.)
+    @Test func aCheapShapedPageIsServedOnTheWorkersWhileTheLaneIsFull() throws {
+        let app = try TestApp.make { config in
+            config.readWorkers = 1
+            config.readQueue = 1
+            config.maxReadsPerClient = 2
+            config.readerWait = .seconds(60)
+        }
+        app.start()
+        defer { app.shutdown() }
+        let lane = try #require(app.router.readAdmission)
+        let hold = ReaderHold(app)
+        #expect(hold.waitUntilHeld())
+        defer { hold.release() }
+        let running = try Self.send(app, "/albums?sort=title&q=held&nc=1")
+        let waiting = try Self.send(app, "/albums?count=true&genre=Rock&nc=2")
+        #expect(eventually { lane.statistics.inFlight == 2 && lane.statistics.running == 1 })
+
+        // A write moves the version (writes never wait for a reader): the page is not in memory.
+        let added = try RawHTTPClient.request(
+            port: app.port, method: "POST", path: "/albums", headers: ["Content-Type": "application/json"],
+            body: Array(#"{"title":"Moves the version","artist":"Fair"}"#.utf8))
+        #expect(added.status == 201, "\(added.text)")
+
+        // An expensive shape from this address is refused ...
+        let expensive = try Self.send(app, "/albums?limit=50&offset=5000")
+        try Self.expectRefused(try expensive.readResponse(), type: "urn:bluelibrary:problem:too-many-reads")
+        // ... the cheap ones are taken by the workers, not the lane.
+        let cheap = try Self.send(app, "/albums?limit=50")
+        let cheapSorted = try Self.send(app, "/albums?limit=50&sort=-createdAt&offset=100")
+        #expect(lane.statistics.inFlight == 2, "cheap reads are not admitted into the lane")
+        hold.release()
+        let page = try cheap.readResponse()
+        #expect(page.status == 200, "\(page.text)")
+        #expect(try cheapSorted.readResponse().status == 200)
+        #expect(try running.readResponse().status == 200)
+        #expect(try waiting.readResponse().status == 200)
+        #expect(lane.statistics.refusedClientLimit == 1 && lane.statistics.refusedQueueFull == 0)
+    }
+
     @Test func aReadThatWaitsForAReaderPastItsDeadlineIs503() throws {
         let app = try TestApp.make { $0.readerWait = .milliseconds(100) }
         app.start()
@@ -170,7 +215,7 @@ import Testing
         #expect(hold.waitUntilHeld())
         defer { hold.release() }
 
-        let list = try Self.send(app, "/albums?sort=title&nc=1")
+        let list = try Self.send(app, "/albums?sort=title&offset=5000&nc=1")
         try Self.expectRefused(try list.readResponse(), type: "urn:bluelibrary:problem:database-unavailable")
         // A read on the worker pool waits for the same readers: the same answer.
         let undo = try Self.send(app, "/undo")

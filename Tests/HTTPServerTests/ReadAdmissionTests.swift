@@ -231,4 +231,78 @@ import Testing
         #expect(throws: ServerBusy(.queueFull(.reads))) { try open.admit(client: "a") }
         tickets.forEach { $0.release() }
     }
+
+    /// The nice value of the calling thread: field 19 of its `/proc/self/task/<tid>/stat`
+    /// (`/proc/thread-self` is that directory).
+    static func callingThreadNice() -> Int? {
+        guard let stat = try? String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")  // fields[0] is field 3
+        return fields.count > 16 ? Int(fields[16]) : nil
+    }
+
+    /// `GET /cost/{id}`: an expensive read unless the query says `cost=cheap` (the route's
+    /// classifier); an expensive one waits at `gate`. Each answers its thread's nice value.
+    static func classifiedRoutes(_ routes: inout RouterBuilder, gate: Gate, limits: ReadAdmission.Limits) {
+        routes.readLimits = limits
+        routes.add(.get, "/cost/{id}", options: .expensiveRead(when: { $0.query("cost") != "cheap" }), fast: { _, _ in nil },
+                   blocking: { request, _ in
+            if request.query("cost") != "cheap" { gate.pass() }
+            return HTTPResponse(contentType: "text/plain", bytes: Array("nice \(Self.callingThreadNice() ?? -1)".utf8))
+        })
+    }
+
+    @Test func aReadItsRouteCallsCheapRunsOnTheWorkersWhileTheLaneIsFull() throws {
+        let gate = Gate()
+        let server = try TestServer(workerThreads: 2) { routes in
+            Self.classifiedRoutes(&routes, gate: gate, limits: .init(threads: 1, queue: 0, perClient: 0))
+        }
+        defer { server.stop() }
+        let lane = try #require(server.router.readAdmission)
+        let held = try server.client()
+        try held.send(Self.get("/cost/a"))
+        #expect(gate.waitForArrival())
+        #expect(lane.statistics.inFlight == 1 && lane.statistics.running == 1)
+
+        // The lane is full: an expensive read is refused, a cheap one from the same address served.
+        let client = try server.client()
+        try client.send(Self.get("/cost/b?cost=high"))
+        try Self.expectBusy(try client.readResponse())
+        try client.send(Self.get("/cost/c?cost=cheap"))
+        let cheap = try client.readResponse()
+        #expect(cheap.status == 200, "\(cheap.statusLine) \(cheap.text)")
+        #expect(cheap.text.hasPrefix("nice "))
+        #expect(lane.statistics.inFlight == 1 && lane.statistics.refusedQueueFull == 1, "the cheap read was never admitted")
+
+        gate.open()
+        #expect(try held.readResponse().status == 200)
+        #expect(eventually { lane.statistics.inFlight == 0 })
+    }
+
+    @Test func theLaneThreadsRunAtTheirNiceValueAndTheWorkersAtTheProcesss() throws {
+        let gate = Gate()
+        gate.open()
+        gate.open()
+        let server = try TestServer(workerThreads: 1) { routes in
+            Self.classifiedRoutes(&routes, gate: gate, limits: .init(threads: 1, queue: 4, perClient: 0, nice: 13))
+        }
+        defer { server.stop() }
+        let process = try #require(Self.processNice())
+        let client = try server.client()
+        try client.send(Self.get("/cost/a"))
+        #expect(try client.readResponse().text == "nice \(max(13, process))", "setpriority cannot go below the process's own")
+        try client.send(Self.get("/cost/b?cost=cheap"))
+        #expect(try client.readResponse().text == "nice \(process)")
+        #expect(ReadAdmission.Limits().nice == 10, "the stated default")
+        #expect(ReadAdmission.Limits(nice: 40).nice == 19 && ReadAdmission.Limits(nice: -5).nice == 0)
+    }
+
+    /// The nice value of the process's main thread (field 19 of `/proc/self/stat`).
+    static func processNice() -> Int? {
+        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8), let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 16 ? Int(fields[16]) : nil
+    }
 }

@@ -75,24 +75,18 @@ def integer_members(schema, prefix=''):
     return out
 
 
-for path, item in spec['paths'].items():
-    if 'x-same-as' in item:
-        continue
-    for method, operation in item.items():
-        if method not in ('get', 'put', 'post', 'delete', 'patch'):
-            continue
-        where = '%s %s' % (method.upper(), path)
-        for parameter in item.get('parameters', []) + operation.get('parameters', []):
-            parameter = deref(parameter)
-            for b in branches(parameter.get('schema', {})):
-                if b.get('type') == 'integer' and 'enum' not in b and not ('minimum' in b and 'maximum' in b):
-                    problems.append('%s: the integer parameter %s states its minimum and maximum' % (where, parameter['name']))
-        body = deref(operation.get('requestBody') or {})
-        for media, content in (body.get('content') or {}).items():
-            if media.endswith('json'):
-                for name, b in integer_members(content.get('schema', {})):
-                    if 'enum' not in b and 'const' not in b and not ('minimum' in b and 'maximum' in b):
-                        problems.append('%s: the integer %s of its %s body states its minimum and maximum' % (where, name, media))
+for path, method, operation, parameters in openapi_refs.bare_operations(spec):
+    where = '%s %s' % (method, path)
+    for parameter in parameters:
+        for b in branches(parameter.get('schema', {})):
+            if b.get('type') == 'integer' and 'enum' not in b and not ('minimum' in b and 'maximum' in b):
+                problems.append('%s: the integer parameter %s states its minimum and maximum' % (where, parameter['name']))
+    body = deref(operation.get('requestBody') or {})
+    for media, content in (body.get('content') or {}).items():
+        if media.endswith('json'):
+            for name, b in integer_members(content.get('schema', {})):
+                if 'enum' not in b and 'const' not in b and not ('minimum' in b and 'maximum' in b):
+                    problems.append('%s: the integer %s of its %s body states its minimum and maximum' % (where, name, media))
 
 
 def as_copy(path, item):

@@ -1,4 +1,4 @@
-"""$ref resolution over a loaded openapi.yaml, shared by the spec-checking scripts."""
+"""$ref resolution and the operations of a loaded openapi.yaml, shared by the spec-checking scripts."""
 
 
 def deref(spec, node):
@@ -19,3 +19,16 @@ def branches(spec, schema):
         for branch in schema.get(key, []):
             out += branches(spec, branch)
     return out
+
+
+def bare_operations(spec):
+    """(path, METHOD, operation, parameters) of every operation that takes input on a bare route
+    (not a `/libraries/{lib}` copy, `x-same-as`), its path-level and own parameters dereferenced."""
+    for path, item in spec['paths'].items():
+        if 'x-same-as' in item:
+            continue
+        for method, operation in item.items():
+            if method not in ('get', 'put', 'post', 'delete', 'patch'):
+                continue
+            parameters = [deref(spec, p) for p in item.get('parameters', []) + operation.get('parameters', [])]
+            yield path, method.upper(), operation, parameters

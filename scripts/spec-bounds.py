@@ -59,27 +59,21 @@ def text(bound):
 
 
 parameters, body_fields = [], []
-for path, item in spec['paths'].items():
-    if 'x-same-as' in item:
-        continue
-    for method, operation in item.items():
-        if method not in ('get', 'put', 'post', 'delete', 'patch'):
+for path, method, operation, operation_parameters in openapi_refs.bare_operations(spec):
+    for parameter in operation_parameters:
+        integer = bounded(parameter.get('schema', {}))
+        if parameter['in'] in ('query', 'path') and integer is not None:
+            parameters.append({'method': method, 'path': path, 'name': parameter['name'], 'in': parameter['in'],
+                               'minimum': text(integer.get('minimum')), 'maximum': text(integer.get('maximum'))})
+    body = deref(operation.get('requestBody') or {})
+    for media, content in (body.get('content') or {}).items():
+        if not media.endswith('json'):
             continue
-        for parameter in item.get('parameters', []) + operation.get('parameters', []):
-            parameter = deref(parameter)
-            integer = bounded(parameter.get('schema', {}))
-            if parameter['in'] in ('query', 'path') and integer is not None:
-                parameters.append({'method': method.upper(), 'path': path, 'name': parameter['name'], 'in': parameter['in'],
-                                   'minimum': text(integer.get('minimum')), 'maximum': text(integer.get('maximum'))})
-        body = deref(operation.get('requestBody') or {})
-        for media, content in (body.get('content') or {}).items():
-            if not media.endswith('json'):
+        seen = set()
+        for name, integer in fields(content.get('schema', {})):
+            if name in seen:
                 continue
-            seen = set()
-            for name, integer in fields(content.get('schema', {})):
-                if name in seen:
-                    continue
-                seen.add(name)
-                body_fields.append({'method': method.upper(), 'path': path, 'mediaType': media, 'field': name,
-                                    'minimum': text(integer.get('minimum')), 'maximum': text(integer.get('maximum'))})
+            seen.add(name)
+            body_fields.append({'method': method, 'path': path, 'mediaType': media, 'field': name,
+                                'minimum': text(integer.get('minimum')), 'maximum': text(integer.get('maximum'))})
 print(json.dumps({'parameters': parameters, 'fields': body_fields}, indent=1))

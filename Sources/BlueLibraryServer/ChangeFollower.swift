@@ -193,11 +193,9 @@ final class ChangeFollower: Sendable {
 
     func start() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { [self] in follow() }
-        thread.name = "change-follower"
-        thread.start()
+        startThread(named: "change-follower") { [self] in follow() }
         if let wakeup {
-            let listener = Thread { [self] in
+            startThread(named: "commit-listener") { [self] in
                 while !stopped.load(ordering: .relaxed) {
                     let woken = wakeup.wait(upTo: interval)
                     for name in woken.libraries { revive(LibraryID(rawValue: name)) }
@@ -205,8 +203,6 @@ final class ChangeFollower: Sendable {
                     publishRelayed(woken.events)
                 }
             }
-            listener.name = "commit-listener"
-            listener.start()
         }
     }
 

@@ -144,7 +144,7 @@ final class EventDeliveryPool: Sendable {
     }
 
     private func start() {
-        let thread = Thread { [self] in
+        startThread(named: name) { [self] in
             while true {
                 let next = state.withLock { state -> Next in
                     if state.stopped { return .stop }
@@ -191,8 +191,6 @@ final class EventDeliveryPool: Sendable {
                 }
             }
         }
-        thread.name = name
-        thread.start()
     }
 }
 

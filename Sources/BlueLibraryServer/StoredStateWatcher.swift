@@ -31,9 +31,7 @@ final class StoredStateWatcher: Sendable {
 
     func start() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { [self] in run() }
-        thread.name = "stored-state-watch"
-        thread.start()
+        startThread(named: "stored-state-watch") { [self] in run() }
     }
 
     private func run() {

@@ -73,13 +73,10 @@ public final class BoundedThreadPool: Sendable {
         threadCount = max(1, threads)
         self.queueLimit = max(1, queueLimit)
         for index in 0..<threadCount {
-            let thread = Thread { [shared] in
+            startThread(named: "\(name)-\(index)", stackSize: stackSize) { [shared] in
                 onThreadStart?()
                 Self.work(shared)
             }
-            thread.name = "\(name)-\(index)"
-            if let stackSize { thread.stackSize = stackSize }
-            thread.start()
         }
     }
 

@@ -108,12 +108,10 @@ final class EventLoop: @unchecked Sendable {
 
     /// Starts the loop's thread.
     func start() {
-        let thread = Thread { [self] in
+        startThread(named: "event-loop-\(index)") { [self] in
             self.run()
             self.finished.signal()
         }
-        thread.name = "event-loop-\(index)"
-        thread.start()
     }
 
     /// Waits until the loop's thread has ended.

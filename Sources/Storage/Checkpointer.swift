@@ -52,15 +52,12 @@ final class Checkpointer: Sendable {
         self.resetFrames = max(1, resetFrames)
         self.fallbackFrames = fallbackFrames
         self.walFrames = walFrames
-        let thread = Thread { [self] in
+        startThread(named: Self.threadName) { [self] in
             run(path: path, options: options, interval: interval)
         }
-        thread.name = Self.threadName
-        thread.start()
     }
 
     private func run(path: String, options: Connection.Options, interval: Duration) {
-        _ = bl_set_calling_thread_name(Self.threadName)
         // Best effort: where the call is refused the thread simply keeps its priority.
         _ = bl_make_calling_thread_nice()
         var connection: Connection?

@@ -1,10 +1,27 @@
 import Dispatch
 import Essentials
+import Foundation
 import Synchronization
 import TestThreads
 import Testing
 
 @Suite(.ownThreads) struct BoundedThreadPoolTests {
+    /// The kernel's name of a pool thread (what `top -H` shows) is the pool's name and index, cut
+    /// to the kernel's 15 bytes; Foundation's `Thread.name` alone left it the process's name.
+    @Test func poolThreadsCarryTheirNameInTheKernel() {
+        let pool = BoundedThreadPool(threads: 1, name: "named-pool-thread")
+        let seen = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        #expect(pool.submit {
+            let comm = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+            seen.withLock { $0 = comm?.trimmingCharacters(in: .newlines) }
+            done.signal()
+        })
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        pool.shutdown(.finishQueued)
+        #expect(seen.withLock { $0 } == "named-pool-thre")
+    }
+
     /// One thread, held by a job that waits for a gate: the queue fills and then refuses.
     @Test func refusesWhenTheQueueIsFull() {
         let pool = BoundedThreadPool(threads: 1, queueLimit: 2, name: "test-pool")

@@ -297,6 +297,11 @@ public struct ServeConfiguration: Sendable, Equatable {
             let text = value.trimmingASCIIWhitespace().lowercased()
             config.queryTimeout = text == "off" ? nil : try seconds(text, name: "query timeout")
         },
+        Option(flag: "--export-wait", variable: "BLUELIBRARY_EXPORT_WAIT", placeholder: "SECONDS", defaultText: "10",
+               help: "Longest an export (GET /archive) waits for one of the two export slots before 503 exports-busy with Retry-After.") {
+            config, value throws(ConfigurationError) in
+            config.exports.queueDeadline = try seconds(value, name: "export wait")
+        },
         Option(flag: "--cover-allow", variable: "BLUELIBRARY_COVER_ALLOW", placeholder: "HOSTS,CIDRS", defaultText: "none",
                help: "Internal hosts/ranges cover URLs may reach (loopback, private, link-local are refused otherwise).") { config, value throws(ConfigurationError) in
             do throws(CoverAddressPolicy.InvalidEntry) {

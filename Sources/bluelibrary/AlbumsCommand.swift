@@ -34,7 +34,8 @@ enum AlbumsCommand {
           --library ID     The library (default: "default"; see 'bluelibrary libraries --help').
           --url URL        The server (default: $BLUELIBRARY_URL, else http://127.0.0.1:8080).
           --client NAME    The client whose current album add and undo update (default: "default").
-          --timeout SEC    Seconds to wait for each answer (default: 10).
+          --timeout SEC    Seconds to wait for each answer (default: $BLUELIBRARY_CLIENT_TIMEOUT,
+                           else 10).
         \(ClientToken.optionsHelp)
           --replica FILE   Work on the offline replica in FILE (default: $BLUELIBRARY_REPLICA):
                            list reads it, add/delete/move change it at once and queue the change
@@ -151,13 +152,22 @@ enum AlbumsCommand {
     static func connect(_ options: inout Options) -> BlueLibraryClient {
         let environment = ProcessInfo.processInfo.environment
         let url = options.value("url") ?? environment["BLUELIBRARY_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
-        let timeout = options.double("timeout") ?? 10
+        let timeout = options.double("timeout") ?? environmentTimeout(environment["BLUELIBRARY_CLIENT_TIMEOUT"]) ?? 10
         let token = ClientToken.read(&options, environment: environment)
         do {
             return try BlueLibraryClient(url: url, timeout: timeout, token: token)
         } catch {
             fail("--url: \(error.description)")
         }
+    }
+
+    /// A non-empty `$BLUELIBRARY_CLIENT_TIMEOUT` as seconds (exit 2 when it is not a positive number).
+    static func environmentTimeout(_ text: String?) -> Double? {
+        guard let text, !text.isEmpty else { return nil }
+        guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+            fail("BLUELIBRARY_CLIENT_TIMEOUT must be a positive number of seconds, not '\(text)'")
+        }
+        return seconds
     }
 
     /// Runs `body` and exits: 0 when it succeeded; else the error on stderr and exit code 1,

@@ -32,7 +32,8 @@ enum SyncCommand {
           --library ID     The library of a new replica (default: "default"); an existing FILE
                            keeps its own, and another ID is refused.
           --url URL        The server (default: $BLUELIBRARY_URL, else http://127.0.0.1:8080).
-          --timeout SEC    Seconds to wait for each answer (default: 10).
+          --timeout SEC    Seconds to wait for each answer (default: $BLUELIBRARY_CLIENT_TIMEOUT,
+                           else 10).
         \(ClientToken.optionsHelp)
           --json           Print what was done as JSON.
         """

@@ -36,7 +36,8 @@ enum ViewsCommand {
 
         Options for every command:
           --url URL        The server (default: $BLUELIBRARY_URL, else http://127.0.0.1:8080).
-          --timeout SEC    Seconds to wait for each answer (default: 10).
+          --timeout SEC    Seconds to wait for each answer (default: $BLUELIBRARY_CLIENT_TIMEOUT,
+                           else 10).
         \(ClientToken.optionsHelp)
 
         \(ClientToken.exitStatusHelp)

@@ -146,6 +146,24 @@ import Testing
         let help = try albums(["--help"])
         #expect(help.status == 0 && help.stdout.contains("bluelibrary albums <command>"))
     }
+
+    /// `--timeout`, else `$BLUELIBRARY_CLIENT_TIMEOUT`, else 10 s; against a server that holds
+    /// every request and never answers.
+    @Test func theTimeoutComesFromTheFlagElseTheEnvironment() throws {
+        let silent = try GatedProxy(upstreamPort: server.port)
+        silent.gated = true
+        let url = "http://127.0.0.1:\(silent.port)"
+        let fromEnvironment = try albums(["list"], environment: ["BLUELIBRARY_URL": url, "BLUELIBRARY_CLIENT_TIMEOUT": "0.5"])
+        #expect(fromEnvironment.status == 1 && fromEnvironment.stderr.contains("no answer from the server within 0.5 s"),
+                "\(fromEnvironment.stderr)")
+        let flagWins = try albums(["list", "--timeout", "0.7"], environment: ["BLUELIBRARY_URL": url, "BLUELIBRARY_CLIENT_TIMEOUT": "30"])
+        #expect(flagWins.status == 1 && flagWins.stderr.contains("within 0.7 s"), "\(flagWins.stderr)")
+        for bad in ["soon", "0", "-1"] {
+            let refused = try albums(["list"], environment: ["BLUELIBRARY_URL": url, "BLUELIBRARY_CLIENT_TIMEOUT": bad])
+            #expect(refused.status == 2 && refused.stderr.contains("BLUELIBRARY_CLIENT_TIMEOUT must be a positive number of seconds, not '\(bad)'"),
+                    "\(bad): \(refused.stderr)")
+        }
+    }
 }
 
 /// The exit status and output of one run of the built `bluelibrary` executable.
@@ -154,11 +172,18 @@ struct CommandRun {
     var stdout: String
     var stderr: String
 
-    /// Runs `bluelibrary <arguments>` with the environment's BLUELIBRARY_ variables replaced by `environment`.
-    static func bluelibrary(_ arguments: [String], environment: [String: String]) throws -> CommandRun {
+    /// Seconds a command waits for each answer unless `environment` says otherwise: well past
+    /// the CLI's 10 s default, as the suite's servers answer slowly on a loaded machine.
+    static let timeout = "60"
+
+    /// Runs `bluelibrary <arguments>` with the environment's BLUELIBRARY_ variables replaced by
+    /// `environment` (and `BLUELIBRARY_CLIENT_TIMEOUT` ``timeout`` unless it sets one), `input` on stdin.
+    static func bluelibrary(_ arguments: [String], environment: [String: String], input: String = "") throws -> CommandRun {
         let run = try ChildProcess.run(
             ServerProcess.executableURL.path, arguments,
-            environment: ChildProcess.environment(dropping: { $0.hasPrefix("BLUELIBRARY_") }, adding: environment))
+            environment: ChildProcess.environment(dropping: { $0.hasPrefix("BLUELIBRARY_") },
+                                                  adding: environment.merging(["BLUELIBRARY_CLIENT_TIMEOUT": timeout]) { mine, _ in mine }),
+            input: Array(input.utf8))
         return CommandRun(status: run.status, stdout: String(decoding: run.stdout, as: UTF8.self),
                           stderr: String(decoding: run.stderr, as: UTF8.self))
     }

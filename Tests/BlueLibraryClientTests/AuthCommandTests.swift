@@ -21,13 +21,7 @@ import Testing
 
     /// `bluelibrary <arguments>` against the server, with `environment` (BLUELIBRARY_URL added) and `input` on stdin.
     func run(_ arguments: [String], environment: [String: String] = [:], input: String = "") throws -> CommandRun {
-        let run = try ChildProcess.run(
-            ServerProcess.executableURL.path, arguments,
-            environment: ChildProcess.environment(dropping: { $0.hasPrefix("BLUELIBRARY_") },
-                                                  adding: environment.merging(["BLUELIBRARY_URL": server.url]) { mine, _ in mine }),
-            input: Array(input.utf8))
-        return CommandRun(status: run.status, stdout: String(decoding: run.stdout, as: UTF8.self),
-                          stderr: String(decoding: run.stderr, as: UTF8.self))
+        try CommandRun.bluelibrary(arguments, environment: environment.merging(["BLUELIBRARY_URL": server.url]) { mine, _ in mine }, input: input)
     }
 
     /// A file holding `text`.

@@ -52,7 +52,7 @@ final class LiveServer: Sendable {
 
     /// `lock` `.locked`: started with `ServerLock.token` and `access.protectReads` on; `client`
     /// (and `client(port:)`) send the token.
-    init(_ lock: ServerLock = .open, timeout: Double = 10, _ adjust: (inout ServeConfiguration) -> Void = { _ in }) throws {
+    init(_ lock: ServerLock = .open, timeout: Double = 60, _ adjust: (inout ServeConfiguration) -> Void = { _ in }) throws {
         self.lock = lock
         app = try TestApp.make { config in
             if lock == .locked { config.token = AccessToken(ServerLock.token) }
@@ -66,12 +66,12 @@ final class LiveServer: Sendable {
     deinit { app.shutdown() }
 
     /// A client for another port (a proxy in front of this server, or nothing at all).
-    static func client(port: Int, timeout: Double = 10) -> BlueLibraryClient {
+    static func client(port: Int, timeout: Double = 60) -> BlueLibraryClient {
         BlueLibraryClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, timeout: timeout)
     }
 
     /// A client for another port (a proxy in front of this server) with this server's token.
-    func client(port: Int, timeout: Double = 10) -> BlueLibraryClient {
+    func client(port: Int, timeout: Double = 60) -> BlueLibraryClient {
         BlueLibraryClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, timeout: timeout, token: lock.token)
     }
 

@@ -81,9 +81,10 @@ import Testing
     }
 
     /// Every `BLUELIBRARY_*` variable the server's sources read is in `serve --help`; only the
-    /// client commands' own variables (the server URL, the client token, the replica) are not.
+    /// client commands' own variables (the server URL, the client token and timeout, the
+    /// replica) are not.
     @Test func helpListsEveryVariableTheServerReads() throws {
-        let clientOnly: Set<String> = ["BLUELIBRARY_URL", "BLUELIBRARY_CLIENT_TOKEN", "BLUELIBRARY_REPLICA"]
+        let clientOnly: Set<String> = ["BLUELIBRARY_URL", "BLUELIBRARY_CLIENT_TOKEN", "BLUELIBRARY_CLIENT_TIMEOUT", "BLUELIBRARY_REPLICA"]
         let sources = NginxProxy.repositoryRoot.appendingPathComponent("Sources")
         let files = try #require(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
         var read: Set<String> = []
@@ -130,6 +131,14 @@ import Testing
         let env = try ServeConfiguration.parse(arguments: [], environment: ["BLUELIBRARY_MIN_BODY_RATE": "4096"])
         #expect(env.limits.minBodyBytesPerSecond == 4096)
         #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--min-body-rate", "-1"], environment: [:]) }
+    }
+
+    @Test func theExportWaitIsConfigurable() throws {
+        #expect(try ServeConfiguration.parse(arguments: [], environment: [:]).exports.queueDeadline == .seconds(10))
+        #expect(try ServeConfiguration.parse(arguments: ["--export-wait", "60"], environment: [:]).exports.queueDeadline == .seconds(60))
+        let env = try ServeConfiguration.parse(arguments: [], environment: ["BLUELIBRARY_EXPORT_WAIT": "2.5"])
+        #expect(env.exports.queueDeadline == .milliseconds(2500))
+        #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--export-wait", "0"], environment: [:]) }
     }
 
     @Test func diskReserveIsConfigurable() throws {

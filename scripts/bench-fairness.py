@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fairness under expensive anonymous reads (issue 28): `scripts/bench --scenario fairness`.
+"""Fairness under expensive anonymous reads: `scripts/bench --scenario fairness`.
 
     python3 scripts/bench-fairness.py --bin BIN [--dir .bench/fairness] [--baseline 20] [--attack 30]
         [--attackers 16] [--rate 10] [--view-libraries 32] [--view-albums 30000] [--albums 1000000]
@@ -30,9 +30,9 @@ for the server to finish work they left behind (the server is stopped).
 Reported: innocent p50/p99 (ms) and request counts per phase, the ratio attack/baseline of
 p99, 500s seen by anyone, what the attackers got (200 / 503 / other / errors, and how many
 503s carried Retry-After), the server's peak RSS (VmHWM from /proc/PID/status, and the
-largest VmRSS sampled every 100 ms). Targets (issue 28), each printed PASS or FAIL, never
-hidden: innocent p99 during the attack <= 5x its baseline and < 50 ms (each innocent), no
-500s, server RSS < 512 MiB. If the server's RSS passes --rss-abort-mib the attack is cut
+largest VmRSS sampled every 100 ms). Targets, each printed PASS or FAIL, never hidden:
+innocent p99 during the attack <= 5x its baseline and < 50 ms (each innocent), no 500s,
+server RSS < 512 MiB. If the server's RSS passes --rss-abort-mib the attack is cut
 short (the machine is shared) and the run says so: RSS is then FAIL.
 A JSON line with every figure is appended to DIR/results.jsonl.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Event fan-out (issue 17): one client's write rate with N `GET /events` subscribers reading,
+"""Event fan-out: one client's write rate with N `GET /events` subscribers reading,
 as a ratio to the same client's rate with none, measured in one run on one server process.
 
     scripts/bench-fanout.py --bin BIN --subscribers 1000 [--duration S] [--readers PROGRAM]

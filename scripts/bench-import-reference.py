@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """SQLite's own time for what `PUT /archive` stores: the reference of scripts/bench's
-import-<size> scenarios (issue 17).
+import-<size> scenarios.
 
     scripts/bench-import-reference.py SERVER_DB WORK_DIR [--repeat N]
 

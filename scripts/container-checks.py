@@ -599,7 +599,7 @@ def step_backup(name, volume):
     check(os.stat(copied).st_mode & 0o777 == 0o600, f"podman cp kept the backup's mode 0600: {oct(os.stat(copied).st_mode)}")
     check(request("POST", base + "/albums", {"title": "After the backup", "artist": "Lost"})[0] == 201, "a write after the backup")
     podman("stop", name)
-    # The old way, the backup on a read-only bind mount: the image's user cannot read a 0600
+    # A restore from the backup on a read-only bind mount: the image's user cannot read a 0600
     # file of root's; refused with a message that says what to do instead.
     refused = podman("run", "--rm", "--network", "none", *HARDENING, "-v", f"{volume}:/data", "-v", f"{backups}:/backup:ro",
                      IMAGE, "restore", "--from", "/backup/copied.sqlite", check_status=False)

@@ -31,10 +31,10 @@ struct ArchiveRoutes {
         routes.addForEachLibrary(.get, "/archive", options: .workerPool) { [libraries, workers, exportPolicy] _, context in
             let facade = try libraries.facade(context)
             // An export holds one read snapshot from its first byte to its last, which keeps
-            // the WAL from restarting (issue 11, #9): exports run one per export thread, a
-            // request waits for its turn at most `queueDeadline` (on a request worker, at most
-            // `maxWaiting` of them), and the client must keep up `minimumBytesPerSecond` on
-            // average after `grace`, or the export stops and the connection is closed.
+            // the WAL from restarting: exports run one per export thread, a request waits for
+            // its turn at most `queueDeadline` (on a request worker, at most `maxWaiting` of
+            // them), and the client must keep up `minimumBytesPerSecond` on average after
+            // `grace`, or the export stops and the connection is closed.
             guard let lease = slots.acquire(waitingAtMost: exportPolicy.queueDeadline, maxWaiting: exportPolicy.maxWaiting) else {
                 let retry = max(1, Int(exportPolicy.queueDeadline.components.seconds))
                 throw HTTPError(.serviceUnavailable, detail: "Every export slot is busy; retry the export in \(retry) s.",

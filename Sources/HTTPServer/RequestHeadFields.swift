@@ -1,8 +1,8 @@
 /// The header fields of a request head as it arrived: one copy of the field lines and, behind
 /// them in the same buffer, where each name and value lies. A lookup compares bytes; a String
 /// is made only for a value somebody asks for as a String. Parsing a head therefore costs one
-/// allocation however many fields it has (it used to be an array plus a String per field
-/// longer than 15 bytes), and a revalidation reads its `If-None-Match` without making one.
+/// allocation however many fields it has (rather than an array plus a String per field longer
+/// than 15 bytes), and a revalidation reads its `If-None-Match` without making one.
 ///
 /// Layout of `storage`: `fieldBytes` bytes of field lines (copied from the input buffer, CR/LF
 /// included), then four native-endian `UInt32` per field: name start, name end, value start,

@@ -2,8 +2,7 @@ import Glibc
 import SQLite
 import Synchronization
 
-/// Space kept aside next to the database so that a full disk can be recovered from
-/// (issue 11, #14).
+/// Space kept aside next to the database so that a full disk can be recovered from.
 ///
 /// When a commit fails because the disk is full, the WAL that filled it can only be copied
 /// into the database file if that file can grow, and only then can the WAL be truncated. So a

@@ -48,7 +48,7 @@ public final class SQLiteAlbumStore: AlbumStore {
         /// the WAL can still be checkpointed and truncated (see `DiskReserve`); 0 for none.
         public var diskReserveBytes: Int
         /// Saved states (`PUT /state?client=`) kept per library; past it the least recently
-        /// saved go first (issue 11, #9). At least 1.
+        /// saved go first, so new client names cannot grow the table without bound. At least 1.
         public var maxSavedStates: Int
         /// Most write calls committed together in one transaction when they queue up behind the
         /// writer (group commit, see `Database.write`); 1 commits each alone.

@@ -42,7 +42,7 @@ import SQLite
 ///
 /// v5 and v6 add the settings, access and secrets tables (see their statements below).
 ///
-/// v7 (issue 13: several libraries, views, moves between libraries):
+/// v7 (several libraries, views, moves between libraries):
 /// - `libraries` gains `display_name` (NULL: the id, `name`, is shown) and `deleted` (0/1).
 ///   A deleted library is a tombstone: its albums, buckets, undo commands, saved states and
 ///   changes are gone, but its row stays with its `version`, so a library created again with

@@ -9,8 +9,8 @@ import SQLite
 /// and the protocol witnesses of a generic class are its unspecialised generic code, so every
 /// statement would go through the session protocol at run time. The witnesses of these
 /// non-generic conformers are the forwarding methods below for one known `DB`, which the
-/// compiler specialises: SQLite's engine runs as direct calls on `Connection`, as before the
-/// engine became generic.
+/// compiler specialises: SQLite's engine runs as direct calls on `Connection`, with no
+/// protocol dispatch per statement.
 protocol StoreTransaction: AlbumStoreWriter {
     associatedtype DB: SQLSession
     var engine: LibraryTransaction<DB> { get }

@@ -4,9 +4,9 @@ import Library
 import Synchronization
 import Testing
 
-/// The contract for several libraries and views (issue 13): the catalog calls, reads and
-/// writes over several libraries, global album ids, deleted and re-created libraries, the
-/// change feed's move columns and the view definitions.
+/// The contract for several libraries and views: the catalog calls, reads and writes over
+/// several libraries, global album ids, deleted and re-created libraries, the change feed's
+/// move columns and the view definitions.
 extension AlbumStoreContract {
     static let jazz = LibraryID(rawValue: "jazz")
     static let blues = LibraryID(rawValue: "blues")

@@ -50,8 +50,8 @@ final class ParkedSettingsStore: SettingsStore {
     }
 }
 
-/// Issue 11, defect 7: the decisions an event loop makes need no database and no lock held
-/// across a database write.
+/// The decisions an event loop makes need no database and no lock held across a database
+/// write.
 @Suite(.serialized, .timeLimit(.minutes(1)), .ownThreads) struct AccessStateInMemoryTests {
     static let token = "correct-horse-battery-staple"
 

@@ -7,8 +7,8 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// `PUT /archive` streams its body (issue 11 #3): the route starts on the head, the body goes
-/// to a file as it arrives and is imported from there.
+/// `PUT /archive` streams its body: the route starts on the head, the body goes to a file as it
+/// arrives and is imported from there.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class ArchiveUploadTests {
     let app: BlueLibraryApp
 
@@ -77,9 +77,9 @@ import Testing
         #expect(streamed.value == IdempotencyGuard.fingerprint(request))
     }
 
-    /// The upload is hashed only when an Idempotency-Key asks for it (issue 17): with a key,
-    /// a repeat of the same archive replays the first answer without importing again, and the
-    /// same key with another archive is refused; without one, every PUT imports.
+    /// The upload is hashed only when an Idempotency-Key asks for it: with a key, a repeat of
+    /// the same archive replays the first answer without importing again, and the same key with
+    /// another archive is refused; without one, every PUT imports.
     @Test func anIdempotencyKeyStillGuardsAStreamedImport() throws {
         func put(_ body: [UInt8], key: String?) throws -> RawHTTPClient.Response {
             var headers = ["Content-Type": "application/json"]

@@ -6,9 +6,8 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Issue 11, defect 3 (first half): a protected request that will be refused gets its 401/429
-/// from the head, before any body byte is read and without `100 Continue`; then the
-/// connection is closed.
+/// A protected request that will be refused gets its 401/429 from the head, before any body
+/// byte is read and without `100 Continue`; then the connection is closed.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct AuthBeforeBodyTests {
     static let token = "correct-horse-battery-staple"
 

@@ -149,8 +149,8 @@ import Testing
                                   headers: ["Content-Type": "application/merge-patch+json"], body: Array(json.utf8))
     }
 
-    /// Issue 11 #10: in the default, unlocked setup an anonymous PATCH must not open loopback
-    /// (or cloud metadata); refusals do not say what an internal name resolves to.
+    /// In the default, unlocked setup an anonymous PATCH must not open loopback (or cloud
+    /// metadata); refusals do not say what an internal name resolves to.
     @Test func anonymousSettingsCannotWidenTheAddressGuard() throws {
         app.shutdown()
         app = try Self.makeApp(TestApp.temporaryDirectory(), allow: "")

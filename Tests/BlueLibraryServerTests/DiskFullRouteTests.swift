@@ -7,7 +7,7 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Issue 11, #14 over HTTP: with the data directory on a small tmpfs that fills up, writes get
+/// A full disk over HTTP: with the data directory on a small tmpfs that fills up, writes get
 /// 507 with a problem that says the disk is full, `/readyz` says so, reads go on, and writes
 /// resume by themselves once space is freed. Skipped where a tmpfs cannot be mounted.
 @Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: TmpfsVolume.canMount, "needs to mount a tmpfs (root in a container that allows it)"), .ownThreads)

@@ -7,8 +7,8 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Issue 11, #9: a `GET /archive` client that stops reading held its read snapshot (and an
-/// export thread) forever, and further exports queued without a deadline.
+/// A `GET /archive` client that stops reading must not hold its read snapshot (and an export
+/// thread) forever, and further exports must not queue without a deadline.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads)
 struct ExportPaceTests {
     /// A library big enough that its export (~10 MB) cannot hide in socket buffers.

@@ -8,8 +8,8 @@ import Testing
 /// Inputs the fuzz targets in `Fuzz/` found (`scripts/fuzz`), kept as ordinary tests.
 @Suite(.ownThreads) struct ForwardedHeadersFuzzRegressionTests {
     /// fuzz-forwarded-headers (base64 `AGZvcj0KATEyNy4wLjAuMQoAOzs9O2Zvcj0iOwo=`): `Forwarded: for=`
-    /// put an empty address in the chain (X-Forwarded-For drops empty entries), and behind
-    /// trusted hops the empty string became the client address, one lockout key for everyone.
+    /// puts no empty address in the chain (X-Forwarded-For drops empty entries too): behind
+    /// trusted hops the empty string would become the client address, one lockout key for everyone.
     @Test func anEmptyForIsNoHop() {
         let trusted = ["10.0.0.0/8"].compactMap(IPAddressRange.init)
         let headers: HTTPHeaders = ["Forwarded": "for=, for=\"\", for=10.0.0.7"]

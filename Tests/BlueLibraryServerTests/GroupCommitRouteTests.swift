@@ -13,8 +13,8 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Group commit over real sockets (issue 17): requests queued behind a busy writer commit in
-/// one transaction, each under its own savepoint, and everything a client can observe (status,
+/// Group commit over real sockets: requests queued behind a busy writer commit in one
+/// transaction, each under its own savepoint, and everything a client can observe (status,
 /// change feed, events, undo, idempotency) is as if they had run one by one in queue order.
 @Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class GroupCommitRouteTests {
     typealias Routes = LibraryRouteTests

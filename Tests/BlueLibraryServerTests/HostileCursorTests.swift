@@ -12,8 +12,8 @@ import Testing
 /// Cursors as a hostile client sends them, against the real executable (a trap would kill it,
 /// which an in-process test could not survive).
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct HostileCursorTests {
-    /// A cursor built the way the first round's server sealed them: FNV-1a 64 over a salt that
-    /// is in the public source, then the payload. Anyone could make one.
+    /// A cursor with a forgeable seal: FNV-1a 64 over a salt that is in the public source, then
+    /// the payload. Anyone could make one, so the server must refuse it.
     static func forgedWithPublicSalt(_ json: String) -> String {
         let payload = Array(json.utf8)
         let sum = FNV1a.hash(Array("bluelibrary.cursor.v1".utf8) + payload)

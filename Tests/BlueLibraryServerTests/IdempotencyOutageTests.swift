@@ -8,9 +8,8 @@ import TestThreads
 import Testing
 @testable import BlueLibraryServer
 
-/// Review finding 3 of issue 14: a write whose database went away midway may have committed,
-/// so its Idempotency-Key is never released (a retry must not write twice) and its 503 does
-/// not promise that a repeat is safe.
+/// A write whose database went away midway may have committed, so its Idempotency-Key is never
+/// released (a retry must not write twice) and its 503 does not promise that a repeat is safe.
 @Suite("Idempotency keys across a database outage", .ownThreads)
 struct IdempotencyOutageTests {
     struct Outage: UnavailableDependency {

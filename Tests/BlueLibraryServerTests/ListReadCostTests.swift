@@ -4,8 +4,8 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// The cost classes of uncached list reads (issue 28): which query shapes run in the read lane
-/// (expensive) and which on the general workers (cheap), parameter by parameter.
+/// The cost classes of uncached list reads: which query shapes run in the read lane (expensive)
+/// and which on the general workers (cheap), parameter by parameter.
 @Suite(.ownThreads) struct ListReadCostTests {
     static func albums(_ query: String) -> Bool {
         ListReadCost.isExpensiveAlbumList(HTTPRequest(method: .get, target: query.isEmpty ? "/albums" : "/albums?" + query))

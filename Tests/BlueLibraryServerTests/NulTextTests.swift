@@ -6,9 +6,9 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Review finding 8 of issue 14: U+0000 in album text and in a view's filter is a 422 naming the
-/// field on both stores (PostgreSQL cannot store it; SQLite answers the same for one API); in a
-/// list's query it is a 400 naming the parameter.
+/// U+0000 in album text and in a view's filter is a 422 naming the field on both stores
+/// (PostgreSQL cannot store it; SQLite answers the same for one API); in a list's query it is
+/// a 400 naming the parameter.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads)
 struct NulTextTests {
     enum Backend: String, CaseIterable, CustomTestStringConvertible {

@@ -11,10 +11,10 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Admission control on the real app (issue 28): uncached list reads run in the read lane,
-/// bounded in threads, queue and per client address; past those bounds, and when a read waits
-/// for a SQLite reader past its deadline, the answer is 503 with `Retry-After` and a named
-/// problem type, never 500. The SQLite readers are held by the test through the app's own
+/// Admission control on the real app: uncached list reads run in the read lane, bounded in
+/// threads, queue and per client address; past those bounds, and when a read waits for a
+/// SQLite reader past its deadline, the answer is 503 with `Retry-After` and a named problem
+/// type, never 500. The SQLite readers are held by the test through the app's own
 /// store (a read transaction that waits for the test), so what is in flight is known without
 /// timing: the list reads wait for a reader until the test lets them go.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ReadAdmissionRouteTests {
@@ -162,12 +162,12 @@ import Testing
         #expect(eventually { lane.statistics.inFlight == 0 })
     }
 
-    /// Cost classes (issue 28): with the lane's one thread and its one queue place taken by
-    /// expensive reads (held: they wait for a SQLite reader the test holds) and their address
-    /// at its limit, a cheap-shaped uncached page from that very address (`limit=50`, read
-    /// after a write moved the version) is not refused nor queued behind them: it runs on
-    /// the workers and is answered 200, while an expensive-shaped one is refused 503. (Before
-    /// cost classes every uncached list read went into the lane: the cheap page was refused.)
+    /// Cost classes: with the lane's one thread and its one queue place taken by expensive
+    /// reads (held: they wait for a SQLite reader the test holds) and their address at its
+    /// limit, a cheap-shaped uncached page from that very address (`limit=50`, read after a
+    /// write moved the version) is not refused nor queued behind them: it runs on the workers
+    /// and is answered 200, while an expensive-shaped one is refused 503. (Were every uncached
+    /// list read sent to the lane, the cheap page would be refused along with the rest.)
     @Test func aCheapShapedPageIsServedOnTheWorkersWhileTheLaneIsFull() throws {
         let app = try TestApp.make { config in
             config.readWorkers = 1

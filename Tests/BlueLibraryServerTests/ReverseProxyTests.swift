@@ -123,8 +123,8 @@ import Testing
     }
 }
 
-/// Issue 11, defect 2: behind the shipped nginx config a client cannot pick its own address
-/// with `Forwarded` or `X-Forwarded-For`, so the lockout counts its guesses.
+/// Behind the shipped nginx config a client cannot pick its own address with `Forwarded` or
+/// `X-Forwarded-For`, so the lockout counts its guesses.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ForwardedSpoofingTests {
     static let token = "correct-horse-battery-staple"
 

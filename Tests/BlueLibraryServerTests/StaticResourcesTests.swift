@@ -187,7 +187,7 @@ import Testing
         #expect(throws: ConfigurationError.self) { try StaticResources(directory: empty.url.appendingPathComponent("missing")) }
     }
 
-    /// The whole app stays small (the budget: under 100 KB uncompressed).
+    /// The whole app stays small (its budget: under 100 KB uncompressed).
     @Test func theAppIsUnder100KB() throws {
         let app = try StaticResources(bundleDirectory: "app")
         #expect(app.totalBytes < 100_000, "the app is \(app.totalBytes) bytes")

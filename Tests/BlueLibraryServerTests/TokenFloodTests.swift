@@ -13,9 +13,9 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Issue 11, defect 8: wrong-token floods. Failures are counted before hashing, the hashing
-/// runs on a small bounded pool of its own with no lock serialising checks, and the failure
-/// records are pruned and capped.
+/// Wrong-token floods. Failures are counted before hashing, the hashing runs on a small bounded
+/// pool of its own with no lock serialising checks, and the failure records are pruned and
+/// capped.
 @Suite(.serialized, .timeLimit(.minutes(1)), .ownThreads) struct TokenFloodTests {
     static let token = "correct-horse-battery-staple"
 

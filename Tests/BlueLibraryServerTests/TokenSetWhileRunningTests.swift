@@ -8,8 +8,8 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Issue 11, defect 4: `bluelibrary token set` on a running, unlocked server must not be undone
-/// by a later `PATCH /settings`, and the server learns of it without a restart.
+/// `bluelibrary token set` on a running, unlocked server must not be undone by a later
+/// `PATCH /settings`, and the server learns of it without a restart.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct TokenSetWhileRunningTests {
     static let token = "correct-horse-battery-staple"
 

@@ -4,7 +4,7 @@ import Testing
 @testable import HTTPServer
 
 /// The head check: a request with a body can be answered from its head, before any body byte
-/// is read and before `100 Continue` (issue 11, defect 3).
+/// is read and before `100 Continue`.
 @Suite(.ownThreads) struct HeadCheckTests {
     static func makeServer() throws -> TestServer {
         try TestServer(headCheck: HeadCheck { request, _ in

@@ -5,8 +5,8 @@ import TestThreads
 import Testing
 @testable import HTTPServer
 
-/// Routes with `RouteOptions.streamsBody` (issue 11 #3): the body reaches the responder as it
-/// arrives, never whole, and never more than a window ahead of it.
+/// Routes with `RouteOptions.streamsBody`: the body reaches the responder as it arrives, never
+/// whole, and never more than a window ahead of it.
 @Suite(.ownThreads) struct StreamedRequestBodyTests {
     static let window = 64 * 1024
 
@@ -116,8 +116,8 @@ import Testing
         #expect(result.count == 10)
     }
 
-    /// A client that starts a streamed body and goes quiet: before the fix the responder (a
-    /// worker thread) waited for the rest forever, since every flush cleared the deadline.
+    /// A client that starts a streamed body and goes quiet: the responder (a worker thread) must
+    /// not wait for the rest forever, as it would if every flush cleared the deadline.
     @Test func aStalledStreamedBodyGets408AndFailsTheStream() throws {
         let seen = Handoff<Seen>()
         let server = try Self.makeServer(seen: seen)  // bodyTimeout 3 s in the test limits

@@ -5,10 +5,10 @@ import TestThreads
 import Testing
 @testable import Library
 
-/// The archive parser's id bookkeeping (issue 17): ids in ascending order are kept in an array
-/// (no hashing), the first id out of order moves them into a dictionary. Either way a duplicate
-/// is found and named with the index it first appeared at, and a state's `albumID` must name
-/// an album of the document.
+/// The archive parser's id bookkeeping: ids in ascending order are kept in an array (no
+/// hashing), the first id out of order moves them into a dictionary. Either way a duplicate is
+/// found and named with the index it first appeared at, and a state's `albumID` must name an
+/// album of the document.
 @Suite("Archive album ids", .ownThreads)
 struct ArchiveAlbumIDTests {
     /// Distinct valid ids that sort as `0 < 1 < 2 < ...` (the last symbols count up).

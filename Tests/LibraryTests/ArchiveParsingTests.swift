@@ -228,7 +228,7 @@ struct ArchiveParsingTests {
         bytes(#"{"format":"bluelibrary.archive","formatVersion":1"# + extra + #","albums":[],"states":["# + states + "]}")
     }
 
-    /// Issue 11 #9: a body of `[0,0,...]` or of many small states was kept whole in memory.
+    /// A body of `[0,0,...]` or of many small states must not be kept whole in memory.
     @Test("states are bounded: 10,000 are kept, one more refuses the archive as a whole")
     func stateLimit() throws {
         let states = (0..<ArchiveDocument.maximumStates).map { #"{"client":"c\#($0)","currentAlbumIndex":0}"# }

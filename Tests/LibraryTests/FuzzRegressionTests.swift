@@ -6,8 +6,8 @@ import Testing
 /// Inputs the fuzz targets in `Fuzz/` found (`scripts/fuzz`), kept as ordinary tests.
 @Suite("Fuzzing regressions", .ownThreads)
 struct FuzzRegressionTests {
-    /// fuzz-json-scanner: `Double("11E111111")` is infinity, not nil, so the scanner read a
-    /// number JSON cannot hold as `inf` where `JSONSerialization` (request bodies) refuses it.
+    /// fuzz-json-scanner: `Double("11E111111")` is infinity, not nil, so the scanner must refuse a
+    /// number JSON cannot hold (as `JSONSerialization` does for request bodies), not read `inf`.
     @Test("numbers too large for a double are refused, as JSONSerialization refuses them", arguments: [
         "11E111111", "1e400", "-1e400", "[1.5e309]", #"{"year": 1e999}"#,
         String(repeating: "9", count: 400) + ".0",
@@ -43,8 +43,8 @@ struct FuzzRegressionTests {
 }
 
 /// fuzz-json-scanner: `JSONSerialization` accepts a trailing comma (`{"": 0,}`, base64
-/// `eyIiOiAwLH0=`), which RFC 8259 and the archive's scanner refuse: a request body and an
-/// archive were held to different syntax. Request bodies are now checked by the scanner first.
+/// `eyIiOiAwLH0=`), which RFC 8259 and the archive's scanner refuse. So that a request body and
+/// an archive are held to the same syntax, request bodies are checked by the scanner first.
 @Suite("Fuzzing regressions: request body syntax", .ownThreads)
 struct RequestBodySyntaxRegressionTests {
     @Test("request bodies refuse what the archive scanner refuses", arguments: [

@@ -8,7 +8,7 @@ import Testing
 @testable import Library
 
 @Suite(.ownThreads) struct PagingTests {
-    /// Issue 11, defect 7: the commit gives the new version; no read after a commit.
+    /// The commit gives the new version; no read after a commit.
     @Test func currentVersionAfterACommitNeedsNoRead() throws {
         let fixture = try Fixture(seeded: true)
         let before = try fixture.facade.currentVersion()
@@ -77,8 +77,8 @@ import Testing
             newer.withLock { $0 = value }
             answered.signal()
         }
-        // With the fix the v6 request never waits for the v5 load; without it, it joins that
-        // load and gets v5 once the load is let go (the wait only bounds a wrong join).
+        // The v6 request must never wait for the v5 load; one that joined that load would get
+        // v5 once the load is let go (the wait only bounds a wrong join).
         _ = answered.wait(timeout: .now() + .seconds(5))
         release.signal()
         group.wait()

@@ -107,7 +107,8 @@ import AlbumStoreContract
     }
 }
 
-/// Issue 11, defect 4: two services over one store (a server and `bluelibrary token set`).
+/// Two services over one store (a server and `bluelibrary token set`): neither may overwrite
+/// the other's change with a stale copy of the settings.
 @Suite(.ownThreads) struct SettingsStaleWriteTests {
     @Test func aPatchIsAppliedToTheStoredDocumentNotAStaleCopy() throws {
         let store = InMemorySettingsStore()

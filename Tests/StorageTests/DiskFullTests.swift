@@ -7,8 +7,8 @@ import Storage
 import TestThreads
 import Testing
 
-/// Issue 11, #14: a full volume. Runs on a small tmpfs the test mounts (tests run as root);
-/// skipped, with that reason, where mounting is not permitted.
+/// A full volume. Runs on a small tmpfs the test mounts (tests run as root); skipped, with that
+/// reason, where mounting is not permitted.
 @Suite("Disk full", .enabled(if: TmpfsVolume.canMount, "needs to mount a tmpfs (root in a container that allows it)"), .ownThreads)
 struct DiskFullTests {
     @Test func aFullDiskRefusesWritesKeepsReadsLosesNothingAndRecoversByItself() throws {

@@ -6,7 +6,7 @@ import Storage
 import TestThreads
 import Testing
 
-/// Issue 11, #9: `PUT /state?client=` created a row for every new client name, without limit.
+/// `PUT /state?client=` must not create a row for every new client name without limit.
 @Suite("Saved states are bounded", .ownThreads)
 struct SavedStateBoundTests {
     static func state(_ client: String, at millis: Int64) -> SavedState {

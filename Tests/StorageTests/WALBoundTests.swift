@@ -8,10 +8,10 @@ import Synchronization
 import TestThreads
 import Testing
 
-/// Issue 11, #13: the WAL grew without bound under a steady load, because a passive checkpoint
-/// never lets it restart while commits keep coming (or readers of older snapshots stay open).
-/// These run with the server's default configuration; before the fix, the first reached about
-/// 87 MB and the second about 90 MB.
+/// The WAL must stay bounded under a steady load, which a passive checkpoint alone cannot do: it
+/// never lets the WAL restart while commits keep coming (or readers of older snapshots stay open).
+/// These run with the server's default configuration; with passive checkpoints alone, the first
+/// reaches about 87 MB and the second about 90 MB.
 @Suite("WAL stays bounded", .ownThreads)
 struct WALBoundTests {
     /// The bound the default configuration promises: `fallbackFrames` (8192 pages of 4 KiB

@@ -43,7 +43,7 @@ struct ArchiveRules {
         #expect(text.contains(#""library":"default","version":1,"albums":["#))
     }
 
-    /// Issue 11 #9: the states went out in one buffer, however many there were.
+    /// The states go out in chunks, never in one buffer, however many there are.
     func streamsStates() throws {
         let fixture = try FacadeFixture(factory, seeded: true)
         for client in 0..<3_000 { try fixture.facade.setState(client: "client-\(client)", index: 0) }

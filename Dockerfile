@@ -2,7 +2,7 @@
 # BlueLibrary: build with the same script as everywhere else, run on a slim Debian.
 #   docker build -t bluelibrary .
 #   docker run -d --read-only --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges \
-#     -p 127.0.0.1:8080:8080 -v bluelibrary-data:/data bluelibrary   (README: Running in a container)
+#     -p 127.0.0.1:8080:8080 -v bluelibrary-data:/data bluelibrary   (docs/container.md)
 # The base images are build arguments (defaults: the official images), so a machine without a
 # registry can pass its own (scripts/container-test builds them with debootstrap):
 #   docker build --build-arg SWIFT_IMAGE=... --build-arg RUNTIME_IMAGE=... -t bluelibrary .

@@ -23,7 +23,7 @@ What is checked, in order (each step prints one line):
               is answered, exit code 0
   volume      `podman rm` and a new container on the volume: albums, undo, settings, token lock,
               the cover cache is still there
-  backup      as README's "Upgrade, downgrade, backup" says, in the hardened container: a backup
+  backup      as docs/backup-and-upgrade.md says, in the hardened container: a backup
               out through `podman exec ... backup --to -` and through `podman cp`; the 0600 copy
               on a read-only mount refused with a message that says what to do; restored
               through `podman run -i ... restore --from -`; the server serves the backup again
@@ -126,7 +126,7 @@ SECRETS = os.path.join(STATE, f"secrets-{RUN_ID}")
 
 
 def secret_file(name, content):
-    """A secret as README tells to make one: a file of its own, owned by the image's user
+    """A secret as docs/container.md tells to make one: a file of its own, owned by the image's user
     (uid 10001), mode 0400, its content followed by a newline (which the server drops)."""
     os.makedirs(SECRETS, exist_ok=True)
     path = os.path.join(SECRETS, name)
@@ -574,8 +574,8 @@ def step_volume(name, volume, albums):
 
 
 def step_backup(name, volume):
-    """Backup and restore in the hardened container, exactly as README's "Upgrade, downgrade,
-    backup" says (read-only root, uid 10001, the file copied out and in with podman's tools)."""
+    """Backup and restore in the hardened container, exactly as
+    docs/backup-and-upgrade.md says (read-only root, uid 10001, the file copied out and in with podman's tools)."""
     base = f"http://127.0.0.1:{podman('port', name, '8080').stdout.strip().rsplit(':', 1)[1]}"
     status, _, listed = request("GET", base + "/albums?count=true&limit=1")
     albums = json.loads(listed)["total"]

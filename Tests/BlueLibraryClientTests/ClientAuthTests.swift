@@ -7,7 +7,7 @@ import Testing
 @testable import BlueLibraryClient
 
 /// The Swift client, `AlbumListModel` and `LibraryReplica` against a locked server (a token and
-/// `access.protectReads`, as the README's Security section advises) when the token is missing,
+/// `access.protectReads`, as docs/security.md advises) when the token is missing,
 /// wrong, rotated, or the address is locked out: the refusals are typed (`.unauthorized`,
 /// `.tooManyRequests` with `Retry-After`), nothing is sent without a usable token, and a
 /// replica keeps its queue. The happy paths on a locked server are the other suites' tests

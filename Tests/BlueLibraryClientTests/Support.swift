@@ -7,7 +7,7 @@ import Testing
 @testable import BlueLibraryServer
 
 /// How a test server is locked: `.open` as a new server is (no token), or `.locked` as the
-/// README's Security section advises beyond loopback: a token, and `access.protectReads` on,
+/// docs/security.md advises beyond loopback: a token, and `access.protectReads` on,
 /// so every read and every write needs `Authorization: Bearer`. The client, model, replica and
 /// CLI suites run their main paths against both (`@Test(arguments: ServerLock.allCases)`).
 enum ServerLock: String, CaseIterable, Sendable, CustomTestStringConvertible {

@@ -12,7 +12,7 @@ import Testing
 /// pass `--event-max-unsent` is dropped with a reset.
 @Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ss")), .ownThreads)
 struct EventSendBufferTests {
-    /// What the README states: at most this much kernel memory per subscriber that never reads
+    /// What docs/operating.md states: at most this much kernel memory per subscriber that never reads
     /// (the default `--event-send-buffer` of 32 KiB, which Linux doubles, plus its bookkeeping).
     static let statedBytesPerSubscriber = 80 * 1024
 

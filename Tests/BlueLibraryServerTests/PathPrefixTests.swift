@@ -41,7 +41,7 @@ import Testing
                                       body: Array(json.utf8))
         }
 
-        // The README's paging loop: follow Link until there is none. A client that tries to
+        // The paging loop of docs/api.md: follow Link until there is none. A client that tries to
         // set its own prefix gets nginx's (proxy_set_header replaces it).
         var next: String? = "/music/albums?limit=2&sort=title"
         var titles: [String] = []

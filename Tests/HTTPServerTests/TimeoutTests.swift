@@ -5,8 +5,8 @@ import Testing
 @testable import HTTPServer
 
 /// Slow and idle clients are dropped after their timeout without holding anyone else up: a
-/// stalled or trickled head and a stalled or slow body get the 408 problem response the README
-/// promises, then an orderly close; an idle keep-alive connection is closed without one.
+/// stalled or trickled head and a stalled or slow body get the 408 problem response the docs
+/// (docs/operating.md, HTTP limits) promise, then an orderly close; an idle keep-alive connection is closed without one.
 /// Timings here only bound how long a failing test waits; when a timeout fires (not before,
 /// not after) is unit-tested with an injected clock.
 @Suite(.ownThreads) struct TimeoutTests {

@@ -68,7 +68,7 @@ public final class NginxProxy {
 
     /// nginx serving one server under a path prefix (`/music/` → the server's `/`), as a
     /// proxy that mounts the service below its own root would; streams pass unbuffered. With
-    /// `forwardsPrefix` it says so as the README's example does
+    /// `forwardsPrefix` it says so as the example in docs/proxy.md does
     /// (`proxy_set_header X-Forwarded-Prefix /music;`, replacing whatever the client sent), and
     /// forwards the client address, scheme and host.
     public convenience init(upstreamPort: Int, pathPrefix: String, forwardsPrefix: Bool = false) throws {

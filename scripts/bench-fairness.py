@@ -439,7 +439,7 @@ def report(base, att, peak_rss, hwm_base, hwm, rss_end, aborted, total):
     w = [max(len(str(r[i])) for r in rows + [("innocent", "baseline p50 / p99 ms", "attack p50 / p99 ms", "p99 x",
                                                 "target", "target")]) for i in range(6)]
     line = lambda r: "| " + " | ".join(str(c).ljust(w[i]) for i, c in enumerate(r)) + " |"
-    print("\nfairness (issue 28): %s albums in default, view all over %d x %d; %d anonymous attackers; innocents at %g/s each;"
+    print("\nfairness: %s albums in default, view all over %d x %d; %d anonymous attackers; innocents at %g/s each;"
           " baseline %.0f s, attack %.0f s%s" % (total, VIEW_LIBRARIES, VIEW_ALBUMS, ATTACKERS, RATE, BASELINE_S, ATTACK_S,
                                                    " (ATTACK CUT SHORT after %.1f s: RSS)" % aborted if aborted else ""))
     print(line(("innocent", "baseline p50 / p99 ms", "attack p50 / p99 ms", "p99 x", "target", "target")))

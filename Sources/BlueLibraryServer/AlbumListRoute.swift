@@ -108,7 +108,7 @@ struct AlbumListRoute {
         let pretty = request.wantsPretty
         let isHead = request.method == .head
         let page = try pages.value(key, version: version) { [renders] in
-            let page = try library { () throws(LibraryError) in try facade.page(pageRequest) }
+            let page = try facade.page(pageRequest)
             let next = page.next?.encoded(sealedWith: seal)
             let nextQuery = next.map { Self.nextQuery(request, cursor: $0) }
             let render: PageBody.Render = { try renders.render { try AlbumRepresentation.listBytes(page, next: next, pretty: pretty) } }
@@ -125,7 +125,7 @@ struct AlbumListRoute {
     /// never served), and the library version.
     private func lookup(_ request: HTTPRequest, _ facade: LibraryFacade) throws -> (PageKey, Int64, LibrarySettings.Paging) {
         let paging = settings.paging
-        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
+        let version = try facade.currentVersion()
         return (Self.key(request, facade, paging: paging), version, paging)
     }
 
@@ -190,21 +190,20 @@ struct AlbumListRoute {
     /// query parameter problems: 400 `invalid-query-parameter` naming the first bad parameter,
     /// every problem in `errors` (the domain's 422 is for filters in a view's body).
     static func validatedQuery(_ filter: AlbumFilter) throws -> AlbumFilter {
-        do {
+        do throws(LibraryError) {
             return try filter.validated()
-        } catch let LibraryError.invalid(failure) {
+        } catch {
+            guard case let .invalid(failure) = error else { throw error }
             let message = failure.errors.map(\.message).joined(separator: "; ") + "."
             throw HTTPError(.badRequest, detail: message, type: QueryParameters.problemType, title: "Invalid query parameter",
                             errors: failure.errors.map { .init(field: $0.field, message: $0.message + ".") })
-        } catch {
-            throw error.httpError
         }
     }
 
     /// Reads `limit`, `cursor` or `offset`, `sort`, `q`, `artist`, `genre`, `yearFrom`, `yearTo`, `count`.
     static func pageRequest(from request: HTTPRequest, paging: LibrarySettings.Paging = .init(), seal: CursorSeal) throws -> PageRequest {
         let parameters = QueryParameters(request)
-        let sort = try parameters.parsed("sort") { text in try library { () throws(LibraryError) in try AlbumSort.parse(text) } } ?? .position
+        let sort = try parameters.parsed("sort") { text in try AlbumSort.parse(text) } ?? .position
         let filter = AlbumFilter(
             text: parameters.text("q").flatMap { $0.isEmpty ? nil : $0 },
             artist: parameters.text("artist"), genre: parameters.text("genre"),
@@ -219,7 +218,7 @@ struct AlbumListRoute {
         case (.some, .some):
             throw QueryParameters.invalid("offset", "offset cannot be sent with cursor (whatever its value): send either cursor or offset, not both.")
         case let (cursor?, nil):
-            start = .cursor(try library { () throws(LibraryError) in try PageCursor.decode(cursor, for: query, seal: seal) })
+            start = .cursor(try PageCursor.decode(cursor, for: query, seal: seal))
         case let (nil, offset?):
             start = .offset(offset)
         case (nil, nil):

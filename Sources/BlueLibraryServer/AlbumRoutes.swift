@@ -33,12 +33,10 @@ struct AlbumRoutes {
         try RequestInput.requireJSON(request)
         let facade = try libraries.facade(context)
         return try idempotency.run(request, context: context) {
-            let add = try library { () throws(LibraryError) in try AlbumAddRequest.decode(json: request.body) }
+            let add = try AlbumAddRequest.decode(json: request.body)
             let queryIndex = try QueryParameters(request).index("index")
             let client = try RequestInput.client(request)
-            let created = try library { () throws(LibraryError) in
-                try facade.add(add.input, at: queryIndex ?? add.index, client: client)
-            }
+            let created = try facade.add(add.input, at: queryIndex ?? add.index, client: client)
             return try created201(created, request: request, context: context)
         }
     }
@@ -57,10 +55,10 @@ struct AlbumRoutes {
     func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let facade = try libraries.facade(context)
         let key = try Self.cacheKey(request, context)
-        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
+        let version = try facade.currentVersion()
         let id = try RequestInput.albumID(context)
         let response = try albums.value(key, version: version) {
-            let item = try library { () throws(LibraryError) in try facade.album(id: id) }
+            let item = try facade.album(id: id)
             var plain = request
             plain.headers.remove("If-None-Match")  // cache the full response, not a 304
             let response = try AlbumRepresentation.response(item, request: plain)
@@ -83,9 +81,9 @@ struct AlbumRoutes {
         try RequestInput.requireJSON(request)
         let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
-        let patch = try library { () throws(LibraryError) in try AlbumPatch.decode(json: request.body) }
+        let patch = try AlbumPatch.decode(json: request.body)
         let ifMatch = AlbumRepresentation.ifMatch(request)
-        let item = try library { () throws(LibraryError) in try facade.update(id: id, patch: patch, ifMatch: ifMatch) }
+        let item = try facade.update(id: id, patch: patch, ifMatch: ifMatch)
         if case let .set(url) = patch.coverUrl { covers.prefetch(url: url) }
         return try AlbumRepresentation.response(item, request: request)
     }
@@ -94,14 +92,14 @@ struct AlbumRoutes {
         let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
         let ifMatch = AlbumRepresentation.ifMatch(request)
-        let removed = try library { () throws(LibraryError) in try facade.delete(id: id, ifMatch: ifMatch) }
+        let removed = try facade.delete(id: id, ifMatch: ifMatch)
         return try deleted(removed, request: request)
     }
 
     func table(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
-        let item = try library { () throws(LibraryError) in try facade.album(id: id) }
+        let item = try facade.album(id: id)
         return try ConditionalGET.respond(
             to: request,
             with: JSONBody.response(item.album.tableRepresentation, pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
@@ -115,44 +113,41 @@ struct AlbumRoutes {
         try RequestInput.requireJSON(request)
         let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
-        let target = try library { () throws(LibraryError) in try MoveRequest.decode(json: request.body) }
+        let target = try MoveRequest.decode(json: request.body)
         do {
             if let destination = target.library {
-                let item = try library { () throws(LibraryError) in
-                    try libraries.libraries.move(id, from: facade.library, to: destination, index: target.index)
-                }
+                let item = try libraries.libraries.move(id, from: facade.library, to: destination, index: target.index)
                 return try AlbumRepresentation.response(item, library: destination, request: request)
             }
             guard let index = target.index else {
                 throw HTTPError(.unprocessableContent, detail: "The body must be {\"index\": n} with the target position.",
                                 errors: [.init(field: "index", message: "index is required")])
             }
-            let item = try library { () throws(LibraryError) in try facade.move(id: id, to: index) }
+            let item = try facade.move(id: id, to: index)
             return try AlbumRepresentation.response(item, request: request)
-        } catch var error as HTTPError where error.status == .notFound && error.title == "Index out of range" {
-            // A target past the end is a bad value in a valid request, not a missing resource.
-            error.status = .unprocessableContent
-            error.errors = [.init(field: "index", message: error.detail)]
-            throw error
-        } catch var error as HTTPError where error.status == .notFound && error.title == "Library not found" && target.library != nil {
-            // The target library named in a valid body does not exist: a bad value, 422.
-            error.status = .unprocessableContent
-            error.errors = [.init(field: "library", message: error.detail)]
-            throw error
+        } catch let error as LibraryError {
+            // A target past the end, or a target library that does not exist, is a bad value of
+            // the body, not a missing resource: 422 naming the field (the path's album that does
+            // not exist stays 404).
+            switch error {
+            case .indexOutOfRange: throw error.inContext(field: "index")
+            case .libraryNotFound where target.library != nil: throw error.inContext(field: "library")
+            default: throw error
+            }
         }
     }
 
     func showAt(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let facade = try libraries.facade(context)
         let index = try RequestInput.index(try context.parameter("index"))
-        let item = try library { () throws(LibraryError) in try facade.album(at: index) }
+        let item = try facade.album(at: index)
         return try AlbumRepresentation.response(item, request: request)
     }
 
     func deleteAt(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let facade = try libraries.facade(context)
         let index = try RequestInput.index(try context.parameter("index"))
-        let removed = try library { () throws(LibraryError) in try facade.delete(at: index) }
+        let removed = try facade.delete(at: index)
         return try deleted(removed, request: request)
     }
 

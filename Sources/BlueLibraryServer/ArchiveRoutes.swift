@@ -103,7 +103,7 @@ struct ArchiveRoutes {
             }
             return try idempotency.run(request, fingerprint: fingerprint?.value, context: context) {
                 let summary = try spool.withMappedBytes { bytes, release in
-                    try library { () throws(LibraryError) in try facade.importArchive(json: bytes, read: release) }
+                    try facade.importArchive(json: bytes, read: release)
                 }
                 return try JSONBody.response(ImportDocument(summary), pretty: request.wantsPretty)
             }

@@ -376,12 +376,13 @@ public final class BlueLibraryApp: Sendable {
                                                                             ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])
                 return DependencyUnavailable.error(dependency).response()
             }
-            if let failure = error as? StorageFailure, case let .storage(underlying) = failure.error, isDiskFull(underlying.error) {
-                logger.log(.error, "disk full: write refused with 507", [("error", .string(String(describing: failure))), ("requestId", .string(context.requestID)),
+            if let failure = error as? LibraryError, case let .storage(underlying) = failure, isDiskFull(underlying.error) {
+                logger.log(.error, "disk full: write refused with 507", [("error", .string(LibraryError.logDescription(of: failure))),
+                                                                         ("requestId", .string(context.requestID)),
                                                                          ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])
-                return StorageFailure.diskFullError.response()
+                return LibraryError.diskFullProblem.response()
             }
-            logger.log(.error, "unhandled error", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID)),
+            logger.log(.error, "unhandled error", [("error", .string(LibraryError.logDescription(of: error))), ("requestId", .string(context.requestID)),
                                                    ("method", .string(request.method.rawValue)), ("path", .string(String(request.path)))])
             return HTTPError(.internalServerError,
                              detail: "The server failed to answer this request. Quote request id \(context.requestID) when reporting it.")

@@ -19,7 +19,7 @@ struct ChangeRoutes {
                     "since", "since is required: the library version you last synced to (0 for everything still kept), as in /changes?since=0.")
             }
             let limit = try parameters.integer("limit", in: 1...Self.maxLimit) ?? Self.defaultLimit
-            let page = try library { () throws(LibraryError) in try facade.changes(since: since, limit: limit) }
+            let page = try facade.changes(since: since, limit: limit)
             return try ConditionalGET.respond(
                 to: request,
                 with: JSONBody.response(ChangePageDocument(page), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))

@@ -61,9 +61,9 @@ struct CoverRoutes {
         if variant == nil, let cached = try showCached(request, context) { return cached }
         let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
-        let version = try library { () throws(LibraryError) in try facade.currentVersion() }
+        let version = try facade.currentVersion()
         let link = try coverURLs.value(Key(library: facade.library, album: id), version: version) {
-            let item = try library { () throws(LibraryError) in try facade.album(id: id) }
+            let item = try facade.album(id: id)
             return .init(value: CoverLink(url: item.album.coverUrl), version: version, cost: 64)
         }
         guard let url = link.url else {
@@ -99,7 +99,7 @@ struct CoverRoutes {
     func evict(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let facade = try libraries.facade(context)
         let id = try RequestInput.albumID(context)
-        let item = try library { () throws(LibraryError) in try facade.album(id: id) }
+        let item = try facade.album(id: id)
         if let url = item.album.coverUrl { covers.evict(url: url) }
         return HTTPResponse(status: .noContent)
     }

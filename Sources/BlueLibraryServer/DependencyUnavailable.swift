@@ -8,13 +8,11 @@ import Library
 /// an idempotency record, a settings read, a token check), the error is recognised here.
 enum DependencyUnavailable {
     /// The unavailable dependency behind `error`, looking through the wrappers a store error
-    /// travels in (`LibraryError.storage`, `StorageFailure`); nil for any other failure.
+    /// travels in (`LibraryError.storage`); nil for any other failure.
     static func cause(of error: any Error) -> (any UnavailableDependency)? {
         switch error {
         case let dependency as any UnavailableDependency:
             return dependency.isUnavailable ? dependency : nil
-        case let failure as StorageFailure:
-            return cause(of: failure.error)
         case let error as LibraryError:
             if case let .storage(underlying) = error { return cause(of: underlying.error) }
             return nil

@@ -53,13 +53,11 @@ struct EventRoutes {
         var found: [(LibraryID, EventHub)] = []
         for id in named {
             let facade: LibraryFacade
-            do {
-                facade = try library { () throws(LibraryError) in try libraries.libraries.facade(id) }
-            } catch var error as HTTPError where error.status == .notFound {
+            do throws(LibraryError) {
+                facade = try libraries.libraries.facade(id)
+            } catch {
                 // A library named in the query that does not exist: a bad value, 422.
-                error.status = .unprocessableContent
-                error.errors = [.init(field: "library", message: error.detail)]
-                throw error
+                throw error.inContext(field: "library")
             }
             let hub = try hub(facade)
             if let seen = vector[id] { backfills[id] = backfill(after: seen, facade: facade, hub: hub) }
@@ -88,7 +86,7 @@ struct EventRoutes {
     }
 
     private func hub(_ facade: LibraryFacade) throws -> EventHub {
-        try hubs.hub(facade.library) { try library { () throws(LibraryError) in try facade.currentVersion() } }
+        try hubs.hub(facade.library) { try facade.currentVersion() }
     }
 
     /// The `library` query parameters of `/events`, deduplicated in order (none: one library,

@@ -34,7 +34,7 @@ struct IdempotencyGuard: Sendable {
         do {
             claim = try store.begin(key: scopedKey, fingerprint: fingerprint, now: clock(), expiry: expiry)
         } catch {
-            throw StorageFailure(error: .storage(UnderlyingError(error)))
+            throw LibraryError.storage(UnderlyingError(error))
         }
         switch claim {
         case let .replay(stored):

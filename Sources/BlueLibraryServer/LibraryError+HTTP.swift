@@ -3,9 +3,11 @@ import HTTPServer
 import Library
 import Storage
 
-extension LibraryError {
-    /// The one place where a domain refusal gets its HTTP status (API.md conventions).
-    var httpError: HTTPError {
+extension LibraryError: HTTPResponseError {
+    /// The one place where a domain refusal gets its HTTP status (API.md conventions); nil for a
+    /// storage failure (the error renderer logs it with the request id and answers a 500 that
+    /// shows no internals, or 503/507 for an unavailable database or a full disk).
+    public var problem: HTTPError? {
         let type = "urn:bluelibrary:problem:\(code)"
         switch self {
         case .notFound, .invalidAlbumID:
@@ -43,41 +45,36 @@ extension LibraryError {
         case .walkExpired:
             return HTTPError(.gone, detail: message, type: type, title: "Walk can no longer continue")
         case .storage, .outputFailed:
-            return HTTPError(.internalServerError, detail: message, type: type, title: "Storage failure")
+            return nil
         }
     }
-}
 
-/// Runs a facade call, turning its `LibraryError` into the matching problem response. Storage
-/// failures keep their cause for the log (the client sees only the generic sentence).
-func library<T>(_ body: () throws(LibraryError) -> T) throws -> T {
-    do {
-        return try body()
-    } catch {
-        switch error {
-        case let .storage(underlying) where underlying.error is QueryInterrupted:
-            // A read stopped by its time limit or its client leaving: 503 or 499, not a failure.
-            throw underlying.error
-        case .storage, .outputFailed: throw StorageFailure(error: error)  // 500 without internals, logged
-        default: break
+    /// This refusal as the route that made the call frames its request, the error to throw in
+    /// its place: `invalidTitle` titles a 422 for an invalid value after what the request
+    /// defines (`Invalid library`; the domain's title names an album, its most common case);
+    /// `field` names the request value (a body field, a query parameter) that named a resource
+    /// that does not exist, which makes that 404 a bad value in a valid request: 422 naming the
+    /// field. A storage failure is returned as it is.
+    func inContext(invalidTitle: String? = nil, field: String? = nil) -> any Error {
+        guard var problem else { return self }
+        if let invalidTitle, case .invalid = self { problem.title = invalidTitle }
+        if let field, problem.status == .notFound {
+            problem.status = .unprocessableContent
+            problem.errors = [.init(field: field, message: problem.detail)]
         }
-        throw error.httpError
+        return problem
     }
-}
 
-/// A storage error on its way to the error renderer, which logs it with the request id and
-/// answers a 500 that shows no internals.
-struct StorageFailure: Error, CustomStringConvertible {
-    let error: LibraryError
-    var description: String {
-        if case let .storage(underlying) = error { return "storage: \(underlying)" }
-        return error.message
+    /// What the log says about `error`: a storage failure's cause (which the client never sees).
+    static func logDescription(of error: any Error) -> String {
+        if let error = error as? LibraryError, case let .storage(underlying) = error { return "storage: \(underlying)" }
+        return String(describing: error)
     }
 
     /// 507 Insufficient Storage (RFC 4918 §11.5): the write was not made because the server's
     /// disk is full; nothing about the request is wrong, and it may be repeated once space is
     /// freed (writes resume by themselves).
-    static let diskFullError = HTTPError(
+    static let diskFullProblem = HTTPError(
         HTTPStatus(code: 507, reasonPhrase: "Insufficient Storage"),
         detail: "The server's disk is full, so this change was not saved. Reading still works; "
             + "repeat the request once the operator has freed space (writes resume by themselves).",

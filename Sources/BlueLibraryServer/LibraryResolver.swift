@@ -20,7 +20,7 @@ struct LibraryResolver: Sendable {
     static func libraryID(_ context: RequestContext) throws -> LibraryID {
         guard let text = context.parameters["lib"] else { return .default }
         guard let id = try? LibraryID(validating: text) else {
-            throw LibraryError.libraryNotFound(LibraryID(rawValue: text)).httpError
+            throw LibraryError.libraryNotFound(LibraryID(rawValue: text))
         }
         return id
     }
@@ -37,9 +37,9 @@ struct LibraryResolver: Sendable {
     func facade(_ context: RequestContext) throws -> LibraryFacade {
         if let known = try loaded(context) { return known }
         let id = try Self.libraryID(context)
-        let facade = try library { () throws(LibraryError) in try libraries.facade(id) }
+        let facade = try libraries.facade(id)
         // Learn the version now, on the worker: the fast paths then never read it.
-        _ = try library { () throws(LibraryError) in try facade.currentVersion() }
+        _ = try facade.currentVersion()
         return facade
     }
 

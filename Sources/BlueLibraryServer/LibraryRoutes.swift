@@ -19,7 +19,7 @@ struct LibraryRoutes {
     }
 
     func list(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let records = try library { () throws(LibraryError) in try libraries.libraries.list() }
+        let records = try libraries.libraries.list()
         return try ConditionalGET.respond(
             to: request,
             with: JSONBody.response(LibraryListDocument(libraries: records.map(LibraryDocument.init)), pretty: request.wantsPretty,
@@ -30,8 +30,13 @@ struct LibraryRoutes {
     func create(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
         return try idempotency.run(request, context: context) {
-            let input = try Self.input { () throws(LibraryError) in try LibraryCreateRequest.decode(json: request.body) }
-            let record = try library { () throws(LibraryError) in try libraries.libraries.create(id: input.id, name: input.name) }
+            let input: LibraryCreateRequest
+            do throws(LibraryError) {
+                input = try LibraryCreateRequest.decode(json: request.body)
+            } catch {
+                throw error.inContext(invalidTitle: Self.invalidTitle)
+            }
+            let record = try libraries.libraries.create(id: input.id, name: input.name)
             return try JSONBody.response(
                 LibraryDocument(record), status: .created, pretty: request.wantsPretty,
                 headers: ["Location": RequestInput.absoluteURL("/libraries/\(record.id.rawValue)", context)])
@@ -40,7 +45,7 @@ struct LibraryRoutes {
 
     func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let id = try LibraryResolver.libraryID(context)
-        let record = try library { () throws(LibraryError) in try libraries.libraries.record(id) }
+        let record = try libraries.libraries.record(id)
         return try ConditionalGET.respond(
             to: request,
             with: JSONBody.response(LibraryDocument(record), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
@@ -49,8 +54,13 @@ struct LibraryRoutes {
     func rename(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
         let id = try LibraryResolver.libraryID(context)
-        let name = try Self.input { () throws(LibraryError) in try LibraryRenameRequest.decode(json: request.body) }
-        let record = try library { () throws(LibraryError) in try libraries.libraries.rename(id, name: name) }
+        let name: String
+        do throws(LibraryError) {
+            name = try LibraryRenameRequest.decode(json: request.body)
+        } catch {
+            throw error.inContext(invalidTitle: Self.invalidTitle)
+        }
+        let record = try libraries.libraries.rename(id, name: name)
         return try JSONBody.response(LibraryDocument(record), pretty: request.wantsPretty)
     }
 
@@ -58,23 +68,15 @@ struct LibraryRoutes {
     func delete(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let id = try LibraryResolver.libraryID(context)
         let force = try QueryParameters(request).boolean("force") ?? false
-        try library { () throws(LibraryError) in try libraries.libraries.delete(id, force: force) }
+        try libraries.libraries.delete(id, force: force)
         hubs.libraryDeleted(id)
         return HTTPResponse(status: .noContent)
     }
 }
 
 extension LibraryRoutes {
-    /// Decodes a catalog body: a 422 is titled "Invalid library" (the domain's `.invalid` is
-    /// titled for albums, its most common case).
-    static func input<T>(_ body: () throws(LibraryError) -> T) throws -> T {
-        do {
-            return try library(body)
-        } catch var error as HTTPError where error.status == .unprocessableContent {
-            error.title = "Invalid library"
-            throw error
-        }
-    }
+    /// The title of a 422 for a library's body (the domain's names an album).
+    static let invalidTitle = "Invalid library"
 }
 
 /// A library on the wire: `{"id", "name", "albumCount", "version"}`.

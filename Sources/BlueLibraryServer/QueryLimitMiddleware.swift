@@ -34,7 +34,6 @@ enum QueryLimit {
     static func cause(of error: any Error) -> QueryInterrupted? {
         switch error {
         case let interrupted as QueryInterrupted: return interrupted
-        case let failure as StorageFailure: return cause(of: failure.error)
         case let error as LibraryError:
             if case let .storage(underlying) = error { return cause(of: underlying.error) }
             return nil

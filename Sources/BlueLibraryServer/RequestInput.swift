@@ -62,7 +62,7 @@ enum RequestInput {
     /// The album id from the path; an impossible id is simply not found.
     static func albumID(_ context: RequestContext) throws -> AlbumID {
         let text = try context.parameter("id")
-        return try library { () throws(LibraryError) in try AlbumID.parse(text) }
+        return try AlbumID.parse(text)
     }
 
     /// An absolute URL for `path` (a path of this server, `/albums?...`) as the client sees the

@@ -58,12 +58,7 @@ struct SettingsRoutes {
                     },
                     validate: validate)
             } catch let error as LibraryError {
-                if case let .invalid(failure) = error {
-                    throw HTTPError(.unprocessableContent, detail: failure.description, type: "urn:bluelibrary:problem:invalid",
-                                    title: "Invalid settings", errors: failure.errors.map { .init(field: $0.field, message: $0.message) })
-                }
-                if case .storage = error { throw StorageFailure(error: error) }
-                throw error.httpError
+                throw error.inContext(invalidTitle: "Invalid settings")
             }
             return try Self.response(updated, pretty: request.wantsPretty)
         }

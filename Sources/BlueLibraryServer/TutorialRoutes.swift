@@ -11,8 +11,8 @@ struct TutorialRoutes {
         routes.add(.post, "/api/addAlbum", options: .workerPool) { request, context in
             try RequestInput.requireJSON(request)
             return try albums.idempotency.run(request, context: context) {
-                let add = try library { () throws(LibraryError) in try AlbumAddRequest.decode(json: request.body) }
-                let created = try library { () throws(LibraryError) in try facade.add(add.input, at: add.index) }
+                let add = try AlbumAddRequest.decode(json: request.body)
+                let created = try facade.add(add.input, at: add.index)
                 return try albums.created201(created, request: request, context: context)
             }
         }
@@ -27,12 +27,12 @@ struct TutorialRoutes {
             if type == "application/x-www-form-urlencoded", let form = FormBody.value(of: "index", in: body) {
                 body = Array(form.utf8)  // index=2 from an HTML form or curl -d index=2
             }
-            let index = try library { () throws(LibraryError) in try IndexRequest.decode(json: body, allowPlainText: true) }
+            let index = try IndexRequest.decode(json: body, allowPlainText: true)
             guard let index else {
                 throw HTTPError(.unprocessableContent, detail: "The body must name the index to delete, e.g. 2 or {\"index\": 2}.",
                                 errors: [.init(field: "index", message: "index is required")])
             }
-            let removed = try library { () throws(LibraryError) in try facade.delete(at: index) }
+            let removed = try facade.delete(at: index)
             return try albums.deleted(removed, request: request)
         }
     }

@@ -9,7 +9,7 @@ struct UndoStateRoutes {
     func register(into routes: inout RouterBuilder) {
         routes.addForEachLibrary(.get, "/undo", options: .workerPool) { [libraries] request, context in
             let facade = try libraries.facade(context)
-            let status = try library { () throws(LibraryError) in try facade.undoStatus() }
+            let status = try facade.undoStatus()
             return try ConditionalGET.respond(
                 to: request,
                 with: JSONBody.response(UndoStatusDocument(status), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
@@ -17,13 +17,13 @@ struct UndoStateRoutes {
         routes.addForEachLibrary(.post, "/undo", options: .workerPool) { [libraries] request, context in
             let facade = try libraries.facade(context)
             let client = try RequestInput.client(request)
-            let result = try library { () throws(LibraryError) in try facade.undo(client: client) }
+            let result = try facade.undo(client: client)
             return try JSONBody.response(UndoResultDocument(result), pretty: request.wantsPretty)
         }
         routes.addForEachLibrary(.get, "/state", options: .workerPool) { [libraries] request, context in
             let facade = try libraries.facade(context)
             let client = try RequestInput.client(request)
-            let state = try library { () throws(LibraryError) in try facade.state(client: client) }
+            let state = try facade.state(client: client)
             return try ConditionalGET.respond(
                 to: request, with: JSONBody.response(state, pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
         }
@@ -31,20 +31,16 @@ struct UndoStateRoutes {
             try RequestInput.requireJSON(request)
             let facade = try libraries.facade(context)
             let client = try RequestInput.client(request)
-            let input = try library { () throws(LibraryError) in try StateRequest.decode(json: request.body) }
+            let input = try StateRequest.decode(json: request.body)
             let state: SavedState
-            do {
-                state = try library { () throws(LibraryError) in
-                    switch input {
-                    case let .index(index): try facade.setState(client: client, index: index)
-                    case let .album(id): try facade.setState(client: client, albumID: id)
-                    }
+            do throws(LibraryError) {
+                switch input {
+                case let .index(index): state = try facade.setState(client: client, index: index)
+                case let .album(id): state = try facade.setState(client: client, albumID: id)
                 }
-            } catch var error as HTTPError where error.status == .notFound {
+            } catch {
                 // The album or index named in a valid body does not exist: a bad value, 422.
-                error.status = .unprocessableContent
-                error.errors = [.init(field: input.fieldName, message: error.detail)]
-                throw error
+                throw error.inContext(field: input.fieldName)
             }
             return try JSONBody.response(state, pretty: request.wantsPretty)
         }

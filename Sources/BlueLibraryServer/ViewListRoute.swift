@@ -88,14 +88,13 @@ struct ViewListRoute {
         let pretty = request.wantsPretty
         let isHead = request.method == .head
         let page = try pages.cache.value(key, version: version.sum) { [renders] in
-            let (page, sources, steady) = try library { () throws(LibraryError) in
-                let before = try libraries.view(key.view)
-                let page = try libraries.page(view: key.view, pageRequest)
-                let after = try libraries.viewVersion(key.view)
-                // The definition changed around the read: the page is this request's answer but
-                // is never kept as current for the key's revision.
-                return (page, before.sources, before.revision == key.revision && after.revision == key.revision)
-            }
+            let before = try libraries.view(key.view)
+            let page = try libraries.page(view: key.view, pageRequest)
+            let after = try libraries.viewVersion(key.view)
+            let sources = before.sources
+            // The definition changed around the read: the page is this request's answer but
+            // is never kept as current for the key's revision.
+            let steady = before.revision == key.revision && after.revision == key.revision
             let next = page.next?.encoded(sealedWith: seal)
             let render: PageBody.Render = {
                 try renders.render { try AlbumRepresentation.listBytes(page, next: next, pretty: pretty, sources: sources) }
@@ -117,7 +116,7 @@ struct ViewListRoute {
     ) throws -> (PageKey, (versions: [Int64], sum: Int64), LibrarySettings.Paging) {
         let view = try ViewRoutes.viewID(context)
         let paging = settings.paging
-        let version = try library { () throws(LibraryError) in try libraries.viewVersion(view) }
+        let version = try libraries.viewVersion(view)
         return (key(request, view: view, version: version, paging: paging), (version.versions, version.versions.reduce(0, &+)), paging)
     }
 

@@ -34,15 +34,13 @@ struct ViewRoutes {
     static func viewID(_ context: RequestContext) throws -> ViewID {
         let text = try context.parameter("view")
         guard (try? ViewID(validating: text)) != nil else {
-            throw LibraryError.viewNotFound(ViewID(rawValue: String(text.prefix(60)))).httpError
+            throw LibraryError.viewNotFound(ViewID(rawValue: String(text.prefix(60))))
         }
         return ViewID(rawValue: text)
     }
 
     func list(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let documents = try library { () throws(LibraryError) in
-            try libraries.views().map { view throws(LibraryError) in try viewDocument(view) }
-        }
+        let documents = try libraries.views().map { view throws(LibraryError) in try viewDocument(view) }
         return try ConditionalGET.respond(
             to: request,
             with: JSONBody.response(ViewListDocument(views: documents), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
@@ -51,12 +49,15 @@ struct ViewRoutes {
     func create(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
         return try idempotency.run(request, context: context) {
-            let body = try Self.definition { () throws(LibraryError) in try ViewDefinitionRequest.decodeCreation(json: request.body) }
-            let created = try Self.definition { () throws(LibraryError) in
-                try libraries.createView(id: body.id, name: body.name, sources: body.sources, filter: body.filter)
+            let created: ViewDefinition
+            do throws(LibraryError) {
+                let body = try ViewDefinitionRequest.decodeCreation(json: request.body)
+                created = try libraries.createView(id: body.id, name: body.name, sources: body.sources, filter: body.filter)
+            } catch {
+                throw error.inContext(invalidTitle: Self.invalidTitle)
             }
             pages.definitionsChanged()
-            let document = try library { () throws(LibraryError) in try viewDocument(created) }
+            let document = try viewDocument(created)
             return try JSONBody.response(
                 document, status: .created, pretty: request.wantsPretty,
                 headers: ["Location": RequestInput.absoluteURL("/views/\(created.id.rawValue)", context)])
@@ -65,7 +66,7 @@ struct ViewRoutes {
 
     func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let id = try Self.viewID(context)
-        let document = try library { () throws(LibraryError) in try viewDocument(try libraries.view(id)) }
+        let document = try viewDocument(try libraries.view(id))
         return try ConditionalGET.respond(
             to: request, with: JSONBody.response(document, pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
     }
@@ -73,18 +74,21 @@ struct ViewRoutes {
     func update(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
         let id = try Self.viewID(context)
-        let body = try Self.definition { () throws(LibraryError) in try ViewDefinitionRequest.decodeUpdate(json: request.body) }
-        let updated = try Self.definition { () throws(LibraryError) in
-            try libraries.updateView(id, name: body.name, sources: body.sources, filter: body.filter)
+        let updated: ViewDefinition
+        do throws(LibraryError) {
+            let body = try ViewDefinitionRequest.decodeUpdate(json: request.body)
+            updated = try libraries.updateView(id, name: body.name, sources: body.sources, filter: body.filter)
+        } catch {
+            throw error.inContext(invalidTitle: Self.invalidTitle)
         }
         pages.definitionsChanged()
-        let document = try library { () throws(LibraryError) in try viewDocument(updated) }
+        let document = try viewDocument(updated)
         return try JSONBody.response(document, pretty: request.wantsPretty)
     }
 
     func delete(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let id = try Self.viewID(context)
-        try library { () throws(LibraryError) in try libraries.deleteView(id) }
+        try libraries.deleteView(id)
         pages.definitionsChanged()
         return HTTPResponse(status: .noContent)
     }
@@ -97,12 +101,10 @@ struct ViewRoutes {
         try RequestInput.requireJSON(request)
         let id = try Self.viewID(context)
         return try idempotency.run(request, context: context) {
-            let add = try library { () throws(LibraryError) in try AlbumAddRequest.decode(json: request.body) }
+            let add = try AlbumAddRequest.decode(json: request.body)
             let queryIndex = try QueryParameters(request).index("index")
             let client = try RequestInput.client(request)
-            let created = try library { () throws(LibraryError) in
-                try libraries.add(view: id, input: add.input, at: queryIndex ?? add.index, client: client)
-            }
+            let created = try libraries.add(view: id, input: add.input, at: queryIndex ?? add.index, client: client)
             if let url = created.album.coverUrl { covers.prefetch(url: url) }
             let path = "/libraries/\(created.library.rawValue)/albums/\(created.album.id.rawValue)"
             return try Self.response(created, request: request, status: .created,
@@ -113,7 +115,7 @@ struct ViewRoutes {
     func showAt(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let id = try Self.viewID(context)
         let index = try RequestInput.index(try context.parameter("index"))
-        let found = try library { () throws(LibraryError) in try libraries.album(view: id, at: index) }
+        let found = try libraries.album(view: id, at: index)
         return try Self.response(found, request: request)
     }
 
@@ -121,20 +123,12 @@ struct ViewRoutes {
     func deleteAt(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let id = try Self.viewID(context)
         let index = try RequestInput.index(try context.parameter("index"))
-        let removed = try library { () throws(LibraryError) in try libraries.delete(view: id, at: index) }
+        let removed = try libraries.delete(view: id, at: index)
         return try Self.response(removed, request: request)
     }
 
-    /// A call about a view's definition: as ``library(_:)``, with 422s titled for a view (the
-    /// shared mapping names an album).
-    static func definition<T>(_ body: () throws(LibraryError) -> T) throws -> T {
-        do {
-            return try library(body)
-        } catch var error as HTTPError where error.status == .unprocessableContent {
-            error.title = "Invalid view"
-            throw error
-        }
-    }
+    /// The title of a 422 for a view's definition (the domain's names an album).
+    static let invalidTitle = "Invalid view"
 
     /// The view document with each source's current version (from memory).
     private func viewDocument(_ view: ViewDefinition) throws(LibraryError) -> ViewDocument {

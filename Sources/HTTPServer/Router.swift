@@ -106,9 +106,10 @@ public final class Router: Sendable {
 }
 
 /// Turns errors thrown by handlers (on either path) into responses: an ``HTTPError`` becomes its problem
-/// document; a ``ServerBusy`` (the server's own refusal for want of capacity) becomes what `busy`
-/// makes of it, a 503; anything else goes to `unhandled`, which logs it and answers 500 without
-/// internals.
+/// document, and so does an ``HTTPResponseError``'s problem; a ``ServerBusy`` (the server's own
+/// refusal for want of capacity) becomes what `busy` makes of it, a 503; anything else (an
+/// ``HTTPResponseError`` without a problem too) goes to `unhandled`, which logs it and answers
+/// 500 without internals.
 public struct ErrorRenderer: Sendable {
     public var unhandled: @Sendable (any Error, HTTPRequest, RequestContext) -> HTTPResponse
     /// The problem a ``ServerBusy`` refusal is answered with (an application names its problem
@@ -127,6 +128,7 @@ public struct ErrorRenderer: Sendable {
 
     func render(_ error: any Error, request: HTTPRequest, context: RequestContext) -> HTTPResponse {
         if let error = error as? HTTPError { return error.response() }
+        if let error = error as? any HTTPResponseError, let problem = error.problem { return problem.response() }
         if let refusal = error as? ServerBusy { return busy(refusal).response() }
         return unhandled(error, request, context)
     }

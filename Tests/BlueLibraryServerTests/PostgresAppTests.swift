@@ -67,7 +67,7 @@ struct PostgresAppTests {
         let context = RequestContext(peerAddress: IPAddress("127.0.0.1")!)
         let exhausted = PostgresError(kind: .poolExhausted, message: "no free connection")
         for error: any Error in [
-            exhausted, StorageFailure(error: .storage(UnderlyingError(exhausted))),
+            exhausted, LibraryError.storage(UnderlyingError(exhausted)),
             LibraryError.storage(UnderlyingError(PostgresError(kind: .connection, message: "refused"))),
         ] {
             let response = renderer.unhandled(error, request, context)
@@ -75,8 +75,7 @@ struct PostgresAppTests {
             #expect(response.headers["Retry-After"] != nil)
         }
         // A PostgreSQL error that is no outage (a bug, a constraint) stays a 500.
-        let other = renderer.unhandled(StorageFailure(error: .storage(UnderlyingError(PostgresError(kind: .other, message: "syntax")))),
-                                    request, context)
+        let other = renderer.unhandled(LibraryError.storage(UnderlyingError(PostgresError(kind: .other, message: "syntax"))), request, context)
         #expect(other.status == .internalServerError)
     }
 

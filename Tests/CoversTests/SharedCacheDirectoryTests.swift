@@ -92,7 +92,9 @@ final class SharedCacheDirectoryTests {
         #expect(mkdir(directory.file(CoverFetchLocks.directoryName), 0o755) == 0)
         let lockFile = directory.file(CoverFetchLocks.directoryName + "/\(stripe).lock")
         for path in [temporary, image, lockFile] { #expect(FileManager.default.createFile(atPath: path, contents: Data(Fixtures.png))) }
-        let writing = open(temporary, O_RDWR), fetching = open(lockFile, O_RDWR)
+        // Close-on-exec: a child process another test starts meanwhile would otherwise inherit
+        // the descriptors, and hold the locks after they are closed here.
+        let writing = open(temporary, O_RDWR | O_CLOEXEC), fetching = open(lockFile, O_RDWR | O_CLOEXEC)
         #expect(flock(writing, LOCK_EX) == 0 && flock(fetching, LOCK_EX) == 0)
         _ = try service()
         #expect(FileManager.default.fileExists(atPath: temporary) && FileManager.default.fileExists(atPath: image), "in use: kept")
@@ -167,7 +169,7 @@ final class SharedCacheDirectoryTests {
         let key = try CoverURL(url).description
         // Another process holds the cover's stripe and never lets go.
         let stripe = CoverFetchLocks.stripe(ofURLHash: CoverDiskCache.urlHash(key))
-        let holder = open(directory.file(CoverFetchLocks.directoryName + "/\(stripe).lock"), O_CREAT | O_RDWR, 0o644)
+        let holder = open(directory.file(CoverFetchLocks.directoryName + "/\(stripe).lock"), O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
         defer { close(holder) }
         #expect(holder >= 0 && flock(holder, LOCK_EX) == 0)
         let cover = try #require(try covers.cover(for: url, wait: .seconds(20)).cover, "fetched unlocked after the wait")

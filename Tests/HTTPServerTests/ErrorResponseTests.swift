@@ -36,6 +36,24 @@ import Testing
         return response
     }
 
+    struct Refusal: HTTPResponseError {
+        var problem: HTTPError?
+    }
+
+    /// An error of a lower layer that knows its problem is answered with it; one that says it
+    /// has none (a failure of the server) goes to `unhandled`.
+    @Test func anErrorThatKnowsItsProblemIsAnsweredWithItAndOneWithoutGoesToUnhandled() throws {
+        let renderer = ErrorRenderer { _, _, _ in HTTPResponse(status: .internalServerError, headers: ["X-Unhandled": "yes"]) }
+        let request = HTTPRequest(method: .get, target: "/thing")
+        let context = RequestContext(peerAddress: try #require(IPAddress("127.0.0.1")))
+        let refused = renderer.render(Refusal(problem: HTTPError(.conflict, detail: "That name is taken.")), request: request, context: context)
+        #expect(refused.status == .conflict && refused.headers["X-Unhandled"] == nil)
+        guard case let .bytes(body) = refused.body else { Issue.record("a problem document: \(refused.body)"); return }
+        #expect(String(decoding: body, as: UTF8.self).contains("That name is taken."))
+        let failed = renderer.render(Refusal(problem: nil), request: request, context: context)
+        #expect(failed.status == .internalServerError && failed.headers["X-Unhandled"] == "yes")
+    }
+
     @Test func unknownPathIs404Problem() throws {
         let response = try fetch("GET /no/such/thing HTTP/1.1\r\nHost: test\r\n\r\n")
         #expect(response.status == 404)

@@ -84,6 +84,9 @@ async function open(source) {
   const current = () => generation === app.opening;
   app.stream?.stop();
   app.stream = null;
+  // No stream for this source yet: the indicator says so until its own stream is live.
+  ui.live.textContent = 'connecting…';
+  document.documentElement.dataset.live = 'connecting';
   app.selected = null;
   clearBanner();
   const list = new AlbumList(app.api, source);

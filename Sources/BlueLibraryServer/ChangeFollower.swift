@@ -2,6 +2,7 @@ import Dispatch
 import Essentials
 import Foundation
 import Library
+import Storage
 import Synchronization
 
 /// Events on a database several instances share: every committed change, whichever instance

@@ -1,5 +1,4 @@
 import Foundation
-import Postgres
 import Storage
 
 /// `bluelibrary migrate`'s work, for the command line (which sees only this module): copies the
@@ -13,12 +12,9 @@ public enum PostgresMigration {
     public static func run(dataDirectory: String, url: String, password: String? = nil, force: Bool) throws(ConfigurationError) -> String {
         let path = URL(fileURLWithPath: dataDirectory).appendingPathComponent("bluelibrary.sqlite").path
         let started = ContinuousClock.now
-        var configuration = PostgresPool.Configuration(url: url, size: 1, statementTimeout: nil)
-        configuration.password = password
-        let pool = PostgresPool(configuration)
         let summary: DatabaseMigration.Summary
         do {
-            summary = try DatabaseMigration.copy(fromSQLiteAt: path, to: pool, replacing: force)
+            summary = try DatabaseMigration.copy(fromSQLiteAt: path, toDatabaseAt: url, password: password, replacing: force)
         } catch {
             throw ConfigurationError("migration failed, nothing was copied (the transaction rolled back): \(error)")
         }

@@ -80,13 +80,6 @@ final class LockHolder: Sendable {
     func release() { held.withLock { $0 = nil } }
 }
 
-/// SQLite's `data_version` watch as a stored-state signal (it moves when another connection
-/// commits, e.g. `bluelibrary token set`).
-struct DataVersionSignal: StoredStateSignal {
-    let watch: DatabaseChangeWatch
-    func hasChanged() throws -> Bool { try watch.hasChanged() }
-}
-
 extension ServeConfiguration {
     /// The SQLite store's settings this configuration asks for.
     var sqliteStorage: SQLiteAlbumStore.Configuration {

@@ -1,11 +1,7 @@
 import Essentials
 import Foundation
 import Library
-import ServerRecords
-
-/// What the server keeps beside the albums: idempotency records, settings, the token hash and
-/// lockouts, server secrets (the cursor key).
-typealias ServerRecordStore = AccessStore & IdempotencyStore & SecretStore & SettingsStore
+import Storage
 
 /// The database the server runs on, behind one seam: `BlueLibraryApp` never names SQLite or
 /// PostgreSQL, only this. Two kinds exist:
@@ -50,52 +46,4 @@ protocol StoreBackend: Sendable {
 
     /// Last work on graceful shutdown, once no request runs any more.
     func close(logger: JSONLogger)
-}
-
-/// Tells whether stored state another process may change (settings, the token hash,
-/// lockouts) changed since the last look. One polling thread calls it.
-protocol StoredStateSignal: Sendable {
-    /// True when something changed since the previous call (or since the signal was made).
-    func hasChanged() throws -> Bool
-}
-
-/// Blocks until another instance may have committed (a notification), or `timeout` passes.
-/// One thread (the change follower's listener) calls it.
-protocol CommitWakeup: Sendable {
-    /// What arrived: whether a commit was announced (or the connection is new, so one may have
-    /// been missed), and the events other instances relayed. Nothing on timeout or failure
-    /// (the caller polls anyway). After a lost connection the next call reconnects, with backoff.
-    func wait(upTo timeout: Duration) -> Wakeup
-    /// Ends a `wait` in progress soon, and every later one at once.
-    func close()
-}
-
-/// What one `CommitWakeup.wait` brought.
-struct Wakeup: Sendable, Equatable {
-    var committed = false
-    /// The libraries the commit notifications named (one made again after its deletion is
-    /// followed again).
-    var libraries: [String] = []
-    var events: [RelayedEvent] = []
-
-    static let nothing = Wakeup()
-}
-
-/// An event one instance published and relays to the others, because no change feed carries
-/// it (`state.changed`): the hub's event as it was formatted, with its library and the
-/// instance that sent it (which ignores its own).
-struct RelayedEvent: Sendable, Equatable, Codable {
-    var instance: String
-    var library: String
-    var name: String
-    var version: Int64
-    var json: String
-}
-
-/// Sends events to the other instances (PostgreSQL: `NOTIFY bluelibrary_events`), in the
-/// background: a sender never waits for the database.
-protocol EventRelay: Sendable {
-    /// This instance's id in the events it relays.
-    var instance: String { get }
-    func relay(_ event: RelayedEvent)
 }

@@ -1,5 +1,6 @@
 import Essentials
 import Foundation
+import Storage
 import Synchronization
 
 /// Keeps the in-memory copies of stored state (settings, the token hash) in step with the

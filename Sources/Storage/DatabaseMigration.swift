@@ -65,6 +65,15 @@ public enum DatabaseMigration {
         public var description: String { message }
     }
 
+    /// Copies the SQLite database at `sourcePath` into the PostgreSQL database at `url` (over one
+    /// connection, with no statement timeout: the copy is one long transaction); `password`, if
+    /// any, is given to libpq apart from the URL.
+    public static func copy(fromSQLiteAt sourcePath: String, toDatabaseAt url: String, password: String?, replacing: Bool) throws -> Summary {
+        var configuration = PostgresPool.Configuration(url: url, size: 1, statementTimeout: nil)
+        configuration.password = password
+        return try copy(fromSQLiteAt: sourcePath, to: PostgresPool(configuration), replacing: replacing)
+    }
+
     /// Copies the SQLite database at `sourcePath` (it must exist; it is migrated to the current
     /// SQLite schema first, as a server start would) into the database `pool` connects to.
     public static func copy(fromSQLiteAt sourcePath: String, to pool: PostgresPool, replacing: Bool) throws -> Summary {

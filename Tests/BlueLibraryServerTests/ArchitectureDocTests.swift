@@ -167,4 +167,23 @@ import Testing
             Issue.record("Package.swift declares \(module), which docs/architecture.md's module table lacks")
         }
     }
+
+    /// The storage seam: the server module sees the database through `Storage`'s types and
+    /// protocols only. It imports neither database wrapper, and none of its string literals is
+    /// SQL (a statement there would be a second place that knows the schema).
+    @Test func theServerModuleWritesNoSQL() throws {
+        let directory = Self.root.appendingPathComponent("Sources/BlueLibraryServer")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".swift") }
+        #expect(files.count > 20, "the server's sources were found: \(files.count)")
+        let sql = /"\s*(SELECT|INSERT|UPDATE|DELETE\s+FROM|CREATE|ALTER|DROP|LISTEN|NOTIFY|PRAGMA|BEGIN|COMMIT)\b/
+        #expect(!"let q = \"SELECT 1\"".matches(of: sql).isEmpty, "the pattern finds a statement")
+        for file in files.sorted() {
+            let source = Self.withoutComments(try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8))
+            for module in ["SQLite", "CSQLite", "Postgres", "CPostgres"] {
+                #expect(!source.split(separator: "\n").contains("import \(module)"), "\(file) imports \(module)")
+            }
+            let statements = source.matches(of: sql).map { String($0.output.0) }
+            #expect(statements.isEmpty, "\(file) writes SQL: \(statements)")
+        }
+    }
 }

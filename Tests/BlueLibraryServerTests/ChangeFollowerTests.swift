@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import HTTPTestSupport
 import Library
+import Storage
 import Synchronization
 import TestThreads
 import Testing

@@ -4,6 +4,7 @@ import Foundation
 import HTTPServer
 import HTTPTestSupport
 import Library
+import Storage
 import Postgres
 import TestThreads
 import Testing
@@ -130,7 +131,7 @@ struct PostgresAppTests {
     @Test func aFullPoolIsReadyAndAStoppedDatabaseIsNot() throws {
         let cluster = try PostgresServer()
         let pool = PostgresPool(PostgresPool.Configuration(url: try cluster.makeDatabase(), size: 1, acquireTimeout: .milliseconds(200)))
-        #expect(PostgresBackend.ping(pool) == nil)
+        #expect(PostgresDatabase.ping(pool) == nil)
         let holding = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
@@ -142,13 +143,13 @@ struct PostgresAppTests {
             done.signal()
         }
         holding.wait()
-        let busy = PostgresBackend.ping(pool)
+        let busy = PostgresDatabase.ping(pool)
         release.signal()
         done.wait()
         #expect(busy == nil, "a full pool made /readyz say the database does not answer: \(String(describing: busy))")
         #expect(pool.statistics.exhausted >= 1, "the ping did find the pool full")
         try cluster.stop()
-        let down = PostgresBackend.ping(pool)
+        let down = PostgresDatabase.ping(pool)
         #expect(down != nil && down?.isUnavailable == true)
         try cluster.start()
     }

@@ -109,7 +109,7 @@ let package = Package(
         // The tests' helpers that need the app: TestApp (the real app on a free port).
         .target(
             name: "BlueLibraryTestSupport",
-            dependencies: ["BlueLibraryServer", "HTTPTestSupport"],
+            dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport"],
             path: "Tests/BlueLibraryTestSupport",
             swiftSettings: strict
         ),

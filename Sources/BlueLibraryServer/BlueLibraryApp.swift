@@ -14,6 +14,8 @@ public final class BlueLibraryApp: Sendable {
     let server: HTTPServer
     let state: ServiceState
     public let router: Router
+    /// How a thrown error becomes a response (the server's, and ``answerInProcess(_:)``'s).
+    let errorRenderer: ErrorRenderer
     /// Every library, each behind its own facade.
     public let libraries: Libraries
     /// The facade of the library `default` (the routes without a `/libraries/{lib}` prefix).
@@ -129,6 +131,7 @@ public final class BlueLibraryApp: Sendable {
             throw ConfigurationError("cannot watch the database \(backend.location): \(error)")
         }
         let errorRenderer = Self.errorRenderer(logger: logger, isDiskFull: { [backend] in backend.isDiskFull($0) })
+        self.errorRenderer = errorRenderer
         var routes = RouterBuilder(middleware: middleware, errorRenderer: errorRenderer)
         // The read lane of the routes marked `.expensiveRead` (uncached list reads).
         routes.readLimits = ReadAdmission.Limits(
@@ -357,6 +360,13 @@ public final class BlueLibraryApp: Sendable {
     }
 
     public func waitUntilStopped() { server.waitUntilStopped() }
+
+    /// `request` answered by the app's routes in this process, from loopback, without a socket
+    /// (``Router/answerInProcess(_:peer:errorRenderer:)`` says what a connection would add).
+    /// For route tests; the app need not be started.
+    public func answerInProcess(_ request: HTTPRequest) -> HTTPResponse {
+        router.answerInProcess(request, peer: .loopback, errorRenderer: errorRenderer)
+    }
 
     /// A 500 never shows internals to the client; the log line has them, with the request id.
     /// A database that cannot be reached (or a full pool) is 503 with `Retry-After`, whatever

@@ -29,6 +29,9 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     public static let unspecified = IPAddress(high: 0, low: 0)
 
     /// The IPv4 address `a.b.c.d` given as the number `a << 24 | b << 16 | c << 8 | d`.
+    /// 127.0.0.1.
+    public static let loopback = IPAddress(ipv4: 0x7F00_0001)
+
     public init(ipv4 value: UInt32) {
         self.init(high: 0, low: 0xFFFF_0000_0000 | UInt64(value))
     }

@@ -163,15 +163,16 @@ public final class HTTPServer: Sendable {
             waitUntilStopped()
             return
         }
+        let started = state.withLock { $0.started }
         let allDrained = DispatchSemaphore(value: 0)
         let loopCount = loops.count
         shared.setDraining { [shared] in
             if shared.drainedLoopCount == loopCount { allDrained.signal() }
         }
         for loop in loops { loop.execute { $0.beginDraining() } }
-        _ = allDrained.wait(timeout: .now() + .nanoseconds(Int(grace.nanoseconds)))
+        // Loops that never ran have no connection to drain (and would not report).
+        if started { _ = allDrained.wait(timeout: .now() + .nanoseconds(Int(grace.nanoseconds))) }
         for loop in loops { loop.execute { $0.stop() } }
-        let started = state.withLock { $0.started }
         if started { for loop in loops { loop.waitUntilStopped() } }
         shared.workers.shutdown()
         shared.readWorkers?.shutdown()

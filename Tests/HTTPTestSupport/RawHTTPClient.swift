@@ -334,3 +334,12 @@ public final class RawHTTPClient {
         return try client.readResponse(isHead: method == "HEAD")
     }
 }
+
+extension RawHTTPClient.Response {
+    /// A response that did not come over a socket (an app answering in process): HTTP/1.1,
+    /// the reason phrase as given, not chunked.
+    public init(status: Int, reason: String, headers: [(name: String, value: String)], body: [UInt8]) {
+        self.init(statusLine: "HTTP/1.1 \(status) \(reason)", version: "HTTP/1.1", status: status, reason: reason,
+                  headers: headers, body: body, chunks: nil)
+    }
+}

@@ -6,16 +6,16 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Album routes over a real socket against the in-process app on a fresh SQLite file:
+/// Album routes answered in process (no socket) by the app on a fresh SQLite file:
 /// conditional requests, the table view, moves, archive, idempotency, and bad input that
 /// must change nothing.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class AlbumRouteTests {
     let app: BlueLibraryApp
-    var port: Int { app.port }
+    let routes: InProcessClient
 
     init() throws {
         app = try TestApp.make()
-        app.start()
+        routes = InProcessClient(app)
     }
 
     deinit { app.shutdown() }
@@ -23,7 +23,7 @@ import Testing
     func request(_ method: String = "GET", _ path: String, headers: [String: String] = [:], json: String? = nil) throws -> RawHTTPClient.Response {
         var headers = headers
         if json != nil, headers["Content-Type"] == nil { headers["Content-Type"] = "application/json" }
-        return try RawHTTPClient.request(port: port, method: method, path: path, headers: headers, body: Array((json ?? "").utf8))
+        return routes.request(method: method, path: path, headers: headers, body: Array((json ?? "").utf8))
     }
 
     func firstID() throws -> String {
@@ -133,7 +133,15 @@ import Testing
         #expect(try request("POST", "/albums", headers: ["Idempotency-Key": "k-2"], json: #"{"title": "Lodger", "artist": "David Bowie"}"#).status == 201)
     }
 
+    /// Over the socket: the export streams its body and the import streams its upload, which
+    /// only a connection carries.
     @Test func archiveRoundTripsAndInvalidImportsChangeNothing() throws {
+        app.start()
+        let socket = Endpoint.port(app.port)
+        func request(_ method: String, _ path: String, json: String? = nil) throws -> RawHTTPClient.Response {
+            try socket.request(method: method, path: path, headers: json == nil ? [:] : ["Content-Type": "application/json"],
+                               body: Array((json ?? "").utf8))
+        }
         let export = try request("GET", "/archive")
         #expect(export.status == 200)
         #expect(export.header("Transfer-Encoding") == "chunked")

@@ -154,8 +154,10 @@ struct PrometheusText {
 }
 
 @Suite(.timeLimit(.minutes(2)), .ownThreads) struct MetricsTests {
-    static func scrape(_ port: Int) throws -> PrometheusText {
-        let response = try RawHTTPClient.request(port: port, path: "/metrics")
+    static func scrape(_ port: Int) throws -> PrometheusText { try scrape(.port(port)) }
+
+    static func scrape(_ endpoint: Endpoint) throws -> PrometheusText {
+        let response = try endpoint.request(path: "/metrics")
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == "text/plain; version=0.0.4; charset=utf-8")
         return try PrometheusText(String(decoding: response.body, as: UTF8.self))

@@ -7,13 +7,14 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// `/views` over HTTP: definitions and their problems, the paged view list (position order,
+/// `/views`, answered in process: definitions and their problems, the paged view list (position order,
 /// value sorts, filters, cursors, ETag/304 from the request model), index addressing through a
 /// view with undo in the owning library, and a cursor walk while another task changes all
 /// three sources.
 @Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class ViewRouteTests {
     let app: BlueLibraryApp
-    var port: Int { app.port }
+    /// The app's routes, answered in process (no socket).
+    let routes: InProcessClient
     static let sources = ["default", "jazz", "rock"]
     /// Albums per library at the start.
     static let perLibrary = 6
@@ -25,7 +26,7 @@ import Testing
             $0.seed = false
             $0.maxReadsPerClient = 0
         }
-        app.start()
+        routes = InProcessClient(app)
         for library in Self.sources.dropFirst() {
             try #require(try send("POST", "/libraries", #"{"id": "\#(library)"}"#).status == 201)
         }
@@ -40,14 +41,13 @@ import Testing
     deinit { app.shutdown() }
 
     func get(_ path: String, headers: [String: String] = [:]) throws -> RawHTTPClient.Response {
-        try RawHTTPClient.request(port: port, path: path, headers: headers)
+        routes.request(path: path, headers: headers)
     }
 
     @discardableResult
     func send(_ method: String, _ path: String, _ json: String? = nil) throws -> RawHTTPClient.Response {
-        try RawHTTPClient.request(
-            port: port, method: method, path: path, headers: json == nil ? [:] : ["Content-Type": "application/json"],
-            body: Array((json ?? "").utf8))
+        routes.request(method: method, path: path, headers: json == nil ? [:] : ["Content-Type": "application/json"],
+                       body: Array((json ?? "").utf8))
     }
 
     func createView(_ id: String = "all", sources: [String] = sources, filter: String? = nil) throws -> RawHTTPClient.Response {
@@ -101,7 +101,7 @@ import Testing
         #expect(unknown.status == 422)
         #expect(Self.fields(unknown).allSatisfy { $0.hasPrefix("sources") } && !Self.fields(unknown).isEmpty)
         #expect(Self.fields(try createView("Bad Id")) == ["id"])
-        #expect(try RawHTTPClient.request(port: port, method: "POST", path: "/views", body: Array("{}".utf8)).status == 415)
+        #expect(routes.request(method: "POST", path: "/views", body: Array("{}".utf8)).status == 415)
 
         let list = try get("/views").json()
         #expect((list["views"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["all"])
@@ -225,7 +225,7 @@ import Testing
         #expect(try get(path).body == first.body)
         #expect(app.viewPages.cache.loadCount == loads, "304 and a current page need no load")
 
-        let metrics = try MetricsTests.scrape(port)
+        let metrics = try MetricsTests.scrape(.inProcess(routes))
         #expect(metrics.types["bluelibrary_view_page_cache_hits_total"] == "counter")
         #expect(metrics.value("bluelibrary_view_page_cache_hits_total") >= 2, "the 304 and the cached 200")
         #expect(metrics.value("bluelibrary_view_page_cache_misses_total") == 1)
@@ -242,10 +242,10 @@ import Testing
         let before = app.viewPages.cache.loadCount
         let group = DispatchGroup()
         let codes = Mutex<[Int]>([])
-        let port = self.port
+        let routes = self.routes
         for _ in 0..<12 {
             DispatchQueue.global().async(group: group) {
-                let status = (try? RawHTTPClient.request(port: port, path: "/views/all/albums?limit=7&sort=title").status) ?? -1
+                let status = routes.request(path: "/views/all/albums?limit=7&sort=title").status
                 codes.withLock { $0.append(status) }
             }
         }
@@ -312,8 +312,8 @@ import Testing
         _ = try createView()
         let headers = ["Content-Type": "application/json", "Idempotency-Key": "view-add-1"]
         let body = Array(#"{"title": "Once", "artist": "Only"}"#.utf8)
-        let first = try RawHTTPClient.request(port: port, method: "POST", path: "/views/all/albums?index=0", headers: headers, body: body)
-        let again = try RawHTTPClient.request(port: port, method: "POST", path: "/views/all/albums?index=0", headers: headers, body: body)
+        let first = routes.request(method: "POST", path: "/views/all/albums?index=0", headers: headers, body: body)
+        let again = routes.request(method: "POST", path: "/views/all/albums?index=0", headers: headers, body: body)
         #expect(first.status == 201 && again.status == 201)
         #expect(again.header("Idempotent-Replayed") == "true" && again.body == first.body)
         #expect(try get("/libraries/default/albums?count=true&limit=1").json()["total"] as? Int == Self.perLibrary + 1)
@@ -350,16 +350,15 @@ import Testing
         // letting the next one start (so every batch really happens during the walk).
         let turns = DispatchSemaphore(value: 0)
         let batchDone = DispatchSemaphore(value: 0)
-        let port = self.port
+        let routes = self.routes
         let mutator = Thread { [owner] in
             var owner = owner
             var random = SeededGenerator(seed: seed)
             var serial = 0
             func send(_ method: String, _ path: String, _ json: String? = nil) -> [String: Any]? {
-                guard let response = try? RawHTTPClient.request(
-                    port: port, method: method, path: path, headers: json == nil ? [:] : ["Content-Type": "application/json"],
-                    body: Array((json ?? "").utf8)), (200..<300).contains(response.status)
-                else { return nil }
+                let response = routes.request(method: method, path: path, headers: json == nil ? [:] : ["Content-Type": "application/json"],
+                                              body: Array((json ?? "").utf8))
+                guard (200..<300).contains(response.status) else { return nil }
                 return try? response.json()
             }
             while true {

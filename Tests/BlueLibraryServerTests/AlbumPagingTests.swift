@@ -7,11 +7,12 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// `GET /albums` paging over HTTP: cursors and Link headers, sorts and filters, ETags from the
+/// `GET /albums` paging, answered in process: cursors and Link headers, sorts and filters, ETags from the
 /// request model, and the model's one-read-for-many behaviour.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class AlbumPagingTests {
     let app: BlueLibraryApp
-    var port: Int { app.port }
+    /// The app's routes, answered in process (no socket).
+    let routes: InProcessClient
 
     init() throws {
         // Identical requests sent at once from one address are each admitted (no per-client
@@ -20,17 +21,17 @@ import Testing
             $0.seed = false
             $0.maxReadsPerClient = 0
         }
-        app.start()
+        routes = InProcessClient(app)
         for n in 0..<23 {
             let body = #"{"title": "Album \#(n)", "artist": "\#(n % 2 == 0 ? "Even" : "Odd")", "year": \#(1980 + n)}"#
-            _ = try RawHTTPClient.request(port: port, method: "POST", path: "/albums", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+            _ = routes.request(method: "POST", path: "/albums", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
         }
     }
 
     deinit { app.shutdown() }
 
     func get(_ path: String, headers: [String: String] = [:]) throws -> RawHTTPClient.Response {
-        try RawHTTPClient.request(port: port, path: path, headers: headers)
+        routes.request(path: path, headers: headers)
     }
 
     /// Follows `Link: rel="next"` from `path` to the end; returns the titles.
@@ -77,7 +78,7 @@ import Testing
         #expect(cached.body == first.body)
         #expect(app.pageCache.loadCount == loadsBefore, "304 and a current page need no load")
         // A mutation moves the version on: the old tag no longer matches and the page reloads
-        _ = try RawHTTPClient.request(port: port, method: "DELETE", path: "/albums/at/0")
+        _ = routes.request(method: "DELETE", path: "/albums/at/0")
         #expect(try get("/albums?limit=5", headers: ["If-None-Match": tag]).status == 200)
         #expect(app.pageCache.loadCount == loadsBefore + 1)
     }
@@ -86,10 +87,10 @@ import Testing
         let before = app.pageCache.loadCount
         let group = DispatchGroup()
         let codes = Mutex<[Int]>([])
-        let port = self.port
+        let routes = self.routes
         for _ in 0..<16 {
             DispatchQueue.global().async(group: group) {
-                let status = (try? RawHTTPClient.request(port: port, path: "/albums?limit=7&sort=title").status) ?? -1
+                let status = routes.request(path: "/albums?limit=7&sort=title").status
                 codes.withLock { $0.append(status) }
             }
         }

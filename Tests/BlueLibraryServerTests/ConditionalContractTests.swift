@@ -17,14 +17,13 @@ import Testing
 
     @Test func anInvalidQueryIs400WhateverThePreconditions() throws {
         let app = try TestApp.make()
-        app.start()
-        defer { app.shutdown() }
-        let port = app.port
+        defer { app.shutdown() }  // never started: answered in process
+        let routes = InProcessClient(app)
         func get(_ path: String, _ headers: [String: String] = [:]) throws -> RawHTTPClient.Response {
-            try RawHTTPClient.request(port: port, path: path, headers: headers)
+            routes.request(path: path, headers: headers)
         }
-        #expect(try RawHTTPClient.request(port: port, method: "POST", path: "/views", headers: ["Content-Type": "application/json"],
-                                          body: Array(#"{"id": "all", "sources": ["default"]}"#.utf8)).status == 201)
+        #expect(routes.request(method: "POST", path: "/views", headers: ["Content-Type": "application/json"],
+                               body: Array(#"{"id": "all", "sources": ["default"]}"#.utf8)).status == 201)
         for list in ["/albums", "/libraries/default/albums", "/views/all/albums"] {
             // A valid page first: its tag, and the list's version known in memory.
             let valid = try get("\(list)?limit=2")
@@ -102,14 +101,13 @@ import Testing
 
     @Test func a304CarriesTheCacheControlItsOKWouldAndTheSpecSays() throws {
         let app = try TestApp.make()
-        app.start()
-        defer { app.shutdown() }
-        let port = app.port
+        defer { app.shutdown() }  // never started: answered in process
+        let routes = InProcessClient(app)
         func get(_ path: String, _ headers: [String: String] = [:]) throws -> RawHTTPClient.Response {
-            try RawHTTPClient.request(port: port, path: path, headers: headers)
+            routes.request(path: path, headers: headers)
         }
-        #expect(try RawHTTPClient.request(port: port, method: "POST", path: "/views", headers: ["Content-Type": "application/json"],
-                                          body: Array(#"{"id": "all", "sources": ["default"]}"#.utf8)).status == 201)
+        #expect(routes.request(method: "POST", path: "/views", headers: ["Content-Type": "application/json"],
+                               body: Array(#"{"id": "all", "sources": ["default"]}"#.utf8)).status == 201)
         let id = try #require(try get("/albums/at/0").json()["id"] as? String)
         let declared = try Self.declaredCacheControl()
         let reads: [(template: String, path: String)] = [

@@ -29,12 +29,11 @@ struct NulTextTests {
                 $0.databasePoolSize = 4
             }
         }
-        app.start()
-        defer { app.shutdown() }
+        defer { app.shutdown() }  // never started: answered in process
+        let routes = InProcessClient(app)
         func call(_ method: String, _ path: String, _ json: String? = nil) throws -> RawHTTPClient.Response {
-            try RawHTTPClient.request(
-                port: app.port, method: method, path: path,
-                headers: json == nil ? [:] : ["Content-Type": "application/json"], body: Array((json ?? "").utf8))
+            routes.request(method: method, path: path, headers: json == nil ? [:] : ["Content-Type": "application/json"],
+                           body: Array((json ?? "").utf8))
         }
         func expectRefused(_ response: RawHTTPClient.Response, field: String, status: Int = 422,
                            sourceLocation: SourceLocation = #_sourceLocation) throws {

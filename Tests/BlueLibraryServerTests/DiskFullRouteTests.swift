@@ -7,7 +7,7 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// A full disk over HTTP: with the data directory on a small tmpfs that fills up, writes get
+/// A full disk, through the routes (in process): with the data directory on a small tmpfs that fills up, writes get
 /// 507 with a problem that says the disk is full, `/readyz` says so, reads go on, and writes
 /// resume by themselves once space is freed. Skipped where a tmpfs cannot be mounted.
 @Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: TmpfsVolume.canMount, "needs to mount a tmpfs (root in a container that allows it)"), .ownThreads)
@@ -18,11 +18,11 @@ struct DiskFullRouteTests {
             $0.dataDirectory = volume.path
             $0.diskReserveBytes = 32 << 20  // the default: on this volume, 1/16 of it
         }
-        app.start()
-        defer { app.shutdown() }
+        defer { app.shutdown() }  // never started: answered in process
+        let routes = InProcessClient(app)
         func request(_ method: String, _ path: String, json: String? = nil) throws -> RawHTTPClient.Response {
-            try RawHTTPClient.request(port: app.port, method: method, path: path,
-                                      headers: json == nil ? [:] : ["Content-Type": "application/json"], body: Array((json ?? "").utf8))
+            routes.request(method: method, path: path, headers: json == nil ? [:] : ["Content-Type": "application/json"],
+                           body: Array((json ?? "").utf8))
         }
         let filler = try volume.fill(leaving: 300 << 10)
         var added = 0

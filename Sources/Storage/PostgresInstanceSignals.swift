@@ -23,6 +23,8 @@ public final class ListenWakeup: CommitWakeup, @unchecked Sendable {
     private var failures = 0
     private var nextAttempt = ContinuousClock.now
     private let closed = Atomic<Bool>(false)
+    /// Signalled by ``close()``, so that a backoff pause in `wait` ends at once.
+    private let closing = DispatchSemaphore(value: 0)
 
     public init(url: String, password: String? = nil, commits: String, events: String, backoff: Backoff = Backoff()) {
         self.url = url
@@ -51,13 +53,15 @@ public final class ListenWakeup: CommitWakeup, @unchecked Sendable {
 
     public func close() {
         closed.store(true, ordering: .relaxed)
+        closing.signal()
     }
 
     /// Opens and listens (after the backoff has passed); true when listening again.
     private func reconnect(within timeout: Duration) -> Bool {
         let now = ContinuousClock.now
         if now < nextAttempt {
-            Thread.sleep(forTimeInterval: min(timeout, nextAttempt - now).seconds)
+            // The backoff's pause, within the caller's timeout; `close()` ends it.
+            _ = closing.wait(timeout: .now() + .nanoseconds(Int(clamping: min(timeout, nextAttempt - now).nanoseconds)))
             return false
         }
         do {

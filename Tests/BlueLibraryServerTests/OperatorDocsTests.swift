@@ -147,10 +147,12 @@ import Testing
 
     // MARK: - No history in the documents
 
-    /// Citations of issue or defect numbers: "issue 27", "issues 11", "Issue #12", "defect 4",
-    /// "(#12)", " #12". Not `#` followed by a word (an anchor such as `#section`, `#filePath`)
-    /// and not `# 201` (a shell comment in a code example); a hex colour like `#123abc` is not a
-    /// citation either (the digits must end the word).
+    /// Citations of tracker numbers: the word "issue" or "issues" (with or without `#`) or
+    /// "defect" followed by a number, or `#` and a number after a space or an opening
+    /// parenthesis (the samples in `noDocumentCitesAnIssueNumber`). Not `#` followed by a word
+    /// (an anchor such as `#section`, `#filePath`) and not `#` then a space and digits (a shell
+    /// comment in a code example); a hex colour like `#123abc` is not one either (the digits
+    /// must end the word).
     static func issueCitations(in text: String) -> [String] {
         let words = text.matches(of: /(?i)\b(issues?|defects?)\s+#?\d+\b/).map { String($0.0) }
         let hashes = text.matches(of: /(?:^|[\s(\[,;])#\d+\b/.anchorsMatchLineEndings()).map { String($0.0) }

@@ -80,6 +80,20 @@ struct PostgresAppTests {
         #expect(other.status == .internalServerError)
     }
 
+    /// A listener waiting out its reconnect backoff (the database refused it) is ended by
+    /// `close()` at once, not when the pause is over: the change follower stops promptly.
+    @Test func closeEndsAListenersBackoffPause() throws {
+        let wakeup = ListenWakeup(url: "postgres://127.0.0.1:1/none", commits: "bluelibrary_commits", events: NotifyRelay.channel,
+                                  backoff: Backoff(first: .seconds(120), longest: .seconds(120)))
+        #expect(wakeup.wait(upTo: .seconds(5)) == .nothing, "nothing listens on port 1: the connect fails")
+        // Closed once the next wait is (most likely) in its pause; a close that comes first
+        // ends that wait at its start, which passes too.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { wakeup.close() }
+        let started = ContinuousClock.now
+        #expect(wakeup.wait(upTo: .seconds(120)) == .nothing)
+        #expect(ContinuousClock.now - started < .seconds(60), "close() ended the 120 s pause")
+    }
+
     @Test func theCommitListenerWakesOnANotificationAndComesBackAfterARestart() throws {
         let cluster = try PostgresServer()
         let url = try cluster.makeDatabase()

@@ -142,6 +142,43 @@ enum SQLDialect: Sendable, Equatable {
     }
 }
 
+extension SQLDialect {
+    /// `select` with its rows locked for the rest of the transaction where other sessions
+    /// could change them meanwhile (PostgreSQL's `FOR UPDATE`); SQLite's one writer needs no lock.
+    func lockingRows(_ select: String) -> String {
+        switch self {
+        case .sqlite: select
+        case .postgres: select + " FOR UPDATE"
+        }
+    }
+
+    /// Deletes a bounded batch of idempotency keys created before ?1; on PostgreSQL it skips
+    /// rows another instance is deleting, so a purge never waits behind another.
+    var purgeExpiredKeys: String {
+        switch self {
+        case .sqlite: Self.purgeExpiredKeys(skipping: "")
+        case .postgres: Self.purgeExpiredKeys(skipping: " FOR UPDATE SKIP LOCKED")
+        }
+    }
+
+    private static func purgeExpiredKeys(skipping: String) -> String {
+        "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys WHERE created_at < ?1 LIMIT 100\(skipping))"
+    }
+
+    /// Deletes every failed-attempts record but the ?1 newest windows (ties by client). SQLite
+    /// needs a LIMIT before an OFFSET (-1: none); PostgreSQL takes the OFFSET alone.
+    var deleteOldestFailuresBeyond: String {
+        switch self {
+        case .sqlite: Self.deleteOldestFailures(offset: "LIMIT -1 OFFSET ?1")
+        case .postgres: Self.deleteOldestFailures(offset: "OFFSET ?1")
+        }
+    }
+
+    private static func deleteOldestFailures(offset: String) -> String {
+        "DELETE FROM access_failures WHERE client IN (SELECT client FROM access_failures ORDER BY window_start DESC, client \(offset))"
+    }
+}
+
 /// The statements only the PostgreSQL store runs (SQLite needs none of them: one writer, one
 /// process): row locks that serialise writers of a library across instances, the versions of
 /// several libraries in one statement, and the notifications other instances listen for.

@@ -427,6 +427,16 @@ public enum AlbumStoreContract {
         let empty = IdempotentResponse(status: 204, headers: [], body: [])
         try keys.complete(key: "k1", response: empty)
         #expect(try keys.begin(key: "k1", fingerprint: "f9", now: now.addingTimeInterval(61), expiry: 60) == .replay(empty))
+        // More expired keys than one claim purges: the one asked for is unknown all the same
+        // (taken over, not a mismatch or a replay of an answer that has expired).
+        for index in 0..<150 {
+            #expect(try keys.begin(key: "old-\(1000 + index)", fingerprint: "f", now: now, expiry: 60) == .claimed)
+            try keys.complete(key: "old-\(1000 + index)", response: response)
+        }
+        let later = now.addingTimeInterval(120)
+        #expect(try keys.begin(key: "old-1149", fingerprint: "new", now: later, expiry: 60) == .claimed)
+        #expect(try keys.begin(key: "old-1149", fingerprint: "new", now: later, expiry: 60) == .inProgress)
+        #expect(try keys.begin(key: "old-1148", fingerprint: "f", now: later, expiry: 60) == .claimed)
     }
 
     static func settings(_ factory: AlbumStoreFactory) throws {

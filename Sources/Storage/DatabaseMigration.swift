@@ -129,29 +129,14 @@ public enum DatabaseMigration {
         let columns: [String]
     }
 
-    /// In an order that respects the foreign keys (libraries first).
-    static let tables: [Table] = [
-        Table(name: "libraries", columns: ["id", "name", "version", "album_count", "display_name", "deleted"]),
-        Table(name: "buckets", columns: ["library", "ord", "id", "size"]),
+    /// Every table of the schema (`SchemaHistory.current`), in the order the migrations create
+    /// them (which respects the foreign keys: libraries first), with the columns SQLite has and
+    /// PostgreSQL does not compute or assign itself.
+    static let tables: [Table] = SchemaHistory.current.tables.map { table in
         Table(
-            name: "albums",
-            columns: ["library", "album_id", "bucket", "pos", "title", "artist", "genre", "year", "cover_url",
-                      "created_at", "updated_at"]),
-        Table(name: "undo_commands", columns: ["library", "seq", "command"]),
-        Table(name: "saved_states", columns: ["library", "client", "current_index", "album_id", "updated_at"]),
-        Table(
-            name: "library_changes",
-            columns: ["library", "version", "kind", "album_id", "position", "recorded_at", "from_position", "peer"]),
-        Table(
-            name: "views",
-            columns: ["id", "name", "sources", "filter_text", "filter_artist", "filter_genre", "filter_year_from",
-                      "filter_year_to", "revision"]),
-        Table(name: "settings", columns: ["id", "document", "updated_at"]),
-        Table(name: "access_token", columns: ["id", "algorithm", "salt", "hash", "iterations", "updated_at"]),
-        Table(name: "access_failures", columns: ["client", "attempt_count", "window_start", "locked_until"]),
-        Table(name: "idempotency_keys", columns: ["key", "fingerprint", "created_at", "status", "headers", "body"]),
-        Table(name: "secrets", columns: ["name", "value", "created_at"]),
-    ]
+            name: table.name,
+            columns: table.columns.filter { !$0.postgresOnly && $0.generated == nil && $0.copied }.map(\.name))
+    }
 
     /// Rows per multi-row INSERT (albums have 11 columns: 5,500 parameters of PostgreSQL's 65,535).
     static let batchSize = 500
@@ -274,14 +259,9 @@ public enum DatabaseMigration {
     /// Kept from other writers (and the migrator) for the transaction. EXCLUSIVE MODE lets
     /// plain reads go on, but TRUNCATE then takes ACCESS EXCLUSIVE: nothing else reads these
     /// tables until the commit (hence the refusal while other sessions are connected).
-    private static let lockTables = """
-        LOCK TABLE libraries, buckets, albums, undo_commands, saved_states, library_changes, views, settings,
-            access_token, access_failures, idempotency_keys, secrets IN EXCLUSIVE MODE
-        """
-    private static let truncateTables = """
-        TRUNCATE libraries, buckets, albums, undo_commands, saved_states, library_changes, views, settings,
-            access_token, access_failures, idempotency_keys, secrets
-        """
+    private static let lockTables = "LOCK TABLE \(tableNames) IN EXCLUSIVE MODE"
+    private static let truncateTables = "TRUNCATE \(tableNames)"
+    private static let tableNames = tables.map(\.name).joined(separator: ", ")
     /// The `default` library as the migration inserts it, untouched.
     private static let isFreshDefault =
         "name = 'default' AND version = 0 AND album_count = 0 AND deleted = 0 AND display_name IS NULL"

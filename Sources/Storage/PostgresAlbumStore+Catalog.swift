@@ -10,7 +10,7 @@ extension PostgresAlbumStore {
     }
 
     /// Creates `id`, or brings a deleted `id` back on its old row one version above where it
-    /// ended (see `Schema` v7).
+    /// ended (see `SchemaHistory` v7).
     public func createLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord {
         try writing { session in
             guard let record = try session.firstRow(SQL.createLibrary, [.text(id.rawValue), .text(name)], { row in

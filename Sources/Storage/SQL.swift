@@ -5,17 +5,20 @@
 /// Written to mean the same on both: `ON CONFLICT … DO UPDATE` qualifies the target's columns
 /// (PostgreSQL finds a bare one ambiguous), a subquery in FROM has an alias.
 ///
-/// Three kinds of SQL live elsewhere, each in one file:
+/// Four kinds of SQL live elsewhere, each in one file:
 /// - what differs between SQLite and PostgreSQL: `SQLDialect.swift`;
-/// - the schema: the migrations' DDL, append-only, in `Schema.swift` (and the sort indexes a
-///   bulk import drops and recreates, `Schema.bulkIndexes`);
+/// - the schema: the migrations, append-only, as tables, columns and indexes both engines'
+///   DDL is spelled from, in `SchemaHistory.swift` (`SchemaDefinition.swift` spells them; the
+///   sort indexes a bulk import drops and recreates are `Schema.bulkIndexes`);
+/// - the server's own records (settings, access, idempotency keys, secrets):
+///   `ServerRecordsSQL.swift`;
 /// - filtered, sorted pages, whose text depends on which filter conditions are present: built
 ///   by `PagingQuery` (`PagingSQL.swift`) from fixed fragments, so each shape is still one
 ///   cached statement.
 enum SQL {
     // MARK: Libraries
 
-    /// The row of a name, live or deleted (rows are never removed: see `Schema` v7).
+    /// The row of a name, live or deleted (rows are never removed: see `SchemaHistory` v7).
     static let libraryID = "SELECT id FROM libraries WHERE name = ?1"
     static let libraryIsLive = "SELECT deleted = 0 FROM libraries WHERE id = ?1"
     private static let libraryColumns = "name, display_name, album_count, version"

@@ -8,7 +8,7 @@ extension SQLiteAlbumStore {
     }
 
     /// Creates `id`, or brings a deleted `id` back on its old row one version above where it
-    /// ended (see `Schema` v7).
+    /// ended (see `SchemaHistory` v7).
     public func createLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord {
         let (row, record) = try committing { db in
             guard let created = try db.firstRow(SQL.createLibrary, [.text(id.rawValue), .text(name)], { row in

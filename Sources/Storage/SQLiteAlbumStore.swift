@@ -311,7 +311,7 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// The row id of `library` inside the transaction on `db`, which must show it live.
     ///
     /// The name-to-row cache is never stale: library rows are never removed (a deleted library
-    /// is a tombstone, and creating it again reuses its row, see `Schema` v7), so only whether
+    /// is a tombstone, and creating it again reuses its row, see `SchemaHistory` v7), so only whether
     /// the row is live is read each time (one primary-key lookup, in this transaction's
     /// snapshot, so another process's delete is seen too).
     /// - Throws: `LibraryError.libraryNotFound` when there is no live library `library`.

@@ -1,0 +1,251 @@
+/// The schema of both engines, as an append-only list of migrations written once as
+/// `SchemaStep`s (`SchemaDefinition.swift` says how each engine spells them).
+///
+/// Rules: a migration that has shipped is never edited, renamed or reordered; changes come as
+/// new entries ("v8-...") at the end of `migrations`. SQLite runs every entry; PostgreSQL,
+/// which started from the shape after v7, runs that shape as its own first migration and each
+/// later entry as it is (`PostgresSchema`).
+///
+/// Layout (v1):
+/// - `libraries`: one row per `LibraryID` (`name`), with the `version` (ETags, `outdated`)
+///   and `album_count` (so `count()` is O(1)); both maintained in the writing transaction.
+/// - `buckets`: the ordering's upper level. A library's albums are split into consecutive
+///   buckets; `ord` is a sparse key ordering the buckets of a library, `size` the number of
+///   albums in the bucket. `WITHOUT ROWID` clustered on `(library, ord)`, so summing sizes in
+///   order is a covering range scan. `id` is the stable handle albums refer to.
+/// - `albums`: the album fields plus `(bucket, pos)`, where `pos` is a sparse key ordering the
+///   albums of one bucket. Timestamps are integer milliseconds since 1970 (UTC), which give
+///   back exactly the domain's millisecond `Date`s (see `Milliseconds`). `album_id` is unique
+///   per library (from v7: across libraries). No FOREIGN KEY on purpose: SQLite disables its truncate optimisation for a
+///   table in a foreign-key relation, and wiping 1M albums row by row takes seconds, not
+///   milliseconds (library rows are never deleted, so `library` cannot dangle).
+///   `albums_by_position` is deliberately not UNIQUE: renumbering a bucket rewrites keys in
+///   one statement, and SQLite checks UNIQUE row by row.
+/// - `undo_commands`: the undo stack, `seq` increasing, `command` the JSON of `UndoCommand`.
+/// - `saved_states`: one row per client; `updated_at` in milliseconds or NULL.
+///
+/// v2 adds `idempotency_keys`: one row per `Idempotency-Key` (scoped by the caller), with the
+/// request's fingerprint, when it was claimed, and once answered the stored response
+/// (`status` NULL while the request is in progress).
+///
+/// v3 adds one index per value sort of paged lists (`AlbumPages.swift`), each
+/// ending in `album_id` (the tie-break), so a keyset page is one index seek at any depth.
+/// `year_key` is `IFNULL(year, 0)` as a virtual generated column (computed, not stored): the
+/// year sort's key must be a plain column for SQLite to seek a `(year_key, album_id) > (?, ?)`
+/// row value on the index (it never matches an expression inside a row value).
+///
+/// v4 adds `library_changes`, the change feed: one row per version bump, written in the
+/// mutation's own transaction, with `kind` (`added`, `updated`, `deleted`, `moved`,
+/// `replaced`), the album id and index (NULL for `replaced`) and `recorded_at` in milliseconds.
+/// Clustered on `(library, version)` (`WITHOUT ROWID`): that primary key is the one index both
+/// reading a page (`version > ?`) and pruning the oldest rows (`ORDER BY version LIMIT n`)
+/// need, so no secondary index is kept (each would cost every write a second B-tree insert).
+///
+/// v5 and v6 add the settings, access and secrets tables (see their statements below).
+///
+/// v7 (several libraries, views, moves between libraries):
+/// - `libraries` gains `display_name` (NULL: the id, `name`, is shown) and `deleted` (0/1).
+///   A deleted library is a tombstone: its albums, buckets, undo commands, saved states and
+///   changes are gone, but its row stays with its `version`, so a library created again with
+///   the id reuses the row and continues one above the old version (versions never repeat for
+///   an id: old ETags and cursors never match the new library), and a row id once seen for a
+///   name is that name's forever (`SQLiteAlbumStore`'s row-id cache never goes stale; whether
+///   the library is live is checked in each transaction). `default` is inserted here, so it
+///   exists from the start; before v7 a library row was made by the first write to it.
+/// - `albums_by_album_id`: a UNIQUE index on `albums(album_id)`: album ids are unique across
+///   libraries (it also answers `library(of:)`). The v1 `UNIQUE (library, album_id)` stays (it
+///   cannot be dropped without rebuilding the table); it is implied by the new one. A database
+///   that holds one id in two libraries (possible before v7) cannot migrate: the migration
+///   fails on the duplicate and changes nothing.
+/// - `library_changes` gains `from_position` (the index before a `moved`) and `peer` (for an
+///   album moved between libraries: the library it came from (`added`) or left for
+///   (`deleted`), by id).
+/// - `views`: one row per composite view: `name`, `sources` (library ids in order, joined by
+///   `,`, which ids never contain), the filter's conditions (`filter_text`, `filter_artist`,
+///   `filter_genre`, `filter_year_from`, `filter_year_to`, NULL when absent) and `revision`.
+///   Views name libraries by id without a reference: deleting a library leaves them alone.
+enum SchemaHistory {
+    /// Every migration, in order: its identifier and its steps. Append only.
+    static let migrations: [(identifier: String, steps: [SchemaStep])] = [
+        ("v1-libraries-buckets-albums-undo-states", v1),
+        ("v2-idempotency-keys", v2),
+        ("v3-sort-indexes", v3),
+        ("v4-change-log", v4),
+        ("v5-settings-and-access", v5),
+        ("v6-secrets", v6),
+        ("v7-catalog-global-ids-moves-views", v7),
+    ]
+
+    /// How many migrations PostgreSQL's first one covers (it creates their shape at once).
+    static let postgresBaseline = 7
+
+    /// The shape after every migration: the tables `bluelibrary migrate` copies, the columns
+    /// each engine has.
+    static let current = SchemaShape(migrations.flatMap(\.steps))
+
+    /// The shape PostgreSQL's first migration creates: after v1 to v7.
+    static let postgresBaselineShape = SchemaShape(migrations.prefix(postgresBaseline).flatMap(\.steps))
+
+    // MARK: v1
+
+    private static let v1: [SchemaStep] = [
+        .createTable(TableDefinition("libraries", [
+            Column.integer("id").with(rowID: true),
+            Column.text("name").notNullable.isUnique,
+            Column.integer("version").notNullable.defaulting(to: "0"),
+            Column.integer("album_count").notNullable.defaulting(to: "0").checking("album_count >= 0"),
+        ])),
+        .createTable(TableDefinition("buckets", [
+            Column.integer("library").notNullable.referencing("libraries (id)"),
+            Column.integer("ord").notNullable,
+            Column.integer("id").notNullable.isUnique.drawing(from: "bucket_ids"),
+            Column.integer("size").notNullable.checking("size >= 0"),
+        ], primaryKey: ["library", "ord"], clustered: true)),
+        .createTable(TableDefinition("albums", [
+            Column.integer("row").with(rowID: true).notCopied,
+            Column.integer("library").notNullable,
+            Column.text("album_id").notNullable,
+            Column.integer("bucket").notNullable,
+            Column.integer("pos").notNullable,
+            Column.text("title").notNullable,
+            Column.text("artist").notNullable,
+            Column.text("genre").notNullable,
+            Column.integer("year"),
+            Column.text("cover_url"),
+            Column.integer("created_at").notNullable,
+            Column.integer("updated_at").notNullable,
+        ], unique: [["library", "album_id"]])),
+        .createIndex(IndexDefinition(name: "albums_by_position", table: "albums", columns: [.plain("bucket"), .plain("pos")])),
+        .createTable(TableDefinition("undo_commands", [
+            Column.integer("library").notNullable.referencing("libraries (id)"),
+            Column.integer("seq").notNullable,
+            Column.text("command").notNullable,
+        ], primaryKey: ["library", "seq"], clustered: true)),
+        .createTable(TableDefinition("saved_states", [
+            Column.integer("library").notNullable.referencing("libraries (id)"),
+            Column.text("client").notNullable,
+            Column.integer("current_index").notNullable,
+            Column.text("album_id"),
+            Column.integer("updated_at"),
+        ], primaryKey: ["library", "client"], clustered: true)),
+    ]
+
+    // MARK: v2
+
+    private static let v2: [SchemaStep] = [
+        .createTable(TableDefinition("idempotency_keys", [
+            Column.text("key").isPrimaryKey,
+            Column.text("fingerprint").notNullable,
+            Column.integer("created_at").notNullable,
+            Column.integer("status"),
+            Column.text("headers"),
+            Column.blob("body"),
+        ])),
+        .createIndex(IndexDefinition(name: "idempotency_keys_by_age", table: "idempotency_keys", columns: [.plain("created_at")])),
+    ]
+
+    // MARK: v3
+
+    /// `year_key` (the year sort's key: no year sorts as 0) and, on PostgreSQL, the stored
+    /// case-folded keys of the title and artist sorts; then the sort indexes.
+    private static let v3: [SchemaStep] = [
+        .addColumn(table: "albums", Column.integer("year_key").computed("COALESCE(year, 0)")),
+        .addColumn(table: "albums", Column.text("title_key").computed(PostgresSchema.caseFolded("title")).onPostgresOnly),
+        .addColumn(table: "albums", Column.text("artist_key").computed(PostgresSchema.caseFolded("artist")).onPostgresOnly),
+    ] + sortIndexes.map(SchemaStep.createIndex)
+
+    /// The sort indexes of v3, in the order v3 creates them: the one place their definitions
+    /// live. v3 creates them, and a bulk import that drops the indexes for speed
+    /// (`BulkImport.swift`) recreates them from the same definitions, so the schema
+    /// (`sqlite_master`) reads exactly as after the migration. Never edit one: v3 has shipped,
+    /// so a changed index is a new migration (which must then update this list too).
+    static let sortIndexes: [IndexDefinition] = [
+        IndexDefinition(name: "albums_by_title", table: "albums", columns: [.plain("library"), .folded("title"), .plain("album_id")]),
+        IndexDefinition(name: "albums_by_artist", table: "albums", columns: [.plain("library"), .folded("artist"), .plain("album_id")]),
+        IndexDefinition(name: "albums_by_year", table: "albums", columns: [.plain("library"), .plain("year_key"), .plain("album_id")]),
+        IndexDefinition(
+            name: "albums_by_created", table: "albums", columns: [.plain("library"), .plain("created_at"), .plain("album_id")]),
+    ]
+
+    // MARK: v4
+
+    private static let v4: [SchemaStep] = [
+        .createTable(TableDefinition("library_changes", [
+            Column.integer("library").notNullable,
+            Column.integer("version").notNullable,
+            Column.text("kind").notNullable.checking("kind IN ('added', 'updated', 'deleted', 'moved', 'replaced')"),
+            Column.text("album_id"),
+            Column.integer("position"),
+            Column.integer("recorded_at").notNullable,
+        ], primaryKey: ["library", "version"], clustered: true)),
+    ]
+
+    // MARK: v5
+
+    /// The settings document (one row, JSON, see `LibrarySettings`), the write-protection
+    /// token's hash (one row: algorithm, salt, PBKDF2 hash, iterations; never the token) and
+    /// failed attempts per client address (`window_start`, `locked_until` in milliseconds).
+    private static let v5: [SchemaStep] = [
+        .createTable(TableDefinition("settings", [
+            Column.integer("id").isPrimaryKey.checking("id = 1"),
+            Column.text("document").notNullable,
+            Column.integer("updated_at").notNullable,
+        ])),
+        .createTable(TableDefinition("access_token", [
+            Column.integer("id").isPrimaryKey.checking("id = 1"),
+            Column.text("algorithm").notNullable,
+            Column.blob("salt").notNullable,
+            Column.blob("hash").notNullable,
+            Column.integer("iterations").notNullable.checking("iterations > 0"),
+            Column.integer("updated_at").notNullable,
+        ])),
+        .createTable(TableDefinition("access_failures", [
+            Column.text("client").isPrimaryKey,
+            Column.integer("attempt_count").notNullable,
+            Column.integer("window_start").notNullable,
+            Column.integer("locked_until"),
+        ], clustered: true)),
+    ]
+
+    // MARK: v6
+
+    /// Server secrets by name (`cursor`: the HMAC key that seals paging cursors), made once and
+    /// kept, so what they sealed stays valid across restarts and for every process sharing the
+    /// database.
+    private static let v6: [SchemaStep] = [
+        .createTable(TableDefinition("secrets", [
+            Column.text("name").isPrimaryKey,
+            Column.blob("value").notNullable,
+            Column.integer("created_at").notNullable,
+        ], clustered: true)),
+    ]
+
+    // MARK: v7
+
+    /// The global album-id index of v7, the one place its definition lives: v7 creates it, and
+    /// a bulk import or a large library deletion that dropped it for speed (`BulkImport.swift`)
+    /// recreates it from the same definition.
+    static let albumIDIndex = IndexDefinition(name: "albums_by_album_id", table: "albums", columns: [.plain("album_id")], unique: true)
+
+    /// The library catalog (display names, tombstones), globally unique album ids, move columns
+    /// in the change feed, composite views (see the layout above).
+    private static let v7: [SchemaStep] = [
+        .addColumn(table: "libraries", Column.text("display_name")),
+        .addColumn(table: "libraries", Column.integer("deleted").notNullable.defaulting(to: "0").checking("deleted IN (0, 1)")),
+        .statement("INSERT INTO libraries (name) VALUES ('default') ON CONFLICT (name) DO NOTHING;"),
+        .createIndex(albumIDIndex),
+        .addColumn(table: "library_changes", Column.integer("from_position")),
+        .addColumn(table: "library_changes", Column.text("peer")),
+        .createTable(TableDefinition("views", [
+            Column.text("id").isPrimaryKey,
+            Column.text("name").notNullable,
+            Column.text("sources").notNullable,
+            Column.text("filter_text"),
+            Column.text("filter_artist"),
+            Column.text("filter_genre"),
+            Column.integer("filter_year_from"),
+            Column.integer("filter_year_to"),
+            Column.integer("revision").notNullable,
+        ], clustered: true)),
+    ]
+}

@@ -41,6 +41,8 @@ public final class BlueLibraryApp: Sendable {
     let storedStateWatcher: StoredStateWatcher
     /// On a shared database: publishes every instance's commits from the change feed.
     let changeFollower: ChangeFollower?
+    /// Everything that runs in the background, started in this order and stopped in reverse.
+    let services: ServiceGroup
     /// What `GET /metrics` renders.
     let metrics = Metrics()
     /// Reads stopped by their time limit or their client leaving (see `QueryLimitMiddleware`).
@@ -188,6 +190,24 @@ public final class BlueLibraryApp: Sendable {
                         kind: .counter) { [queryInterruptions] in queryInterruptions.cancelled }
         pageRenders.register(in: metrics)
         Self.registerCountMetrics(libraries.counts, in: metrics)
+
+        // Each service may use those before it while it runs, and stops before them: the event
+        // streams end (follower, then hubs) before the server drains, so no open stream holds
+        // the drain; the server drains before the state watcher, the pools and the database
+        // it uses go. What lives from construction (the database, the pools, the hubs, the
+        // listening socket) is closed on shutdown even when the app never started.
+        let server = server
+        let grace = configuration.shutdownGrace
+        let hashing = accessGuard.hashing
+        services = ServiceGroup([
+            ClosureService("database", stopsWithoutStart: true) { [logger] in backend.close(logger: logger) },
+            ClosureService("covers", stopsWithoutStart: true, stop: covers.shutdown),
+            ClosureService("password-hashing", stopsWithoutStart: true) { hashing.shutdown() },
+            ClosureService("archive-export", stopsWithoutStart: true) { [exportWorkers] in exportWorkers.shutdown() },
+            storedStateWatcher,
+            ClosureService("http", stopsWithoutStart: true, start: server.start) { server.shutdown(grace: grace) },
+            ClosureService("event-hubs", stopsWithoutStart: true, stop: eventHubs.shutdown),
+        ] + (changeFollower.map { [$0] } ?? []))
     }
 
     /// `bluelibrary_filter_counts_{computed_total,hits_total,entries}`: the `count=true` totals
@@ -206,9 +226,12 @@ public final class BlueLibraryApp: Sendable {
     public var port: Int { server.port }
 
     public func start() {
-        storedStateWatcher.start()
-        changeFollower?.start()
-        server.start()
+        do {
+            try services.start()
+        } catch {
+            logger.log(.error, "could not start", [("error", .string(String(describing: error)))], always: true)
+            return
+        }
         logger.log(.info, "listening", [("host", .string(configuration.host)), ("port", .int(server.port)),
                                         ("dataDir", .string(configuration.dataDirectory)), ("database", .string(backend.location)),
                                         ("version", .string(BlueLibraryVersion.current))], always: true)
@@ -241,14 +264,7 @@ public final class BlueLibraryApp: Sendable {
     public func shutdown() {
         state.beginDraining()
         logger.log(.info, "draining", [("graceSeconds", .int(Int(configuration.shutdownGrace.components.seconds)))], always: true)
-        changeFollower?.stop()
-        eventHubs.shutdown()
-        server.shutdown(grace: configuration.shutdownGrace)
-        storedStateWatcher.stop()
-        exportWorkers.shutdown()
-        accessGuard.hashing.shutdown()
-        covers.shutdown()
-        backend.close(logger: logger)
+        services.stop()
     }
 
     /// The cover service: cache in `<data>/covers`, internal addresses refused but for the allow-list.

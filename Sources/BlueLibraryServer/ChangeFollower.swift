@@ -40,7 +40,8 @@ import Synchronization
 /// Only a hub's versions from its start on are followed: a hub made by its first subscriber
 /// starts at the version then, and what came before is the change feed's (`Last-Event-ID`
 /// backfill in `EventRoutes`).
-final class ChangeFollower: Sendable {
+final class ChangeFollower: Service {
+    let serviceName = "change-follower"
     let store: any AlbumStore
     let hubs: EventHubs
     let wakeup: (any CommitWakeup)?
@@ -92,11 +93,10 @@ final class ChangeFollower: Sendable {
     }
 
     private let followed = Mutex<[LibraryID: Followed]>([:])
-    private let pending = Atomic<Bool>(false)
-    private let wakeSignal = DispatchSemaphore(value: 0)
-    private let stopped = Atomic<Bool>(false)
-    private let started = Atomic<Bool>(false)
-    private let done = DispatchSemaphore(value: 0)
+    /// The thread that catches up every followed library each `interval`, or when woken.
+    private let poller: BackgroundLoop
+    /// The thread that waits for other instances' commits and relayed events (with a wakeup).
+    private let listener: BackgroundLoop
     private let passCount = Atomic<Int>(0)
     /// Whether the last pass failed (so an outage is logged once, and its end once).
     private let failing = Atomic<Bool>(false)
@@ -109,6 +109,8 @@ final class ChangeFollower: Sendable {
         self.relay = relay
         self.logger = logger
         self.interval = interval
+        poller = BackgroundLoop(name: "change-follower", interval: interval)
+        listener = BackgroundLoop(name: "commit-listener", interval: .zero)
     }
 
     /// What the follower keeps for `library` (made on first use).
@@ -193,15 +195,15 @@ final class ChangeFollower: Sendable {
     // MARK: - Running
 
     func start() {
-        guard !started.exchange(true, ordering: .relaxed) else { return }
-        startThread(named: "change-follower") { [self] in follow() }
+        poller.start { [self] in { self.catchUp() } }
         if let wakeup {
-            startThread(named: "commit-listener") { [self] in
-                while !stopped.load(ordering: .relaxed) {
-                    let woken = wakeup.wait(upTo: interval)
-                    for name in woken.libraries { revive(LibraryID(rawValue: name)) }
-                    if woken.committed { wake() }
-                    publishRelayed(woken.events)
+            // No pause between passes: each one waits in `wakeup` (up to `interval`).
+            listener.start { [self] in
+                {
+                    let woken = wakeup.wait(upTo: self.interval)
+                    for name in woken.libraries { self.revive(LibraryID(rawValue: name)) }
+                    if woken.committed { self.wake() }
+                    self.publishRelayed(woken.events)
                 }
             }
         }
@@ -219,27 +221,13 @@ final class ChangeFollower: Sendable {
     }
 
     /// Asks for a catch-up pass soon (several asks before it runs make one pass).
-    func wake() {
-        if !pending.exchange(true, ordering: .relaxed) { wakeSignal.signal() }
-    }
+    func wake() { poller.wake() }
 
-    /// Stops the threads (a pass in progress finishes first).
+    /// Stops the threads (a pass in progress finishes first; the listener's wait is cut short).
     func stop() {
-        guard !stopped.exchange(true, ordering: .relaxed) else { return }
         wakeup?.close()
-        wakeSignal.signal()
-        if started.load(ordering: .relaxed) { _ = done.wait(timeout: .now() + .seconds(5)) }
-    }
-
-    private func follow() {
-        let seconds = interval.seconds
-        while !stopped.load(ordering: .relaxed) {
-            _ = wakeSignal.wait(timeout: .now() + seconds)
-            if stopped.load(ordering: .relaxed) { break }
-            pending.store(false, ordering: .relaxed)
-            catchUp()
-        }
-        done.signal()
+        listener.stop()
+        poller.stop()
     }
 
     // MARK: - Catching up

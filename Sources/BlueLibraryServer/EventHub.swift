@@ -232,6 +232,10 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
         state.withLock { ($0.evictedThrough, $0.latest) }
     }
 
+    /// Frames published so far (a publish counts at once, before any round hands it out): how
+    /// a test checks that nothing was published, without waiting for a delivery that never comes.
+    var publishedCount: UInt64 { state.withLock { $0.nextSequence } }
+
     /// Whether resuming after `lastEventID` needs more than this hub keeps (a version older
     /// than its window, or newer than it has published): the stream then asks the change
     /// feed first (`Backfill`), off the event loop.

@@ -28,70 +28,69 @@ import Synchronization
 /// `stop()` (called from the store's `deinit`) ends the thread and waits for it, so the
 /// writer connection is the last one closed and SQLite folds and removes the WAL then.
 final class Checkpointer: Sendable {
-    private let wake = DispatchSemaphore(value: 0)
-    private let wakePending = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
-    private let stopping = Atomic<Bool>(false)
+    private let loop: BackgroundLoop
     private let writesSinceWake = Atomic<Int>(0)
     private let wakeAfterWrites: Int
     private let resetFrames: Int
     /// The thread's name, as `top -H` shows it.
     static let threadName = "bl-checkpoint"
-    /// Checkpoints that ran (for tests).
-    let checkpointCount = Atomic<Int>(0)
-    /// Set when a checkpoint found at least `resetFrames` frames in the WAL: the next writer
-    /// restarts it (see `SQLiteAlbumStore.didCommit`).
-    let restartWanted = Atomic<Bool>(false)
-
-    private let fallbackFrames: Int
-    private let walFrames: WALFrameCounter?
-
+    /// Starts the thread.
     init(path: String, options: Connection.Options, interval: Duration, wakeAfterWrites: Int, resetFrames: Int,
          fallbackFrames: Int = .max, walFrames: WALFrameCounter? = nil) {
+        let resetFrames = max(1, resetFrames)
         self.wakeAfterWrites = max(1, wakeAfterWrites)
-        self.resetFrames = max(1, resetFrames)
-        self.fallbackFrames = fallbackFrames
-        self.walFrames = walFrames
-        startThread(named: Self.threadName) { [self] in
-            run(path: path, options: options, interval: interval)
+        self.resetFrames = resetFrames
+        let progress = Progress()
+        loop = BackgroundLoop(name: Self.threadName, interval: interval)
+        self.progress = progress
+        loop.start {
+            // Best effort: where the call is refused the thread simply keeps its priority.
+            _ = bl_make_calling_thread_nice()
+            var connection: Connection?
+            return {
+                // Past `fallbackFrames` the writers restart the WAL themselves; a copy started here
+                // at nice 19 on a saturated CPU would only hold the checkpoint lock they need.
+                if let walFrames, walFrames.frames >= fallbackFrames { return }
+                do {
+                    if connection == nil {
+                        connection = try Connection(path: path, mode: .readWrite, options: options)
+                    }
+                    // Copies what it can without blocking anyone (column 1: frames in the WAL).
+                    let frames = try connection?.firstRow(SQL.passiveCheckpoint) { try $0.int(1) } ?? 0
+                    progress.checkpoints.add(1, ordering: .relaxed)
+                    // A passive checkpoint alone never restarts the WAL under a steady load: a
+                    // commit lands while it copies, or a reader of an older snapshot is still
+                    // open when the next commit would restart it. Past `resetFrames`, the next
+                    // writer restarts it on purpose; it has only the few frames committed since
+                    // to copy. (Not this thread: at nice 19 it could be starved while holding the
+                    // writer lock.)
+                    if frames >= resetFrames {
+                        progress.restartWanted.store(true, ordering: .relaxed)
+                    }
+                } catch {
+                    // Busy or I/O trouble: drop the connection and try again at the next tick.
+                    connection = nil
+                }
+            }
         }
     }
 
-    private func run(path: String, options: Connection.Options, interval: Duration) {
-        // Best effort: where the call is refused the thread simply keeps its priority.
-        _ = bl_make_calling_thread_nice()
-        var connection: Connection?
-        while !stopping.load(ordering: .acquiring) {
-            _ = wake.wait(timeout: .now(plus: interval))
-            wakePending.store(false, ordering: .releasing)
-            if stopping.load(ordering: .acquiring) { break }
-            // Past `fallbackFrames` the writers restart the WAL themselves; a copy started here
-            // at nice 19 on a saturated CPU would only hold the checkpoint lock they need.
-            if let walFrames, walFrames.frames >= fallbackFrames { continue }
-            do {
-                if connection == nil {
-                    connection = try Connection(path: path, mode: .readWrite, options: options)
-                }
-                // Copies what it can without blocking anyone (column 1: frames in the WAL).
-                let frames = try connection?.firstRow(SQL.passiveCheckpoint) { try $0.int(1) } ?? 0
-                checkpointCount.add(1, ordering: .relaxed)
-                // A passive checkpoint alone never restarts the WAL under a steady load: a
-                // commit lands while it copies, or a reader of an older snapshot is still
-                // open when the next commit would restart it. Past `resetFrames`, the next
-                // writer restarts it on purpose; it has only the few frames committed since
-                // to copy. (Not this thread: at nice 19 it could be starved while holding the
-                // writer lock.)
-                if frames >= resetFrames {
-                    restartWanted.store(true, ordering: .relaxed)
-                }
-            } catch {
-                // Busy or I/O trouble: drop the connection and try again at the next tick.
-                connection = nil
-            }
-        }
-        connection = nil
-        finished.signal()
+    /// What the loop's passes report, shared with the store.
+    private final class Progress: Sendable {
+        let checkpoints = Atomic<Int>(0)
+        let restartWanted = Atomic<Bool>(false)
     }
+
+    private let progress: Progress
+
+    /// Checkpoints that ran (for tests).
+    var checkpointCount: Int { progress.checkpoints.load(ordering: .relaxed) }
+
+    /// Set when a checkpoint found at least `resetFrames` frames in the WAL: the next writer
+    /// restarts it (see `SQLiteAlbumStore.didCommit`), then calls `restartDone()`.
+    var restartWanted: Bool { progress.restartWanted.load(ordering: .relaxed) }
+
+    func restartDone() { progress.restartWanted.store(false, ordering: .relaxed) }
 
     /// Counts a commit; wakes the thread every `wakeAfterWrites` commits, or as soon as the
     /// WAL holds `resetFrames` frames.
@@ -99,16 +98,10 @@ final class Checkpointer: Sendable {
         let due = writesSinceWake.add(1, ordering: .relaxed).newValue >= wakeAfterWrites
         if due || walFrames >= resetFrames {
             writesSinceWake.store(0, ordering: .relaxed)
-            if !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
-                wake.signal()
-            }
+            loop.wake()
         }
     }
 
     /// Ends the thread (closing its connection) and waits for it.
-    func stop() {
-        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        wake.signal()
-        finished.wait()
-    }
+    func stop() { loop.stop() }
 }

@@ -204,7 +204,7 @@ public final class SQLiteAlbumStore: AlbumStore {
     }
 
     /// Background checkpoints run so far (0 with `.automatic`).
-    public var backgroundCheckpointCount: Int { checkpointer?.checkpointCount.load(ordering: .relaxed) ?? 0 }
+    public var backgroundCheckpointCount: Int { checkpointer?.checkpointCount ?? 0 }
 
     /// WAL restarts so far: asked for by the checkpoint thread, and made past `fallbackFrames`
     /// because the thread fell behind.
@@ -224,7 +224,7 @@ public final class SQLiteAlbumStore: AlbumStore {
         guard maintainedTransaction.exchange(transaction, ordering: .relaxed) != transaction else { return }
         let frames = walFrames.frames
         checkpointer.didCommit(walFrames: frames)
-        let requested = frames >= resetFrames && checkpointer.restartWanted.load(ordering: .relaxed)
+        let requested = frames >= resetFrames && checkpointer.restartWanted
         let fallback = frames >= fallbackFrames
         guard requested || fallback else { return }
         let started = ContinuousClock.now
@@ -238,7 +238,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             readerWait: fallback ? max(readerWait, .seconds(1)) : readerWait,
             checkpointWait: fallback ? .seconds(5) : readerWait)) == true
         if restarted {
-            checkpointer.restartWanted.store(false, ordering: .relaxed)
+            checkpointer.restartDone()
             if requested && !fallback {
                 requestedRestarts.add(1, ordering: .relaxed)
             } else {

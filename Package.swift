@@ -68,8 +68,12 @@ let package = Package(
         // metadata stripped, JPEG/PNG/WebP/AVIF): knows nothing about albums or HTTP.
         .target(name: "Images", dependencies: ["CVips"], swiftSettings: strict),
 
+        // The wire contract the server and the Swift client share: the resources' Codable types,
+        // their field names and the server's fast album encoder. Imports only Essentials.
+        .target(name: "BlueLibraryAPI", dependencies: ["Essentials"], swiftSettings: strict),
+
         // The domain: albums, ordering rules, the facade, undo, state, archive. No I/O imports.
-        .target(name: "Library", dependencies: ["Essentials"], swiftSettings: strict),
+        .target(name: "Library", dependencies: ["Essentials", "BlueLibraryAPI"], swiftSettings: strict),
 
         // What the server keeps besides albums (access token and failures, idempotency keys,
         // secrets): protocols and values that Storage implements and BlueLibraryServer uses.
@@ -93,7 +97,7 @@ let package = Package(
         ),
         // The Swift client for apps: typed calls, the paged-list model and the offline replica (on the
         // SQLite wrapper, the one module of ours it may use). Knows nothing of the server's modules.
-        .target(name: "BlueLibraryClient", dependencies: ["SQLite"], swiftSettings: strict),
+        .target(name: "BlueLibraryClient", dependencies: ["SQLite", "BlueLibraryAPI"], swiftSettings: strict),
 
         .executableTarget(
             name: "bluelibrary",
@@ -128,6 +132,9 @@ let package = Package(
             name: "PostgresStoreTests",
             dependencies: ["Storage", "Postgres", "Library", "ServerRecords", "Essentials", "HTTPTestSupport", "AlbumStoreContract"],
             swiftSettings: strict),
+        // The wire types against openapi.yaml (every field, type, nullability and bound) and the
+        // fast album encoder against their Codable form.
+        .testTarget(name: "BlueLibraryAPITests", dependencies: ["BlueLibraryAPI", "Essentials", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "LibraryTests", dependencies: ["Library", "HTTPTestSupport", "AlbumStoreContract"], swiftSettings: strict),
         .testTarget(name: "ServerRecordsTests", dependencies: ["ServerRecords"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),

@@ -1,117 +1,12 @@
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+// The resources the server sends are the wire module's (`BlueLibraryAPI`, shared with the
+// server and re-exported here, so an app that imports this module sees them); what only a
+// client needs (requests, queries, a page with its headers) is defined here. A client app links
+// nothing of the server's modules.
+@_exported import BlueLibraryAPI
 import Foundation
-
-// The client's own copies of the server's wire format (openapi.yaml). They are defined here,
-// not shared with the server's modules, so a client app links nothing of the server.
-
-/// One album as the server sends it. `index` is the album's 0-based position in the library:
-/// always present on single-album answers, and on list pages only when the list is in
-/// position order without filters (on a view's page: its position in the view). `library` is
-/// the library that holds it, sent on a view's pages and by a move between libraries.
-public struct AlbumResource: Codable, Sendable, Hashable, Identifiable {
-    public var id: String
-    public var title: String
-    public var artist: String
-    public var genre: String
-    public var year: Int?
-    public var coverUrl: String?
-    /// RFC 3339 in UTC with milliseconds, kept as sent (see `createdDate`).
-    public var createdAt: String
-    public var updatedAt: String
-    public var index: Int?
-    public var library: String?
-
-    public init(id: String, title: String, artist: String, genre: String = "Pop", year: Int? = nil, coverUrl: String? = nil,
-                createdAt: String, updatedAt: String, index: Int? = nil, library: String? = nil) {
-        self.id = id
-        self.title = title
-        self.artist = artist
-        self.genre = genre
-        self.year = year
-        self.coverUrl = coverUrl
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.index = index
-        self.library = library
-    }
-
-    public var createdDate: Date? { WireDate.parse(createdAt) }
-    public var updatedDate: Date? { WireDate.parse(updatedAt) }
-
-    enum CodingKeys: String, CodingKey { case id, title, artist, genre, year, coverUrl, createdAt, updatedAt, index, library }
-
-    /// Like the server: `year` and `coverUrl` are `null` when absent; `index` and `library` are left out when unknown.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(title, forKey: .title)
-        try container.encode(artist, forKey: .artist)
-        try container.encode(genre, forKey: .genre)
-        try container.encode(year, forKey: .year)
-        try container.encode(coverUrl, forKey: .coverUrl)
-        try container.encode(createdAt, forKey: .createdAt)
-        try container.encode(updatedAt, forKey: .updatedAt)
-        try container.encodeIfPresent(index, forKey: .index)
-        try container.encodeIfPresent(library, forKey: .library)
-    }
-}
-
-/// The body of `GET /albums`: `{"items": [...], "next": cursor-or-null, "version": n}`, plus
-/// `total` when the query asked for `count=true`. `next` must be present (it is `null` on the
-/// last page): a body without it is not this format and fails to decode.
-///
-/// A view's page (`GET /views/{view}/albums`) is the same body; it may also carry `versions`,
-/// each source library's version. When it carries `versions` without `version`, `version` is
-/// their sum: it grows whenever any source changes, which is all `version` is used for here.
-public struct AlbumPageResource: Codable, Sendable, Hashable {
-    public var items: [AlbumResource]
-    /// The opaque cursor of the next page, or nil when this page reaches the end.
-    public var next: String?
-    /// The library version the page was read at.
-    public var version: Int64
-    /// The number of albums matching the query; only with `count=true`.
-    public var total: Int?
-    /// A view's page: each source library's version (by library id); nil when not sent.
-    public var versions: [String: Int64]?
-
-    public init(items: [AlbumResource], next: String?, version: Int64, total: Int? = nil, versions: [String: Int64]? = nil) {
-        self.items = items
-        self.next = next
-        self.version = version
-        self.total = total
-        self.versions = versions
-    }
-
-    enum CodingKeys: String, CodingKey { case items, next, version, total, versions }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        items = try container.decode([AlbumResource].self, forKey: .items)
-        guard container.contains(.next) else {
-            throw DecodingError.keyNotFound(
-                CodingKeys.next, .init(codingPath: container.codingPath, debugDescription: "a page must carry \"next\" (a cursor or null)"))
-        }
-        next = try container.decode(String?.self, forKey: .next)
-        total = try container.decodeIfPresent(Int.self, forKey: .total)
-        versions = try container.decodeIfPresent([String: Int64].self, forKey: .versions)
-        if let versions, !container.contains(.version) {
-            version = versions.values.reduce(0, +)
-        } else {
-            version = try container.decode(Int64.self, forKey: .version)
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(items, forKey: .items)
-        try container.encode(next, forKey: .next)
-        try container.encode(version, forKey: .version)
-        try container.encodeIfPresent(total, forKey: .total)
-        try container.encodeIfPresent(versions, forKey: .versions)
-    }
-}
 
 /// A page as received: the body plus the headers that matter for paging and revalidation.
 public struct AlbumPage: Sendable, Hashable {
@@ -157,59 +52,6 @@ public struct AlbumInput: Codable, Sendable, Hashable {
         self.genre = genre
         self.year = year
         self.coverUrl = coverUrl
-    }
-}
-
-/// `POST /undo`: what was undone, the album afterwards (nil when the undo removed it), the new version.
-public struct UndoResultResource: Codable, Sendable, Hashable {
-    public var undone: String
-    public var album: AlbumResource?
-    public var version: Int64
-
-    enum CodingKeys: String, CodingKey { case undone, album, version }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(undone, forKey: .undone)
-        try container.encode(album, forKey: .album)  // null, as the server sends it
-        try container.encode(version, forKey: .version)
-    }
-}
-
-/// `GET /undo`: the stack's depth and what the next undo would do.
-public struct UndoStatusResource: Codable, Sendable, Hashable {
-    public var depth: Int
-    public var canUndo: Bool
-    /// What the next undo would do; nil when there is nothing to undo.
-    public var next: String?
-
-    enum CodingKeys: String, CodingKey { case depth, canUndo, next }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(depth, forKey: .depth)
-        try container.encode(canUndo, forKey: .canUndo)
-        try container.encode(next, forKey: .next)
-    }
-}
-
-/// `GET/PUT /state`: a client's saved current album.
-public struct SavedStateResource: Codable, Sendable, Hashable {
-    public var client: String
-    public var currentAlbumIndex: Int
-    /// The current album; nil only for an empty library.
-    public var albumID: String?
-    /// When the client last saved its state; nil if it never did.
-    public var updatedAt: String?
-
-    enum CodingKeys: String, CodingKey { case client, currentAlbumIndex, albumID, updatedAt }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(client, forKey: .client)
-        try container.encode(currentAlbumIndex, forKey: .currentAlbumIndex)
-        try container.encode(albumID, forKey: .albumID)
-        try container.encode(updatedAt, forKey: .updatedAt)
     }
 }
 
@@ -351,13 +193,5 @@ public struct AlbumPageQuery: Sendable, Hashable {
         if let yearTo { items.append(("yearTo", String(yearTo))) }
         if count { items.append(("count", "true")) }
         return items
-    }
-}
-
-/// RFC 3339 timestamps with milliseconds, as the server writes them.
-enum WireDate {
-    static func parse(_ text: String) -> Date? {
-        if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return date }
-        return try? Date(text, strategy: Date.ISO8601FormatStyle())
     }
 }

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Essentials
 import Foundation
 
@@ -61,9 +62,8 @@ public struct Album: Sendable, Equatable, Hashable, Codable {
         AlbumInput(validTitle: title, artist: artist, genre: genre, year: year, coverUrl: coverUrl)
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, title, artist, genre, year, coverUrl, createdAt, updatedAt
-    }
+    /// The wire module's names (`AlbumField`), so the stored and sent forms cannot drift apart.
+    typealias CodingKeys = AlbumField
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

@@ -1,13 +1,14 @@
+import BlueLibraryAPI
 import Foundation
 
 /// The rules for each user-editable album field, shared by create, patch and archive import
 /// so the three can never disagree.
 enum AlbumFieldRules {
     /// Text fields (title, artist, genre) are at most this many characters after trimming.
-    static let maximumTextLength = 500
+    static let maximumTextLength = AlbumFieldLimits.textLength.upperBound
     /// `coverUrl` is at most this many characters (a common URL limit of browsers and proxies).
-    static let maximumURLLength = 2048
-    static let yearRange = 1000...9999
+    static let maximumURLLength = AlbumFieldLimits.maximumURLLength
+    static let yearRange = AlbumFieldLimits.yearRange
 
     static let yearMessage = "must be an integer between 1000 and 9999, or a 4-digit string like \"1992\""
     static let coverURLMessage = "must be an absolute http or https URL like \"https://example.com/cover.png\", or null"

@@ -532,6 +532,9 @@ class Run:
             .every(c => !c.textContent.startsWith('Loading'))"""), "the covers in view are loaded again")
         # Switching fast (Big, the view, then default, before Big's answers came): only default
         # is opened, with one event stream; the superseded ones neither load nor start a stream.
+        # Counted from when default's present stream is live, so its own request (which may come
+        # after the list and covers on a loaded machine) is not taken for a new one.
+        self.until(lambda: self.js("return document.documentElement.dataset.live") == "live", "default's stream is live")
         self.collect_logs()
         seen = len(self.requests)
         self.js("""const s = document.getElementById('source');

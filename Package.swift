@@ -110,10 +110,12 @@ let package = Package(
         // The suite trait that runs test bodies on threads of their own (every test target has it).
         .target(name: "TestThreads", path: "Tests/TestThreads", swiftSettings: strict),
         .target(name: "HTTPTestSupport", dependencies: ["Essentials"], path: "Tests/HTTPTestSupport", swiftSettings: strict),
-        // The tests' helpers that need the app: TestApp (the real app on a free port).
+        // The tests' helpers that need the app: TestApp (the real app on a free port), InMemoryApp (the
+        // app on the in-memory store with fake covers and a manual clock), InProcessClient.
         .target(
             name: "BlueLibraryTestSupport",
-            dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport"],
+            dependencies: ["BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "AlbumStoreContract", "Covers", "Library", "Storage",
+                           "Essentials"],
             path: "Tests/BlueLibraryTestSupport",
             swiftSettings: strict
         ),

@@ -49,18 +49,26 @@ public final class BlueLibraryApp: Sendable {
     let queryInterruptions = QueryInterruptionCounters()
 
     /// Opens storage and binds the port. Nothing is served before `start()`.
-    public init(configuration: ServeConfiguration, logger: JSONLogger) throws {
+    public convenience init(configuration: ServeConfiguration, logger: JSONLogger) throws {
+        try self.init(configuration: configuration, logger: logger, backend: Self.openBackend(configuration))
+    }
+
+    /// The app on `backend` (the database `configuration` names, or a test's store), with the
+    /// covers fetched by `coverFetcher` (nil: libcurl, as configured) and ages kept in memory
+    /// (request models, cover freshness) on `monotonic`. Binds the port; nothing is served
+    /// before `start()`.
+    init(
+        configuration: ServeConfiguration, logger: JSONLogger, backend: any StoreBackend,
+        coverFetcher: (any CoverFetching)? = nil, monotonic: any MonotonicClock = SystemClock()
+    ) throws {
         self.configuration = configuration
         self.logger = logger
         let state = ServiceState()
         self.state = state
 
-        let backend = try Self.openBackend(configuration)
         self.backend = backend
         let store = backend.albums
         let clock: @Sendable () -> Date = { Date() }
-        // Ages kept in memory (request models, cover freshness checks) use the monotonic clock.
-        let monotonic: any MonotonicClock = SystemClock()
         let eventHubs = EventHubs(
             configuration: configuration.events, defaultVersion: try Self.libraryVersion(backend), threads: configuration.eventThreads,
             idleTimeout: configuration.eventHubIdle, clock: configuration.eventHubClock)
@@ -91,7 +99,7 @@ public final class BlueLibraryApp: Sendable {
         // store this is one read, and every request reads again).
         _ = try? facade.currentVersion()
         exportWorkers = BoundedThreadPool(threads: 2, name: "archive-export", stackSize: 1 << 20)
-        covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events), clock: monotonic)
+        covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events), clock: monotonic, fetcher: coverFetcher)
         let idempotency = IdempotencyGuard(store: backend.records, clock: clock)
         let albums = AlbumRoutes(
             libraries: resolver, idempotency: idempotency, covers: covers,
@@ -269,7 +277,8 @@ public final class BlueLibraryApp: Sendable {
 
     /// The cover service: cache in `<data>/covers`, internal addresses refused but for the allow-list.
     static func openCovers(
-        _ configuration: ServeConfiguration, events: any CoverEventSink, clock: any MonotonicClock
+        _ configuration: ServeConfiguration, events: any CoverEventSink, clock: any MonotonicClock,
+        fetcher upstream: (any CoverFetching)? = nil
     ) throws -> CoverService {
         let directory = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("covers").path
         do {
@@ -278,7 +287,7 @@ public final class BlueLibraryApp: Sendable {
             var covers = CoverServiceConfiguration(
                 cacheDirectory: directory, cacheSizeLimit: configuration.coverCacheBytes, fetcher: fetcher)
             covers.thumbnailer.maxPixels = configuration.coverMaxPixels
-            return try CoverService(configuration: covers, events: events, clock: clock)
+            return try CoverService(configuration: covers, fetcher: upstream, events: events, clock: clock)
         } catch {
             throw ConfigurationError("cannot open the cover cache in \(directory): \(error)")
         }

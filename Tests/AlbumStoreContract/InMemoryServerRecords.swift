@@ -115,3 +115,45 @@ public final class InMemoryAccessStore: AccessStore {
             lockedUntil: record.lockedUntil.map { Timestamp.date(milliseconds: Timestamp.milliseconds($0)) })
     }
 }
+
+/// Every server record in memory (the three stores above and the secrets), as one value: what
+/// an app on the in-memory store keeps beside its albums.
+public final class InMemoryServerRecords: AccessStore, IdempotencyStore, SecretStore, SettingsStore {
+    public let access = InMemoryAccessStore()
+    public let idempotency = InMemoryIdempotencyStore()
+    public let settings = InMemorySettingsStore()
+    private let secrets = Mutex<[String: [UInt8]]>([:])
+
+    public init() {}
+
+    public func tokenHash() throws -> TokenHash? { try access.tokenHash() }
+    public func setTokenHash(_ hash: TokenHash?) throws { try access.setTokenHash(hash) }
+    public func failedAttempts(client: String) throws -> FailedAttempts? { try access.failedAttempts(client: client) }
+    public func allFailedAttempts() throws -> [String: FailedAttempts] { try access.allFailedAttempts() }
+    @discardableResult
+    public func updateFailedAttempts(client: String, _ body: (FailedAttempts?) -> FailedAttempts?) throws -> FailedAttempts? {
+        try access.updateFailedAttempts(client: client, body)
+    }
+    public func pruneFailedAttempts(now: Date, interval: TimeInterval, keeping: Int) throws {
+        try access.pruneFailedAttempts(now: now, interval: interval, keeping: keeping)
+    }
+
+    public func begin(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim {
+        try idempotency.begin(key: key, fingerprint: fingerprint, now: now, expiry: expiry)
+    }
+    public func complete(key: String, response: IdempotentResponse) throws { try idempotency.complete(key: key, response: response) }
+    public func release(key: String) throws { try idempotency.release(key: key) }
+
+    public func loadSettings() throws -> [UInt8]? { try settings.loadSettings() }
+    public func saveSettings(_ json: [UInt8]) throws { try settings.saveSettings(json) }
+    public func updateSettings(_ body: ([UInt8]?) throws -> [UInt8]?) throws { try settings.updateSettings(body) }
+
+    /// The first candidate stored under a name stays (as in the database stores).
+    public func secret(named name: String, orStore candidate: [UInt8]) throws -> [UInt8] {
+        secrets.withLock { secrets in
+            if let stored = secrets[name] { return stored }
+            secrets[name] = candidate
+            return candidate
+        }
+    }
+}

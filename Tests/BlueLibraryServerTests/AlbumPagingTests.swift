@@ -17,7 +17,7 @@ import Testing
     init() throws {
         // Identical requests sent at once from one address are each admitted (no per-client
         // read limit here): they share one store read.
-        app = try TestApp.make {
+        app = try InMemoryApp.app {
             $0.seed = false
             $0.maxReadsPerClient = 0
         }

@@ -6,7 +6,7 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Album routes answered in process (no socket) by the app on a fresh SQLite file:
+/// Album routes answered in process (no socket) by the app on the in-memory store (`InMemoryApp`):
 /// conditional requests, the table view, moves, archive, idempotency, and bad input that
 /// must change nothing.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class AlbumRouteTests {
@@ -14,7 +14,7 @@ import Testing
     let routes: InProcessClient
 
     init() throws {
-        app = try TestApp.make()
+        app = try InMemoryApp.app()
         routes = InProcessClient(app)
     }
 

@@ -16,7 +16,7 @@ import Testing
                              "cursor=garbage&offset=1"]
 
     @Test func anInvalidQueryIs400WhateverThePreconditions() throws {
-        let app = try TestApp.make()
+        let app = try InMemoryApp.app()
         defer { app.shutdown() }  // never started: answered in process
         let routes = InProcessClient(app)
         func get(_ path: String, _ headers: [String: String] = [:]) throws -> RawHTTPClient.Response {
@@ -100,7 +100,7 @@ import Testing
     }
 
     @Test func a304CarriesTheCacheControlItsOKWouldAndTheSpecSays() throws {
-        let app = try TestApp.make()
+        let app = try InMemoryApp.app()
         defer { app.shutdown() }  // never started: answered in process
         let routes = InProcessClient(app)
         func get(_ path: String, _ headers: [String: String] = [:]) throws -> RawHTTPClient.Response {

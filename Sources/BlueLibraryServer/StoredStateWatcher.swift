@@ -45,10 +45,6 @@ final class StoredStateWatcher: Service {
     /// Stops the thread and waits for it (a reload in progress finishes first).
     func stop() { loop.stop() }
 
-    /// Polls now and waits for that poll's reload, if any (tests: instead of waiting out the interval).
-    @discardableResult
-    func pollNow(timeout: Duration = .seconds(10)) -> Bool { loop.passNow(timeout: timeout) }
-
     /// One reload (true when it worked); a failure is logged when it starts a run of failures,
     /// and the first success after one (so a database that is away for a while logs two lines,
     /// not one a second).

@@ -49,6 +49,7 @@ public final class LifecycleGate: Sendable {
             stopped.signal()
         case .neverStarted:
             if evenIfNeverStarted { body() }
+            lifecycle.withLock { $0.stopFinished() }
             stopped.signal()
         case .waitForStop:
             stopped.wait()

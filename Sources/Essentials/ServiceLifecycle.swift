@@ -3,7 +3,8 @@
 /// decisions are tested without threads).
 ///
 /// `idle` → `running` → `stopping` → `stopped`; a service stopped before it ever started goes
-/// straight to `stopped`, and nothing starts again once stopping began.
+/// from `idle` to `stopping` (to close what it opened) without running, and nothing starts
+/// again once stopping began.
 public struct ServiceLifecycle: Sendable, Equatable {
     public enum State: Sendable, Equatable {
         case idle, running, stopping, stopped
@@ -19,8 +20,8 @@ public struct ServiceLifecycle: Sendable, Equatable {
     public enum StopAction: Sendable, Equatable {
         /// Stop the running work and wait for it; then report `stopFinished()`.
         case stop
-        /// It never started: no work runs (what its construction opened may still want closing),
-        /// and it is now stopped.
+        /// It never started: no work runs, but what its construction opened may want closing;
+        /// then report `stopFinished()` (it is stopping meanwhile, so other stops wait).
         case neverStarted
         /// Nothing to do: it has stopped already.
         case none
@@ -46,7 +47,7 @@ public struct ServiceLifecycle: Sendable, Equatable {
     public mutating func stopRequested() -> StopAction {
         switch state {
         case .idle:
-            state = .stopped
+            state = .stopping
             return .neverStarted
         case .running:
             state = .stopping

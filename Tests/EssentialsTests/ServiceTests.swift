@@ -20,6 +20,10 @@ import Testing
     @Test func aServiceStoppedBeforeItStartedNeverStarts() {
         var lifecycle = ServiceLifecycle()
         #expect(lifecycle.stopRequested() == .neverStarted)
+        #expect(lifecycle.state == .stopping)
+        #expect(lifecycle.stopRequested() == .waitForStop, "a second stop waits for the first")
+        #expect(lifecycle.startRequested() == .none)
+        lifecycle.stopFinished()
         #expect(lifecycle.state == .stopped)
         #expect(lifecycle.startRequested() == .none)
     }

@@ -11,11 +11,17 @@ import Testing
 /// without rendering the JSON body. Both are read from `/metrics` counters.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) final class ListCostTests {
     let app: BlueLibraryApp
-    var port: Int { app.port }
+    /// In process, on the in-memory store: what is counted is the route's work, not a connection's.
+    let endpoint: Endpoint
+    /// HEADs go over a socket: a HEAD's `Content-Length` (or its absence) is the connection's framing.
+    let socket: Endpoint
 
     init() throws {
-        app = try TestApp.make { $0.seed = false }
+        let parts = try InMemoryApp.make { $0.seed = false }
+        app = parts.app
+        endpoint = .inProcess(parts.routes)
         app.start()
+        socket = .port(app.port)
         for n in 0..<23 {
             try add(#"{"title": "Album \#(n)", "artist": "\#(n % 2 == 0 ? "Even" : "Odd")", "year": \#(1980 + n)}"#)
         }
@@ -24,18 +30,18 @@ import Testing
     deinit { app.shutdown() }
 
     func add(_ json: String, to path: String = "/albums") throws {
-        let response = try RawHTTPClient.request(
-            port: port, method: "POST", path: path, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
+        let response = try endpoint.request(
+            method: "POST", path: path, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
         #expect(response.status == 201, "POST \(path): \(String(decoding: response.body, as: UTF8.self))")
     }
 
     func get(_ path: String, method: String = "GET", headers: [String: String] = [:]) throws -> RawHTTPClient.Response {
-        try RawHTTPClient.request(port: port, method: method, path: path, headers: headers)
+        try (method == "HEAD" ? socket : endpoint).request(method: method, path: path, headers: headers)
     }
 
     /// A counter from `/metrics` (it must be exported).
     func metric(_ name: String) throws -> Int {
-        let text = try MetricsTests.scrape(port)
+        let text = try MetricsTests.scrape(endpoint)
         try #require(text.types[name] == "counter", "\(name) is not exported as a counter")
         return Int(text.value(name))
     }
@@ -83,14 +89,14 @@ import Testing
 
     @Test func aViewCountsEachSourceOncePerVersion() throws {
         for id in ["jazz", "rock"] {
-            let created = try RawHTTPClient.request(
-                port: port, method: "POST", path: "/libraries", headers: ["Content-Type": "application/json"],
+            let created = try endpoint.request(
+                method: "POST", path: "/libraries", headers: ["Content-Type": "application/json"],
                 body: Array(#"{"id": "\#(id)", "name": "\#(id)"}"#.utf8))
             #expect(created.status == 201)
             for n in 0..<4 { try add(#"{"title": "\#(id) \#(n)", "artist": "Band", "year": \#(1990 + n)}"#, to: "/libraries/\(id)/albums") }
         }
-        let view = try RawHTTPClient.request(
-            port: port, method: "POST", path: "/views", headers: ["Content-Type": "application/json"],
+        let view = try endpoint.request(
+            method: "POST", path: "/views", headers: ["Content-Type": "application/json"],
             body: Array(#"{"id": "both", "name": "Both", "sources": ["jazz", "rock"]}"#.utf8))
         #expect(view.status == 201)
         let before = try computedCounts()
@@ -143,8 +149,8 @@ import Testing
     }
 
     @Test func headOfAViewPageRendersNoBody() throws {
-        let created = try RawHTTPClient.request(
-            port: port, method: "POST", path: "/views", headers: ["Content-Type": "application/json"],
+        let created = try endpoint.request(
+            method: "POST", path: "/views", headers: ["Content-Type": "application/json"],
             body: Array(#"{"id": "all", "name": "All", "sources": ["default"]}"#.utf8))
         #expect(created.status == 201)
         try checkHead("/views/all/albums?limit=4&sort=title")

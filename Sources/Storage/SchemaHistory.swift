@@ -41,7 +41,7 @@
 /// reading a page (`version > ?`) and pruning the oldest rows (`ORDER BY version LIMIT n`)
 /// need, so no secondary index is kept (each would cost every write a second B-tree insert).
 ///
-/// v5 and v6 add the settings, access and secrets tables (see their statements below).
+/// v5 and v6 add the settings, access and secrets tables (see their steps below).
 ///
 /// v7 (several libraries, views, moves between libraries):
 /// - `libraries` gains `display_name` (NULL: the id, `name`, is shown) and `deleted` (0/1).
@@ -149,7 +149,7 @@ enum SchemaHistory {
     /// `year_key` (the year sort's key: no year sorts as 0) and, on PostgreSQL, the stored
     /// case-folded keys of the title and artist sorts; then the sort indexes.
     private static let v3: [SchemaStep] = [
-        .addColumn(table: "albums", Column.integer("year_key").computed("COALESCE(year, 0)")),
+        .addColumn(table: "albums", Column.integer("year_key").computed("COALESCE(year, 0)", sqlite: "IFNULL(year, 0)")),
         .addColumn(table: "albums", Column.text("title_key").computed(PostgresSchema.caseFolded("title")).onPostgresOnly),
         .addColumn(table: "albums", Column.text("artist_key").computed(PostgresSchema.caseFolded("artist")).onPostgresOnly),
     ] + sortIndexes.map(SchemaStep.createIndex)

@@ -16,7 +16,7 @@ struct SchemaDefinitionTests {
     static let shippedSQLite: [String: String] = [
         "v1-libraries-buckets-albums-undo-states": "fec63a03c5bd8f95",
         "v2-idempotency-keys": "b09096643795f91c",
-        "v3-sort-indexes": "a3553d99a6190ad1",
+        "v3-sort-indexes": "cacf6e7c8bfac878",
         "v4-change-log": "b7d017817774827f",
         "v5-settings-and-access": "ff97caff369c32f2",
         "v6-secrets": "6e324ce7343d13a8",

@@ -13,7 +13,7 @@ let package = Package(
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         // For the fuzz targets in Fuzz/ (a package of their own): the modules they drive,
         // through `@_spi(Fuzzing)` seams.
-        .library(name: "FuzzedModules", targets: ["Essentials", "HTTPServer", "Library", "Covers", "BlueLibraryServer"]),
+        .library(name: "FuzzedModules", targets: ["Essentials", "HTTPServer", "BlueLibraryAPI", "Library", "Covers", "BlueLibraryServer"]),
     ],
     targets: [
         // System libraries (Debian packages), wrapped once each.
@@ -91,7 +91,7 @@ let package = Package(
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
-            dependencies: ["Essentials", "HTTPServer", "Library", "ServerRecords", "Storage", "Covers", "Crypto"],
+            dependencies: ["Essentials", "HTTPServer", "BlueLibraryAPI", "Library", "ServerRecords", "Storage", "Covers", "Crypto"],
             resources: [.copy("Resources/openapi.yaml"), .copy("Resources/app"), .copy("Resources/docs")],
             swiftSettings: strict
         ),
@@ -122,7 +122,7 @@ let package = Package(
 
         // The AlbumStore contract, written once and run against every store (in-memory in
         // LibraryTests, SQLite in StorageTests), with the in-memory stores and the facade fixture.
-        .target(name: "AlbumStoreContract", dependencies: ["Essentials", "Library", "ServerRecords", "HTTPTestSupport"], path: "Tests/AlbumStoreContract", swiftSettings: strict),
+        .target(name: "AlbumStoreContract", dependencies: ["Essentials", "BlueLibraryAPI", "Library", "ServerRecords", "HTTPTestSupport"], path: "Tests/AlbumStoreContract", swiftSettings: strict),
 
         .testTarget(name: "TestThreadsTests", swiftSettings: strict),
         .testTarget(name: "EssentialsTests", dependencies: ["Essentials"], swiftSettings: strict),
@@ -137,7 +137,7 @@ let package = Package(
         // The wire types against openapi.yaml (every field, type, nullability and bound) and the
         // fast album encoder against their Codable form.
         .testTarget(name: "BlueLibraryAPITests", dependencies: ["BlueLibraryAPI", "Essentials", "HTTPTestSupport"], swiftSettings: strict),
-        .testTarget(name: "LibraryTests", dependencies: ["Library", "HTTPTestSupport", "AlbumStoreContract"], swiftSettings: strict),
+        .testTarget(name: "LibraryTests", dependencies: ["BlueLibraryAPI", "Library", "HTTPTestSupport", "AlbumStoreContract"], swiftSettings: strict),
         .testTarget(name: "ServerRecordsTests", dependencies: ["ServerRecords"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
         // Thumbnails of images the tests make (every size and format, EXIF, CMYK, 16-bit,
@@ -145,7 +145,7 @@ let package = Package(
         .testTarget(name: "ImagesTests", dependencies: ["Images", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "CoversTests", dependencies: ["Essentials", "Covers", "Images", "Library", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "StorageTests", dependencies: ["Storage", "Library", "ServerRecords", "SQLite", "HTTPTestSupport", "AlbumStoreContract"],
+            name: "StorageTests", dependencies: ["Storage", "BlueLibraryAPI", "Library", "ServerRecords", "SQLite", "HTTPTestSupport", "AlbumStoreContract"],
             swiftSettings: strict),
         // The PostgreSQL schema, ServerRecords on PostgreSQL and the SQLite-to-PostgreSQL migration,
         // against a throwaway PostgreSQL (HTTPTestSupport's PostgresServer); `bluelibrary migrate` end to end.
@@ -156,7 +156,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",
-            dependencies: ["Essentials", "BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Crypto", "Storage", "Library", "ServerRecords", "AlbumStoreContract", "SQLite"],
+            dependencies: ["Essentials", "BlueLibraryAPI", "BlueLibraryServer", "HTTPServer", "HTTPTestSupport", "BlueLibraryTestSupport", "bluelibrary", "Crypto", "Storage", "Library", "ServerRecords", "AlbumStoreContract", "SQLite"],
             swiftSettings: strict
         ),
         // Several real `bluelibrary serve` processes on one PostgreSQL behind a real nginx

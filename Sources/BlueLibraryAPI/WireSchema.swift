@@ -6,6 +6,8 @@ public enum AlbumFieldLimits {
     public static let maximumURLLength = 2048
     /// `year`.
     public static let yearRange = 1000...9999
+    /// The genre an album gets when none is given (the tutorial's initializer always set it).
+    public static let defaultGenre = "Pop"
 }
 
 /// What a resource looks like on the wire, field by field: the description `WireSchemaTests`

@@ -1,6 +1,7 @@
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import BlueLibraryAPI
 import Foundation
 
 // What a client sends about libraries and views (`LibraryResource` and `ViewResource`, what the

@@ -2,11 +2,21 @@
 import FoundationNetworking
 #endif
 // The resources the server sends are the wire module's (`BlueLibraryAPI`, shared with the
-// server and re-exported here, so an app that imports this module sees them); what only a
+// server), named here too so that an app that imports this module sees them; what only a
 // client needs (requests, queries, a page with its headers) is defined here. A client app links
-// nothing of the server's modules.
-@_exported import BlueLibraryAPI
+// nothing of the server's modules. (Not a re-export of the whole module: its `AlbumInput` is the
+// server's validated input, and this module's `AlbumInput` is what a client sends.)
+import BlueLibraryAPI
 import Foundation
+
+public typealias AlbumResource = BlueLibraryAPI.AlbumResource
+public typealias AlbumPageResource = BlueLibraryAPI.AlbumPageResource
+public typealias LibraryResource = BlueLibraryAPI.LibraryResource
+public typealias ViewFilter = BlueLibraryAPI.ViewFilter
+public typealias ViewResource = BlueLibraryAPI.ViewResource
+public typealias SavedStateResource = BlueLibraryAPI.SavedStateResource
+public typealias UndoStatusResource = BlueLibraryAPI.UndoStatusResource
+public typealias UndoResultResource = BlueLibraryAPI.UndoResultResource
 
 /// A page as received: the body plus the headers that matter for paging and revalidation.
 public struct AlbumPage: Sendable, Hashable {

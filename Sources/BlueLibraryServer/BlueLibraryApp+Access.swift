@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Covers
 import Foundation
 import HTTPServer

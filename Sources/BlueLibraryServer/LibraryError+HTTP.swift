@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Essentials
 import HTTPServer
 import Library
@@ -80,4 +81,9 @@ extension LibraryError: HTTPResponseError {
             + "repeat the request once the operator has freed space (writes resume by themselves).",
         type: "urn:bluelibrary:problem:disk-full", title: "Server disk full",
         headers: ["Retry-After": "60"])
+}
+
+extension BodyError: HTTPResponseError {
+    /// A refused body is answered as the domain's refusal of it (`LibraryError.init(_:)`).
+    public var problem: HTTPError? { LibraryError(self).problem }
 }

@@ -1,3 +1,4 @@
+@testable import BlueLibraryAPI
 import Foundation
 import Library
 import Synchronization
@@ -86,14 +87,17 @@ public func bytes(_ json: String) -> [UInt8] {
     Array(json.utf8)
 }
 
-/// The error a throwing call produced, for `#expect` on its value.
-/// Any other error is recorded as a test issue.
+/// The error a throwing call produced, for `#expect` on its value: a refused request body
+/// (`BodyError`, from the wire module) as the domain's refusal it is answered with. Any other
+/// error is recorded as a test issue.
 public func libraryError(_ body: () throws -> Void) -> LibraryError? {
     do {
         try body()
         return nil
     } catch let error as LibraryError {
         return error
+    } catch let error as BodyError {
+        return LibraryError(error)
     } catch {
         Issue.record("expected a LibraryError, got \(error)")
         return nil

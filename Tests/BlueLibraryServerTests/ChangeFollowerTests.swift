@@ -1,3 +1,4 @@
+@testable import BlueLibraryAPI
 import AlbumStoreContract
 import Foundation
 import HTTPServer

@@ -1,3 +1,4 @@
+@testable import BlueLibraryAPI
 import HTTPServer
 import Library
 import TestThreads

@@ -1,6 +1,7 @@
 import AlbumStoreContract
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
 @testable import Library
 
 @Suite("Album input validation", .ownThreads)

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTestSupport
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
 @testable import Library
 
 /// The archive parser's id bookkeeping: ids in ascending order are kept in an array (no

@@ -4,6 +4,7 @@ import AlbumStoreContract
 import HTTPTestSupport
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
 @testable import Library
 
 /// Text pieces that stress escaping and UTF-8: quotes, backslashes, control characters,

@@ -1,6 +1,7 @@
 import Foundation
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
 @testable import Library
 
 /// Inputs the fuzz targets in `Fuzz/` found (`scripts/fuzz`), kept as ordinary tests.
@@ -56,16 +57,16 @@ struct RequestBodySyntaxRegressionTests {
             _ = try JSONObjectParser.value(from: bytes, what: "the request body")
             Issue.record("\(json) was accepted")
         } catch {
-            #expect(error.code == "malformed")
-            #expect(error.message.contains("line 1, column"))
+            #expect(LibraryError(error).code == "malformed")
+            #expect(LibraryError(error).message.contains("line 1, column"))
         }
-        #expect(throws: LibraryError.self) { try AlbumInput.decode(json: bytes) }
+        #expect(throws: BodyError.self) { try AlbumInput.decode(json: bytes) }
     }
 
     @Test("UTF-16 bodies are refused: JSON between systems is UTF-8 (RFC 8259 §8.1)")
     func utf16() {
         let bytes: [UInt8] = [0xFF, 0xFE] + Array(#"{"a":1}"#.utf16).flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
-        #expect(throws: LibraryError.self) { try JSONObjectParser.value(from: bytes, what: "the request body") }
+        #expect(throws: BodyError.self) { try JSONObjectParser.value(from: bytes, what: "the request body") }
     }
 }
 

@@ -2,6 +2,7 @@ import Essentials
 import Foundation
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
 @testable import Library
 
 /// Runs `body` over the UTF-8 of `json` (or raw bytes) and requires the whole input be used.

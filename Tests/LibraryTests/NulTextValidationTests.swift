@@ -1,5 +1,6 @@
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
 @testable import Library
 
 /// U+0000 is refused in album text, list filters and catalog names (PostgreSQL cannot store it;

@@ -2,6 +2,7 @@ import AlbumStoreContract
 import Foundation
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
 @testable import Library
 
 /// Two instances on one database: two registries, each on its own `SharedStoreView` of one

@@ -2,6 +2,7 @@ import AlbumStoreContract
 import Foundation
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
 @testable import Library
 
 @Suite("A view's version from memory only", .ownThreads)

@@ -1,3 +1,4 @@
+@testable import BlueLibraryAPI
 import Dispatch
 import Foundation
 import HTTPTestSupport

@@ -1,5 +1,5 @@
 import FuzzSupport
-@_spi(Fuzzing) import Library
+@_spi(Fuzzing) import BlueLibraryAPI
 
 // Differential: the archive's `JSONScanner` against `JSONSerialization` (which reads request
 // bodies). Both must accept and reject the same documents and read the same values, as the

@@ -28,7 +28,7 @@ public struct Album: Sendable, Equatable, Hashable, Codable {
     public var updatedAt: Date
 
     /// The genre an album gets when none is given (the tutorial's initializer always set it).
-    public static let defaultGenre = "Pop"
+    public static let defaultGenre = AlbumFieldLimits.defaultGenre
 
     public init(
         id: AlbumID,

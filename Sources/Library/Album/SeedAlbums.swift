@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 /// The five albums the tutorial's `PersistencyManager init` built, exactly and in order
 /// (seed notes §3). The tutorial stored the years as strings; here they are numbers.
 public enum SeedAlbums {

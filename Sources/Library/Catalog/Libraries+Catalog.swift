@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 extension Libraries {
     /// Every library, ordered by id (`GET /libraries`).
     public func list() throws(LibraryError) -> [LibraryRecord] {

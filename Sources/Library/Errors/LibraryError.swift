@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 /// Everything the domain can refuse, each with a message that tells the user what to do.
 ///
 /// A closed set, so a flat enum: the HTTP layer maps each case to a status in one place
@@ -121,4 +123,25 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { message }
+}
+
+extension LibraryError {
+    /// A refused request body as the domain's refusal (the same problem as before the wire
+    /// module read bodies: `malformed` 400, `invalid` 422, a negative index 400).
+    public init(_ error: BodyError) {
+        switch error {
+        case let .malformed(message): self = .malformed(message)
+        case let .invalid(failure): self = .invalid(failure)
+        case let .negativeIndex(index): self = .indexOutOfRange(index: index, count: 0)
+        }
+    }
+
+    /// Runs `body`, a reading of the wire module, with a refused body as the domain's refusal.
+    public static func reading<T>(_ body: () throws(BodyError) -> T) throws(LibraryError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw LibraryError(error)
+        }
+    }
 }

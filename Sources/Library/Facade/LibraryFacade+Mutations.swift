@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 extension LibraryFacade {
     /// Adds an album (the tutorial's `addAlbum:atIndex:`) and makes it `client`'s current album.
     ///

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Essentials
 import Foundation
 import Synchronization

@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 /// The id of one album library: lowercase ASCII letters, digits and `-`, 1 to 40 characters
 /// (`default`, `jazz`, `road-trip-2026`).
 ///
@@ -53,12 +55,12 @@ public struct ViewID: RawRepresentable, Hashable, Sendable, Codable, CustomStrin
 }
 
 /// The shared rule for library and view ids, and for their display names.
-enum CatalogName {
-    static let maxIDLength = 40
-    static let maxNameLength = 200
+public enum CatalogName {
+    public static let maxIDLength = 40
+    public static let maxNameLength = 200
 
     /// Why `text` is not a valid id (a phrase after "library"/"view"), or nil when it is.
-    static func problem(_ text: String) -> String? {
+    public static func problem(_ text: String) -> String? {
         let bytes = Array(text.utf8)
         guard (1...maxIDLength).contains(bytes.count) else {
             return "ids are 1 to \(maxIDLength) characters (got \(bytes.count))"
@@ -75,7 +77,7 @@ enum CatalogName {
 
     /// A display name: trimmed, 1 to 200 characters, no U+0000.
     /// - Throws: `.invalid` for field `field`.
-    static func validatedName(_ name: String, field: String = "name") throws(LibraryError) -> String {
+    public static func validatedName(_ name: String, field: String = "name") throws(LibraryError) -> String {
         guard !AlbumFieldRules.containsNUL(name) else {
             throw .invalid(ValidationFailure([FieldError(field: field, message: "name \(AlbumFieldRules.nulMessage)")]))
         }

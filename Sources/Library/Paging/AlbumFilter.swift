@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 /// Which albums a list shows. Every condition is optional; all given ones must hold.
 public struct AlbumFilter: Sendable, Hashable {
     /// Case-insensitive substring of the title or the artist.

@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 /// The order of a paged album list: a field, ascending or descending, ties broken by album id
 /// (in the same direction), so every order is total and keyset paging never skips or repeats.
 public struct AlbumSort: Sendable, Hashable, CustomStringConvertible {

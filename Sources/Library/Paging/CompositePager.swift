@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 /// One page of a list made of one or more sources (a library is the one-source case, a view
 /// the several-source case), read from readers of one snapshot: the single code path behind
 /// `LibraryFacade.page` and `Libraries.page(view:_:)`.

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Foundation
 
 /// Applies a JSON merge patch (RFC 7396) to the settings, validating the result as a whole.
@@ -30,8 +31,9 @@ public enum SettingsPatch {
 
     /// The patched settings, or `LibraryError.malformed` / `.invalid` (every bad field).
     public static func apply(_ bytes: [UInt8], to current: LibrarySettings) throws(LibraryError) -> LibrarySettings {
-        let object = try JSONObjectParser.object(
-            from: bytes, what: "the settings patch", example: #"{"undo": {"depth": 50}}"#)
+        let object = try LibraryError.reading { () throws(BodyError) in
+            try JSONObjectParser.object(from: bytes, what: "the settings patch", example: #"{"undo": {"depth": 50}}"#)
+        }
         var errors: [FieldError] = []
         func fail(_ path: String, _ message: String) {
             errors.append(FieldError(field: path, message: "\(path) \(message)"))

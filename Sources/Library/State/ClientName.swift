@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 /// Rules for client names in `?client=`: 1…100 characters of letters, digits, `.`, `_`, `-`.
 ///
 /// Restricted so a name is safe in URLs, logs and storage keys without escaping.

@@ -1,3 +1,4 @@
+@testable import BlueLibraryAPI
 import Essentials
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+@testable import BlueLibraryAPI
 import Foundation
 import Testing
 import Library

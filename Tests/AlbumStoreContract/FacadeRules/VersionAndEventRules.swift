@@ -1,3 +1,4 @@
+@testable import BlueLibraryAPI
 import Testing
 import Library
 

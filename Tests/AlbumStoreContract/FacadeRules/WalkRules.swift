@@ -1,3 +1,4 @@
+@testable import BlueLibraryAPI
 import Foundation
 import HTTPTestSupport
 import Library

@@ -3,21 +3,21 @@ import Foundation
 
 /// The rules for each user-editable album field, shared by create, patch and archive import
 /// so the three can never disagree.
-enum AlbumFieldRules {
+public enum AlbumFieldRules {
     /// Text fields (title, artist, genre) are at most this many characters after trimming.
-    static let maximumTextLength = AlbumFieldLimits.textLength.upperBound
+    public static let maximumTextLength = AlbumFieldLimits.textLength.upperBound
     /// `coverUrl` is at most this many characters (a common URL limit of browsers and proxies).
-    static let maximumURLLength = AlbumFieldLimits.maximumURLLength
-    static let yearRange = AlbumFieldLimits.yearRange
+    public static let maximumURLLength = AlbumFieldLimits.maximumURLLength
+    public static let yearRange = AlbumFieldLimits.yearRange
 
-    static let yearMessage = "must be an integer between 1000 and 9999, or a 4-digit string like \"1992\""
-    static let coverURLMessage = "must be an absolute http or https URL like \"https://example.com/cover.png\", or null"
+    public static let yearMessage = "must be an integer between 1000 and 9999, or a 4-digit string like \"1992\""
+    public static let coverURLMessage = "must be an absolute http or https URL like \"https://example.com/cover.png\", or null"
 
     /// Text never holds U+0000 (NUL): PostgreSQL cannot store it, and no title needs it, so
     /// both stores refuse it alike.
-    static let nulMessage = "must not contain the NUL character (U+0000)"
+    public static let nulMessage = "must not contain the NUL character (U+0000)"
 
-    static func containsNUL(_ text: String) -> Bool {
+    public static func containsNUL(_ text: String) -> Bool {
         // Over the contiguous UTF-8 bytes: `utf8.contains` steps an index per byte, a
         // measurable cost when an import checks four texts of each of a million albums.
         var text = text
@@ -28,12 +28,12 @@ enum AlbumFieldRules {
     ///
     /// Rule: stored text is trimmed, so `"  Sting "` and `"Sting"` are the same artist, and a
     /// value of only spaces counts as empty.
-    static func text(_ key: String, _ value: JSONFieldValue, reader: inout JSONFieldReader) -> String? {
+    public static func text(_ key: String, _ value: JSONFieldValue, reader: inout JSONFieldReader) -> String? {
         guard let raw = reader.string(key, value, hint: "a string") else { return nil }
         return text(key, raw, errors: &reader)
     }
 
-    static func text(_ key: String, _ raw: String, errors reader: inout JSONFieldReader) -> String? {
+    public static func text(_ key: String, _ raw: String, errors reader: inout JSONFieldReader) -> String? {
         if containsNUL(raw) {
             reader.fail(key, nulMessage)
             return nil
@@ -52,7 +52,7 @@ enum AlbumFieldRules {
 
     /// A year given as a JSON integer or as a 4-digit string ("1992", as the tutorial stored
     /// it); the result is always an integer.
-    static func year(_ key: String, _ value: JSONFieldValue, reader: inout JSONFieldReader) -> Int? {
+    public static func year(_ key: String, _ value: JSONFieldValue, reader: inout JSONFieldReader) -> Int? {
         if case .string(let string) = value {
             let digits = string.trimmingCharacters(in: .whitespaces)
             guard digits.utf8.count == 4, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
@@ -69,7 +69,7 @@ enum AlbumFieldRules {
         return year(key, number, reader: &reader)
     }
 
-    static func year(_ key: String, _ year: Int, reader: inout JSONFieldReader) -> Int? {
+    public static func year(_ key: String, _ year: Int, reader: inout JSONFieldReader) -> Int? {
         guard yearRange.contains(year) else {
             reader.fail(key, yearMessage + " (got \(year))")
             return nil
@@ -77,14 +77,14 @@ enum AlbumFieldRules {
         return year
     }
 
-    static func coverURL(_ key: String, _ value: JSONFieldValue, reader: inout JSONFieldReader) -> String? {
+    public static func coverURL(_ key: String, _ value: JSONFieldValue, reader: inout JSONFieldReader) -> String? {
         guard let raw = reader.string(key, value, hint: "a string") else { return nil }
         return coverURL(key, raw, reader: &reader)
     }
 
     /// Rule: an absolute `http`/`https` URL with a host, at most 2048 characters. Other schemes
     /// are refused because the cover fetcher (curl) must never be pointed at `file:` or `ftp:`.
-    static func coverURL(_ key: String, _ raw: String, reader: inout JSONFieldReader) -> String? {
+    public static func coverURL(_ key: String, _ raw: String, reader: inout JSONFieldReader) -> String? {
         if containsNUL(raw) {
             reader.fail(key, nulMessage)
             return nil
@@ -103,7 +103,7 @@ enum AlbumFieldRules {
 
     /// The cover URL rule, as `URL` sees the text: it parses, its scheme is http or https,
     /// and it has a host.
-    static func isWebURL(_ text: String) -> Bool {
+    public static func isWebURL(_ text: String) -> Bool {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
               scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else { return false }
         return true
@@ -113,7 +113,7 @@ enum AlbumFieldRules {
     /// which `isWebURL` always accepts (a test checks this); anything else — ports, user
     /// info, `%`, `?`, `#`, upper-case schemes, non-ASCII — is left to `isWebURL`.
     /// Parsing a URL costs more than the rest of an album's checks together.
-    static func isPlainWebURL(_ text: String) -> Bool {
+    public static func isPlainWebURL(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { bytes in
             var index: Int
@@ -161,7 +161,7 @@ enum AlbumFieldRules {
     /// `raw` without surrounding whitespace and newlines: `trimmingCharacters(in:
     /// .whitespacesAndNewlines)`, but without a Foundation round trip when neither end can be
     /// trimmed (nearly always, and a million-album import checks four texts per album).
-    static func trimmed(_ raw: String) -> String {
+    public static func trimmed(_ raw: String) -> String {
         if let first = raw.utf8.first, let last = raw.utf8.last,
            first >= 0x21 && first <= 0x7E, last >= 0x21 && last <= 0x7E {
             return raw
@@ -176,14 +176,14 @@ enum AlbumFieldRules {
 
     /// Whether trimming removes `scalar`; printable ASCII (the usual ends of a text) is
     /// decided without asking `CharacterSet`.
-    static func isTrimmable(_ scalar: Unicode.Scalar) -> Bool {
+    public static func isTrimmable(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.value >= 0x21 && scalar.value <= 0x7E { return false }
         return CharacterSet.whitespacesAndNewlines.contains(scalar)
     }
 
     /// Whether `text` has more than `limit` characters; counts characters only when its
     /// UTF-8 length (never less than its character count) says it might.
-    static func exceeds(_ text: String, _ limit: Int) -> Bool {
+    public static func exceeds(_ text: String, _ limit: Int) -> Bool {
         text.utf8.count > limit && text.count > limit
     }
 }

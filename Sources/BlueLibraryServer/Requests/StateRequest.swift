@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+import Library
 import Foundation
 
 /// The body of `PUT /state`: `{"currentAlbumIndex": 2}` or `{"albumID": "01J..."}` (the album
@@ -9,8 +11,8 @@ public enum StateRequest: Sendable, Equatable {
     /// - Throws: `.malformed` for syntax; `.invalid` naming the field for anything else (also
     ///   for `null`: no field of this body is nullable).
     public static func decode(json bytes: [UInt8]) throws(LibraryError) -> StateRequest {
-        let object = try JSONObjectParser.object(
-            from: bytes, what: "the request body", example: #"{"currentAlbumIndex": 2}"#)
+        let object = try LibraryError.reading { () throws(BodyError) in try JSONObjectParser.object(
+            from: bytes, what: "the request body", example: #"{"currentAlbumIndex": 2}"#) }
         var reader = JSONFieldReader(object)
         reader.rejectUnknownKeys(known: ["currentAlbumIndex", "albumID", "albumId"], readOnly: ["client", "updatedAt"])
         var result: StateRequest?

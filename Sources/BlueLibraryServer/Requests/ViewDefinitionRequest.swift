@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+import Library
 import Foundation
 
 /// The body of `POST /views` and `PATCH /views/{view}`:
@@ -62,7 +64,7 @@ public struct ViewDefinitionRequest: Sendable, Equatable {
     }
 
     private static func decode(json bytes: [UInt8], allowID: Bool) throws(LibraryError) -> ViewDefinitionRequest {
-        let object = try JSONObjectParser.object(from: bytes, what: "the request body", example: example)
+        let object = try LibraryError.reading { () throws(BodyError) in try JSONObjectParser.object(from: bytes, what: "the request body", example: example) }
         var reader = JSONFieldReader(object)
         reader.rejectUnknownKeys(
             known: allowID ? ["id", "name", "sources", "filter"] : ["name", "sources", "filter"],

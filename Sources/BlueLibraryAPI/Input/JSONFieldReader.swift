@@ -1,9 +1,14 @@
 import Foundation
 
 /// One member of a JSON object.
-struct JSONMember {
-    var key: String
-    var value: JSONFieldValue
+public struct JSONMember {
+    public var key: String
+    public var value: JSONFieldValue
+
+    public init(key: String, value: JSONFieldValue) {
+        self.key = key
+        self.value = value
+    }
 }
 
 /// Reads the fields of one JSON object, collecting every problem instead of stopping.
@@ -12,23 +17,23 @@ struct JSONMember {
 /// and `albums[3].title` in an archive. The members come either from a `JSONSerialization`
 /// dictionary (request bodies) or straight from the archive's `JSONScanner`; the rules see the
 /// same `JSONFieldValue`s either way.
-struct JSONFieldReader {
+public struct JSONFieldReader {
     /// Whether a key is absent, explicitly `null`, or has a value.
-    enum Field {
+    public enum Field {
         case absent
         case null
         case value(JSONFieldValue)
     }
 
     /// The object's members; each key at most once.
-    private(set) var members: [JSONMember]
+    public private(set) var members: [JSONMember]
     /// The prefix of field names, or of the array name when `element` is set.
     private let pathPrefix: String
     /// For an array element, its index (the path is then built only when an error needs it).
     private let element: Int?
-    private(set) var errors: [FieldError] = []
+    public private(set) var errors: [FieldError] = []
 
-    init(_ object: [String: Any], path: String = "") {
+    public init(_ object: [String: Any], path: String = "") {
         self.members = object.map { JSONMember(key: $0.key, value: JSONValueKind.fieldValue($0.value)) }
         self.pathPrefix = path
         self.element = nil
@@ -36,36 +41,36 @@ struct JSONFieldReader {
 
     /// - Parameter members: an object's members in document order; when a key repeats, the
     ///   last value counts (as with `JSONSerialization`).
-    init(members: [JSONMember], path: String = "") {
+    public init(members: [JSONMember], path: String = "") {
         self.members = members
         self.pathPrefix = path
         self.element = nil
     }
 
     /// A reader for element `index` of the array `array`: its fields are `array[index].key`.
-    init(members: [JSONMember], array: String, index: Int) {
+    public init(members: [JSONMember], array: String, index: Int) {
         self.members = members
         self.pathPrefix = array
         self.element = index
     }
 
     /// What prefixes field names: `""`, or `albums[3].` for an array element.
-    var path: String {
+    public var path: String {
         guard let element else { return pathPrefix }
         return "\(pathPrefix)[\(element)]."
     }
 
     /// The displayed name of `key`: `albums[3].year` or just `year`.
-    func name(_ key: String) -> String {
+    public func name(_ key: String) -> String {
         path + key
     }
 
     /// The value of `key` (`.null` for JSON `null`); `nil` when absent.
-    func value(_ key: String) -> JSONFieldValue? {
+    public func value(_ key: String) -> JSONFieldValue? {
         members.last { Self.same($0.key, key) }?.value
     }
 
-    func field(_ key: String) -> Field {
+    public func field(_ key: String) -> Field {
         guard let value = value(key) else { return .absent }
         if case .null = value { return .null }
         return .value(value)
@@ -78,13 +83,13 @@ struct JSONFieldReader {
         a.utf8.count == b.utf8.count && a == b
     }
 
-    mutating func fail(_ key: String, _ message: String) {
+    public mutating func fail(_ key: String, _ message: String) {
         errors.append(FieldError(field: name(key), message: name(key) + " " + message))
     }
 
     /// Rejects keys outside `known`, suggesting the closest known key for typos (`titel`).
     /// Keys in `readOnly` get a message saying the server sets them.
-    mutating func rejectUnknownKeys(known: [String], readOnly: [String] = []) {
+    public mutating func rejectUnknownKeys(known: [String], readOnly: [String] = []) {
         guard members.contains(where: { member in !known.contains { Self.same($0, member.key) } }) else { return }
         for key in Set(members.map(\.key)).sorted() where !known.contains(key) {
             if readOnly.contains(key) {
@@ -101,7 +106,7 @@ struct JSONFieldReader {
     }
 
     /// A string value, or `nil` after recording a type error (also for `null`).
-    mutating func string(_ key: String, _ value: JSONFieldValue, hint: String) -> String? {
+    public mutating func string(_ key: String, _ value: JSONFieldValue, hint: String) -> String? {
         guard case .string(let string) = value else {
             fail(key, "must be \(hint), not \(value.kindDescription)")
             return nil
@@ -114,7 +119,7 @@ extension JSONFieldReader {
     /// The value of a field the contract does not mark nullable: `nil` when absent, and also
     /// for an explicit `null`, which is recorded as "`key` must be `expected`, not null".
     /// (A `null` that silently meant "absent" would hide a client's bug.)
-    mutating func nonNullValue(_ key: String, expected: String) -> JSONFieldValue? {
+    public mutating func nonNullValue(_ key: String, expected: String) -> JSONFieldValue? {
         switch field(key) {
         case .absent:
             return nil

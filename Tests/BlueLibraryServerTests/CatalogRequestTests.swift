@@ -1,5 +1,7 @@
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
+@testable import BlueLibraryServer
 @testable import Library
 
 /// The bodies of `POST /libraries`, `PATCH /libraries/{lib}` and `POST /albums/{id}/move`.

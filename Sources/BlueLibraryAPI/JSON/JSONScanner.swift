@@ -1,15 +1,15 @@
 /// A JSON syntax error, located in the input.
-struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What is wrong, e.g. "expected ',' or '}' after an object member".
-    var reason: String
+    public var reason: String
     /// Byte offset of the offending byte (the input's length for a truncated document).
-    var offset: Int
+    public var offset: Int
     /// 1-based line (lines end at LF).
-    var line: Int
+    public var line: Int
     /// 1-based column, counted in Unicode scalars.
-    var column: Int
+    public var column: Int
 
-    var description: String { "\(reason) at line \(line), column \(column) (byte offset \(offset))" }
+    public var description: String { "\(reason) at line \(line), column \(column) (byte offset \(offset))" }
 }
 
 /// A pull parser for JSON text (RFC 8259, <https://www.rfc-editor.org/rfc/rfc8259>) over UTF-8
@@ -26,18 +26,18 @@ struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
 /// A UTF-8 byte order mark before the document is skipped.
 ///
 /// The bytes must stay valid while the scanner is used (`Array.withUnsafeBufferPointer`).
-struct JSONScanner {
+public struct JSONScanner {
     /// The kind of the next value, from its first byte.
-    enum Kind: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
         case object, array, string, number, bool, null
     }
 
-    static let defaultMaximumDepth = 512
+    public static let defaultMaximumDepth = 512
 
-    let bytes: UnsafeBufferPointer<UInt8>
-    let maximumDepth: Int
+    public let bytes: UnsafeBufferPointer<UInt8>
+    public let maximumDepth: Int
     /// The offset of the next unread byte.
-    private(set) var position = 0
+    public private(set) var position = 0
     /// How many objects and arrays are open.
     private(set) var depth = 0
     /// True right after `{` or `[`: the next member or element needs no comma.
@@ -54,7 +54,7 @@ struct JSONScanner {
         var string: String
     }
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int = JSONScanner.defaultMaximumDepth) {
+    public init(_ bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int = JSONScanner.defaultMaximumDepth) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { position = 3 }
@@ -65,7 +65,7 @@ struct JSONScanner {
     /// The kind of the next value, without consuming it.
     ///
     /// - Throws: at the end of the input or at a byte that cannot start a value.
-    mutating func peekKind() throws(JSONSyntaxError) -> Kind {
+    public mutating func peekKind() throws(JSONSyntaxError) -> Kind {
         skipWhitespace()
         guard position < bytes.count else { throw error("unexpected end of input; expected a value") }
         switch bytes[position] {
@@ -80,18 +80,18 @@ struct JSONScanner {
     }
 
     /// Consumes `{`.
-    mutating func beginObject() throws(JSONSyntaxError) {
+    public mutating func beginObject() throws(JSONSyntaxError) {
         try open(UInt8(ascii: "{"), "an object")
     }
 
     /// Consumes `[`.
-    mutating func beginArray() throws(JSONSyntaxError) {
+    public mutating func beginArray() throws(JSONSyntaxError) {
         try open(UInt8(ascii: "["), "an array")
     }
 
     /// Moves to the next member of the open object: its key (the scanner is then at the value),
     /// or `nil` after consuming the closing `}`.
-    mutating func nextKey() throws(JSONSyntaxError) -> String? {
+    public mutating func nextKey() throws(JSONSyntaxError) -> String? {
         skipWhitespace()
         guard position < bytes.count else { throw error("unexpected end of input inside an object; expected '}'") }
         let first = atContainerStart
@@ -124,7 +124,7 @@ struct JSONScanner {
 
     /// Moves to the next element of the open array: true when there is one (the scanner is
     /// then at it), false after consuming the closing `]`.
-    mutating func nextElement() throws(JSONSyntaxError) -> Bool {
+    public mutating func nextElement() throws(JSONSyntaxError) -> Bool {
         skipWhitespace()
         guard position < bytes.count else { throw error("unexpected end of input inside an array; expected ']'") }
         let first = atContainerStart
@@ -144,7 +144,7 @@ struct JSONScanner {
     }
 
     /// Why `bytes` is not one JSON document under RFC 8259 (nil when it is).
-    static func syntaxError(in bytes: [UInt8]) -> JSONSyntaxError? {
+    public static func syntaxError(in bytes: [UInt8]) -> JSONSyntaxError? {
         bytes.withUnsafeBufferPointer { buffer -> JSONSyntaxError? in
             var scanner = JSONScanner(buffer)
             do throws(JSONSyntaxError) {
@@ -158,7 +158,7 @@ struct JSONScanner {
     }
 
     /// Requires that only whitespace follows the document.
-    mutating func finish() throws(JSONSyntaxError) {
+    public mutating func finish() throws(JSONSyntaxError) {
         skipWhitespace()
         guard position == bytes.count else {
             throw error("unexpected \(describeByte(at: position)) after the end of the document")
@@ -168,7 +168,7 @@ struct JSONScanner {
     // MARK: - Values
 
     /// Reads the next value: scalars in full, objects and arrays checked and skipped.
-    mutating func readValue() throws(JSONSyntaxError) -> JSONFieldValue {
+    public mutating func readValue() throws(JSONSyntaxError) -> JSONFieldValue {
         switch try peekKind() {
         case .string: return .string(try readStringAtQuote())
         case .number: return .number(try readNumberAtStart())
@@ -186,19 +186,19 @@ struct JSONScanner {
     }
 
     /// Reads a string value.
-    mutating func readString() throws(JSONSyntaxError) -> String {
+    public mutating func readString() throws(JSONSyntaxError) -> String {
         guard try peekKind() == .string else { throw error("expected a string") }
         return try readStringAtQuote()
     }
 
     /// Reads a number value.
-    mutating func readNumber() throws(JSONSyntaxError) -> JSONNumber {
+    public mutating func readNumber() throws(JSONSyntaxError) -> JSONNumber {
         guard try peekKind() == .number else { throw error("expected a number") }
         return try readNumberAtStart()
     }
 
     /// Checks the syntax of the next value and moves past it.
-    mutating func skipValue() throws(JSONSyntaxError) {
+    public mutating func skipValue() throws(JSONSyntaxError) {
         switch try peekKind() {
         case .object:
             try beginObject()

@@ -10,9 +10,9 @@ public enum IndexRequest {
     /// - Parameter allowPlainText: accept a bare decimal number as the whole body.
     /// - Returns: the index; `nil` when a JSON object has no `index` key.
     /// - Throws: `.malformed` for syntax, `.invalid` for a bad `index` (not an integral number,
-    ///   `null`, above `IntegerRules.positions`) or unknown keys, `.indexOutOfRange` for a
+    ///   `null`, above `IntegerRules.positions`) or unknown keys, `.negativeIndex` for a
     ///   negative index.
-    public static func decode(json bytes: [UInt8], allowPlainText: Bool) throws(LibraryError) -> Int? {
+    public static func decode(json bytes: [UInt8], allowPlainText: Bool) throws(BodyError) -> Int? {
         let trimmed = bytes.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
         var reader: JSONFieldReader
         if allowPlainText, let first = trimmed.first, first != UInt8(ascii: "{") {
@@ -36,12 +36,12 @@ public enum IndexRequest {
             index = reader.position("index", value)
         }
         guard reader.errors.isEmpty else { throw .invalid(ValidationFailure(reader.errors)) }
-        if let index, index < 0 { throw .indexOutOfRange(index: index, count: 0) }
+        if let index, index < 0 { throw .negativeIndex(index) }
         return index
     }
 
     /// Whether `text` is one JSON number (RFC 8259 §6): `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
-    static func isJSONNumber(_ text: String) -> Bool {
+    public static func isJSONNumber(_ text: String) -> Bool {
         var bytes = Array(text.utf8)[...]
         func digits() -> Int {
             let count = bytes.prefix { $0 >= 0x30 && $0 <= 0x39 }.count

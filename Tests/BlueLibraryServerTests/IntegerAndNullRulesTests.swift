@@ -1,5 +1,7 @@
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
+@testable import BlueLibraryServer
 @testable import Library
 
 /// One rule for every integer in a JSON body (an integral JSON number, within the
@@ -17,6 +19,11 @@ import Testing
             guard case .invalid(let failure) = error else { return ["\(error.code)"] }
             return failure.errors.map(\.field)
         }
+    }
+
+    /// The same for a body the wire module reads (its refusal as the domain's).
+    static func refusal<T>(_ body: () throws(BodyError) -> T) -> [String] {
+        refusal { () throws(LibraryError) in try LibraryError.reading(body) }
     }
 
     /// `2`, `2.0` and `2e0` are the same number in JSON and in JSON Schema: all are 2, the bare
@@ -47,15 +54,15 @@ import Testing
             }
             #expect(Self.refusal { () throws(LibraryError) in try StateRequest.decode(json: Self.bytes(#"{"currentAlbumIndex": \#(text)}"#)) }
                 == ["currentAlbumIndex"])
-            #expect(Self.refusal { () throws(LibraryError) in
+            #expect(Self.refusal { () throws(BodyError) in
                 try AlbumAddRequest.decode(json: Self.bytes(#"{"title": "T", "artist": "A", "index": \#(text)}"#))
             } == ["index"])
         }
-        #expect(Self.refusal { () throws(LibraryError) in try IndexRequest.decode(json: Self.bytes("-1"), allowPlainText: true) }
+        #expect(Self.refusal { () throws(BodyError) in try IndexRequest.decode(json: Self.bytes("-1"), allowPlainText: true) }
             == ["index-out-of-range"], "a negative index stays 400 index-out-of-range")
-        #expect(Self.refusal { () throws(LibraryError) in try IndexRequest.decode(json: Self.bytes("0x10"), allowPlainText: true) }
+        #expect(Self.refusal { () throws(BodyError) in try IndexRequest.decode(json: Self.bytes("0x10"), allowPlainText: true) }
             == ["malformed"])
-        #expect(Self.refusal { () throws(LibraryError) in try IndexRequest.decode(json: Self.bytes("1."), allowPlainText: true) }
+        #expect(Self.refusal { () throws(BodyError) in try IndexRequest.decode(json: Self.bytes("1."), allowPlainText: true) }
             == ["malformed"])
     }
 
@@ -67,7 +74,7 @@ import Testing
         #expect(Self.refusal { () throws(LibraryError) in try StateRequest.decode(json: Self.bytes(#"{"albumID": null}"#)) } == ["albumID"])
         #expect(Self.refusal { () throws(LibraryError) in try StateRequest.decode(json: Self.bytes(#"{"currentAlbumIndex": null}"#)) }
             == ["currentAlbumIndex"])
-        #expect(Self.refusal { () throws(LibraryError) in try IndexRequest.decode(json: Self.bytes(#"{"index": null}"#), allowPlainText: true) }
+        #expect(Self.refusal { () throws(BodyError) in try IndexRequest.decode(json: Self.bytes(#"{"index": null}"#), allowPlainText: true) }
             == ["index"])
         #expect(try AlbumAddRequest.decode(json: Self.bytes(#"{"title": "T", "artist": "A", "index": null}"#)).index == nil)
         #expect(Self.refusal { () throws(LibraryError) in

@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+import Library
 import Foundation
 
 /// `POST /libraries`: `{"id": "jazz", "name": "Jazz"}` (name optional: the id).
@@ -9,7 +11,7 @@ public struct LibraryCreateRequest: Sendable, Equatable {
     /// - Throws: `.malformed` for syntax, `.invalid` naming every bad field (`id`, `name`,
     ///   unknown keys).
     public static func decode(json bytes: [UInt8]) throws(LibraryError) -> LibraryCreateRequest {
-        let object = try JSONObjectParser.object(from: bytes, what: "the request body", example: #"{"id": "jazz", "name": "Jazz"}"#)
+        let object = try LibraryError.reading { () throws(BodyError) in try JSONObjectParser.object(from: bytes, what: "the request body", example: #"{"id": "jazz", "name": "Jazz"}"#) }
         var reader = JSONFieldReader(object)
         reader.rejectUnknownKeys(known: ["id", "name"], readOnly: ["albumCount", "version"])
         var id: LibraryID?
@@ -32,7 +34,7 @@ public enum LibraryRenameRequest {
     /// The new display name (trimmed).
     /// - Throws: `.malformed` for syntax, `.invalid` for a missing or bad `name` or unknown keys.
     public static func decode(json bytes: [UInt8]) throws(LibraryError) -> String {
-        let object = try JSONObjectParser.object(from: bytes, what: "the request body", example: #"{"name": "Jazz"}"#)
+        let object = try LibraryError.reading { () throws(BodyError) in try JSONObjectParser.object(from: bytes, what: "the request body", example: #"{"name": "Jazz"}"#) }
         var reader = JSONFieldReader(object)
         reader.rejectUnknownKeys(known: ["name"], readOnly: ["id", "albumCount", "version"])
         let name = reader.catalogName()
@@ -53,7 +55,7 @@ public struct MoveRequest: Sendable, Equatable {
     /// - Throws: `.malformed` for syntax, `.invalid` for a bad or missing field (`index` is
     ///   required without `library`), `.indexOutOfRange` for a negative index.
     public static func decode(json bytes: [UInt8]) throws(LibraryError) -> MoveRequest {
-        let object = try JSONObjectParser.object(from: bytes, what: "the request body", example: #"{"library": "jazz", "index": 0}"#)
+        let object = try LibraryError.reading { () throws(BodyError) in try JSONObjectParser.object(from: bytes, what: "the request body", example: #"{"library": "jazz", "index": 0}"#) }
         var reader = JSONFieldReader(object)
         reader.rejectUnknownKeys(known: ["index", "library"])
         var index: Int?

@@ -5,9 +5,9 @@ extension AlbumPatch {
     /// reported together. RFC 7396 lets a non-object patch replace the whole target; for an
     /// album that is never meaningful, so it is rejected as malformed.
     ///
-    /// - Throws: `LibraryError.malformed` for bad syntax or a non-object body;
-    ///   `LibraryError.invalid` listing every bad field, unknown key and forbidden `null`.
-    public static func decode(json bytes: [UInt8]) throws(LibraryError) -> AlbumPatch {
+    /// - Throws: `BodyError.malformed` for bad syntax or a non-object body;
+    ///   `BodyError.invalid` listing every bad field, unknown key and forbidden `null`.
+    public static func decode(json bytes: [UInt8]) throws(BodyError) -> AlbumPatch {
         let object = try JSONObjectParser.object(
             from: bytes, what: "the merge patch", example: #"{"year": 1993, "coverUrl": null}"#)
         var reader = JSONFieldReader(object)

@@ -14,8 +14,8 @@ public struct AlbumAddRequest: Sendable, Equatable {
 
     /// Decodes and validates an album plus an optional integer `index`.
     ///
-    /// - Throws: `LibraryError.malformed` for bad syntax; `LibraryError.invalid` for bad fields.
-    public static func decode(json bytes: [UInt8]) throws(LibraryError) -> AlbumAddRequest {
+    /// - Throws: `BodyError.malformed` for bad syntax; `BodyError.invalid` for bad fields.
+    public static func decode(json bytes: [UInt8]) throws(BodyError) -> AlbumAddRequest {
         let object = try JSONObjectParser.object(
             from: bytes, what: "the request body", example: #"{"title": "Best of Bowie", "artist": "David Bowie", "index": 0}"#)
         var reader = JSONFieldReader(object)

@@ -1,17 +1,17 @@
 import Foundation
 
-/// Turns raw request bytes into a JSON object dictionary, or a `LibraryError.malformed` that
+/// Turns raw request bytes into a JSON object dictionary, or a `BodyError.malformed` that
 /// says what is wrong with the syntax.
 ///
 /// `JSONSerialization` rather than `Decodable` on purpose: with the untyped dictionary we can
 /// check every field ourselves, report all wrong types and unknown keys at once, and never
 /// turn a type mismatch into an opaque `DecodingError`.
-enum JSONObjectParser {
+public enum JSONObjectParser {
     /// Parses `bytes` as a JSON value.
     ///
     /// - Parameter what: how to name the input in messages ("the request body", "the archive").
-    /// - Throws: `LibraryError.malformed` for empty input or a syntax error.
-    static func value(from bytes: [UInt8], what: String) throws(LibraryError) -> Any {
+    /// - Throws: `BodyError.malformed` for empty input or a syntax error.
+    public static func value(from bytes: [UInt8], what: String) throws(BodyError) -> Any {
         guard bytes.contains(where: { !isWhitespace($0) }) else {
             throw .malformed("\(what) is empty; send a JSON object")
         }
@@ -32,8 +32,8 @@ enum JSONObjectParser {
 
     /// Parses `bytes` and requires a JSON object at the top level.
     ///
-    /// - Throws: `LibraryError.malformed` for a syntax error or a non-object value.
-    static func object(from bytes: [UInt8], what: String, example: String) throws(LibraryError) -> [String: Any] {
+    /// - Throws: `BodyError.malformed` for a syntax error or a non-object value.
+    public static func object(from bytes: [UInt8], what: String, example: String) throws(BodyError) -> [String: Any] {
         let value = try value(from: bytes, what: what)
         guard let object = value as? [String: Any] else {
             throw .malformed("\(what) must be a JSON object like \(example), not \(JSONValueKind.describe(value))")
@@ -47,9 +47,9 @@ enum JSONObjectParser {
 }
 
 /// Reads `JSONSerialization` values as `JSONFieldValue`s, the form the field rules check.
-enum JSONValueKind {
+public enum JSONValueKind {
     /// The field value of a parsed value: scalars in full, containers by kind.
-    static func fieldValue(_ value: Any) -> JSONFieldValue {
+    public static func fieldValue(_ value: Any) -> JSONFieldValue {
         switch value {
         case is NSNull: return .null
         case let string as String: return .string(string)
@@ -61,14 +61,14 @@ enum JSONValueKind {
     }
 
     /// Names the kind of a parsed value for error messages ("got a number").
-    static func describe(_ value: Any) -> String {
+    public static func describe(_ value: Any) -> String {
         fieldValue(value).kindDescription
     }
 
     /// Whether a parsed number is JSON `true`/`false`. Not `value is Bool`: Foundation
     /// bridges any `NSNumber` holding 0 or 1 to `Bool`, so `1` would look like `true`.
     /// `JSONSerialization` makes booleans with the C type `char` ("c") and numbers never.
-    static func isBoolean(_ number: NSNumber) -> Bool {
+    public static func isBoolean(_ number: NSNumber) -> Bool {
         number.objCType.pointee == CChar(UInt8(ascii: "c"))
     }
 

@@ -21,7 +21,7 @@ public enum IntegerRules {
 
     /// How a refused value is quoted in a message: a number as written (`1.5`, `1e+18`), any
     /// other value by its kind (`a string`).
-    static func describe(_ value: JSONFieldValue) -> String {
+    public static func describe(_ value: JSONFieldValue) -> String {
         guard case .number(let number) = value else { return value.kindDescription }
         if let integer = number.integer { return String(integer) }
         return number.double.description
@@ -32,7 +32,7 @@ extension JSONFieldReader {
     /// An integer field within `range`, else `nil` after recording "`key` must be a whole
     /// number from A to B (got X)". Integral numbers only (`2.0` is 2); `null`, strings,
     /// booleans, fractions and numbers outside the range are refused alike.
-    mutating func integer(_ key: String, _ value: JSONFieldValue, in range: ClosedRange<Int>) -> Int? {
+    public mutating func integer(_ key: String, _ value: JSONFieldValue, in range: ClosedRange<Int>) -> Int? {
         if let number = value.integer, range.contains(number) { return number }
         fail(key, "must be " + IntegerRules.wholeNumber(range) + " (got \(IntegerRules.describe(value)))")
         return nil
@@ -40,8 +40,8 @@ extension JSONFieldReader {
 
     /// A position (`index`): like `integer(_:_:in:)` with `IntegerRules.positions`, except that
     /// a negative whole number is returned as it is, for the caller to refuse as
-    /// `LibraryError.indexOutOfRange` (400, as it always was).
-    mutating func position(_ key: String, _ value: JSONFieldValue) -> Int? {
+    /// `BodyError.negativeIndex` (400, as it always was).
+    public mutating func position(_ key: String, _ value: JSONFieldValue) -> Int? {
         if let number = value.integer, number < 0 { return number }
         return integer(key, value, in: IntegerRules.positions)
     }

@@ -1,9 +1,9 @@
 /// Finds the known key a misspelt one was probably meant to be (`titel` → `title`), so the
 /// error for an unknown field can say "did you mean title?".
-enum KeySuggestion {
+public enum KeySuggestion {
     /// The known key closest to `key` by edit distance, if it is close enough (at most 2 edits,
     /// and fewer than half the key's length) to be a likely typo rather than a different word.
-    static func closest(to key: String, in known: [String]) -> String? {
+    public static func closest(to key: String, in known: [String]) -> String? {
         let lowered = Array(key.lowercased())
         var best: (key: String, distance: Int)?
         for candidate in known {
@@ -17,7 +17,7 @@ enum KeySuggestion {
     }
 
     /// Levenshtein distance where swapping two neighbours counts as one edit (`titel`).
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+    public static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var previousRow = [Int](repeating: 0, count: b.count + 1)

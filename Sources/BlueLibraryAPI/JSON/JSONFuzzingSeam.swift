@@ -2,7 +2,7 @@ import Foundation
 
 /// The two JSON readers side by side, for the differential fuzz target in `Fuzz/`: the
 /// archive's `JSONScanner` and `JSONSerialization` (request bodies), each reduced to the values
-/// the field rules see. Not API: reached only with `@_spi(Fuzzing) import Library`.
+/// the field rules see. Not API: reached only with `@_spi(Fuzzing) import BlueLibraryAPI`.
 @_spi(Fuzzing) public enum JSONFuzzingSeam {
     /// A whole JSON document; numbers as `JSONNumber` holds them.
     public indirect enum Value: Equatable, Sendable {

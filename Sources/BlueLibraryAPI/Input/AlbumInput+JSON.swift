@@ -1,5 +1,5 @@
 extension AlbumInput {
-    static let example = #"{"title": "Best of Bowie", "artist": "David Bowie", "year": 1992}"#
+    public static let example = #"{"title": "Best of Bowie", "artist": "David Bowie", "year": 1992}"#
 
     /// Decodes and validates a request body.
     ///
@@ -8,9 +8,9 @@ extension AlbumInput {
     /// (with a "did you mean" hint) because silently ignoring `titel` would store an album
     /// without the title the user typed.
     ///
-    /// - Throws: `LibraryError.malformed` for bad JSON syntax or a non-object body;
-    ///   `LibraryError.invalid` listing every bad field.
-    public static func decode(json bytes: [UInt8]) throws(LibraryError) -> AlbumInput {
+    /// - Throws: `BodyError.malformed` for bad JSON syntax or a non-object body;
+    ///   `BodyError.invalid` listing every bad field.
+    public static func decode(json bytes: [UInt8]) throws(BodyError) -> AlbumInput {
         let object = try JSONObjectParser.object(from: bytes, what: "the request body", example: example)
         var reader = JSONFieldReader(object)
         reader.rejectUnknownKeys(known: fieldNames, readOnly: serverFieldNames)
@@ -20,10 +20,10 @@ extension AlbumInput {
     }
 
     /// Reads the five fields from `reader`, recording problems in it; `nil` if any field is bad.
-    static func read(from reader: inout JSONFieldReader) -> AlbumInput? {
+    public static func read(from reader: inout JSONFieldReader) -> AlbumInput? {
         let title = required("title", &reader)
         let artist = required("artist", &reader)
-        var genre: String? = Album.defaultGenre
+        var genre: String? = AlbumFieldLimits.defaultGenre
         if case .value(let value) = reader.field("genre") {
             genre = AlbumFieldRules.text("genre", value, reader: &reader)
         }

@@ -18,7 +18,7 @@ public struct AlbumInput: Sendable, Equatable, Hashable {
     /// The fields a request body may contain.
     public static let fieldNames = ["title", "artist", "genre", "year", "coverUrl"]
     /// Fields of an album the server sets; sending them is an error, not silently ignored.
-    static let serverFieldNames = ["id", "index", "createdAt", "updatedAt"]
+    public static let serverFieldNames = ["id", "index", "createdAt", "updatedAt"]
 
     /// Validates and trims the fields, reporting every problem at once.
     ///
@@ -29,7 +29,7 @@ public struct AlbumInput: Sendable, Equatable, Hashable {
         var reader = JSONFieldReader([:])
         let title = AlbumFieldRules.text("title", title, errors: &reader)
         let artist = AlbumFieldRules.text("artist", artist, errors: &reader)
-        let genre = genre.map { AlbumFieldRules.text("genre", $0, errors: &reader) } ?? Album.defaultGenre
+        let genre = genre.map { AlbumFieldRules.text("genre", $0, errors: &reader) } ?? AlbumFieldLimits.defaultGenre
         let year = year.map { AlbumFieldRules.year("year", $0, reader: &reader) } ?? nil
         let coverUrl = coverUrl.map { AlbumFieldRules.coverURL("coverUrl", $0, reader: &reader) } ?? nil
         guard reader.errors.isEmpty, let title, let artist, let genre else {
@@ -39,7 +39,7 @@ public struct AlbumInput: Sendable, Equatable, Hashable {
     }
 
     /// For values already known to be valid (seed data, stored albums).
-    init(validTitle title: String, artist: String, genre: String, year: Int?, coverUrl: String?) {
+    public init(validTitle title: String, artist: String, genre: String, year: Int?, coverUrl: String?) {
         self.title = title
         self.artist = artist
         self.genre = genre

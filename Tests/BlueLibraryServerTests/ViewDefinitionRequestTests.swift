@@ -1,6 +1,8 @@
 import AlbumStoreContract
 import TestThreads
 import Testing
+@testable import BlueLibraryAPI
+@testable import BlueLibraryServer
 @testable import Library
 
 @Suite("View definition bodies (POST/PATCH /views)", .ownThreads)

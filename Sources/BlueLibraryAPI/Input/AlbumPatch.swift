@@ -59,7 +59,7 @@ public struct AlbumPatch: Sendable, Equatable {
         }
         let title = required("title", title, current.title)
         let artist = required("artist", artist, current.artist)
-        let genre = Self.apply(genre, to: current.genre) ?? Album.defaultGenre
+        let genre = Self.apply(genre, to: current.genre) ?? AlbumFieldLimits.defaultGenre
         let year = Self.apply(year, to: current.year)
         let coverUrl = Self.apply(coverUrl, to: current.coverUrl)
         let result: AlbumInput

@@ -32,17 +32,23 @@ public struct WireSchema: Sendable, Equatable {
         /// Value bounds of an integer.
         public let minimum: Int?
         public let maximum: Int?
+        /// Bounds of an array's length.
+        public let minimumItems: Int?
+        public let maximumItems: Int?
 
         public init(_ name: String, _ kind: Kind, nullable: Bool = false, required: Bool = true, length: ClosedRange<Int>? = nil,
-                    maximumLength: Int? = nil, minimum: Int? = nil, maximum: Int? = nil) {
+                    maximumLength: Int? = nil, range: ClosedRange<Int>? = nil, minimum: Int? = nil, maximum: Int? = nil,
+                    minimumItems: Int? = nil, maximumItems: Int? = nil) {
             self.name = name
             self.kind = kind
             self.nullable = nullable
             self.required = required
             self.length = length
             self.maximumLength = maximumLength ?? length?.upperBound
-            self.minimum = minimum
-            self.maximum = maximum
+            self.minimum = minimum ?? range?.lowerBound
+            self.maximum = maximum ?? range?.upperBound
+            self.minimumItems = minimumItems
+            self.maximumItems = maximumItems
         }
     }
 
@@ -63,8 +69,7 @@ extension WireSchema {
         Field(AlbumField.title.rawValue, .string, length: AlbumFieldLimits.textLength),
         Field(AlbumField.artist.rawValue, .string, length: AlbumFieldLimits.textLength),
         Field(AlbumField.genre.rawValue, .string, length: AlbumFieldLimits.textLength),
-        Field(AlbumField.year.rawValue, .integer, nullable: true,
-              minimum: AlbumFieldLimits.yearRange.lowerBound, maximum: AlbumFieldLimits.yearRange.upperBound),
+        Field(AlbumField.year.rawValue, .integer, nullable: true, range: AlbumFieldLimits.yearRange),
         Field(AlbumField.coverUrl.rawValue, .string, nullable: true, maximumLength: AlbumFieldLimits.maximumURLLength),
         Field(AlbumField.createdAt.rawValue, .string),
         Field(AlbumField.updatedAt.rawValue, .string),
@@ -101,6 +106,72 @@ extension WireSchema {
         Field("updatedAt", .string, nullable: true),
     ])
 
+    /// `AlbumInput`: the body of `POST /albums` and `POST /api/addAlbum` (`AlbumAddRequest`).
+    public static let albumInput = WireSchema("AlbumInput", [
+        Field("title", .string, length: AlbumFieldLimits.textLength),
+        Field("artist", .string, length: AlbumFieldLimits.textLength),
+        Field("genre", .string, nullable: true, required: false, length: AlbumFieldLimits.textLength),
+        Field("year", .integer, nullable: true, required: false, range: AlbumFieldLimits.yearRange),
+        Field("coverUrl", .string, nullable: true, required: false, maximumLength: AlbumFieldLimits.maximumURLLength),
+        Field("index", .integer, nullable: true, required: false, range: IntegerRules.positions),
+    ])
+
+    /// `AlbumPatch`: a merge patch of an album (`title` and `artist` may not be removed).
+    public static let albumPatch = WireSchema("AlbumPatch", [
+        Field("title", .string, required: false, length: AlbumFieldLimits.textLength),
+        Field("artist", .string, required: false, length: AlbumFieldLimits.textLength),
+        Field("genre", .string, nullable: true, required: false, length: AlbumFieldLimits.textLength),
+        Field("year", .integer, nullable: true, required: false, range: AlbumFieldLimits.yearRange),
+        Field("coverUrl", .string, nullable: true, required: false, maximumLength: AlbumFieldLimits.maximumURLLength),
+    ])
+
+    /// `UndoResult` (`POST /undo`).
+    public static let undoResult = WireSchema("UndoResult", [
+        Field("undone", .string),
+        Field("album", .object, nullable: true),
+        Field("version", .integer),
+    ])
+
+    /// `ViewFilter`: only the filters set are sent.
+    public static let viewFilter = WireSchema("ViewFilter", [
+        Field("q", .string, required: false, maximumLength: CatalogLimits.filterTextLength),
+        Field("artist", .string, required: false, maximumLength: CatalogLimits.filterTextLength),
+        Field("genre", .string, required: false, maximumLength: CatalogLimits.filterTextLength),
+        Field("yearFrom", .integer, required: false, range: CatalogLimits.filterYears),
+        Field("yearTo", .integer, required: false, range: CatalogLimits.filterYears),
+    ])
+
+    /// `View`: `sources` is empty only after every library it showed was deleted.
+    public static let view = WireSchema("View", [
+        Field("id", .string),
+        Field("name", .string, length: CatalogLimits.nameLength),
+        Field("sources", .array, maximumItems: CatalogLimits.viewSources.upperBound),
+        Field("filter", .object),
+        Field("revision", .integer),
+        Field("versions", .object),
+    ])
+
+    /// `ViewInput`: the body of `POST /views`.
+    public static let viewInput = WireSchema("ViewInput", [
+        Field("id", .string),
+        Field("name", .string, required: false, length: CatalogLimits.nameLength),
+        Field("sources", .array, minimumItems: CatalogLimits.viewSources.lowerBound, maximumItems: CatalogLimits.viewSources.upperBound),
+        Field("filter", .object, nullable: true, required: false),
+    ])
+
+    /// `Problem`: every error answer (RFC 9457); `errors` lists the bad fields of a request.
+    public static let problem = WireSchema("Problem", [
+        Field("type", .string),
+        Field("title", .string),
+        Field("status", .integer),
+        Field("detail", .string),
+        Field("instance", .string, required: false),
+        Field("errors", .array, required: false),
+    ])
+
     /// Every schema described here.
-    public static let all: [WireSchema] = [.album, .albumPage, .library, .undoStatus, .savedState]
+    public static let all: [WireSchema] = [
+        .album, .albumPage, .library, .undoStatus, .savedState, .albumInput, .albumPatch, .undoResult, .viewFilter, .view,
+        .viewInput, .problem,
+    ]
 }

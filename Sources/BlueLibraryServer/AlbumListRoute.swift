@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import HTTPServer
 import Library
 
@@ -183,8 +184,8 @@ struct AlbumListRoute {
         return items.map { "\(QueryEncoding.escape($0.name))=\(QueryEncoding.escape($0.value))" }.joined(separator: "&")
     }
 
-    /// The years a `yearFrom` / `yearTo` may name (an album's year is 1000 to 9999).
-    static let yearRange = 1000...9999
+    /// The years a `yearFrom` / `yearTo` may name: an album's.
+    static let yearRange = AlbumFieldLimits.yearRange
 
     /// The filter's own rules (no U+0000, at most 500 characters, `yearFrom <= yearTo`) as
     /// query parameter problems: 400 `invalid-query-parameter` naming the first bad parameter,

@@ -23,7 +23,7 @@ struct WireSchemaTests {
         return try #require(components["schemas"] as? [String: Any])
     }
 
-    /// A property's JSON type and whether it may be null, through `$ref`, `anyOf` with
+    /// A property's JSON type and whether it may be null, through `$ref`, `allOf`, `anyOf` with
     /// `{"type": "null"}` and type lists with `"null"`.
     static func kind(of property: [String: Any], in schemas: [String: Any]) -> (kind: String?, nullable: Bool) {
         if let ref = property["$ref"] as? String, let name = ref.split(separator: "/").last,
@@ -34,6 +34,9 @@ struct WireSchemaTests {
             let nullable = options.contains { ($0["type"] as? String) == "null" }
             let other = options.first { ($0["type"] as? String) != "null" }.map { kind(of: $0, in: schemas) }
             return (other?.kind, nullable || other?.nullable == true)
+        }
+        if let parts = property["allOf"] as? [[String: Any]], let first = parts.first {
+            return kind(of: first, in: schemas)
         }
         if let types = property["type"] as? [String] {
             return (types.first { $0 != "null" }, types.contains("null"))
@@ -72,6 +75,74 @@ struct WireSchemaTests {
             #expect(Self.bound("maxLength", of: property, in: schemas) == field.maximumLength, "\(name).\(field.name): maxLength")
             #expect(Self.bound("minimum", of: property, in: schemas) == field.minimum, "\(name).\(field.name): minimum")
             #expect(Self.bound("maximum", of: property, in: schemas) == field.maximum, "\(name).\(field.name): maximum")
+            #expect(Self.bound("minItems", of: property, in: schemas) == field.minimumItems, "\(name).\(field.name): minItems")
+            #expect(Self.bound("maxItems", of: property, in: schemas) == field.maximumItems, "\(name).\(field.name): maxItems")
+        }
+    }
+
+    /// A valid value of `field` of `length` characters (a URL for `coverUrl`).
+    static func text(_ field: WireSchema.Field, length: Int) -> String {
+        guard field.name == "coverUrl" else { return String(repeating: "x", count: length) }
+        let prefix = "https://example.com/"
+        return prefix + String(repeating: "a", count: max(0, length - prefix.count))
+    }
+
+    /// Whether a request decoder takes `object`, with the fields' rules probed one at a time on a
+    /// valid `base`: absence (refused where required), `null` (taken where nullable), a value of
+    /// the wrong JSON type, the length and value bounds and one past them, and an unknown key.
+    static func probeDecodingRules(_ schema: WireSchema, base: [String: Any], accepts: ([UInt8]) -> Bool) throws {
+        func decodes(_ object: [String: Any]) throws -> Bool {
+            accepts(Array(try JSONSerialization.data(withJSONObject: object)))
+        }
+        func with(_ name: String, _ value: Any?) -> [String: Any] {
+            var object = base
+            object[name] = value
+            return object
+        }
+        #expect(try decodes(base), "\(schema.name): the base body is valid")
+        #expect(try !decodes(with("colour", "blue")), "\(schema.name): an unknown key is refused")
+        for field in schema.fields {
+            let name = "\(schema.name).\(field.name)"
+            #expect(try decodes(with(field.name, nil)) == !field.required, "\(name): absent")
+            #expect(try decodes(with(field.name, NSNull())) == field.nullable, "\(name): null")
+            #expect(try !decodes(with(field.name, true)), "\(name): a boolean")
+            switch field.kind {
+            case .string:
+                #expect(try !decodes(with(field.name, 12)), "\(name): a number")
+                if let length = field.length {
+                    #expect(try decodes(with(field.name, text(field, length: length.lowerBound))), "\(name): shortest")
+                    #expect(try !decodes(with(field.name, text(field, length: length.lowerBound - 1))), "\(name): too short")
+                }
+                if let maximum = field.maximumLength {
+                    #expect(try decodes(with(field.name, text(field, length: maximum))), "\(name): longest")
+                    #expect(try !decodes(with(field.name, text(field, length: maximum + 1))), "\(name): too long")
+                }
+            case .integer:
+                #expect(try !decodes(with(field.name, 1.5)), "\(name): a fraction")
+                if let minimum = field.minimum {
+                    #expect(try decodes(with(field.name, minimum)), "\(name): smallest")
+                    #expect(try !decodes(with(field.name, minimum - 1)), "\(name): too small")
+                }
+                if let maximum = field.maximum {
+                    #expect(try decodes(with(field.name, maximum)), "\(name): largest")
+                    #expect(try !decodes(with(field.name, maximum + 1)), "\(name): too large")
+                }
+            case .boolean, .array, .object:
+                Issue.record("\(name): no probe for a \(field.kind.rawValue) field yet")
+            }
+        }
+    }
+
+    /// The album bodies' decoders take exactly what `AlbumInput` and `AlbumPatch` describe (and
+    /// so, through the test above, what openapi.yaml says).
+    @Test func theAlbumBodyDecodersFollowTheirSchemas() throws {
+        try Self.probeDecodingRules(.albumInput, base: ["title": "T", "artist": "A"]) { bytes in
+            // A negative index is decoded as it is, for the route to refuse (400, not 422).
+            guard let request = try? AlbumAddRequest.decode(json: bytes) else { return false }
+            return (request.index ?? 0) >= 0
+        }
+        try Self.probeDecodingRules(.albumPatch, base: ["year": 1999]) { bytes in
+            (try? AlbumPatch.decode(json: bytes)) != nil
         }
     }
 
@@ -125,5 +196,22 @@ struct WireSchemaTests {
         let state = try JSONDecoder().decode(
             SavedStateResource.self, from: Data(#"{"client":"web","currentAlbumIndex":0,"albumID":null,"updatedAt":null}"#.utf8))
         #expect(Set(try Self.encoded(state).keys) == names(.savedState))
+    }
+
+    /// The web app's side of the contract: the add form sends exactly `AlbumInput`'s fields
+    /// (form.js `FIELDS`), and every field it reads off an album (`item.x`) is one the server sends.
+    @Test func theWebAppUsesTheWireFields() throws {
+        let app = NginxProxy.repositoryRoot.appendingPathComponent("Sources/BlueLibraryServer/Resources/app")
+        let form = try String(contentsOf: app.appendingPathComponent("form.js"), encoding: .utf8)
+        let list = try #require(form.firstMatch(of: /const FIELDS = \[([^\]]*)\]/)?.1, "form.js lists its FIELDS")
+        let fields = list.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " '\"")) }
+        #expect(fields == WireSchema.albumInput.fields.map(\.name))
+        var read: Set<String> = []
+        for file in try FileManager.default.contentsOfDirectory(atPath: app.path) where file.hasSuffix(".js") {
+            let text = try String(contentsOf: app.appendingPathComponent(file), encoding: .utf8)
+            for match in text.matches(of: /\bitem\.([A-Za-z]+)/) { read.insert(String(match.1)) }
+        }
+        #expect(!read.isEmpty)
+        #expect(read.isSubset(of: AlbumField.allCases.map(\.rawValue)), "fields the app reads that no album has: \(read.subtracting(AlbumField.allCases.map(\.rawValue)))")
     }
 }

@@ -1,4 +1,3 @@
-import BlueLibraryAPI
 import Foundation
 
 /// The rules for each user-editable album field, shared by create, patch and archive import

@@ -31,9 +31,8 @@ public struct ViewDefinitionRequest: Sendable, Equatable {
 
     static let example = #"{"id": "everything", "name": "Everything", "sources": ["default", "jazz"]}"#
     static let filterKeys = ["q", "artist", "genre", "yearFrom", "yearTo"]
-    /// The years a view's `filter.yearFrom`/`filter.yearTo` may name (wider than an album's
-    /// 1000 to 9999, as views have always accepted).
-    static let filterYears = 0...9999
+    /// The years a view's `filter.yearFrom`/`filter.yearTo` may name.
+    static let filterYears = CatalogLimits.filterYears
 
     /// A `POST /views` body, complete: the filter defaults to none, the name to nil (the
     /// catalog's default, the id).

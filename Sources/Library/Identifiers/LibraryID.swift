@@ -56,8 +56,8 @@ public struct ViewID: RawRepresentable, Hashable, Sendable, Codable, CustomStrin
 
 /// The shared rule for library and view ids, and for their display names.
 public enum CatalogName {
-    public static let maxIDLength = 40
-    public static let maxNameLength = 200
+    public static let maxIDLength = CatalogLimits.idLength.upperBound
+    public static let maxNameLength = CatalogLimits.nameLength.upperBound
 
     /// Why `text` is not a valid id (a phrase after "library"/"view"), or nil when it is.
     public static func problem(_ text: String) -> String? {

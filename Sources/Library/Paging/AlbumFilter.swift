@@ -51,8 +51,8 @@ public struct AlbumFilter: Sendable, Hashable {
         for (name, value) in [("q", text), ("artist", artist), ("genre", genre)] {
             if let value, AlbumFieldRules.containsNUL(value) {
                 errors.append(FieldError(field: name, message: "\(name) \(AlbumFieldRules.nulMessage)"))
-            } else if let value, value.count > 500 {
-                errors.append(FieldError(field: name, message: "\(name) must be at most 500 characters"))
+            } else if let value, value.count > CatalogLimits.filterTextLength {
+                errors.append(FieldError(field: name, message: "\(name) must be at most \(CatalogLimits.filterTextLength) characters"))
             }
         }
         if let yearFrom, let yearTo, yearFrom > yearTo {

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Essentials
 import Foundation
 
@@ -171,7 +172,7 @@ public struct WalkMark: Sendable, Hashable {
     public var anchor: AlbumID?
 
     /// At most this many sources (a view's limit).
-    public static let maxSources = 32
+    public static let maxSources = CatalogLimits.viewSources.upperBound
     /// At most this many exceptions; more and the walk expires (too much moved across it).
     public static let maxExceptions = 64
 

@@ -71,8 +71,8 @@ import Testing
     }
 
     @Test func pagesIncludeTombstonesAndAgreeWithTheData() throws {
-        let app = try TestApp.make()
-        defer { app.shutdown() }  // never started: nothing listens
+        let app = try InMemoryApp.app()
+        defer { app.shutdown() }
         let endpoint = Endpoint.inProcess(InProcessClient(app))
         let seeded = try Self.ids(endpoint)
         #expect(seeded.count == 5)
@@ -106,8 +106,8 @@ import Testing
     }
 
     @Test func badQueriesAre400() throws {
-        let app = try TestApp.make()
-        defer { app.shutdown() }  // never started: nothing listens
+        let app = try InMemoryApp.app()
+        defer { app.shutdown() }
         let endpoint = Endpoint.inProcess(InProcessClient(app))
         for path in ["/changes", "/changes?since=", "/changes?since=-1", "/changes?since=x", "/changes?since=0&limit=0",
                      "/changes?since=0&limit=1001", "/changes?since=0&limit=ten"] {

@@ -6,14 +6,14 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Contract precision (found by a property-based API fuzzer), over real sockets
-/// against the app: numbers past the ranges, `null` for plain fields, `1.0` for an integer,
-/// NUL in a query, and a `Last-Event-ID` that is not ASCII.
+/// Contract precision (found by a property-based API fuzzer), answered in process by the app on
+/// the in-memory store: numbers past the ranges, `null` for plain fields, `1.0` for an integer,
+/// NUL in a query; and, over a real socket (an event stream), a `Last-Event-ID` that is not ASCII.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ContractPrecisionTests {
-    static func call(_ port: Int, _ method: String, _ path: String, _ body: String? = nil,
+    static func call(_ endpoint: Endpoint, _ method: String, _ path: String, _ body: String? = nil,
                      contentType: String = "application/json") throws -> RawHTTPClient.Response {
-        try RawHTTPClient.request(port: port, method: method, path: path,
-                                  headers: body == nil ? [:] : ["Content-Type": contentType], body: Array((body ?? "").utf8))
+        try endpoint.request(method: method, path: path, headers: body == nil ? [:] : ["Content-Type": contentType],
+                             body: Array((body ?? "").utf8))
     }
 
     /// A problem of `status` and `type` whose `errors[0].field` is `field` and whose detail says `says`.
@@ -38,83 +38,80 @@ import Testing
     /// whole number, `/albums/at/{i}` answered an `about:blank` problem naming nothing, and
     /// the JSON `index` said "not an integer position". Each now names itself and its range.
     @Test func largeNumbersNameTheParameterAndTheRange() throws {
-        let app = try TestApp.make()
-        app.start()
+        let app = try InMemoryApp.app()
         defer { app.shutdown() }
-        let port = app.port
-        let id = try #require(try Self.call(port, "GET", "/albums/at/0").json()["id"] as? String)
+        let routes = Endpoint.inProcess(InProcessClient(app))
+        let id = try #require(try Self.call(routes, "GET", "/albums/at/0").json()["id"] as? String)
         for value in ["1000000000000000000", "9223372036854775808", "99999999999999999999999"] {
             // 10^18 is a version (up to 2^63 - 1) this library never gave out: the domain's 400 says so.
-            try Self.expectProblem(try Self.call(port, "GET", "/changes?since=\(value)"), 400, type: Self.queryType, field: "since",
+            try Self.expectProblem(try Self.call(routes, "GET", "/changes?since=\(value)"), 400, type: Self.queryType, field: "since",
                                    says: value == "1000000000000000000" ? "is newer than the library's current version"
                                        : "since must be a whole number from 0 to 9223372036854775807")
             for method in ["GET", "DELETE"] {
-                try Self.expectProblem(try Self.call(port, method, "/albums/at/\(value)"), 400, type: Self.pathType, field: "index",
+                try Self.expectProblem(try Self.call(routes, method, "/albums/at/\(value)"), 400, type: Self.pathType, field: "index",
                                        says: "index must be a whole number from 0 to 2147483647")
             }
-            try Self.expectProblem(try Self.call(port, "POST", "/albums?index=\(value)", #"{"title": "T", "artist": "A"}"#), 400,
+            try Self.expectProblem(try Self.call(routes, "POST", "/albums?index=\(value)", #"{"title": "T", "artist": "A"}"#), 400,
                                    type: Self.queryType, field: "index", says: "from 0 to 2147483647")
             for (method, path, body) in [("POST", "/albums/\(id)/move", #"{"index": \#(value)}"#),
                                          ("PUT", "/state", #"{"currentAlbumIndex": \#(value)}"#),
                                          ("POST", "/api/deleteAlbum", #"{"index": \#(value)}"#),
                                          ("POST", "/albums", #"{"title": "T", "artist": "A", "index": \#(value)}"#)] {
                 let field = path == "/state" ? "currentAlbumIndex" : "index"
-                try Self.expectProblem(try Self.call(port, method, path, body), 422, type: Self.invalidType, field: field,
+                try Self.expectProblem(try Self.call(routes, method, path, body), 422, type: Self.invalidType, field: field,
                                        says: "\(field) must be a whole number from 0 to 2147483647")
             }
         }
         // A version that fits is the domain's question (newer than the library: 400 too, its own words).
-        let ahead = try Self.call(port, "GET", "/changes?since=9223372036854775807")
+        let ahead = try Self.call(routes, "GET", "/changes?since=9223372036854775807")
         #expect(ahead.status == 400 && !ahead.text.contains("whole number"), "\(ahead.text)")
-        #expect(try Self.call(port, "GET", "/albums/at/2147483647").status == 404)
+        #expect(try Self.call(routes, "GET", "/albums/at/2147483647").status == 404)
     }
 
     /// `null` for a field the spec types as a plain string was taken as absent.
     @Test func nullForAPlainFieldIsRefusedNamingIt() throws {
-        let app = try TestApp.make()
-        app.start()
+        let app = try InMemoryApp.app()
         defer { app.shutdown() }
-        let port = app.port
-        try Self.expectProblem(try Self.call(port, "POST", "/libraries", #"{"id": "jazz", "name": null}"#), 422, type: Self.invalidType, field: "name")
-        #expect(try Self.call(port, "GET", "/libraries/jazz").status == 404, "nothing was created")
-        try Self.expectProblem(try Self.call(port, "PUT", "/state", #"{"currentAlbumIndex": 1, "albumId": null}"#), 422,
+        let routes = Endpoint.inProcess(InProcessClient(app))
+        try Self.expectProblem(try Self.call(routes, "POST", "/libraries", #"{"id": "jazz", "name": null}"#), 422, type: Self.invalidType, field: "name")
+        #expect(try Self.call(routes, "GET", "/libraries/jazz").status == 404, "nothing was created")
+        try Self.expectProblem(try Self.call(routes, "PUT", "/state", #"{"currentAlbumIndex": 1, "albumId": null}"#), 422,
                                type: Self.invalidType, field: "albumId")
-        let id = try #require(try Self.call(port, "GET", "/albums/at/0").json()["id"] as? String)
-        try Self.expectProblem(try Self.call(port, "POST", "/albums/\(id)/move", #"{"index": 1, "library": null}"#), 422,
+        let id = try #require(try Self.call(routes, "GET", "/albums/at/0").json()["id"] as? String)
+        try Self.expectProblem(try Self.call(routes, "POST", "/albums/\(id)/move", #"{"index": 1, "library": null}"#), 422,
                                type: Self.invalidType, field: "library")
         // Nullable fields keep taking null: an album's year, a create's index.
-        #expect(try Self.call(port, "POST", "/albums", #"{"title": "T", "artist": "A", "year": null, "index": null}"#).status == 201)
+        #expect(try Self.call(routes, "POST", "/albums", #"{"title": "T", "artist": "A", "year": null, "index": null}"#).status == 201)
     }
 
     /// `{"index": 1.0}` was accepted where the bare `1.0` was not: both are the number 1 (JSON
     /// Schema's `integer` accepts 1.0); a fraction is refused in both forms.
     @Test func integralNumbersAreAcceptedInEveryForm() throws {
-        let app = try TestApp.make()
-        app.start()
+        let app = try InMemoryApp.app()
         defer { app.shutdown() }
-        let port = app.port
+        let routes = Endpoint.inProcess(InProcessClient(app))
         for body in ["1.0", #"{"index": 1.0}"#] {
             let type = body.hasPrefix("{") ? "application/json" : "text/plain"
-            let second = try #require(try Self.call(port, "GET", "/albums/at/1").json()["id"] as? String)
-            let deleted = try Self.call(port, "POST", "/api/deleteAlbum", body, contentType: type)
+            let second = try #require(try Self.call(routes, "GET", "/albums/at/1").json()["id"] as? String)
+            let deleted = try Self.call(routes, "POST", "/api/deleteAlbum", body, contentType: type)
             #expect(deleted.status == 200, "\(body): \(deleted.status) \(deleted.text)")
-            #expect(try Self.call(port, "GET", "/albums/\(second)").status == 404, "\(body) deleted the album at 1")
-            try Self.expectProblem(try Self.call(port, "POST", "/api/deleteAlbum", body.replacingOccurrences(of: "1.0", with: "1.5"), contentType: type),
+            #expect(try Self.call(routes, "GET", "/albums/\(second)").status == 404, "\(body) deleted the album at 1")
+            try Self.expectProblem(try Self.call(routes, "POST", "/api/deleteAlbum", body.replacingOccurrences(of: "1.0", with: "1.5"), contentType: type),
                                    422, type: Self.invalidType, field: "index", says: "from 0 to 2147483647")
         }
-        #expect(try Self.call(port, "PUT", "/state", #"{"currentAlbumIndex": 2e0}"#).status == 200)
+        #expect(try Self.call(routes, "PUT", "/state", #"{"currentAlbumIndex": 2e0}"#).status == 200)
     }
 
     /// A NUL in a list filter was a 422 "Invalid album"; it is a bad query parameter.
     @Test func nulInAQueryIsABadQueryParameter() throws {
-        let app = try TestApp.make()
-        app.start()
+        let app = try InMemoryApp.app()
         defer { app.shutdown() }
+        let routes = Endpoint.inProcess(InProcessClient(app))
         for field in ["q", "artist", "genre"] {
-            try Self.expectProblem(try Self.call(app.port, "GET", "/albums?\(field)=a%00b"), 400, type: Self.queryType, field: field, says: "U+0000")
+            try Self.expectProblem(try Self.call(routes, "GET", "/albums?\(field)=a%00b"), 400, type: Self.queryType, field: field, says: "U+0000")
         }
-        try Self.expectProblem(try Self.call(app.port, "GET", "/albums?yearFrom=2000&yearTo=1990"), 400, type: Self.queryType, field: "yearFrom")
-        try Self.expectProblem(try Self.call(app.port, "GET", "/albums?q=" + String(repeating: "x", count: 501)), 400, type: Self.queryType, field: "q")
+        try Self.expectProblem(try Self.call(routes, "GET", "/albums?yearFrom=2000&yearTo=1990"), 400, type: Self.queryType, field: "yearFrom")
+        try Self.expectProblem(try Self.call(routes, "GET", "/albums?q=" + String(repeating: "x", count: 501)), 400, type: Self.queryType, field: "q")
     }
 
     /// The first event of a stream whose `Last-Event-ID` cannot be resumed.

@@ -11,7 +11,8 @@ import Testing
 /// query values, no body, a body that is not JSON, a wrong `Content-Type`, a stale `If-Match`,
 /// no token and a wrong token while the lock is on, until the lockout), and every answer must
 /// be a status the spec lists for that operation, with a body that validates against its schema
-/// (scripts/check-response-schema.py).
+/// (scripts/check-response-schema.py). Answered in process by the app on the in-memory store:
+/// the subject is what each route answers.
 @Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct DocumentedStatusTests {
     typealias Sample = ResponseSchemaTests.Sample
 
@@ -38,10 +39,9 @@ import Testing
     ]
 
     @Test func badInputsOnEveryRouteAnswerOnlyDocumentedStatuses() throws {
-        let app = try TestApp.make()
-        app.start()
+        let app = try InMemoryApp.app()
         defer { app.shutdown() }
-        let port = app.port
+        let client = InProcessClient(app)
         var samples: [Sample] = []
 
         func send(_ method: String, _ template: String, _ path: String, body: String? = nil, contentType: String? = nil,
@@ -52,16 +52,16 @@ import Testing
             if template.hasSuffix("/events"), !path.contains("library=Bad") && !path.contains("/nothere/") && !path.contains("/Bad_Id/") {
                 return
             }
-            let response = try RawHTTPClient.request(port: port, method: method, path: path, headers: all, body: Array((body ?? "").utf8))
+            let response = client.request(method: method, path: path, headers: all, body: Array((body ?? "").utf8))
             let type = response.header("Content-Type") ?? ""
             samples.append(Sample(method: method, template: template, path: path, status: response.status, contentType: type,
                                   body: response.body.isEmpty ? nil : (type.contains("json") ? response.text : nil)))
         }
 
-        let created = try RawHTTPClient.request(port: port, method: "POST", path: "/albums", headers: ["Content-Type": "application/json"],
+        let created = client.request(method: "POST", path: "/albums", headers: ["Content-Type": "application/json"],
                                                 body: Array(#"{"title": "Kept", "artist": "Here"}"#.utf8))
         let album = try #require(try created.json()["id"] as? String)
-        _ = try RawHTTPClient.request(port: port, method: "POST", path: "/views", headers: ["Content-Type": "application/json"],
+        _ = client.request(method: "POST", path: "/views", headers: ["Content-Type": "application/json"],
                                       body: Array(#"{"id": "all", "sources": ["default"]}"#.utf8))
 
         let routes = app.router.routeTable.sorted { ($0.pattern, $0.method.rawValue) < ($1.pattern, $1.method.rawValue) }
@@ -93,14 +93,13 @@ import Testing
     /// With the lock on, every protected operation answers 401 without the token and 429 once
     /// the address is locked out; both are documented for each of them.
     @Test func withTheLockOnEveryProtectedRouteDocuments401And429() throws {
-        let app = try TestApp.make { config in
+        let app = try InMemoryApp.app { config in
             config.token = AccessToken("contract-token-0123456789")
         }
-        app.start()
         defer { app.shutdown() }
-        let port = app.port
+        let client = InProcessClient(app)
         var samples: [Sample] = []
-        _ = try RawHTTPClient.request(port: port, method: "PATCH", path: "/settings",
+        _ = client.request(method: "PATCH", path: "/settings",
                                       headers: ["Content-Type": "application/json", "Authorization": "Bearer contract-token-0123456789"],
                                       body: Array(#"{"access": {"protectReads": true}}"#.utf8))
         for wrong in [nil, "wrong-token-1", "wrong-token-2", "wrong-token-3", "wrong-token-4", "wrong-token-5", "wrong-token-6"] as [String?] {
@@ -111,7 +110,7 @@ import Testing
                 let open = AccessGuard.isAlwaysOpen(path)
                 var headers = ["Content-Type": "application/json"]
                 if let wrong { headers["Authorization"] = "Bearer \(wrong)" }
-                let response = try RawHTTPClient.request(port: port, method: route.method.rawValue, path: path, headers: headers,
+                let response = client.request(method: route.method.rawValue, path: path, headers: headers,
                                                          body: route.method == .get || route.method == .delete ? [] : Array("{}".utf8))
                 if !open { #expect([401, 429].contains(response.status), "\(route.method.rawValue) \(path): \(response.status)") }
                 let type = response.header("Content-Type") ?? ""

@@ -6,8 +6,9 @@ import Testing
 
 @testable import BlueLibraryServer
 
-/// Several libraries over real sockets: the catalog routes, every album route under
-/// `/libraries/{lib}/`, moves between libraries and their undo, problem documents.
+/// Several libraries: the catalog routes, every album route under `/libraries/{lib}/`, moves
+/// between libraries and their undo, problem documents. Answered in process by the app on the
+/// in-memory store, but for exports and imports, which stream over a socket with SQLite.
 @Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) final class LibraryRouteTests {
     static func request(_ endpoint: Endpoint, _ method: String, _ path: String, json: String? = nil,
                         headers extra: [String: String] = [:]) throws -> RawHTTPClient.Response {
@@ -61,7 +62,7 @@ import Testing
     }
 
     @Test func catalogCreateReadRenameDeleteWithItsRefusals() throws {
-        let app = try TestApp.make()
+        let app = try InMemoryApp.app()
         defer { app.shutdown() }
         let endpoint = Endpoint.inProcess(InProcessClient(app))
 
@@ -243,7 +244,7 @@ import Testing
     }
 
     @Test func moveBetweenLibrariesAndUndoFromTheSource() throws {
-        let app = try TestApp.make()
+        let app = try InMemoryApp.app()
         defer { app.shutdown() }
         let endpoint = Endpoint.inProcess(InProcessClient(app))
         try Self.createLibrary(endpoint, "jazz")

@@ -27,23 +27,25 @@ final class LogCollector: Sendable {
     func append(_ bytes: [UInt8]) { lines.withLock { $0 += bytes } }
 }
 
-/// `GET/PATCH /settings` and the passcode lock over a real socket.
+/// `GET/PATCH /settings` and the passcode lock: answered in process by the app on the in-memory
+/// store, and over a real socket with SQLite where an event stream, a restart or the database
+/// file is part of what is shown.
 @Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct SettingsAndAuthTests {
-    static func call(_ port: Int, _ method: String, _ path: String, json: String? = nil,
+    static func call(_ endpoint: Endpoint, _ method: String, _ path: String, json: String? = nil,
                      headers: [String: String] = [:]) throws -> RawHTTPClient.Response {
         var headers = headers
         if json != nil { headers["Content-Type"] = "application/merge-patch+json" }
-        return try RawHTTPClient.request(port: port, method: method, path: path, headers: headers, body: Array((json ?? "").utf8))
+        return try endpoint.request(method: method, path: path, headers: headers, body: Array((json ?? "").utf8))
     }
 
     static let token = "correct-horse-battery-staple"
     static func bearer(_ token: String = token) -> [String: String] { ["Authorization": "Bearer \(token)"] }
 
     @Test func defaultsAndETag() throws {
-        let app = try TestApp.make()
-        app.start()
+        let app = try InMemoryApp.app()
         defer { app.shutdown() }
-        let response = try Self.call(app.port, "GET", "/settings")
+        let routes = Endpoint.inProcess(InProcessClient(app))
+        let response = try Self.call(routes, "GET", "/settings")
         #expect(response.status == 200)
         let json = try response.json()
         #expect(json["schemaVersion"] as? Int == LibrarySettings.currentSchemaVersion)
@@ -51,62 +53,62 @@ final class LogCollector: Sendable {
         #expect((json["access"] as? [String: Any])?["passcodeEnabled"] as? Bool == false)
         #expect((json["paging"] as? [String: Any])?["maxLimit"] as? Int == 500)
         let etag = try #require(response.header("ETag"))
-        #expect(try Self.call(app.port, "GET", "/settings", headers: ["If-None-Match": etag]).status == 304)
-        #expect(try Self.call(app.port, "GET", "/settings?pretty", headers: ["If-None-Match": etag]).status == 304)
+        #expect(try Self.call(routes, "GET", "/settings", headers: ["If-None-Match": etag]).status == 304)
+        #expect(try Self.call(routes, "GET", "/settings?pretty", headers: ["If-None-Match": etag]).status == 304)
     }
 
     @Test func pagingSettingsApplyToTheListAtOnce() throws {
-        let app = try TestApp.make()  // the tutorial's five albums
-        app.start()
+        let app = try InMemoryApp.app()  // the tutorial's five albums
         defer { app.shutdown() }
+        let routes = Endpoint.inProcess(InProcessClient(app))
         func items(_ response: RawHTTPClient.Response) throws -> Int { (try response.json()["items"] as? [Any])?.count ?? -1 }
-        let before = try Self.call(app.port, "GET", "/albums")
+        let before = try Self.call(routes, "GET", "/albums")
         #expect(before.status == 200)
         #expect(try items(before) == 5)
         let tag = try #require(before.header("ETag"))
 
-        let patched = try Self.call(app.port, "PATCH", "/settings", json: #"{"paging": {"defaultLimit": 2, "maxLimit": 3}}"#)
+        let patched = try Self.call(routes, "PATCH", "/settings", json: #"{"paging": {"defaultLimit": 2, "maxLimit": 3}}"#)
         #expect(patched.status == 200, "\(patched.text)")
         // No restart: the default applies to the next request, not answered from the cached page.
-        #expect(try Self.call(app.port, "GET", "/albums", headers: ["If-None-Match": tag]).status == 200)
-        let after = try Self.call(app.port, "GET", "/albums")
+        #expect(try Self.call(routes, "GET", "/albums", headers: ["If-None-Match": tag]).status == 200)
+        let after = try Self.call(routes, "GET", "/albums")
         #expect(after.status == 200)
         #expect(try items(after) == 2)
         #expect(after.header("Link")?.contains("rel=\"next\"") == true)
-        #expect(try items(Self.call(app.port, "GET", "/albums?limit=3")) == 3)
-        let tooMany = try Self.call(app.port, "GET", "/albums?limit=4")
+        #expect(try items(Self.call(routes, "GET", "/albums?limit=3")) == 3)
+        let tooMany = try Self.call(routes, "GET", "/albums?limit=4")
         #expect(tooMany.status == 400)
         #expect(tooMany.text.contains("from 1 to 3"), "\(tooMany.text)")
 
         // Raising them again works live too (up to the absolute ceiling of 500).
-        let raised = try Self.call(app.port, "PATCH", "/settings", json: #"{"paging": {"defaultLimit": 4, "maxLimit": 500}}"#)
+        let raised = try Self.call(routes, "PATCH", "/settings", json: #"{"paging": {"defaultLimit": 4, "maxLimit": 500}}"#)
         #expect(raised.status == 200)
-        #expect(try items(Self.call(app.port, "GET", "/albums")) == 4)
-        #expect(try Self.call(app.port, "GET", "/albums?limit=500").status == 200)
-        #expect(try Self.call(app.port, "GET", "/albums?limit=501").status == 400)
+        #expect(try items(Self.call(routes, "GET", "/albums")) == 4)
+        #expect(try Self.call(routes, "GET", "/albums?limit=500").status == 200)
+        #expect(try Self.call(routes, "GET", "/albums?limit=501").status == 400)
     }
 
     @Test func patchValidatesAsAWholeAndHonoursIfMatch() throws {
         let app = try TestApp.make()
         app.start()
         defer { app.shutdown() }
-        let before = try Self.call(app.port, "GET", "/settings")
+        let before = try Self.call(.port(app.port), "GET", "/settings")
         let etag = try #require(before.header("ETag"))
 
-        let bad = try Self.call(app.port, "PATCH", "/settings", json: #"{"undo": {"depth": 5}, "paging": {"maxLimit": 0}, "covers": {"fetchTimeoutSeconds": "soon"}}"#)
+        let bad = try Self.call(.port(app.port), "PATCH", "/settings", json: #"{"undo": {"depth": 5}, "paging": {"maxLimit": 0}, "covers": {"fetchTimeoutSeconds": "soon"}}"#)
         #expect(bad.status == 422)
         let fields = (try bad.json()["errors"] as? [[String: Any]])?.compactMap { $0["field"] as? String } ?? []
         #expect(Set(fields) == ["paging.maxLimit", "covers.fetchTimeoutSeconds"])
-        let unchanged = try Self.call(app.port, "GET", "/settings")
+        let unchanged = try Self.call(.port(app.port), "GET", "/settings")
         #expect(unchanged.header("ETag") == etag, "nothing applied")
         #expect(app.facade.undoLimit == 100)
 
         // Enabling the lock without a token is refused.
-        let noToken = try Self.call(app.port, "PATCH", "/settings", json: #"{"access": {"passcodeEnabled": true}}"#)
+        let noToken = try Self.call(.port(app.port), "PATCH", "/settings", json: #"{"access": {"passcodeEnabled": true}}"#)
         #expect(noToken.status == 422)
 
         let events = try SSEClient(port: app.port)
-        let ok = try Self.call(app.port, "PATCH", "/settings", json: #"{"undo": {"depth": 5}, "paging": {"defaultLimit": 20}}"#,
+        let ok = try Self.call(.port(app.port), "PATCH", "/settings", json: #"{"undo": {"depth": 5}, "paging": {"defaultLimit": 20}}"#,
                                headers: ["If-Match": etag])
         #expect(ok.status == 200, "\(ok.text)")
         let newTag = try #require(ok.header("ETag"))
@@ -117,9 +119,9 @@ final class LogCollector: Sendable {
         #expect(event.name == "settings.changed")
         #expect(event.json["changed"] as? [String] == ["undo.depth", "paging.defaultLimit"])
 
-        let stale = try Self.call(app.port, "PATCH", "/settings", json: #"{"undo": {"depth": 6}}"#, headers: ["If-Match": etag])
+        let stale = try Self.call(.port(app.port), "PATCH", "/settings", json: #"{"undo": {"depth": 6}}"#, headers: ["If-Match": etag])
         #expect(stale.status == 412)
-        #expect(try Self.call(app.port, "GET", "/settings").header("ETag") == newTag)
+        #expect(try Self.call(.port(app.port), "GET", "/settings").header("ETag") == newTag)
     }
 
     @Test func migratesAnOlderStoredDocument() throws {
@@ -131,7 +133,7 @@ final class LogCollector: Sendable {
         let app = try TestApp.make { $0.dataDirectory = directory }
         app.start()
         defer { app.shutdown() }
-        let json = try Self.call(app.port, "GET", "/settings").json()
+        let json = try Self.call(.port(app.port), "GET", "/settings").json()
         #expect(json["schemaVersion"] as? Int == 2)
         #expect((json["access"] as? [String: Any])?["attemptLimit"] as? Int == 4)
         #expect((json["access"] as? [String: Any])?["checkIntervalSeconds"] as? Int == 30)
@@ -153,7 +155,7 @@ final class LogCollector: Sendable {
             }, logSink: { logs.append($0) })
             app.start()
             defer { app.shutdown() }
-            let port = app.port
+            let port = Endpoint.port(app.port)
 
             // Reads stay open; writes and settings need the token.
             #expect(try Self.call(port, "GET", "/albums").status == 200)
@@ -190,10 +192,10 @@ final class LogCollector: Sendable {
         })
         app.start()
         defer { app.shutdown() }
-        #expect(try Self.call(app.port, "GET", "/settings", headers: Self.bearer()).status == 429)
+        #expect(try Self.call(.port(app.port), "GET", "/settings", headers: Self.bearer()).status == 429)
         // ...and passes with the interval; the right token then works.
         clock.advance(seconds: 16)
-        let unlocked = try Self.call(app.port, "POST", "/albums", json: #"{"title": "After", "artist": "A"}"#, headers: Self.bearer())
+        let unlocked = try Self.call(.port(app.port), "POST", "/albums", json: #"{"title": "After", "artist": "A"}"#, headers: Self.bearer())
         #expect(unlocked.status == 201, "\(unlocked.text)")
         bodies.append(unlocked.text)
 
@@ -213,13 +215,13 @@ final class LogCollector: Sendable {
     }
 
     @Test func protectReads() throws {
-        let app = try TestApp.make { $0.token = AccessToken(Self.token) }
-        app.start()
+        let app = try InMemoryApp.app { $0.token = AccessToken(Self.token) }
         defer { app.shutdown() }
-        #expect(try Self.call(app.port, "PATCH", "/settings", json: #"{"access": {"protectReads": true}}"#, headers: Self.bearer()).status == 200)
-        #expect(try Self.call(app.port, "GET", "/albums").status == 401)
-        #expect(try Self.call(app.port, "GET", "/albums", headers: Self.bearer()).status == 200)
-        #expect(try Self.call(app.port, "GET", "/healthz").status == 200)
+        let routes = Endpoint.inProcess(InProcessClient(app))
+        #expect(try Self.call(routes, "PATCH", "/settings", json: #"{"access": {"protectReads": true}}"#, headers: Self.bearer()).status == 200)
+        #expect(try Self.call(routes, "GET", "/albums").status == 401)
+        #expect(try Self.call(routes, "GET", "/albums", headers: Self.bearer()).status == 200)
+        #expect(try Self.call(routes, "GET", "/healthz").status == 200)
     }
 
     @Test func tokenSetCommandReadsStdin() throws {

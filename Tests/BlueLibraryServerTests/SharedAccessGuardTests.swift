@@ -98,10 +98,10 @@ import Testing
         let first = try TestApp.make { $0.dataDirectory = directory; $0.token = AccessToken(token) }
         first.start()
         let salt = try #require(try first.backend.records.tokenHash()).salt
-        #expect(try SettingsAndAuthTests.call(first.port, "PATCH", "/settings", json: #"{"access": {"attemptLimit": 2}}"#,
+        #expect(try SettingsAndAuthTests.call(.port(first.port), "PATCH", "/settings", json: #"{"access": {"attemptLimit": 2}}"#,
                                               headers: SettingsAndAuthTests.bearer()).status == 200)
         for _ in 0..<2 {
-            #expect(try SettingsAndAuthTests.call(first.port, "DELETE", "/albums/at/0", headers: SettingsAndAuthTests.bearer("wrong-token-123")).status == 401)
+            #expect(try SettingsAndAuthTests.call(.port(first.port), "DELETE", "/albums/at/0", headers: SettingsAndAuthTests.bearer("wrong-token-123")).status == 401)
         }
         first.shutdown()
         first.waitUntilStopped()
@@ -111,7 +111,7 @@ import Testing
         again.start()
         defer { again.shutdown() }
         #expect(try again.backend.records.tokenHash()?.salt == salt, "the stored hash already verified the token: kept")
-        #expect(try SettingsAndAuthTests.call(again.port, "GET", "/settings", headers: SettingsAndAuthTests.bearer()).status == 429,
+        #expect(try SettingsAndAuthTests.call(.port(again.port), "GET", "/settings", headers: SettingsAndAuthTests.bearer()).status == 429,
                 "the lockout survives the restart")
     }
 }

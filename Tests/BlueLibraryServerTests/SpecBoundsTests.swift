@@ -86,13 +86,11 @@ import Testing
     }
 
     @Test func everyStatedBoundIsTheServersBound() throws {
-        let app = try TestApp.make()
-        app.start()
+        let app = try InMemoryApp.app()  // answered in process: the subject is each route's bound
         defer { app.shutdown() }
-        let port = app.port
+        let routes = InProcessClient(app)
         func call(_ method: String, _ path: String, _ body: String? = nil, type: String = "application/json") throws -> RawHTTPClient.Response {
-            try RawHTTPClient.request(port: port, method: method, path: path,
-                                      headers: body == nil ? [:] : ["Content-Type": type], body: Array((body ?? "").utf8))
+            routes.request(method: method, path: path, headers: body == nil ? [:] : ["Content-Type": type], body: Array((body ?? "").utf8))
         }
         #expect(try call("POST", "/views", #"{"id": "all", "sources": ["default"]}"#).status == 201)
         let bounds = try Self.bounds()

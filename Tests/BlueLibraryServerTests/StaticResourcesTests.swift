@@ -68,8 +68,8 @@ import Testing
     }
 
     @Test func theMountWithoutASlashRedirectsRelatively() throws {
-        let app = try TestApp.make()
-        defer { app.shutdown() }  // never started: nothing listens
+        let app = try InMemoryApp.app()
+        defer { app.shutdown() }
         let routes = InProcessClient(app)
         let response = Self.get(routes, "/app")
         #expect(response.status == 301)
@@ -95,8 +95,8 @@ import Testing
     }
 
     @Test func browsersAreSentToTheAppAndCurlGetsTheIndex() throws {
-        let app = try TestApp.make()
-        defer { app.shutdown() }  // never started: nothing listens
+        let app = try InMemoryApp.app()
+        defer { app.shutdown() }
         let routes = InProcessClient(app)
         let browser = Self.get(routes, "/", headers: [
             "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8",

@@ -31,19 +31,19 @@ import Testing
         app.start()
         defer { app.shutdown() }
         let port = app.port
-        #expect(try SettingsAndAuthTests.call(port, "POST", "/albums", json: #"{"title": "Open", "artist": "A"}"#).status == 201)
+        #expect(try SettingsAndAuthTests.call(.port(port), "POST", "/albums", json: #"{"title": "Open", "artist": "A"}"#).status == 201)
 
         try Self.setTokenFromTheCommandLine(directory)
         // Within a few seconds the lock is in force, without a restart (waited for, not timed).
         var status = 0
         try eventually(timeout: .seconds(10), pollingEvery: .milliseconds(100)) {
-            status = try SettingsAndAuthTests.call(port, "POST", "/albums", json: #"{"title": "T", "artist": "A"}"#).status
+            status = try SettingsAndAuthTests.call(.port(port), "POST", "/albums", json: #"{"title": "T", "artist": "A"}"#).status
             return status == 401
         }
         #expect(status == 401, "the server never learned the lock: \(status)")
-        let anonymous = try SettingsAndAuthTests.call(port, "PATCH", "/settings", json: #"{"undo": {"depth": 7}}"#)
+        let anonymous = try SettingsAndAuthTests.call(.port(port), "PATCH", "/settings", json: #"{"undo": {"depth": 7}}"#)
         #expect(anonymous.status == 401)
-        let patched = try SettingsAndAuthTests.call(port, "PATCH", "/settings", json: #"{"undo": {"depth": 7}}"#,
+        let patched = try SettingsAndAuthTests.call(.port(port), "PATCH", "/settings", json: #"{"undo": {"depth": 7}}"#,
                                                     headers: SettingsAndAuthTests.bearer(Self.token))
         #expect(patched.status == 200, "\(patched.text)")
         #expect(try Self.storedLock(directory), "the lock is still stored")
@@ -59,11 +59,11 @@ import Testing
         app.start()
         defer { app.shutdown() }
         try Self.setTokenFromTheCommandLine(directory)
-        let patched = try SettingsAndAuthTests.call(app.port, "PATCH", "/settings", json: #"{"undo": {"depth": 7}}"#)
+        let patched = try SettingsAndAuthTests.call(.port(app.port), "PATCH", "/settings", json: #"{"undo": {"depth": 7}}"#)
         #expect(patched.status != 200, "an unauthenticated write under a lock it had not seen: \(patched.text)")
         #expect(try Self.storedLock(directory), "the stored lock survived the stale PATCH")
         // Having read the stored document, the server now enforces the lock.
-        #expect(try SettingsAndAuthTests.call(app.port, "PATCH", "/settings", json: #"{"undo": {"depth": 7}}"#).status == 401)
+        #expect(try SettingsAndAuthTests.call(.port(app.port), "PATCH", "/settings", json: #"{"undo": {"depth": 7}}"#).status == 401)
     }
 
     @Test func aWeakStartUpTokenStopsStartUpWithExitCode2() throws {

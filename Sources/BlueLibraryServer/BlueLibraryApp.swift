@@ -185,8 +185,9 @@ public final class BlueLibraryApp: Sendable {
             router: router, errorRenderer: errorRenderer, logger: logger.serverLogger,
             headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger, cors: cors))
         httpMetrics.register(with: metrics)
-        ServiceMetrics.register(in: metrics, connections: { [server] in server.connectionCount }, events: eventHubs,
-                                covers: covers, pages: pageCache, droppedStreams: { [server] in server.droppedStreamCount })
+        // Weakly: the server holds the router, and with it these metrics.
+        ServiceMetrics.register(in: metrics, connections: { [weak server] in server?.connectionCount ?? 0 }, events: eventHubs,
+                                covers: covers, pages: pageCache, droppedStreams: { [weak server] in server?.droppedStreamCount ?? 0 })
         ServiceMetrics.register(in: metrics, server: server, reads: router.readAdmission)
         backend.register(in: metrics)
         viewPages.register(in: metrics)

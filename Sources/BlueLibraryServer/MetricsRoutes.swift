@@ -126,11 +126,13 @@ extension ServiceMetrics {
                 writer.sample("", [("reason", "client-limit")], statistics.refusedClientLimit)
             }
         }
+        // The server holds the router, which holds these metrics: held weakly, or neither (nor
+        // the routes' stores) would ever be freed.
         metrics.sampled("bluelibrary_worker_queue_waiting", help: "Blocking work (writes, covers, other reads) waiting for a worker thread.") {
-            server.workerQueue.waiting
+            [weak server] in server?.workerQueue.waiting ?? 0
         }
         metrics.sampled("bluelibrary_worker_queue_refused_total",
                         help: "Requests answered 503 server-busy because a pool's queue (--worker-queue, or the read lane's backstop) was full.",
-                        kind: .counter) { server.workerQueue.refused }
+                        kind: .counter) { [weak server] in server?.workerQueue.refused ?? 0 }
     }
 }

@@ -35,7 +35,10 @@ public final class BoundedThreadPool: Sendable {
     }
 
     private struct Queue {
-        var items: [Item] = []
+        /// The waiting items are those from `head` on. A slot is emptied as its item is taken,
+        /// so what a finished item held (a request and its body, a route's captures) is freed
+        /// when it has run, not when the queue is next compacted.
+        var items: [Item?] = []
         var head = 0
         var stopping = false
         var pending: Int { items.count - head }
@@ -43,8 +46,12 @@ public final class BoundedThreadPool: Sendable {
         mutating func pop() -> Item? {
             guard head < items.count else { return nil }
             let item = items[head]
+            items[head] = nil
             head += 1
-            if head > 1024, head * 2 > items.count {
+            if head == items.count {
+                items.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 1024, head * 2 > items.count {
                 items.removeFirst(head)
                 head = 0
             }
@@ -107,7 +114,7 @@ public final class BoundedThreadPool: Sendable {
                 queue.items = []
                 queue.head = 0
             }
-            return (true, Array(queue.items[queue.head...]))
+            return (true, queue.items[queue.head...].compactMap { $0 })
         }
         guard first.first else { return }
         for item in first.cancelled { item.cancel() }

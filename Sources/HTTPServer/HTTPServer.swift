@@ -166,8 +166,10 @@ public final class HTTPServer: Sendable {
         let started = state.withLock { $0.started }
         let allDrained = DispatchSemaphore(value: 0)
         let loopCount = loops.count
-        shared.setDraining { [shared] in
-            if shared.drainedLoopCount == loopCount { allDrained.signal() }
+        // The count comes with the call: a closure holding `shared` would keep it (and the
+        // router, with everything the routes hold) alive after the server is gone.
+        shared.setDraining { drained in
+            if drained == loopCount { allDrained.signal() }
         }
         for loop in loops { loop.execute { $0.beginDraining() } }
         // Loops that never ran have no connection to drain (and would not report).

@@ -29,7 +29,7 @@ final class ServerShared: Sendable {
     private let openConnections = Atomic<Int>(0)
     private let refusedWorkCount = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
-    private let drainedLoops = Mutex<(count: Int, waiter: (@Sendable () -> Void)?)>((0, nil))
+    private let drainedLoops = Mutex<(count: Int, waiter: (@Sendable (Int) -> Void)?)>((0, nil))
 
     init(router: Router, limits: HTTPServerLimits, clock: any MonotonicClock = SystemClock(), workers: BoundedThreadPool,
          readWorkers: BoundedThreadPool? = nil, errorRenderer: ErrorRenderer, logger: @escaping HTTPServer.Logger,
@@ -102,21 +102,21 @@ final class ServerShared: Sendable {
 
     // MARK: Drain bookkeeping
 
-    func setDraining(onAllLoopsDrained: @escaping @Sendable () -> Void) {
+    func setDraining(onLoopDrained: @escaping @Sendable (_ drainedLoops: Int) -> Void) {
         draining.store(true, ordering: .relaxed)
-        drainedLoops.withLock { $0.waiter = onAllLoopsDrained }
+        drainedLoops.withLock { $0.waiter = onLoopDrained }
     }
 
-    /// Called by each loop once, when it has no connection left while draining.
+    /// Called by each loop once, when it has no connection left while draining: tells the
+    /// waiter how many loops have drained so far.
     func loopDrained() {
-        let waiter = drainedLoops.withLock { state -> (@Sendable () -> Void)? in
+        let (count, waiter) = drainedLoops.withLock { state -> (Int, (@Sendable (Int) -> Void)?) in
             state.count += 1
-            return state.waiter
+            return (state.count, state.waiter)
         }
-        waiter?()
+        waiter?(count)
     }
 
-    var drainedLoopCount: Int { drainedLoops.withLock { $0.count } }
 }
 
 /// A test seam on the accept path: counts accept attempts and can make them fail with an

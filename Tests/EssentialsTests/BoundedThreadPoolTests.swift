@@ -68,4 +68,25 @@ import Testing
         pool.shutdown()
         #expect(count.load(ordering: .relaxed) == 500)
     }
+
+    /// An item is let go once it has run: what its closure holds (a request and its body, a
+    /// route's captures) is freed then, not kept in the queue until it is next compacted.
+    @Test func whatAnItemHoldsIsFreedOnceItHasRun() {
+        final class Held: Sendable {}
+        let pool = BoundedThreadPool(threads: 1, name: "test-pool")
+        defer { pool.shutdown() }
+        weak var held: Held?
+        do {
+            let object = Held()
+            held = object
+            let ran = DispatchSemaphore(value: 0)
+            #expect(pool.submit { withExtendedLifetime(object) {}; ran.signal() })
+            #expect(ran.wait(timeout: .now() + 30) == .success)
+        }
+        // The one thread is done with the first item when it takes this one.
+        let barrier = DispatchSemaphore(value: 0)
+        #expect(pool.submit { barrier.signal() })
+        #expect(barrier.wait(timeout: .now() + 30) == .success)
+        #expect(held == nil, "the item that ran is no longer held")
+    }
 }

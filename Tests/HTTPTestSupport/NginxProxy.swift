@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 
 /// A real nginx in front of a test server, configured from the project's
 /// `deploy/nginx.conf.example` with only its ports swapped (plus, optionally, a TLS listener
@@ -183,33 +184,44 @@ public final class NginxProxy {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// A loopback port nothing listens on, for a server started a moment later (or started
+    /// again after a stop): taken below the kernel's ephemeral range (32768 and up), so no
+    /// outgoing connection of the busy test process can be given it as its own port in
+    /// between, and never the same one twice in a process.
     public static func freePort() throws -> Int {
+        for _ in 0..<500 {
+            let port = Int.random(in: 15_000..<32_768)
+            guard handedOut.withLock({ $0.insert(port).inserted }), canBind(port) else { continue }
+            return port
+        }
+        throw RawHTTPClient.ClientError(description: "no free port below 32768")
+    }
+
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    private static func canBind(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
         defer { Glibc.close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
         inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-        guard ok else { throw RawHTTPClient.ClientError(description: "no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// A self-signed certificate for 127.0.0.1 (with `ChildProcess`: see there why not `Process`).
     static func makeCertificate(in directory: URL) throws {
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        openssl.arguments = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                             "-keyout", directory.appendingPathComponent("key.pem").path,
-                             "-out", directory.appendingPathComponent("cert.pem").path]
-        openssl.standardOutput = FileHandle.nullDevice
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
-        guard openssl.terminationStatus == 0 else { throw RawHTTPClient.ClientError(description: "openssl could not make a certificate") }
+        let outcome = try ChildProcess.run(
+            "/usr/bin/env",
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+             "-keyout", directory.appendingPathComponent("key.pem").path, "-out", directory.appendingPathComponent("cert.pem").path],
+            environment: ProcessInfo.processInfo.environment, mergeStderr: true)
+        guard outcome.status == 0 else {
+            throw RawHTTPClient.ClientError(description: "openssl could not make a certificate: \(String(decoding: outcome.stdout, as: UTF8.self))")
+        }
     }
 }
 
@@ -217,14 +229,8 @@ public final class NginxProxy {
 public enum Curl {
     /// Runs curl with `arguments` plus `-sk -i`; returns the raw response (head and body).
     public static func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl", "-sk", "-i", "--max-time", "10"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        let outcome = try ChildProcess.run(
+            "/usr/bin/env", ["curl", "-sk", "-i", "--max-time", "10"] + arguments, environment: ProcessInfo.processInfo.environment)
+        return String(decoding: outcome.stdout, as: UTF8.self)
     }
 }

@@ -150,14 +150,16 @@ struct PostgresStoreBehaviourTests {
         let store = try Self.store(url)
         for round in 1...3 {
             let jazz = LibraryID(rawValue: "jazz\(round)")
+            // Album ids are unique across libraries: each round adds its own two.
+            let (first, second) = (Self.album(UInt64(round * 10 + 1)), Self.album(UInt64(round * 10 + 2)))
             _ = try store.createLibrary(jazz, name: "Jazz \(round)")
-            try store.write(jazz) { writer throws in try writer.insert(Self.album(1), at: 0) }
+            try store.write(jazz) { writer throws in try writer.insert(first, at: 0) }
             let other = Self.deadlockingSession(url, library: jazz)
             var attempts = 0
             do {
                 try store.write(jazz) { writer throws in
                     attempts += 1
-                    try writer.insert(Self.album(2), at: 0)
+                    try writer.insert(second, at: 0)
                     _ = try writer.bumpVersion()
                 }
             } catch let error as PostgresError where error.kind == .deadlock && attempts == 2 && round < 3 {
@@ -166,7 +168,7 @@ struct PostgresStoreBehaviourTests {
             }
             other.wait()
             #expect(attempts == 2, "the first attempt was the deadlock's victim, the second committed")
-            #expect(try store.read(jazz) { try $0.albums(offset: 0, limit: 5) } == [Self.album(2), Self.album(1)])
+            #expect(try store.read(jazz) { try $0.albums(offset: 0, limit: 5) } == [second, first])
             #expect(try store.versions(of: [jazz]) == [1])
             return
         }

@@ -48,15 +48,13 @@ struct EventSendBufferTests {
         let server = try ServerProcess(arguments: ["--access-log", "off"], dataDirectory: TestApp.temporaryDirectory())
         let port = server.port
         let idle = try Self.serverSocketMemory(port: port)
-        // Streams that send their request and never read again. Their receive buffers are
-        // small, so the test's own side of loopback holds little and the bytes pile up on the
-        // server's side, as with a distant client that stops reading.
-        var streams: [RawHTTPClient] = []
-        for _ in 0..<subscribers {
-            let stream = try RawHTTPClient(port: port, receiveBufferSize: 4096)
-            try stream.send("GET /events HTTP/1.1\r\nHost: test\r\n\r\n")
-            streams.append(stream)
-        }
+        // Streams that send their request and never read again, held by a helper process:
+        // 2,000 descriptors in this process would put every `Process.run` of a test running
+        // beside this one at risk (see `ChildProcess`). Their receive buffers are small, so
+        // the helper's side of loopback holds little and the bytes pile up on the server's
+        // side, as with a distant client that stops reading.
+        let streams = try NonReadingStreams(port: port, count: subscribers)
+        defer { streams.close() }
         #expect(eventually(timeout: .seconds(20), pollingEvery: .milliseconds(50)) {
             (try? MetricsTests.scrape(port).value("bluelibrary_event_subscribers")) == Double(subscribers)
         })
@@ -88,6 +86,54 @@ struct EventSendBufferTests {
         #expect(held <= subscribers * Self.statedBytesPerSubscriber,
                 "\(held / subscribers) bytes per non-reading subscriber, more than the stated \(Self.statedBytesPerSubscriber)")
         #expect(dropped > 0, "streams past --event-max-unsent are dropped")
-        withExtendedLifetime(streams) {}
     }
 }
+
+/// `count` connections to `port` that each ask for `/events` and never read, held open by a
+/// python3 child process until ``close()``.
+final class NonReadingStreams {
+    private let process = Process()
+    private let input = Pipe()
+
+    struct HolderFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static let script = """
+        import resource, socket, sys
+        port, count = int(sys.argv[1]), int(sys.argv[2])
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < count + 64:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 64), hard))
+        held = []
+        for _ in range(count):
+            stream = socket.socket()
+            stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stream.connect(("127.0.0.1", port))
+            stream.sendall(b"GET /events HTTP/1.1\\r\\nHost: test\\r\\n\\r\\n")
+            held.append(stream)
+        print("ready", flush=True)
+        sys.stdin.read()
+        """
+
+    init(port: Int, count: Int) throws {
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", Self.script, String(port), String(count)]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        let line = String(decoding: output.fileHandleForReading.readData(ofLength: 6), as: UTF8.self)
+        guard line == "ready\n" else {
+            close()
+            throw HolderFailed(description: "the python3 stream holder did not get its \(count) streams open: \(line)")
+        }
+    }
+
+    /// Closes the streams (the helper exits when its stdin ends) and waits for the helper.
+    func close() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+

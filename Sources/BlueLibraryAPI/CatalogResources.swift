@@ -22,7 +22,7 @@ public struct LibraryResource: Codable, Sendable, Hashable, Identifiable {
 /// The filter a view applies to its sources (only the keys given are sent; all given must
 /// match, as on `GET /albums`). An empty filter lets every album through.
 public struct ViewFilter: Codable, Sendable, Hashable {
-    /// Case-insensitive search in title and artist.
+    /// A search: every word in the title, artist or genre (folded; the last word a prefix).
     public var q: String?
     public var artist: String?
     public var genre: String?

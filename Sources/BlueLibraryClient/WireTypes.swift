@@ -155,7 +155,7 @@ public struct AlbumPageQuery: Sendable, Hashable {
     /// Offset paging, for index-minded clients; ignored when `cursor` is set.
     public var offset: Int?
     public var sort: AlbumSort?
-    /// Case-insensitive search in title and artist.
+    /// A search: every word in the title, artist or genre (folded; the last word a prefix).
     public var q: String?
     public var artist: String?
     public var genre: String?

@@ -122,6 +122,7 @@ final class LibraryTransaction<DB: SQLSession> {
             .text(album.genre), album.year.map { .integer(Int64($0)) } ?? .null,
             album.coverUrl.map { .text($0) } ?? .null,
             .integer(Milliseconds.from(album.createdAt)), .integer(Milliseconds.from(album.updatedAt)),
+            .text(SearchText.document(album)),
         ])
         guard db.changes == 1 else {
             throw StorageError(.albumNotFound, "no album \(album.id) to update")
@@ -216,6 +217,7 @@ final class LibraryTransaction<DB: SQLSession> {
             .text(album.id.rawValue), .text(album.title), .text(album.artist), .text(album.genre),
             album.year.map { .integer(Int64($0)) } ?? .null, album.coverUrl.map { .text($0) } ?? .null,
             .integer(Milliseconds.from(album.createdAt)), .integer(Milliseconds.from(album.updatedAt)),
+            .text(SearchText.document(album)),
         ]
         if appending, db.dialect.queuesAppendedAlbums {
             try db.queueAlbumRow(values)

@@ -67,6 +67,7 @@ public final class PostgresAlbumStore: AlbumStore {
             dialect: .postgres, bucketSize: configuration.bucketSize, spacing: configuration.keySpacing,
             maxSavedStates: configuration.maxSavedStates)
         _ = try PostgresSchema.migrate(pool: pool)
+        try SearchTextBackfill.run { batch in try writing(batch) }
     }
 
     public var isShared: Bool { true }

@@ -116,12 +116,12 @@ enum SQL {
     private static let albumColumns =
         "album_id, title, artist, genre, year, cover_url, created_at, updated_at"
     static let insertAlbum = """
-        INSERT INTO albums (library, bucket, pos, \(albumColumns))
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+        INSERT INTO albums (library, bucket, pos, \(albumColumns), search_text)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
         """
     static let updateAlbum = """
         UPDATE albums SET title = ?3, artist = ?4, genre = ?5, year = ?6, cover_url = ?7,
-            created_at = ?8, updated_at = ?9
+            created_at = ?8, updated_at = ?9, search_text = ?10
         WHERE library = ?1 AND album_id = ?2
         """
     static let albumByID = "SELECT \(albumColumns) FROM albums WHERE library = ?1 AND album_id = ?2"

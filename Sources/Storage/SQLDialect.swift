@@ -120,13 +120,11 @@ enum SQLDialect: Sendable, Equatable {
         }
     }
 
-    /// Title or artist contains the LIKE `pattern` (a parameter), ASCII case-insensitively.
-    func titleOrArtistLike(_ pattern: String) -> String {
+    /// Whether the text `haystack` contains the text `needle` (both expressions), byte for byte.
+    func contains(_ haystack: String, _ needle: String) -> String {
         switch self {
-        case .sqlite:
-            "(a.title LIKE \(pattern) ESCAPE '\\' OR a.artist LIKE \(pattern) ESCAPE '\\')"
-        case .postgres:
-            "(a.title_key LIKE \(PostgresSchema.caseFolded(pattern)) ESCAPE '\\' OR a.artist_key LIKE \(PostgresSchema.caseFolded(pattern)) ESCAPE '\\')"
+        case .sqlite: "instr(\(haystack), \(needle)) > 0"
+        case .postgres: "strpos(\(haystack), \(needle)) > 0"
         }
     }
 
@@ -195,7 +193,7 @@ enum PostgresSQL {
     /// Tells listening instances that the catalog or a view definition changed.
     static let notifyCatalog = "SELECT pg_notify('\(PostgresAlbumStore.catalogChannel)', '')"
 
-    /// Inserts `count` album rows (11 parameters each, in `SQL.insertAlbum`'s order) and returns
+    /// Inserts `count` album rows (12 parameters each, in `SQL.insertAlbum`'s order) and returns
     /// the album ids of the rows inserted (a duplicate id is skipped, not an error).
     static let insertAlbumsChunks = [256, 64, 16, 4, 1]
 

@@ -172,6 +172,7 @@ public final class SQLiteAlbumStore: AlbumStore {
                 path: path, options: options, interval: interval, wakeAfterWrites: wakeAfterWrites,
                 resetFrames: resetFrames, fallbackFrames: fallbackFrames, walFrames: walFrames)
         }
+        try SearchTextBackfill.run { batch in try committing(batch) }
     }
 
     deinit {

@@ -74,6 +74,7 @@ enum SchemaHistory {
         ("v5-settings-and-access", v5),
         ("v6-secrets", v6),
         ("v7-catalog-global-ids-moves-views", v7),
+        ("v8-search-text", v8),
     ]
 
     /// How many migrations PostgreSQL's first one covers (it creates their shape at once).
@@ -247,5 +248,15 @@ enum SchemaHistory {
             Column.integer("filter_year_to"),
             Column.integer("revision").notNullable,
         ], clustered: true)),
+    ]
+
+    // MARK: v8
+
+    /// `albums.search_text`: what an album is found by (`SearchText.document`: the folded
+    /// tokens of its title, artist and genre, joined by spaces), written with every album row.
+    /// NULL on the rows from before, until a store opening the database fills them in
+    /// (`SearchTextBackfill`): the folding is Swift's, so no SQL statement can compute it.
+    private static let v8: [SchemaStep] = [
+        .addColumn(table: "albums", Column.text("search_text")),
     ]
 }

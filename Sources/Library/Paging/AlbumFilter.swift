@@ -2,7 +2,8 @@ import BlueLibraryAPI
 
 /// Which albums a list shows. Every condition is optional; all given ones must hold.
 public struct AlbumFilter: Sendable, Hashable {
-    /// Case-insensitive substring of the title or the artist.
+    /// A search (`q`, see `SearchQuery`): every word in the title, artist or genre, folded
+    /// (case, accents, any script), the last one as the start of a word.
     public var text: String?
     /// The artist, exactly (case-insensitive).
     public var artist: String?
@@ -28,14 +29,12 @@ public struct AlbumFilter: Sendable, Hashable {
     /// Whether `album` passes, by the same rules the store applies in SQL (the reference the
     /// tests compare the store against).
     ///
-    /// Text is compared as UTF-8 bytes with only the ASCII letters case-folded, exactly like
-    /// SQLite's `LIKE` and `COLLATE NOCASE` (so "É" does not match "é", and differently
-    /// normalised spellings of one accented letter differ).
+    /// `artist` and `genre` are compared as UTF-8 bytes with only the ASCII letters
+    /// case-folded, exactly like SQLite's `COLLATE NOCASE`; `text` as a `SearchQuery` against
+    /// the album's `SearchText.document` (a text with no word to search for matches nothing).
     public func matches(_ album: Album) -> Bool {
         if let text, !text.isEmpty {
-            let needle = Self.folded(text)
-            guard Self.folded(album.title).containsBytes(needle) || Self.folded(album.artist).containsBytes(needle)
-            else { return false }
+            guard let query = SearchQuery(text), query.matches(album) else { return false }
         }
         if let artist, Self.folded(album.artist) != Self.folded(artist) { return false }
         if let genre, Self.folded(album.genre) != Self.folded(genre) { return false }
@@ -54,6 +53,10 @@ public struct AlbumFilter: Sendable, Hashable {
             } else if let value, value.count > CatalogLimits.filterTextLength {
                 errors.append(FieldError(field: name, message: "\(name) must be at most \(CatalogLimits.filterTextLength) characters"))
             }
+        }
+        if let text, !text.isEmpty, !AlbumFieldRules.containsNUL(text), SearchQuery(text) == nil {
+            errors.append(FieldError(
+                field: "q", message: "q has no letter or digit to search for (got \"\(text.prefix(40))\"); send a word, or leave q out"))
         }
         if let yearFrom, let yearTo, yearFrom > yearTo {
             errors.append(FieldError(field: "yearFrom", message: "yearFrom (\(yearFrom)) must not be after yearTo (\(yearTo))"))
@@ -74,18 +77,5 @@ extension AlbumFilter {
     /// The UTF-8 bytes of `text` with ASCII letters lowercased (SQLite's case folding).
     static func folded(_ text: String) -> [UInt8] {
         text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
-    }
-}
-
-extension [UInt8] {
-    /// Whether `needle` occurs in these bytes (an empty needle always does).
-    fileprivate func containsBytes(_ needle: [UInt8]) -> Bool {
-        guard needle.count <= count else { return false }
-        if needle.isEmpty { return true }
-        outer: for start in 0...(count - needle.count) {
-            for offset in 0..<needle.count where self[start + offset] != needle[offset] { continue outer }
-            return true
-        }
-        return false
     }
 }

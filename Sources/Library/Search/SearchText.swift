@@ -1,0 +1,110 @@
+import Foundation
+
+/// How search sees text: one folding and one tokenizer, applied alike to what albums say
+/// (their stored `search_text`) and to what a client asks (`q`), so every store answers a
+/// query the same way whatever the engine.
+///
+/// Folding (``fold(_:)``): compatibility decomposition (NFKD: ligatures, full-width and
+/// super-script forms become plain letters), combining marks removed, lower case, then the
+/// letters search engines fold by hand because no decomposition reaches them (ß → ss, æ → ae,
+/// ø → o, œ → oe, ł → l, đ/ð → d, þ → th, ı → i, final ς → σ). So "Björk" → "bjork",
+/// "Sigur Rós" → "sigur ros", "Виктор Цой" → "виктор цой", "İbrahim" → "ibrahim",
+/// "Straße" → "strasse".
+///
+/// Tokens (``tokens(_:)``): the folded text's runs of letters and digits (Unicode categories
+/// L and N); everything else separates them. "AC/DC" is `ac dc`, "Sinéad O'Connor" is
+/// `sinead o connor`; a run of Han or Kana characters is one token.
+public enum SearchText {
+    /// `text` folded for comparison (see the type's description).
+    public static func fold(_ text: String) -> String {
+        var folded = String.UnicodeScalarView()
+        for scalar in text.decomposedStringWithCompatibilityMapping.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .nonspacingMark, .spacingMark, .enclosingMark: continue
+            default: break
+            }
+            for lower in scalar.properties.lowercaseMapping.unicodeScalars {
+                if let replacement = replacements[lower] {
+                    folded.append(contentsOf: replacement.unicodeScalars)
+                } else {
+                    folded.append(lower)
+                }
+            }
+        }
+        return String(folded)
+    }
+
+    /// The letters no decomposition folds, as search engines fold them.
+    private static let replacements: [Unicode.Scalar: String] = [
+        "ß": "ss", "æ": "ae", "ø": "o", "œ": "oe", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i", "ς": "σ",
+        "ħ": "h", "ŧ": "t", "ŀ": "l", "ĸ": "k",
+    ]
+
+    /// The tokens of `text`, folded, in order.
+    public static func tokens(_ text: String) -> [String] {
+        var tokens: [String] = []
+        var current = String.UnicodeScalarView()
+        for scalar in fold(text).unicodeScalars {
+            if isTokenScalar(scalar) {
+                current.append(scalar)
+            } else if !current.isEmpty {
+                tokens.append(String(current))
+                current = String.UnicodeScalarView()
+            }
+        }
+        if !current.isEmpty { tokens.append(String(current)) }
+        return tokens
+    }
+
+    private static func isTokenScalar(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+             .decimalNumber, .letterNumber, .otherNumber:
+            true
+        default:
+            false
+        }
+    }
+
+    /// What an album is found by: the tokens of its title, artist and genre, separated by
+    /// single spaces (the stored `search_text`).
+    public static func document(title: String, artist: String, genre: String) -> String {
+        (tokens(title) + tokens(artist) + tokens(genre)).joined(separator: " ")
+    }
+
+    /// The stored `search_text` of `album`.
+    public static func document(_ album: Album) -> String {
+        document(title: album.title, artist: album.artist, genre: album.genre)
+    }
+}
+
+/// A search (`q`): its words, folded. An album matches when its title, artist or genre (in any
+/// order, across fields) has each word as a whole token, and the last word as the start of a
+/// token, so a search box can search as the user types ("pink flo" finds Pink Floyd).
+public struct SearchQuery: Sendable, Hashable {
+    /// The words every match has as whole tokens (all but the last).
+    public let words: [String]
+    /// The last word: a match has a token that starts with it.
+    public let prefix: String
+
+    /// The query of `text`; nil when it has no letter or digit to search for.
+    public init?(_ text: String) {
+        let tokens = SearchText.tokens(text)
+        guard let last = tokens.last else { return nil }
+        words = Array(tokens.dropLast())
+        prefix = last
+    }
+
+    /// Whether an album whose stored document is `document` matches. Compared as UTF-8 bytes,
+    /// as the stores' SQL compares them.
+    public func matches(document: String) -> Bool {
+        let tokens = document.utf8.split(separator: UInt8(ascii: " "))
+        for word in words where !tokens.contains(where: { $0.elementsEqual(word.utf8) }) { return false }
+        return tokens.contains { $0.starts(with: prefix.utf8) }
+    }
+
+    /// Whether `album` matches.
+    public func matches(_ album: Album) -> Bool {
+        matches(document: SearchText.document(album))
+    }
+}

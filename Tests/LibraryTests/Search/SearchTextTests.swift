@@ -1,0 +1,69 @@
+import Library
+import TestThreads
+import Testing
+
+/// Folding and tokens against real names, and the query rule (every word, the last as a prefix).
+@Suite(.ownThreads) struct SearchTextTests {
+    static let folded: [(name: String, tokens: [String])] = [
+        ("Björk", ["bjork"]),
+        ("BJÖRK", ["bjork"]),
+        ("Sigur Rós", ["sigur", "ros"]),
+        ("Motörhead", ["motorhead"]),
+        ("Beyoncé", ["beyonce"]),
+        ("Mötley Crüe", ["motley", "crue"]),
+        ("Sinéad O'Connor", ["sinead", "o", "connor"]),
+        ("Кино", ["кино"]),
+        ("Виктор Цой", ["виктор", "цои"]),
+        ("坂本龍一", ["坂本龍一"]),
+        ("Ελευθερία Αρβανιτάκη", ["ελευθερια", "αρβανιτακη"]),
+        ("İbrahim Tatlıses", ["ibrahim", "tatlises"]),
+        ("Œuvres", ["oeuvres"]),
+        ("Straße", ["strasse"]),
+        ("Sørensen Ærø", ["sorensen", "aero"]),
+        ("Łódź", ["lodz"]),
+        ("AC/DC", ["ac", "dc"]),
+        ("ﬁre Ｆｕｌｌ", ["fire", "full"]),
+        ("The Dark Side of the Moon", ["the", "dark", "side", "of", "the", "moon"]),
+        ("...", []),
+    ]
+
+    @Test(arguments: folded.indices)
+    func realNamesFoldToTheirTokens(_ index: Int) {
+        let (name, tokens) = Self.folded[index]
+        #expect(SearchText.tokens(name) == tokens, "\(name)")
+    }
+
+    /// Й keeps nothing of its breve (it folds to и), as search engines fold it.
+    @Test func cyrillicShortIFoldsLikeSearchEngines() {
+        #expect(SearchText.fold("Цой") == "цои")
+    }
+
+    static func matches(_ query: String, title: String, artist: String, genre: String = "Rock") -> Bool {
+        guard let query = SearchQuery(query) else { return false }
+        return query.matches(document: SearchText.document(title: title, artist: artist, genre: genre))
+    }
+
+    @Test func everyWordInAnyFieldInAnyOrderTheLastAsAPrefix() {
+        #expect(Self.matches("bjork", title: "Homogenic", artist: "Björk"))
+        #expect(Self.matches("BJÖRK", title: "Homogenic", artist: "Björk"))
+        #expect(Self.matches("sigur ros", title: "Takk...", artist: "Sigur Rós"))
+        #expect(Self.matches("виктор", title: "Группа крови", artist: "Виктор Цой"))
+        #expect(Self.matches("dark moon", title: "The Dark Side of the Moon", artist: "Pink Floyd"))
+        #expect(Self.matches("floyd dark", title: "The Dark Side of the Moon", artist: "Pink Floyd"))
+        #expect(Self.matches("pink flo", title: "The Wall", artist: "Pink Floyd"))
+        #expect(Self.matches("jazz", title: "Kind of Blue", artist: "Miles Davis", genre: "Jazz"))
+        // A word before the last is a whole word; the last may be the start of one.
+        #expect(!Self.matches("flo pink", title: "The Wall", artist: "Pink Floyd"))
+        #expect(!Self.matches("loyd", title: "The Wall", artist: "Pink Floyd"))
+        #expect(!Self.matches("pink zeppelin", title: "The Wall", artist: "Pink Floyd"))
+        // Nothing to search for.
+        #expect(SearchQuery("!!! --- :") == nil)
+        #expect(SearchQuery("") == nil)
+    }
+
+    @Test func operatorsAUserTypesAreSearchedAsText() throws {
+        let query = try #require(SearchQuery(#"NEAR "dark side" -moon* title:blue"#))
+        #expect(query.words == ["near", "dark", "side", "moon", "title"])
+        #expect(query.prefix == "blue")
+    }
+}

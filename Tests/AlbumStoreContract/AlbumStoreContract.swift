@@ -335,7 +335,7 @@ public enum AlbumStoreContract {
         let store = try factory().albums
         // Titles and artists that differ only in case, missing years, equal creation times:
         // every tie-break rule is exercised.
-        let words = ["alpha", "Beta", "gamma", "ALPHA", "beta", "Delta", "echo_1", "100%"]
+        let words = ["alpha", "Beta", "gamma", "ALPHA", "beta", "Delta", "echo_1", "100%", "Ålpha Straße", "Виктор Цой"]
         var library: [Album] = []
         for n in 0..<48 {
             var new = album(UInt64(1000 + n))
@@ -353,6 +353,9 @@ public enum AlbumStoreContract {
             AlbumFilter.all, AlbumFilter(text: "ALP"), AlbumFilter(text: "_"), AlbumFilter(text: "%"),
             AlbumFilter(artist: "beta"), AlbumFilter(genre: "ROCK"), AlbumFilter(yearFrom: 1970, yearTo: 1980),
             AlbumFilter(text: "a", genre: "pop", yearFrom: 1965),
+            // Searches: folded words in any field and order, the last a prefix.
+            AlbumFilter(text: "alpha str"), AlbumFilter(text: "STRASSE alpha"), AlbumFilter(text: "виктор ц"),
+            AlbumFilter(text: "beta 3"), AlbumFilter(text: "jazz echo"), AlbumFilter(text: "lph"),
         ]
         try store.read(.default) { reader throws in
             for field in AlbumSort.Field.allCases {
@@ -367,6 +370,11 @@ public enum AlbumStoreContract {
                 #expect(try reader.count(matching: filter) == library.filter(filter.matches).count, "\(filter)")
             }
         }
+        // The searches above find something (and a piece inside a word is no word's start).
+        for text in ["alpha str", "STRASSE alpha", "виктор ц", "beta 3", "jazz echo"] {
+            #expect(!library.filter(AlbumFilter(text: text).matches).isEmpty, "the search \(text) finds something")
+        }
+        #expect(library.filter(AlbumFilter(text: "lph").matches).isEmpty)
     }
 
     static func changeFeed(_ factory: AlbumStoreFactory) throws {

@@ -58,6 +58,37 @@ import Testing
         #expect(byYearDescending == stride(from: 22, through: 0, by: -2).map { "Album \($0)" })
     }
 
+    /// `q` is a search: every word, in any field and order, the last as a prefix, folded in
+    /// any script; a `q` with no word to search for is 400 naming it.
+    @Test func aSearchFindsItsWordsInAnyFieldFolded() throws {
+        let app = try InMemoryApp.app { $0.seed = false }
+        defer { app.shutdown() }
+        let routes = InProcessClient(app)
+        for (title, artist, genre) in [("Homogenic", "Björk", "Electronic"), ("Takk...", "Sigur Rós", "Post-rock"),
+                                       ("The Dark Side of the Moon", "Pink Floyd", "Rock"), ("Группа крови", "Виктор Цой", "Rock")] {
+            let body = #"{"title": "\#(title)", "artist": "\#(artist)", "genre": "\#(genre)"}"#
+            #expect(routes.request(method: "POST", path: "/albums", headers: ["Content-Type": "application/json"], body: Array(body.utf8)).status == 201)
+        }
+        func titles(_ q: String) throws -> [String] {
+            let query = q.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? q
+            let page = try routes.request(path: "/albums?q=\(query)&count=true").json()
+            let titles = (page["items"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String }
+            #expect(page["total"] as? Int == titles.count, "q=\(q)")
+            return titles
+        }
+        #expect(try titles("bjork") == ["Homogenic"])
+        #expect(try titles("BJÖRK") == ["Homogenic"])
+        #expect(try titles("sigur ros") == ["Takk..."])
+        #expect(try titles("floyd dark") == ["The Dark Side of the Moon"])
+        #expect(try titles("pink flo") == ["The Dark Side of the Moon"])
+        #expect(try titles("виктор") == ["Группа крови"])
+        #expect(try titles("rock") == ["Takk...", "The Dark Side of the Moon", "Группа крови"])
+        #expect(try titles("loyd").isEmpty, "a piece inside a word is not found")
+        let nothing = routes.request(path: "/albums?q=%22--%3A")
+        #expect(nothing.status == 400)
+        #expect((try nothing.json()["errors"] as? [[String: Any]])?.first?["field"] as? String == "q", "\(nothing.text)")
+    }
+
     @Test func countAndIndexesOnlyWhereTheyMeanSomething() throws {
         let counted = try get("/albums?limit=2&count=true&q=album%201").json()
         #expect(counted["total"] as? Int == 11)  // 1, 10…19

@@ -1,0 +1,46 @@
+import AlbumStoreContract
+import Foundation
+import HTTPTestSupport
+import Library
+import SQLite
+import TestThreads
+import Testing
+
+@testable import Storage
+
+/// A database from before `search_text` (v7) is searchable once a store has opened it: the
+/// store fills the column for every existing row, in batches, and a second open has nothing
+/// left to fill.
+@Suite("SQLite: search text of albums from before v8", .ownThreads)
+struct SearchTextBackfillTests {
+    @Test func aStoreFillsTheSearchTextOfEveryOlderAlbum() throws {
+        let path = try TemporaryDirectory.create() + "/old.sqlite"
+        let count = SearchTextBackfill.batchSize * 2 + 7  // several batches and a partial one
+        do {
+            let connection = try Connection(path: path)
+            try Schema.migrator(first: 7).migrate(connection)
+            try connection.run("INSERT INTO buckets (library, ord, id, size) VALUES (1, 0, 1, ?1)", [.integer(Int64(count))])
+            try connection.run("UPDATE libraries SET album_count = ?1, version = 1 WHERE id = 1", [.integer(Int64(count))])
+            for n in 0..<count {
+                let (title, artist) = n % 2 == 0 ? ("Homogenic \(n)", "Björk") : ("Takk \(n)", "Sigur Rós")
+                try connection.run("""
+                    INSERT INTO albums (library, album_id, bucket, pos, title, artist, genre, created_at, updated_at)
+                    VALUES (1, ?1, 1, ?2, ?3, ?4, 'Pop', 1700000000000, 1700000000000)
+                    """, [.text(AlbumStoreContract.id(UInt64(n + 1)).rawValue), .integer(Int64(n) * 1024),
+                          .text(title), .text(artist)])
+            }
+        }
+        let store = try SQLiteAlbumStore(path: path)
+        try store.read(.default) { reader throws in
+            #expect(try reader.count(matching: AlbumFilter(text: "bjork")) == (count + 1) / 2)
+            #expect(try reader.count(matching: AlbumFilter(text: "sigur ros")) == count / 2)
+            let startingWith10 = (0..<count).filter { $0 % 2 == 0 && String($0).hasPrefix("10") }.count
+            #expect(try reader.count(matching: AlbumFilter(text: "homogenic 10")) == startingWith10)
+        }
+        let unfilled = try store.database.read { db in
+            try db.value("SELECT count(*) FROM albums WHERE search_text IS NULL", as: Int.self)
+        }
+        #expect(unfilled == 0)
+        #expect(try store.database.write { db in try SearchTextBackfill.fillBatch(db, after: 0).filled } == 0, "nothing left")
+    }
+}

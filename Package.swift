@@ -80,7 +80,7 @@ let package = Package(
         .target(name: "ServerRecords", swiftSettings: strict),
 
         // AlbumStore (and the ServerRecords stores) on SQLite and on PostgreSQL: the only module that knows SQL.
-        .target(name: "Storage", dependencies: ["Essentials", "Library", "ServerRecords", "SQLite", "Postgres", "CLinux"], swiftSettings: strict),
+        .target(name: "Storage", dependencies: ["Essentials", "BlueLibraryAPI", "Library", "ServerRecords", "SQLite", "Postgres", "CLinux"], swiftSettings: strict),
 
         // Cover fetcher (libcurl) with a disk cache and sized variants (Images): implements Library's CoverSource.
         .target(name: "Covers", dependencies: ["Essentials", "Library", "Crypto", "CCurl", "Images"], swiftSettings: strict),

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Foundation
 import Library
 

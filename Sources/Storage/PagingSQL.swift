@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Library
 
 /// The text and bindings of one paging statement, parameters numbered in the order they are

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Library
 
 /// Fills `albums.search_text` (schema v8) on the rows written before it existed, in batches of

@@ -19,6 +19,9 @@ enum AlbumsCommand {
           list    [--limit N] [--sort S] [--q TEXT] [--artist A] [--genre G] [--cursor C] [--all] [--json]
                   A page of albums (--all: every page). S is position, title, artist, year or
                   createdAt, with a leading '-' for descending.
+          search  WORD... [--limit N] [--sort S] [--artist A] [--genre G] [--all] [--json]
+                  The albums whose title, artist or genre contain every WORD (any order; the
+                  last word may be the start of one; case and accents do not matter).
           add     --title T --artist A [--genre G] [--year Y] [--cover-url U] [--index I] [--json]
                   Add an album (at index I, or at the end).
           delete  ID | --at INDEX [--json]
@@ -64,6 +67,18 @@ enum AlbumsCommand {
             result = Result { () throws(BlueLibraryClientError) in
                 try list(client, source: .library(library), query: query, all: all, json: json,
                          moreCommand: "bluelibrary albums list" + libraryOption)
+            }
+        case "search":
+            var query = options.pageQuery()
+            let all = options.flag("all")
+            var words: [String] = []
+            while let word = options.positional() { words.append(word) }
+            options.finish()
+            guard !words.isEmpty else { fail("albums search needs the words to look for, like: bluelibrary albums search pink floyd") }
+            query.q = words.joined(separator: " ")
+            let more = "bluelibrary albums list --q \(shellQuoted(query.q ?? ""))" + libraryOption
+            result = Result { () throws(BlueLibraryClientError) in
+                try list(client, source: .library(library), query: query, all: all, json: json, moreCommand: more)
             }
         case "add":
             guard let title = options.value("title"), let artist = options.value("artist") else {
@@ -126,6 +141,11 @@ enum AlbumsCommand {
     }
 
     // MARK: - Shared by the client commands
+
+    /// `text` as one word for a POSIX shell: in single quotes, each `'` written `'\''`.
+    static func shellQuoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
 
     /// The client for `--url` (else `$BLUELIBRARY_URL`, else the local default) and `--timeout`.
     /// What every command group (`albums`, `libraries`, `views`) does first: `--help` or no

@@ -82,6 +82,19 @@ import Testing
         #expect(bad.status == 2 && bad.stderr.hasPrefix("bluelibrary: --sort:"))
     }
 
+    @Test func searchFindsEveryWordAndSaysHowToGoOn() throws {
+        let run = try albums(["search", "SUN", "the", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let items = try #require(try json(run.stdout)["items"] as? [[String: Any]])
+        #expect(Set(items.compactMap { $0["title"] as? String }) == ["Staring at the Sun", "Nothing Like The Sun"])
+        let across = try albums(["search", "madonna", "pi", "--json"])
+        #expect((try json(across.stdout)["items"] as? [[String: Any]])?.compactMap { $0["title"] as? String } == ["American Pie"])
+        let first = try albums(["search", "sun", "--limit", "1"])
+        #expect(first.status == 0 && first.stdout.contains("more with: bluelibrary albums list --q 'sun' --cursor "), "\(first.stdout)")
+        let none = try albums(["search"])
+        #expect(none.status == 2 && none.stderr.contains("albums search needs the words"), "\(none.stderr)")
+    }
+
     @Test(arguments: ServerLock.allCases) func addDeleteAndUndo(lock: ServerLock) throws {
         let server = try self.server.with(lock)
         func albums(_ arguments: [String], environment: [String: String]? = nil) throws -> CommandRun {

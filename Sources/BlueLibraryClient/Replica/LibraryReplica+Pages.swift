@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Foundation
 
 /// The replica's albums as pages of the paged list (what `AlbumListModel` and the CLI read
@@ -62,7 +63,12 @@ extension LibraryReplica {
     }
 
     static func matches(_ album: AlbumResource, _ query: AlbumPageQuery) -> Bool {
-        if let q = query.q.map(folded), !q.isEmpty, !folded(album.title).contains(q), !folded(album.artist).contains(q) { return false }
+        // The server's search rule (`SearchQuery`): a q with no word matches nothing, as there.
+        if let q = query.q, !q.isEmpty {
+            guard let search = SearchQuery(q),
+                  search.matches(document: SearchText.document(title: album.title, artist: album.artist, genre: album.genre))
+            else { return false }
+        }
         if let artist = query.artist, folded(artist) != folded(album.artist) { return false }
         if let genre = query.genre, folded(genre) != folded(album.genre) { return false }
         if let from = query.yearFrom, (album.year ?? Int.min) < from { return false }

@@ -2,7 +2,7 @@ import Foundation
 
 /// How search sees text: one folding and one tokenizer, applied alike to what albums say
 /// (their stored `search_text`) and to what a client asks (`q`), so every store answers a
-/// query the same way whatever the engine.
+/// query the same way whatever the engine, and a client's offline replica as the server does.
 ///
 /// Folding (``fold(_:)``): compatibility decomposition (NFKD: ligatures, full-width and
 /// super-script forms become plain letters), combining marks removed, lower case, then the
@@ -71,11 +71,6 @@ public enum SearchText {
     public static func document(title: String, artist: String, genre: String) -> String {
         (tokens(title) + tokens(artist) + tokens(genre)).joined(separator: " ")
     }
-
-    /// The stored `search_text` of `album`.
-    public static func document(_ album: Album) -> String {
-        document(title: album.title, artist: album.artist, genre: album.genre)
-    }
 }
 
 /// A search (`q`): its words, folded. An album matches when its title, artist or genre (in any
@@ -101,10 +96,5 @@ public struct SearchQuery: Sendable, Hashable {
         let tokens = document.utf8.split(separator: UInt8(ascii: " "))
         for word in words where !tokens.contains(where: { $0.elementsEqual(word.utf8) }) { return false }
         return tokens.contains { $0.starts(with: prefix.utf8) }
-    }
-
-    /// Whether `album` matches.
-    public func matches(_ album: Album) -> Bool {
-        matches(document: SearchText.document(album))
     }
 }

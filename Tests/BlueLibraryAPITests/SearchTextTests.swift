@@ -1,4 +1,4 @@
-import Library
+import BlueLibraryAPI
 import TestThreads
 import Testing
 

@@ -324,16 +324,16 @@ class Run:
         self.until(lambda: "Marker - After All" not in self.names(), "the marker's delete arrives")
 
     def keyboard_selects(self):
-        # Tab order: the library switcher, the toolbar, then the covers.
+        # Tab order: the library switcher, the search box, the toolbar, then the covers.
         self.js("document.activeElement.blur(); window.scrollTo(0, 0)")
         order = []
         self.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
-        for _ in range(5):
+        for _ in range(7):
             order.append(self.js("return document.activeElement.id"))
             if order[-1] == "covers":
                 break
             self.key(Keys.TAB)
-        if order[0] != "source" or order[-1] != "covers" or "add" not in order:
+        if order[:2] != ["source", "search"] or order[-1] != "covers" or "add" not in order:
             raise Failure(f"tab order was {order}")
         # Inside the toolbar the arrow keys move between the enabled buttons.
         self.focus("add")
@@ -355,6 +355,32 @@ class Run:
         self.key(Keys.ARROW_LEFT)
         second = self.albums[1]
         self.until(lambda: self.selected_name() == f"{second['title']} - {second['artist']}", "left selects the second album")
+
+    def search_as_you_type(self):
+        # Words in any field, the last one as the start of a word, accents folded; the list
+        # follows the box a moment after the last key, and an empty box shows everything again.
+        everything = self.names()
+        box = self.driver.find_element(By.ID, "search")
+        box.send_keys("sun")
+        suns = [f"{a['title']} - {a['artist']}" for a in self.albums if "Sun" in a["title"]]
+        self.until(lambda: self.names() == suns, f"searching 'sun' shows {suns}")
+        self.until(lambda: self.js("return document.documentElement.dataset.state") == "loaded", "the search result is loaded")
+        box.send_keys(" STI")
+        self.until(lambda: len(self.names()) == 1 and "Sting" in self.names()[0], "'sun STI' leaves Sting's album")
+        box.clear()
+        box.send_keys("bówie")
+        self.until(lambda: len(self.names()) == 1 and "Bowie" in self.names()[0], "'bówie' finds Bowie")
+        self.shot("app-search.png")
+        box.clear()
+        box.send_keys(Keys.SPACE)  # clear() fires no input event; a space is no word: everything
+        self.until(lambda: self.names() == everything, "an empty search shows every album again")
+        box.clear()
+        # The next step deletes the second album: select it again.
+        self.focus("covers")
+        self.key(Keys.HOME)
+        self.key(Keys.ARROW_RIGHT)
+        second = self.albums[1]
+        self.until(lambda: self.selected_name() == f"{second['title']} - {second['artist']}", "the second album is selected again")
 
     def delete_then_undo_with_the_token(self):
         # The server is write-protected: the first delete gets 401, the app asks for the token.
@@ -713,7 +739,8 @@ class Run:
             raise Failure(f"console errors: {[e['message'] for e in errors][:5]}")
 
     def run(self):
-        steps = [self.five_albums_appear, self.the_event_parser_handles_split_chunks, self.keyboard_selects, self.delete_then_undo_with_the_token,
+        steps = [self.five_albums_appear, self.the_event_parser_handles_split_chunks, self.keyboard_selects, self.search_as_you_type,
+                 self.delete_then_undo_with_the_token,
                  self.add_with_an_error_then_at_a_position, self.reload_restores_the_selection,
                  self.a_second_window_sees_changes, self.switcher_pages_and_views, self.resumes_after_a_disconnect,
                  self.events_are_merged_one_at_a_time,

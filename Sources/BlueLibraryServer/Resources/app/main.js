@@ -13,7 +13,7 @@ const $ = (id) => document.getElementById(id);
 const ui = {
   source: $('source'), state: $('model-state'), live: $('live'), covers: $('covers'),
   details: $('details'), remove: $('delete'), undo: $('undo'), add: $('add'),
-  addDialog: $('add-dialog'), addForm: $('add-form'),
+  addDialog: $('add-dialog'), addForm: $('add-form'), search: $('search'),
 };
 const reducedMotion = matchMedia('(prefers-reduced-motion: reduce)');
 
@@ -38,6 +38,7 @@ const app = {
   undoLibrary: null,
   undoETag: null,
   saveTimer: null,
+  searchTimer: null,
   tableRequest: 0,
   /** Counts open() calls (and switches): a superseded one stops where it is. */
   opening: 0,
@@ -90,6 +91,7 @@ async function open(source) {
   app.selected = null;
   clearBanner();
   const list = new AlbumList(app.api, source);
+  list.query = searchQuery();
   app.list = list;
   list.addEventListener('change', () => { if (app.list === list) render(); });
   app.scroller.render([], () => source.id);
@@ -349,8 +351,8 @@ async function submitAdd(event) {
   try {
     const { data } = await app.api.post(`${path}?client=${seg(app.client)}`, body);
     ui.addDialog.close();
-    if (source.isView) {
-      app.list.markOutdated('The view changed - reload');
+    if (source.isView || app.list.query) {
+      app.list.markOutdated(source.isView ? 'The view changed - reload' : 'Added - reload to see it in the search');
     } else {
       app.list.place(data, data.index);
     }
@@ -365,6 +367,28 @@ async function submitAdd(event) {
   } finally {
     submit.disabled = false;
   }
+}
+
+/** What the search box asks for: '' while it holds no letter or digit (nothing to search for). */
+function searchQuery() {
+  const text = ui.search.value.trim();
+  return /[\p{L}\p{N}]/u.test(text) ? text : '';
+}
+
+/** Searches as the user types, a moment after the last key (the list shows its states). */
+function onSearchInput() {
+  clearTimeout(app.searchTimer);
+  app.searchTimer = setTimeout(async () => {
+    const query = searchQuery();
+    const list = app.list;
+    if (!list || list.query === query) return;
+    clearBanner();
+    app.selected = null;
+    app.scroller.render([], () => list.source.id);
+    ui.covers.scrollLeft = 0;
+    await list.search(query);
+    if (app.list === list) render();
+  }, 250);
 }
 
 function onKey(event) {
@@ -400,6 +424,7 @@ async function start() {
   ui.remove.addEventListener('click', deleteSelected);
   ui.undo.addEventListener('click', undo);
   ui.add.addEventListener('click', openAddDialog);
+  ui.search.addEventListener('input', onSearchInput);
   ui.addForm.addEventListener('submit', submitAdd);
   $('add-cancel').addEventListener('click', () => ui.addDialog.close());
   ui.source.addEventListener('change', async () => {

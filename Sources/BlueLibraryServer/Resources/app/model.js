@@ -45,6 +45,8 @@ export class AlbumList extends EventTarget {
     this.generation = 0;
     /** Set when the server refused our `limit`: pages are then asked for at its default. */
     this.serverLimit = false;
+    /** The search (`q`): '' for the whole list. */
+    this.query = '';
   }
 
   setState(state, reason = '') {
@@ -56,6 +58,7 @@ export class AlbumList extends EventTarget {
   url(cursor, limit = this.pageSize) {
     const parameters = [];
     if (!this.serverLimit) parameters.push(`limit=${limit}`);
+    if (this.query) parameters.push(`q=${seg(this.query)}`);
     if (cursor) parameters.push(`cursor=${seg(cursor)}`);
     return parameters.length ? `${this.source.listPath}?${parameters.join('&')}` : this.source.listPath;
   }
@@ -133,6 +136,12 @@ export class AlbumList extends EventTarget {
 
   markOutdated(reason) { this.setState('outdated', reason); }
 
+  /** Searches for `query` ('' for the whole list) from the first page. */
+  search(query) {
+    this.query = query;
+    return this.load();
+  }
+
   indexOf(id) { return this.items.findIndex((item) => item.id === id); }
 
   remove(id) {
@@ -151,7 +160,8 @@ export class AlbumList extends EventTarget {
 
   /**
    * Merges one event of this library (`type`, parsed `data`); true when the items changed.
-   * A view's lists are not merged: any album change outdates them (the banner offers a reload).
+   * A view's lists and search results are not merged: any album change outdates them (the
+   * banner offers a reload), but for a deletion, which a search result just loses.
    * Events must be merged one at a time, in order (EventStream queues them): an album's GET
    * then cannot be answered after a later event of the same album was merged.
    */
@@ -161,7 +171,8 @@ export class AlbumList extends EventTarget {
       return true;
     }
     if (!type.startsWith('album.')) return false;
-    if (this.source.isView) {
+    if (this.source.isView || this.query) {
+      if (this.query && type === 'album.deleted') return this.remove(data.id) >= 0;
       this.markOutdated('The library changed - reload');
       return false;
     }

@@ -77,7 +77,8 @@ public final class BlueLibraryApp: Sendable {
         // commits, in version order, with the same ids); the facades then publish only what
         // the feed does not carry, and wake the follower for their own commits.
         let changeFollower = backend.isShared
-            ? ChangeFollower(store: store, hubs: eventHubs, wakeup: backend.makeCommitWakeup(), relay: backend.makeEventRelay(), logger: logger)
+            ? ChangeFollower(store: store, hubs: eventHubs, wakeup: backend.makeCommitWakeup(), relay: backend.makeEventRelay(), logger: logger,
+                             clock: monotonic)
             : nil
         self.changeFollower = changeFollower
         let libraries = Libraries(store: store, clock: clock, ids: .random(clock: clock),
@@ -131,7 +132,7 @@ public final class BlueLibraryApp: Sendable {
         middleware.append(QueryLimitMiddleware(timeLimit: configuration.queryTimeout, counters: queryInterruptions))
         do {
             storedStateWatcher = StoredStateWatcher(
-                signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval, logger: logger
+                signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval, clock: monotonic, logger: logger
             ) { [settings, accessGuard] in
                 try accessGuard.reloadToken()
                 try accessGuard.reloadFailures()

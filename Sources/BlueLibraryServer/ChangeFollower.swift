@@ -102,14 +102,14 @@ final class ChangeFollower: Service {
     private let failing = Atomic<Bool>(false)
 
     init(store: any AlbumStore, hubs: EventHubs, wakeup: (any CommitWakeup)?, relay: (any EventRelay)? = nil, logger: JSONLogger,
-         interval: Duration = .seconds(1)) {
+         interval: Duration = .seconds(1), clock: any MonotonicClock = SystemClock()) {
         self.store = store
         self.hubs = hubs
         self.wakeup = wakeup
         self.relay = relay
         self.logger = logger
         self.interval = interval
-        poller = BackgroundLoop(name: "change-follower", interval: interval)
+        poller = BackgroundLoop(name: "change-follower", interval: interval, clock: clock)
         listener = BackgroundLoop(name: "commit-listener", interval: .zero)
     }
 

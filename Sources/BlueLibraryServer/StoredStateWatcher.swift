@@ -17,8 +17,9 @@ final class StoredStateWatcher: Service {
     private let logger: JSONLogger
     private let reload: @Sendable () throws -> Void
 
-    init(signal: any StoredStateSignal, interval: Duration, logger: JSONLogger, reload: @escaping @Sendable () throws -> Void) {
-        loop = BackgroundLoop(name: serviceName, interval: interval)
+    init(signal: any StoredStateSignal, interval: Duration, clock: any MonotonicClock = SystemClock(), logger: JSONLogger,
+         reload: @escaping @Sendable () throws -> Void) {
+        loop = BackgroundLoop(name: serviceName, interval: interval, clock: clock)
         self.signal = signal
         self.logger = logger
         self.reload = reload

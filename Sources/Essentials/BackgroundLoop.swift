@@ -1,10 +1,11 @@
 import Dispatch
 import Synchronization
 
-/// The thread of a background service: it runs a pass every `interval`, or sooner when woken
-/// (`wake()`: wakes that come while a pass runs fold into one more pass), with the lifecycle
-/// every service shares (`LifecycleGate`): started once, and `stop()` ends the thread after the
-/// pass under way and waits for it. Tests call `passNow` instead of waiting out the interval.
+/// The thread of a background service: it runs a pass every `interval` of its `clock`, or
+/// sooner when woken (`wake()`: wakes that come while a pass runs fold into one more pass),
+/// with the lifecycle every service shares (`LifecycleGate`): started once, and `stop()` ends
+/// the thread after the pass under way and waits for it. Tests call `passNow` for a pass at
+/// once, or give a `ManualClock` and advance it past the interval (its `advance` wakes the loop).
 ///
 /// `start`'s `makePass` runs first on the loop's thread and returns the pass: state the pass
 /// keeps from one run to the next (a connection, a retry flag) lives in that closure, on that
@@ -12,6 +13,7 @@ import Synchronization
 public final class BackgroundLoop: Sendable {
     public let name: String
     private let interval: Duration
+    private let clock: any MonotonicClock
     private let gate = LifecycleGate()
     private let wakeup = DispatchSemaphore(value: 0)
     private let wakePending = Atomic<Bool>(false)
@@ -27,15 +29,39 @@ public final class BackgroundLoop: Sendable {
     }
 
     /// - Parameter name: the thread's name (`top -H`; 15 bytes are kept).
-    public init(name: String, interval: Duration) {
+    public init(name: String, interval: Duration, clock: any MonotonicClock = SystemClock()) {
         self.name = name
         self.interval = interval
+        self.clock = clock
+    }
+
+    /// Passes finished so far.
+    public var finishedPasses: UInt64 { passes.withLock { $0.finished } }
+
+    /// Waits until `count` passes have finished; false when `timeout` ran out first.
+    @discardableResult
+    public func waitForPasses(_ count: UInt64, timeout: Duration) -> Bool {
+        passes.withLock { $0.waiters += 1 }
+        defer { passes.withLock { $0.waiters -= 1 } }
+        let deadline = DispatchTime.now(plus: timeout)
+        while passes.withLock({ $0.finished < count }) {
+            if passFinished.wait(timeout: deadline) == .timedOut { return false }
+        }
+        return true
     }
 
     /// Starts the thread (a second call does nothing).
     public func start(_ makePass: @escaping @Sendable () -> () -> Void) {
         gate.start {
-            startThread(named: name) { [self] in run(makePass) }
+            // The first interval counts from here, and a manual clock's advances wake the loop
+            // from here on (not from whenever the thread gets going).
+            let due = clock.nanoseconds() &+ interval.nanoseconds
+            let manual = clock as? ManualClock
+            let observer = manual?.observeAdvances { [wakeup] in wakeup.signal() }
+            startThread(named: name) { [self] in
+                defer { if let observer { manual?.removeObserver(observer) } }
+                run(makePass, firstDue: due, waitsForAdvances: manual != nil)
+            }
         }
     }
 
@@ -70,12 +96,26 @@ public final class BackgroundLoop: Sendable {
         }
     }
 
-    private func run(_ makePass: () -> () -> Void) {
+    /// - Parameter waitsForAdvances: the clock is a manual one, whose advances wake the loop;
+    ///   the system clock's interval is waited out.
+    private func run(_ makePass: () -> () -> Void, firstDue: UInt64, waitsForAdvances: Bool) {
         var pass: (() -> Void)? = makePass()
+        let step = interval.nanoseconds
+        var due = firstDue
         while true {
-            _ = wakeup.wait(timeout: .now(plus: interval))
-            wakePending.store(false, ordering: .releasing)
+            let now = clock.nanoseconds()
+            if now < due {
+                if waitsForAdvances {
+                    wakeup.wait()
+                } else {
+                    _ = wakeup.wait(timeout: .now() + .nanoseconds(Int(clamping: due - now)))
+                }
+            }
+            let woken = wakePending.exchange(false, ordering: .acquiringAndReleasing)
             if gate.isStopping { break }
+            // Woken by an advance that did not reach the interval, or by a signal left over.
+            guard woken || clock.nanoseconds() >= due else { continue }
+            due = clock.nanoseconds() &+ step
             passes.withLock { $0.begun += 1 }
             pass?()
             let waiters = passes.withLock { passes in

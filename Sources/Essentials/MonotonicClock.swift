@@ -24,8 +24,10 @@ public struct SystemClock: MonotonicClock {
 }
 
 /// A clock that moves only when told to: for tests of timeouts and ages without sleeping.
+/// What waits on it (a `BackgroundLoop`'s interval) is woken by each `advance`.
 public final class ManualClock: MonotonicClock {
     private let now: Atomic<UInt64>
+    private let observers = Mutex<(next: Int, wakes: [Int: @Sendable () -> Void])>((0, [:]))
 
     public init(startingAt nanoseconds: UInt64 = 1_000_000_000) {
         now = Atomic(nanoseconds)
@@ -35,5 +37,19 @@ public final class ManualClock: MonotonicClock {
 
     public func advance(by duration: Duration) {
         now.add(duration.nanoseconds, ordering: .releasing)
+        for wake in observers.withLock({ Array($0.wakes.values) }) { wake() }
+    }
+
+    /// Calls `wake` after every `advance` until `removeObserver` with the returned token.
+    public func observeAdvances(_ wake: @escaping @Sendable () -> Void) -> Int {
+        observers.withLock { observers in
+            observers.next += 1
+            observers.wakes[observers.next] = wake
+            return observers.next
+        }
+    }
+
+    public func removeObserver(_ token: Int) {
+        _ = observers.withLock { $0.wakes.removeValue(forKey: token) }
     }
 }

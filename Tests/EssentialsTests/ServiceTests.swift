@@ -119,6 +119,24 @@ private final class Journal: Sendable {
         #expect(passes.withLock { $0 } == 2)
     }
 
+    /// On a manual clock the interval passes when the clock is advanced past it, not before,
+    /// and not on the wall clock: no test waits out an interval.
+    @Test func theIntervalIsTheClocks() {
+        let clock = ManualClock()
+        let loop = BackgroundLoop(name: "test-loop", interval: .seconds(60), clock: clock)
+        loop.start { {} }
+        defer { loop.stop() }
+        clock.advance(by: .seconds(30))
+        #expect(loop.finishedPasses == 0)
+        clock.advance(by: .seconds(30))
+        #expect(loop.waitForPasses(1, timeout: .seconds(10)), "a minute on the clock is the interval")
+        clock.advance(by: .seconds(59))
+        clock.advance(by: .seconds(1))
+        #expect(loop.waitForPasses(2, timeout: .seconds(10)), "and another from that pass on")
+        #expect(loop.passNow(timeout: .seconds(10)), "a wake-up still runs a pass at once")
+        #expect(loop.finishedPasses == 3)
+    }
+
     @Test func stateMadeOnTheThreadIsReleasedBeforeStopReturns() {
         let released = Box()
         let loop = BackgroundLoop(name: "test-loop", interval: .seconds(3600))

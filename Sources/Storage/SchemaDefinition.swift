@@ -134,10 +134,13 @@ struct IndexDefinition: Sendable {
     let table: String
     let columns: [IndexColumn]
     var unique = false
+    /// A partial index's condition (the same SQL on both engines), nil for the whole table.
+    var condition: String? = nil
 
     func create(_ dialect: SQLDialect) -> String {
         let columns = columns.map { $0.spelled(dialect) }.joined(separator: ", ")
-        return "CREATE \(unique ? "UNIQUE " : "")INDEX \(name) ON \(table) (\(columns));"
+        let partial = condition.map { " WHERE \($0)" } ?? ""
+        return "CREATE \(unique ? "UNIQUE " : "")INDEX \(name) ON \(table) (\(columns))\(partial);"
     }
 }
 

@@ -256,7 +256,11 @@ enum SchemaHistory {
     /// tokens of its title, artist and genre, joined by spaces), written with every album row.
     /// NULL on the rows from before, until a store opening the database fills them in
     /// (`SearchTextBackfill`): the folding is Swift's, so no SQL statement can compute it.
+    /// The partial index `albums_without_search_text` holds just those rows, so the store finds
+    /// them without a scan, and finds at once that there are none.
     private static let v8: [SchemaStep] = [
         .addColumn(table: "albums", Column.text("search_text")),
+        .createIndex(IndexDefinition(
+            name: "albums_without_search_text", table: "albums", columns: [.plain("row")], condition: "search_text IS NULL")),
     ]
 }

@@ -4,12 +4,13 @@ import Library
 /// Fills `albums.search_text` (schema v8) on the rows written before it existed, in batches of
 /// `batchSize` rows in ascending `row` order, each batch in a write transaction of its own:
 /// run by a store when it opens the database, so a search finds every album. Idempotent (a row
-/// filled meanwhile is skipped) and cheap when there is nothing to fill: one indexed read.
+/// filled meanwhile is skipped) and cheap when there is nothing to fill: one read of the
+/// partial index `albums_without_search_text`, which holds only the rows left to fill.
 enum SearchTextBackfill {
     static let batchSize = 1000
 
     static let rowsToFill = """
-        SELECT row, title, artist, genre FROM albums WHERE row > ?1 AND search_text IS NULL ORDER BY row LIMIT \(batchSize)
+        SELECT row, title, artist, genre FROM albums WHERE search_text IS NULL AND row > ?1 ORDER BY row LIMIT \(batchSize)
         """
     static let fill = "UPDATE albums SET search_text = ?1 WHERE row = ?2 AND search_text IS NULL"
 

@@ -21,13 +21,13 @@ struct SchemaDefinitionTests {
         "v5-settings-and-access": "ff97caff369c32f2",
         "v6-secrets": "6e324ce7343d13a8",
         "v7-catalog-global-ids-moves-views": "ebc35802db567adf",
-        "v8-search-text": "fff041f715bb6592",
+        "v8-search-text": "7f2025c3a4fc99f7",
     ]
 
     /// The same for PostgreSQL's migrations (`PostgresSchema.migrations`).
     static let shippedPostgres: [String: String] = [
         "v1-sqlite-v7-shape-and-server-signals": "5877b8f873d7dece",
-        "v8-search-text": "94bbd968e782f9f5",
+        "v8-search-text": "4bbc299b8cfe932a",
     ]
 
     static func sum(_ text: String) -> String { FNV1a.hex(FNV1a.hash(Array(text.utf8))) }

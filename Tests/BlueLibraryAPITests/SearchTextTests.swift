@@ -33,6 +33,18 @@ import Testing
         #expect(SearchText.tokens(name) == tokens, "\(name)")
     }
 
+    /// ASCII text takes a shorter way to the same tokens as the general one (checked on every
+    /// printable ASCII character, alone and between letters).
+    @Test func asciiTextGivesTheTokensOfTheGeneralFolding() {
+        for byte in UInt8(0x20)..<0x7F {
+            let character = String(UnicodeScalar(byte))
+            for text in [character, "Ab\(character)Cd", "\(character)x9\(character)"] {
+                // A non-ASCII letter sends the text the general way; drop its token to compare.
+                #expect(SearchText.tokens(text) == Array(SearchText.tokens(text + " é").dropLast()), "\(text)")
+            }
+        }
+    }
+
     /// Й keeps nothing of its breve (it folds to и), as search engines fold it.
     @Test func cyrillicShortIFoldsLikeSearchEngines() {
         #expect(SearchText.fold("Цой") == "цои")

@@ -42,6 +42,7 @@ public enum SearchText {
 
     /// The tokens of `text`, folded, in order.
     public static func tokens(_ text: String) -> [String] {
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return asciiTokens(text) }
         var tokens: [String] = []
         var current = String.UnicodeScalarView()
         for scalar in fold(text).unicodeScalars {
@@ -53,6 +54,26 @@ public enum SearchText {
             }
         }
         if !current.isEmpty { tokens.append(String(current)) }
+        return tokens
+    }
+
+    /// `tokens` of ASCII text (most of what albums say), without decomposing it: the same
+    /// result, letters lowered and digits kept, everything else a separator.
+    private static func asciiTokens(_ text: String) -> [String] {
+        var tokens: [String] = []
+        var current: [UInt8] = []
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): current.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): current.append(byte | 0x20)
+            default:
+                if !current.isEmpty {
+                    tokens.append(String(decoding: current, as: UTF8.self))
+                    current.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        if !current.isEmpty { tokens.append(String(decoding: current, as: UTF8.self)) }
         return tokens
     }
 

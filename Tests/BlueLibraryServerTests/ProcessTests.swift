@@ -10,6 +10,25 @@ import Testing
 
 /// The real executable as operators run it: flags, logs on stdout, signals, exit codes.
 @Suite(.serialized, .timeLimit(.minutes(2)), .ownThreads) struct ProcessTests {
+    /// The server a test starts holds none of the test process's descriptors (a socket a test
+    /// closes must be closed for the server too), even one opened without close-on-exec.
+    @Test func theServerInheritsNoDescriptorOfTheTests() throws {
+        let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(held >= 0)
+        defer { close(held) }
+        let target = { (path: String) -> String? in
+            var buffer = [CChar](repeating: 0, count: 256)
+            let length = readlink(path, &buffer, buffer.count - 1)
+            return length > 0 ? String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+        }
+        let socketName = try #require(target("/proc/self/fd/\(held)"))
+        let server = try ServerProcess(dataDirectory: TestApp.temporaryDirectory())
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.process.processIdentifier)/fd")
+        let targets = descriptors.compactMap { target("/proc/\(server.process.processIdentifier)/fd/\($0)") }
+        #expect(!targets.isEmpty)
+        #expect(!targets.contains(socketName), "the server holds the test's \(socketName)")
+    }
+
     @Test func servesHealthAndLogsOneJSONLinePerRequest() throws {
         let server = try ServerProcess(dataDirectory: TestApp.temporaryDirectory())
         let response = try RawHTTPClient.request(port: server.port, path: "/healthz", headers: ["X-Request-Id": "trace-42"])

@@ -3,7 +3,8 @@ import Foundation
 import Glibc
 #endif
 
-/// Runs a program to completion with `posix_spawn`, for tests that run many short commands.
+/// Runs a program to completion with `posix_spawn`, for tests that run many short commands
+/// (a server that runs on is a `RunningChild`).
 ///
 /// Not Foundation's `Process`: on Linux, `Process.run()` (swift-corelibs-foundation as shipped
 /// with Swift 6.3.1) now and then crashes the *calling* process. It scans `/proc/self/fd` and

@@ -10,7 +10,7 @@ import Synchronization
 public final class NginxProxy {
     public let port: Int
     public let tlsPort: Int?
-    private let process = Process()
+    private let process: RunningChild
     private let directory: URL
 
     public static var repositoryRoot: URL {
@@ -160,11 +160,8 @@ public final class NginxProxy {
             """
         let config = directory.appendingPathComponent("nginx.conf")
         try main.write(to: config, atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: nginx)
-        process.arguments = ["-c", config.path, "-p", directory.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try RunningChild(
+            nginx, ["-c", config.path, "-p", directory.path], environment: ProcessInfo.processInfo.environment, captureOutput: false)
         var listening = false
         eventually(timeout: .seconds(10), pollingEvery: .milliseconds(20)) {
             listening = RawHTTPClient.probe(port: port) == 0

@@ -7,10 +7,9 @@ import Foundation
 /// what only a process has: signals, exit codes, stdout logs, kill and restart.
 public final class ServerProcess: @unchecked Sendable {
     // Set once in init.
-    public let process = Process()
+    public let process: RunningChild
     public private(set) var port = 0
     private let output = OutputBuffer()
-    private let pipe = Pipe()
 
     /// What the child wrote to stdout and stderr so far.
     private final class OutputBuffer: @unchecked Sendable {
@@ -34,30 +33,21 @@ public final class ServerProcess: @unchecked Sendable {
     public init(arguments: [String] = [], environment: [String: String] = [:], dataDirectory: String,
                 timeout: Double = 20, launcher: [String] = [], waitUntilListening: Bool = true) throws {
         let serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDirectory] + arguments
-        if let program = launcher.first {
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = Array(launcher.dropFirst()) + [Self.executableURL.path] + serve
-        } else {
-            process.executableURL = Self.executableURL
-            process.arguments = serve
-        }
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BLUELIBRARY_") }
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        // A thread of its own reads the pipe to its end (the child's exit), holding the handle
-        // so the descriptor stays open until then. (FileHandle's readabilityHandler puts a
-        // dispatch source on the descriptor; one still armed when the handle closes crashed
-        // libdispatch's event loop under load.)
-        let handle = pipe.fileHandleForReading
+        let (program, programArguments) = launcher.first.map { ($0, Array(launcher.dropFirst()) + [Self.executableURL.path] + serve) }
+            ?? (Self.executableURL.path, serve)
+        process = try RunningChild(
+            program, programArguments,
+            environment: ChildProcess.environment(dropping: { $0.hasPrefix("BLUELIBRARY_") }, adding: environment), captureOutput: true)
+        // A thread of its own reads the pipe to its end (the child's exit), then closes it.
+        // (FileHandle's readabilityHandler puts a dispatch source on the descriptor; one still
+        // armed when the handle closed crashed libdispatch's event loop under load.)
         let output = self.output
-        Thread.detachNewThread {
-            withExtendedLifetime(handle) {
+        if let fd = process.output {
+            Thread.detachNewThread {
+                defer { close(fd) }
                 var chunk = [UInt8](repeating: 0, count: 64 * 1024)
                 while true {
-                    let count = chunk.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                    let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                     if count > 0 {
                         output.append(chunk[0..<count])
                     } else if count < 0 && errno == EINTR {

@@ -26,6 +26,8 @@ enum ServeCommand {
 
     /// Runs until SIGTERM or SIGINT, then drains and exits 0. A second signal exits at once.
     static func run(_ configuration: ServeConfiguration) -> Never {
+        // Before any thread starts, so that every thread inherits the mask (see `StopSignals`).
+        StopSignals.block()
         signal(SIGPIPE, SIG_IGN)
         // Memory freed after large answers goes back to the system (see MemoryTrimmer).
         MemoryTrimmer.configureAllocator(environment: ProcessInfo.processInfo.environment)
@@ -39,36 +41,25 @@ enum ServeCommand {
             fail("cannot start: \(error)")
         }
 
-        let signals = DispatchQueue(label: "signals")
-        var sources: [any DispatchSourceSignal] = []
-        let stopping = SignalLatch()
         // Signalled once `app.shutdown()` has returned: drained, workers stopped, WAL checkpointed.
         let shutDown = DispatchSemaphore(value: 0)
-        for signalNumber in [SIGTERM, SIGINT] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signals)
-            source.setEventHandler {
-                if stopping.trip() {
-                    let thread = Thread {
-                        app.shutdown()
-                        shutDown.signal()
-                    }
-                    thread.start()
-                } else {
-                    logger.log(.warning, "second signal: exiting at once")
-                    exit(1)
+        StopSignals.wait(
+            first: {
+                startThread(named: "shutdown") {
+                    app.shutdown()
+                    shutDown.signal()
                 }
-            }
-            source.resume()
-            sources.append(source)
-        }
+            },
+            second: {
+                logger.log(.warning, "second signal: exiting at once")
+                exit(1)
+            })
         app.start()
         MemoryTrimmer.shared.start()
         let addressFile = announce(app, configuration: configuration, logger: logger)
         shutDown.wait()
         addressFile.map { ListeningAddressFile.remove(at: $0) }
         logger.log(.info, "stopped", always: true)
-        withExtendedLifetime(sources) {}
         exit(0)
     }
 
@@ -88,12 +79,37 @@ enum ServeCommand {
     }
 }
 
-/// Remembers whether a stop signal came already (touched only on the signal queue).
-final class SignalLatch: @unchecked Sendable {
-    private var tripped = false
-    /// Returns true the first time.
-    func trip() -> Bool {
-        defer { tripped = true }
-        return !tripped
+/// SIGTERM and SIGINT, taken by one thread with `sigwait`. They are blocked in every thread
+/// (`block()` runs before the server starts any thread, and threads inherit the mask), so one
+/// that comes before the waiting thread runs stays pending and is taken then: never lost, and
+/// never the default action (an abrupt exit). A dispatch signal source loses that race: it
+/// wants the signal ignored (`SIG_IGN`) and registers its own handler asynchronously after
+/// `resume()`, so a SIGTERM sent right after the server said "listening" could be dropped and
+/// the server ran on.
+enum StopSignals {
+    private static var set: sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGTERM)
+        sigaddset(&set, SIGINT)
+        return set
+    }
+
+    /// Blocks both signals in the calling thread and in the threads it starts from now on.
+    static func block() {
+        var set = set
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Starts the thread that runs `first` on the first signal and `second` on the next.
+    static func wait(first: @escaping @Sendable () -> Void, second: @escaping @Sendable () -> Void) {
+        startThread(named: "stop-signals") {
+            var set = set
+            var received: Int32 = 0
+            while sigwait(&set, &received) != 0 {}
+            first()
+            while sigwait(&set, &received) != 0 {}
+            second()
+        }
     }
 }

@@ -92,15 +92,14 @@ struct EventSendBufferTests {
 /// `count` connections to `port` that each ask for `/events` and never read, held open by a
 /// python3 child process until ``close()``.
 final class NonReadingStreams {
-    private let process = Process()
-    private let input = Pipe()
+    private let process: RunningChild
 
     struct HolderFailed: Error, CustomStringConvertible {
         let description: String
     }
 
     static let script = """
-        import resource, socket, sys
+        import resource, socket, sys, time
         port, count = int(sys.argv[1]), int(sys.argv[2])
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft < count + 64:
@@ -113,27 +112,26 @@ final class NonReadingStreams {
             stream.sendall(b"GET /events HTTP/1.1\\r\\nHost: test\\r\\n\\r\\n")
             held.append(stream)
         print("ready", flush=True)
-        sys.stdin.read()
+        while True:
+            time.sleep(3600)  # until SIGTERM
         """
 
     init(port: Int, count: Int) throws {
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, String(port), String(count)]
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        let line = String(decoding: output.fileHandleForReading.readData(ofLength: 6), as: UTF8.self)
+        process = try RunningChild(
+            "/usr/bin/env", ["python3", "-c", Self.script, String(port), String(count)],
+            environment: ProcessInfo.processInfo.environment, captureOutput: true)
+        let line = process.readOutput { $0.hasSuffix("\n") }
         guard line == "ready\n" else {
             close()
             throw HolderFailed(description: "the python3 stream holder did not get its \(count) streams open: \(line)")
         }
     }
 
-    /// Closes the streams (the helper exits when its stdin ends) and waits for the helper.
+    /// Ends the helper (SIGTERM), which closes the streams, and waits for it.
     func close() {
-        try? input.fileHandleForWriting.close()
+        process.terminate()
         process.waitUntilExit()
+        if let fd = process.output { Glibc.close(fd) }
     }
 }
 

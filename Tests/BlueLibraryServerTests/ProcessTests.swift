@@ -188,4 +188,21 @@ import Testing
         #expect(status == 1)
         withExtendedLifetime(inFlight) {}
     }
+
+    /// A stop signal sent the moment the server says "listening" (as a supervisor that stops
+    /// what it just started does) is not lost: the server drains and exits 0. (It once was:
+    /// the handler was registered asynchronously, with the signal ignored until then.)
+    @Test func aSignalRightAfterListeningIsNotLost() throws {
+        let servers = try (0..<4).map { _ in
+            try ServerProcess(dataDirectory: TestApp.temporaryDirectory(), waitUntilListening: false)
+        }
+        for (index, server) in servers.enumerated() {
+            try server.waitUntilListening()
+            server.signal(index.isMultiple(of: 2) ? SIGTERM : SIGINT)
+        }
+        for server in servers {
+            #expect(server.waitForExit(timeout: 30) == 0, "\(server.logText)")
+            #expect(server.logText.contains("\"message\":\"stopped\""))
+        }
+    }
 }

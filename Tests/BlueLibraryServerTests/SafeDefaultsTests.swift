@@ -69,26 +69,16 @@ import Testing
     @Test func theBinaryListensOnLoopbackWhenNotTold() throws {
         let directory = TestApp.temporaryDirectory()
         // Not ServerProcess: it passes --host itself.
-        let process = Process()
-        process.executableURL = ServerProcess.executableURL
-        process.arguments = ["serve", "--port", "0", "--data-dir", directory]
-        process.environment = ChildProcess.environment(dropping: { $0.hasPrefix("BLUELIBRARY_") }, adding: [:])
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try RunningChild(
+            ServerProcess.executableURL.path, ["serve", "--port", "0", "--data-dir", directory],
+            environment: ChildProcess.environment(dropping: { $0.hasPrefix("BLUELIBRARY_") }, adding: [:]), captureOutput: true)
         defer {
             process.terminate()
             process.waitUntilExit()
+            if let fd = process.output { close(fd) }
         }
         // The first line it writes is the seeding line or "listening"; read until "listening".
-        var text = ""
-        let handle = output.fileHandleForReading
-        while !text.contains("\"message\":\"listening\""), process.isRunning {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
+        let text = process.readOutput { $0.contains("\"message\":\"listening\"") }
         #expect(text.contains("\"host\":\"127.0.0.1\""), "\(text)")
         #expect(!text.contains(Self.warning))
     }

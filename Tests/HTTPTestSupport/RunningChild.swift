@@ -43,6 +43,18 @@ public final class RunningChild: Sendable {
         }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         _ = closeFrom(&actions, 3)
+        // The child starts with no signal blocked and every signal at its default: the
+        // spawning thread's mask (a test thread may block some) is not the program's to inherit.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -50,7 +62,7 @@ public final class RunningChild: Sendable {
             for pointer in envp { free(pointer) }
         }
         var pid = pid_t()
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         if captureOutput { close(pipeEnds[1]) }
         guard spawned == 0 else {
             if captureOutput { close(pipeEnds[0]) }
@@ -67,6 +79,25 @@ public final class RunningChild: Sendable {
         guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
         return unsafeBitCast(symbol, to: AddCloseFrom.self)
     }()
+
+    /// Reads the child's output until `done` says so of all that was read, or the output ends;
+    /// returns that text. For a caller that reads the output itself (it closes `output` after).
+    public func readOutput(until done: (String) -> Bool) -> String {
+        guard let output else { return "" }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !done(String(decoding: bytes, as: UTF8.self)) {
+            let count = chunk.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
+            if count > 0 {
+                bytes += chunk[0..<count]
+            } else if count < 0 && errno == EINTR {
+                continue
+            } else {
+                break
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 
     public var isRunning: Bool { reap(blocking: false) == nil }
 

@@ -38,21 +38,21 @@ A JSON line with every figure is appended to DIR/results.jsonl.
 """
 import http.client
 import json
-import math
 import multiprocessing
 import os
 import queue
 import random
 import secrets
-import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import benchlib
+from benchlib import percentile, put_file, request
+
+REPO = benchlib.REPO
 
 
 def arg(name, default, cast=str):
@@ -83,98 +83,13 @@ def log(msg):
     print("[bench-fairness] " + msg, file=sys.stderr, flush=True)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Server:
-    def __init__(self, token, log_name):
-        self.port = free_port()
-        env = dict(os.environ)
-        env.update({
-            "BLUELIBRARY_DATA_DIR": DATA, "BLUELIBRARY_HOST": "127.0.0.1", "BLUELIBRARY_PORT": str(self.port),
-            "BLUELIBRARY_SEED": "off", "BLUELIBRARY_ACCESS_LOG": env.get("BLUELIBRARY_ACCESS_LOG", "off"),
-        })
-        if token:
-            env["BLUELIBRARY_TOKEN"] = token
-        self.log_path = os.path.join(DIR, log_name)
-        self.log_file = open(self.log_path, "w")
-        self.proc = subprocess.Popen(["taskset", "-c", CPU_SERVER, BIN, "serve"], env=env, stdout=self.log_file,
-                                     stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit("server exited during start (log %s)" % self.log_path)
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)
-                c.request("GET", "/readyz")
-                if c.getresponse().status == 200:
-                    c.close()
-                    break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            raise SystemExit("server not ready after 60 s (log %s)" % self.log_path)
-        # `taskset` execs the server: the Popen pid is the server's.
-        self.pid = self.proc.pid
-
-    def status_kib(self, field):
-        try:
-            with open("/proc/%d/status" % self.pid) as f:
-                for line in f:
-                    if line.startswith(field + ":"):
-                        return int(line.split()[1])
-        except OSError:
-            pass
-        return 0
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                log("server did not stop within 10 s of SIGTERM (work left behind by the attack?): SIGKILL")
-                self.proc.kill()
-                self.proc.wait()
-        self.log_file.close()
-
-
-def request(port, method, path, body=None, headers=None, timeout=600):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    c.request(method, path, body=body, headers=headers or {})
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    return r.status, data
-
-
-def put_file(port, path, filename):
-    size = os.path.getsize(filename)
-    with open(filename, "rb") as f:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=1800)
-        c.request("PUT", path, body=f, headers={"Content-Type": "application/json", "Content-Length": str(size)})
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-    if r.status != 200:
-        raise SystemExit("PUT %s answered %d: %s" % (path, r.status, data[:500]))
+def start_server(token, log_name):
+    return benchlib.Server(BIN, DATA, CPU_SERVER, os.path.join(DIR, log_name),
+                           env={"BLUELIBRARY_TOKEN": token} if token else None, say=log)
 
 
 def archive(n, seed=None):
-    name = "archive-%d.json" % n if seed is None else "archive-%d-s%d.json" % (n, seed)
-    path = os.path.join(REPO, ".bench", name)
-    if not os.path.exists(path) or os.path.getsize(path) == 0:
-        log("generating %s" % path)
-        cmd = ["taskset", "-c", CPU_CLIENTS, sys.executable, os.path.join(REPO, "scripts/bench-dataset.py"), str(n), path]
-        if seed is not None:
-            cmd += ["--seed", str(seed)]
-        subprocess.run(cmd, check=True)
-    return path
+    return benchlib.archive(n, CPU_CLIENTS, seed, say=log)
 
 
 def prepare():
@@ -186,7 +101,7 @@ def prepare():
     t0 = time.time()
     big = archive(ALBUMS)
     small = [archive(VIEW_ALBUMS, 100 + i) for i in range(1, VIEW_LIBRARIES + 1)]
-    server = Server(None, "server-prepare.log")
+    server = start_server(None, "server-prepare.log")
     try:
         log("importing %d albums into default" % ALBUMS)
         put_file(server.port, "/archive", big)
@@ -322,14 +237,6 @@ def attackers(port, duration, count, out, stop):
         out.put({"kind": "attackers", "stats": json.loads(json.dumps(stats))})
 
 
-def percentile(values, p):
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    k = max(0, min(len(s) - 1, math.ceil(p / 100.0 * len(s)) - 1))  # nearest rank
-    return s[k]
-
-
 def phase(server, token, duration, attack):
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
@@ -381,7 +288,7 @@ def main():
     os.makedirs(DIR, exist_ok=True)
     prepare()
     token = secrets.token_hex(24)
-    server = Server(token, "server-run.log")
+    server = start_server(token, "server-run.log")
     try:
         status, body = request(server.port, "GET", "/albums?limit=1&count=true")
         total = json.loads(body).get("total") if status == 200 else None

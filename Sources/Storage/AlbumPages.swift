@@ -40,6 +40,10 @@ struct AlbumPages<DB: SQLSession> {
     let library: Int64
     let order: SparseOrder<DB>
 
+    private func searchPath(_ filter: AlbumFilter) throws -> SearchPath {
+        try SearchIndex.path(for: filter, db, limit: order.context.searchIndexLimit)
+    }
+
     private func album(_ id: AlbumID) throws -> Album? {
         return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], { try StoredRows.album(from: $0) })
     }
@@ -69,7 +73,7 @@ struct AlbumPages<DB: SQLSession> {
 
     func count(matching filter: AlbumFilter) throws -> Int {
         if filter.isEmpty { return try order.count() }
-        let (sql, bindings) = PagingQuery.count(db.dialect, library, filter)
+        let (sql, bindings) = PagingQuery.count(db.dialect, library, filter, search: try searchPath(filter))
         return try db.value(sql, bindings, as: Int.self) ?? 0
     }
 
@@ -80,7 +84,8 @@ struct AlbumPages<DB: SQLSession> {
         guard sort.field != .position else { return min(limit, try count(matching: filter)) }
         guard let (after, before) = Self.bounds(range, sort: sort, db.dialect) else { return 0 }
         if filter.isEmpty, after == nil, before == nil { return min(limit, try order.count()) }
-        let (sql, bindings) = PagingQuery.valueCount(db.dialect, library, filter, sort, after: after, before: before, limit: limit)
+        let (sql, bindings) = PagingQuery.valueCount(
+            db.dialect, library, filter, sort, after: after, before: before, limit: limit, search: try searchPath(filter))
         return try db.value(sql, bindings, as: Int.self) ?? 0
     }
 
@@ -94,7 +99,8 @@ struct AlbumPages<DB: SQLSession> {
         }
         guard let (after, before) = Self.bounds(range, sort: sort, db.dialect) else { return [] }
         let (sql, bindings) = PagingQuery.valuePage(
-            db.dialect, library, filter, sort, after: after, before: before, limit: limit, offset: max(0, skipping))
+            db.dialect, library, filter, sort, after: after, before: before, limit: limit, offset: max(0, skipping),
+            search: try searchPath(filter))
         return try db.query(sql, bindings, { try StoredRows.album(from: $0) })
     }
 
@@ -141,7 +147,7 @@ struct AlbumPages<DB: SQLSession> {
         offset: Int
     ) throws -> [Album] {
         let (sql, bindings) = PagingQuery.valuePage(
-            db.dialect, library, filter, sort, after: after, limit: limit, offset: offset)
+            db.dialect, library, filter, sort, after: after, limit: limit, offset: offset, search: try searchPath(filter))
         return try db.query(sql, bindings, { try StoredRows.album(from: $0) })
     }
 
@@ -227,7 +233,8 @@ struct AlbumPages<DB: SQLSession> {
             if result.count >= limit { return result }
         }
         let (sql, bindings) = PagingQuery.bucketsAfter(
-            db.dialect, library, filter, descending: descending, afterOrd: place?.ord, limit: limit - result.count, skip: skip)
+            db.dialect, library, filter, descending: descending, afterOrd: place?.ord, limit: limit - result.count, skip: skip,
+            search: try searchPath(filter))
         result += try db.query(sql, bindings, { try StoredRows.album(from: $0) })
         return result
     }
@@ -239,11 +246,13 @@ struct AlbumPages<DB: SQLSession> {
     /// `skipping`. Empty for an empty stretch or the position order.
     func rangeStatements(
         matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int
-    ) -> [(String, [SQLValue])] {
+    ) throws -> [(String, [SQLValue])] {
         guard sort.field != .position, let (after, before) = Self.bounds(range, sort: sort, db.dialect) else { return [] }
+        let search = try searchPath(filter)
         return [
-            PagingQuery.valueCount(db.dialect, library, filter, sort, after: after, before: before, limit: limit),
-            PagingQuery.valuePage(db.dialect, library, filter, sort, after: after, before: before, limit: limit, offset: max(0, skipping)),
+            PagingQuery.valueCount(db.dialect, library, filter, sort, after: after, before: before, limit: limit, search: search),
+            PagingQuery.valuePage(
+                db.dialect, library, filter, sort, after: after, before: before, limit: limit, offset: max(0, skipping), search: search),
         ]
     }
 
@@ -254,14 +263,15 @@ struct AlbumPages<DB: SQLSession> {
     func pageStatements(
         matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
     ) throws -> [(String, [SQLValue])] {
+        let search = try searchPath(filter)
         if sort.field == .position {
             switch anchor {
             case .start:
-                return [PagingQuery.bucketsAfter(db.dialect, library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: 0)]
+                return [PagingQuery.bucketsAfter(db.dialect, library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: 0, search: search)]
             case let .offset(offset):
                 guard !filter.isEmpty else { return [] }
                 return [PagingQuery.bucketsAfter(
-                    db.dialect, library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: max(0, offset))]
+                    db.dialect, library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: max(0, offset), search: search)]
             case let .afterAlbum(id), let .afterValue(_, id):
                 guard let place = try db.firstRow(
                     SQL.pagingPlaceOfAlbum, [.integer(library), .text(id.rawValue)],
@@ -269,23 +279,24 @@ struct AlbumPages<DB: SQLSession> {
                 else { return [] }
                 return [
                     PagingQuery.restOfBucket(db.dialect, filter, descending: sort.descending, from: place, limit: limit),
-                    PagingQuery.bucketsAfter(db.dialect, library, filter, descending: sort.descending, afterOrd: place.ord, limit: limit, skip: 0),
+                    PagingQuery.bucketsAfter(db.dialect, library, filter, descending: sort.descending, afterOrd: place.ord, limit: limit, skip: 0,
+                        search: search),
                 ]
             }
         }
         let dialect = db.dialect
         switch anchor {
         case .start:
-            return [PagingQuery.valuePage(dialect, library, filter, sort, after: nil, limit: limit, offset: 0)]
+            return [PagingQuery.valuePage(dialect, library, filter, sort, after: nil, limit: limit, offset: 0, search: search)]
         case let .offset(offset):
-            return [PagingQuery.valuePage(dialect, library, filter, sort, after: nil, limit: limit, offset: max(0, offset))]
+            return [PagingQuery.valuePage(dialect, library, filter, sort, after: nil, limit: limit, offset: max(0, offset), search: search)]
         case let .afterValue(value, id):
             let after = Self.boundKey(value, sort: sort, dialect).map { ($0, id) }
-            return [PagingQuery.valuePage(dialect, library, filter, sort, after: after, limit: limit, offset: 0)]
+            return [PagingQuery.valuePage(dialect, library, filter, sort, after: after, limit: limit, offset: 0, search: search)]
         case let .afterAlbum(id):
             guard let album = try album(id), let value = SortValue.of(album, for: sort.field) else { return [] }
             let after = Self.boundKey(value, sort: sort, dialect).map { ($0, id) }
-            return [PagingQuery.valuePage(dialect, library, filter, sort, after: after, limit: limit, offset: 0)]
+            return [PagingQuery.valuePage(dialect, library, filter, sort, after: after, limit: limit, offset: 0, search: search)]
         }
     }
 }

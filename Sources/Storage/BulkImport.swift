@@ -33,6 +33,10 @@ import Library
 /// five indexes costs a random B-tree step per row and index, so when the other libraries hold
 /// few albums compared with it, the indexes are dropped and rebuilt over what remains.
 ///
+/// The search index of v8 (`albums_search`, FTS5) is kept in step by triggers, one FTS5 write
+/// per row; with the indexes, its triggers are dropped too, and `finish()` recreates them and
+/// rebuilds the search index from the table in one pass (FTS5's 'rebuild').
+///
 /// One per write transaction (created by `LibraryTransaction`), told about each append and
 /// each emptying of the library; owns what it dropped until `finish()` puts it back.
 enum BulkImport {
@@ -52,6 +56,9 @@ final class BulkImporter<DB: SQLSession> {
     private var appendsNeeded: Int?
     /// The indexes this transaction dropped, in `Schema.bulkIndexes` order, to recreate.
     private var droppedIndexes: [Schema.SortIndex] = []
+    /// The search index's triggers this transaction dropped (with the indexes), to recreate
+    /// before the search index is rebuilt from the table.
+    private var droppedTriggers: [SchemaHistory.Trigger] = []
     /// The library being filled or deleted (whose albums a failed album-id index names).
     private var library: Int64?
 
@@ -107,6 +114,11 @@ final class BulkImporter<DB: SQLSession> {
             }
         }
         droppedIndexes = []
+        if !droppedTriggers.isEmpty {
+            for trigger in droppedTriggers { try db.run(trigger.create, []) }
+            droppedTriggers = []
+            try db.run(SQL.rebuildSearchIndex, [])
+        }
         // A later run of appends in this transaction may drop them again.
         appendsNeeded = nil
     }
@@ -137,6 +149,12 @@ final class BulkImporter<DB: SQLSession> {
             try db.run(SQL.dropIndex(index.name), [])
         }
         droppedIndexes = dropping
+        // The search index's triggers too: it is rebuilt from the table once, in `finish()`,
+        // rather than told of each row (and a DELETE on a table with triggers loses SQLite's
+        // truncate optimisation).
+        let triggers = Set(try db.query(SQL.albumTriggerNames, []) { try $0.string(0) })
+        droppedTriggers = SchemaHistory.searchTriggers.filter { triggers.contains($0.name) }
+        for trigger in droppedTriggers { try db.run(SQL.dropTrigger(trigger.name), []) }
         context.count(\.sortIndexRebuilds)
     }
 }

@@ -48,12 +48,15 @@ final class EngineContext: Sendable {
     let layout: BucketLayout
     /// `maxSavedStates` of the store's configuration (at least 1).
     let maxSavedStates: Int
+    /// SQLite: matches up to which a search's pages start from the search index (`SearchIndex`).
+    let searchIndexLimit: Int
     let counters = Mutex(AlbumOrderingCounters())
 
-    init(dialect: SQLDialect, bucketSize: Int, spacing: SparseKeySpacing, maxSavedStates: Int) {
+    init(dialect: SQLDialect, bucketSize: Int, spacing: SparseKeySpacing, maxSavedStates: Int, searchIndexLimit: Int = SearchIndex.sparseLimit) {
         self.dialect = dialect
         self.layout = BucketLayout(target: bucketSize, spacing: spacing)
         self.maxSavedStates = max(1, maxSavedStates)
+        self.searchIndexLimit = searchIndexLimit
     }
 
     /// Adds one to a counter.

@@ -1,6 +1,16 @@
 import BlueLibraryAPI
 import Library
 
+/// How a statement finds the albums of a search (`q`) on SQLite (`SearchIndex` decides).
+enum SearchPath: Sendable, Equatable {
+    /// Reads the library's albums in the statement's order and checks each: the plan for a
+    /// search without `q`, and for one whose matches are many (a page's worth come soon).
+    case walk
+    /// Starts from the search index's matches (the FTS5 query `match`), reads only their rows
+    /// and sorts them: for a search whose matches are few, wherever they lie in the order.
+    case index(match: String)
+}
+
 /// The text and bindings of one paging statement, parameters numbered in the order they are
 /// added (so the text is the same for every query of one shape).
 struct PagingQuery {
@@ -10,6 +20,20 @@ struct PagingQuery {
 
     init(_ dialect: SQLDialect) {
         self.dialect = dialect
+    }
+
+    /// The albums a statement reads from (alias `a`), and the condition the index path adds
+    /// to its WHERE clause: for `.index`, the index's matches first, each joined to its row
+    /// (`CROSS JOIN` keeps SQLite's planner in that order; it would otherwise walk the order
+    /// and look each row up in the matches).
+    mutating func albums(_ search: SearchPath) -> (source: String, match: String) {
+        switch search {
+        case .walk:
+            ("albums AS a", "")
+        case let .index(match):
+            ("albums_search CROSS JOIN albums AS a ON a.row = albums_search.rowid",
+             " AND albums_search MATCH \(parameter(.text(match)))")
+        }
     }
 
     /// Album columns in the order `StoredRows.album(from:)` reads them (alias `a`).
@@ -38,11 +62,16 @@ struct PagingQuery {
     /// tokens, one space apart): each word as a whole token (found by position: PostgreSQL's
     /// planner then guesses such a condition true for a third of the rows, where a LIKE would
     /// make it guess a handful and sort the whole match rather than walk the order), the last
-    /// as a token's start. Nothing matches a query with no word. A scan of the library's rows
-    /// in the page's order, as the substring search before it was.
+    /// as a token's start. Nothing matches a query with no word. These conditions decide what
+    /// matches on every path; the search index only narrows the rows they are checked on
+    /// (SQLite: `SearchPath`; PostgreSQL: the GIN index's `@@` condition, which its planner uses
+    /// or not).
     private mutating func search(_ query: SearchQuery?) -> String {
         guard let query else { return " AND 0 = 1" }
         var sql = ""
+        if dialect == .postgres {
+            sql += " AND \(SchemaHistory.searchVector("a.search_text")) @@ \(parameter(.text(query.tsquery)))::tsquery"
+        }
         for word in query.words {
             sql += " AND " + dialect.contains("(' ' || a.search_text || ' ')", parameter(.text(" " + word + " ")))
         }
@@ -73,10 +102,11 @@ extension PagingQuery {
     }
 
     /// Counts the albums of `library` that match `filter`.
-    static func count(_ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter) -> (String, [SQLValue]) {
+    static func count(_ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, search: SearchPath) -> (String, [SQLValue]) {
         var query = PagingQuery(dialect)
+        let (source, match) = query.albums(search)
         let libraryParameter = query.parameter(.integer(library))
-        let sql = "SELECT COUNT(*) FROM albums AS a WHERE a.library = \(libraryParameter)\(query.conditions(filter))"
+        let sql = "SELECT COUNT(*) FROM \(source) WHERE a.library = \(libraryParameter)\(query.conditions(filter))\(match)"
         return (sql, query.bindings)
     }
 
@@ -86,12 +116,13 @@ extension PagingQuery {
     /// before the key `before` if given (in the sort's direction), skipping `offset` of them.
     static func valuePage(
         _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort,
-        after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)? = nil, limit: Int, offset: Int
+        after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)? = nil, limit: Int, offset: Int, search: SearchPath
     ) -> (String, [SQLValue]) {
         let key = sortKey(sort.field, dialect)
         var query = PagingQuery(dialect)
-        var sql = "SELECT \(PagingQuery.columns) FROM albums AS a"
-        sql += query.valueRange(library, filter, sort, after: after, before: before)
+        let (source, match) = query.albums(search)
+        var sql = "SELECT \(PagingQuery.columns) FROM \(source)"
+        sql += query.valueRange(library, filter, sort, after: after, before: before) + match
         let direction = sort.descending ? " DESC" : ""
         sql += " ORDER BY \(key.order)\(direction), a.album_id\(direction)"
         sql += " LIMIT \(query.parameter(.integer(Int64(limit))))"
@@ -108,12 +139,13 @@ extension PagingQuery {
     /// matches early wherever the range lies).
     static func valueCount(
         _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort,
-        after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)?, limit: Int
+        after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)?, limit: Int, search: SearchPath
     ) -> (String, [SQLValue]) {
         let key = sortKey(sort.field, dialect)
         var query = PagingQuery(dialect)
-        var sql = "SELECT COUNT(*) FROM (SELECT 1 FROM albums AS a"
-        sql += query.valueRange(library, filter, sort, after: after, before: before)
+        let (source, match) = query.albums(search)
+        var sql = "SELECT COUNT(*) FROM (SELECT 1 FROM \(source)"
+        sql += query.valueRange(library, filter, sort, after: after, before: before) + match
         let direction = sort.descending ? " DESC" : ""
         sql += " ORDER BY \(key.order)\(direction), a.album_id\(direction)"
         sql += " LIMIT \(query.parameter(.integer(Int64(limit))))) AS counted"
@@ -180,17 +212,19 @@ extension PagingQuery {
     /// The matching albums of the buckets after the bucket `afterOrd` (all buckets when nil).
     static func bucketsAfter(
         _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, descending: Bool, afterOrd: Int64?, limit: Int,
-        skip: Int
+        skip: Int, search: SearchPath
     ) -> (String, [SQLValue]) {
         let direction = descending ? " DESC" : ""
         var query = PagingQuery(dialect)
+        let (albums, match) = query.albums(search)
+        let source = search == .walk ? "buckets AS b JOIN albums AS a ON a.bucket = b.id" : "\(albums) CROSS JOIN buckets AS b ON b.id = a.bucket"
         let libraryParameter = query.parameter(.integer(library))
         let ord = query.parameter(.integer(afterOrd ?? (descending ? .max : .min)))
         var sql = """
-            SELECT \(PagingQuery.columns) FROM buckets AS b JOIN albums AS a ON a.bucket = b.id
+            SELECT \(PagingQuery.columns) FROM \(source)
             WHERE b.library = \(libraryParameter) AND b.ord \(descending ? "<" : ">") \(ord)
             """
-        sql += query.conditions(filter)
+        sql += query.conditions(filter) + match
         sql += " ORDER BY b.ord\(direction), a.pos\(direction) LIMIT \(query.parameter(.integer(Int64(limit))))"
         if skip > 0 { sql += " OFFSET \(query.parameter(.integer(Int64(skip))))" }
         return (sql, query.bindings)

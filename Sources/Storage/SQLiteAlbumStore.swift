@@ -53,6 +53,10 @@ public final class SQLiteAlbumStore: AlbumStore {
         /// Most write calls committed together in one transaction when they queue up behind the
         /// writer (group commit, see `Database.write`); 1 commits each alone.
         public var maxBatch: Int
+        /// Matches of a search up to which its pages start from the search index rather than
+        /// walk the order (see `SearchIndex`). Leave the default; tests move it to take either
+        /// path.
+        public var searchIndexLimit: Int
 
         public init(
             durability: Durability = .normal,
@@ -65,7 +69,8 @@ public final class SQLiteAlbumStore: AlbumStore {
             checkpointing: Checkpointing = .background(),
             diskReserveBytes: Int = 32 << 20,
             maxSavedStates: Int = 10_000,
-            maxBatch: Int = 64
+            maxBatch: Int = 64,
+            searchIndexLimit: Int = 2_000
         ) {
             self.durability = durability
             self.readerCount = readerCount
@@ -78,6 +83,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             self.diskReserveBytes = diskReserveBytes
             self.maxSavedStates = max(1, maxSavedStates)
             self.maxBatch = max(1, maxBatch)
+            self.searchIndexLimit = max(0, searchIndexLimit)
         }
     }
 
@@ -148,7 +154,7 @@ public final class SQLiteAlbumStore: AlbumStore {
         self.configuration = configuration
         engine = EngineContext(
             dialect: .sqlite, bucketSize: configuration.bucketSize, spacing: spacing,
-            maxSavedStates: configuration.maxSavedStates)
+            maxSavedStates: configuration.maxSavedStates, searchIndexLimit: configuration.searchIndexLimit)
         reserve = DiskReserve(path: path + ".reserve", size: max(0, configuration.diskReserveBytes))
         let cacheKiB = configuration.writerCacheKiB
         if cacheKiB > 0 {
@@ -347,10 +353,18 @@ public final class SQLiteAlbumStore: AlbumStore {
     public typealias OrderingReport = AlbumOrderingReport
 
     /// Checks the ordering bookkeeping of `library` against the album rows (every bucket's
-    /// size, the library's count, no empty bucket, no shared position) and returns a summary.
-    /// Scans the whole library: for tests and maintenance, not for requests.
+    /// size, the library's count, no empty bucket, no shared position) and the search index
+    /// against every album's `search_text` (FTS5's 'integrity-check' of an external-content
+    /// index), and returns a summary. Scans the whole library and the whole index: for tests
+    /// and maintenance, not for requests.
     /// - Throws: `StorageError.corrupt` describing the first broken invariant.
     public func checkConsistency(_ library: LibraryID) throws -> OrderingReport {
-        try database.read { db in try AlbumOrderingReport.check(library, db) }
+        let report = try database.read { db in try AlbumOrderingReport.check(library, db) }
+        do {
+            try database.writeWithoutTransaction { db in try db.run(SQL.checkSearchIndex) }
+        } catch let error as SQLiteError {
+            throw StorageError(.corrupt, "the search index does not match the albums' search text: \(error)")
+        }
+        return report
     }
 }

@@ -151,6 +151,9 @@ enum SchemaStep: Sendable {
     case createIndex(IndexDefinition)
     /// Data or anything else that reads the same on both engines.
     case statement(String)
+    /// What each engine spells its own way (the search index: an FTS5 table kept in step by
+    /// triggers on SQLite, a GIN index on PostgreSQL).
+    case engineSpecific(sqlite: [String], postgres: [String])
 
     /// The step's statements in `dialect` (none for what the engine does not have).
     func statements(for dialect: SQLDialect) -> [String] {
@@ -160,6 +163,7 @@ enum SchemaStep: Sendable {
             column.postgresOnly && dialect == .sqlite ? [] : ["ALTER TABLE \(table) ADD COLUMN \(column.definition(dialect));"]
         case let .createIndex(index): [index.create(dialect)]
         case let .statement(text): [text]
+        case let .engineSpecific(sqlite, postgres): dialect == .sqlite ? sqlite : postgres
         }
     }
 }
@@ -186,6 +190,7 @@ struct SchemaShape: Sendable {
     private(set) var tables: [TableDefinition] = []
     private(set) var indexes: [IndexDefinition] = []
     private(set) var statements: [String] = []
+    private(set) var engineStatements: [(sqlite: [String], postgres: [String])] = []
 
     init(_ steps: some Sequence<SchemaStep>) {
         for step in steps {
@@ -195,6 +200,7 @@ struct SchemaShape: Sendable {
                 if let index = tables.firstIndex(where: { $0.name == name }) { tables[index].columns.append(column) }
             case let .createIndex(index): indexes.append(index)
             case let .statement(text): statements.append(text)
+            case let .engineSpecific(sqlite, postgres): engineStatements.append((sqlite, postgres))
             }
         }
     }
@@ -202,9 +208,10 @@ struct SchemaShape: Sendable {
     func table(_ name: String) -> TableDefinition? { tables.first { $0.name == name } }
 
     /// The whole shape created at once in `dialect`: every table, then the indexes, then the
-    /// data statements.
+    /// data statements, then each engine's own.
     func create(_ dialect: SQLDialect) -> [String] {
         tables.flatMap { $0.create(dialect) } + indexes.map { $0.create(dialect) } + statements
+            + engineStatements.flatMap { dialect == .sqlite ? $0.sqlite : $0.postgres }
     }
 }
 

@@ -258,9 +258,66 @@ enum SchemaHistory {
     /// (`SearchTextBackfill`): the folding is Swift's, so no SQL statement can compute it.
     /// The partial index `albums_without_search_text` holds just those rows, so the store finds
     /// them without a scan, and finds at once that there are none.
+    ///
+    /// The search index finds the albums that have every word of a query without reading the
+    /// others (`SearchIndex` says how a page uses it). It indexes `search_text` as it is: the
+    /// tokens are already folded and one space apart, so neither engine tokenizes or folds
+    /// anything itself, and both find exactly the tokens Swift made.
+    /// - SQLite: `albums_search`, an FTS5 table over `albums.search_text` (external content,
+    ///   rowid = `albums.row`; the `ascii` tokenizer splits at the spaces, and every byte of a
+    ///   non-ASCII letter is part of a token; `detail=none`: which rows hold a token, not where,
+    ///   as a page checks the words on the rows it reads anyway), kept in step by the triggers
+    ///   `SchemaHistory.searchTriggers`, in the writing statement's transaction.
+    /// - PostgreSQL: `albums_search`, a GIN index over the tokens as a `tsvector`
+    ///   (`array_to_tsvector(string_to_array(search_text, ' '))`: no parser, no dictionary).
     private static let v8: [SchemaStep] = [
         .addColumn(table: "albums", Column.text("search_text")),
         .createIndex(IndexDefinition(
             name: "albums_without_search_text", table: "albums", columns: [.plain("row")], condition: "search_text IS NULL")),
+        .engineSpecific(
+            sqlite: [
+                """
+                CREATE VIRTUAL TABLE albums_search USING fts5(
+                    search_text, content = 'albums', content_rowid = 'row', tokenize = 'ascii', detail = 'none');
+                """,
+                // Every row of `albums` has its entry (an empty one while `search_text` is NULL,
+                // before `SearchTextBackfill` fills it), so each trigger's 'delete' finds the entry
+                // it removes.
+                "INSERT INTO albums_search (albums_search) VALUES ('rebuild');",
+            ] + searchTriggers.map(\.create),
+            postgres: ["CREATE INDEX albums_search ON albums USING gin (\(searchVector("search_text")));"]),
+    ]
+
+    /// PostgreSQL: the `tsvector` of the stored tokens in `column` (the search index's expression).
+    static func searchVector(_ column: String) -> String {
+        "array_to_tsvector(string_to_array(\(column), ' '))"
+    }
+
+    /// A trigger that keeps SQLite's search index in step with `albums`: its name and its exact
+    /// `CREATE TRIGGER` text. v8 creates them; a bulk import drops them with the sort indexes
+    /// and rebuilds the search index from the table once (`BulkImport.swift`).
+    struct Trigger: Sendable {
+        let name: String
+        let create: String
+    }
+
+    static let searchTriggers: [Trigger] = [
+        Trigger(name: "albums_search_insert", create: """
+            CREATE TRIGGER albums_search_insert AFTER INSERT ON albums BEGIN
+                INSERT INTO albums_search (rowid, search_text) VALUES (new.row, new.search_text);
+            END;
+            """),
+        Trigger(name: "albums_search_delete", create: """
+            CREATE TRIGGER albums_search_delete AFTER DELETE ON albums BEGIN
+                INSERT INTO albums_search (albums_search, rowid, search_text) VALUES ('delete', old.row, old.search_text);
+            END;
+            """),
+        Trigger(name: "albums_search_update", create: """
+            CREATE TRIGGER albums_search_update AFTER UPDATE OF search_text ON albums
+            WHEN old.search_text IS NOT new.search_text BEGIN
+                INSERT INTO albums_search (albums_search, rowid, search_text) VALUES ('delete', old.row, old.search_text);
+                INSERT INTO albums_search (rowid, search_text) VALUES (new.row, new.search_text);
+            END;
+            """),
     ]
 }

@@ -90,7 +90,7 @@ final class SparseOrder<DB: SQLSession> {
     /// The library's row id (a live library: transactions open only on those).
     let library: Int64
     let layout: BucketLayout
-    private let context: EngineContext
+    let context: EngineContext
 
     private var cachedCount: Int?
     private var countIsDirty = false

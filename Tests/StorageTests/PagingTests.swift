@@ -41,6 +41,11 @@ struct PagingTests {
         let directory: TemporaryDirectory
         let store: SQLiteAlbumStore
         let library: [Album]
+        /// Stores on the same file whose searches always walk the order / always start from the
+        /// search index (`SearchIndex`), so both paths meet the reference.
+        let walking: SQLiteAlbumStore
+        let indexed: SQLiteAlbumStore
+        var searchPaths: [(String, SQLiteAlbumStore)] { [("walk", walking), ("index", indexed)] }
 
         init(albumCount: Int, seed: UInt64) throws {
             directory = try TemporaryDirectory()
@@ -60,6 +65,8 @@ struct PagingTests {
             }
             library = model
             #expect(try Fixtures.allAlbums(store) == model)
+            walking = try Fixtures.store(directory, bucketSize: 16, searchIndexLimit: 0)
+            indexed = try Fixtures.store(directory, bucketSize: 16, searchIndexLimit: .max)
         }
     }
 
@@ -68,11 +75,13 @@ struct PagingTests {
     @Test(arguments: sorts)
     func keysetWalksEqualTheReference(_ sort: AlbumSort) throws {
         let fixture = Self.fixture
-        for (name, filter) in Self.filters {
-            let expected = Reference.order(fixture.library, filter, sort)
-            for limit in [1, 37, 500] where limit > 1 || expected.count <= 400 {
-                let walked = try Self.walk(fixture.store, filter, sort, limit: limit)
-                #expect(walked.map(\.id) == expected.map(\.id), "sort \(sort), filter \(name), limit \(limit)")
+        for (path, store) in fixture.searchPaths {
+            for (name, filter) in Self.filters {
+                let expected = Reference.order(fixture.library, filter, sort)
+                for limit in [1, 37, 500] where limit > 1 || expected.count <= 400 {
+                    let walked = try Self.walk(store, filter, sort, limit: limit)
+                    #expect(walked.map(\.id) == expected.map(\.id), "sort \(sort), filter \(name), limit \(limit), \(path)")
+                }
             }
         }
     }
@@ -81,28 +90,32 @@ struct PagingTests {
     func offsetPagesEqualReferenceSlices(_ sort: AlbumSort) throws {
         let fixture = Self.fixture
         var random = SeededGenerator(seed: 5)
-        for (name, filter) in Self.filters {
-            let expected = Reference.order(fixture.library, filter, sort)
-            let offsets = [0, 1, 36, expected.count / 2, max(0, expected.count - 1), expected.count, expected.count + 10]
-                + (0..<4).map { _ in Int.random(in: 0...expected.count, using: &random) }
-            for offset in offsets {
-                let limit = Int.random(in: 1...60, using: &random)
-                let page = try fixture.store.read(.default) {
-                    try $0.albums(matching: filter, sort: sort, from: .offset(offset), limit: limit)
+        for (path, store) in fixture.searchPaths {
+            for (name, filter) in Self.filters {
+                let expected = Reference.order(fixture.library, filter, sort)
+                let offsets = [0, 1, 36, expected.count / 2, max(0, expected.count - 1), expected.count, expected.count + 10]
+                    + (0..<4).map { _ in Int.random(in: 0...expected.count, using: &random) }
+                for offset in offsets {
+                    let limit = Int.random(in: 1...60, using: &random)
+                    let page = try store.read(.default) {
+                        try $0.albums(matching: filter, sort: sort, from: .offset(offset), limit: limit)
+                    }
+                    let slice = Array(expected.dropFirst(offset).prefix(limit))
+                    #expect(page?.map(\.id) == slice.map(\.id), "sort \(sort), filter \(name), offset \(offset), limit \(limit), \(path)")
                 }
-                let slice = Array(expected.dropFirst(offset).prefix(limit))
-                #expect(page?.map(\.id) == slice.map(\.id), "sort \(sort), filter \(name), offset \(offset), limit \(limit)")
+                let first = try store.read(.default) { try $0.albums(matching: filter, sort: sort, from: .start, limit: 25) }
+                #expect(first?.map(\.id) == Array(expected.prefix(25)).map(\.id), "sort \(sort), filter \(name), start, \(path)")
             }
-            let first = try fixture.store.read(.default) { try $0.albums(matching: filter, sort: sort, from: .start, limit: 25) }
-            #expect(first?.map(\.id) == Array(expected.prefix(25)).map(\.id), "sort \(sort), filter \(name), start")
         }
     }
 
     @Test func countsEqualTheReference() throws {
         let fixture = Self.fixture
-        for (name, filter) in Self.filters {
-            let count = try fixture.store.read(.default) { try $0.count(matching: filter) }
-            #expect(count == fixture.library.filter(filter.matches).count, "filter \(name)")
+        for (path, store) in fixture.searchPaths {
+            for (name, filter) in Self.filters {
+                let count = try store.read(.default) { try $0.count(matching: filter) }
+                #expect(count == fixture.library.filter(filter.matches).count, "filter \(name), \(path)")
+            }
         }
         // The fixture really exercises the tricky cases.
         let reference = fixture.library
@@ -213,7 +226,8 @@ struct PagingTests {
             ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field)!, last.id)
         for (name, filter) in [("none", AlbumFilter.all), ("genre", AlbumFilter(genre: "rock")), ("q", AlbumFilter(text: "an"))] {
             for start in [SortAnchor.start, anchor] {
-                let plans = try fixture.store.pagePlans(.default, matching: filter, sort: sort, from: start, limit: 51)
+                // (a search with many matches walks the order like any filter)
+                let plans = try fixture.walking.pagePlans(.default, matching: filter, sort: sort, from: start, limit: 51)
                 #expect(!plans.isEmpty)
                 for plan in plans {
                     #expect(!plan.contains("TEMP B-TREE"), "sort \(sort), filter \(name), \(start): \(plan)")
@@ -227,6 +241,14 @@ struct PagingTests {
                 #expect(plans[0].contains("USING INDEX \(index) (library=? AND (") && plans[0].contains(comparison),
                         "sort \(sort), filter \(name): \(plans[0])")
             }
+        }
+        // A search with few matches starts from the search index, reads just their rows and
+        // sorts them (after the rest of the anchor's bucket, in the position order).
+        for start in [SortAnchor.start, anchor] {
+            let plans = try fixture.indexed.pagePlans(.default, matching: AlbumFilter(text: "an"), sort: sort, from: start, limit: 51)
+            let fromIndex = plans.last ?? ""
+            #expect(fromIndex.hasPrefix("SCAN albums_search VIRTUAL TABLE INDEX 0:M"), "sort \(sort), \(start): \(fromIndex)")
+            #expect(fromIndex.contains("SEARCH a USING INTEGER PRIMARY KEY (rowid=?)"), "sort \(sort), \(start): \(fromIndex)")
         }
         if sort == .position {
             // Position pages walk the buckets in order, then the albums in each by position.

@@ -40,8 +40,30 @@ public enum SearchText {
         "ħ": "h", "ŧ": "t", "ŀ": "l", "ĸ": "k",
     ]
 
+    /// The longest token, in UTF-8 bytes: a longer run keeps its first scalars up to this (both
+    /// in what albums say and in what a query asks, so they still meet). PostgreSQL's search
+    /// index refuses a lexeme of more than 2,047 bytes, and 500 characters of a title can
+    /// decompose to more (one character of "㍿" is 12 bytes folded).
+    public static let maximumTokenBytes = 255
+
     /// The tokens of `text`, folded, in order.
     public static func tokens(_ text: String) -> [String] {
+        tokensOfAnyLength(text).map(cut)
+    }
+
+    private static func cut(_ token: String) -> String {
+        guard token.utf8.count > maximumTokenBytes else { return token }
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in token.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            if bytes > maximumTokenBytes { break }
+            kept.append(scalar)
+        }
+        return String(kept)
+    }
+
+    private static func tokensOfAnyLength(_ text: String) -> [String] {
         if text.utf8.allSatisfy({ $0 < 0x80 }) { return asciiTokens(text) }
         var tokens: [String] = []
         var current = String.UnicodeScalarView()

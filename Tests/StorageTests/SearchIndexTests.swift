@@ -1,0 +1,131 @@
+import Foundation
+import HTTPTestSupport
+import Library
+import SQLite
+import Storage
+import TestThreads
+import Testing
+
+/// SQLite's search index (schema v8: an FTS5 table over `albums.search_text`, kept in step by
+/// triggers) after every kind of write: its integrity check against the table passes
+/// (`checkConsistency`), and a search that starts from it (`searchIndexLimit: .max`) finds what
+/// the reference finds, as one that walks the order (`searchIndexLimit: 0`) does.
+@Suite("SQLite: the search index follows every write", .ownThreads)
+struct SearchIndexTests {
+    static let queries = ["an", "angel ca", "CAFÉ", "bjork", "the beatles", "rock", "o", "zzzz"]
+
+    /// Both paths answer every query as the reference does, and the index passes its check.
+    static func expectInStep(
+        _ indexed: SQLiteAlbumStore, _ walking: SQLiteAlbumStore, _ library: LibraryID, _ model: [Album],
+        _ step: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        #expect(try indexed.checkConsistency(library).albumCount == model.count, "\(step)", sourceLocation: sourceLocation)
+        for text in queries {
+            let filter = AlbumFilter(text: text)
+            let expected = Reference.order(model, filter, AlbumSort(.title)).map(\.id)
+            for (path, store) in [("index", indexed), ("walk", walking)] {
+                let page = try store.read(library) { try $0.albums(matching: filter, sort: AlbumSort(.title), from: .start, limit: 10_000) }
+                #expect(page?.map(\.id) == expected, "\(step), q=\(text), \(path)", sourceLocation: sourceLocation)
+                let count = try store.read(library) { try $0.count(matching: filter) }
+                #expect(count == expected.count, "\(step), count q=\(text), \(path)", sourceLocation: sourceLocation)
+            }
+        }
+    }
+
+    @Test func insertsUpdatesDeletesMovesAndReplacementsKeepItInStep() throws {
+        let directory = try TemporaryDirectory()
+        let indexed = try Fixtures.store(directory, bucketSize: 8, searchIndexLimit: .max)
+        let walking = try Fixtures.store(directory, bucketSize: 8, searchIndexLimit: 0)
+        var random = SeededGenerator(seed: 31)
+        var model: [Album] = []
+        try indexed.write(.default) { writer in
+            for _ in 0..<400 {
+                let album = Generated.album(using: &random)
+                let index = Int.random(in: 0...model.count, using: &random)
+                try writer.insert(album, at: index)
+                model.insert(album, at: index)
+            }
+        }
+        try Self.expectInStep(indexed, walking, .default, model, "inserts")
+
+        try indexed.write(.default) { writer in
+            for _ in 0..<60 {
+                let index = Int.random(in: 0..<model.count, using: &random)
+                var album = model[index]
+                let other = Generated.album(using: &random)
+                album.title = other.title
+                album.artist = other.artist
+                try writer.update(album)
+                model[index] = album
+            }
+            for _ in 0..<40 {
+                let album = model.remove(at: Int.random(in: 0..<model.count, using: &random))
+                try writer.delete(id: album.id)
+            }
+            for _ in 0..<40 {
+                let album = model.remove(at: Int.random(in: 0..<model.count, using: &random))
+                let index = Int.random(in: 0...model.count, using: &random)
+                try writer.move(id: album.id, to: index)
+                model.insert(album, at: index)
+            }
+        }
+        try Self.expectInStep(indexed, walking, .default, model, "updates, deletes, moves")
+
+        // Another library's albums, then a replacement of the default library (an import).
+        let other = LibraryID(rawValue: "other")
+        _ = try indexed.createLibrary(other, name: "Other")
+        let otherAlbums = (0..<50).map { _ in Generated.album(using: &random) }
+        try indexed.write(other) { writer in
+            for (index, album) in otherAlbums.enumerated() { try writer.insert(album, at: index) }
+        }
+        model = (0..<300).map { _ in Generated.album(using: &random) }
+        try indexed.write(.default) { writer in
+            try writer.deleteAllAlbums()
+            for (index, album) in model.enumerated() { try writer.insert(album, at: index) }
+        }
+        try Self.expectInStep(indexed, walking, .default, model, "replacement")
+        try Self.expectInStep(indexed, walking, other, otherAlbums, "the other library")
+
+        // A library deleted whole.
+        try indexed.deleteLibrary(other)
+        try Self.expectInStep(indexed, walking, .default, model, "after deleting the other library")
+    }
+
+    /// A bulk import drops the triggers with the sort indexes and rebuilds the search index
+    /// once before its commit; a failed one rolls the triggers and the index back with the rows.
+    @Test func aBulkImportRebuildsItAndAFailedOneLeavesItAsItWas() throws {
+        let directory = try TemporaryDirectory()
+        let indexed = try Fixtures.store(directory, bucketSize: 64, searchIndexLimit: .max)
+        let walking = try Fixtures.store(directory, bucketSize: 64, searchIndexLimit: 0)
+        let first = BulkImportTests.albums(BulkImportTests.bulkCount, seed: 41)
+        try indexed.write(.default) { writer in
+            for (index, album) in first.enumerated() { try writer.insert(album, at: index) }
+        }
+        #expect(indexed.orderingCounters.sortIndexRebuilds == 1)
+        try Self.expectInStep(indexed, walking, .default, first, "bulk import")
+
+        struct Refused: Error {}
+        let second = BulkImportTests.albums(BulkImportTests.bulkCount, seed: 42)
+        #expect(throws: Refused.self) {
+            try indexed.write(.default) { writer in
+                try writer.deleteAllAlbums()
+                for (index, album) in second.enumerated() { try writer.insert(album, at: index) }
+                throw Refused()
+            }
+        }
+        try Self.expectInStep(indexed, walking, .default, first, "failed bulk import")
+
+        // Small writes after the rebuild reach the index through the recreated triggers.
+        let late = BulkImportTests.albums(2, seed: 43)
+        try indexed.write(.default) { writer in
+            try writer.insert(late[0], at: 0)
+            try writer.delete(id: first[1].id)
+            try writer.insert(late[1], at: 10)
+        }
+        var model = first
+        model.insert(late[0], at: 0)
+        model.removeAll { $0.id == first[1].id }
+        model.insert(late[1], at: 10)
+        try Self.expectInStep(indexed, walking, .default, model, "writes after the rebuild")
+    }
+}

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Search at a million albums: `scripts/bench --scenario search-1m`.
+
+    python3 scripts/bench-search.py --bin BIN [--dir .bench/search] [--albums 1000000]
+        [--samples 50] [--cpu-server 1] [--cpu-clients 0] [--reimport]
+
+Data (made once, kept in DIR/data with a marker; --reimport makes it again): the default
+library holds the generated archive of `scripts/bench --dataset 1m` (.bench/archive-1000000.json,
+made by scripts/bench-dataset.py when missing), imported with PUT /archive.
+
+Queries, picked from the stored search text of every 50th album (so they are words albums
+really have), --samples of each kind, every one distinct where the data allows:
+  common   one word held by at least 1% of the sample
+  two      two words of one album, each held by at least 0.2% ("dark moon")
+  prefix   a common word's first three letters ("mid": what a search box sends as one types)
+  rare     a word held by one album of the sample (about 50 of the million)
+  none     a word no album holds
+Each is asked as GET /albums?q=<q>&limit=50&nc=<n> on one keep-alive connection (`nc` only
+defeats the server's page cache: every request is read from the database) and then with
+&count=true. Every answer must be 200. The reference, in the same run on the same file: SQLite
+itself (Python's sqlite3, read-only) answering the same query through the same FTS5 index, the
+first 50 matching rows with their columns (`SELECT ... FROM albums_search JOIN albums ... WHERE
+albums_search MATCH ? LIMIT 50`, in the index's order, no sort).
+
+Printed: per kind, the median number of matches, the server's p50/p99 (ms) for the first page
+and for count=true, SQLite's p50/p99 and the ratio of p50s, and PASS or FAIL for the target
+(first page p50 < 5 ms and p99 < 20 ms). A JSON line with every figure goes to DIR/results.jsonl.
+"""
+import http.client
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import benchlib
+from benchlib import percentile, put_file
+
+
+def arg(name, default, cast=str):
+    if name in sys.argv:
+        return cast(sys.argv[sys.argv.index(name) + 1])
+    return default
+
+
+BIN = arg("--bin", os.path.join(benchlib.REPO, ".build/release/bluelibrary"))
+DIR = os.path.abspath(arg("--dir", os.path.join(benchlib.REPO, ".bench/search")))
+ALBUMS = arg("--albums", 1000000, int)
+SAMPLES = arg("--samples", 50, int)
+CPU_SERVER = arg("--cpu-server", "1")
+CPU_CLIENTS = arg("--cpu-clients", "0")
+DATA = os.path.join(DIR, "data")
+MARKER = os.path.join(DATA, ".bench-search")
+KINDS = ["common", "two", "prefix", "rare", "none"]
+
+
+def log(msg):
+    print("[bench-search] " + msg, file=sys.stderr, flush=True)
+
+
+def prepare():
+    want = "albums=%d" % ALBUMS
+    if "--reimport" not in sys.argv and os.path.exists(MARKER) and open(MARKER).read().strip() == want:
+        return
+    subprocess.run(["rm", "-rf", DATA], check=True)
+    os.makedirs(DATA)
+    path = benchlib.archive(ALBUMS, CPU_CLIENTS, say=log)
+    server = benchlib.Server(BIN, DATA, CPU_SERVER, os.path.join(DIR, "server-prepare.log"), say=log)
+    try:
+        log("importing %d albums" % ALBUMS)
+        t0 = time.time()
+        put_file(server.port, "/archive", path)
+        log("imported in %.1f s" % (time.time() - t0))
+    finally:
+        server.stop()
+    with open(MARKER, "w") as f:
+        f.write(want + "\n")
+
+
+def pick_queries(database):
+    """SAMPLES queries of each kind, from the search text of every 50th album."""
+    documents = [row[0].split(" ") for row in database.execute("SELECT search_text FROM albums WHERE row % 50 = 0")]
+    frequency = {}
+    for tokens in documents:
+        for token in set(tokens):
+            frequency[token] = frequency.get(token, 0) + 1
+    total = len(documents)
+    rng = random.Random(7)
+    common = sorted(t for t, n in frequency.items() if n >= total * 0.01 and len(t) >= 3)
+    fairly = {t for t, n in frequency.items() if n >= total * 0.002}
+    rare = sorted(t for t, n in frequency.items() if n == 1 and t.isalpha() and len(t) >= 4)
+    pairs = sorted({(a, b) for tokens in documents[:20000] for a in tokens for b in tokens
+                    if a < b and a in fairly and b in fairly and len(a) >= 3 and len(b) >= 3})
+
+    def draw(items, n):
+        items = list(items)
+        rng.shuffle(items)
+        return [items[i % len(items)] for i in range(n)] if items else []
+
+    return {
+        "common": draw(common, SAMPLES),
+        "two": [a + " " + b for a, b in draw(pairs, SAMPLES)],
+        "prefix": [t[:3] for t in draw(common, SAMPLES)],
+        "rare": draw(rare, SAMPLES),
+        "none": ["zq%dxv" % i for i in range(SAMPLES)],
+    }
+
+
+def fts_query(q):
+    """SQLite's FTS5 query for `q` (the server's rule: every word a token, the last a prefix)."""
+    words = q.split(" ")
+    return " ".join(['"%s"' % w for w in words[:-1]] + ['"%s"*' % words[-1]])
+
+
+def main():
+    os.makedirs(DIR, exist_ok=True)
+    prepare()
+    database = sqlite3.connect("file:%s?mode=ro" % os.path.join(DATA, "bluelibrary.sqlite"), uri=True)
+    queries = pick_queries(database)
+    server = benchlib.Server(BIN, DATA, CPU_SERVER, os.path.join(DIR, "server-run.log"), say=log)
+    os.sched_setaffinity(0, {int(c) for c in CPU_CLIENTS.split(",")})
+    rows = []
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        n = 0
+        errors = []
+
+        def get(path):
+            nonlocal n, conn
+            n += 1
+            t0 = time.perf_counter()
+            conn.request("GET", path + "&nc=%d" % n)
+            response = conn.getresponse()
+            body = response.read()
+            elapsed = (time.perf_counter() - t0) * 1000
+            if response.status != 200:
+                errors.append("%s -> %d %s" % (path, response.status, body[:200]))
+            return elapsed, body
+
+        get("/albums?limit=1")  # the connection and the server warm
+        for kind in KINDS:
+            first, counted, reference, matches = [], [], [], []
+            for q in queries[kind]:
+                quoted = urllib.parse.quote(q)
+                elapsed, _ = get("/albums?limit=50&q=" + quoted)
+                first.append(elapsed)
+                elapsed, body = get("/albums?limit=1&count=true&q=" + quoted)
+                counted.append(elapsed)
+                try:
+                    matches.append(json.loads(body).get("count", 0))
+                except ValueError:
+                    matches.append(-1)
+                t0 = time.perf_counter()
+                database.execute(
+                    "SELECT a.album_id, a.title, a.artist, a.genre, a.year, a.cover_url, a.created_at, a.updated_at "
+                    "FROM albums_search CROSS JOIN albums AS a ON a.row = albums_search.rowid "
+                    "WHERE albums_search MATCH ? AND a.library = 1 LIMIT 50", (fts_query(q),)).fetchall()
+                reference.append((time.perf_counter() - t0) * 1000)
+            rows.append({
+                "kind": kind, "queries": len(queries[kind]), "example": queries[kind][0] if queries[kind] else "",
+                "matches_p50": percentile(matches, 50),
+                "first_p50": percentile(first, 50), "first_p99": percentile(first, 99),
+                "count_p50": percentile(counted, 50), "count_p99": percentile(counted, 99),
+                "sqlite_p50": percentile(reference, 50), "sqlite_p99": percentile(reference, 99),
+            })
+    finally:
+        server.stop()
+    print("search-%s  (first page of 50 and count=true; SQLite: its FTS5 query on the same file)" % (
+        "1m" if ALBUMS == 1000000 else str(ALBUMS)))
+    print("%-7s %-24s %9s %9s %9s %9s %9s %9s %9s %7s  %s" % (
+        "kind", "example", "matches", "p50 ms", "p99 ms", "count p50", "count p99", "sqlite p50", "sqlite p99", "x p50", "target"))
+    for r in rows:
+        ok = r["first_p50"] < 5 and r["first_p99"] < 20
+        ratio = r["first_p50"] / r["sqlite_p50"] if r["sqlite_p50"] > 0 else float("nan")
+        print("%-7s %-24s %9d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.1f  %s" % (
+            r["kind"], r["example"][:24], r["matches_p50"], r["first_p50"], r["first_p99"], r["count_p50"], r["count_p99"],
+            r["sqlite_p50"], r["sqlite_p99"], ratio, "PASS" if ok else "FAIL (p50 < 5 ms, p99 < 20 ms)"))
+    if errors:
+        print("errors (%d): %s" % (len(errors), errors[:3]))
+    with open(os.path.join(DIR, "results.jsonl"), "a") as f:
+        f.write(json.dumps({"time": time.time(), "albums": ALBUMS, "rows": rows, "errors": len(errors)}) + "\n")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -41,7 +41,7 @@ struct AlbumPages<DB: SQLSession> {
     let order: SparseOrder<DB>
 
     private func searchPath(_ filter: AlbumFilter) throws -> SearchPath {
-        try SearchIndex.path(for: filter, db, limit: order.context.searchIndexLimit)
+        try SearchIndex.path(for: filter, db, limits: order.context.searchIndexLimits)
     }
 
     private func album(_ id: AlbumID) throws -> Album? {
@@ -73,7 +73,7 @@ struct AlbumPages<DB: SQLSession> {
 
     func count(matching filter: AlbumFilter) throws -> Int {
         if filter.isEmpty { return try order.count() }
-        let (sql, bindings) = PagingQuery.count(db.dialect, library, filter, search: try searchPath(filter))
+        let (sql, bindings) = PagingQuery.count(db.dialect, library, filter, search: try searchPath(filter).counting)
         return try db.value(sql, bindings, as: Int.self) ?? 0
     }
 

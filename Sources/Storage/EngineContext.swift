@@ -48,15 +48,15 @@ final class EngineContext: Sendable {
     let layout: BucketLayout
     /// `maxSavedStates` of the store's configuration (at least 1).
     let maxSavedStates: Int
-    /// SQLite: matches up to which a search's pages start from the search index (`SearchIndex`).
-    let searchIndexLimit: Int
+    /// SQLite: how a search's pages use the search index (`SearchIndex`).
+    let searchIndexLimits: SearchIndex.Limits
     let counters = Mutex(AlbumOrderingCounters())
 
-    init(dialect: SQLDialect, bucketSize: Int, spacing: SparseKeySpacing, maxSavedStates: Int, searchIndexLimit: Int = SearchIndex.sparseLimit) {
+    init(dialect: SQLDialect, bucketSize: Int, spacing: SparseKeySpacing, maxSavedStates: Int, searchIndexLimits: SearchIndex.Limits = SearchIndex.Limits()) {
         self.dialect = dialect
         self.layout = BucketLayout(target: bucketSize, spacing: spacing)
         self.maxSavedStates = max(1, maxSavedStates)
-        self.searchIndexLimit = searchIndexLimit
+        self.searchIndexLimits = searchIndexLimits
     }
 
     /// Adds one to a counter.

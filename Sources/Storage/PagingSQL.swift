@@ -6,9 +6,20 @@ enum SearchPath: Sendable, Equatable {
     /// Reads the library's albums in the statement's order and checks each: the plan for a
     /// search without `q`, and for one whose matches are many (a page's worth come soon).
     case walk
-    /// Starts from the search index's matches (the FTS5 query `match`), reads only their rows
-    /// and sorts them: for a search whose matches are few, wherever they lie in the order.
+    /// Walks the order, each album checked first against the search index's matches (the FTS5
+    /// query `match`) taken as a set, on the order's index entry: only the rows in the set are
+    /// read.
+    case filter(match: String)
+    /// Starts from the search index's matches, reads only their rows and sorts them: for a
+    /// search whose matches are few, wherever they lie in the order.
     case index(match: String)
+
+    /// The path of a count, which reads every match whatever the order: from the index
+    /// whenever it is used at all.
+    var counting: SearchPath {
+        if case let .filter(match) = self { return .index(match: match) }
+        return self
+    }
 }
 
 /// The text and bindings of one paging statement, parameters numbered in the order they are
@@ -22,14 +33,17 @@ struct PagingQuery {
         self.dialect = dialect
     }
 
-    /// The albums a statement reads from (alias `a`), and the condition the index path adds
-    /// to its WHERE clause: for `.index`, the index's matches first, each joined to its row
-    /// (`CROSS JOIN` keeps SQLite's planner in that order; it would otherwise walk the order
-    /// and look each row up in the matches).
+    /// The albums a statement reads from (alias `a`), and the condition a path through the
+    /// search index adds to its WHERE clause: for `.filter`, membership in the index's matches
+    /// (SQLite takes them as a set once and tests each row id from the order's index); for
+    /// `.index`, the matches first, each joined to its row (`CROSS JOIN` keeps SQLite's planner
+    /// in that order; it would otherwise walk the order and test each row against the set).
     mutating func albums(_ search: SearchPath) -> (source: String, match: String) {
         switch search {
         case .walk:
             ("albums AS a", "")
+        case let .filter(match):
+            ("albums AS a", " AND a.row IN (SELECT rowid FROM albums_search WHERE albums_search MATCH \(parameter(.text(match))))")
         case let .index(match):
             ("albums_search CROSS JOIN albums AS a ON a.row = albums_search.rowid",
              " AND albums_search MATCH \(parameter(.text(match)))")
@@ -217,7 +231,7 @@ extension PagingQuery {
         let direction = descending ? " DESC" : ""
         var query = PagingQuery(dialect)
         let (albums, match) = query.albums(search)
-        let source = search == .walk ? "buckets AS b JOIN albums AS a ON a.bucket = b.id" : "\(albums) CROSS JOIN buckets AS b ON b.id = a.bucket"
+        let source = if case .index = search { "\(albums) CROSS JOIN buckets AS b ON b.id = a.bucket" } else { "buckets AS b JOIN \(albums) ON a.bucket = b.id" }
         let libraryParameter = query.parameter(.integer(library))
         let ord = query.parameter(.integer(afterOrd ?? (descending ? .max : .min)))
         var sql = """

@@ -53,10 +53,10 @@ public final class SQLiteAlbumStore: AlbumStore {
         /// Most write calls committed together in one transaction when they queue up behind the
         /// writer (group commit, see `Database.write`); 1 commits each alone.
         public var maxBatch: Int
-        /// Matches of a search up to which its pages start from the search index rather than
-        /// walk the order (see `SearchIndex`). Leave the default; tests move it to take either
-        /// path.
-        public var searchIndexLimit: Int
+        /// Matches of a search up to which its pages start from the search index and sort them,
+        /// and up to which they walk the order filtered by the index's matches (see
+        /// `SearchIndex`). Leave the defaults; tests move them to take each path.
+        public var searchIndexLimits: (sort: Int, filter: Int)
 
         public init(
             durability: Durability = .normal,
@@ -70,7 +70,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             diskReserveBytes: Int = 32 << 20,
             maxSavedStates: Int = 10_000,
             maxBatch: Int = 64,
-            searchIndexLimit: Int = 2_000
+            searchIndexLimits: (sort: Int, filter: Int) = (2_000, 8_000)
         ) {
             self.durability = durability
             self.readerCount = readerCount
@@ -83,7 +83,7 @@ public final class SQLiteAlbumStore: AlbumStore {
             self.diskReserveBytes = diskReserveBytes
             self.maxSavedStates = max(1, maxSavedStates)
             self.maxBatch = max(1, maxBatch)
-            self.searchIndexLimit = max(0, searchIndexLimit)
+            self.searchIndexLimits = (max(0, searchIndexLimits.sort), max(0, searchIndexLimits.filter))
         }
     }
 
@@ -154,7 +154,8 @@ public final class SQLiteAlbumStore: AlbumStore {
         self.configuration = configuration
         engine = EngineContext(
             dialect: .sqlite, bucketSize: configuration.bucketSize, spacing: spacing,
-            maxSavedStates: configuration.maxSavedStates, searchIndexLimit: configuration.searchIndexLimit)
+            maxSavedStates: configuration.maxSavedStates,
+            searchIndexLimits: SearchIndex.Limits(configuration.searchIndexLimits))
         reserve = DiskReserve(path: path + ".reserve", size: max(0, configuration.diskReserveBytes))
         let cacheKiB = configuration.writerCacheKiB
         if cacheKiB > 0 {

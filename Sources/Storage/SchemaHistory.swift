@@ -266,7 +266,9 @@ enum SchemaHistory {
     /// - SQLite: `albums_search`, an FTS5 table over `albums.search_text` (external content,
     ///   rowid = `albums.row`; the `ascii` tokenizer splits at the spaces, and every byte of a
     ///   non-ASCII letter is part of a token; `detail=none`: which rows hold a token, not where,
-    ///   as a page checks the words on the rows it reads anyway), kept in step by the triggers
+    ///   as a page checks the words on the rows it reads anyway; the prefixes of 1 to 4
+    ///   characters indexed too, so a search as one types, `q=j`, `q=pink flo`, reads one
+    ///   list rather than merging those of every token it begins), kept in step by the triggers
     ///   `SchemaHistory.searchTriggers`, in the writing statement's transaction.
     /// - PostgreSQL: `albums_search`, a GIN index over the tokens as a `tsvector`
     ///   (`array_to_tsvector(string_to_array(search_text, ' '))`: no parser, no dictionary).
@@ -278,7 +280,7 @@ enum SchemaHistory {
             sqlite: [
                 """
                 CREATE VIRTUAL TABLE albums_search USING fts5(
-                    search_text, content = 'albums', content_rowid = 'row', tokenize = 'ascii', detail = 'none');
+                    search_text, content = 'albums', content_rowid = 'row', tokenize = 'ascii', detail = 'none', prefix = '1 2 3 4');
                 """,
                 // Every row of `albums` has its entry (an empty one while `search_text` is NULL,
                 // before `SearchTextBackfill` fills it), so each trigger's 'delete' finds the entry

@@ -1,32 +1,56 @@
 import BlueLibraryAPI
 import Library
 
-/// How a page of a search uses the search index of schema v8 (`SchemaHistory`).
+/// How a page of a search uses SQLite's search index (schema v8, `SchemaHistory`).
 ///
 /// The conditions of `PagingQuery` decide what matches, on every path; the index only chooses
-/// which rows they are checked on. Walking the library in the page's order finds a page at once
-/// when matches are many, and reads every album of the library when they are few; starting
-/// from the index reads just the matches, and sorts them. So SQLite first asks the index how
-/// many albums hold the query's words, stopping at `sparseLimit + 1` (a read of its doclists,
-/// under a millisecond at 1,000,000 albums), and starts from the index when they are at most
-/// `sparseLimit`: a sort of at most that many rows. Above it the walk's cost per page is at
-/// most about 51 × (albums of the library) / `sparseLimit` rows, as matches are at least that
-/// dense, unless most of them are in other libraries (the count is over every library).
-/// PostgreSQL's planner makes the choice itself, from the GIN index's statistics.
+/// which rows they are checked on. SQLite first asks the index how many albums hold the
+/// query's words, stopping past `Limits.filter` (a read of its doclists: under a millisecond at
+/// 1,000,000 albums, with prefixes of 1 to 4 characters indexed), and then, by that count `m`:
+/// - `m` ≤ `Limits.sort` (few): the page starts from the index's matches, reads only their
+///   rows and sorts them (`SearchPath.index`), at most that many;
+/// - `m` ≤ `Limits.filter`: the page walks the order as without a search, but takes the
+///   index's matches as a set first and checks each album against it on the order's index
+///   entry, reading only the rows in the set (`SearchPath.filter`): a walk of about
+///   51 × (albums of the library) / `m` entries, and a set of `m` row ids;
+/// - more (many): a plain walk (`SearchPath.walk`), which finds a page's 51 in about
+///   51 × (albums of the library) / `m` rows.
+/// The count is over every library: a search whose matches are mostly in other libraries walks
+/// more of this one than the bounds say. PostgreSQL's planner makes the choice itself, from the
+/// GIN index's statistics.
 enum SearchIndex {
-    /// Matches up to which a page starts from the index, by default (the SQLite store's
-    /// `Configuration.searchIndexLimit`).
-    static let sparseLimit = SQLiteAlbumStore.Configuration().searchIndexLimit
+    /// The match counts that choose the path (see the type's description; the defaults are
+    /// `SQLiteAlbumStore.Configuration`'s).
+    struct Limits: Sendable {
+        /// Up to this many matches a page starts from the index and sorts them.
+        var sort: Int
+        /// Up to this many a page walks the order, filtered by the index's matches.
+        var filter: Int
+
+        init(_ limits: (sort: Int, filter: Int) = SQLiteAlbumStore.Configuration().searchIndexLimits) {
+            sort = limits.sort
+            filter = limits.filter
+        }
+    }
 
     static let countMatches = "SELECT COUNT(*) FROM (SELECT 1 FROM albums_search WHERE albums_search MATCH ?1 LIMIT ?2)"
 
-    /// The path of the statements for `filter` (a walk when it has no search): from the index
-    /// when the search has at most `limit` matches.
-    static func path<DB: SQLSession>(for filter: AlbumFilter, _ db: DB, limit: Int) throws -> SearchPath {
+    /// The path of the statements for `filter` (a walk when it has no search), by `limits`.
+    static func path<DB: SQLSession>(for filter: AlbumFilter, _ db: DB, limits: Limits) throws -> SearchPath {
         guard db.dialect == .sqlite, let text = filter.text, let query = SearchQuery(text) else { return .walk }
+        let most = max(limits.sort, limits.filter)
+        guard most > 0 else { return .walk }
+        let bound = SQLValue.integer(Int64(min(most, Int.max - 1)) + 1)
+        // The last word as a whole token first: its matches are some of the prefix's, and
+        // cheap to count, where FTS5 merges the lists of every token a prefix of five
+        // characters or more begins before it yields one (one to four are indexed).
+        let wholeWords = try db.value(countMatches, [.text(query.ftsMatchAsWholeWords), bound], as: Int.self) ?? 0
+        if wholeWords > most { return .walk }
         let match = query.ftsMatch
-        let matches = try db.value(countMatches, [.text(match), .integer(Int64(min(limit, Int.max - 1)) + 1)], as: Int.self) ?? 0
-        return matches <= limit ? .index(match: match) : .walk
+        let matches = try db.value(countMatches, [.text(match), bound], as: Int.self) ?? 0
+        if matches <= limits.sort { return .index(match: match) }
+        if matches <= limits.filter { return .filter(match: match) }
+        return .walk
     }
 }
 
@@ -35,6 +59,11 @@ extension SearchQuery {
     /// holds: tokens are letters and digits only, never a quote), the last one a prefix.
     var ftsMatch: String {
         (words.map { "\"\($0)\"" } + ["\"\(prefix)\"*"]).joined(separator: " ")
+    }
+
+    /// `ftsMatch` with the last word as a whole token too.
+    var ftsMatchAsWholeWords: String {
+        (words + [prefix]).map { "\"\($0)\"" }.joined(separator: " ")
     }
 
     /// The query for PostgreSQL's GIN index, as `tsquery` text: every word a quoted lexeme

@@ -41,11 +41,13 @@ struct PagingTests {
         let directory: TemporaryDirectory
         let store: SQLiteAlbumStore
         let library: [Album]
-        /// Stores on the same file whose searches always walk the order / always start from the
-        /// search index (`SearchIndex`), so both paths meet the reference.
+        /// Stores on the same file whose searches always walk the order / walk it filtered by
+        /// the search index's matches / start from the index (`SearchIndex`), so every path
+        /// meets the reference.
         let walking: SQLiteAlbumStore
+        let filtered: SQLiteAlbumStore
         let indexed: SQLiteAlbumStore
-        var searchPaths: [(String, SQLiteAlbumStore)] { [("walk", walking), ("index", indexed)] }
+        var searchPaths: [(String, SQLiteAlbumStore)] { [("walk", walking), ("filter", filtered), ("index", indexed)] }
 
         init(albumCount: Int, seed: UInt64) throws {
             directory = try TemporaryDirectory()
@@ -65,8 +67,9 @@ struct PagingTests {
             }
             library = model
             #expect(try Fixtures.allAlbums(store) == model)
-            walking = try Fixtures.store(directory, bucketSize: 16, searchIndexLimit: 0)
-            indexed = try Fixtures.store(directory, bucketSize: 16, searchIndexLimit: .max)
+            walking = try Fixtures.store(directory, bucketSize: 16, searchIndexLimits: (0, 0))
+            filtered = try Fixtures.store(directory, bucketSize: 16, searchIndexLimits: (0, .max))
+            indexed = try Fixtures.store(directory, bucketSize: 16, searchIndexLimits: (.max, .max))
         }
     }
 
@@ -240,6 +243,15 @@ struct PagingTests {
                 #expect(plans.count == 1)
                 #expect(plans[0].contains("USING INDEX \(index) (library=? AND (") && plans[0].contains(comparison),
                         "sort \(sort), filter \(name): \(plans[0])")
+            }
+        }
+        // A search with more matches walks the same index, testing each row id against the
+        // search index's matches first.
+        for start in [SortAnchor.start, anchor] {
+            let plans = try fixture.filtered.pagePlans(.default, matching: AlbumFilter(text: "an"), sort: sort, from: start, limit: 51)
+            for plan in plans {
+                #expect(!plan.contains("TEMP B-TREE"), "sort \(sort), \(start): \(plan)")
+                #expect(plan.contains("LIST SUBQUERY") == (plan == plans.last), "sort \(sort), \(start): \(plan)")
             }
         }
         // A search with few matches starts from the search index, reads just their rows and

@@ -8,8 +8,8 @@ import Testing
 
 /// SQLite's search index (schema v8: an FTS5 table over `albums.search_text`, kept in step by
 /// triggers) after every kind of write: its integrity check against the table passes
-/// (`checkConsistency`), and a search that starts from it (`searchIndexLimit: .max`) finds what
-/// the reference finds, as one that walks the order (`searchIndexLimit: 0`) does.
+/// (`checkConsistency`), and a search that starts from it or is filtered by it finds what the
+/// reference finds, as one that walks the order does.
 @Suite("SQLite: the search index follows every write", .ownThreads)
 struct SearchIndexTests {
     static let queries = ["an", "angel ca", "CAFÉ", "bjork", "the beatles", "rock", "o", "zzzz"]
@@ -34,8 +34,8 @@ struct SearchIndexTests {
 
     @Test func insertsUpdatesDeletesMovesAndReplacementsKeepItInStep() throws {
         let directory = try TemporaryDirectory()
-        let indexed = try Fixtures.store(directory, bucketSize: 8, searchIndexLimit: .max)
-        let walking = try Fixtures.store(directory, bucketSize: 8, searchIndexLimit: 0)
+        let indexed = try Fixtures.store(directory, bucketSize: 8, searchIndexLimits: (.max, .max))
+        let walking = try Fixtures.store(directory, bucketSize: 8, searchIndexLimits: (0, 0))
         var random = SeededGenerator(seed: 31)
         var model: [Album] = []
         try indexed.write(.default) { writer in
@@ -95,8 +95,8 @@ struct SearchIndexTests {
     /// once before its commit; a failed one rolls the triggers and the index back with the rows.
     @Test func aBulkImportRebuildsItAndAFailedOneLeavesItAsItWas() throws {
         let directory = try TemporaryDirectory()
-        let indexed = try Fixtures.store(directory, bucketSize: 64, searchIndexLimit: .max)
-        let walking = try Fixtures.store(directory, bucketSize: 64, searchIndexLimit: 0)
+        let indexed = try Fixtures.store(directory, bucketSize: 64, searchIndexLimits: (.max, .max))
+        let walking = try Fixtures.store(directory, bucketSize: 64, searchIndexLimits: (0, 0))
         let first = BulkImportTests.albums(BulkImportTests.bulkCount, seed: 41)
         try indexed.write(.default) { writer in
             for (index, album) in first.enumerated() { try writer.insert(album, at: index) }

@@ -34,13 +34,13 @@ enum Fixtures {
         _ directory: TemporaryDirectory, bucketSize: Int = 512,
         spacing: SQLiteAlbumStore.KeySpacing = SQLiteAlbumStore.KeySpacing(),
         durability: SQLiteAlbumStore.Configuration.Durability = .normal,
-        name: String = "library.sqlite", searchIndexLimit: Int = SQLiteAlbumStore.Configuration().searchIndexLimit
+        name: String = "library.sqlite", searchIndexLimits: (sort: Int, filter: Int) = SQLiteAlbumStore.Configuration().searchIndexLimits
     ) throws -> SQLiteAlbumStore {
         try SQLiteAlbumStore(
             path: directory.file(name),
             configuration: SQLiteAlbumStore.Configuration(
                 durability: durability, readerCount: 2, bucketSize: bucketSize, writerCacheKiB: 0, keySpacing: spacing,
-                searchIndexLimit: searchIndexLimit))
+                searchIndexLimits: searchIndexLimits))
     }
 
     /// Every album of `library` in order, read through `forEachAlbum`.

@@ -2,7 +2,7 @@
 """Search at a million albums: `scripts/bench --scenario search-1m`.
 
     python3 scripts/bench-search.py --bin BIN [--dir .bench/search] [--albums 1000000]
-        [--samples 50] [--cpu-server 1] [--cpu-clients 0] [--reimport]
+        [--samples 50] [--cpu-server 1] [--cpu-clients 0] [--reimport] [--postgres URL]
 
 Data (made once, kept in DIR/data with a marker; --reimport makes it again): the default
 library holds the generated archive of `scripts/bench --dataset 1m` (.bench/archive-1000000.json,
@@ -22,6 +22,12 @@ defeats the server's page cache: every request is read from the database) and th
 itself (Python's sqlite3, read-only) answering the same query through the same FTS5 index, the
 first 50 matching rows with their columns (`SELECT ... FROM albums_search JOIN albums ... WHERE
 albums_search MATCH ? LIMIT 50`, in the index's order, no sort).
+
+--postgres URL (e.g. "$(scripts/postgres)"): the same on PostgreSQL. The archive is imported
+once into that database (server data dir DIR/data-pg, marker DIR/postgres-marker), then
+ANALYZE; the queries are still picked from the SQLite copy. The reference is PostgreSQL itself
+answering the same GIN query for the first 50 rows (`pgbench -n -c 1 -T 3`, one script per
+query, latencies from its per-transaction log), on the cores of --cpu-clients.
 
 Printed: per kind, the median number of matches, the server's p50/p99 (ms) for the first page
 and for count=true, SQLite's p50/p99 and the ratio of p50s, and PASS or FAIL for the target
@@ -53,8 +59,11 @@ ALBUMS = arg("--albums", 1000000, int)
 SAMPLES = arg("--samples", 50, int)
 CPU_SERVER = arg("--cpu-server", "1")
 CPU_CLIENTS = arg("--cpu-clients", "0")
+POSTGRES = arg("--postgres", None)
 DATA = os.path.join(DIR, "data")
 MARKER = os.path.join(DATA, ".bench-search")
+PG_DATA = os.path.join(DIR, "data-pg")
+PG_MARKER = os.path.join(DIR, "postgres-marker")
 KINDS = ["common", "two", "prefix", "rare", "none"]
 
 
@@ -79,6 +88,65 @@ def prepare():
         server.stop()
     with open(MARKER, "w") as f:
         f.write(want + "\n")
+
+
+def postgres_bin(name):
+    for version in sorted(os.listdir("/usr/lib/postgresql"), key=lambda v: -int(v) if v.isdigit() else 0):
+        path = "/usr/lib/postgresql/%s/bin/%s" % (version, name)
+        if os.path.exists(path):
+            return path
+    raise SystemExit("%s not found (Debian's postgresql package; scripts/postgres installs it)" % name)
+
+
+def prepare_postgres():
+    want = "albums=%d url=%s" % (ALBUMS, POSTGRES)
+    if "--reimport" not in sys.argv and os.path.exists(PG_MARKER) and open(PG_MARKER).read().strip() == want:
+        return
+    subprocess.run(["rm", "-rf", PG_DATA], check=True)
+    os.makedirs(PG_DATA)
+    path = benchlib.archive(ALBUMS, CPU_CLIENTS, say=log)
+    server = benchlib.Server(BIN, PG_DATA, CPU_SERVER, os.path.join(DIR, "server-prepare-pg.log"),
+                             env={"BLUELIBRARY_DATABASE_URL": POSTGRES}, say=log)
+    try:
+        log("importing %d albums into PostgreSQL" % ALBUMS)
+        t0 = time.time()
+        put_file(server.port, "/archive", path)
+        log("imported in %.1f s" % (time.time() - t0))
+    finally:
+        server.stop()
+    subprocess.run([postgres_bin("psql"), "-q", "-c", "ANALYZE", POSTGRES], check=True)
+    with open(PG_MARKER, "w") as f:
+        f.write(want + "\n")
+
+
+def tsquery(q):
+    """PostgreSQL's tsquery for `q` (the server's rule)."""
+    words = q.split(" ")
+    return " & ".join(["'%s'" % w for w in words[:-1]] + ["'%s':*" % words[-1]])
+
+
+def pgbench(queries, tag):
+    """Latencies (ms) of PostgreSQL answering each query's first 50 rows, from pgbench's log."""
+    scripts = []
+    for i, q in enumerate(queries):
+        path = os.path.join(DIR, "pgbench-%s-%d.sql" % (tag, i))
+        with open(path, "w") as f:
+            f.write("SELECT a.album_id, a.title, a.artist, a.genre, a.year, a.cover_url, a.created_at, a.updated_at "
+                    "FROM albums AS a WHERE a.library = (SELECT id FROM libraries WHERE name = 'default') "
+                    "AND array_to_tsvector(string_to_array(a.search_text, ' ')) @@ '%s'::tsquery LIMIT 50;\n" % tsquery(q))
+        scripts += ["-f", path]
+    prefix = os.path.join(DIR, "pgbench-log-" + tag)
+    for old in os.listdir(DIR):
+        if old.startswith("pgbench-log-" + tag):
+            os.remove(os.path.join(DIR, old))
+    subprocess.run(["taskset", "-c", CPU_CLIENTS, postgres_bin("pgbench"), "-n", "-c", "1", "-T", "3", "-l",
+                    "--log-prefix", prefix] + scripts + [POSTGRES], check=True, stdout=subprocess.DEVNULL)
+    latencies = []
+    for name in os.listdir(DIR):
+        if name.startswith("pgbench-log-" + tag):
+            with open(os.path.join(DIR, name)) as f:
+                latencies += [int(line.split()[2]) / 1000.0 for line in f if line.strip()]
+    return latencies
 
 
 def pick_queries(database):
@@ -122,7 +190,12 @@ def main():
     prepare()
     database = sqlite3.connect("file:%s?mode=ro" % os.path.join(DATA, "bluelibrary.sqlite"), uri=True)
     queries = pick_queries(database)
-    server = benchlib.Server(BIN, DATA, CPU_SERVER, os.path.join(DIR, "server-run.log"), say=log)
+    if POSTGRES:
+        prepare_postgres()
+        server = benchlib.Server(BIN, PG_DATA, CPU_SERVER, os.path.join(DIR, "server-run-pg.log"),
+                                 env={"BLUELIBRARY_DATABASE_URL": POSTGRES}, say=log)
+    else:
+        server = benchlib.Server(BIN, DATA, CPU_SERVER, os.path.join(DIR, "server-run.log"), say=log)
     os.sched_setaffinity(0, {int(c) for c in CPU_CLIENTS.split(",")})
     rows = []
     try:
@@ -155,12 +228,16 @@ def main():
                     matches.append(json.loads(body).get("total", -1))
                 except ValueError:
                     matches.append(-1)
+                if POSTGRES:
+                    continue
                 t0 = time.perf_counter()
                 database.execute(
                     "SELECT a.album_id, a.title, a.artist, a.genre, a.year, a.cover_url, a.created_at, a.updated_at "
                     "FROM albums_search CROSS JOIN albums AS a ON a.row = albums_search.rowid "
                     "WHERE albums_search MATCH ? AND a.library = 1 LIMIT 50", (fts_query(q),)).fetchall()
                 reference.append((time.perf_counter() - t0) * 1000)
+            if POSTGRES:
+                reference = pgbench(queries[kind], kind)
             rows.append({
                 "kind": kind, "queries": len(queries[kind]), "example": queries[kind][0] if queries[kind] else "",
                 "matches_p50": percentile(matches, 50) if matches else 0,
@@ -170,10 +247,13 @@ def main():
             })
     finally:
         server.stop()
-    print("search-%s  (first page of 50 and count=true; SQLite: its FTS5 query on the same file)" % (
-        "1m" if ALBUMS == 1000000 else str(ALBUMS)))
+    engine = "postgres" if POSTGRES else "sqlite"
+    print("search-%s on %s  (first page of 50 and count=true; %s)" % (
+        "1m" if ALBUMS == 1000000 else str(ALBUMS), engine,
+        "PostgreSQL: the same GIN query, pgbench" if POSTGRES else "SQLite: its FTS5 query on the same file"))
     print("%-7s %-24s %9s %9s %9s %9s %9s %9s %9s %7s  %s" % (
-        "kind", "example", "matches", "p50 ms", "p99 ms", "count p50", "count p99", "sqlite p50", "sqlite p99", "x p50", "target"))
+        "kind", "example", "matches", "p50 ms", "p99 ms", "count p50", "count p99", engine[:6] + " p50", engine[:6] + " p99",
+        "x p50", "target"))
     for r in rows:
         ok = r["first_p50"] < 5 and r["first_p99"] < 20
         ratio = r["first_p50"] / r["sqlite_p50"] if r["sqlite_p50"] > 0 else float("nan")
@@ -183,7 +263,7 @@ def main():
     if errors:
         print("errors (%d): %s" % (len(errors), errors[:3]))
     with open(os.path.join(DIR, "results.jsonl"), "a") as f:
-        f.write(json.dumps({"time": time.time(), "albums": ALBUMS, "rows": rows, "errors": len(errors)}) + "\n")
+        f.write(json.dumps({"time": time.time(), "engine": engine, "albums": ALBUMS, "rows": rows, "errors": len(errors)}) + "\n")
     return 1 if errors else 0
 
 

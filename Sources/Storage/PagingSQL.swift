@@ -73,7 +73,8 @@ struct PagingQuery {
     }
 
     /// ` AND …` for a search (`SearchQuery`'s rule) over the stored `search_text` (the folded
-    /// tokens, one space apart): each word as a whole token (found by position: PostgreSQL's
+    /// tokens, one space apart): each word as a whole token and each phrase as whole tokens in
+    /// a row (found by position: PostgreSQL's
     /// planner then guesses such a condition true for a third of the rows, where a LIKE would
     /// make it guess a handful and sort the whole match rather than walk the order), the last
     /// as a token's start. Nothing matches a query with no word. These conditions decide what
@@ -86,10 +87,14 @@ struct PagingQuery {
         if dialect == .postgres {
             sql += " AND \(SchemaHistory.searchVector("a.search_text")) @@ \(parameter(.text(query.tsquery)))::tsquery"
         }
-        for word in query.words {
-            sql += " AND " + dialect.contains("(' ' || a.search_text || ' ')", parameter(.text(" " + word + " ")))
+        // A word, or a phrase's words one space apart, between spaces: whole tokens in order.
+        for words in query.words.map({ [$0] }) + query.phrases {
+            let needle = " " + words.joined(separator: " ") + " "
+            sql += " AND " + dialect.contains("(' ' || a.search_text || ' ')", parameter(.text(needle)))
         }
-        sql += " AND (' ' || a.search_text) LIKE \(parameter(.text("% " + Self.escapedForLike(query.prefix) + "%"))) ESCAPE '\\'"
+        if let prefix = query.prefix {
+            sql += " AND (' ' || a.search_text) LIKE \(parameter(.text("% " + Self.escapedForLike(prefix) + "%"))) ESCAPE '\\'"
+        }
         return sql
     }
 

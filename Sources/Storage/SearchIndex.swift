@@ -55,20 +55,21 @@ enum SearchIndex {
 }
 
 extension SearchQuery {
-    /// The query for SQLite's FTS5 index: every word as a quoted string (a token, whatever it
-    /// holds: tokens are letters and digits only, never a quote), the last one a prefix.
+    /// The query for SQLite's FTS5 index: every word (a phrase's too: the index does not know
+    /// where a token stands, so the conditions check the order) as a quoted string (a token,
+    /// whatever it holds: tokens are letters and digits only, never a quote), the prefix with `*`.
     var ftsMatch: String {
-        (words.map { "\"\($0)\"" } + ["\"\(prefix)\"*"]).joined(separator: " ")
+        ((words + phrases.flatMap { $0 }).map { "\"\($0)\"" } + (prefix.map { ["\"\($0)\"*"] } ?? [])).joined(separator: " ")
     }
 
-    /// `ftsMatch` with the last word as a whole token too.
+    /// `ftsMatch` with the prefix as a whole token too.
     var ftsMatchAsWholeWords: String {
-        (words + [prefix]).map { "\"\($0)\"" }.joined(separator: " ")
+        allWords.map { "\"\($0)\"" }.joined(separator: " ")
     }
 
     /// The query for PostgreSQL's GIN index, as `tsquery` text: every word a quoted lexeme
-    /// (`'word'`, taken as it is), the last a prefix (`:*`), all required (`&`).
+    /// (`'word'`, taken as it is), the prefix with `:*`, all required (`&`).
     var tsquery: String {
-        (words.map { "'\($0)'" } + ["'\(prefix)':*"]).joined(separator: " & ")
+        ((words + phrases.flatMap { $0 }).map { "'\($0)'" } + (prefix.map { ["'\($0)':*"] } ?? [])).joined(separator: " & ")
     }
 }

@@ -356,6 +356,9 @@ public enum AlbumStoreContract {
             // Searches: folded words in any field and order, the last a prefix.
             AlbumFilter(text: "alpha str"), AlbumFilter(text: "STRASSE alpha"), AlbumFilter(text: "виктор ц"),
             AlbumFilter(text: "beta 3"), AlbumFilter(text: "jazz echo"), AlbumFilter(text: "lph"),
+            // Phrases: whole words one after another, in order; the last word whole after a quote.
+            AlbumFilter(text: #""alpha strasse""#), AlbumFilter(text: #""ALPHA STRASSE" 3"#), AlbumFilter(text: #""straße alpha""#),
+            AlbumFilter(text: #"alpha "str"#),
         ]
         try store.read(.default) { reader throws in
             for field in AlbumSort.Field.allCases {
@@ -375,6 +378,9 @@ public enum AlbumStoreContract {
             #expect(!library.filter(AlbumFilter(text: text).matches).isEmpty, "the search \(text) finds something")
         }
         #expect(library.filter(AlbumFilter(text: "lph").matches).isEmpty)
+        #expect(!library.filter(AlbumFilter(text: #""alpha strasse" 3"#).matches).isEmpty)
+        #expect(library.filter(AlbumFilter(text: #""straße alpha""#).matches).isEmpty, "a phrase is in order")
+        #expect(library.filter(AlbumFilter(text: #"alpha "str"#).matches).isEmpty, "a quoted word is whole")
     }
 
     static func changeFeed(_ factory: AlbumStoreFactory) throws {

@@ -74,8 +74,30 @@ import Testing
     }
 
     @Test func operatorsAUserTypesAreSearchedAsText() throws {
-        let query = try #require(SearchQuery(#"NEAR "dark side" -moon* title:blue"#))
-        #expect(query.words == ["near", "dark", "side", "moon", "title"])
-        #expect(query.prefix == "blue")
+        let query = try #require(SearchQuery(#"NEAR -moon* title:blue AND (x OR y)"#))
+        #expect(query.words == ["near", "moon", "title", "blue", "and", "x", "or"])
+        #expect(query.prefix == "y")
+        #expect(query.phrases.isEmpty)
+    }
+
+    @Test func quotedWordsAreAPhraseInOrder() throws {
+        let query = try #require(SearchQuery(#"NEAR "Dark  Side" moo"#))
+        #expect(query.words == ["near"])
+        #expect(query.phrases == [["dark", "side"]])
+        #expect(query.prefix == "moo")
+        #expect(Self.matches(#""dark side""#, title: "The Dark Side of the Moon", artist: "Pink Floyd"))
+        #expect(Self.matches(#""DARK SIDE" moo"#, title: "The Dark Side of the Moon", artist: "Pink Floyd"))
+        #expect(Self.matches(#"pink "the moon""#, title: "The Dark Side of the Moon", artist: "Pink Floyd"))
+        #expect(!Self.matches(#""side dark""#, title: "The Dark Side of the Moon", artist: "Pink Floyd"), "in order")
+        #expect(!Self.matches(#""dark moon""#, title: "The Dark Side of the Moon", artist: "Pink Floyd"), "one after another")
+        #expect(!Self.matches(#""dark si""#, title: "The Dark Side of the Moon", artist: "Pink Floyd"), "whole words")
+        // A query that ends in quotes has no prefix: its last word is whole.
+        let closed = try #require(SearchQuery(#"pink "floyd""#))
+        #expect(closed.words == ["pink", "floyd"] && closed.prefix == nil)
+        #expect(!Self.matches(#"pink "flo""#, title: "The Wall", artist: "Pink Floyd"))
+        // A quote left open runs to the end; empty quotes are nothing.
+        #expect(try #require(SearchQuery(#"moon "dark side"#)).phrases == [["dark", "side"]])
+        #expect(Self.matches(#"moon "dark side"#, title: "The Dark Side of the Moon", artist: "Pink Floyd"))
+        #expect(SearchQuery(#""" "" "-""#) == nil)
     }
 }

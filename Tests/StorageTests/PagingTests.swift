@@ -29,6 +29,8 @@ struct PagingTests {
         ("q=o, genre=jazz, yearTo=2000", AlbumFilter(text: "o", genre: "jazz", yearTo: 2000)),
         ("artist=NIRVANA, yearFrom=1960", AlbumFilter(artist: "NIRVANA", yearFrom: 1960)),
         ("matches nothing", AlbumFilter(text: "zzzz-nothing")),
+        ("q=\"the beatles\" (a phrase)", AlbumFilter(text: #""the beatles""#)),
+        ("q=\"blue angel\" an (a phrase, then a prefix)", AlbumFilter(text: #""blue angel" an"#)),
     ]
 
     /// One store shared by the read-only tests: a few thousand albums inserted at random

@@ -118,19 +118,48 @@ public enum SearchText {
 
 /// A search (`q`): its words, folded. An album matches when its title, artist or genre (in any
 /// order, across fields) has each word as a whole token, and the last word as the start of a
-/// token, so a search box can search as the user types ("pink flo" finds Pink Floyd).
+/// token, so a search box can search as the user types ("pink flo" finds Pink Floyd). Words in
+/// double quotes are a phrase: a match has them one after another, in that order, as whole
+/// tokens (`"dark side" moon`); a quote left open runs to the end. Nothing else a user types is
+/// an operator: `*`, `-`, `:`, `NEAR` are separators or words.
 public struct SearchQuery: Sendable, Hashable {
-    /// The words every match has as whole tokens (all but the last).
+    /// The words every match has as whole tokens: those outside quotes but the last, and each
+    /// quoted single word.
     public let words: [String]
-    /// The last word: a match has a token that starts with it.
-    public let prefix: String
+    /// The quoted runs of two or more words a match has one after another.
+    public let phrases: [[String]]
+    /// The last word, when it stands outside quotes: a match has a token that starts with it.
+    public let prefix: String?
 
     /// The query of `text`; nil when it has no letter or digit to search for.
     public init?(_ text: String) {
-        let tokens = SearchText.tokens(text)
-        guard let last = tokens.last else { return nil }
-        words = Array(tokens.dropLast())
-        prefix = last
+        var outside: [String] = []
+        var quoted: [String] = []
+        var phrases: [[String]] = []
+        var endsOutside = false
+        // Between quotes: the odd parts (a quote left open makes the last part odd too).
+        for (index, part) in text.split(separator: "\"", omittingEmptySubsequences: false).enumerated() {
+            let tokens = SearchText.tokens(String(part))
+            guard !tokens.isEmpty else { continue }
+            if index.isMultiple(of: 2) {
+                outside += tokens
+            } else if tokens.count == 1 {
+                quoted += tokens
+            } else {
+                phrases.append(tokens)
+            }
+            endsOutside = index.isMultiple(of: 2)
+        }
+        prefix = endsOutside ? outside.last : nil
+        words = (endsOutside ? Array(outside.dropLast()) : outside) + quoted
+        self.phrases = phrases
+        if prefix == nil && words.isEmpty && phrases.isEmpty { return nil }
+    }
+
+    /// Every word of the query in order of kind (the words, each phrase's, the prefix), as a
+    /// search index that knows no phrase or prefix is asked for them.
+    public var allWords: [String] {
+        words + phrases.flatMap { $0 } + (prefix.map { [$0] } ?? [])
     }
 
     /// Whether an album whose stored document is `document` matches. Compared as UTF-8 bytes,
@@ -138,6 +167,14 @@ public struct SearchQuery: Sendable, Hashable {
     public func matches(document: String) -> Bool {
         let tokens = document.utf8.split(separator: UInt8(ascii: " "))
         for word in words where !tokens.contains(where: { $0.elementsEqual(word.utf8) }) { return false }
+        for phrase in phrases {
+            let found = tokens.indices.contains { start in
+                start + phrase.count <= tokens.count
+                    && zip(tokens[start..<start + phrase.count], phrase).allSatisfy { $0.elementsEqual($1.utf8) }
+            }
+            if !found { return false }
+        }
+        guard let prefix else { return true }
         return tokens.contains { $0.starts(with: prefix.utf8) }
     }
 }

@@ -21,7 +21,7 @@ struct SchemaDefinitionTests {
         "v5-settings-and-access": "ff97caff369c32f2",
         "v6-secrets": "6e324ce7343d13a8",
         "v7-catalog-global-ids-moves-views": "ebc35802db567adf",
-        "v8-search-text": "8c123486df5d311d",
+        "v8-search-text": "94e1b4d3892ddba8",
     ]
 
     /// The same for PostgreSQL's migrations (`PostgresSchema.migrations`).

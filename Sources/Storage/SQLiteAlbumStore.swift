@@ -96,10 +96,14 @@ public final class SQLiteAlbumStore: AlbumStore {
         /// WAL (see `Checkpointer`). The thread runs at nice 19; should it fall behind (a CPU
         /// saturated for a long time), the commit that takes the WAL past `fallbackFrames`
         /// pages restarts it itself, so the WAL stays bounded. Readers of an older snapshot
-        /// hold a restart up for at most `readerWait`.
+        /// hold a restart up for at most `readerWait`, and the commit that asked for it waits
+        /// that long: 20 ms, as a flood of searches keeps readers of 100 ms and more in flight
+        /// (with 200 ms the innocent adds of `scripts/bench --scenario fairness` had a p99 of
+        /// 201 ms during the attack; with 20 ms, 3.9 ms). A restart that gives up is tried
+        /// again 250 ms later; past `fallbackFrames` the wait is a second.
         case background(
             interval: Duration = .milliseconds(250), wakeAfterWrites: Int = 256, resetFrames: Int = 2048,
-            fallbackFrames: Int = 8192, readerWait: Duration = .milliseconds(200))
+            fallbackFrames: Int = 8192, readerWait: Duration = .milliseconds(20))
     }
 
     /// Spacing of the sparse order keys (see `SparseOrder.swift`; shared with PostgreSQL).

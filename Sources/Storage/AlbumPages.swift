@@ -267,11 +267,13 @@ struct AlbumPages<DB: SQLSession> {
         if sort.field == .position {
             switch anchor {
             case .start:
-                return [PagingQuery.bucketsAfter(db.dialect, library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: 0, search: search)]
+                return [PagingQuery.bucketsAfter(
+                    db.dialect, library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: 0, search: search)]
             case let .offset(offset):
                 guard !filter.isEmpty else { return [] }
                 return [PagingQuery.bucketsAfter(
-                    db.dialect, library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: max(0, offset), search: search)]
+                    db.dialect, library, filter, descending: sort.descending, afterOrd: nil, limit: limit, skip: max(0, offset),
+                    search: search)]
             case let .afterAlbum(id), let .afterValue(_, id):
                 guard let place = try db.firstRow(
                     SQL.pagingPlaceOfAlbum, [.integer(library), .text(id.rawValue)],
@@ -279,7 +281,8 @@ struct AlbumPages<DB: SQLSession> {
                 else { return [] }
                 return [
                     PagingQuery.restOfBucket(db.dialect, filter, descending: sort.descending, from: place, limit: limit),
-                    PagingQuery.bucketsAfter(db.dialect, library, filter, descending: sort.descending, afterOrd: place.ord, limit: limit, skip: 0,
+                    PagingQuery.bucketsAfter(
+                        db.dialect, library, filter, descending: sort.descending, afterOrd: place.ord, limit: limit, skip: 0,
                         search: search),
                 ]
             }

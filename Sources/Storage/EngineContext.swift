@@ -52,7 +52,10 @@ final class EngineContext: Sendable {
     let searchIndexLimits: SearchIndex.Limits
     let counters = Mutex(AlbumOrderingCounters())
 
-    init(dialect: SQLDialect, bucketSize: Int, spacing: SparseKeySpacing, maxSavedStates: Int, searchIndexLimits: SearchIndex.Limits = SearchIndex.Limits()) {
+    init(
+        dialect: SQLDialect, bucketSize: Int, spacing: SparseKeySpacing, maxSavedStates: Int,
+        searchIndexLimits: SearchIndex.Limits = SearchIndex.Limits()
+    ) {
         self.dialect = dialect
         self.layout = BucketLayout(target: bucketSize, spacing: spacing)
         self.maxSavedStates = max(1, maxSavedStates)

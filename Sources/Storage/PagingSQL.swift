@@ -74,10 +74,9 @@ struct PagingQuery {
 
     /// ` AND …` for a search (`SearchQuery`'s rule) over the stored `search_text` (the folded
     /// tokens, one space apart): each word as a whole token and each phrase as whole tokens in
-    /// a row (found by position: PostgreSQL's
-    /// planner then guesses such a condition true for a third of the rows, where a LIKE would
-    /// make it guess a handful and sort the whole match rather than walk the order), the last
-    /// as a token's start. Nothing matches a query with no word. These conditions decide what
+    /// a row (found by position: PostgreSQL's planner then guesses such a condition true for a
+    /// third of the rows, where a LIKE would make it guess a handful and sort the whole match
+    /// rather than walk the order), the prefix as a token's start. Nothing matches a query with no word. These conditions decide what
     /// matches on every path; the search index only narrows the rows they are checked on
     /// (SQLite: `SearchPath`; PostgreSQL: the GIN index's `@@` condition, which its planner uses
     /// or not).
@@ -236,7 +235,11 @@ extension PagingQuery {
         let direction = descending ? " DESC" : ""
         var query = PagingQuery(dialect)
         let (albums, match) = query.albums(search)
-        let source = if case .index = search { "\(albums) CROSS JOIN buckets AS b ON b.id = a.bucket" } else { "buckets AS b JOIN \(albums) ON a.bucket = b.id" }
+        let source = if case .index = search {
+            "\(albums) CROSS JOIN buckets AS b ON b.id = a.bucket"
+        } else {
+            "buckets AS b JOIN \(albums) ON a.bucket = b.id"
+        }
         let libraryParameter = query.parameter(.integer(library))
         let ord = query.parameter(.integer(afterOrd ?? (descending ? .max : .min)))
         var sql = """

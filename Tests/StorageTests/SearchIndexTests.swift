@@ -1,9 +1,11 @@
+import Dispatch
 import Foundation
 import HTTPTestSupport
 import Library
 import SQLite
 import Storage
 import TestThreads
+import Synchronization
 import Testing
 
 /// SQLite's search index (schema v8: an FTS5 table over `albums.search_text`, kept in step by
@@ -89,6 +91,88 @@ struct SearchIndexTests {
         // A library deleted whole.
         try indexed.deleteLibrary(other)
         try Self.expectInStep(indexed, walking, .default, model, "after deleting the other library")
+    }
+
+    /// Searches while a writer adds, edits, deletes, moves and imports: every search, on every
+    /// path, answers exactly what its own snapshot holds (the reference over all the albums read
+    /// in the same read transaction).
+    @Test func searchesDuringWritesAndAnImportSeeTheirSnapshot() throws {
+        let directory = try TemporaryDirectory()
+        let writer = try Fixtures.store(directory, bucketSize: 8)
+        let readers = [
+            ("walk", try Fixtures.store(directory, bucketSize: 8, searchIndexLimits: (0, 0))),
+            ("filter", try Fixtures.store(directory, bucketSize: 8, searchIndexLimits: (0, .max))),
+            ("index", try Fixtures.store(directory, bucketSize: 8, searchIndexLimits: (.max, .max))),
+        ]
+        var random = SeededGenerator(seed: 51)
+        let first = (0..<600).map { _ in Generated.album(using: &random) }
+        try writer.write(.default) { writer in
+            for (index, album) in first.enumerated() { try writer.insert(album, at: index) }
+        }
+        let writing = Atomic<Bool>(true)
+        let searches = Atomic<Int>(0)
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 1 + readers.count) { role in
+            do {
+                if role == 0 {
+                    defer { writing.store(false, ordering: .releasing) }
+                    var random = SeededGenerator(seed: 52)
+                    var ids = first.map(\.id)
+                    for step in 0..<300 {
+                        try writer.write(.default) { writer in
+                            switch step % 5 {
+                            case 0, 1:
+                                let album = Generated.album(using: &random)
+                                try writer.insert(album, at: Int.random(in: 0...ids.count, using: &random))
+                                ids.append(album.id)
+                            case 2:
+                                guard var album = try writer.album(id: ids.randomElement(using: &random)!) else { return }
+                                album.title = Generated.album(using: &random).title
+                                try writer.update(album)
+                            case 3:
+                                try writer.delete(id: ids.remove(at: Int.random(in: 0..<ids.count, using: &random)))
+                            default:
+                                try writer.move(id: ids.randomElement(using: &random)!, to: Int.random(in: 0..<ids.count, using: &random))
+                            }
+                        }
+                        if step == 150 {
+                            // An import: the library replaced in one transaction, past the
+                            // bulk threshold (the triggers dropped, the index rebuilt).
+                            let imported = (0..<BulkImportTests.bulkCount).map { _ in Generated.album(using: &random) }
+                            try writer.write(.default) { writer in
+                                try writer.deleteAllAlbums()
+                                for (index, album) in imported.enumerated() { try writer.insert(album, at: index) }
+                            }
+                            ids = imported.map(\.id)
+                        }
+                    }
+                } else {
+                    let (path, store) = readers[role - 1]
+                    repeat {
+                        try store.read(.default) { reader in
+                            let all = try reader.albums(matching: .all, sort: AlbumSort(.position), from: .start, limit: 1_000_000) ?? []
+                            for text in Self.queries {
+                                let filter = AlbumFilter(text: text)
+                                let found = try reader.albums(matching: filter, sort: AlbumSort(.title), from: .start, limit: 1_000_000)
+                                let expected = Reference.order(all, filter, AlbumSort(.title)).map(\.id)
+                                if found?.map(\.id) != expected {
+                                    failures.withLock { $0.append("\(path), q=\(text): \(found?.count ?? -1) found, \(expected.count) expected") }
+                                }
+                                if try reader.count(matching: filter) != expected.count {
+                                    failures.withLock { $0.append("\(path), count q=\(text)") }
+                                }
+                            }
+                        }
+                        searches.add(1, ordering: .relaxed)
+                    } while writing.load(ordering: .acquiring)
+                }
+            } catch {
+                failures.withLock { $0.append("\(role): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        #expect(searches.load(ordering: .relaxed) >= readers.count, "every reader searched")
+        #expect(try writer.checkConsistency(.default).albumCount == (try writer.read(.default) { try $0.count() }))
     }
 
     /// A bulk import drops the triggers with the sort indexes and rebuilds the search index

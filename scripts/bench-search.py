@@ -133,7 +133,8 @@ def pgbench(queries, tag):
         with open(path, "w") as f:
             f.write("SELECT a.album_id, a.title, a.artist, a.genre, a.year, a.cover_url, a.created_at, a.updated_at "
                     "FROM albums AS a WHERE a.library = (SELECT id FROM libraries WHERE name = 'default') "
-                    "AND array_to_tsvector(string_to_array(a.search_text, ' ')) @@ '%s'::tsquery LIMIT 50;\n" % tsquery(q))
+                    "AND array_to_tsvector(string_to_array(a.search_text, ' ')) @@ '%s'::tsquery LIMIT 50;\n"
+                    % tsquery(q).replace("'", "''"))
         scripts += ["-f", path]
     prefix = os.path.join(DIR, "pgbench-log-" + tag)
     for old in os.listdir(DIR):

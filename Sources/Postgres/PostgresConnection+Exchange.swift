@@ -101,11 +101,13 @@ extension PostgresConnection {
 
 // MARK: - Stopping a statement
 
-/// What ``PostgresConnection/stopping(when:_:)`` installed: the question and whether it was
-/// answered "stop" (a cancel request was then sent, or a statement refused).
+/// What ``PostgresConnection/stopping(when:_:)`` installed: the question, whether it was
+/// answered "stop" (a cancel request was then sent, or a statement refused), and when a cancel
+/// request was last sent.
 final class StopCheck {
     let shouldStop: () -> Bool
     var stopped = false
+    var lastCancel: ContinuousClock.Instant?
 
     init(_ shouldStop: @escaping () -> Bool) {
         self.shouldStop = shouldStop
@@ -142,15 +144,29 @@ extension PostgresConnection {
         throw PostgresError(kind: .timeout, sqlState: "57014", message: "the statement was stopped by its stop check", sql: sql)
     }
 
-    /// Sends the server a cancel request for the statement in flight, once, when the stop check
-    /// says stop. `PQcancel` opens a connection of its own and waits for the server to take the
-    /// request (it may block briefly: this runs on the thread that runs the statement).
+    /// Sends the server a cancel request for the statement in flight when the stop check says
+    /// stop, and again every `cancelInterval` while the statement's answer has not come: a
+    /// request that reaches the backend before it has started the statement cancels nothing
+    /// (under load the second look came that early, and the statement ran to its end), and one
+    /// the server could not take is lost. `PQcancel` opens a connection of its own and waits for
+    /// the server to take the request (it may block briefly: this runs on the thread that runs
+    /// the statement).
     func cancelIfStopped() {
-        guard let stop, !stop.stopped, stop.shouldStop() else { return }
-        stop.stopped = true
+        guard let stop else { return }
+        let now = ContinuousClock.now
+        if stop.stopped {
+            guard let last = stop.lastCancel, now - last >= Self.cancelInterval else { return }
+        } else {
+            guard stop.shouldStop() else { return }
+            stop.stopped = true
+        }
+        stop.lastCancel = now
         guard let cancel = PQgetCancel(handle) else { return }
         defer { PQfreeCancel(cancel) }
         var message = [CChar](repeating: 0, count: 256)
         _ = PQcancel(cancel, &message, Int32(message.count))
     }
+
+    /// How often a cancel request is sent again while a stopped statement runs on.
+    static let cancelInterval: Duration = .milliseconds(250)
 }

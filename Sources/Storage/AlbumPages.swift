@@ -22,9 +22,10 @@ import SQLite
 // rest of the anchor album's bucket, then `buckets JOIN albums ORDER BY b.ord, a.pos` after
 // that bucket — nested index loops, no sort.
 //
-// Filters are plain SQL conditions with the semantics of `AlbumFilter.matches`: `LIKE` (ASCII
-// case-insensitive, %, _ and \ escaped) on title or artist, `= ? COLLATE NOCASE` for artist
-// and genre, `year >= ?`/`year <= ?` (NULL years never pass). The SQL text depends only on
+// Filters are plain SQL conditions with the semantics of `AlbumFilter.matches`: a search's
+// words found by position in the stored `search_text` (`PagingQuery.search`, with the search
+// index narrowing the rows: `SearchIndex`), `= ? COLLATE NOCASE` for artist and genre,
+// `year >= ?`/`year <= ?` (NULL years never pass). The SQL text depends only on
 // which conditions are present, so each shape is prepared once and cached.
 //
 // PostgreSQL runs the same statements except for the case-insensitive parts (`SQLDialect`):

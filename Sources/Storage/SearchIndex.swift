@@ -1,7 +1,7 @@
 import BlueLibraryAPI
 import Library
 
-/// How a page of a search uses SQLite's search index (schema v8, `SchemaHistory`).
+/// How a page of a search uses the search index (schema v8, `SchemaHistory`).
 ///
 /// The conditions of `PagingQuery` decide what matches, on every path; the index only chooses
 /// which rows they are checked on. SQLite first asks the index how many albums hold the
@@ -16,8 +16,13 @@ import Library
 /// - more (many): a plain walk (`SearchPath.walk`), which finds a page's 51 in about
 ///   51 × (albums of the library) / `m` rows.
 /// The count is over every library: a search whose matches are mostly in other libraries walks
-/// more of this one than the bounds say. PostgreSQL's planner makes the choice itself, from the
-/// GIN index's statistics.
+/// more of this one than the bounds say.
+///
+/// PostgreSQL counts the GIN index's matches the same way, up to `Limits.sort`: up to it the
+/// statement carries the index's `@@` condition (its planner then reads the matches from the
+/// index and sorts them), above it not, so the planner walks the order. Left to itself, with
+/// the condition always there, it chose the index and a sort for common words too: 86 ms for the
+/// first page of a word 2.7% of 1,000,000 albums have, where the walk takes a few.
 enum SearchIndex {
     /// The match counts that choose the path (see the type's description; the defaults are
     /// `SQLiteAlbumStore.Configuration`'s).
@@ -34,10 +39,19 @@ enum SearchIndex {
     }
 
     static let countMatches = "SELECT COUNT(*) FROM (SELECT 1 FROM albums_search WHERE albums_search MATCH ?1 LIMIT ?2)"
+    static let countPostgresMatches = """
+        SELECT COUNT(*) FROM (SELECT 1 FROM albums AS a WHERE \(SchemaHistory.searchVector("a.search_text")) @@ ?1::tsquery LIMIT ?2) AS m
+        """
 
     /// The path of the statements for `filter` (a walk when it has no search), by `limits`.
     static func path<DB: SQLSession>(for filter: AlbumFilter, _ db: DB, limits: Limits) throws -> SearchPath {
-        guard db.dialect == .sqlite, let text = filter.text, let query = SearchQuery(text) else { return .walk }
+        guard let text = filter.text, let query = SearchQuery(text) else { return .walk }
+        if db.dialect == .postgres {
+            guard limits.sort > 0 else { return .walk }
+            let bound = SQLValue.integer(Int64(min(limits.sort, Int.max - 1)) + 1)
+            let matches = try db.value(countPostgresMatches, [.text(query.tsquery), bound], as: Int.self) ?? 0
+            return matches <= limits.sort ? .index(match: query.tsquery) : .walk
+        }
         let most = max(limits.sort, limits.filter)
         guard most > 0 else { return .walk }
         let bound = SQLValue.integer(Int64(min(most, Int.max - 1)) + 1)

@@ -27,6 +27,31 @@ import Testing
         #expect(try connection.scalar("SELECT 1", as: Int.self) == 1, "the check is gone and the connection serves on")
     }
 
+    /// A cancel request that did not end the statement (it reached the backend before the
+    /// statement started, or the server did not take it) is sent again while the statement runs:
+    /// here the statement swallows the first cancel itself and sleeps on.
+    @Test func aCancelThatDidNotEndTheStatementIsSentAgain() throws {
+        let connection = try makeConnection()
+        var asked = 0
+        let error = postgresError {
+            // Not at the first look (before the statement is sent), at every one after it.
+            try connection.stopping(when: {
+                asked += 1
+                return asked >= 2
+            }) {
+                try connection.execute("""
+                    DO $$ BEGIN
+                        BEGIN PERFORM pg_sleep(60); EXCEPTION WHEN query_canceled THEN NULL; END;
+                        PERFORM pg_sleep(60);
+                    END $$
+                    """)
+            }
+        }
+        #expect(error?.kind == .timeout && error?.sqlState == "57014", "\(String(describing: error))")
+        #expect(!connection.isBroken)
+        #expect(try connection.scalar("SELECT 1", as: Int.self) == 1)
+    }
+
     @Test func nothingIsSentOnceTheCheckSaysStop() throws {
         let connection = try makeConnection()
         try connection.execute("CREATE TABLE t (n bigint)")

@@ -71,22 +71,24 @@ def log(msg):
     print("[bench-search] " + msg, file=sys.stderr, flush=True)
 
 
-def prepare():
-    want = "albums=%d" % ALBUMS
-    if "--reimport" not in sys.argv and os.path.exists(MARKER) and open(MARKER).read().strip() == want:
+def prepare(data, marker, want, log_name, env=None, after=None):
+    """The archive imported once into a server on DATA (kept while MARKER says WANT)."""
+    if "--reimport" not in sys.argv and os.path.exists(marker) and open(marker).read().strip() == want:
         return
-    subprocess.run(["rm", "-rf", DATA], check=True)
-    os.makedirs(DATA)
+    subprocess.run(["rm", "-rf", data], check=True)
+    os.makedirs(data)
     path = benchlib.archive(ALBUMS, CPU_CLIENTS, say=log)
-    server = benchlib.Server(BIN, DATA, CPU_SERVER, os.path.join(DIR, "server-prepare.log"), say=log)
+    server = benchlib.Server(BIN, data, CPU_SERVER, os.path.join(DIR, log_name), env=env, say=log)
     try:
-        log("importing %d albums" % ALBUMS)
+        log("importing %d albums (%s)" % (ALBUMS, want))
         t0 = time.time()
         put_file(server.port, "/archive", path)
         log("imported in %.1f s" % (time.time() - t0))
     finally:
         server.stop()
-    with open(MARKER, "w") as f:
+    if after:
+        after()
+    with open(marker, "w") as f:
         f.write(want + "\n")
 
 
@@ -96,27 +98,6 @@ def postgres_bin(name):
         if os.path.exists(path):
             return path
     raise SystemExit("%s not found (Debian's postgresql package; scripts/postgres installs it)" % name)
-
-
-def prepare_postgres():
-    want = "albums=%d url=%s" % (ALBUMS, POSTGRES)
-    if "--reimport" not in sys.argv and os.path.exists(PG_MARKER) and open(PG_MARKER).read().strip() == want:
-        return
-    subprocess.run(["rm", "-rf", PG_DATA], check=True)
-    os.makedirs(PG_DATA)
-    path = benchlib.archive(ALBUMS, CPU_CLIENTS, say=log)
-    server = benchlib.Server(BIN, PG_DATA, CPU_SERVER, os.path.join(DIR, "server-prepare-pg.log"),
-                             env={"BLUELIBRARY_DATABASE_URL": POSTGRES}, say=log)
-    try:
-        log("importing %d albums into PostgreSQL" % ALBUMS)
-        t0 = time.time()
-        put_file(server.port, "/archive", path)
-        log("imported in %.1f s" % (time.time() - t0))
-    finally:
-        server.stop()
-    subprocess.run([postgres_bin("psql"), "-q", "-c", "ANALYZE", POSTGRES], check=True)
-    with open(PG_MARKER, "w") as f:
-        f.write(want + "\n")
 
 
 def tsquery(q):
@@ -188,11 +169,13 @@ def fts_query(q):
 
 def main():
     os.makedirs(DIR, exist_ok=True)
-    prepare()
+    prepare(DATA, MARKER, "albums=%d" % ALBUMS, "server-prepare.log")
     database = sqlite3.connect("file:%s?mode=ro" % os.path.join(DATA, "bluelibrary.sqlite"), uri=True)
     queries = pick_queries(database)
     if POSTGRES:
-        prepare_postgres()
+        prepare(PG_DATA, PG_MARKER, "albums=%d url=%s" % (ALBUMS, POSTGRES), "server-prepare-pg.log",
+                env={"BLUELIBRARY_DATABASE_URL": POSTGRES},
+                after=lambda: subprocess.run([postgres_bin("psql"), "-q", "-c", "ANALYZE", POSTGRES], check=True))
         server = benchlib.Server(BIN, PG_DATA, CPU_SERVER, os.path.join(DIR, "server-run-pg.log"),
                                  env={"BLUELIBRARY_DATABASE_URL": POSTGRES}, say=log)
     else:

@@ -43,18 +43,15 @@ public enum ChildProcess {
         posix_spawn_file_actions_adddup2(&actions, stdout.write, 1)
         posix_spawn_file_actions_adddup2(&actions, mergeStderr ? stdout.write : stderr.write, 2)
 
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        let spawned = spawn(path, arguments, environment: environment, actions: &actions)
         for fd in [stdin.read, stdout.write, stderr.write] { close(fd) }
-        guard spawned == 0 else {
+        let pid: pid_t
+        switch spawned {
+        case let .success(child):
+            pid = child
+        case let .failure(error):
             for fd in [stdin.write, stdout.read, stderr.read] { close(fd) }
-            throw SpawnFailure(description: "posix_spawn \(path): \(String(cString: strerror(spawned)))")
+            throw SpawnFailure(description: error.description)
         }
 
         // stderr on its own thread, stdin written on another, stdout here: no pipe can fill up

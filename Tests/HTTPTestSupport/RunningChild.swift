@@ -43,30 +43,15 @@ public final class RunningChild: Sendable {
         }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         _ = closeFrom(&actions, 3)
-        // The child starts with no signal blocked and every signal at its default: the
-        // spawning thread's mask (a test thread may block some) is not the program's to inherit.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        let spawned = spawn(path, arguments, environment: environment, actions: &actions)
         if captureOutput { close(pipeEnds[1]) }
-        guard spawned == 0 else {
+        let pid: pid_t
+        switch spawned {
+        case let .success(child):
+            pid = child
+        case let .failure(error):
             if captureOutput { close(pipeEnds[0]) }
-            throw SpawnFailure(description: "posix_spawn \(path): \(String(cString: strerror(spawned)))")
+            throw SpawnFailure(description: error.description)
         }
         processIdentifier = pid
         output = captureOutput ? pipeEnds[0] : nil

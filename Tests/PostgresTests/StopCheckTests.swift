@@ -10,19 +10,16 @@ import Testing
 @Suite(.ownThreads, .timeLimit(.minutes(1))) struct StopCheckTests {
     @Test func aRunningStatementIsCancelledWhenTheCheckSaysStop() throws {
         let connection = try makeConnection()
-        var asked = 0
+        let looks = Looks()
         // Says stop from its second look on: the statement is running by then (a sleep of a
         // minute, which only the cancel ends before the suite's time limit).
         let error = postgresError {
-            try connection.stopping(when: {
-                asked += 1
-                return asked >= 2
-            }) {
+            try connection.stopping(when: looks.fromTheSecondOn) {
                 try connection.execute("SELECT pg_sleep(60)")
             }
         }
         #expect(error?.kind == .timeout && error?.sqlState == "57014", "\(String(describing: error))")
-        #expect(asked >= 2)
+        #expect(looks.count >= 2)
         #expect(!connection.isBroken)
         #expect(try connection.scalar("SELECT 1", as: Int.self) == 1, "the check is gone and the connection serves on")
     }
@@ -32,13 +29,9 @@ import Testing
     /// here the statement swallows the first cancel itself and sleeps on.
     @Test func aCancelThatDidNotEndTheStatementIsSentAgain() throws {
         let connection = try makeConnection()
-        var asked = 0
+        let looks = Looks()
         let error = postgresError {
-            // Not at the first look (before the statement is sent), at every one after it.
-            try connection.stopping(when: {
-                asked += 1
-                return asked >= 2
-            }) {
+            try connection.stopping(when: looks.fromTheSecondOn) {
                 try connection.execute("""
                     DO $$ BEGIN
                         BEGIN PERFORM pg_sleep(60); EXCEPTION WHEN query_canceled THEN NULL; END;
@@ -73,5 +66,16 @@ import Testing
         #expect(!connection.isInTransaction)
         // SET LOCAL: the session's own timeout is back after the transaction.
         #expect(try connection.scalar("SHOW statement_timeout", as: String.self) != "50ms")
+    }
+}
+
+/// A stop check that counts its looks and says stop from the second on: the first comes before
+/// the statement is sent (a check that says stop at once sends nothing).
+private final class Looks {
+    private(set) var count = 0
+
+    func fromTheSecondOn() -> Bool {
+        count += 1
+        return count >= 2
     }
 }

@@ -11,9 +11,12 @@ server stored them. Then, N times, into a fresh database WORK_DIR/reference.db:
   - the albums and buckets tables and the albums_by_position index are created from the
     server's own `CREATE` statements (sqlite_master), so the schema is the server's;
   - timed: BEGIN; every album row inserted with one prepared INSERT (executemany, the same
-    eleven values the server binds per row), the bucket rows likewise; the five indexes the
-    server rebuilds after an import created from the server's own statements (albums_by_title,
-    albums_by_artist, albums_by_year, albums_by_created, albums_by_album_id); COMMIT.
+    fourteen values the server binds per row, the search text and sort keys read from the
+    server's rows), the bucket rows likewise; the five indexes the server rebuilds after an
+    import created from the server's own statements (albums_by_title_sort,
+    albums_by_artist_sort, albums_by_year, albums_by_created, albums_by_album_id) and the
+    search index (FTS5 `albums_search`, created as the server's, filled with one 'rebuild');
+    COMMIT.
 
 Same settings as the server's writer: WAL, synchronous=NORMAL, cache_size 32 MiB, default page
 size. No JSON parsing, no validation, no change feed or undo: the floor for the same rows and
@@ -28,8 +31,9 @@ import statistics
 import sys
 import time
 
-INDEXES = ["albums_by_title", "albums_by_artist", "albums_by_year", "albums_by_created", "albums_by_album_id"]
-COLUMNS = "library, bucket, pos, album_id, title, artist, genre, year, cover_url, created_at, updated_at"
+INDEXES = ["albums_by_title_sort", "albums_by_artist_sort", "albums_by_year", "albums_by_created", "albums_by_album_id"]
+COLUMNS = ("library, bucket, pos, album_id, title, artist, genre, year, cover_url, created_at, updated_at, "
+           "search_text, title_sort, artist_sort")
 
 
 def schema(src):
@@ -39,7 +43,7 @@ def schema(src):
         if row is None:
             sys.exit("bench-import-reference: %s has no %s (not a BlueLibrary database?)" % (SERVER_DB, name))
         return row[0]
-    tables = [sql("libraries"), sql("buckets"), sql("albums"), sql("albums_by_position")]
+    tables = [sql("libraries"), sql("buckets"), sql("albums"), sql("albums_by_position"), sql("albums_search")]
     return tables, [sql(name) for name in INDEXES]
 
 
@@ -63,10 +67,11 @@ def run(work, tables, indexes, albums, buckets, libraries):
     db.executemany("INSERT INTO libraries (id, name) VALUES (?, ?)", libraries)
     started, cpu = time.perf_counter(), cpu_seconds()
     db.execute("BEGIN")
-    db.executemany("INSERT INTO albums (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?)" % COLUMNS, albums)
+    db.executemany("INSERT INTO albums (%s) VALUES (%s)" % (COLUMNS, ",".join("?" * 14)), albums)
     db.executemany("INSERT INTO buckets (library, ord, id, size) VALUES (?,?,?,?)", buckets)
     for statement in indexes:
         db.execute(statement)
+    db.execute("INSERT INTO albums_search (albums_search) VALUES ('rebuild')")
     db.execute("COMMIT")
     elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu
     count = db.execute("SELECT count(*) FROM albums").fetchone()[0]

@@ -39,6 +39,8 @@ public final class BlueLibraryApp: Sendable {
     let accessGuard: AccessGuard
     /// Re-reads the settings when another process changed the database.
     let storedStateWatcher: StoredStateWatcher
+    /// Remakes the libraries' artist sort keys when the ignored articles change.
+    let sortKeyRebuild: SortKeyRebuild
     /// On a shared database: publishes every instance's commits from the change feed.
     let changeFollower: ChangeFollower?
     /// Everything that runs in the background, started in this order and stopped in reverse.
@@ -128,6 +130,12 @@ public final class BlueLibraryApp: Sendable {
             }
             if old?.covers != new.covers { Self.applyCoverSettings(new.covers, to: covers, configuration: configuration, logger: logger) }
         }
+        let sortKeyRebuild = SortKeyRebuild(
+            libraries: libraries, articles: { [settings] in settings.current.sorting.articles }, logger: logger)
+        self.sortKeyRebuild = sortKeyRebuild
+        settings.observe { old, new in
+            if old.sorting != new.sorting { sortKeyRebuild.wake() }
+        }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
         middleware.append(QueryLimitMiddleware(timeLimit: configuration.queryTimeout, counters: queryInterruptions))
         do {
@@ -157,7 +165,9 @@ public final class BlueLibraryApp: Sendable {
         try StaticResources(bundleDirectory: "docs", contentSecurityPolicy: StaticResources.docsPolicy)
             .register(at: "/docs", into: &routes)
         albums.register(into: &routes)
-        LibraryRoutes(libraries: resolver, idempotency: idempotency, hubs: eventHubs).register(into: &routes)
+        LibraryRoutes(
+            libraries: resolver, idempotency: idempotency, hubs: eventHubs, sortArticles: { [settings] in settings.current.sorting.articles }
+        ).register(into: &routes)
         let seal = try Self.cursorSeal(backend)
         AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: seal, renders: pageRenders)
             .register(into: &routes)
@@ -215,6 +225,7 @@ public final class BlueLibraryApp: Sendable {
             ClosureService("password-hashing", stopsWithoutStart: true) { hashing.shutdown() },
             ClosureService("archive-export", stopsWithoutStart: true) { [exportWorkers] in exportWorkers.shutdown() },
             storedStateWatcher,
+            sortKeyRebuild,
             ClosureService("http", stopsWithoutStart: true, start: server.start) { server.shutdown(grace: grace) },
             ClosureService("event-hubs", stopsWithoutStart: true, stop: eventHubs.shutdown),
         ] + (changeFollower.map { [$0] } ?? []))

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import HTTPServer
 import Library
 
@@ -9,6 +10,9 @@ struct LibraryRoutes {
     let idempotency: IdempotencyGuard
     /// A deleted library's event hub is removed and its streams end.
     let hubs: EventHubs
+    /// The articles the artist sort ignores now (a new library's keys are made with them from
+    /// its first album; `SortKeyRebuild` keeps them in step afterwards).
+    let sortArticles: @Sendable () -> SortArticles
 
     func register(into routes: inout RouterBuilder) {
         routes.add(.get, "/libraries", options: .workerPool, list)
@@ -37,6 +41,9 @@ struct LibraryRoutes {
                 throw error.inContext(invalidTitle: Self.invalidTitle)
             }
             let record = try libraries.libraries.create(id: input.id, name: input.name)
+            // Empty: only the articles are stored. Should this fail, the next pass of
+            // `SortKeyRebuild` stores them (and remakes any key made meanwhile).
+            _ = try? libraries.libraries.facade(record.id).setSortArticles(sortArticles())
             return try JSONBody.response(
                 LibraryDocument(record), status: .created, pretty: request.wantsPretty,
                 headers: ["Location": RequestInput.absoluteURL("/libraries/\(record.id.rawValue)", context)])

@@ -79,6 +79,7 @@ struct SettingsRoutes {
         if old.undo.depth != new.undo.depth { paths.append("undo.depth") }
         if old.paging.defaultLimit != new.paging.defaultLimit { paths.append("paging.defaultLimit") }
         if old.paging.maxLimit != new.paging.maxLimit { paths.append("paging.maxLimit") }
+        if old.sorting.ignoredArticles != new.sorting.ignoredArticles { paths.append("sorting.ignoredArticles") }
         return paths
     }
 

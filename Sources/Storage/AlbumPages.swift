@@ -1,22 +1,21 @@
+import BlueLibraryAPI
 import Library
 import SQLite
 
 // Filtered, sorted pages (`albums(matching:sort:from:limit:)`, `count(matching:)`).
 //
-// Value sorts read one index each (migration "v3-sort-indexes"):
-//   title     → albums_by_title   (library, title COLLATE NOCASE, album_id)
-//   artist    → albums_by_artist  (library, artist COLLATE NOCASE, album_id)
-//   year      → albums_by_year    (library, year_key, album_id)   year_key = IFNULL(year, 0)
-//   createdAt → albums_by_created (library, created_at, album_id)
+// Value sorts read one index each (`SchemaHistory.sortIndexes`):
+//   title     → albums_by_title_sort  (library, title_sort, album_id)    the stored sort keys
+//   artist    → albums_by_artist_sort (library, artist_sort, album_id)   (`SortText`, v8)
+//   year      → albums_by_year        (library, year_key, album_id)      year_key = IFNULL(year, 0)
+//   createdAt → albums_by_created     (library, created_at, album_id)
 // A keyset page is `WHERE library = ? AND (key, album_id) > (?, ?) ORDER BY key, album_id
 // LIMIT n` (`<` and DESC for descending): SQLite seeks the index to the key and reads n
-// entries, whatever the depth. Two details make the seek possible, both checked by tests with
-// EXPLAIN QUERY PLAN:
-// - the row value's left side must be plain columns, so the case-insensitive collation goes on
-//   the bound value (`(a.title, a.album_id) > (?2 COLLATE NOCASE, ?3)`; SQLite then compares
-//   the pair with NOCASE, the index's collation);
-// - `IFNULL(year, 0)` is the virtual generated column `year_key` (an expression inside a row
-//   value is never matched against an expression index).
+// entries, whatever the depth. The seek needs the row value's left side to be plain columns,
+// checked by tests with EXPLAIN QUERY PLAN: `IFNULL(year, 0)` is the virtual generated column
+// `year_key` (an expression inside a row value is never matched against an expression index),
+// and the title and artist keys are stored (folded in Swift, compared bytewise on both
+// engines: SQLite's BINARY, PostgreSQL's `COLLATE "C"`).
 //
 // The library's own order (position) walks buckets by `ord` and albums inside by `pos`: the
 // rest of the anchor album's bucket, then `buckets JOIN albums ORDER BY b.ord, a.pos` after
@@ -28,9 +27,7 @@ import SQLite
 // `year >= ?`/`year <= ?` (NULL years never pass). The SQL text depends only on
 // which conditions are present, so each shape is prepared once and cached.
 //
-// PostgreSQL runs the same statements except for the case-insensitive parts (`SQLDialect`):
-// its schema stores ASCII-folded `title_key`/`artist_key` columns (text `COLLATE "C"`) that the
-// sort indexes hold, and the bound value is folded the same way in the statement.
+// PostgreSQL runs the same statements except for the case-insensitive filters (`SQLDialect`).
 
 /// Filtered, sorted pages of one library inside one transaction (the statements' text comes
 /// from `PagingQuery`, `PagingSQL.swift`); unfiltered position offsets go through the
@@ -43,6 +40,10 @@ struct AlbumPages<DB: SQLSession> {
 
     private func searchPath(_ filter: AlbumFilter) throws -> SearchPath {
         try SearchIndex.path(for: filter, db, limits: order.context.searchIndexLimits)
+    }
+
+    private func sortArticles() throws -> SortArticles {
+        SortArticles(stored: try db.value(SQL.librarySortArticles, [.integer(library)], as: String.self) ?? "")
     }
 
     private func album(_ id: AlbumID) throws -> Album? {
@@ -67,7 +68,9 @@ struct AlbumPages<DB: SQLSession> {
         case let .afterAlbum(id):
             // Not what the facade asks (it pages value sorts by value), but well defined: after
             // the album's current key in this order.
-            guard let album = try album(id), let value = SortValue.of(album, for: sort.field) else { return nil }
+            guard let album = try album(id), let value = SortValue.of(album, for: sort.field, articles: try sortArticles()) else {
+                return nil
+            }
             return try valuePage(library, filter, sort, after: value, id, limit: limit)
         }
     }
@@ -298,7 +301,9 @@ struct AlbumPages<DB: SQLSession> {
             let after = Self.boundKey(value, sort: sort, dialect).map { ($0, id) }
             return [PagingQuery.valuePage(dialect, library, filter, sort, after: after, limit: limit, offset: 0, search: search)]
         case let .afterAlbum(id):
-            guard let album = try album(id), let value = SortValue.of(album, for: sort.field) else { return [] }
+            guard let album = try album(id), let value = SortValue.of(album, for: sort.field, articles: try sortArticles()) else {
+                return []
+            }
             let after = Self.boundKey(value, sort: sort, dialect).map { ($0, id) }
             return [PagingQuery.valuePage(dialect, library, filter, sort, after: after, limit: limit, offset: 0, search: search)]
         }

@@ -42,11 +42,14 @@ final class LibraryTransaction<DB: SQLSession> {
         self.library = library
         self.context = context
         knownVersion = known?.version
+        knownSortArticles = known?.sortArticles
         order = SparseOrder(db, library: library, context: context, soleWriter: soleWriter, knownCount: known?.albumCount)
     }
 
     /// The version, when known without a statement (see `init`); kept up to date by `bumpVersion`.
     private var knownVersion: Int64?
+    /// The articles of the library's artist keys, once read (or known from `init`).
+    private var knownSortArticles: SortArticles?
 
     /// Writes back what is only cached (the order's tail size and count) and recreates the sort
     /// indexes a bulk import dropped. Called by `write` before commit.
@@ -63,6 +66,20 @@ final class LibraryTransaction<DB: SQLSession> {
     }
 
     func count() throws -> Int { try order.count() }
+
+    /// The articles the library's artist keys are made with (`libraries.sort_articles`).
+    func sortArticles() throws -> SortArticles {
+        if let knownSortArticles { return knownSortArticles }
+        let articles = SortArticles(stored: try db.value(SQL.librarySortArticles, [.integer(library)], as: String.self) ?? "")
+        knownSortArticles = articles
+        return articles
+    }
+
+    /// The stored sort keys of `album` (`title_sort`, `artist_sort`), as the last two values of
+    /// an album row.
+    private func sortKeys(_ album: Album) throws -> [SQLValue] {
+        [.text(SortText.key(album.title)), .text(SortText.artistKey(album.artist, ignoring: try sortArticles()))]
+    }
 
     func album(id: AlbumID) throws -> Album? {
         return try db.firstRow(SQL.albumByID, [.integer(library), .text(id.rawValue)], { try StoredRows.album(from: $0) })
@@ -124,7 +141,7 @@ final class LibraryTransaction<DB: SQLSession> {
             album.coverUrl.map { .text($0) } ?? .null,
             .integer(Milliseconds.from(album.createdAt)), .integer(Milliseconds.from(album.updatedAt)),
             .text(SearchText.document(album)),
-        ])
+        ] + (try sortKeys(album)))
         guard db.changes == 1 else {
             throw StorageError(.albumNotFound, "no album \(album.id) to update")
         }
@@ -153,6 +170,31 @@ final class LibraryTransaction<DB: SQLSession> {
 
     func deleteAllStates() throws {
         try savedStates.deleteAll(library: library)
+    }
+
+    /// Rows of the library read at a time while its artist keys are remade.
+    private static var sortKeyBatch: Int { 1000 }
+
+    func setSortArticles(_ articles: SortArticles) throws -> Bool {
+        guard try sortArticles() != articles else { return false }
+        try db.run(SQL.setLibrarySortArticles, [.integer(library), .text(articles.description)])
+        knownSortArticles = articles
+        var changed = false
+        var after: Int64 = 0
+        let select = SQL.artistKeys(batch: Self.sortKeyBatch)
+        while true {
+            let rows = try db.query(select, [.integer(library), .integer(after)]) { row in
+                (row: try row.int64(0), artist: try row.string(1), key: try row.optionalString(2))
+            }
+            for row in rows {
+                let key = SortText.artistKey(row.artist, ignoring: articles)
+                guard key != row.key else { continue }
+                try db.run(SQL.setArtistKey, [.integer(row.row), .text(key)])
+                changed = true
+            }
+            guard rows.count == Self.sortKeyBatch, let last = rows.last else { return changed }
+            after = last.row
+        }
     }
 
     func bumpVersion() throws -> Int64 {
@@ -219,7 +261,7 @@ final class LibraryTransaction<DB: SQLSession> {
             album.year.map { .integer(Int64($0)) } ?? .null, album.coverUrl.map { .text($0) } ?? .null,
             .integer(Milliseconds.from(album.createdAt)), .integer(Milliseconds.from(album.updatedAt)),
             .text(SearchText.document(album)),
-        ]
+        ] + (try sortKeys(album))
         if appending, db.dialect.queuesAppendedAlbums {
             try db.queueAlbumRow(values)
             return
@@ -253,4 +295,5 @@ struct KnownLibraryRow {
     var id: Int64
     var albumCount: Int
     var version: Int64
+    var sortArticles: SortArticles
 }

@@ -190,14 +190,14 @@ extension PagingQuery {
         return sql
     }
 
-    /// The indexed column of a value sort, how a bound value compares with it (the collation
-    /// its comparisons need), and its ORDER BY term.
+    /// The indexed column of a value sort, how a bound value compares with it, and its ORDER BY
+    /// term.
     private static func sortKey(
         _ field: AlbumSort.Field, _ dialect: SQLDialect
     ) -> (column: String, value: (String) -> String, order: String) {
         switch field {
-        case .title: (dialect.foldedSortColumn("title"), dialect.foldedValue, dialect.foldedOrder("title"))
-        case .artist: (dialect.foldedSortColumn("artist"), dialect.foldedValue, dialect.foldedOrder("artist"))
+        case .title: ("a.title_sort", { $0 }, "a.title_sort")
+        case .artist: ("a.artist_sort", { $0 }, "a.artist_sort")
         case .year: ("a.year_key", { $0 }, "a.year_key")
         case .createdAt, .position: ("a.created_at", { $0 }, "a.created_at")
         }

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Essentials
 import Library
 import Postgres
@@ -272,10 +273,12 @@ public final class PostgresAlbumStore: AlbumStore {
         return ids.map { locked[$0]! }
     }
 
-    /// Columns id, live, album_count, version: the row when live, else nil.
+    /// Columns id, live, album_count, version, sort_articles: the row when live, else nil.
     private static func liveLibraryRow(_ row: PostgresRow) throws -> KnownLibraryRow? {
         guard try row.bool(1) else { return nil }
-        return KnownLibraryRow(id: try row.int64(0), albumCount: try row.int(2), version: try row.int64(3))
+        return KnownLibraryRow(
+            id: try row.int64(0), albumCount: try row.int(2), version: try row.int64(3),
+            sortArticles: SortArticles(stored: try row.string(4)))
     }
 
     // MARK: - Consistency

@@ -16,7 +16,7 @@ final class PostgresSession: SQLSession {
 
     let connection: PostgresConnection
     private(set) var changes = 0
-    /// Appended album rows not sent yet (`queueAlbumRow`), each `SQL.insertAlbum`'s 12 values.
+    /// Appended album rows not sent yet (`queueAlbumRow`), each `SQL.insertAlbum`'s 14 values.
     private var queuedAlbums: [[SQLValue]] = []
 
     init(_ connection: PostgresConnection) {

@@ -21,6 +21,13 @@ enum SQL {
     /// The row of a name, live or deleted (rows are never removed: see `SchemaHistory` v7).
     static let libraryID = "SELECT id FROM libraries WHERE name = ?1"
     static let libraryIsLive = "SELECT deleted = 0 FROM libraries WHERE id = ?1"
+    static let librarySortArticles = "SELECT sort_articles FROM libraries WHERE id = ?1"
+    static let setLibrarySortArticles = "UPDATE libraries SET sort_articles = ?2 WHERE id = ?1"
+    /// The next `batch` album rows of library ?1 after row ?2 (in row order): row, artist, artist key.
+    static func artistKeys(batch: Int) -> String {
+        "SELECT row, artist, artist_sort FROM albums WHERE library = ?1 AND row > ?2 ORDER BY row LIMIT \(batch)"
+    }
+    static let setArtistKey = "UPDATE albums SET artist_sort = ?2 WHERE row = ?1"
     private static let libraryColumns = "name, display_name, album_count, version"
     static let liveLibraries = "SELECT \(libraryColumns) FROM libraries WHERE deleted = 0 ORDER BY name"
     /// Creates a library, or brings a deleted one back one version above where it ended; no
@@ -116,12 +123,12 @@ enum SQL {
     private static let albumColumns =
         "album_id, title, artist, genre, year, cover_url, created_at, updated_at"
     static let insertAlbum = """
-        INSERT INTO albums (library, bucket, pos, \(albumColumns), search_text)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+        INSERT INTO albums (library, bucket, pos, \(albumColumns), search_text, title_sort, artist_sort)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
         """
     static let updateAlbum = """
         UPDATE albums SET title = ?3, artist = ?4, genre = ?5, year = ?6, cover_url = ?7,
-            created_at = ?8, updated_at = ?9, search_text = ?10
+            created_at = ?8, updated_at = ?9, search_text = ?10, title_sort = ?11, artist_sort = ?12
         WHERE library = ?1 AND album_id = ?2
         """
     static let albumByID = "SELECT \(albumColumns) FROM albums WHERE library = ?1 AND album_id = ?2"

@@ -10,9 +10,8 @@
 /// - an album insert on PostgreSQL says `ON CONFLICT DO NOTHING`: a duplicate album id then
 ///   changes no row instead of aborting the transaction, so the engine can still name the
 ///   library holding the album (`LibraryError.conflict`);
-/// - case-insensitive sorts and filters: SQLite's `COLLATE NOCASE` on the bound value;
-///   PostgreSQL's schema stores ASCII-folded keys (`title_key`, `artist_key`, text
-///   `COLLATE "C"`), and the bound value is folded the same way with `translate`;
+/// - the case-insensitive `artist` and `genre` filters: SQLite's `COLLATE NOCASE` on the bound
+///   value; PostgreSQL compares ASCII-folded text (the stored `artist_key`, and `translate`);
 /// - SQLite-only machinery: the wholesale `DELETE FROM albums` (truncate optimisation) and a
 ///   bulk import's dropping of the sort indexes (`sqlite_master`); PostgreSQL keeps its indexes
 ///   and deletes a library's rows by library. The pragmas and `EXPLAIN QUERY PLAN` stay in
@@ -96,30 +95,6 @@ enum SQLDialect: Sendable, Equatable {
 
     // MARK: Paging fragments (`PagingQuery`)
 
-    /// The key column of a case-insensitive sort on `column` (`title` or `artist`), alias `a`.
-    func foldedSortColumn(_ column: String) -> String {
-        switch self {
-        case .sqlite: "a.\(column)"
-        case .postgres: "a.\(column)_key"
-        }
-    }
-
-    /// A bound value compared with (or ordered like) a `foldedSortColumn`.
-    func foldedValue(_ parameter: String) -> String {
-        switch self {
-        case .sqlite: "\(parameter) COLLATE NOCASE"
-        case .postgres: PostgresSchema.caseFolded(parameter)
-        }
-    }
-
-    /// The ORDER BY term of a `foldedSortColumn` (SQLite states the index's collation).
-    func foldedOrder(_ column: String) -> String {
-        switch self {
-        case .sqlite: "a.\(column) COLLATE NOCASE"
-        case .postgres: "a.\(column)_key"
-        }
-    }
-
     /// Whether the text `haystack` contains the text `needle` (both expressions), byte for byte.
     func contains(_ haystack: String, _ needle: String) -> String {
         switch self {
@@ -183,17 +158,19 @@ extension SQLDialect {
 enum PostgresSQL {
     /// The row of a name: id, live, album count, version; locked for the rest of the transaction.
     static let lockLibraryByName =
-        "SELECT id, deleted = 0, album_count, version FROM libraries WHERE name = ?1 FOR UPDATE"
-    /// The library row ?1: id, live, album count, version; locked for the rest of the transaction.
-    static let lockLibrary = "SELECT id, deleted = 0, album_count, version FROM libraries WHERE id = ?1 FOR UPDATE"
-    /// The row of a name: id, live, album count, version.
-    static let libraryRow = "SELECT id, deleted = 0, album_count, version FROM libraries WHERE name = ?1"
+        "SELECT id, deleted = 0, album_count, version, sort_articles FROM libraries WHERE name = ?1 FOR UPDATE"
+    /// The library row ?1: id, live, album count, version, sort articles; locked for the rest of
+    /// the transaction.
+    static let lockLibrary =
+        "SELECT id, deleted = 0, album_count, version, sort_articles FROM libraries WHERE id = ?1 FOR UPDATE"
+    /// The row of a name: id, live, album count, version, sort articles.
+    static let libraryRow = "SELECT id, deleted = 0, album_count, version, sort_articles FROM libraries WHERE name = ?1"
     /// Tells listening instances that a library (?1, its name) committed a new version.
     static let notifyCommit = "SELECT pg_notify('\(PostgresAlbumStore.commitChannel)', ?1)"
     /// Tells listening instances that the catalog or a view definition changed.
     static let notifyCatalog = "SELECT pg_notify('\(PostgresAlbumStore.catalogChannel)', '')"
 
-    /// Inserts `count` album rows (12 parameters each, in `SQL.insertAlbum`'s order) and returns
+    /// Inserts `count` album rows (14 parameters each, in `SQL.insertAlbum`'s order) and returns
     /// the album ids of the rows inserted (a duplicate id is skipped, not an error).
     static let insertAlbumsChunks = [256, 64, 16, 4, 1]
 

@@ -26,7 +26,7 @@ enum Schema {
         }
     }
 
-    /// v3's sort indexes (`SchemaHistory.sortIndexes`) as SQLite creates them.
+    /// The sort indexes (`SchemaHistory.sortIndexes`) as SQLite creates them.
     static let sortIndexes = SchemaHistory.sortIndexes.map(SortIndex.init)
 
     /// v7's global album-id index as SQLite creates it.

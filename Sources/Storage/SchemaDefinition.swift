@@ -149,6 +149,8 @@ enum SchemaStep: Sendable {
     case createTable(TableDefinition)
     case addColumn(table: String, Column)
     case createIndex(IndexDefinition)
+    /// Drops the index of that name.
+    case dropIndex(String)
     /// Data or anything else that reads the same on both engines.
     case statement(String)
     /// What each engine spells its own way (the search index: an FTS5 table kept in step by
@@ -162,6 +164,7 @@ enum SchemaStep: Sendable {
         case let .addColumn(table, column):
             column.postgresOnly && dialect == .sqlite ? [] : ["ALTER TABLE \(table) ADD COLUMN \(column.definition(dialect));"]
         case let .createIndex(index): [index.create(dialect)]
+        case let .dropIndex(name): ["DROP INDEX \(name);"]
         case let .statement(text): [text]
         case let .engineSpecific(sqlite, postgres): dialect == .sqlite ? sqlite : postgres
         }
@@ -199,6 +202,7 @@ struct SchemaShape: Sendable {
             case let .addColumn(name, column):
                 if let index = tables.firstIndex(where: { $0.name == name }) { tables[index].columns.append(column) }
             case let .createIndex(index): indexes.append(index)
+            case let .dropIndex(name): indexes.removeAll { $0.name == name }
             case let .statement(text): statements.append(text)
             case let .engineSpecific(sqlite, postgres): engineStatements.append((sqlite, postgres))
             }

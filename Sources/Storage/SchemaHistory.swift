@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 /// The schema of both engines, as an append-only list of migrations written once as
 /// `SchemaStep`s (`SchemaDefinition.swift` says how each engine spells them).
 ///
@@ -153,20 +155,28 @@ enum SchemaHistory {
         .addColumn(table: "albums", Column.integer("year_key").computed("COALESCE(year, 0)", sqlite: "IFNULL(year, 0)")),
         .addColumn(table: "albums", Column.text("title_key").computed(PostgresSchema.caseFolded("title")).onPostgresOnly),
         .addColumn(table: "albums", Column.text("artist_key").computed(PostgresSchema.caseFolded("artist")).onPostgresOnly),
-    ] + sortIndexes.map(SchemaStep.createIndex)
-
-    /// The sort indexes of v3, in the order v3 creates them: the one place their definitions
-    /// live. v3 creates them, and a bulk import that drops the indexes for speed
-    /// (`BulkImport.swift`) recreates them from the same definitions, so the schema
-    /// (`sqlite_master`) reads exactly as after the migration. Never edit one: v3 has shipped,
-    /// so a changed index is a new migration (which must then update this list too).
-    static let sortIndexes: [IndexDefinition] = [
+    ] + [
         IndexDefinition(name: "albums_by_title", table: "albums", columns: [.plain("library"), .folded("title"), .plain("album_id")]),
         IndexDefinition(name: "albums_by_artist", table: "albums", columns: [.plain("library"), .folded("artist"), .plain("album_id")]),
-        IndexDefinition(name: "albums_by_year", table: "albums", columns: [.plain("library"), .plain("year_key"), .plain("album_id")]),
-        IndexDefinition(
-            name: "albums_by_created", table: "albums", columns: [.plain("library"), .plain("created_at"), .plain("album_id")]),
-    ]
+        yearIndex, createdIndex,
+    ].map(SchemaStep.createIndex)
+
+    private static let yearIndex = IndexDefinition(
+        name: "albums_by_year", table: "albums", columns: [.plain("library"), .plain("year_key"), .plain("album_id")])
+    private static let createdIndex = IndexDefinition(
+        name: "albums_by_created", table: "albums", columns: [.plain("library"), .plain("created_at"), .plain("album_id")])
+    private static let titleSortIndex = IndexDefinition(
+        name: "albums_by_title_sort", table: "albums", columns: [.plain("library"), .plain("title_sort"), .plain("album_id")])
+    private static let artistSortIndex = IndexDefinition(
+        name: "albums_by_artist_sort", table: "albums", columns: [.plain("library"), .plain("artist_sort"), .plain("album_id")])
+
+    /// The sort indexes of the current schema, in the order the migrations create them: v3's
+    /// year and creation indexes, v8's title and artist ones (over the stored sort keys; they
+    /// replace v3's case-folded ones). The one place their definitions live: a bulk import that
+    /// drops the indexes for speed (`BulkImport.swift`) recreates them from these, so the
+    /// schema (`sqlite_master`) reads exactly as after the migrations. Never edit one that has
+    /// shipped: a changed index is a new migration (which must then update this list too).
+    static let sortIndexes: [IndexDefinition] = [yearIndex, createdIndex, titleSortIndex, artistSortIndex]
 
     // MARK: v4
 
@@ -259,6 +269,14 @@ enum SchemaHistory {
     /// The partial index `albums_without_search_text` holds just those rows, so the store finds
     /// them without a scan, and finds at once that there are none.
     ///
+    /// The title and artist sorts' keys (`SortText`: folded as search folds, the artist without
+    /// a leading article of `libraries.sort_articles`) are stored with every row the same way
+    /// (`title_sort`, `artist_sort`, filled in the same pass), and v3's case-folded indexes of
+    /// those sorts make way for `albums_by_title_sort` and `albums_by_artist_sort` over the
+    /// keys. `libraries.sort_articles` holds the articles the library's artist keys were made
+    /// with (`SortArticles`' stored form; `the a an` until the setting changes, see
+    /// `SortKeyRebuild`).
+    ///
     /// The search index finds the albums that have every word of a query without reading the
     /// others (`SearchIndex` says how a page uses it). It indexes `search_text` as it is: the
     /// tokens are already folded and one space apart, so neither engine tokenizes or folds
@@ -274,8 +292,15 @@ enum SchemaHistory {
     ///   (`array_to_tsvector(string_to_array(search_text, ' '))`: no parser, no dictionary).
     private static let v8: [SchemaStep] = [
         .addColumn(table: "albums", Column.text("search_text")),
+        .addColumn(table: "albums", Column.text("title_sort")),
+        .addColumn(table: "albums", Column.text("artist_sort")),
+        .addColumn(table: "libraries", Column.text("sort_articles").notNullable.defaulting(to: "'\(SortArticles.standard)'")),
         .createIndex(IndexDefinition(
             name: "albums_without_search_text", table: "albums", columns: [.plain("row")], condition: "search_text IS NULL")),
+        .dropIndex("albums_by_title"),
+        .dropIndex("albums_by_artist"),
+        .createIndex(titleSortIndex),
+        .createIndex(artistSortIndex),
         .engineSpecific(
             sqlite: [
                 """

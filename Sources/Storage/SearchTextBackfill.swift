@@ -1,7 +1,9 @@
 import BlueLibraryAPI
 import Library
 
-/// Fills `albums.search_text` (schema v8) on the rows written before it existed, in batches of
+/// Fills `albums.search_text` and the sort keys `title_sort` and `artist_sort` (schema v8,
+/// the artist's with its library's `sort_articles`) on the rows written before they existed,
+/// in batches of
 /// `batchSize` rows in ascending `row` order, each batch in a write transaction of its own:
 /// run by a store when it opens the database, so a search finds every album. Idempotent (a row
 /// filled meanwhile is skipped) and cheap when there is nothing to fill: one read of the
@@ -10,9 +12,12 @@ enum SearchTextBackfill {
     static let batchSize = 1000
 
     static let rowsToFill = """
-        SELECT row, title, artist, genre FROM albums WHERE search_text IS NULL AND row > ?1 ORDER BY row LIMIT \(batchSize)
+        SELECT a.row, a.title, a.artist, a.genre, l.sort_articles FROM albums AS a JOIN libraries AS l ON l.id = a.library
+        WHERE a.search_text IS NULL AND a.row > ?1 ORDER BY a.row LIMIT \(batchSize)
         """
-    static let fill = "UPDATE albums SET search_text = ?1 WHERE row = ?2 AND search_text IS NULL"
+    static let fill = """
+        UPDATE albums SET search_text = ?1, title_sort = ?3, artist_sort = ?4 WHERE row = ?2 AND search_text IS NULL
+        """
 
     /// Fills every row; `inWriteTransaction` runs its body in one write transaction. Returns
     /// the rows filled.
@@ -34,9 +39,18 @@ enum SearchTextBackfill {
     /// Fills the next batch after row `after`.
     static func fillBatch(_ db: some SQLSession, after: Int64) throws -> Batch {
         let rows = try db.query(rowsToFill, [.integer(after)]) { row in
-            (row: try row.int64(0), document: SearchText.document(title: try row.string(1), artist: try row.string(2), genre: try row.string(3)))
+            let (title, artist) = (try row.string(1), try row.string(2))
+            return (
+                row: try row.int64(0),
+                values: [
+                    SQLValue.text(SearchText.document(title: title, artist: artist, genre: try row.string(3))),
+                    .text(SortText.key(title)),
+                    .text(SortText.artistKey(artist, ignoring: SortArticles(stored: try row.string(4)))),
+                ])
         }
-        for row in rows { try db.run(fill, [.text(row.document), .integer(row.row)]) }
+        for row in rows {
+            try db.run(fill, [row.values[0], .integer(row.row), row.values[1], row.values[2]])
+        }
         return (rows.count, rows.last?.row)
     }
 }

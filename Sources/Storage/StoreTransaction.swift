@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Foundation
 import Library
 import SQLite
@@ -29,6 +30,7 @@ struct PostgresTransaction: StoreTransaction {
 extension StoreTransaction {
     func version() throws -> Int64 { try engine.version() }
     func count() throws -> Int { try engine.count() }
+    func sortArticles() throws -> SortArticles { try engine.sortArticles() }
     func album(id: AlbumID) throws -> Album? { try engine.album(id: id) }
     func library(of id: AlbumID) throws -> LibraryID? { try engine.library(of: id) }
     func index(of id: AlbumID) throws -> Int? { try engine.index(of: id) }
@@ -64,6 +66,7 @@ extension StoreTransaction {
     func deleteAllAlbums() throws { try engine.deleteAllAlbums() }
     func deleteAllStates() throws { try engine.deleteAllStates() }
     func bumpVersion() throws -> Int64 { try engine.bumpVersion() }
+    func setSortArticles(_ articles: SortArticles) throws -> Bool { try engine.setSortArticles(articles) }
     func pushUndo(_ command: UndoCommand, limit: Int) throws { try engine.pushUndo(command, limit: limit) }
     func popUndo() throws -> UndoCommand? { try engine.popUndo() }
     func clearUndo() throws { try engine.clearUndo() }

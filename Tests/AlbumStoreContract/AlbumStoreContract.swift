@@ -557,7 +557,7 @@ public enum AlbumStoreContract {
             }
             #expect(try reader.albums(matching: filter, sort: sort, from: .afterAlbum(anchor.id), limit: 6)
                     == Array(after.prefix(6)), "\(context) after \(anchor.title)")
-            if let value = SortValue.of(anchor, for: sort.field) {
+            if let value = SortValue.of(anchor, for: sort.field, articles: .standard) {
                 #expect(try reader.albums(matching: filter, sort: sort, from: .afterValue(value, anchor.id), limit: 6)
                         == Array(after.prefix(6)), "\(context) after value of \(anchor.title)")
             }

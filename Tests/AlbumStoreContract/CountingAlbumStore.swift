@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Library
 import Synchronization
 
@@ -69,6 +70,7 @@ struct CountingReader: AlbumStoreReader {
 
     func version() throws -> Int64 { try base.version() }
     func count() throws -> Int { try base.count() }
+    func sortArticles() throws -> SortArticles { try base.sortArticles() }
     func album(id: AlbumID) throws -> Album? { counted(try base.album(id: id)) }
     func library(of id: AlbumID) throws -> LibraryID? { try base.library(of: id) }
     func index(of id: AlbumID) throws -> Int? { try base.index(of: id) }

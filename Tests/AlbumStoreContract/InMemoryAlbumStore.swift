@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Essentials
 import Foundation
 import Library
@@ -22,6 +23,8 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
         public var states: [String: SavedState] = [:]
         /// The change feed, oldest first.
         public var changes: [LibraryChange] = []
+        /// The articles the artist sort ignores (`setSortArticles`).
+        public var sortArticles = SortArticles.standard
     }
 
     /// Thrown by `write` when `failNextCommit` is set: the body ran but nothing is committed.
@@ -205,6 +208,25 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
 
         func version() throws -> Int64 { data.version }
         func count() throws -> Int { data.albums.count }
+        func sortArticles() throws -> SortArticles { data.sortArticles }
+
+        func setSortArticles(_ articles: SortArticles) throws -> Bool {
+            let old = data.sortArticles
+            data.sortArticles = articles
+            return data.albums.contains {
+                SortText.artistKey($0.artist, ignoring: old) != SortText.artistKey($0.artist, ignoring: articles)
+            }
+        }
+
+        /// `album`'s key in `sort` (a value sort).
+        private func key(_ album: Album, _ sort: AlbumSort) -> SortKey {
+            SortKey.of(album, for: sort.field, articles: data.sortArticles) ?? SortKey(.integer(0), album.id)
+        }
+
+        /// Whether `a` comes before `b` in `sort` (a value sort).
+        private func orders(_ sort: AlbumSort, _ a: Album, _ b: Album) -> Bool {
+            sort.orders(key(a, sort), before: key(b, sort))
+        }
         func album(id: AlbumID) throws -> Album? { data.albums.first { $0.id == id } }
         func library(of id: AlbumID) throws -> LibraryID? { context.library(of: id) }
         func index(of id: AlbumID) throws -> Int? { data.albums.firstIndex { $0.id == id } }
@@ -222,7 +244,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
             }
             var ordered = data.albums.filter(filter.matches)
             if sort.field != .position {
-                ordered.sort { sort.orders($0, before: $1) }
+                ordered.sort { orders(sort, $0, $1) }
             } else if sort.descending {
                 ordered.reverse()
             }
@@ -234,7 +256,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
             case let .afterAlbum(id) where sort.field != .position:
                 // After the album's current key in this order (as SQLite does).
                 guard let anchor = try album(id: id) else { return nil }
-                ordered = ordered.filter { sort.orders(anchor, before: $0) }
+                ordered = ordered.filter { orders(sort, anchor, $0) }
             case let .afterAlbum(id):
                 guard let after = listedAfter(id, in: ordered, descending: sort.descending) else { return nil }
                 ordered = after
@@ -243,20 +265,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
                 guard let after = listedAfter(id, in: ordered, descending: sort.descending) else { return nil }
                 ordered = after
             case let .afterValue(value, id):
-                let key = Album(id: id, title: "", artist: "", genre: "", year: nil, coverUrl: nil,
-                                createdAt: Date(timeIntervalSince1970: 0), updatedAt: Date(timeIntervalSince1970: 0))
-                ordered = ordered.filter { album in
-                    // Compare against a stand-in album carrying the anchor's sort value.
-                    var anchorAlbum = key
-                    switch (sort.field, value) {
-                    case let (.title, .text(text)): anchorAlbum.title = text
-                    case let (.artist, .text(text)): anchorAlbum.artist = text
-                    case let (.year, .integer(year)): anchorAlbum.year = year == 0 ? nil : Int(year)
-                    case let (.createdAt, .integer(ms)): anchorAlbum.createdAt = Timestamp.date(milliseconds: ms)
-                    default: break
-                    }
-                    return sort.orders(anchorAlbum, before: album)
-                }
+                ordered = ordered.filter { sort.orders(SortKey(value, id), before: key($0, sort)) }
             }
             return Array(ordered.prefix(limit))
         }
@@ -284,25 +293,11 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
         private func inRange(_ filter: AlbumFilter, _ sort: AlbumSort, _ range: SortRange) -> [Album] {
             var ordered = data.albums.filter(filter.matches)
             guard sort.field != .position else { return sort.descending ? ordered.reversed() : ordered }
-            ordered.sort { sort.orders($0, before: $1) }
+            ordered.sort { orders(sort, $0, $1) }
             return ordered.filter { album in
-                (range.after.map { sort.orders(Self.standIn($0, sort.field), before: album) } ?? true)
-                    && (range.before.map { sort.orders(album, before: Self.standIn($0, sort.field)) } ?? true)
+                (range.after.map { sort.orders($0, before: key(album, sort)) } ?? true)
+                    && (range.before.map { sort.orders(key(album, sort), before: $0) } ?? true)
             }
-        }
-
-        /// An album carrying `key`'s id and sort value (compared by `AlbumSort.orders`).
-        private static func standIn(_ key: SortKey, _ field: AlbumSort.Field) -> Album {
-            var album = Album(id: key.id, title: "", artist: "", genre: "", year: nil, coverUrl: nil,
-                              createdAt: Date(timeIntervalSince1970: 0), updatedAt: Date(timeIntervalSince1970: 0))
-            switch (field, key.value) {
-            case let (.title, .text(text)): album.title = text
-            case let (.artist, .text(text)): album.artist = text
-            case let (.year, .integer(year)): album.year = year == 0 ? nil : Int(year)
-            case let (.createdAt, .integer(ms)): album.createdAt = Timestamp.date(milliseconds: ms)
-            default: break
-            }
-            return album
         }
 
         func forEachAlbum(_ body: (Album) throws -> Void) throws {

@@ -45,9 +45,9 @@ extension AlbumStoreContract {
                         #expect(try reader.albums(matching: filter, sort: sort, in: .all, skipping: 2, limit: 5)
                                 == Array(expected.dropFirst(2).prefix(5)), "\(context)")
                         for (index, low) in keyAlbums.enumerated() {
-                            let lowKey = try #require(SortKey.of(low, for: field))
+                            let lowKey = try #require(SortKey.of(low, for: field, articles: .standard))
                             let high = keyAlbums[(index * 5 + 3) % keyAlbums.count]
-                            let highKey = try #require(SortKey.of(high, for: field))
+                            let highKey = try #require(SortKey.of(high, for: field, articles: .standard))
                             let after = expected.filter { sort.orders(low, before: $0) }
                             let before = expected.filter { sort.orders($0, before: high) }
                             let between = after.filter { sort.orders($0, before: high) }

@@ -8,7 +8,7 @@ import Storage
 import TestThreads
 import Testing
 
-/// Keyset pages of the value sorts read their index on PostgreSQL too (`albums_by_title` on the
+/// Keyset pages of the value sorts read their index on PostgreSQL too (`albums_by_title_sort` on the
 /// folded `title_key`, …): an index scan from the anchor, never a sort of the library. Pages in
 /// the library's own order walk the buckets in order and each bucket's albums by position.
 @Suite("PostgreSQL store: page plans", .ownThreads)
@@ -32,8 +32,8 @@ struct PostgresPagePlanTests {
         try analyze.execute("ANALYZE")
         let anchorID = AlbumStoreContract.id(1500)
         let cases: [(AlbumSort.Field, SortValue, String)] = [
-            (.title, .text("Title 500"), "albums_by_title"),
-            (.artist, .text("Artist 100"), "albums_by_artist"),
+            (.title, .text("Title 500"), "albums_by_title_sort"),
+            (.artist, .text("Artist 100"), "albums_by_artist_sort"),
             (.year, .integer(1990), "albums_by_year"),
             (.createdAt, .integer(1_600_001_000_000), "albums_by_created"),
         ]

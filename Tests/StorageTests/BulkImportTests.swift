@@ -24,7 +24,7 @@ struct BulkImportTests {
         return schema
     }
 
-    static let sortIndexNames = ["albums_by_title", "albums_by_artist", "albums_by_year", "albums_by_created"]
+    static let sortIndexNames = ["albums_by_title_sort", "albums_by_artist_sort", "albums_by_year", "albums_by_created"]
 
     static func albums(_ count: Int, seed: UInt64) -> [Album] {
         var random = SeededGenerator(seed: seed)
@@ -39,15 +39,15 @@ struct BulkImportTests {
             let page = try store.read(library) { try $0.albums(matching: .all, sort: sort, from: anchor, limit: limit) } ?? []
             all += page
             guard page.count == limit, let last = page.last else { return all }
-            anchor = sort.field == .position ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field)!, last.id)
+            anchor = sort.field == .position ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field, articles: .standard)!, last.id)
         }
     }
 
     /// Keyset pages of every value sort seek their index (the plans `PagingTests` expects).
     static func expectIndexedPlans(_ store: SQLiteAlbumStore, _ library: LibraryID, anchor album: Album) throws {
         for sort in PagingTests.sorts where sort.field != .position {
-            let anchor = SortAnchor.afterValue(SortValue.of(album, for: sort.field)!, album.id)
-            let index = ["title": "albums_by_title", "artist": "albums_by_artist", "year": "albums_by_year",
+            let anchor = SortAnchor.afterValue(SortValue.of(album, for: sort.field, articles: .standard)!, album.id)
+            let index = ["title": "albums_by_title_sort", "artist": "albums_by_artist_sort", "year": "albums_by_year",
                          "createdAt": "albums_by_created"][sort.field.rawValue]!
             for start in [SortAnchor.start, anchor] {
                 let plans = try store.pagePlans(library, matching: .all, sort: sort, from: start, limit: 51)

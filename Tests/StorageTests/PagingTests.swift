@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Essentials
 import Foundation
 import HTTPTestSupport
@@ -215,7 +216,7 @@ struct PagingTests {
                 let page = try store.read(.default) { try $0.albums(matching: .all, sort: sort, from: anchor, limit: 4) } ?? []
                 walked += page
                 guard page.count == 4, let last = page.last else { break }
-                anchor = .afterValue(SortValue.of(last, for: .createdAt)!, last.id)
+                anchor = .afterValue(SortValue.of(last, for: .createdAt, articles: .standard)!, last.id)
             }
             #expect(walked.map(\.id) == expected.map(\.id), "sort \(sort), SortValue.of keys")
         }
@@ -228,7 +229,7 @@ struct PagingTests {
         let fixture = Self.fixture
         let last = fixture.library[fixture.library.count / 3]
         let anchor: SortAnchor = sort.field == .position
-            ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field)!, last.id)
+            ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field, articles: .standard)!, last.id)
         for (name, filter) in [("none", AlbumFilter.all), ("genre", AlbumFilter(genre: "rock")), ("q", AlbumFilter(text: "an"))] {
             for start in [SortAnchor.start, anchor] {
                 // (a search with many matches walks the order like any filter)
@@ -239,7 +240,7 @@ struct PagingTests {
                     #expect(!plan.contains("SCAN"), "sort \(sort), filter \(name), \(start): \(plan)")
                 }
                 guard case .afterValue = start else { continue }
-                let index = ["title": "albums_by_title", "artist": "albums_by_artist", "year": "albums_by_year",
+                let index = ["title": "albums_by_title_sort", "artist": "albums_by_artist_sort", "year": "albums_by_year",
                              "createdAt": "albums_by_created"][sort.field.rawValue]!
                 let comparison = sort.descending ? ")<(?,?)" : ")>(?,?)"
                 #expect(plans.count == 1)
@@ -281,11 +282,11 @@ struct PagingTests {
     func stretchesOfAValueOrderSeekTheirIndex(_ sort: AlbumSort) throws {
         let fixture = Self.fixture
         let (low, high) = (fixture.library[fixture.library.count / 3], fixture.library[fixture.library.count / 2])
-        let index = ["title": "albums_by_title", "artist": "albums_by_artist", "year": "albums_by_year",
+        let index = ["title": "albums_by_title_sort", "artist": "albums_by_artist_sort", "year": "albums_by_year",
                      "createdAt": "albums_by_created"][sort.field.rawValue]!
         for (name, filter) in [("none", AlbumFilter.all), ("genre", AlbumFilter(genre: "rock"))] {
-            for range in [SortRange(after: SortKey.of(low, for: sort.field)), SortRange(before: SortKey.of(high, for: sort.field)),
-                          SortRange(after: SortKey.of(low, for: sort.field), before: SortKey.of(high, for: sort.field))]
+            for range in [SortRange(after: SortKey.of(low, for: sort.field, articles: .standard)), SortRange(before: SortKey.of(high, for: sort.field, articles: .standard)),
+                          SortRange(after: SortKey.of(low, for: sort.field, articles: .standard), before: SortKey.of(high, for: sort.field, articles: .standard))]
             {
                 let plans = try fixture.store.rangePlans(.default, matching: filter, sort: sort, in: range, skipping: 100, limit: 1)
                 #expect(plans.count == 2)
@@ -397,7 +398,7 @@ struct PagingTests {
             #expect(page.count <= limit)
             all += page
             guard page.count == limit, let last = page.last else { return all }
-            anchor = sort.field == .position ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field)!, last.id)
+            anchor = sort.field == .position ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field, articles: .standard)!, last.id)
         }
         Issue.record("the walk does not end")
         return all
@@ -421,14 +422,13 @@ enum Reference {
 
     /// A byte string that orders like the field (integers offset to unsigned, big-endian).
     private static func key(_ album: Album, _ field: AlbumSort.Field) -> [UInt8] {
-        func folded(_ text: String) -> [UInt8] { text.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 } }
         func integer(_ value: Int64) -> [UInt8] {
             let biased = UInt64(bitPattern: value) ^ (1 << 63)
             return (0..<8).reversed().map { UInt8(truncatingIfNeeded: biased >> (8 * $0)) }
         }
         switch field {
-        case .title: return folded(album.title)
-        case .artist: return folded(album.artist)
+        case .title: return Array(SortText.key(album.title).utf8)
+        case .artist: return Array(SortText.artistKey(album.artist, ignoring: .standard).utf8)
         case .year: return integer(Int64(album.year ?? 0))
         case .createdAt: return integer(ReferenceMilliseconds.of(album.createdAt))
         case .position: return []

@@ -21,13 +21,13 @@ struct SchemaDefinitionTests {
         "v5-settings-and-access": "ff97caff369c32f2",
         "v6-secrets": "6e324ce7343d13a8",
         "v7-catalog-global-ids-moves-views": "ebc35802db567adf",
-        "v8-search-text": "94e1b4d3892ddba8",
+        "v8-search-text": "05ece2ec8ef0664e",
     ]
 
     /// The same for PostgreSQL's migrations (`PostgresSchema.migrations`).
     static let shippedPostgres: [String: String] = [
         "v1-sqlite-v7-shape-and-server-signals": "5877b8f873d7dece",
-        "v8-search-text": "d4809283dcc28e49",
+        "v8-search-text": "0e02d9d462d49974",
     ]
 
     static func sum(_ text: String) -> String { FNV1a.hex(FNV1a.hash(Array(text.utf8))) }
@@ -77,6 +77,6 @@ struct SchemaDefinitionTests {
         #expect(DatabaseMigration.tables.map(\.name) == tables)
         #expect(DatabaseMigration.tables.first { $0.name == "albums" }?.columns.contains("row") == false)
         #expect(DatabaseMigration.tables.first { $0.name == "albums" }?.columns.contains("year_key") == false)
-        #expect(DatabaseMigration.tables.first { $0.name == "libraries" }?.columns == ["id", "name", "version", "album_count", "display_name", "deleted"])
+        #expect(DatabaseMigration.tables.first { $0.name == "libraries" }?.columns == ["id", "name", "version", "album_count", "display_name", "deleted", "sort_articles"])
     }
 }

@@ -18,7 +18,7 @@ import Testing
 /// `BLUELIBRARY_STORAGE_BENCH_SEQUENTIAL_IDS=1` (ids in list order instead of random),
 /// `BLUELIBRARY_STORAGE_BENCH_IMPORT_ONLY=1` (stop after the bulk append),
 /// `BLUELIBRARY_STORAGE_BENCH_RAW=1` (also time the same inserts through the bare wrapper),
-/// `BLUELIBRARY_STORAGE_BENCH_DROP_INDEXES=albums_by_title,...` (drop these indexes before the
+/// `BLUELIBRARY_STORAGE_BENCH_DROP_INDEXES=albums_by_title_sort,...` (drop these indexes before the
 /// import, to see what each costs it).
 ///
 /// `pagesAtDepth` (same switch) times filtered/sorted keyset pages at 1M: page 1 against page
@@ -273,7 +273,7 @@ extension StorageBenchmark {
                     continue
                 }
                 let anchor: SortAnchor = sort.field == .position
-                    ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field)!, last.id)
+                    ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field, articles: .standard)!, last.id)
                 let first = try Self.samples(rounds) {
                     let page = try store.read(.default) { try $0.albums(matching: filter, sort: sort, from: .start, limit: limit) }
                     precondition(page?.count == limit)

@@ -5,9 +5,11 @@ import Foundation
 /// offline), and the local undo of a queued edit.
 extension LibraryReplica {
     /// The page of the app's albums (local edits included) that `query` asks for, filtered and
-    /// sorted as the server would: `q` is text the title or the artist contains, `artist` and
-    /// `genre` match exactly, both ignoring ASCII case; `yearFrom`/`yearTo` leave out albums
-    /// without a year; sorts break ties by id, a missing year sorts as 0. Each album has its
+    /// sorted as the server would: `q` is a search (`SearchQuery`), `artist` and `genre` match
+    /// exactly, ignoring ASCII case; `yearFrom`/`yearTo` leave out albums without a year; titles
+    /// and artists sort by their keys (`SortText`; artists without a leading The, A or An, the
+    /// server's default `sorting.ignoredArticles`: a server set otherwise orders its artists
+    /// differently); sorts break ties by id, a missing year sorts as 0. Each album has its
     /// `index` in position order only (as on the server). `limit` defaults to 20 (at most
     /// 500); the cursor is the replica's own (`r` and an offset; a server cursor is refused).
     /// `version` is the server version the replica is at; there is no ETag.
@@ -23,7 +25,7 @@ extension LibraryReplica {
         let all = try albums()
         let matching = all.filter { Self.matches($0, query) }
         let sort = query.sort ?? AlbumSort(.position)
-        var ordered = sort.field == .position ? matching : matching.sorted { Self.precedes($0, $1, by: sort.field) }
+        var ordered = Self.sorted(matching, by: sort.field)
         if sort.descending { ordered.reverse() }
         if sort.field != .position {
             for position in ordered.indices { ordered[position].index = nil }
@@ -76,21 +78,30 @@ extension LibraryReplica {
         return true
     }
 
-    /// Ascending order for `field`, ties broken by id (the server's rule).
-    static func precedes(_ a: AlbumResource, _ b: AlbumResource, by field: AlbumSort.Field) -> Bool {
-        func ordered<T: Comparable>(_ x: T, _ y: T) -> Bool { x != y ? x < y : a.id < b.id }
-        // Text compares byte by byte (SQLite's BINARY collation on the folded text).
-        func orderedText(_ x: String, _ y: String) -> Bool {
-            let (x, y) = (folded(x), folded(y))
-            return x != y ? x.utf8.lexicographicallyPrecedes(y.utf8) : a.id < b.id
+    /// `albums` in ascending order of `field`, ties broken by id (the server's rule); position
+    /// order is the order given.
+    static func sorted(_ albums: [AlbumResource], by field: AlbumSort.Field) -> [AlbumResource] {
+        func ordered<T: Comparable>(_ keyOf: (AlbumResource) -> T) -> [AlbumResource] {
+            albums.map { (key: keyOf($0), album: $0) }
+                .sorted { $0.key != $1.key ? $0.key < $1.key : $0.album.id < $1.album.id }
+                .map(\.album)
         }
         switch field {
-        case .position: return (a.index ?? 0) < (b.index ?? 0)
-        case .title: return orderedText(a.title, b.title)
-        case .artist: return orderedText(a.artist, b.artist)
-        case .year: return ordered(a.year ?? 0, b.year ?? 0)
-        case .createdAt: return ordered(a.createdDate ?? .distantPast, b.createdDate ?? .distantPast)
+        case .position: return albums
+        // Sort keys compare byte by byte (the server's stored keys, SQLite's BINARY collation).
+        case .title: return ordered { Bytes(SortText.key($0.title)) }
+        case .artist: return ordered { Bytes(SortText.artistKey($0.artist, ignoring: .standard)) }
+        case .year: return ordered { $0.year ?? 0 }
+        case .createdAt: return ordered { $0.createdDate ?? .distantPast }
         }
+    }
+
+    /// Text ordered by its UTF-8 bytes (Swift's `String` order is by Unicode scalars'
+    /// canonical equivalence, not the servers').
+    private struct Bytes: Comparable {
+        let bytes: [UInt8]
+        init(_ text: String) { bytes = Array(text.utf8) }
+        static func < (a: Bytes, b: Bytes) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
     }
 
     /// `text` with ASCII letters lowercased (the server's case folding; other letters as they are).

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Essentials
 
 /// A list query: which albums, in which order. Pages of one query are tied together by
@@ -114,8 +115,8 @@ public struct SortKey: Sendable, Hashable {
     }
 
     /// `album`'s key in a value order; nil for the position order, which has no value.
-    public static func of(_ album: Album, for field: AlbumSort.Field) -> SortKey? {
-        SortValue.of(album, for: field).map { SortKey($0, album.id) }
+    public static func of(_ album: Album, for field: AlbumSort.Field, articles: SortArticles) -> SortKey? {
+        SortValue.of(album, for: field, articles: articles).map { SortKey($0, album.id) }
     }
 }
 

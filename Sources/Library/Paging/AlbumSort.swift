@@ -40,32 +40,28 @@ public struct AlbumSort: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension AlbumSort {
-    /// Whether `a` comes before `b` in this value order: the reference every store
-    /// implements (SQLite's `COLLATE NOCASE` compares UTF-8 bytes with ASCII letters folded,
-    /// so this does too). Not for `.position`, whose order is the library's.
-    public func orders(_ a: Album, before b: Album) -> Bool {
+    /// Whether `a` comes before `b` in this value order, an artist's key made with
+    /// `articles`: the reference every store implements (sort keys compared as UTF-8 bytes, as
+    /// SQLite's BINARY and PostgreSQL's `COLLATE "C"` compare them). Not for `.position`, whose
+    /// order is the library's.
+    public func orders(_ a: Album, before b: Album, articles: SortArticles = .standard) -> Bool {
+        guard let x = SortKey.of(a, for: field, articles: articles), let y = SortKey.of(b, for: field, articles: articles) else {
+            return false
+        }
+        return orders(x, before: y)
+    }
+
+    /// Whether the key `a` comes before the key `b` in this value order (ties by id).
+    public func orders(_ a: SortKey, before b: SortKey) -> Bool {
         let comparison: Int
-        switch (SortValue.of(a, for: field), SortValue.of(b, for: field)) {
-        case let (.text(x)?, .text(y)?): comparison = Self.compareFolded(x, y)
-        case let (.integer(x)?, .integer(y)?): comparison = x < y ? -1 : (x > y ? 1 : 0)
-        default: comparison = 0
+        switch (a.value, b.value) {
+        case let (.text(x), .text(y)): comparison = x == y ? 0 : (x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : 1)
+        case let (.integer(x), .integer(y)): comparison = x < y ? -1 : (x > y ? 1 : 0)
+        // SQLite orders every integer before every text.
+        case (.integer, .text): comparison = -1
+        case (.text, .integer): comparison = 1
         }
         let ordered = comparison != 0 ? comparison < 0 : a.id.rawValue.utf8.lexicographicallyPrecedes(b.id.rawValue.utf8)
         return descending ? !ordered && a.id != b.id : ordered
-    }
-
-    static func compareFolded(_ x: String, _ y: String) -> Int {
-        func fold(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
-        var i = x.utf8.makeIterator()
-        var j = y.utf8.makeIterator()
-        while true {
-            switch (i.next().map(fold), j.next().map(fold)) {
-            case (nil, nil): return 0
-            case (nil, _): return -1
-            case (_, nil): return 1
-            case let (p?, q?) where p != q: return p < q ? -1 : 1
-            default: continue
-            }
-        }
     }
 }

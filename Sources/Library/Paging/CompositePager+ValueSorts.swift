@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 extension CompositePager {
     /// A page of a value sort: the keyset after the cursor's (value, id) in every source,
     /// merged (see the type's rules).
@@ -10,6 +12,7 @@ extension CompositePager {
     /// memory stays bounded by the batch, whatever the offset.
     func valuePage(start: PageStart, limit: Int) throws -> ([ListedAlbum], PageCursor?) {
         let sort = query.sort
+        let articles = try sortArticles(sort)
         var anchor = SortAnchor.start
         var skip = 0
         switch start {
@@ -20,7 +23,7 @@ extension CompositePager {
         case .offset(0):
             break
         case let .offset(offset) where filter.remainder == nil:
-            let selection = OffsetSelection(readers: readers, filter: filter.store, sort: sort)
+            let selection = OffsetSelection(readers: readers, articles: articles, filter: filter.store, sort: sort)
             guard let before = try selection.key(before: offset) else { return ([], nil) }
             anchor = .afterValue(before.value, before.id)
         case let .offset(offset):
@@ -38,6 +41,16 @@ extension CompositePager {
                 throw LibraryError.invalidCursor("the cursor does not fit this sort; start again without a cursor")
             }
             anchor = .afterValue(value, id)
+            if cursor.lastArticles != nil, cursor.lastArticles != articles.first {
+                // Made before the library's artist keys were remade with other articles: go on
+                // after the album's new key, where it still is.
+                for (index, reader) in readers.enumerated() {
+                    guard let album = try reader.album(id: id), let key = SortValue.of(album, for: sort.field, articles: articles[index])
+                    else { continue }
+                    anchor = .afterValue(key, id)
+                    break
+                }
+            }
         }
         let wanted = limit + 1
         // Each source is read in batches, as the merge needs them: for n sources a page reads
@@ -45,11 +58,13 @@ extension CompositePager {
         // Albums skipped in the merge are read in batches of at most `maxSkipBatch` rows.
         let reading = min(skip, Self.maxSkipBatch) + wanted
         let batch = readers.count == 1 ? reading : max(4, reading / readers.count + 2)
-        var sources = readers.map { SourceRun(reader: $0, from: anchor) }
+        var sources = zip(readers, articles).map { SourceRun(reader: $0, articles: $1, from: anchor) }
         var merged: [(album: Album, source: Int)] = []
         var heads: [MergeKey?] = []
         for index in sources.indices {
-            heads.append(try sources[index].head(filter: filter, sort: sort, batch: batch).map { MergeKey($0, sort.field) })
+            heads.append(try sources[index].head(filter: filter, sort: sort, batch: batch).map {
+                MergeKey($0, sort.field, articles[index])
+            })
         }
         while merged.count < wanted {
             var best: Int?
@@ -69,15 +84,25 @@ extension CompositePager {
                 merged.append((album, source))
                 guard merged.count < wanted else { break }
             }
-            heads[source] = try sources[source].head(filter: filter, sort: sort, batch: batch).map { MergeKey($0, sort.field) }
+            heads[source] = try sources[source].head(filter: filter, sort: sort, batch: batch).map {
+                MergeKey($0, sort.field, articles[source])
+            }
         }
         let more = merged.count > limit
         if more { merged.removeLast(merged.count - limit) }
         let items = merged.map { ListedAlbum(album: $0.album, index: nil, library: labels ? libraries[$0.source] : nil) }
-        guard more, let end = merged.last?.album else { return (items, nil) }
+        guard more, let end = merged.last else { return (items, nil) }
         return (items, PageCursor(
             fingerprint: query.fingerprint, scope: scope, revision: revision,
-            lastValue: SortValue.of(end, for: sort.field), lastID: end.id))
+            lastValue: SortValue.of(end.album, for: sort.field, articles: articles[end.source]), lastID: end.album.id,
+            lastArticles: sort.field == .artist ? articles[end.source] : nil))
+    }
+
+    /// The articles of each source's artist keys for an artist sort (read in each reader's
+    /// snapshot); for any other sort they play no part.
+    private func sortArticles(_ sort: AlbumSort) throws -> [SortArticles] {
+        guard sort.field == .artist else { return readers.map { _ in .standard } }
+        return try readers.map { try $0.sortArticles() }
     }
 
     /// The most rows of a source one read of a remainder-filtered offset merge asks for.
@@ -104,6 +129,8 @@ extension CompositePager {
 /// past the end costs n counts, each stopped at offset + 1, and reads no row.
 struct OffsetSelection {
     let readers: [any AlbumStoreReader]
+    /// Each reader's artist articles (`AlbumStoreReader.sortArticles()`).
+    let articles: [SortArticles]
     let filter: AlbumFilter
     let sort: AlbumSort
 
@@ -145,7 +172,7 @@ struct OffsetSelection {
                     hi[source] = lo[source] + half
                     continue
                 }
-                middles.append((MergeKey(album, sort.field), album, source, half, hi[source] - lo[source]))
+                middles.append((MergeKey(album, sort.field, articles[source]), album, source, half, hi[source] - lo[source]))
             }
             guard !middles.isEmpty else {
                 if lo.indices.allSatisfy({ hi[$0] <= lo[$0] }) { return nil }
@@ -163,7 +190,7 @@ struct OffsetSelection {
                 }
             }
             let pivot = middles[pivotIndex]
-            guard let pivotKey = SortKey.of(pivot.album, for: sort.field) else { return nil }
+            guard let pivotKey = SortKey.of(pivot.album, for: sort.field, articles: articles[pivot.source]) else { return nil }
             // The pivot's rank after `low`: the albums before it in each source.
             var beyond = Array(repeating: false, count: n)  // the source's middle comes after the pivot
             var halves = Array(repeating: 0, count: n)
@@ -203,17 +230,17 @@ struct OffsetSelection {
     }
 }
 
-/// An album's place in a value sort, computed once (folded text bytes or the number, then the
-/// id bytes), so merging the sources' lists compares keys, not albums: the same order as
+/// An album's place in a value sort, computed once (the sort key's bytes or the number, then
+/// the id bytes), so merging the sources' lists compares keys, not albums: the same order as
 /// `AlbumSort.orders`.
 private struct MergeKey {
     var text: [UInt8]
     var number: Int64
     var id: [UInt8]
 
-    init(_ album: Album, _ field: AlbumSort.Field) {
-        switch SortValue.of(album, for: field) {
-        case let .text(value)?: (text, number) = (AlbumFilter.folded(value), 0)
+    init(_ album: Album, _ field: AlbumSort.Field, _ articles: SortArticles) {
+        switch SortValue.of(album, for: field, articles: articles) {
+        case let .text(value)?: (text, number) = (Array(value.utf8), 0)
         case let .integer(value)?: (text, number) = ([], value)
         case nil: (text, number) = ([], 0)
         }
@@ -232,13 +259,15 @@ private struct MergeKey {
 /// One source of a value-sorted page, read in batches from a keyset anchor.
 private struct SourceRun {
     let reader: any AlbumStoreReader
+    let articles: SortArticles
     var from: SortAnchor
     var buffer: [Album] = []
     var position = 0
     var exhausted = false
 
-    init(reader: any AlbumStoreReader, from: SortAnchor) {
+    init(reader: any AlbumStoreReader, articles: SortArticles, from: SortAnchor) {
         self.reader = reader
+        self.articles = articles
         self.from = from
     }
 
@@ -250,7 +279,9 @@ private struct SourceRun {
             buffer = rows.filter(filter.remainderMatches)
             position = 0
             if rows.count < batch { exhausted = true }
-            if let end = rows.last, let value = SortValue.of(end, for: sort.field) { from = .afterValue(value, end.id) }
+            if let end = rows.last, let value = SortValue.of(end, for: sort.field, articles: articles) {
+                from = .afterValue(value, end.id)
+            }
         }
         return buffer[position]
     }

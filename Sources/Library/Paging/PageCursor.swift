@@ -31,18 +31,22 @@ public struct PageCursor: Sendable, Hashable {
     /// For value sorts: the last album's sort value and id.
     public var lastValue: SortValue?
     public var lastID: AlbumID?
+    /// For the artist sort: the articles the last album's key was made with (a page after the
+    /// library's keys were remade with others continues after that album's new key).
+    public var lastArticles: SortArticles?
 
     /// The wire format written now; anything else is refused.
     static let format = 3
 
     public init(fingerprint: String, scope: String, revision: Int64? = nil, mark: WalkMark? = nil,
-                lastValue: SortValue? = nil, lastID: AlbumID? = nil) {
+                lastValue: SortValue? = nil, lastID: AlbumID? = nil, lastArticles: SortArticles? = nil) {
         self.fingerprint = fingerprint
         self.scope = scope
         self.revision = revision
         self.mark = mark
         self.lastValue = lastValue
         self.lastID = lastID
+        self.lastArticles = lastArticles
     }
 
     /// The scope text of a library's list.
@@ -63,6 +67,7 @@ public struct PageCursor: Sendable, Hashable {
         var t: String?
         var n: Int64?
         var i: String?
+        var g: String?
     }
 
     private struct FormatProbe: Decodable {
@@ -85,6 +90,7 @@ public struct PageCursor: Sendable, Hashable {
         case nil: break
         }
         wire.i = lastID?.rawValue
+        wire.g = lastArticles?.description
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys  // one page, one cursor text
         var bytes = Array((try? encoder.encode(wire)) ?? Data())
@@ -147,6 +153,7 @@ public struct PageCursor: Sendable, Hashable {
             }
             cursor.lastValue = value
             cursor.lastID = id
+            cursor.lastArticles = wire.g.map(SortArticles.init(stored:))
         }
         return cursor
     }
@@ -209,18 +216,19 @@ public struct WalkException: Sendable, Hashable {
     }
 }
 
-/// The value an album has in a sort's field (title/artist: text; year, createdAt: integer,
-/// albums without a year as 0).
+/// The value an album has in a sort's field (title/artist: the text's sort key, `SortText`;
+/// year, createdAt: integer, albums without a year as 0).
 public enum SortValue: Sendable, Hashable {
     case text(String)
     case integer(Int64)
 
-    /// `album`'s value for `field`; nil for the position sort, which has no value.
-    public static func of(_ album: Album, for field: AlbumSort.Field) -> SortValue? {
+    /// `album`'s value for `field` (an artist's key without a leading article of `articles`);
+    /// nil for the position sort, which has no value.
+    public static func of(_ album: Album, for field: AlbumSort.Field, articles: SortArticles) -> SortValue? {
         switch field {
         case .position: nil
-        case .title: .text(album.title)
-        case .artist: .text(album.artist)
+        case .title: .text(SortText.key(album.title))
+        case .artist: .text(SortText.artistKey(album.artist, ignoring: articles))
         case .year: .integer(Int64(album.year ?? 0))
         case .createdAt: .integer(Timestamp.milliseconds(album.createdAt))
         }

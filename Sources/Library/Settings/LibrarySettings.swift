@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Foundation
 
 /// The server's settings document: typed, versioned (`schemaVersion`), stored as JSON.
@@ -16,13 +17,18 @@ public struct LibrarySettings: Sendable, Equatable, Codable {
     public var covers: Covers
     public var undo: Undo
     public var paging: Paging
+    public var sorting: Sorting
 
-    public init(access: Access = Access(), covers: Covers = Covers(), undo: Undo = Undo(), paging: Paging = Paging()) {
+    public init(
+        access: Access = Access(), covers: Covers = Covers(), undo: Undo = Undo(), paging: Paging = Paging(),
+        sorting: Sorting = Sorting()
+    ) {
         self.schemaVersion = Self.currentSchemaVersion
         self.access = access
         self.covers = covers
         self.undo = undo
         self.paging = paging
+        self.sorting = sorting
     }
 
     /// Every field at its default.
@@ -114,7 +120,27 @@ public struct LibrarySettings: Sendable, Equatable, Codable {
         }
     }
 
-    enum CodingKeys: String, CodingKey { case schemaVersion, access, covers, undo, paging }
+    /// How value sorts order text.
+    public struct Sorting: Sendable, Equatable, Codable {
+        /// The leading words an artist sort ignores ("The Beatles" sorts as "Beatles"), as
+        /// written; compared folded (`SortArticles`). Changing them remakes every library's
+        /// artist keys (`SortKeyRebuild` in the server).
+        public var ignoredArticles: [String] = ["The", "A", "An"]
+
+        public init(ignoredArticles: [String] = ["The", "A", "An"]) {
+            self.ignoredArticles = ignoredArticles
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            ignoredArticles = try c.decodeIfPresent([String].self, forKey: .ignoredArticles) ?? Sorting().ignoredArticles
+        }
+
+        /// The articles as the stores compare them.
+        public var articles: SortArticles { SortArticles(ignoredArticles) }
+    }
+
+    enum CodingKeys: String, CodingKey { case schemaVersion, access, covers, undo, paging, sorting }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -123,6 +149,7 @@ public struct LibrarySettings: Sendable, Equatable, Codable {
         covers = try c.decodeIfPresent(Covers.self, forKey: .covers) ?? Covers()
         undo = try c.decodeIfPresent(Undo.self, forKey: .undo) ?? Undo()
         paging = try c.decodeIfPresent(Paging.self, forKey: .paging) ?? Paging()
+        sorting = try c.decodeIfPresent(Sorting.self, forKey: .sorting) ?? Sorting()
     }
 
     /// The stored form: compact JSON with sorted keys.

@@ -9,12 +9,13 @@ import Foundation
 /// - Every problem is collected (`access.attemptLimit`, `covers.allowList[2]`, ...) and
 ///   thrown together as `LibraryError.invalid`; nothing is applied unless all is valid.
 public enum SettingsPatch {
-    public static let sections = ["access", "covers", "undo", "paging"]
+    public static let sections = ["access", "covers", "undo", "paging", "sorting"]
     static let fields: [String: [String]] = [
         "access": ["passcodeEnabled", "attemptLimit", "checkIntervalSeconds", "protectReads"],
         "covers": ["cacheSizeLimitBytes", "fetchTimeoutSeconds", "freshnessSeconds", "allowList"],
         "undo": ["depth"],
         "paging": ["defaultLimit", "maxLimit"],
+        "sorting": ["ignoredArticles"],
     ]
 
     /// Ranges of the integer fields, by path.
@@ -90,6 +91,19 @@ public enum SettingsPatch {
                     result.covers.allowList = entries
                     continue
                 }
+                if path == "sorting.ignoredArticles" {
+                    guard let words = raw as? [Any], words.allSatisfy({ $0 is String }) else {
+                        fail(path, "must be an array of words, like [\"The\", \"A\", \"An\"], not \(JSONValueKind.describe(raw))")
+                        continue
+                    }
+                    let articles = words.compactMap { $0 as? String }
+                    if let problem = SortArticles.problem(with: articles) {
+                        fail(path, "has \(problem)")
+                        continue
+                    }
+                    result.sorting.ignoredArticles = articles
+                    continue
+                }
                 let fieldValue = JSONValueKind.fieldValue(raw)
                 if let range = ranges[path] {
                     guard let number = fieldValue.integer, case .number = fieldValue, range.contains(number) else {
@@ -121,6 +135,7 @@ extension LibrarySettings {
         case "covers": covers = Covers()
         case "undo": undo = Undo()
         case "paging": paging = Paging()
+        case "sorting": sorting = Sorting()
         default: break
         }
     }
@@ -131,6 +146,7 @@ extension LibrarySettings {
         case "access.passcodeEnabled": access.passcodeEnabled = d.access.passcodeEnabled
         case "access.protectReads": access.protectReads = d.access.protectReads
         case "covers.allowList": covers.allowList = d.covers.allowList
+        case "sorting.ignoredArticles": sorting.ignoredArticles = d.sorting.ignoredArticles
         default: if let value = d.integer(path) { setInteger(path, value) }
         }
     }

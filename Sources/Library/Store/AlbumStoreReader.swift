@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+
 /// Read primitives of one library, inside a transaction. Indexes are 0-based positions in
 /// the library's order.
 ///
@@ -32,14 +34,19 @@ public protocol AlbumStoreReader {
 
     /// Up to `limit` albums that match `filter`, in `sort` order, starting at `anchor`.
     ///
-    /// Rules: value sorts compare titles and artists case-insensitively (ASCII), years with a
-    /// missing year as 0, creation times in milliseconds, and break ties by album id in the
-    /// same direction, exactly as `AlbumFilter.matches` and `SortValue.of` describe. Returns
+    /// Rules: value sorts compare the sort keys of titles and artists (`SortText`, the
+    /// artist's with ``sortArticles()``) as UTF-8 bytes, years with a missing year as 0,
+    /// creation times in milliseconds, and break ties by album id in the same direction,
+    /// exactly as `AlbumFilter.matches` and `SortValue.of` describe. Returns
     /// nil only for `.afterAlbum` when that album no longer exists.
     ///
     /// Performance contract: cost grows with `limit` (and with how many albums the filter
     /// skips), not with how deep the anchor is — except `.offset`, which may walk.
     func albums(matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int) throws -> [Album]?
+
+    /// The articles an artist sort ignores in this library, as its stored keys were made
+    /// (`SortArticles`): read in the same snapshot as the keys.
+    func sortArticles() throws -> SortArticles
 
     /// The number of albums that match `filter` (O(1) for the empty filter).
     func count(matching filter: AlbumFilter) throws -> Int

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Foundation
 
 /// Write primitives of one library, inside a write transaction.
@@ -30,6 +31,10 @@ public protocol AlbumStoreWriter: AlbumStoreReader {
 
     /// Increases the library version by one and returns the new value.
     func bumpVersion() throws -> Int64
+
+    /// Makes `articles` the library's (`sortArticles()`) and remakes the stored artist sort
+    /// keys that change with them; returns whether any did.
+    func setSortArticles(_ articles: SortArticles) throws -> Bool
 
     /// Pushes `command` on top of the undo stack, then drops the oldest commands until at
     /// most `limit` remain (`limit` 0 keeps none).

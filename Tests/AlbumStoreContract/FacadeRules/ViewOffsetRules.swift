@@ -10,10 +10,11 @@ import Testing
 struct ViewOffsetRules {
     let factory: AlbumStoreFactory
 
-    /// Sort values chosen to collide: the same value in several sources, case-only differences
-    /// (ASCII folds, other letters do not), non-ASCII text, missing years, equal creation times.
+    /// Sort values chosen to collide: the same value in several sources, case-only and
+    /// accent-only differences (one key each), non-ASCII text, leading articles, missing years,
+    /// equal creation times.
     static let titles = ["alpha", "Alpha", "ALPHA", "beta", "Émile", "émile", "Zoë", "zoe", "ZOE", "日本", "Ärger", "ärger", "100%", "_x", "b"]
-    static let artists = ["Ann", "ann", "Bob", "Ødegaard", "cy"]
+    static let artists = ["Ann", "ann", "Bob", "Ødegaard", "cy", "The Bob", "A Cy"]
 
     /// Libraries `s0`..`s<n-1>` of random albums (ids random and unique, so ties between equal
     /// values break in no particular source order), written straight to the store.
@@ -54,7 +55,8 @@ struct ViewOffsetRules {
         guard offset < ordered.count, offset + limit < ordered.count, let last = items.last else { return (items, nil) }
         return (items, PageCursor(
             fingerprint: query.fingerprint, scope: PageCursor.scope(view: view.id), revision: view.revision,
-            lastValue: SortValue.of(last.album, for: query.sort.field), lastID: last.album.id))
+            lastValue: SortValue.of(last.album, for: query.sort.field, articles: .standard), lastID: last.album.id,
+            lastArticles: query.sort.field == .artist ? .standard : nil))
     }
 
     func offsetsMatchTheReference() throws {

@@ -38,9 +38,10 @@ struct SortKeyRules {
         #expect(byTitle.prefix(2).map { SortText.key($0) } == ["apfel", "arger"])
         let byArtist = try walker.walk(fixture.facade, AlbumQuery(sort: AlbumSort(.artist)), limit: 50).map(\.album.artist)
         #expect(byArtist.first == "Abba")
-        #expect(byArtist.firstIndex(of: "The Beatles")! < byArtist.firstIndex(of: "Björk")!)
-        #expect(byArtist.firstIndex(of: "The The")! < byArtist.firstIndex(of: "Theatre of Tragedy")!, "\"the\" < \"theatre…\"")
-        #expect(byArtist.firstIndex(of: "Theatre of Tragedy")! < byArtist.firstIndex(of: "A Tribe Called Quest")!)
+        func place(_ artist: String) throws -> Int { try #require(byArtist.firstIndex { $0.contains(artist) }, "\(artist)") }
+        #expect(try place("The Beatles") < place("Björk"))
+        #expect(try place("The The") < place("Theatre of Tragedy"), "\"the\" < \"theatre…\"")
+        #expect(try place("Theatre of Tragedy") < place("A Tribe Called Quest"))
         #expect(byArtist.last == "Кино")
     }
 
@@ -69,7 +70,8 @@ struct SortKeyRules {
         let walked = try PagingRules(factory: factory).walk(fixture.facade, query, limit: 4).map(\.album)
         #expect(walked.map(\.id) == expected.map(\.id))
         #expect(walked.first?.artist == "A Tribe Called Quest", "\"a tribe…\" < \"abba\"")
-        #expect(walked.firstIndex { $0.artist == "  The   Cure" }! < walked.firstIndex { $0.artist == "The The" }!, "\"the cure\" < \"the the\"")
+        let cure = try #require(walked.firstIndex { $0.artist.contains("Cure") })
+        #expect(try cure < #require(walked.firstIndex { $0.artist == "The The" }), "\"the cure\" < \"the the\"")
 
         // Articles that change no key of the library: stored, no version.
         #expect(try fixture.facade.setSortArticles(SortArticles(["Der"])) == false)

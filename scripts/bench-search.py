@@ -114,7 +114,8 @@ def pgbench(queries, tag):
         with open(path, "w") as f:
             f.write("SELECT a.album_id, a.title, a.artist, a.genre, a.year, a.cover_url, a.created_at, a.updated_at "
                     "FROM albums AS a WHERE a.library = (SELECT id FROM libraries WHERE name = 'default') "
-                    "AND array_to_tsvector(string_to_array(a.search_text, ' ')) @@ '%s'::tsquery LIMIT 50;\n"
+                    "AND ts_delete(array_to_tsvector(string_to_array(a.search_text, ' ')), ARRAY['|', '/']) "
+                    "@@ '%s'::tsquery LIMIT 50;\n"
                     % tsquery(q).replace("'", "''"))
         scripts += ["-f", path]
     prefix = os.path.join(DIR, "pgbench-log-" + tag)
@@ -133,7 +134,9 @@ def pgbench(queries, tag):
 
 def pick_queries(database):
     """SAMPLES queries of each kind, from the search text of every 50th album."""
-    documents = [row[0].split(" ") for row in database.execute("SELECT search_text FROM albums WHERE row % 50 = 0")]
+    # The words of each document (the field marks `|` and `/` left out).
+    documents = [[t for t in row[0].split(" ") if t not in ("|", "/")]
+                 for row in database.execute("SELECT search_text FROM albums WHERE row % 50 = 0")]
     frequency = {}
     for tokens in documents:
         for token in set(tokens):
@@ -201,11 +204,13 @@ def main():
 
         get("/albums?limit=1")  # the connection and the server warm
         for kind in KINDS:
-            first, counted, reference, matches = [], [], [], []
+            first, by_title, counted, reference, matches = [], [], [], [], []
             for q in queries[kind]:
                 quoted = urllib.parse.quote(q)
-                elapsed, _ = get("/albums?limit=50&q=" + quoted)
+                elapsed, _ = get("/albums?limit=50&q=" + quoted)  # sorted by relevance, the default with q
                 first.append(elapsed)
+                elapsed, _ = get("/albums?limit=50&sort=title&q=" + quoted)
+                by_title.append(elapsed)
                 elapsed, body = get("/albums?limit=1&count=true&q=" + quoted)
                 counted.append(elapsed)
                 try:
@@ -226,24 +231,26 @@ def main():
                 "kind": kind, "queries": len(queries[kind]), "example": queries[kind][0] if queries[kind] else "",
                 "matches_p50": percentile(matches, 50) if matches else 0,
                 "first_p50": percentile(first, 50), "first_p99": percentile(first, 99),
+                "title_p50": percentile(by_title, 50), "title_p99": percentile(by_title, 99),
                 "count_p50": percentile(counted, 50), "count_p99": percentile(counted, 99),
                 "sqlite_p50": percentile(reference, 50), "sqlite_p99": percentile(reference, 99),
             })
     finally:
         server.stop()
     engine = "postgres" if POSTGRES else "sqlite"
-    print("search-%s on %s  (first page of 50 and count=true; %s)" % (
+    print("search-%s on %s  (first page of 50 by relevance, the default with q, and by title; count=true; %s)" % (
         "1m" if ALBUMS == 1000000 else str(ALBUMS), engine,
         "PostgreSQL: the same GIN query, pgbench" if POSTGRES else "SQLite: its FTS5 query on the same file"))
-    print("%-7s %-24s %9s %9s %9s %9s %9s %9s %9s %7s  %s" % (
-        "kind", "example", "matches", "p50 ms", "p99 ms", "count p50", "count p99", engine[:6] + " p50", engine[:6] + " p99",
-        "x p50", "target"))
+    print("%-7s %-24s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s  %s" % (
+        "kind", "example", "matches", "p50 ms", "p99 ms", "title p50", "title p99", "count p50", "count p99",
+        engine[:6] + " p50", engine[:6] + " p99", "x p50", "target"))
     for r in rows:
-        ok = r["first_p50"] < 5 and r["first_p99"] < 20
+        ok = all(r[k + "_p50"] < 5 and r[k + "_p99"] < 20 for k in ("first", "title"))
         ratio = r["first_p50"] / r["sqlite_p50"] if r["sqlite_p50"] > 0 else float("nan")
-        print("%-7s %-24s %9d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.1f  %s" % (
-            r["kind"], r["example"][:24], r["matches_p50"], r["first_p50"], r["first_p99"], r["count_p50"], r["count_p99"],
-            r["sqlite_p50"], r["sqlite_p99"], ratio, "PASS" if ok else "FAIL (p50 < 5 ms, p99 < 20 ms)"))
+        print("%-7s %-24s %9d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.1f  %s" % (
+            r["kind"], r["example"][:24], r["matches_p50"], r["first_p50"], r["first_p99"], r["title_p50"], r["title_p99"],
+            r["count_p50"], r["count_p99"], r["sqlite_p50"], r["sqlite_p99"], ratio,
+            "PASS" if ok else "FAIL (p50 < 5 ms, p99 < 20 ms)"))
     if errors:
         print("errors (%d): %s" % (len(errors), errors[:3]))
     with open(os.path.join(DIR, "results.jsonl"), "a") as f:

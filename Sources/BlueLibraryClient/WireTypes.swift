@@ -124,6 +124,8 @@ public struct Problem: Codable, Sendable, Hashable, CustomStringConvertible {
 public struct AlbumSort: Sendable, Hashable, CustomStringConvertible {
     public enum Field: String, Sendable, CaseIterable {
         case position, title, artist, year, createdAt
+        /// How well albums match `q` (only with `q`; the server's default when `q` is given).
+        case relevance
     }
 
     public var field: Field

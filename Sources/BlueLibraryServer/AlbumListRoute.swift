@@ -204,13 +204,19 @@ struct AlbumListRoute {
     /// Reads `limit`, `cursor` or `offset`, `sort`, `q`, `artist`, `genre`, `yearFrom`, `yearTo`, `count`.
     static func pageRequest(from request: HTTPRequest, paging: LibrarySettings.Paging = .init(), seal: CursorSeal) throws -> PageRequest {
         let parameters = QueryParameters(request)
-        let sort = try parameters.parsed("sort") { text in try AlbumSort.parse(text) } ?? .position
+        let sort = try parameters.parsed("sort") { text in try AlbumSort.parse(text) }
         let filter = AlbumFilter(
             text: parameters.text("q").flatMap { $0.isEmpty ? nil : $0 },
             artist: parameters.text("artist"), genre: parameters.text("genre"),
             yearFrom: try parameters.integer("yearFrom", in: Self.yearRange),
             yearTo: try parameters.integer("yearTo", in: Self.yearRange))
-        let query = AlbumQuery(sort: sort, filter: try Self.validatedQuery(filter))
+        let validated = try Self.validatedQuery(filter)
+        let query: AlbumQuery
+        do throws(LibraryError) {
+            query = try AlbumQuery.listing(sort: sort, filter: validated)
+        } catch {
+            throw QueryParameters.invalid("sort", error.message)
+        }
         let maxLimit = min(max(paging.maxLimit, PageRequest.limitRange.lowerBound), PageRequest.limitRange.upperBound)
         let defaultLimit = min(max(paging.defaultLimit, PageRequest.limitRange.lowerBound), maxLimit)
         let limit = try parameters.integer("limit", in: PageRequest.limitRange.lowerBound...maxLimit) ?? defaultLimit

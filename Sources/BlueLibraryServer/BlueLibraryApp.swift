@@ -133,8 +133,9 @@ public final class BlueLibraryApp: Sendable {
         let sortKeyRebuild = SortKeyRebuild(
             libraries: libraries, articles: { [settings] in settings.current.sorting.articles }, logger: logger)
         self.sortKeyRebuild = sortKeyRebuild
-        settings.observe { old, new in
-            if old.sorting != new.sorting { sortKeyRebuild.wake() }
+        // Weakly: the rebuild reads the settings, which hold their observers.
+        settings.observe { [weak sortKeyRebuild] old, new in
+            if old.sorting != new.sorting { sortKeyRebuild?.wake() }
         }
         middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
         middleware.append(QueryLimitMiddleware(timeLimit: configuration.queryTimeout, counters: queryInterruptions))

@@ -58,6 +58,16 @@ struct AlbumPages<DB: SQLSession> {
         if sort.field == .position {
             return try positionPage(library, filter, descending: sort.descending, anchor, limit)
         }
+        if sort.field == .relevance, let query = sort.search, case let path = try searchPath(filter), !path.isIndex {
+            switch anchor {
+            case .start:
+                return try rankedPage(filter, sort, query, after: nil, limit: limit, path: path)
+            case let .afterValue(.integer(rank), id):
+                return try rankedPage(filter, sort, query, after: (Int(clamping: rank), id), limit: limit, path: path)
+            default:
+                break  // an offset, or a key of another kind: one statement over every match
+            }
+        }
         switch anchor {
         case .start:
             return try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0)
@@ -68,7 +78,9 @@ struct AlbumPages<DB: SQLSession> {
         case let .afterAlbum(id):
             // Not what the facade asks (it pages value sorts by value), but well defined: after
             // the album's current key in this order.
-            guard let album = try album(id), let value = SortValue.of(album, for: sort.field, articles: try sortArticles()) else {
+            guard let album = try album(id),
+                let value = SortValue.of(album, for: sort.field, articles: try sortArticles(), search: sort.search)
+            else {
                 return nil
             }
             return try valuePage(library, filter, sort, after: value, id, limit: limit)
@@ -169,6 +181,39 @@ struct AlbumPages<DB: SQLSession> {
         }
     }
 
+    /// Up to `limit` albums of a relevance sort whose matches are many (not `.index`), rank by
+    /// rank in the sort's direction, each rank by id (`PagingQuery.rankPage`), after the key
+    /// `after` if given. Ranks no album of the query can have are skipped, and so are those
+    /// where the prefix is a whole word when no album has it whole; those ranks are read
+    /// through the whole-word matches (`SearchIndex.wholeWordPath`), a few thousand or fewer
+    /// straight from the index. A rank few albums of a large library have is a walk of the
+    /// library (see docs/api.md, "Relevance").
+    private func rankedPage(
+        _ filter: AlbumFilter, _ sort: AlbumSort, _ query: SearchQuery, after: (rank: Int, id: AlbumID)?, limit: Int,
+        path: SearchPath
+    ) throws -> [Album] {
+        var ranks = query.possibleRanks
+        if sort.descending { ranks.reverse() }
+        if let after { ranks.removeAll { sort.descending ? $0 > after.rank : $0 < after.rank } }
+        var wholeWordPath: SearchPath??
+        var result: [Album] = []
+        for rank in ranks where result.count < limit {
+            var rankPath = path
+            if SearchQuery.hasWholePrefix(rank), query.prefix != nil {
+                if wholeWordPath == nil {
+                    wholeWordPath = .some(try SearchIndex.wholeWordPath(for: query, db, limits: order.context.searchIndexLimits))
+                }
+                guard case let .some(.some(whole)) = wholeWordPath else { continue }
+                rankPath = whole
+            }
+            let (sql, bindings) = PagingQuery.rankPage(
+                db.dialect, library, filter, sort, rank: rank, after: after?.rank == rank ? after?.id : nil, limit: limit - result.count,
+                search: rankPath)
+            result += try db.query(sql, bindings, { try StoredRows.album(from: $0) })
+        }
+        return result
+    }
+
     /// A sort key as bound to a keyset page, or where it lies when it cannot be bound.
     enum Key {
         case bound(SQLValue)
@@ -180,7 +225,7 @@ struct AlbumPages<DB: SQLSession> {
         // A value of the other kind (text for a number sort) is bound as it is on SQLite: it
         // orders every integer before every text, so the page is well defined (and empty or
         // full). PostgreSQL refuses to compare them; the same order is applied here instead.
-        let numberSort = field == .year || field == .createdAt
+        let numberSort = field == .year || field == .createdAt || field == .relevance
         switch value {
         case let .text(text):
             return dialect == .postgres && numberSort ? .afterEveryKey : .bound(.text(text))
@@ -301,7 +346,9 @@ struct AlbumPages<DB: SQLSession> {
             let after = Self.boundKey(value, sort: sort, dialect).map { ($0, id) }
             return [PagingQuery.valuePage(dialect, library, filter, sort, after: after, limit: limit, offset: 0, search: search)]
         case let .afterAlbum(id):
-            guard let album = try album(id), let value = SortValue.of(album, for: sort.field, articles: try sortArticles()) else {
+            guard let album = try album(id),
+                let value = SortValue.of(album, for: sort.field, articles: try sortArticles(), search: sort.search)
+            else {
                 return []
             }
             let after = Self.boundKey(value, sort: sort, dialect).map { ($0, id) }

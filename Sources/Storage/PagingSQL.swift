@@ -15,6 +15,12 @@ enum SearchPath: Sendable, Equatable {
     /// the `tsquery` of the GIN index's condition, and its planner picks the plan.)
     case index(match: String)
 
+    /// Whether the matches are read from the index and sorted (few of them).
+    var isIndex: Bool {
+        if case .index = self { return true }
+        return false
+    }
+
     /// The path of a count, which reads every match whatever the order: from the index
     /// whenever it is used at all.
     var counting: SearchPath {
@@ -98,6 +104,28 @@ struct PagingQuery {
         }
         return sql
     }
+
+    /// The rank of a matching album in `query` (`SearchQuery.rank`), as an expression over the
+    /// stored `search_text`; 0 without a query (as an expression: a bare `0` in ORDER BY would
+    /// name a column). The title and artist are the document up to
+    /// `SearchText.genreMark` (always there, after the artist mark, so `' / '` is found in
+    /// the document with a space added).
+    mutating func rank(_ query: SearchQuery?) -> String {
+        guard let query else { return "CAST(0 AS INTEGER)" }
+        let document = "(a.search_text || ' ')"
+        let name = "(' ' || substr(\(document), 1, \(dialect.position(document, "' \(SearchText.genreMark) '"))))"
+        var inName = (query.words.map { [$0] } + query.phrases).map { words in
+            dialect.contains(name, parameter(.text(" " + words.joined(separator: " ") + " ")))
+        }
+        if let prefix = query.prefix { inName.append(dialect.contains(name, parameter(.text(" " + prefix)))) }
+        var terms = ["CASE WHEN \(inName.joined(separator: " AND ")) THEN 0 ELSE 4 END"]
+        if let prefix = query.prefix {
+            terms.append("CASE WHEN \(dialect.contains("(' ' || a.search_text || ' ')", parameter(.text(" \(prefix) ")))) THEN 0 ELSE 2 END")
+        }
+        let phrase = " " + query.sequence.joined(separator: " ") + (query.prefix == nil ? " " : "")
+        terms.append("CASE WHEN \(dialect.contains(name, parameter(.text(phrase)))) THEN 0 ELSE 1 END")
+        return "(" + terms.joined(separator: " + ") + ")"
+    }
 }
 
 // MARK: - Page statements
@@ -127,11 +155,11 @@ extension PagingQuery {
         _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort,
         after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)? = nil, limit: Int, offset: Int, search: SearchPath
     ) -> (String, [SQLValue]) {
-        let key = sortKey(sort.field, dialect)
         var query = PagingQuery(dialect)
         let (source, match) = query.albums(search)
+        let key = query.sortKey(sort)
         var sql = "SELECT \(PagingQuery.columns) FROM \(source)"
-        sql += query.valueRange(library, filter, sort, after: after, before: before) + match
+        sql += query.valueRange(library, filter, sort, key, after: after, before: before) + match
         let direction = sort.descending ? " DESC" : ""
         sql += " ORDER BY \(key.order)\(direction), a.album_id\(direction)"
         sql += " LIMIT \(query.parameter(.integer(Int64(limit))))"
@@ -150,11 +178,11 @@ extension PagingQuery {
         _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort,
         after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)?, limit: Int, search: SearchPath
     ) -> (String, [SQLValue]) {
-        let key = sortKey(sort.field, dialect)
         var query = PagingQuery(dialect)
         let (source, match) = query.albums(search)
+        let key = query.sortKey(sort)
         var sql = "SELECT COUNT(*) FROM (SELECT 1 FROM \(source)"
-        sql += query.valueRange(library, filter, sort, after: after, before: before) + match
+        sql += query.valueRange(library, filter, sort, key, after: after, before: before) + match
         let direction = sort.descending ? " DESC" : ""
         sql += " ORDER BY \(key.order)\(direction), a.album_id\(direction)"
         sql += " LIMIT \(query.parameter(.integer(Int64(limit))))) AS counted"
@@ -165,9 +193,9 @@ extension PagingQuery {
     /// strictly before `before` in `sort` order, as row-value comparisons on the sort index's
     /// columns (see `AlbumPages.swift` for why they take this shape).
     private mutating func valueRange(
-        _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, after: (SQLValue, AlbumID)?, before: (SQLValue, AlbumID)?
+        _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, _ key: SortKeySQL, after: (SQLValue, AlbumID)?,
+        before: (SQLValue, AlbumID)?
     ) -> String {
-        let key = Self.sortKey(sort.field, dialect)
         var sql = " WHERE a.library = \(parameter(.integer(library)))"
         if let (value, id) = after {
             let valueParameter = parameter(value)
@@ -190,17 +218,39 @@ extension PagingQuery {
         return sql
     }
 
-    /// The indexed column of a value sort, how a bound value compares with it, and its ORDER BY
-    /// term.
-    private static func sortKey(
-        _ field: AlbumSort.Field, _ dialect: SQLDialect
-    ) -> (column: String, value: (String) -> String, order: String) {
-        switch field {
-        case .title: ("a.title_sort", { $0 }, "a.title_sort")
-        case .artist: ("a.artist_sort", { $0 }, "a.artist_sort")
-        case .year: ("a.year_key", { $0 }, "a.year_key")
-        case .createdAt, .position: ("a.created_at", { $0 }, "a.created_at")
+    /// A value sort's key in SQL: the indexed column (relevance: the rank expression, whose
+    /// parameters this binds once), how a bound value compares with it, and its ORDER BY term.
+    typealias SortKeySQL = (column: String, value: (String) -> String, order: String)
+
+    private mutating func sortKey(_ sort: AlbumSort) -> SortKeySQL {
+        switch sort.field {
+        case .title: return ("a.title_sort", { $0 }, "a.title_sort")
+        case .artist: return ("a.artist_sort", { $0 }, "a.artist_sort")
+        case .year: return ("a.year_key", { $0 }, "a.year_key")
+        case .createdAt, .position: return ("a.created_at", { $0 }, "a.created_at")
+        case .relevance:
+            let rank = rank(sort.search)
+            return (rank, { $0 }, rank)
         }
+    }
+
+    /// Up to `limit` albums of one rank of a relevance sort (`sort.search`), by id in the
+    /// sort's direction, after the id `after` if given: a walk of the library's id index,
+    /// each album checked against the filter and its rank. A relevance page whose matches are
+    /// many reads them rank by rank (`AlbumPages.rankedPage`), so a page of a rank that many
+    /// albums have comes soon, without ranking every match first.
+    static func rankPage(
+        _ dialect: SQLDialect, _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, rank: Int, after: AlbumID?, limit: Int,
+        search: SearchPath
+    ) -> (String, [SQLValue]) {
+        var query = PagingQuery(dialect)
+        let (source, match) = query.albums(search)
+        var sql = "SELECT \(PagingQuery.columns) FROM \(source) WHERE a.library = \(query.parameter(.integer(library)))"
+        if let after { sql += " AND a.album_id \(sort.descending ? "<" : ">") \(query.parameter(.text(after.rawValue)))" }
+        sql += query.conditions(filter) + match
+        sql += " AND \(query.rank(sort.search)) = \(query.parameter(.integer(Int64(rank))))"
+        sql += " ORDER BY a.album_id\(sort.descending ? " DESC" : "") LIMIT \(query.parameter(.integer(Int64(limit))))"
+        return (sql, query.bindings)
     }
 
     // The library's own order

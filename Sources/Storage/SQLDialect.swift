@@ -97,9 +97,14 @@ enum SQLDialect: Sendable, Equatable {
 
     /// Whether the text `haystack` contains the text `needle` (both expressions), byte for byte.
     func contains(_ haystack: String, _ needle: String) -> String {
+        "\(position(haystack, needle)) > 0"
+    }
+
+    /// Where the text `needle` first starts in the text `haystack` (1-based; 0: nowhere).
+    func position(_ haystack: String, _ needle: String) -> String {
         switch self {
-        case .sqlite: "instr(\(haystack), \(needle)) > 0"
-        case .postgres: "strpos(\(haystack), \(needle)) > 0"
+        case .sqlite: "instr(\(haystack), \(needle))"
+        case .postgres: "strpos(\(haystack), \(needle))"
         }
     }
 

@@ -289,7 +289,8 @@ enum SchemaHistory {
     ///   list rather than merging those of every token it begins), kept in step by the triggers
     ///   `SchemaHistory.searchTriggers`, in the writing statement's transaction.
     /// - PostgreSQL: `albums_search`, a GIN index over the tokens as a `tsvector`
-    ///   (`array_to_tsvector(string_to_array(search_text, ' '))`: no parser, no dictionary).
+    ///   (`array_to_tsvector(string_to_array(search_text, ' '))` without the field marks: no
+    ///   parser, no dictionary).
     private static let v8: [SchemaStep] = [
         .addColumn(table: "albums", Column.text("search_text")),
         .addColumn(table: "albums", Column.text("title_sort")),
@@ -321,9 +322,11 @@ enum SchemaHistory {
             postgres: ["CREATE INDEX albums_search ON albums USING gin (\(searchVector("search_text")));"]),
     ]
 
-    /// PostgreSQL: the `tsvector` of the stored tokens in `column` (the search index's expression).
+    /// PostgreSQL: the `tsvector` of the stored tokens in `column` (the search index's
+    /// expression), without the field marks (`SearchText.artistMark`, `genreMark`), which no
+    /// query asks for.
     static func searchVector(_ column: String) -> String {
-        "array_to_tsvector(string_to_array(\(column), ' '))"
+        "ts_delete(array_to_tsvector(string_to_array(\(column), ' ')), ARRAY['\(SearchText.artistMark)', '\(SearchText.genreMark)'])"
     }
 
     /// A trigger that keeps SQLite's search index in step with `albums`: its name and its exact

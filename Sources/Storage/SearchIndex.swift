@@ -66,6 +66,28 @@ enum SearchIndex {
         if matches <= limits.filter { return .filter(match: match) }
         return .walk
     }
+
+    /// For a relevance page whose matches are many: the path to the albums that have every
+    /// word of `query` whole, its prefix too (the ranks where the prefix is a whole word,
+    /// `SearchQuery.rank`), chosen by their count as `path` chooses; nil when no album has
+    /// them (those ranks are empty, and no walk looks for them).
+    static func wholeWordPath<DB: SQLSession>(for query: SearchQuery, _ db: DB, limits: Limits) throws -> SearchPath? {
+        if db.dialect == .postgres {
+            let bound = SQLValue.integer(Int64(min(limits.sort, Int.max - 1)) + 1)
+            let match = query.wholeWordTSQuery
+            let matches = try db.value(countPostgresMatches, [.text(match), bound], as: Int.self) ?? 0
+            if matches == 0 { return nil }
+            return matches <= limits.sort ? .index(match: match) : .walk
+        }
+        let most = max(limits.sort, limits.filter, 1)
+        let bound = SQLValue.integer(Int64(min(most, Int.max - 1)) + 1)
+        let match = query.ftsMatchAsWholeWords
+        let matches = try db.value(countMatches, [.text(match), bound], as: Int.self) ?? 0
+        if matches == 0 { return nil }
+        if matches <= limits.sort { return .index(match: match) }
+        if matches <= limits.filter { return .filter(match: match) }
+        return .walk
+    }
 }
 
 extension SearchQuery {
@@ -85,5 +107,10 @@ extension SearchQuery {
     /// (`'word'`, taken as it is), the prefix with `:*`, all required (`&`).
     var tsquery: String {
         ((words + phrases.flatMap { $0 }).map { "'\($0)'" } + (prefix.map { ["'\($0)':*"] } ?? [])).joined(separator: " & ")
+    }
+
+    /// `tsquery` with the prefix as a whole lexeme too.
+    var wholeWordTSQuery: String {
+        allWords.map { "'\($0)'" }.joined(separator: " & ")
     }
 }

@@ -405,7 +405,7 @@ enum AlbumsCommand {
             query.limit = int("limit")
             if let sort = value("sort") {
                 guard let parsed = AlbumSort(sort) else {
-                    fail("--sort: use position, title, artist, year or createdAt, with '-' before it for descending; not '\(sort)'")
+                    fail("--sort: use position, title, artist, year, createdAt or relevance (with --q), with '-' before it for descending; not '\(sort)'")
                 }
                 query.sort = parsed
             }

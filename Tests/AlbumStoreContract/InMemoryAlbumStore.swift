@@ -220,7 +220,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
 
         /// `album`'s key in `sort` (a value sort).
         private func key(_ album: Album, _ sort: AlbumSort) -> SortKey {
-            SortKey.of(album, for: sort.field, articles: data.sortArticles) ?? SortKey(.integer(0), album.id)
+            SortKey.of(album, for: sort.field, articles: data.sortArticles, search: sort.search) ?? SortKey(.integer(0), album.id)
         }
 
         /// Whether `a` comes before `b` in `sort` (a value sort).

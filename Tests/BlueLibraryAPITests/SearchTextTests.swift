@@ -100,4 +100,58 @@ import Testing
         #expect(Self.matches(#"moon "dark side"#, title: "The Dark Side of the Moon", artist: "Pink Floyd"))
         #expect(SearchQuery(#""" "" "-""#) == nil)
     }
+
+    @Test("relevance: title and artist before genre, whole words before prefixes, the exact phrase first", arguments: [
+        ("dark side", "The Dark Side of the Moon", "Pink Floyd", "Rock", 0),
+        ("dark side", "Side Dark", "Pink Floyd", "Rock", 1),
+        ("dark sid", "The Dark Side of the Moon", "Pink Floyd", "Rock", 2),
+        ("dark sid", "Side Dark", "Pink Floyd", "Rock", 3),
+        ("rock", "Abbey Road", "The Beatles", "Rock", 5),
+        ("ro", "Abbey Road", "The Beatles", "Rock", 2),
+        ("ja", "Abbey Road", "The Beatles", "Jazz", 7),
+        ("love", "Love", "Arthur Lee", "Rock", 0),
+        ("love", "Lovely Day", "Bill Withers", "Soul", 2),
+        ("floyd dark", "The Dark Side of the Moon", "Pink Floyd", "Rock", 1),
+        ("moon pink", "The Dark Side of the Moon", "Pink Floyd", "Rock", 1),
+        ("pink rock", "Animals", "Pink Floyd", "Rock", 5),
+        ("\"dark side\" moon", "The Dark Side of the Moon", "Pink Floyd", "Rock", 1),
+        ("\"dark side\"", "The Dark Side of the Moon", "Pink Floyd", "Rock", 0),
+        ("moon pink", "Moon", "Pink Floyd", "Rock", 1),
+        ("the pink", "The Wall", "Pink Floyd", "Rock", 1),
+    ])
+    func ranks(_ q: String, _ title: String, _ artist: String, _ genre: String, _ rank: Int) throws {
+        let query = try #require(SearchQuery(q))
+        let document = SearchText.document(title: title, artist: artist, genre: genre)
+        #expect(query.matches(document: document))
+        #expect(query.rank(document: document) == rank, "\(document)")
+        #expect(query.possibleRanks.contains(rank))
+    }
+
+    @Test("a phrase never runs from one field into the next")
+    func phrasesStayInTheirField() throws {
+        let document = SearchText.document(title: "Wish You Were Here", artist: "Pink Floyd", genre: "Rock")
+        #expect(document == "wish you were here | pink floyd / rock")
+        #expect(try #require(SearchQuery("\"here pink\"")).matches(document: document) == false)
+        #expect(try #require(SearchQuery("\"floyd rock\"")).matches(document: document) == false)
+        #expect(try #require(SearchQuery("here pink")).matches(document: document))
+        #expect(SearchText.document(title: "", artist: "", genre: "") == "| /")
+    }
+
+    @Test("the ranks a query can give, and every rank given is one of them")
+    func possibleRanks() throws {
+        #expect(try #require(SearchQuery("love")).possibleRanks == [0, 2, 5, 7])
+        #expect(try #require(SearchQuery("\"love\"")).possibleRanks == [0, 5])
+        #expect(try #require(SearchQuery("dark side")).possibleRanks == [0, 1, 2, 3, 5, 7])
+        #expect(try #require(SearchQuery("\"dark side\"")).possibleRanks == [0, 1, 5])
+        var random = SystemRandomNumberGenerator()
+        let words = ["dark", "side", "moon", "pink", "floyd", "rock", "da", "si", "mo", "the"]
+        for _ in 0..<2000 {
+            func text(_ count: Int) -> String { (0..<count).map { _ in words.randomElement(using: &random)! }.joined(separator: " ") }
+            let document = SearchText.document(title: text(Int.random(in: 0...4, using: &random)), artist: text(2), genre: text(1))
+            let q = text(Int.random(in: 1...3, using: &random))
+            let query = try #require(SearchQuery(Bool.random(using: &random) ? q : "\"\(q)\""))
+            guard query.matches(document: document) else { continue }
+            #expect(query.possibleRanks.contains(query.rank(document: document)), "\(query) in \(document)")
+        }
+    }
 }

@@ -13,7 +13,10 @@ import Testing
 /// the reader protocol, spelled out independently in `Reference`).
 @Suite("Filtered and sorted pages", .ownThreads)
 struct PagingTests {
-    static let sorts: [AlbumSort] = AlbumSort.Field.allCases.flatMap { [AlbumSort($0), AlbumSort($0, descending: true)] }
+    /// Every sort but relevance (`relevanceEqualsTheReferenceOnEveryPath`: it needs a search).
+    static let sorts: [AlbumSort] = AlbumSort.Field.allCases.filter { $0 != .relevance }.flatMap {
+        [AlbumSort($0), AlbumSort($0, descending: true)]
+    }
 
     static let filters: [(String, AlbumFilter)] = [
         ("none", .all),
@@ -111,6 +114,30 @@ struct PagingTests {
                 }
                 let first = try store.read(.default) { try $0.albums(matching: filter, sort: sort, from: .start, limit: 25) }
                 #expect(first?.map(\.id) == Array(expected.prefix(25)).map(\.id), "sort \(sort), filter \(name), start, \(path)")
+            }
+        }
+    }
+
+    /// Relevance (`SearchQuery.rank`, then id) on every path: a few matches sorted from the
+    /// index, and many read rank by rank (through the index's matches, the whole-word ones, or
+    /// a walk), keyset walks and offsets alike, both directions.
+    @Test(arguments: ["angel", "an", "ang", "blue angel", "the", "be", "rock", "\"blue angel\"", "café b", "a", "angel rock",
+                      "beatles a", "zq"])
+    func relevanceEqualsTheReferenceOnEveryPath(_ q: String) throws {
+        let fixture = Self.fixture
+        let filter = AlbumFilter(text: q)
+        for descending in [false, true] {
+            let sort = AlbumQuery(sort: AlbumSort(.relevance, descending: descending), filter: filter).sort
+            let expected = Reference.order(fixture.library, filter, sort)
+            for (path, store) in fixture.searchPaths {
+                for limit in [7, 500] where limit > 7 || expected.count <= 700 {
+                    let walked = try Self.walk(store, filter, sort, limit: limit)
+                    #expect(walked.map(\.id) == expected.map(\.id), "q=\(q) \(sort), limit \(limit), \(path)")
+                }
+                for offset in [0, 5, expected.count / 2, expected.count] {
+                    let page = try store.read(.default) { try $0.albums(matching: filter, sort: sort, from: .offset(offset), limit: 9) }
+                    #expect(page?.map(\.id) == Array(expected.dropFirst(offset).prefix(9)).map(\.id), "q=\(q) \(sort) offset \(offset), \(path)")
+                }
             }
         }
     }
@@ -398,7 +425,8 @@ struct PagingTests {
             #expect(page.count <= limit)
             all += page
             guard page.count == limit, let last = page.last else { return all }
-            anchor = sort.field == .position ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field, articles: .standard)!, last.id)
+            anchor = sort.field == .position
+                ? .afterAlbum(last.id) : .afterValue(SortValue.of(last, for: sort.field, articles: .standard, search: sort.search)!, last.id)
         }
         Issue.record("the walk does not end")
         return all
@@ -413,6 +441,9 @@ enum Reference {
         let matching = library.filter(filter.matches)
         guard sort.field != .position else { return sort.descending ? matching.reversed() : matching }
         let ascending = matching.sorted { a, b in
+            if sort.field == .relevance, let search = sort.search, search.rank(a) != search.rank(b) {
+                return search.rank(a) < search.rank(b)
+            }
             let (x, y) = (key(a, sort.field), key(b, sort.field))
             if x != y { return x.lexicographicallyPrecedes(y) }
             return Array(a.id.rawValue.utf8).lexicographicallyPrecedes(Array(b.id.rawValue.utf8))
@@ -431,7 +462,7 @@ enum Reference {
         case .artist: return Array(SortText.artistKey(album.artist, ignoring: .standard).utf8)
         case .year: return integer(Int64(album.year ?? 0))
         case .createdAt: return integer(ReferenceMilliseconds.of(album.createdAt))
-        case .position: return []
+        case .position, .relevance: return []
         }
     }
 }

@@ -109,11 +109,20 @@ public enum SearchText {
         }
     }
 
-    /// What an album is found by: the tokens of its title, artist and genre, separated by
-    /// single spaces (the stored `search_text`).
+    /// What an album is found by (the stored `search_text`): the tokens of its title, then
+    /// ``artistMark``, the artist's tokens, ``genreMark``, the genre's tokens, all separated by
+    /// single spaces ("the dark side of the moon | pink floyd / rock"). The marks are no token
+    /// (tokens are letters and digits), so nothing a query asks matches them, a phrase never
+    /// runs from one field into the next, and a store tells the title and artist (before
+    /// ``genreMark``) from the genre, for relevance (`SearchQuery.rank`).
     public static func document(title: String, artist: String, genre: String) -> String {
-        (tokens(title) + tokens(artist) + tokens(genre)).joined(separator: " ")
+        (tokens(title) + [artistMark] + tokens(artist) + [genreMark] + tokens(genre)).joined(separator: " ")
     }
+
+    /// The mark before the artist's tokens in a document.
+    public static let artistMark = "|"
+    /// The mark before the genre's tokens in a document.
+    public static let genreMark = "/"
 }
 
 /// A search (`q`): its words, folded. An album matches when its title, artist or genre (in any
@@ -130,6 +139,9 @@ public struct SearchQuery: Sendable, Hashable {
     public let phrases: [[String]]
     /// The last word, when it stands outside quotes: a match has a token that starts with it.
     public let prefix: String?
+    /// Every word in the order typed (quotes left out), the prefix last when there is one: what
+    /// `rank` looks for as a phrase.
+    public let sequence: [String]
 
     /// The query of `text`; nil when it has no letter or digit to search for.
     public init?(_ text: String) {
@@ -137,10 +149,12 @@ public struct SearchQuery: Sendable, Hashable {
         var quoted: [String] = []
         var phrases: [[String]] = []
         var endsOutside = false
+        var sequence: [String] = []
         // Between quotes: the odd parts (a quote left open makes the last part odd too).
         for (index, part) in text.split(separator: "\"", omittingEmptySubsequences: false).enumerated() {
             let tokens = SearchText.tokens(String(part))
             guard !tokens.isEmpty else { continue }
+            sequence += tokens
             if index.isMultiple(of: 2) {
                 outside += tokens
             } else if tokens.count == 1 {
@@ -153,6 +167,7 @@ public struct SearchQuery: Sendable, Hashable {
         prefix = endsOutside ? outside.last : nil
         words = (endsOutside ? Array(outside.dropLast()) : outside) + quoted
         self.phrases = phrases
+        self.sequence = sequence
         if prefix == nil && words.isEmpty && phrases.isEmpty { return nil }
     }
 
@@ -165,7 +180,57 @@ public struct SearchQuery: Sendable, Hashable {
     /// Whether an album whose stored document is `document` matches. Compared as UTF-8 bytes,
     /// as the stores' SQL compares them.
     public func matches(document: String) -> Bool {
+        Self.matches(tokens: document.utf8.split(separator: UInt8(ascii: " ")), words: words, phrases: phrases, prefix: prefix)
+    }
+
+    /// How well an album whose stored document is `document` matches (it must match), as
+    /// `sort=relevance` orders: 0 (best) to 7, the sum of
+    /// - 4 unless every word, phrase and the prefix is in the title or the artist (before
+    ///   `SearchText.genreMark`): title and artist matches before genre;
+    /// - 2 when the prefix is no whole word of the album (only the start of one): whole words
+    ///   before prefixes;
+    /// - 1 unless the title or the artist has every word in the order typed, one after another
+    ///   (the last as the start of a word when it is the prefix): the exact phrase first.
+    /// Compared as UTF-8 bytes, as the stores' SQL compares them (`PagingQuery.rank`).
+    public func rank(document: String) -> Int {
         let tokens = document.utf8.split(separator: UInt8(ascii: " "))
+        let name = tokens.prefix { !$0.elementsEqual(SearchText.genreMark.utf8) }
+        var rank = 0
+        if !Self.matches(tokens: Array(name), words: words, phrases: phrases, prefix: prefix) { rank += 4 }
+        if let prefix, !tokens.contains(where: { $0.elementsEqual(prefix.utf8) }) { rank += 2 }
+        let run = Array(name)
+        let phrase = run.indices.contains { start in
+            guard start + sequence.count <= run.count else { return false }
+            return zip(run[start..<start + sequence.count], sequence).enumerated().allSatisfy { offset, pair in
+                offset == sequence.count - 1 && prefix != nil ? pair.0.starts(with: pair.1.utf8) : pair.0.elementsEqual(pair.1.utf8)
+            }
+        }
+        if !phrase { rank += 1 }
+        return rank
+    }
+
+    /// The ranks `rank` gives, best first.
+    public static let ranks = 0...7
+
+    /// The ranks an album can have in this query, best first: never 4 or 6 (the phrase of every
+    /// word in the title or artist puts every word there), 2, 3, 6 and 7 only with a prefix,
+    /// and for a query of one word the phrase follows from the title or artist (0, 2, 5, 7).
+    public var possibleRanks: [Int] {
+        Self.ranks.filter { rank in
+            let (notInName, notWhole, notPhrase) = (rank & 4 != 0, rank & 2 != 0, rank & 1 != 0)
+            if notInName && !notPhrase { return false }
+            if notWhole && prefix == nil { return false }
+            if sequence.count == 1 && notInName != notPhrase { return false }
+            return true
+        }
+    }
+
+    /// Whether albums of `rank` have the prefix as a whole word (every rank without one).
+    public static func hasWholePrefix(_ rank: Int) -> Bool { rank & 2 == 0 }
+
+    private static func matches(
+        tokens: [Substring.UTF8View], words: [String], phrases: [[String]], prefix: String?
+    ) -> Bool {
         for word in words where !tokens.contains(where: { $0.elementsEqual(word.utf8) }) { return false }
         for phrase in phrases {
             let found = tokens.indices.contains { start in

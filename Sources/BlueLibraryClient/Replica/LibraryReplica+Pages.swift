@@ -5,7 +5,8 @@ import Foundation
 /// offline), and the local undo of a queued edit.
 extension LibraryReplica {
     /// The page of the app's albums (local edits included) that `query` asks for, filtered and
-    /// sorted as the server would: `q` is a search (`SearchQuery`), `artist` and `genre` match
+    /// sorted as the server would (by relevance when `q` is given without a sort): `q` is a
+    /// search (`SearchQuery`), `artist` and `genre` match
     /// exactly, ignoring ASCII case; `yearFrom`/`yearTo` leave out albums without a year; titles
     /// and artists sort by their keys (`SortText`; artists without a leading The, A or An, the
     /// server's default `sorting.ignoredArticles`: a server set otherwise orders its artists
@@ -24,8 +25,9 @@ extension LibraryReplica {
         }
         let all = try albums()
         let matching = all.filter { Self.matches($0, query) }
-        let sort = query.sort ?? AlbumSort(.position)
-        var ordered = Self.sorted(matching, by: sort.field)
+        let search = query.q.flatMap(SearchQuery.init)
+        let sort = query.sort ?? AlbumSort(search == nil ? .position : .relevance)
+        var ordered = Self.sorted(matching, by: sort.field, search: search)
         if sort.descending { ordered.reverse() }
         if sort.field != .position {
             for position in ordered.indices { ordered[position].index = nil }
@@ -79,8 +81,8 @@ extension LibraryReplica {
     }
 
     /// `albums` in ascending order of `field`, ties broken by id (the server's rule); position
-    /// order is the order given.
-    static func sorted(_ albums: [AlbumResource], by field: AlbumSort.Field) -> [AlbumResource] {
+    /// order is the order given; relevance is the rank in `search` (`SearchQuery.rank`).
+    static func sorted(_ albums: [AlbumResource], by field: AlbumSort.Field, search: SearchQuery? = nil) -> [AlbumResource] {
         func ordered<T: Comparable>(_ keyOf: (AlbumResource) -> T) -> [AlbumResource] {
             albums.map { (key: keyOf($0), album: $0) }
                 .sorted { $0.key != $1.key ? $0.key < $1.key : $0.album.id < $1.album.id }
@@ -93,6 +95,8 @@ extension LibraryReplica {
         case .artist: return ordered { Bytes(SortText.artistKey($0.artist, ignoring: .standard)) }
         case .year: return ordered { $0.year ?? 0 }
         case .createdAt: return ordered { $0.createdDate ?? .distantPast }
+        case .relevance:
+            return ordered { search?.rank(document: SearchText.document(title: $0.title, artist: $0.artist, genre: $0.genre)) ?? 0 }
         }
     }
 

@@ -7,9 +7,24 @@ public struct AlbumQuery: Sendable, Hashable {
     public var sort: AlbumSort
     public var filter: AlbumFilter
 
+    /// A `.relevance` sort ranks by the filter's `q` (`AlbumSort.search`).
     public init(sort: AlbumSort = .position, filter: AlbumFilter = .all) {
         self.sort = sort
         self.filter = filter
+        if sort.field == .relevance { self.sort.search = filter.text.flatMap(SearchQuery.init) }
+    }
+
+    /// The query of a list request: `sort` as asked, or when none is, by relevance if the
+    /// request searches (`q`) and in the list's own order if not.
+    /// - Throws: `.invalid` naming `sort` for `relevance` without `q`.
+    public static func listing(sort: AlbumSort?, filter: AlbumFilter) throws(LibraryError) -> AlbumQuery {
+        let searching = filter.text.map { !$0.isEmpty } ?? false
+        let sort = sort ?? (searching ? AlbumSort(.relevance) : .position)
+        if sort.field == .relevance, !searching {
+            throw .invalid(ValidationFailure([FieldError(
+                field: "sort", message: "sort=relevance orders by how well albums match q; send q with it, or another sort")]))
+        }
+        return AlbumQuery(sort: sort, filter: filter)
     }
 
     /// Whether items carry their library index: only the library's own order, unfiltered,
@@ -115,8 +130,8 @@ public struct SortKey: Sendable, Hashable {
     }
 
     /// `album`'s key in a value order; nil for the position order, which has no value.
-    public static func of(_ album: Album, for field: AlbumSort.Field, articles: SortArticles) -> SortKey? {
-        SortValue.of(album, for: field, articles: articles).map { SortKey($0, album.id) }
+    public static func of(_ album: Album, for field: AlbumSort.Field, articles: SortArticles, search: SearchQuery? = nil) -> SortKey? {
+        SortValue.of(album, for: field, articles: articles, search: search).map { SortKey($0, album.id) }
     }
 }
 

@@ -10,14 +10,21 @@ public struct AlbumSort: Sendable, Hashable, CustomStringConvertible {
         case artist
         case year
         case createdAt
+        /// How well each album matches the search (`SearchQuery.rank`), best first: the default
+        /// when the list has `q`, and only with `q`.
+        case relevance
     }
 
     public var field: Field
     public var descending: Bool
+    /// For `.relevance`: the search whose rank orders (`AlbumQuery` sets it from its filter's
+    /// `q`); without one every album ranks alike, so the order is by id.
+    public var search: SearchQuery?
 
-    public init(_ field: Field, descending: Bool = false) {
+    public init(_ field: Field, descending: Bool = false, search: SearchQuery? = nil) {
         self.field = field
         self.descending = descending
+        self.search = search
     }
 
     public static let position = AlbumSort(.position)
@@ -45,9 +52,9 @@ extension AlbumSort {
     /// SQLite's BINARY and PostgreSQL's `COLLATE "C"` compare them). Not for `.position`, whose
     /// order is the library's.
     public func orders(_ a: Album, before b: Album, articles: SortArticles = .standard) -> Bool {
-        guard let x = SortKey.of(a, for: field, articles: articles), let y = SortKey.of(b, for: field, articles: articles) else {
-            return false
-        }
+        guard let x = SortKey.of(a, for: field, articles: articles, search: search),
+            let y = SortKey.of(b, for: field, articles: articles, search: search)
+        else { return false }
         return orders(x, before: y)
     }
 

@@ -45,7 +45,8 @@ extension CompositePager {
                 // Made before the library's artist keys were remade with other articles: go on
                 // after the album's new key, where it still is.
                 for (index, reader) in readers.enumerated() {
-                    guard let album = try reader.album(id: id), let key = SortValue.of(album, for: sort.field, articles: articles[index])
+                    guard let album = try reader.album(id: id),
+                        let key = SortValue.of(album, for: sort.field, articles: articles[index], search: sort.search)
                     else { continue }
                     anchor = .afterValue(key, id)
                     break
@@ -63,7 +64,7 @@ extension CompositePager {
         var heads: [MergeKey?] = []
         for index in sources.indices {
             heads.append(try sources[index].head(filter: filter, sort: sort, batch: batch).map {
-                MergeKey($0, sort.field, articles[index])
+                MergeKey($0, sort, articles[index])
             })
         }
         while merged.count < wanted {
@@ -85,7 +86,7 @@ extension CompositePager {
                 guard merged.count < wanted else { break }
             }
             heads[source] = try sources[source].head(filter: filter, sort: sort, batch: batch).map {
-                MergeKey($0, sort.field, articles[source])
+                MergeKey($0, sort, articles[source])
             }
         }
         let more = merged.count > limit
@@ -94,7 +95,7 @@ extension CompositePager {
         guard more, let end = merged.last else { return (items, nil) }
         return (items, PageCursor(
             fingerprint: query.fingerprint, scope: scope, revision: revision,
-            lastValue: SortValue.of(end.album, for: sort.field, articles: articles[end.source]), lastID: end.album.id,
+            lastValue: SortValue.of(end.album, for: sort.field, articles: articles[end.source], search: sort.search), lastID: end.album.id,
             lastArticles: sort.field == .artist ? articles[end.source] : nil))
     }
 
@@ -172,7 +173,7 @@ struct OffsetSelection {
                     hi[source] = lo[source] + half
                     continue
                 }
-                middles.append((MergeKey(album, sort.field, articles[source]), album, source, half, hi[source] - lo[source]))
+                middles.append((MergeKey(album, sort, articles[source]), album, source, half, hi[source] - lo[source]))
             }
             guard !middles.isEmpty else {
                 if lo.indices.allSatisfy({ hi[$0] <= lo[$0] }) { return nil }
@@ -190,7 +191,9 @@ struct OffsetSelection {
                 }
             }
             let pivot = middles[pivotIndex]
-            guard let pivotKey = SortKey.of(pivot.album, for: sort.field, articles: articles[pivot.source]) else { return nil }
+            guard let pivotKey = SortKey.of(pivot.album, for: sort.field, articles: articles[pivot.source], search: sort.search) else {
+                return nil
+            }
             // The pivot's rank after `low`: the albums before it in each source.
             var beyond = Array(repeating: false, count: n)  // the source's middle comes after the pivot
             var halves = Array(repeating: 0, count: n)
@@ -238,8 +241,8 @@ private struct MergeKey {
     var number: Int64
     var id: [UInt8]
 
-    init(_ album: Album, _ field: AlbumSort.Field, _ articles: SortArticles) {
-        switch SortValue.of(album, for: field, articles: articles) {
+    init(_ album: Album, _ sort: AlbumSort, _ articles: SortArticles) {
+        switch SortValue.of(album, for: sort.field, articles: articles, search: sort.search) {
         case let .text(value)?: (text, number) = (Array(value.utf8), 0)
         case let .integer(value)?: (text, number) = ([], value)
         case nil: (text, number) = ([], 0)
@@ -279,7 +282,7 @@ private struct SourceRun {
             buffer = rows.filter(filter.remainderMatches)
             position = 0
             if rows.count < batch { exhausted = true }
-            if let end = rows.last, let value = SortValue.of(end, for: sort.field, articles: articles) {
+            if let end = rows.last, let value = SortValue.of(end, for: sort.field, articles: articles, search: sort.search) {
                 from = .afterValue(value, end.id)
             }
         }

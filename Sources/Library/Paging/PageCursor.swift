@@ -222,11 +222,13 @@ public enum SortValue: Sendable, Hashable {
     case text(String)
     case integer(Int64)
 
-    /// `album`'s value for `field` (an artist's key without a leading article of `articles`);
-    /// nil for the position sort, which has no value.
-    public static func of(_ album: Album, for field: AlbumSort.Field, articles: SortArticles) -> SortValue? {
+    /// `album`'s value for `field` (an artist's key without a leading article of `articles`;
+    /// for relevance its rank in `search`, 0 without one); nil for the position sort, which
+    /// has no value.
+    public static func of(_ album: Album, for field: AlbumSort.Field, articles: SortArticles, search: SearchQuery? = nil) -> SortValue? {
         switch field {
         case .position: nil
+        case .relevance: .integer(Int64(search?.rank(album) ?? 0))
         case .title: .text(SortText.key(album.title))
         case .artist: .text(SortText.artistKey(album.artist, ignoring: articles))
         case .year: .integer(Int64(album.year ?? 0))

@@ -13,3 +13,10 @@ extension SearchQuery {
         matches(document: SearchText.document(album))
     }
 }
+
+extension SearchQuery {
+    /// How well `album` matches (`rank(document:)`).
+    public func rank(_ album: Album) -> Int {
+        rank(document: SearchText.document(album))
+    }
+}

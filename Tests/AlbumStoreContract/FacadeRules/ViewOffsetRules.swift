@@ -55,7 +55,8 @@ struct ViewOffsetRules {
         guard offset < ordered.count, offset + limit < ordered.count, let last = items.last else { return (items, nil) }
         return (items, PageCursor(
             fingerprint: query.fingerprint, scope: PageCursor.scope(view: view.id), revision: view.revision,
-            lastValue: SortValue.of(last.album, for: query.sort.field, articles: .standard), lastID: last.album.id,
+            lastValue: SortValue.of(last.album, for: query.sort.field, articles: .standard, search: query.sort.search),
+            lastID: last.album.id,
             lastArticles: query.sort.field == .artist ? .standard : nil))
     }
 

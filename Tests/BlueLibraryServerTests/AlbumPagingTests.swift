@@ -82,11 +82,53 @@ import Testing
         #expect(try titles("floyd dark") == ["The Dark Side of the Moon"])
         #expect(try titles("pink flo") == ["The Dark Side of the Moon"])
         #expect(try titles("виктор") == ["Группа крови"])
-        #expect(try titles("rock") == ["Takk...", "The Dark Side of the Moon", "Группа крови"])
+        // Three genre matches of one rank: by relevance, ties by (random) id.
+        #expect(try Set(titles("rock")) == ["Takk...", "The Dark Side of the Moon", "Группа крови"])
         #expect(try titles("loyd").isEmpty, "a piece inside a word is not found")
         let nothing = routes.request(path: "/albums?q=%22--%3A")
         #expect(nothing.status == 400)
         #expect((try nothing.json()["errors"] as? [[String: Any]])?.first?["field"] as? String == "q", "\(nothing.text)")
+    }
+
+    /// With `q` and no `sort` a list is by relevance: title and artist before genre, whole
+    /// words before prefixes, the exact phrase first; `Link` walks it; `sort=relevance` needs `q`.
+    @Test func aSearchIsSortedByRelevance() throws {
+        let app = try InMemoryApp.app { $0.seed = false }
+        defer { app.shutdown() }
+        let routes = InProcessClient(app)
+        let albums = [
+            ("Side of the Dark", "Various", "Pop"),  // both words, not as the phrase: 1
+            ("Dark Side", "Dark Side Rock", "Rock"),  // the phrase: 0
+            ("Lovely Days", "Dark Sideburns", "Soul"),  // "side" only as a start, the phrase: 2
+            ("Moon", "Nobody", "Dark Side"),  // only in the genre: 5
+        ]
+        for (title, artist, genre) in albums {
+            let body = #"{"title": "\#(title)", "artist": "\#(artist)", "genre": "\#(genre)"}"#
+            #expect(routes.request(method: "POST", path: "/albums", headers: ["Content-Type": "application/json"], body: Array(body.utf8)).status == 201)
+        }
+        func titles(_ path: String) throws -> [String] {
+            let page = try routes.request(path: path).json()
+            return (page["items"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String }
+        }
+        let ranked = ["Dark Side", "Side of the Dark", "Lovely Days", "Moon"]
+        #expect(try titles("/albums?q=dark%20side") == ranked)
+        #expect(try titles("/albums?q=dark%20side&sort=relevance") == ranked)
+        #expect(try titles("/albums?q=dark%20side&sort=-relevance") == ranked.reversed())
+        #expect(try titles("/albums?q=dark%20side&sort=position") == albums.map(\.0))
+        // Link walks the same order a page at a time.
+        var walked: [String] = []
+        var next: String? = "/albums?q=dark%20side&limit=1"
+        while let target = next {
+            let response = routes.request(path: target)
+            walked += ((try response.json())["items"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String }
+            next = response.header("Link").flatMap { link in
+                link.range(of: #"<[^>]+>"#, options: .regularExpression).map { String(link[$0].dropFirst().dropLast()) }
+            }.map { URL(string: $0)!.path + "?" + URL(string: $0)!.query! }
+        }
+        #expect(walked == ranked)
+        let refused = routes.request(path: "/albums?sort=relevance")
+        #expect(refused.status == 400)
+        #expect((try refused.json()["errors"] as? [[String: Any]])?.first?["field"] as? String == "sort", "\(refused.text)")
     }
 
     @Test func countAndIndexesOnlyWhereTheyMeanSomething() throws {

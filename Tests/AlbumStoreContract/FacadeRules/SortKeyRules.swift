@@ -105,8 +105,54 @@ struct SortKeyRules {
     }
 }
 
+/// A walk by relevance (`sort=relevance`) is a keyset walk on (rank, id): exact under adds and
+/// deletes between its pages.
+struct RelevanceRules {
+    let factory: AlbumStoreFactory
+
+    func aRelevanceWalkSeesEveryAlbumThatStaysOnce() throws {
+        let fixture = try FacadeFixture(factory)
+        let names = ["Love", "Lovely", "Love Song", "Song of Love", "Blue", "Loveless", "Love Love"]
+        var random = SystemRandomNumberGenerator()
+        func input(_ n: Int) throws -> AlbumInput {
+            try AlbumInput(
+                title: names[n % names.count] + " \(n)", artist: ["Love", "Arthur", "Lovers"][n % 3],
+                genre: ["Love Rock", "Pop"][n % 2], year: nil)
+        }
+        var ids: [AlbumID] = []
+        for n in 0..<40 { ids.append(try fixture.facade.add(try input(n)).album.id) }
+        let query = AlbumQuery(sort: AlbumSort(.relevance), filter: AlbumFilter(text: "love"))
+        let before = Set(try fixture.facade.page(PageRequest(query: query, limit: 500)).items.map(\.album.id))
+        var seen: [AlbumID] = []
+        var deleted: Set<AlbumID> = []
+        var start = PageStart.first
+        var n = 40
+        while true {
+            let page = try fixture.facade.page(PageRequest(query: query, start: start, limit: 4))
+            seen += page.items.map(\.album.id)
+            guard let next = page.next else { break }
+            start = .cursor(next)
+            // Between pages: one album added, one deleted (seen or not).
+            ids.append(try fixture.facade.add(try input(n)).album.id)
+            n += 1
+            let victim = ids.remove(at: Int.random(in: 0..<ids.count, using: &random))
+            _ = try fixture.facade.delete(id: victim)
+            deleted.insert(victim)
+        }
+        #expect(seen.count == Set(seen).count, "no album twice")
+        let stayed = before.subtracting(deleted)
+        #expect(stayed.isSubset(of: Set(seen)), "every album there from start to end is seen")
+        // And the order of what was seen is the order of ranks.
+        let search = try #require(query.sort.search)
+        let final = try fixture.storedAlbums()
+        let ranks = seen.compactMap { id in final.first { $0.id == id } }.map { search.rank($0) }
+        #expect(ranks == ranks.sorted())
+    }
+}
+
 extension FacadeRules {
     static let sortKeyRules: [ContractCheck] = [
+        ContractCheck("aRelevanceWalkSeesEveryAlbumThatStaysOnce") { try RelevanceRules(factory: $0).aRelevanceWalkSeesEveryAlbumThatStaysOnce() },
         ContractCheck("titlesAndArtistsSortByTheirFoldedKeys") { try SortKeyRules(factory: $0).titlesAndArtistsSortByTheirFoldedKeys() },
         ContractCheck("changingTheArticlesRemakesTheKeysInOneVersion") {
             try SortKeyRules(factory: $0).changingTheArticlesRemakesTheKeysInOneVersion()

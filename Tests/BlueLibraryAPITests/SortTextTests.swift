@@ -53,4 +53,12 @@ struct SortTextTests {
         #expect(String(validating: key.utf8, as: UTF8.self) != nil)
         #expect(SortText.key(String(repeating: "a", count: 2000)).utf8.count == SortText.maximumBytes)
     }
+
+    @Test("ASCII text takes a shortcut to the same key")
+    func asciiShortcut() {
+        let every = String(decoding: (0..<0x80).map { UInt8($0) }, as: UTF8.self)
+        for text in [every, "  The \t Beatles\n", "AC/DC", "", " ", "x" + String(repeating: " a", count: 700), "\u{1C}a\u{1F}"] {
+            #expect(SortText.key(text) == SortText.unicodeKey(text), "\(text.debugDescription)")
+        }
+    }
 }

@@ -15,6 +15,11 @@ public enum SortText {
 
     /// The sort key of a title (or of any text, without articles).
     public static func key(_ text: String) -> String {
+        text.utf8.allSatisfy({ $0 < 0x80 }) ? asciiKey(text) : unicodeKey(text)
+    }
+
+    /// `key` of any text.
+    static func unicodeKey(_ text: String) -> String {
         var key = String.UnicodeScalarView()
         var bytes = 0
         var pendingSpace = false
@@ -31,6 +36,28 @@ public enum SortText {
             pendingSpace = false
         }
         return String(key)
+    }
+
+    /// `key` of ASCII text (most of what albums say), without decomposing it: the same result,
+    /// letters lowered, runs of white space one space, none at either end.
+    private static func asciiKey(_ text: String) -> String {
+        var key: [UInt8] = []
+        key.reserveCapacity(min(text.utf8.count, maximumBytes))
+        var pendingSpace = false
+        for byte in text.utf8 {
+            switch byte {
+            case 0x09...0x0D, 0x20:
+                pendingSpace = !key.isEmpty
+                continue
+            default:
+                break
+            }
+            if key.count + (pendingSpace ? 2 : 1) > maximumBytes { break }
+            if pendingSpace { key.append(0x20) }
+            key.append(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte)
+            pendingSpace = false
+        }
+        return String(decoding: key, as: UTF8.self)
     }
 
     /// The sort key of an artist: `key(text)` without a leading article of `articles` (the

@@ -183,11 +183,13 @@ struct AlbumPages<DB: SQLSession> {
 
     /// Up to `limit` albums of a relevance sort whose matches are many (not `.index`), rank by
     /// rank in the sort's direction, each rank by id (`PagingQuery.rankPage`), after the key
-    /// `after` if given. Ranks no album of the query can have are skipped, and so are those
-    /// where the prefix is a whole word when no album has it whole; those ranks are read
-    /// through the whole-word matches (`SearchIndex.wholeWordPath`), a few thousand or fewer
-    /// straight from the index. A rank few albums of a large library have is a walk of the
-    /// library (see docs/api.md, "Relevance").
+    /// `after` if given. Ranks no album of the query can have are skipped. A rank whose albums
+    /// have every word in the title or artist, or the prefix as a whole word, is read through
+    /// the search index's albums of that kind (`SearchIndex.candidatePath`): skipped when there
+    /// are none, read straight from the index when they are a few thousand or fewer, else a
+    /// walk filtered by them. Only the ranks with a word in the genre alone walk the matches
+    /// as a whole; when few matches have that rank, the walk reads the library (see
+    /// docs/api.md, "Relevance").
     private func rankedPage(
         _ filter: AlbumFilter, _ sort: AlbumSort, _ query: SearchQuery, after: (rank: Int, id: AlbumID)?, limit: Int,
         path: SearchPath
@@ -195,16 +197,21 @@ struct AlbumPages<DB: SQLSession> {
         var ranks = query.possibleRanks
         if sort.descending { ranks.reverse() }
         if let after { ranks.removeAll { sort.descending ? $0 > after.rank : $0 < after.rank } }
-        var wholeWordPath: SearchPath??
+        // The candidate path of each kind of rank (in name, prefix whole), found once.
+        var candidates: [Int: SearchPath?] = [:]
         var result: [Album] = []
         for rank in ranks where result.count < limit {
+            let inName = SearchQuery.isInName(rank)
+            let wholePrefix = query.prefix != nil && SearchQuery.hasWholePrefix(rank)
             var rankPath = path
-            if SearchQuery.hasWholePrefix(rank), query.prefix != nil {
-                if wholeWordPath == nil {
-                    wholeWordPath = .some(try SearchIndex.wholeWordPath(for: query, db, limits: order.context.searchIndexLimits))
+            if inName || wholePrefix {
+                let kind = (inName ? 1 : 0) + (wholePrefix ? 2 : 0)
+                if candidates[kind] == nil {
+                    candidates[kind] = .some(try SearchIndex.candidatePath(
+                        for: query, inName: inName, wholePrefix: wholePrefix, db, limits: order.context.searchIndexLimits))
                 }
-                guard case let .some(.some(whole)) = wholeWordPath else { continue }
-                rankPath = whole
+                guard case let .some(.some(candidate)) = candidates[kind] else { continue }
+                rankPath = candidate
             }
             let (sql, bindings) = PagingQuery.rankPage(
                 db.dialect, library, filter, sort, rank: rank, after: after?.rank == rank ? after?.id : nil, limit: limit - result.count,

@@ -231,7 +231,7 @@ enum SQL {
     static func dropIndex(_ name: String) -> String { "DROP INDEX \(name)" }
     static func dropTrigger(_ name: String) -> String { "DROP TRIGGER \(name)" }
     static let albumTriggerNames = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'albums'"
-    /// Rebuilds SQLite's search index (schema v8) from `albums.search_text`.
+    /// Rebuilds SQLite's search index (schema v9) from `albums.search_text`.
     static let rebuildSearchIndex = "INSERT INTO albums_search (albums_search) VALUES ('rebuild')"
     /// Fails (SQLITE_CORRUPT) when the search index differs from `albums.search_text`.
     static let checkSearchIndex = "INSERT INTO albums_search (albums_search, rank) VALUES ('integrity-check', 1)"

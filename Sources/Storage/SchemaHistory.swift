@@ -77,6 +77,7 @@ enum SchemaHistory {
         ("v6-secrets", v6),
         ("v7-catalog-global-ids-moves-views", v7),
         ("v8-search-text", v8),
+        ("v9-sort-keys-and-relevance", v9),
     ]
 
     /// How many migrations PostgreSQL's first one covers (it creates their shape at once).
@@ -171,7 +172,7 @@ enum SchemaHistory {
         name: "albums_by_artist_sort", table: "albums", columns: [.plain("library"), .plain("artist_sort"), .plain("album_id")])
 
     /// The sort indexes of the current schema, in the order the migrations create them: v3's
-    /// year and creation indexes, v8's title and artist ones (over the stored sort keys; they
+    /// year and creation indexes, v9's title and artist ones (over the stored sort keys; they
     /// replace v3's case-folded ones). The one place their definitions live: a bulk import that
     /// drops the indexes for speed (`BulkImport.swift`) recreates them from these, so the
     /// schema (`sqlite_master`) reads exactly as after the migrations. Never edit one that has
@@ -262,51 +263,100 @@ enum SchemaHistory {
 
     // MARK: v8
 
-    /// `albums.search_text`: what an album is found by (`SearchText.document`: the folded
-    /// tokens of its title, artist and genre, joined by spaces), written with every album row.
-    /// NULL on the rows from before, until a store opening the database fills them in
-    /// (`SearchTextBackfill`): the folding is Swift's, so no SQL statement can compute it.
-    /// The partial index `albums_without_search_text` holds just those rows, so the store finds
-    /// them without a scan, and finds at once that there are none.
-    ///
-    /// The title and artist sorts' keys (`SortText`: folded as search folds, the artist without
-    /// a leading article of `libraries.sort_articles`) are stored with every row the same way
-    /// (`title_sort`, `artist_sort`, filled in the same pass), and v3's case-folded indexes of
-    /// those sorts make way for `albums_by_title_sort` and `albums_by_artist_sort` over the
-    /// keys. `libraries.sort_articles` holds the articles the library's artist keys were made
-    /// with (`SortArticles`' stored form; `the a an` until the setting changes, see
-    /// `SortKeyRebuild`).
+    /// `albums.search_text`: what an album is found by (`SearchText.document`), written with
+    /// every album row. NULL on the rows from before, until a store opening the database fills
+    /// them in (`SearchTextBackfill`): the folding is Swift's, so no SQL statement can compute
+    /// it. The partial index `albums_without_search_text` holds just those rows, so the store
+    /// finds them without a scan, and finds at once that there are none.
     ///
     /// The search index finds the albums that have every word of a query without reading the
-    /// others (`SearchIndex` says how a page uses it). It indexes `search_text` as it is: the
-    /// tokens are already folded and one space apart, so neither engine tokenizes or folds
-    /// anything itself, and both find exactly the tokens Swift made.
-    /// - SQLite: `albums_search`, an FTS5 table over `albums.search_text` (external content,
-    ///   rowid = `albums.row`; the `ascii` tokenizer splits at the spaces, and every byte of a
-    ///   non-ASCII letter is part of a token; `detail=none`: which rows hold a token, not where,
-    ///   as a page checks the words on the rows it reads anyway; the prefixes of 1 to 4
-    ///   characters indexed too, so a search as one types, `q=j`, `q=pink flo`, reads one
-    ///   list rather than merging those of every token it begins), kept in step by the triggers
-    ///   `SchemaHistory.searchTriggers`, in the writing statement's transaction.
-    /// - PostgreSQL: `albums_search`, a GIN index over the tokens as a `tsvector`
-    ///   (`array_to_tsvector(string_to_array(search_text, ' '))` without the field marks: no
-    ///   parser, no dictionary).
+    /// others (`SearchIndex` says how a page uses it): on SQLite an FTS5 table over
+    /// `search_text` kept in step by triggers, on PostgreSQL a GIN index. v9 replaces both (see
+    /// there); v8's exact statements stay below, as shipped.
     private static let v8: [SchemaStep] = [
         .addColumn(table: "albums", Column.text("search_text")),
-        .addColumn(table: "albums", Column.text("title_sort")),
-        .addColumn(table: "albums", Column.text("artist_sort")),
-        .addColumn(table: "libraries", Column.text("sort_articles").notNullable.defaulting(to: "'\(SortArticles.standard)'")),
         .createIndex(IndexDefinition(
             name: "albums_without_search_text", table: "albums", columns: [.plain("row")], condition: "search_text IS NULL")),
-        .dropIndex("albums_by_title"),
-        .dropIndex("albums_by_artist"),
-        .createIndex(titleSortIndex),
-        .createIndex(artistSortIndex),
         .engineSpecific(
             sqlite: [
                 """
                 CREATE VIRTUAL TABLE albums_search USING fts5(
                     search_text, content = 'albums', content_rowid = 'row', tokenize = 'ascii', detail = 'none', prefix = '1 2 3 4');
+                """,
+                "INSERT INTO albums_search (albums_search) VALUES ('rebuild');",
+                "INSERT INTO albums_search (albums_search, rank) VALUES ('crisismerge', 1999);",
+            ] + v8Triggers,
+            postgres: ["CREATE INDEX albums_search ON albums USING gin (array_to_tsvector(string_to_array(search_text, ' ')));"]),
+    ]
+
+    private static let v8Triggers = [
+        """
+        CREATE TRIGGER albums_search_insert AFTER INSERT ON albums BEGIN
+            INSERT INTO albums_search (rowid, search_text) VALUES (new.row, new.search_text);
+        END;
+        """,
+        """
+        CREATE TRIGGER albums_search_delete AFTER DELETE ON albums BEGIN
+            INSERT INTO albums_search (albums_search, rowid, search_text) VALUES ('delete', old.row, old.search_text);
+        END;
+        """,
+        """
+        CREATE TRIGGER albums_search_update AFTER UPDATE OF search_text ON albums
+        WHEN old.search_text IS NOT new.search_text BEGIN
+            INSERT INTO albums_search (albums_search, rowid, search_text) VALUES ('delete', old.row, old.search_text);
+            INSERT INTO albums_search (rowid, search_text) VALUES (new.row, new.search_text);
+        END;
+        """,
+    ]
+
+    // MARK: v9
+
+    /// Sort keys, and search text that tells the fields apart (for relevance).
+    ///
+    /// - The title and artist sorts' keys (`SortText`: folded as search folds, the artist
+    ///   without a leading article of `libraries.sort_articles`) are stored with every row
+    ///   (`title_sort`, `artist_sort`), and v3's case-folded indexes of those sorts make way for
+    ///   `albums_by_title_sort` and `albums_by_artist_sort` over the keys.
+    ///   `libraries.sort_articles` holds the articles the library's artist keys were made with
+    ///   (`SortArticles`' stored form; `the a an` until the setting changes, see
+    ///   `SortKeyRebuild`).
+    /// - `search_text` now marks where the artist and the genre begin (`SearchText.document`),
+    ///   so every row's is made again: the migration empties it, and `SearchTextBackfill` fills
+    ///   it and the sort keys at the first start (about a second per 100,000 albums).
+    /// - The search index is made again over the text with each genre token marked (`_rock`;
+    ///   `searchIndexText`), so it tells an album with a word in its title or artist from one
+    ///   with the word in its genre only: the ranks of relevance where every word is in the
+    ///   title or artist are read from the index (`SearchIndex.candidatePath`). Neither engine
+    ///   tokenizes or folds anything itself; both find exactly the tokens Swift made.
+    ///   - SQLite: `albums_search`, an FTS5 table over the view `albums_search_content`
+    ///     (`row`, `search_index`: the marked text), external content, rowid = `albums.row`;
+    ///     the `ascii` tokenizer with `_` a token character splits at the spaces (every byte of
+    ///     a non-ASCII letter is part of a token); `detail=none`: which rows hold a token, not
+    ///     where, as a page checks the words on the rows it reads anyway; the prefixes of 1 to 4
+    ///     characters indexed too, so a search as one types (`q=j`, `q=pink flo`) reads one
+    ///     list rather than merging those of every token it begins. Kept in step by the
+    ///     triggers `SchemaHistory.searchTriggers`, in the writing statement's transaction.
+    ///   - PostgreSQL: `albums_search`, a GIN index over the marked tokens as a `tsvector`
+    ///     (`searchVector`: no parser, no dictionary).
+    private static let v9: [SchemaStep] = [
+        .addColumn(table: "albums", Column.text("title_sort")),
+        .addColumn(table: "albums", Column.text("artist_sort")),
+        .addColumn(table: "libraries", Column.text("sort_articles").notNullable.defaulting(to: "'\(SortArticles.standard)'")),
+        .dropIndex("albums_by_title"),
+        .dropIndex("albums_by_artist"),
+        .createIndex(titleSortIndex),
+        .createIndex(artistSortIndex),
+        .engineSpecific(
+            sqlite: searchTriggers.map { "DROP TRIGGER \($0.name);" } + ["DROP TABLE albums_search;"],
+            postgres: ["DROP INDEX albums_search;"]),
+        .statement("UPDATE albums SET search_text = NULL;"),
+        .engineSpecific(
+            sqlite: [
+                "CREATE VIEW albums_search_content AS SELECT row, \(searchIndexText("search_text", .sqlite)) AS search_index FROM albums;",
+                """
+                CREATE VIRTUAL TABLE albums_search USING fts5(
+                    search_index, content = 'albums_search_content', content_rowid = 'row', tokenize = "ascii tokenchars '_'",
+                    detail = 'none', prefix = '1 2 3 4');
                 """,
                 // Every row of `albums` has its entry (an empty one while `search_text` is NULL,
                 // before `SearchTextBackfill` fills it), so each trigger's 'delete' finds the entry
@@ -322,38 +372,51 @@ enum SchemaHistory {
             postgres: ["CREATE INDEX albums_search ON albums USING gin (\(searchVector("search_text")));"]),
     ]
 
-    /// PostgreSQL: the `tsvector` of the stored tokens in `column` (the search index's
-    /// expression), without the field marks (`SearchText.artistMark`, `genreMark`), which no
-    /// query asks for.
+    /// The text the search index holds for the stored `search_text` in `column`: the same, each
+    /// genre token (after `SearchText.genreMark`) with `_` in front. Tokens are letters and
+    /// digits, so no word of a query is ever a marked token: a genre word is found in the
+    /// index as either form, a title or artist word as the plain one only.
+    static func searchIndexText(_ column: String, _ dialect: SQLDialect) -> String {
+        let mark = dialect.position("\(column) || ' '", "' \(SearchText.genreMark) '")
+        let genre = "substr(\(column), \(mark) + 3)"
+        return "substr(\(column), 1, \(mark) + 2) || CASE WHEN \(genre) = '' THEN '' ELSE '_' || replace(\(genre), ' ', ' _') END"
+    }
+
+    /// PostgreSQL: the `tsvector` of the search index's text for the stored `search_text` in
+    /// `column` (the GIN index's expression), without the field marks, which no query asks for.
     static func searchVector(_ column: String) -> String {
-        "ts_delete(array_to_tsvector(string_to_array(\(column), ' ')), ARRAY['\(SearchText.artistMark)', '\(SearchText.genreMark)'])"
+        "ts_delete(array_to_tsvector(string_to_array(\(searchIndexText(column, .postgres)), ' ')), "
+            + "ARRAY['\(SearchText.artistMark)', '\(SearchText.genreMark)'])"
     }
 
     /// A trigger that keeps SQLite's search index in step with `albums`: its name and its exact
-    /// `CREATE TRIGGER` text. v8 creates them; a bulk import drops them with the sort indexes
+    /// `CREATE TRIGGER` text. v9 creates them; a bulk import drops them with the sort indexes
     /// and rebuilds the search index from the table once (`BulkImport.swift`).
     struct Trigger: Sendable {
         let name: String
         let create: String
     }
 
-    static let searchTriggers: [Trigger] = [
-        Trigger(name: "albums_search_insert", create: """
-            CREATE TRIGGER albums_search_insert AFTER INSERT ON albums BEGIN
-                INSERT INTO albums_search (rowid, search_text) VALUES (new.row, new.search_text);
-            END;
-            """),
-        Trigger(name: "albums_search_delete", create: """
-            CREATE TRIGGER albums_search_delete AFTER DELETE ON albums BEGIN
-                INSERT INTO albums_search (albums_search, rowid, search_text) VALUES ('delete', old.row, old.search_text);
-            END;
-            """),
-        Trigger(name: "albums_search_update", create: """
-            CREATE TRIGGER albums_search_update AFTER UPDATE OF search_text ON albums
-            WHEN old.search_text IS NOT new.search_text BEGIN
-                INSERT INTO albums_search (albums_search, rowid, search_text) VALUES ('delete', old.row, old.search_text);
-                INSERT INTO albums_search (rowid, search_text) VALUES (new.row, new.search_text);
-            END;
-            """),
-    ]
+    static let searchTriggers: [Trigger] = {
+        func indexed(_ row: String) -> String { searchIndexText("\(row).search_text", .sqlite) }
+        return [
+            Trigger(name: "albums_search_insert", create: """
+                CREATE TRIGGER albums_search_insert AFTER INSERT ON albums BEGIN
+                    INSERT INTO albums_search (rowid, search_index) VALUES (new.row, \(indexed("new")));
+                END;
+                """),
+            Trigger(name: "albums_search_delete", create: """
+                CREATE TRIGGER albums_search_delete AFTER DELETE ON albums BEGIN
+                    INSERT INTO albums_search (albums_search, rowid, search_index) VALUES ('delete', old.row, \(indexed("old")));
+                END;
+                """),
+            Trigger(name: "albums_search_update", create: """
+                CREATE TRIGGER albums_search_update AFTER UPDATE OF search_text ON albums
+                WHEN old.search_text IS NOT new.search_text BEGIN
+                    INSERT INTO albums_search (albums_search, rowid, search_index) VALUES ('delete', old.row, \(indexed("old")));
+                    INSERT INTO albums_search (rowid, search_index) VALUES (new.row, \(indexed("new")));
+                END;
+                """),
+        ]
+    }()
 }

@@ -67,21 +67,24 @@ enum SearchIndex {
         return .walk
     }
 
-    /// For a relevance page whose matches are many: the path to the albums that have every
-    /// word of `query` whole, its prefix too (the ranks where the prefix is a whole word,
-    /// `SearchQuery.rank`), chosen by their count as `path` chooses; nil when no album has
-    /// them (those ranks are empty, and no walk looks for them).
-    static func wholeWordPath<DB: SQLSession>(for query: SearchQuery, _ db: DB, limits: Limits) throws -> SearchPath? {
+    /// For a relevance page whose matches are many, the path to the albums of some ranks
+    /// (`SearchQuery.rank`): those with every word in the title or artist (`inName`), those
+    /// with the prefix as a whole word (`wholePrefix`), or both, chosen by their count in the
+    /// search index as `path` chooses; nil when the index has none (those ranks are empty, and
+    /// no walk looks for them).
+    static func candidatePath<DB: SQLSession>(
+        for query: SearchQuery, inName: Bool, wholePrefix: Bool, _ db: DB, limits: Limits
+    ) throws -> SearchPath? {
         if db.dialect == .postgres {
             let bound = SQLValue.integer(Int64(min(limits.sort, Int.max - 1)) + 1)
-            let match = query.wholeWordTSQuery
+            let match = query.tsquery(inName: inName, wholePrefix: wholePrefix)
             let matches = try db.value(countPostgresMatches, [.text(match), bound], as: Int.self) ?? 0
             if matches == 0 { return nil }
             return matches <= limits.sort ? .index(match: match) : .walk
         }
         let most = max(limits.sort, limits.filter, 1)
         let bound = SQLValue.integer(Int64(min(most, Int.max - 1)) + 1)
-        let match = query.ftsMatchAsWholeWords
+        let match = query.ftsMatch(inName: inName, wholePrefix: wholePrefix)
         let matches = try db.value(countMatches, [.text(match), bound], as: Int.self) ?? 0
         if matches == 0 { return nil }
         if matches <= limits.sort { return .index(match: match) }
@@ -91,26 +94,41 @@ enum SearchIndex {
 }
 
 extension SearchQuery {
-    /// The query for SQLite's FTS5 index: every word (a phrase's too: the index does not know
-    /// where a token stands, so the conditions check the order) as a quoted string (a token,
-    /// whatever it holds: tokens are letters and digits only, never a quote), the prefix with `*`.
-    var ftsMatch: String {
-        ((words + phrases.flatMap { $0 }).map { "\"\($0)\"" } + (prefix.map { ["\"\($0)\"*"] } ?? [])).joined(separator: " ")
-    }
+    /// The query for SQLite's FTS5 index (over `SchemaHistory.searchIndexText`, where genre
+    /// tokens carry a `_`): every word (a phrase's too: the index does not know where a token
+    /// stands, so the conditions check the order) as a quoted string (a token, whatever it
+    /// holds: tokens are letters and digits only, never a quote), the prefix with `*`, each in
+    /// either form (`("rock" OR "_rock")`), all required.
+    var ftsMatch: String { ftsMatch(inName: false, wholePrefix: false) }
 
     /// `ftsMatch` with the prefix as a whole token too.
-    var ftsMatchAsWholeWords: String {
-        allWords.map { "\"\($0)\"" }.joined(separator: " ")
+    var ftsMatchAsWholeWords: String { ftsMatch(inName: false, wholePrefix: true) }
+
+    /// `ftsMatch`, or with every word in the title or artist only (the plain form: `inName`),
+    /// or the prefix as a whole token (`wholePrefix`).
+    func ftsMatch(inName: Bool, wholePrefix: Bool) -> String {
+        func term(_ word: String, prefix: Bool) -> String {
+            let star = prefix ? "*" : ""
+            return inName ? "\"\(word)\"\(star)" : "(\"\(word)\"\(star) OR \"_\(word)\"\(star))"
+        }
+        let whole = (words + phrases.flatMap { $0 } + (wholePrefix ? prefix.map { [$0] } ?? [] : [])).map { term($0, prefix: false) }
+        let start = wholePrefix ? [] : (prefix.map { [term($0, prefix: true)] } ?? [])
+        return (whole + start).joined(separator: " AND ")
     }
 
     /// The query for PostgreSQL's GIN index, as `tsquery` text: every word a quoted lexeme
-    /// (`'word'`, taken as it is), the prefix with `:*`, all required (`&`).
-    var tsquery: String {
-        ((words + phrases.flatMap { $0 }).map { "'\($0)'" } + (prefix.map { ["'\($0)':*"] } ?? [])).joined(separator: " & ")
-    }
+    /// (`'word'`, taken as it is) in either form (`('rock' | '_rock')`), the prefix with `:*`,
+    /// all required (`&`).
+    var tsquery: String { tsquery(inName: false, wholePrefix: false) }
 
-    /// `tsquery` with the prefix as a whole lexeme too.
-    var wholeWordTSQuery: String {
-        allWords.map { "'\($0)'" }.joined(separator: " & ")
+    /// `tsquery`, or in the title or artist only (`inName`), or the prefix whole (`wholePrefix`).
+    func tsquery(inName: Bool, wholePrefix: Bool) -> String {
+        func term(_ word: String, prefix: Bool) -> String {
+            let star = prefix ? ":*" : ""
+            return inName ? "'\(word)'\(star)" : "('\(word)'\(star) | '_\(word)'\(star))"
+        }
+        let whole = (words + phrases.flatMap { $0 } + (wholePrefix ? prefix.map { [$0] } ?? [] : [])).map { term($0, prefix: false) }
+        let start = wholePrefix ? [] : (prefix.map { [term($0, prefix: true)] } ?? [])
+        return (whole + start).joined(separator: " & ")
     }
 }

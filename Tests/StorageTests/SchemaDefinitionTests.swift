@@ -21,13 +21,15 @@ struct SchemaDefinitionTests {
         "v5-settings-and-access": "ff97caff369c32f2",
         "v6-secrets": "6e324ce7343d13a8",
         "v7-catalog-global-ids-moves-views": "ebc35802db567adf",
-        "v8-search-text": "05ece2ec8ef0664e",
+        "v8-search-text": "94e1b4d3892ddba8",
+        "v9-sort-keys-and-relevance": "acc4bfd7f4bac406",
     ]
 
     /// The same for PostgreSQL's migrations (`PostgresSchema.migrations`).
     static let shippedPostgres: [String: String] = [
         "v1-sqlite-v7-shape-and-server-signals": "5877b8f873d7dece",
-        "v8-search-text": "c0b92cab342f154c",
+        "v8-search-text": "d4809283dcc28e49",
+        "v9-sort-keys-and-relevance": "83953c08557036bc",
     ]
 
     static func sum(_ text: String) -> String { FNV1a.hex(FNV1a.hash(Array(text.utf8))) }

@@ -228,6 +228,9 @@ public struct SearchQuery: Sendable, Hashable {
     /// Whether albums of `rank` have the prefix as a whole word (every rank without one).
     public static func hasWholePrefix(_ rank: Int) -> Bool { rank & 2 == 0 }
 
+    /// Whether albums of `rank` have every word in the title or the artist.
+    public static func isInName(_ rank: Int) -> Bool { rank & 4 == 0 }
+
     private static func matches(
         tokens: [Substring.UTF8View], words: [String], phrases: [[String]], prefix: String?
     ) -> Bool {

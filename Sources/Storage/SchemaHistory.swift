@@ -347,8 +347,9 @@ enum SchemaHistory {
         .createIndex(titleSortIndex),
         .createIndex(artistSortIndex),
         .engineSpecific(
-            sqlite: searchTriggers.map { "DROP TRIGGER \($0.name);" } + ["DROP TABLE albums_search;"],
-            postgres: ["DROP INDEX albums_search;"]),
+            // IF EXISTS: a database of a build between v8's first form and its last has no index.
+            sqlite: searchTriggers.map { "DROP TRIGGER IF EXISTS \($0.name);" } + ["DROP TABLE IF EXISTS albums_search;"],
+            postgres: ["DROP INDEX IF EXISTS albums_search;"]),
         .statement("UPDATE albums SET search_text = NULL;"),
         .engineSpecific(
             sqlite: [

@@ -22,14 +22,14 @@ struct SchemaDefinitionTests {
         "v6-secrets": "6e324ce7343d13a8",
         "v7-catalog-global-ids-moves-views": "ebc35802db567adf",
         "v8-search-text": "94e1b4d3892ddba8",
-        "v9-sort-keys-and-relevance": "acc4bfd7f4bac406",
+        "v9-sort-keys-and-relevance": "8a27f4717e3d5a76",
     ]
 
     /// The same for PostgreSQL's migrations (`PostgresSchema.migrations`).
     static let shippedPostgres: [String: String] = [
         "v1-sqlite-v7-shape-and-server-signals": "5877b8f873d7dece",
         "v8-search-text": "d4809283dcc28e49",
-        "v9-sort-keys-and-relevance": "83953c08557036bc",
+        "v9-sort-keys-and-relevance": "f435c29ee9c2f18d",
     ]
 
     static func sum(_ text: String) -> String { FNV1a.hex(FNV1a.hash(Array(text.utf8))) }

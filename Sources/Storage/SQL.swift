@@ -24,8 +24,10 @@ enum SQL {
     static let librarySortArticles = "SELECT sort_articles FROM libraries WHERE id = ?1"
     static let setLibrarySortArticles = "UPDATE libraries SET sort_articles = ?2 WHERE id = ?1"
     /// The next `batch` album rows of library ?1 after row ?2 (in row order): row, artist, artist key.
+    /// `+library`: no index on `library` for this (SQLite would read the library's entries of
+    /// one and sort them by row for every batch); the rows are read in row order from ?2 on.
     static func artistKeys(batch: Int) -> String {
-        "SELECT row, artist, artist_sort FROM albums WHERE library = ?1 AND row > ?2 ORDER BY row LIMIT \(batch)"
+        "SELECT row, artist, artist_sort FROM albums WHERE +library = ?1 AND row > ?2 ORDER BY row LIMIT \(batch)"
     }
     static let setArtistKey = "UPDATE albums SET artist_sort = ?2 WHERE row = ?1"
     private static let libraryColumns = "name, display_name, album_count, version"

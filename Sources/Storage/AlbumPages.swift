@@ -6,7 +6,7 @@ import SQLite
 //
 // Value sorts read one index each (`SchemaHistory.sortIndexes`):
 //   title     → albums_by_title_sort  (library, title_sort, album_id)    the stored sort keys
-//   artist    → albums_by_artist_sort (library, artist_sort, album_id)   (`SortText`, v8)
+//   artist    → albums_by_artist_sort (library, artist_sort, album_id)   (`SortText`, v9)
 //   year      → albums_by_year        (library, year_key, album_id)      year_key = IFNULL(year, 0)
 //   createdAt → albums_by_created     (library, created_at, album_id)
 // A keyset page is `WHERE library = ? AND (key, album_id) > (?, ?) ORDER BY key, album_id

@@ -1,7 +1,7 @@
 import BlueLibraryAPI
 import Library
 
-/// How a page of a search uses the search index (schema v8, `SchemaHistory`).
+/// How a page of a search uses the search index (schema v8 and v9, `SchemaHistory`).
 ///
 /// The conditions of `PagingQuery` decide what matches, on every path; the index only chooses
 /// which rows they are checked on. SQLite first asks the index how many albums hold the
@@ -107,13 +107,7 @@ extension SearchQuery {
     /// `ftsMatch`, or with every word in the title or artist only (the plain form: `inName`),
     /// or the prefix as a whole token (`wholePrefix`).
     func ftsMatch(inName: Bool, wholePrefix: Bool) -> String {
-        func term(_ word: String, prefix: Bool) -> String {
-            let star = prefix ? "*" : ""
-            return inName ? "\"\(word)\"\(star)" : "(\"\(word)\"\(star) OR \"_\(word)\"\(star))"
-        }
-        let whole = (words + phrases.flatMap { $0 } + (wholePrefix ? prefix.map { [$0] } ?? [] : [])).map { term($0, prefix: false) }
-        let start = wholePrefix ? [] : (prefix.map { [term($0, prefix: true)] } ?? [])
-        return (whole + start).joined(separator: " AND ")
+        indexQuery(inName: inName, wholePrefix: wholePrefix, quote: { "\"\($0)\"" }, star: "*", or: "OR", and: "AND")
     }
 
     /// The query for PostgreSQL's GIN index, as `tsquery` text: every word a quoted lexeme
@@ -123,12 +117,20 @@ extension SearchQuery {
 
     /// `tsquery`, or in the title or artist only (`inName`), or the prefix whole (`wholePrefix`).
     func tsquery(inName: Bool, wholePrefix: Bool) -> String {
+        indexQuery(inName: inName, wholePrefix: wholePrefix, quote: { "'\($0)'" }, star: ":*", or: "|", and: "&")
+    }
+
+    /// Every word (and the prefix, with `star` unless `wholePrefix`) as `quote` spells a token,
+    /// in the plain form only (`inName`) or in either form (`(w OR _w)`), all joined by `and`.
+    private func indexQuery(
+        inName: Bool, wholePrefix: Bool, quote: (String) -> String, star: String, or: String, and: String
+    ) -> String {
         func term(_ word: String, prefix: Bool) -> String {
-            let star = prefix ? ":*" : ""
-            return inName ? "'\(word)'\(star)" : "('\(word)'\(star) | '_\(word)'\(star))"
+            let suffix = prefix ? star : ""
+            return inName ? quote(word) + suffix : "(\(quote(word))\(suffix) \(or) \(quote("_" + word))\(suffix))"
         }
         let whole = (words + phrases.flatMap { $0 } + (wholePrefix ? prefix.map { [$0] } ?? [] : [])).map { term($0, prefix: false) }
         let start = wholePrefix ? [] : (prefix.map { [term($0, prefix: true)] } ?? [])
-        return (whole + start).joined(separator: " & ")
+        return (whole + start).joined(separator: " \(and) ")
     }
 }

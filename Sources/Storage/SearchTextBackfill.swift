@@ -1,9 +1,9 @@
 import BlueLibraryAPI
 import Library
 
-/// Fills `albums.search_text` and the sort keys `title_sort` and `artist_sort` (schema v8,
-/// the artist's with its library's `sort_articles`) on the rows written before they existed,
-/// in batches of
+/// Fills `albums.search_text` (schema v8) and the sort keys `title_sort` and `artist_sort`
+/// (v9; the artist's with its library's `sort_articles`) on the rows whose `search_text` is
+/// NULL (written before v8, or emptied by v9), in batches of
 /// `batchSize` rows in ascending `row` order, each batch in a write transaction of its own:
 /// run by a store when it opens the database, so a search finds every album. Idempotent (a row
 /// filled meanwhile is skipped) and cheap when there is nothing to fill: one read of the

@@ -30,24 +30,19 @@ final class SortKeyRebuild: Service {
     }
 
     func start() {
-        let (libraries, articles, logger) = (libraries, articles, logger)
-        loop.start { { Self.pass(libraries, articles(), logger: logger) } }
+        // Weakly: the loop's thread may end a moment after `stop()` returns, and must not keep
+        // the libraries (and their store) of an app that shut down.
+        loop.start { [weak self] in { self?.pass() } }
         loop.wake()
     }
 
     /// A pass soon (after the one under way).
     func wake() { loop.wake() }
 
-    /// Runs a pass now and waits for it (tests).
-    func passNow(timeout: Duration = .seconds(30)) -> Bool {
-        let target = loop.finishedPasses + 1
-        loop.wake()
-        return loop.waitForPasses(target, timeout: timeout)
-    }
-
     func stop() { loop.stop() }
 
-    private static func pass(_ libraries: Libraries, _ articles: SortArticles, logger: JSONLogger) {
+    private func pass() {
+        let articles = articles()
         do {
             for record in try libraries.list() {
                 let facade = try libraries.facade(record.id)

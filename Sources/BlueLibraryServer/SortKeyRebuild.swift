@@ -39,6 +39,11 @@ final class SortKeyRebuild: Service {
     /// A pass soon (after the one under way).
     func wake() { loop.wake() }
 
+    /// Waits until a pass that began after this call has finished (false when `timeout` ran
+    /// out first, or the service is not running): for tests that need the rebuild's effect.
+    @discardableResult
+    func passNow(timeout: Duration) -> Bool { loop.passNow(timeout: timeout) }
+
     func stop() { loop.stop() }
 
     private func pass() {

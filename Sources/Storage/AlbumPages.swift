@@ -42,7 +42,8 @@ struct AlbumPages<DB: SQLSession> {
         try SearchIndex.path(for: filter, db, limits: order.context.searchIndexLimits)
     }
 
-    private func sortArticles() throws -> SortArticles {
+    /// The articles the library's artist keys are made with (`libraries.sort_articles`).
+    func sortArticles() throws -> SortArticles {
         SortArticles(stored: try db.value(SQL.librarySortArticles, [.integer(library)], as: String.self) ?? "")
     }
 
@@ -58,23 +59,25 @@ struct AlbumPages<DB: SQLSession> {
         if sort.field == .position {
             return try positionPage(library, filter, descending: sort.descending, anchor, limit)
         }
-        if sort.field == .relevance, let query = sort.search, case let path = try searchPath(filter), !path.isIndex {
+        // Asked of the search index once: the ranked page and the value page both follow it.
+        let search = try searchPath(filter)
+        if sort.field == .relevance, let query = sort.search, !search.isIndex {
             switch anchor {
             case .start:
-                return try rankedPage(filter, sort, query, after: nil, limit: limit, path: path)
+                return try rankedPage(filter, sort, query, after: nil, limit: limit, path: search)
             case let .afterValue(.integer(rank), id):
-                return try rankedPage(filter, sort, query, after: (Int(clamping: rank), id), limit: limit, path: path)
+                return try rankedPage(filter, sort, query, after: (Int(clamping: rank), id), limit: limit, path: search)
             default:
                 break  // an offset, or a key of another kind: one statement over every match
             }
         }
         switch anchor {
         case .start:
-            return try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0)
+            return try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0, search: search)
         case let .offset(offset):
-            return try valuePage(library, filter, sort, after: nil, limit: limit, offset: max(0, offset))
+            return try valuePage(library, filter, sort, after: nil, limit: limit, offset: max(0, offset), search: search)
         case let .afterValue(value, id):
-            return try valuePage(library, filter, sort, after: value, id, limit: limit)
+            return try valuePage(library, filter, sort, after: value, id, limit: limit, search: search)
         case let .afterAlbum(id):
             // Not what the facade asks (it pages value sorts by value), but well defined: after
             // the album's current key in this order.
@@ -83,7 +86,7 @@ struct AlbumPages<DB: SQLSession> {
             else {
                 return nil
             }
-            return try valuePage(library, filter, sort, after: value, id, limit: limit)
+            return try valuePage(library, filter, sort, after: value, id, limit: limit, search: search)
         }
     }
 
@@ -160,24 +163,25 @@ struct AlbumPages<DB: SQLSession> {
     /// skipping `offset` of them.
     private func valuePage(
         _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, after: (SQLValue, AlbumID)?, limit: Int,
-        offset: Int
+        offset: Int, search: SearchPath
     ) throws -> [Album] {
         let (sql, bindings) = PagingQuery.valuePage(
-            db.dialect, library, filter, sort, after: after, limit: limit, offset: offset, search: try searchPath(filter))
+            db.dialect, library, filter, sort, after: after, limit: limit, offset: offset, search: search)
         return try db.query(sql, bindings, { try StoredRows.album(from: $0) })
     }
 
     /// Up to `limit` albums in `sort` order (a value sort) after the key `(value, id)`.
     private func valuePage(
-        _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, after value: SortValue, _ id: AlbumID, limit: Int
+        _ library: Int64, _ filter: AlbumFilter, _ sort: AlbumSort, after value: SortValue, _ id: AlbumID, limit: Int,
+        search: SearchPath
     ) throws -> [Album] {
         switch Self.key(value, sort: sort.field, db.dialect) {
         case let .bound(bound):
-            return try valuePage(library, filter, sort, after: (bound, id), limit: limit, offset: 0)
+            return try valuePage(library, filter, sort, after: (bound, id), limit: limit, offset: 0, search: search)
         case .beforeEveryKey:
-            return sort.descending ? [] : try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0)
+            return sort.descending ? [] : try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0, search: search)
         case .afterEveryKey:
-            return sort.descending ? try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0) : []
+            return sort.descending ? try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0, search: search) : []
         }
     }
 

@@ -70,7 +70,7 @@ final class LibraryTransaction<DB: SQLSession> {
     /// The articles the library's artist keys are made with (`libraries.sort_articles`).
     func sortArticles() throws -> SortArticles {
         if let knownSortArticles { return knownSortArticles }
-        let articles = SortArticles(stored: try db.value(SQL.librarySortArticles, [.integer(library)], as: String.self) ?? "")
+        let articles = try pages.sortArticles()
         knownSortArticles = articles
         return articles
     }

@@ -48,23 +48,15 @@ enum SearchIndex {
         guard let text = filter.text, let query = SearchQuery(text) else { return .walk }
         if db.dialect == .postgres {
             guard limits.sort > 0 else { return .walk }
-            let bound = SQLValue.integer(Int64(min(limits.sort, Int.max - 1)) + 1)
-            let matches = try db.value(countPostgresMatches, [.text(query.tsquery), bound], as: Int.self) ?? 0
-            return matches <= limits.sort ? .index(match: query.tsquery) : .walk
+            return try counted(query.tsquery, db, limits: limits).path
         }
         let most = max(limits.sort, limits.filter)
         guard most > 0 else { return .walk }
-        let bound = SQLValue.integer(Int64(min(most, Int.max - 1)) + 1)
         // The last word as a whole token first: its matches are some of the prefix's, and
         // cheap to count, where FTS5 merges the lists of every token a prefix of five
         // characters or more begins before it yields one (one to four are indexed).
-        let wholeWords = try db.value(countMatches, [.text(query.ftsMatchAsWholeWords), bound], as: Int.self) ?? 0
-        if wholeWords > most { return .walk }
-        let match = query.ftsMatch
-        let matches = try db.value(countMatches, [.text(match), bound], as: Int.self) ?? 0
-        if matches <= limits.sort { return .index(match: match) }
-        if matches <= limits.filter { return .filter(match: match) }
-        return .walk
+        if try counted(query.ftsMatchAsWholeWords, db, limits: limits).matches > most { return .walk }
+        return try counted(query.ftsMatch, db, limits: limits).path
     }
 
     /// For a relevance page whose matches are many, the path to the albums of some ranks
@@ -75,21 +67,23 @@ enum SearchIndex {
     static func candidatePath<DB: SQLSession>(
         for query: SearchQuery, inName: Bool, wholePrefix: Bool, _ db: DB, limits: Limits
     ) throws -> SearchPath? {
-        if db.dialect == .postgres {
-            let bound = SQLValue.integer(Int64(min(limits.sort, Int.max - 1)) + 1)
-            let match = query.tsquery(inName: inName, wholePrefix: wholePrefix)
-            let matches = try db.value(countPostgresMatches, [.text(match), bound], as: Int.self) ?? 0
-            if matches == 0 { return nil }
-            return matches <= limits.sort ? .index(match: match) : .walk
-        }
-        let most = max(limits.sort, limits.filter, 1)
-        let bound = SQLValue.integer(Int64(min(most, Int.max - 1)) + 1)
-        let match = query.ftsMatch(inName: inName, wholePrefix: wholePrefix)
-        let matches = try db.value(countMatches, [.text(match), bound], as: Int.self) ?? 0
-        if matches == 0 { return nil }
-        if matches <= limits.sort { return .index(match: match) }
-        if matches <= limits.filter { return .filter(match: match) }
-        return .walk
+        let match = db.dialect == .postgres
+            ? query.tsquery(inName: inName, wholePrefix: wholePrefix) : query.ftsMatch(inName: inName, wholePrefix: wholePrefix)
+        let (matches, path) = try counted(match, db, limits: limits)
+        return matches == 0 ? nil : path
+    }
+
+    /// How many albums the index holds for `match` (SQLite: FTS5 query text; PostgreSQL:
+    /// `tsquery` text), counted up to one past the largest limit the engine uses, and the path
+    /// that count chooses.
+    private static func counted<DB: SQLSession>(_ match: String, _ db: DB, limits: Limits) throws -> (matches: Int, path: SearchPath) {
+        let postgres = db.dialect == .postgres
+        let most = postgres ? limits.sort : max(limits.sort, limits.filter)
+        let bound = SQLValue.integer(Int64(min(max(most, 0), Int.max - 1)) + 1)
+        let matches = try db.value(postgres ? countPostgresMatches : countMatches, [.text(match), bound], as: Int.self) ?? 0
+        if matches <= limits.sort { return (matches, .index(match: match)) }
+        if !postgres, matches <= limits.filter { return (matches, .filter(match: match)) }
+        return (matches, .walk)
     }
 }
 

@@ -42,6 +42,19 @@ struct AlbumPages<DB: SQLSession> {
         try SearchIndex.path(for: filter, db, limits: order.context.searchIndexLimits)
     }
 
+    /// The path of a page in `sort`: a relevance page whose matches the index can list ranks
+    /// them all in one statement.
+    private func searchPath(_ filter: AlbumFilter, sort: AlbumSort) throws -> SearchPath {
+        Self.statementPath(try searchPath(filter), sort: sort)
+    }
+
+    /// `path` for one statement of a page in `sort`: a relevance statement sorts every match by
+    /// its rank (no index has that order), so it starts from the index's matches whenever it
+    /// can list them, rather than walking the library for them.
+    private static func statementPath(_ path: SearchPath, sort: AlbumSort) -> SearchPath {
+        sort.field == .relevance ? path.everyMatch ?? path : path
+    }
+
     /// The articles the library's artist keys are made with (`libraries.sort_articles`).
     func sortArticles() throws -> SortArticles {
         SortArticles(stored: try db.value(SQL.librarySortArticles, [.integer(library)], as: String.self) ?? "")
@@ -60,17 +73,18 @@ struct AlbumPages<DB: SQLSession> {
             return try positionPage(library, filter, descending: sort.descending, anchor, limit)
         }
         // Asked of the search index once: the ranked page and the value page both follow it.
-        let search = try searchPath(filter)
-        if sort.field == .relevance, let query = sort.search, !search.isIndex {
+        let path = try searchPath(filter)
+        if sort.field == .relevance, let query = sort.search, !path.isIndex {
             switch anchor {
             case .start:
-                return try rankedPage(filter, sort, query, after: nil, limit: limit, path: search)
+                return try rankedPage(filter, sort, query, after: nil, limit: limit)
             case let .afterValue(.integer(rank), id):
-                return try rankedPage(filter, sort, query, after: (Int(clamping: rank), id), limit: limit, path: search)
+                return try rankedPage(filter, sort, query, after: (Int(clamping: rank), id), limit: limit)
             default:
                 break  // an offset, or a key of another kind: one statement over every match
             }
         }
+        let search = Self.statementPath(path, sort: sort)
         switch anchor {
         case .start:
             return try valuePage(library, filter, sort, after: nil, limit: limit, offset: 0, search: search)
@@ -92,7 +106,7 @@ struct AlbumPages<DB: SQLSession> {
 
     func count(matching filter: AlbumFilter) throws -> Int {
         if filter.isEmpty { return try order.count() }
-        let (sql, bindings) = PagingQuery.count(db.dialect, library, filter, search: try searchPath(filter).counting)
+        let (sql, bindings) = PagingQuery.count(db.dialect, library, filter, search: try searchPath(filter).everyMatch ?? .walk)
         return try db.value(sql, bindings, as: Int.self) ?? 0
     }
 
@@ -104,7 +118,7 @@ struct AlbumPages<DB: SQLSession> {
         guard let (after, before) = Self.bounds(range, sort: sort, db.dialect) else { return 0 }
         if filter.isEmpty, after == nil, before == nil { return min(limit, try order.count()) }
         let (sql, bindings) = PagingQuery.valueCount(
-            db.dialect, library, filter, sort, after: after, before: before, limit: limit, search: try searchPath(filter))
+            db.dialect, library, filter, sort, after: after, before: before, limit: limit, search: try searchPath(filter, sort: sort))
         return try db.value(sql, bindings, as: Int.self) ?? 0
     }
 
@@ -119,7 +133,7 @@ struct AlbumPages<DB: SQLSession> {
         guard let (after, before) = Self.bounds(range, sort: sort, db.dialect) else { return [] }
         let (sql, bindings) = PagingQuery.valuePage(
             db.dialect, library, filter, sort, after: after, before: before, limit: limit, offset: max(0, skipping),
-            search: try searchPath(filter))
+            search: try searchPath(filter, sort: sort))
         return try db.query(sql, bindings, { try StoredRows.album(from: $0) })
     }
 
@@ -187,39 +201,24 @@ struct AlbumPages<DB: SQLSession> {
 
     /// Up to `limit` albums of a relevance sort whose matches are many (not `.index`), rank by
     /// rank in the sort's direction, each rank by id (`PagingQuery.rankPage`), after the key
-    /// `after` if given. Ranks no album of the query can have are skipped. A rank whose albums
-    /// have every word in the title or artist, or the prefix as a whole word, is read through
-    /// the search index's albums of that kind (`SearchIndex.candidatePath`): skipped when there
-    /// are none, read straight from the index when they are a few thousand or fewer, else a
-    /// walk filtered by them. Only the ranks with a word in the genre alone walk the matches
-    /// as a whole; when few matches have that rank, the walk reads the library (see
+    /// `after` if given. Ranks no album of the query can have are skipped. Each rank is read
+    /// through the albums the search index holds for it (`SearchIndex.candidatePath`,
+    /// `SearchQuery.ftsMatch(rank:)`): skipped when there are none, read straight from the
+    /// index when they are a few thousand or fewer, else a walk filtered by them (see
     /// docs/api.md, "Relevance").
     private func rankedPage(
-        _ filter: AlbumFilter, _ sort: AlbumSort, _ query: SearchQuery, after: (rank: Int, id: AlbumID)?, limit: Int,
-        path: SearchPath
+        _ filter: AlbumFilter, _ sort: AlbumSort, _ query: SearchQuery, after: (rank: Int, id: AlbumID)?, limit: Int
     ) throws -> [Album] {
         var ranks = query.possibleRanks
         if sort.descending { ranks.reverse() }
         if let after { ranks.removeAll { sort.descending ? $0 > after.rank : $0 < after.rank } }
-        // The candidate path of each kind of rank (in name, prefix whole), found once.
-        var candidates: [Int: SearchPath?] = [:]
         var result: [Album] = []
         for rank in ranks where result.count < limit {
-            let inName = SearchQuery.isInName(rank)
-            let wholePrefix = query.prefix != nil && SearchQuery.hasWholePrefix(rank)
-            var rankPath = path
-            if inName || wholePrefix {
-                let kind = (inName ? 1 : 0) + (wholePrefix ? 2 : 0)
-                if candidates[kind] == nil {
-                    candidates[kind] = .some(try SearchIndex.candidatePath(
-                        for: query, inName: inName, wholePrefix: wholePrefix, db, limits: order.context.searchIndexLimits))
-                }
-                guard case let .some(.some(candidate)) = candidates[kind] else { continue }
-                rankPath = candidate
-            }
+            guard let path = try SearchIndex.candidatePath(for: query, rank: rank, db, limits: order.context.searchIndexLimits)
+            else { continue }
             let (sql, bindings) = PagingQuery.rankPage(
                 db.dialect, library, filter, sort, rank: rank, after: after?.rank == rank ? after?.id : nil, limit: limit - result.count,
-                search: rankPath)
+                search: path)
             result += try db.query(sql, bindings, { try StoredRows.album(from: $0) })
         }
         return result
@@ -308,7 +307,7 @@ struct AlbumPages<DB: SQLSession> {
         matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int
     ) throws -> [(String, [SQLValue])] {
         guard sort.field != .position, let (after, before) = Self.bounds(range, sort: sort, db.dialect) else { return [] }
-        let search = try searchPath(filter)
+        let search = try searchPath(filter, sort: sort)
         return [
             PagingQuery.valueCount(db.dialect, library, filter, sort, after: after, before: before, limit: limit, search: search),
             PagingQuery.valuePage(
@@ -323,7 +322,7 @@ struct AlbumPages<DB: SQLSession> {
     func pageStatements(
         matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
     ) throws -> [(String, [SQLValue])] {
-        let search = try searchPath(filter)
+        let search = try searchPath(filter, sort: sort)
         if sort.field == .position {
             switch anchor {
             case .start:

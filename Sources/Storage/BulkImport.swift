@@ -35,7 +35,8 @@ import Library
 ///
 /// The search index (`albums_search`, FTS5; v8, made again by v9) is kept in step by triggers, one FTS5 write
 /// per row; with the indexes, its triggers are dropped too, and `finish()` recreates them and
-/// rebuilds the search index from the table in one pass (FTS5's 'rebuild').
+/// rebuilds the search index from the table in one pass (FTS5's 'rebuild'), then merges it into one
+/// segment ('optimize', see schema v10).
 ///
 /// One per write transaction (created by `LibraryTransaction`), told about each append and
 /// each emptying of the library; owns what it dropped until `finish()` puts it back.
@@ -118,6 +119,7 @@ final class BulkImporter<DB: SQLSession> {
             for trigger in droppedTriggers { try db.run(trigger.create, []) }
             droppedTriggers = []
             try db.run(SQL.rebuildSearchIndex, [])
+            try db.run(SQL.optimizeSearchIndex, [])
         }
         // A later run of appends in this transaction may drop them again.
         appendsNeeded = nil

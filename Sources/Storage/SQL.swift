@@ -235,6 +235,8 @@ enum SQL {
     static let albumTriggerNames = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'albums'"
     /// Rebuilds SQLite's search index (schema v9) from `albums.search_text`.
     static let rebuildSearchIndex = "INSERT INTO albums_search (albums_search) VALUES ('rebuild')"
+    /// Merges SQLite's search index into one segment (after a rebuild: see schema v10).
+    static let optimizeSearchIndex = "INSERT INTO albums_search (albums_search) VALUES ('optimize')"
     /// Fails (SQLITE_CORRUPT) when the search index differs from `albums.search_text`.
     static let checkSearchIndex = "INSERT INTO albums_search (albums_search, rank) VALUES ('integrity-check', 1)"
 

@@ -1,14 +1,16 @@
 import BlueLibraryAPI
 import Library
 
-/// How a page of a search uses the search index (schema v8 and v9, `SchemaHistory`).
+/// How a page of a search uses the search index (schema v8 to v10, `SchemaHistory`).
 ///
 /// The conditions of `PagingQuery` decide what matches, on every path; the index only chooses
-/// which rows they are checked on. SQLite first asks the index how many albums hold the
-/// query's words, stopping past `Limits.filter` (a read of its doclists: under a millisecond at
-/// 1,000,000 albums, with prefixes of 1 to 4 characters indexed), and then, by that count `m`:
-/// - `m` ≤ `Limits.sort` (few): the page starts from the index's matches, reads only their
-///   rows and sorts them (`SearchPath.index`), at most that many;
+/// which rows they are checked on. SQLite first asks the index which albums hold the query's
+/// words, listing the first `Limits.sort + 1` and counting the rest up to `Limits.filter`
+/// (one read of its lists: about a millisecond at 1,000,000 albums, 3 ms when a word is as
+/// common as "the"; prefixes of 1 to 8 characters have lists of their own), and then, by that
+/// count `m`:
+/// - `m` ≤ `Limits.sort` (few): the page starts from the listed matches, reads only their
+///   rows and sorts them (`SearchPath.rows`), at most that many;
 /// - `m` ≤ `Limits.filter`: the page walks the order as without a search, but takes the
 ///   index's matches as a set first and checks each album against it on the order's index
 ///   entry, reading only the rows in the set (`SearchPath.filter`): a walk of about
@@ -16,7 +18,8 @@ import Library
 /// - more (many): a plain walk (`SearchPath.walk`), which finds a page's 51 in about
 ///   51 × (albums of the library) / `m` rows.
 /// The count is over every library: a search whose matches are mostly in other libraries walks
-/// more of this one than the bounds say.
+/// more of this one than the bounds say. A relevance page whose matches are not few reads rank
+/// by rank, each rank's albums found the same way (`candidatePath`).
 ///
 /// PostgreSQL counts the GIN index's matches the same way, up to `Limits.sort`: up to it the
 /// statement carries the index's `@@` condition (its planner then reads the matches from the
@@ -38,7 +41,7 @@ enum SearchIndex {
         }
     }
 
-    static let countMatches = "SELECT COUNT(*) FROM (SELECT 1 FROM albums_search WHERE albums_search MATCH ?1 LIMIT ?2)"
+    static let listMatches = "SELECT rowid FROM albums_search WHERE albums_search MATCH ?1 LIMIT ?2"
     static let countPostgresMatches = """
         SELECT COUNT(*) FROM (SELECT 1 FROM albums AS a WHERE \(SchemaHistory.searchVector("a.search_text")) @@ ?1::tsquery LIMIT ?2) AS m
         """
@@ -46,85 +49,128 @@ enum SearchIndex {
     /// The path of the statements for `filter` (a walk when it has no search), by `limits`.
     static func path<DB: SQLSession>(for filter: AlbumFilter, _ db: DB, limits: Limits) throws -> SearchPath {
         guard let text = filter.text, let query = SearchQuery(text) else { return .walk }
-        if db.dialect == .postgres {
-            guard limits.sort > 0 else { return .walk }
-            return try counted(query.tsquery, db, limits: limits).path
-        }
-        let most = max(limits.sort, limits.filter)
+        let most = db.dialect == .postgres ? limits.sort : max(limits.sort, limits.filter)
         guard most > 0 else { return .walk }
-        // The last word as a whole token first: its matches are some of the prefix's, and
-        // cheap to count, where FTS5 merges the lists of every token a prefix of five
-        // characters or more begins before it yields one (one to four are indexed).
-        if try counted(query.ftsMatchAsWholeWords, db, limits: limits).matches > most { return .walk }
-        return try counted(query.ftsMatch, db, limits: limits).path
+        return try counted(db.dialect == .postgres ? query.tsquery : query.ftsMatch, db, limits: limits).path
     }
 
-    /// For a relevance page whose matches are many, the path to the albums of some ranks
-    /// (`SearchQuery.rank`): those with every word in the title or artist (`inName`), those
-    /// with the prefix as a whole word (`wholePrefix`), or both, chosen by their count in the
-    /// search index as `path` chooses; nil when the index has none (those ranks are empty, and
-    /// no walk looks for them).
-    static func candidatePath<DB: SQLSession>(
-        for query: SearchQuery, inName: Bool, wholePrefix: Bool, _ db: DB, limits: Limits
-    ) throws -> SearchPath? {
-        let match = db.dialect == .postgres
-            ? query.tsquery(inName: inName, wholePrefix: wholePrefix) : query.ftsMatch(inName: inName, wholePrefix: wholePrefix)
+    /// For a relevance page whose matches are many, the path to the albums of `rank`
+    /// (`SearchQuery.rank`) as the index knows them (`SearchQuery.ftsMatch(rank:)`), chosen by
+    /// their count as `path` chooses; nil when the index has none (the rank is empty, and no
+    /// walk looks for it).
+    static func candidatePath<DB: SQLSession>(for query: SearchQuery, rank: Int, _ db: DB, limits: Limits) throws -> SearchPath? {
+        let match = db.dialect == .postgres ? query.tsquery(rank: rank) : query.ftsMatch(rank: rank)
         let (matches, path) = try counted(match, db, limits: limits)
         return matches == 0 ? nil : path
     }
 
     /// How many albums the index holds for `match` (SQLite: FTS5 query text; PostgreSQL:
     /// `tsquery` text), counted up to one past the largest limit the engine uses, and the path
-    /// that count chooses.
+    /// that count chooses. SQLite lists the matches as it counts them, and hands them to the
+    /// statements when they are few (`SearchPath.rows`).
     private static func counted<DB: SQLSession>(_ match: String, _ db: DB, limits: Limits) throws -> (matches: Int, path: SearchPath) {
-        let postgres = db.dialect == .postgres
-        let most = postgres ? limits.sort : max(limits.sort, limits.filter)
-        let bound = SQLValue.integer(Int64(min(max(most, 0), Int.max - 1)) + 1)
-        let matches = try db.value(postgres ? countPostgresMatches : countMatches, [.text(match), bound], as: Int.self) ?? 0
-        if matches <= limits.sort { return (matches, .index(match: match)) }
-        if !postgres, matches <= limits.filter { return (matches, .filter(match: match)) }
-        return (matches, .walk)
+        func bound(_ limit: Int) -> SQLValue { .integer(Int64(min(max(limit, 0), Int.max - 1)) + 1) }
+        if db.dialect == .postgres {
+            let matches = try db.value(countPostgresMatches, [.text(match), bound(limits.sort)], as: Int.self) ?? 0
+            return (matches, matches <= limits.sort ? .index(match: match) : .walk)
+        }
+        // One pass over the index's answer: the first rows listed, the rest counted.
+        var rows: [Int64] = []
+        var matches = 0
+        try db.forEachRow(listMatches, [.text(match), bound(max(limits.sort, limits.filter))]) { row in
+            matches += 1
+            if matches <= limits.sort { rows.append(try row.int64(0)) }
+        }
+        if matches <= limits.sort { return (matches, .rows(json: "[" + rows.map(String.init).joined(separator: ",") + "]")) }
+        return (matches, matches <= limits.filter ? .filter(match: match) : .walk)
     }
 }
 
 extension SearchQuery {
     /// The query for SQLite's FTS5 index (over `SchemaHistory.searchIndexText`, where genre
-    /// tokens carry a `_`): every word (a phrase's too: the index does not know where a token
-    /// stands, so the conditions check the order) as a quoted string (a token, whatever it
-    /// holds: tokens are letters and digits only, never a quote), the prefix with `*`, each in
-    /// either form (`("rock" OR "_rock")`), all required.
-    var ftsMatch: String { ftsMatch(inName: false, wholePrefix: false) }
+    /// tokens carry a `_`): every word as a quoted string (a token, whatever it holds: tokens
+    /// are letters and digits only, never a quote), each phrase as a quoted run of them (FTS5's
+    /// phrase), the prefix with `*`, each in either form (`("rock" OR "_rock")`), all required.
+    ///
+    /// The prefix is cut to its first `ftsPrefixLength` characters (the mark counts), the
+    /// longest the index keeps lists for (schema v10): FTS5 reads that list as it reads a
+    /// word's, where a longer prefix makes it merge the list of every token that begins with
+    /// it before the AND with the other words can skip any. The cut finds more albums than
+    /// the prefix (`"electron"*`: electronica too); the conditions, which check every row the
+    /// index finds, take out the others.
+    var ftsMatch: String { indexQuery(rank: nil, Self.fts) }
 
-    /// `ftsMatch` with the prefix as a whole token too.
-    var ftsMatchAsWholeWords: String { ftsMatch(inName: false, wholePrefix: true) }
+    /// The longest prefix SQLite's search index keeps a list for (`SchemaHistory`, v10).
+    static let ftsPrefixLength = 8
 
-    /// `ftsMatch`, or with every word in the title or artist only (the plain form: `inName`),
-    /// or the prefix as a whole token (`wholePrefix`).
-    func ftsMatch(inName: Bool, wholePrefix: Bool) -> String {
-        indexQuery(inName: inName, wholePrefix: wholePrefix, quote: { "\"\($0)\"" }, star: "*", or: "OR", and: "AND")
-    }
+    /// The albums the FTS5 index holds for `rank` of relevance (`rank`'s bits: 4 not every word
+    /// in the title or artist, 2 the prefix no whole word, 1 not the words in order): every
+    /// album of the rank and few of other ranks (each term reads its token's list: a list as
+    /// long as that of "the" takes 3 ms at 1,000,000 albums, so no term is there for nothing):
+    /// - the words in order (bit 1 clear, two words or more): the sequence as an FTS5 phrase of
+    ///   plain tokens, the last a prefix when it is one (`"dark side"*`), and nothing else (it
+    ///   has every word in the title or artist; an album whose prefix is no whole word has the
+    ///   phrase too: rank 2 with rank 0);
+    /// - else every word and the prefix (as the start of a token) in the plain form (`"rock"`:
+    ///   in the title or artist) when bit 4 is clear, in either form when set; and when bit 2
+    ///   is clear, the prefix as a whole token in either form too (whatever the field: rank 1
+    ///   holds an album with "rock" whole in its genre and "rocket" in its title), in place of
+    ///   the prefix when bit 4 is set.
+    /// A page reads each rank through these (`AlbumPages.rankedPage`).
+    func ftsMatch(rank: Int) -> String { indexQuery(rank: rank, Self.fts) }
 
     /// The query for PostgreSQL's GIN index, as `tsquery` text: every word a quoted lexeme
-    /// (`'word'`, taken as it is) in either form (`('rock' | '_rock')`), the prefix with `:*`,
-    /// all required (`&`).
-    var tsquery: String { tsquery(inName: false, wholePrefix: false) }
+    /// (`'word'`, taken as it is) in either form (`('rock' | '_rock')`), a phrase's words each
+    /// on its own (the index has no positions), the prefix with `:*`, all required (`&`).
+    var tsquery: String { indexQuery(rank: nil, Self.tsquerySyntax) }
 
-    /// `tsquery`, or in the title or artist only (`inName`), or the prefix whole (`wholePrefix`).
-    func tsquery(inName: Bool, wholePrefix: Bool) -> String {
-        indexQuery(inName: inName, wholePrefix: wholePrefix, quote: { "'\($0)'" }, star: ":*", or: "|", and: "&")
+    /// `ftsMatch(rank:)` for PostgreSQL's index, which has no positions: the words in order
+    /// (bit 1) are left to the conditions.
+    func tsquery(rank: Int) -> String { indexQuery(rank: rank, Self.tsquerySyntax) }
+
+    /// How an engine's index query spells its parts.
+    private struct IndexSyntax: Sendable {
+        let quote: @Sendable (String) -> String
+        let star: String
+        let or: String
+        let and: String
+        /// The prefix's token as the index keeps lists for it.
+        let cut: @Sendable (String) -> String
+        /// Tokens one after another, the last a prefix when the flag says so; nil: no positions.
+        let phrase: (@Sendable ([String], Bool) -> String)?
     }
 
-    /// Every word (and the prefix, with `star` unless `wholePrefix`) as `quote` spells a token,
-    /// in the plain form only (`inName`) or in either form (`(w OR _w)`), all joined by `and`.
-    private func indexQuery(
-        inName: Bool, wholePrefix: Bool, quote: (String) -> String, star: String, or: String, and: String
-    ) -> String {
-        func term(_ word: String, prefix: Bool) -> String {
-            let suffix = prefix ? star : ""
-            return inName ? quote(word) + suffix : "(\(quote(word))\(suffix) \(or) \(quote("_" + word))\(suffix))"
+    private static let fts = IndexSyntax(
+        quote: { "\"\($0)\"" }, star: "*", or: "OR", and: "AND",
+        cut: { String($0.unicodeScalars.prefix(ftsPrefixLength)) },
+        phrase: { tokens, prefix in "\"\(tokens.joined(separator: " "))\"" + (prefix ? "*" : "") })
+
+    private static let tsquerySyntax = IndexSyntax(
+        quote: { "'\($0)'" }, star: ":*", or: "|", and: "&", cut: { $0 }, phrase: nil)
+
+    /// Every word, phrase and the prefix, as `syntax` spells them, all joined by its `and`: in
+    /// either form, or for `rank` as `ftsMatch(rank:)` says.
+    private func indexQuery(rank: Int?, _ syntax: IndexSyntax) -> String {
+        if let rank, rank & 1 == 0, sequence.count > 1, let phrase = syntax.phrase {
+            return phrase(prefix == nil ? sequence : sequence.dropLast() + [syntax.cut(sequence[sequence.count - 1])], prefix != nil)
         }
-        let whole = (words + phrases.flatMap { $0 } + (wholePrefix ? prefix.map { [$0] } ?? [] : [])).map { term($0, prefix: false) }
-        let start = wholePrefix ? [] : (prefix.map { [term($0, prefix: true)] } ?? [])
-        return (whole + start).joined(separator: " \(and) ")
+        let inName = rank.map(Self.isInName) ?? false
+        // Tokens in the plain form, or in either (the genre's `_` form too).
+        func either(_ tokens: [String], prefix: Bool, plain: Bool) -> String {
+            func spelled(_ tokens: [String]) -> String {
+                let last = prefix ? tokens.dropLast() + [syntax.cut(tokens[tokens.count - 1])] : tokens
+                if last.count == 1 { return syntax.quote(last[0]) + (prefix ? syntax.star : "") }
+                return syntax.phrase.map { $0(last, prefix) } ?? last.map(syntax.quote).joined(separator: " \(syntax.and) ")
+            }
+            return plain ? "(\(spelled(tokens)))" : "(\(spelled(tokens)) \(syntax.or) \(spelled(tokens.map { "_" + $0 })))"
+        }
+        var terms = words.map { either([$0], prefix: false, plain: inName) } + phrases.map { either($0, prefix: false, plain: inName) }
+        if let prefix {
+            let whole = rank.map(Self.hasWholePrefix) ?? false
+            // In the title or artist and whole: both (whole in the genre only, it is rank 5).
+            if !whole || inName { terms.append(either([prefix], prefix: true, plain: inName)) }
+            if whole { terms.append(either([prefix], prefix: false, plain: false)) }
+        }
+        return terms.joined(separator: " \(syntax.and) ")
     }
 }

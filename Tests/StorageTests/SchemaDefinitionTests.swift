@@ -23,6 +23,7 @@ struct SchemaDefinitionTests {
         "v7-catalog-global-ids-moves-views": "ebc35802db567adf",
         "v8-search-text": "94e1b4d3892ddba8",
         "v9-sort-keys-and-relevance": "8a27f4717e3d5a76",
+        "v10-search-positions": "78431c3117d6f0c3",
     ]
 
     /// The same for PostgreSQL's migrations (`PostgresSchema.migrations`).
@@ -30,6 +31,7 @@ struct SchemaDefinitionTests {
         "v1-sqlite-v7-shape-and-server-signals": "5877b8f873d7dece",
         "v8-search-text": "d4809283dcc28e49",
         "v9-sort-keys-and-relevance": "f435c29ee9c2f18d",
+        "v10-search-positions": "cbf29ce484222325",
     ]
 
     static func sum(_ text: String) -> String { FNV1a.hex(FNV1a.hash(Array(text.utf8))) }

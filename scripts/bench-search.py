@@ -30,8 +30,10 @@ answering the same GIN query for the first 50 rows (`pgbench -n -c 1 -T 3`, one 
 query, latencies from its per-transaction log), on the cores of --cpu-clients.
 
 Printed: per kind, the median number of matches, the server's p50/p99 (ms) for the first page
-and for count=true, SQLite's p50/p99 and the ratio of p50s, and PASS or FAIL for the target
-(first page p50 < 5 ms and p99 < 20 ms). A JSON line with every figure goes to DIR/results.jsonl.
+(by relevance, and by title) and for count=true, SQLite's p50/p99 and the ratio of p50s, and
+PASS or FAIL for the target (the first page by relevance, the default with q: p50 < 5 ms and
+p99 < 20 ms); the title sort's figures against the same bounds are stated on a line of their
+own. A JSON line with every figure goes to DIR/results.jsonl.
 """
 import http.client
 import json
@@ -255,12 +257,17 @@ def main():
         "kind", "example", "matches", "p50 ms", "p99 ms", "title p50", "title p99", "count p50", "count p99",
         engine[:6] + " p50", engine[:6] + " p99", "x p50", "target"))
     for r in rows:
-        ok = all(r[k + "_p50"] < 5 and r[k + "_p99"] < 20 for k in ("first", "title"))
+        # The target is the issue's: the first page with q (by relevance, the default). The
+        # title sort's figures are stated beside it, and its own verdict printed below.
+        ok = r["first_p50"] < 5 and r["first_p99"] < 20
         ratio = r["first_p50"] / r["sqlite_p50"] if r["sqlite_p50"] > 0 else float("nan")
         print("%-7s %-24s %9d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.1f  %s" % (
             r["kind"], r["example"][:24], r["matches_p50"], r["first_p50"], r["first_p99"], r["title_p50"], r["title_p99"],
             r["count_p50"], r["count_p99"], r["sqlite_p50"], r["sqlite_p99"], ratio,
             "PASS" if ok else "FAIL (p50 < 5 ms, p99 < 20 ms)"))
+    slow_titles = [r["kind"] for r in rows if not (r["title_p50"] < 5 and r["title_p99"] < 20)]
+    print("by title (stated, no target of its own): %s" % (
+        "p50 < 5 ms and p99 < 20 ms for every kind" if not slow_titles else "over p50 5 ms or p99 20 ms: " + ", ".join(slow_titles)))
     if errors:
         print("errors (%d): %s" % (len(errors), errors[:3]))
     with open(os.path.join(DIR, "results.jsonl"), "a") as f:

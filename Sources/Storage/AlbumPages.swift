@@ -213,9 +213,14 @@ struct AlbumPages<DB: SQLSession> {
         if sort.descending { ranks.reverse() }
         if let after { ranks.removeAll { sort.descending ? $0 > after.rank : $0 < after.rank } }
         var result: [Album] = []
+        // Ranks whose albums the index finds alike (0 and 2: the phrase) ask it once.
+        var paths: [String: SearchPath?] = [:]
         for rank in ranks where result.count < limit {
-            guard let path = try SearchIndex.candidatePath(for: query, rank: rank, db, limits: order.context.searchIndexLimits)
-            else { continue }
+            let match = db.dialect == .postgres ? query.tsquery(rank: rank) : query.ftsMatch(rank: rank)
+            if paths[match] == nil {
+                paths[match] = .some(try SearchIndex.candidatePath(match, db, limits: order.context.searchIndexLimits))
+            }
+            guard case let .some(.some(path)) = paths[match] else { continue }
             let (sql, bindings) = PagingQuery.rankPage(
                 db.dialect, library, filter, sort, rank: rank, after: after?.rank == rank ? after?.id : nil, limit: limit - result.count,
                 search: path)

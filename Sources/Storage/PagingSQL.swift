@@ -6,18 +6,18 @@ enum SearchPath: Sendable, Equatable {
     /// Reads the library's albums in the statement's order and checks each: the plan for a
     /// search without `q`, and for one whose matches are many (a page's worth come soon).
     case walk
-    /// Walks the order, each album checked first against the search index's matches (the FTS5
-    /// query `match`) taken as a set, on the order's index entry: only the rows in the set are
-    /// read.
-    case filter(match: String)
-    /// Starts from the search index's matches, reads only their rows and sorts them: for a
-    /// search whose matches are few, wherever they lie in the order. (PostgreSQL: `match` is
-    /// the `tsquery` of the GIN index's condition, and its planner picks the plan.)
-    case index(match: String)
-    /// SQLite: as `.index`, from the matches the index listed when the path was chosen (their
-    /// row ids as a JSON array, read with `json_each`): the statement does not ask the index
-    /// again (1.7 ms less for a thousand matches at 1,000,000 albums).
+    /// SQLite: walks the order, each album checked first against the search index's matches
+    /// (their row ids as listed when the path was chosen, a JSON array read with `json_each`)
+    /// taken as a set, on the order's index entry: only the rows in the set are read.
+    case filter(rows: String)
+    /// SQLite: starts from the search index's matches as listed (row ids, a JSON array), reads
+    /// only their rows and sorts them: for a search whose matches are few, wherever they lie in
+    /// the order. The statement does not ask the index again (1.7 ms less for a thousand
+    /// matches at 1,000,000 albums).
     case rows(json: String)
+    /// PostgreSQL: the GIN index's condition (`match`: its `tsquery`), for a search whose
+    /// matches are few; the planner reads them from the index and sorts them.
+    case index(match: String)
 
     /// Whether the matches are read from the index and sorted (few of them).
     var isIndex: Bool {
@@ -33,7 +33,7 @@ enum SearchPath: Sendable, Equatable {
     var everyMatch: SearchPath? {
         switch self {
         case .walk: nil
-        case let .filter(match): .index(match: match)
+        case let .filter(rows): .rows(json: rows)
         case .index, .rows: self
         }
     }
@@ -53,20 +53,17 @@ struct PagingQuery {
     /// The albums a statement reads from (alias `a`), and the condition a path through the
     /// search index adds to its WHERE clause: for `.filter`, membership in the index's matches
     /// (SQLite takes them as a set once and tests each row id from the order's index); for
-    /// `.index` and `.rows`, the matches first, each joined to its row (`CROSS JOIN` keeps
-    /// SQLite's planner in that order; it would otherwise walk the order and test each row
-    /// against the set).
+    /// `.rows`, the matches first, each joined to its row (`CROSS JOIN` keeps SQLite's planner
+    /// in that order; it would otherwise walk the order and test each row against the set);
+    /// for `.index`, PostgreSQL's index condition.
     mutating func albums(_ search: SearchPath) -> (source: String, match: String) {
         switch search {
         case .walk:
             ("albums AS a", "")
-        case let .index(match) where dialect == .postgres:
-            ("albums AS a", " AND \(SchemaHistory.searchVector("a.search_text")) @@ \(parameter(.text(match)))::tsquery")
-        case let .filter(match):
-            ("albums AS a", " AND a.row IN (SELECT rowid FROM albums_search WHERE albums_search MATCH \(parameter(.text(match))))")
         case let .index(match):
-            ("albums_search CROSS JOIN albums AS a ON a.row = albums_search.rowid",
-             " AND albums_search MATCH \(parameter(.text(match)))")
+            ("albums AS a", " AND \(SchemaHistory.searchVector("a.search_text")) @@ \(parameter(.text(match)))::tsquery")
+        case let .filter(rows):
+            ("albums AS a", " AND a.row IN (SELECT value FROM json_each(\(parameter(.text(rows)))))")
         case let .rows(json):
             ("json_each(\(parameter(.text(json)))) AS m CROSS JOIN albums AS a ON a.row = m.value", "")
         }

@@ -5,14 +5,13 @@ import Library
 ///
 /// The conditions of `PagingQuery` decide what matches, on every path; the index only chooses
 /// which rows they are checked on. SQLite first asks the index which albums hold the query's
-/// words, listing the first `Limits.sort + 1` and counting the rest up to `Limits.filter`
-/// (one read of its lists: about a millisecond at 1,000,000 albums, 3 ms when a word is as
-/// common as "the"; prefixes of 1 to 8 characters have lists of their own), and then, by that
-/// count `m`:
+/// words, listing them up to one past `Limits.filter` (one read of its lists: about a
+/// millisecond at 1,000,000 albums, 3 ms when two words are as common as "nelson the";
+/// prefixes of 1 to 8 characters have lists of their own), and then, by their number `m`:
 /// - `m` ≤ `Limits.sort` (few): the page starts from the listed matches, reads only their
 ///   rows and sorts them (`SearchPath.rows`), at most that many;
 /// - `m` ≤ `Limits.filter`: the page walks the order as without a search, but takes the
-///   index's matches as a set first and checks each album against it on the order's index
+///   listed matches as a set first and checks each album against it on the order's index
 ///   entry, reading only the rows in the set (`SearchPath.filter`): a walk of about
 ///   51 × (albums of the library) / `m` entries, and a set of `m` row ids;
 /// - more (many): a plain walk (`SearchPath.walk`), which finds a page's 51 in about
@@ -54,35 +53,29 @@ enum SearchIndex {
         return try counted(db.dialect == .postgres ? query.tsquery : query.ftsMatch, db, limits: limits).path
     }
 
-    /// For a relevance page whose matches are many, the path to the albums of `rank`
-    /// (`SearchQuery.rank`) as the index knows them (`SearchQuery.ftsMatch(rank:)`), chosen by
-    /// their count as `path` chooses; nil when the index has none (the rank is empty, and no
-    /// walk looks for it).
-    static func candidatePath<DB: SQLSession>(for query: SearchQuery, rank: Int, _ db: DB, limits: Limits) throws -> SearchPath? {
-        let match = db.dialect == .postgres ? query.tsquery(rank: rank) : query.ftsMatch(rank: rank)
+    /// For a relevance page whose matches are many, the path to the albums of a rank as the
+    /// index knows them (`match`: `SearchQuery.ftsMatch(rank:)` or `tsquery(rank:)`), chosen
+    /// by their count as `path` chooses; nil when the index has none (the rank is empty, and
+    /// no walk looks for it).
+    static func candidatePath<DB: SQLSession>(_ match: String, _ db: DB, limits: Limits) throws -> SearchPath? {
         let (matches, path) = try counted(match, db, limits: limits)
         return matches == 0 ? nil : path
     }
 
     /// How many albums the index holds for `match` (SQLite: FTS5 query text; PostgreSQL:
     /// `tsquery` text), counted up to one past the largest limit the engine uses, and the path
-    /// that count chooses. SQLite lists the matches as it counts them, and hands them to the
-    /// statements when they are few (`SearchPath.rows`).
+    /// that count chooses. SQLite lists the matches as it counts them, and hands the list to
+    /// the statements (`SearchPath.rows`, `.filter`): they never ask the index again.
     private static func counted<DB: SQLSession>(_ match: String, _ db: DB, limits: Limits) throws -> (matches: Int, path: SearchPath) {
         func bound(_ limit: Int) -> SQLValue { .integer(Int64(min(max(limit, 0), Int.max - 1)) + 1) }
         if db.dialect == .postgres {
             let matches = try db.value(countPostgresMatches, [.text(match), bound(limits.sort)], as: Int.self) ?? 0
             return (matches, matches <= limits.sort ? .index(match: match) : .walk)
         }
-        // One pass over the index's answer: the first rows listed, the rest counted.
-        var rows: [Int64] = []
-        var matches = 0
-        try db.forEachRow(listMatches, [.text(match), bound(max(limits.sort, limits.filter))]) { row in
-            matches += 1
-            if matches <= limits.sort { rows.append(try row.int64(0)) }
-        }
-        if matches <= limits.sort { return (matches, .rows(json: "[" + rows.map(String.init).joined(separator: ",") + "]")) }
-        return (matches, matches <= limits.filter ? .filter(match: match) : .walk)
+        let rows = try db.query(listMatches, [.text(match), bound(max(limits.sort, limits.filter))], { try $0.int64(0) })
+        guard rows.count <= max(limits.sort, limits.filter) else { return (rows.count, .walk) }
+        let json = "[" + rows.map(String.init).joined(separator: ",") + "]"
+        return (rows.count, rows.count <= limits.sort ? .rows(json: json) : .filter(rows: json))
     }
 }
 
@@ -116,6 +109,7 @@ extension SearchQuery {
     ///   is clear, the prefix as a whole token in either form too (whatever the field: rank 1
     ///   holds an album with "rock" whole in its genre and "rocket" in its title), in place of
     ///   the prefix when bit 4 is set.
+    /// At 1,000,000 albums, "nelson the" (both words common) takes 3 ms for each of these.
     /// A page reads each rank through these (`AlbumPages.rankedPage`).
     func ftsMatch(rank: Int) -> String { indexQuery(rank: rank, Self.fts) }
 
@@ -167,9 +161,17 @@ extension SearchQuery {
         var terms = words.map { either([$0], prefix: false, plain: inName) } + phrases.map { either($0, prefix: false, plain: inName) }
         if let prefix {
             let whole = rank.map(Self.hasWholePrefix) ?? false
-            // In the title or artist and whole: both (whole in the genre only, it is rank 5).
-            if !whole || inName { terms.append(either([prefix], prefix: true, plain: inName)) }
-            if whole { terms.append(either([prefix], prefix: false, plain: false)) }
+            switch (inName, whole) {
+            case (true, true):
+                // Whole in the title or artist, or whole in the genre and the start of a word
+                // in the title or artist (a whole plain word is such a start: the same albums
+                // as asking for both, with one read of the prefix's long list saved).
+                let plain = syntax.quote(prefix), marked = syntax.quote("_" + prefix)
+                let start = syntax.quote(syntax.cut(prefix)) + syntax.star
+                terms.append("(\(plain) \(syntax.or) (\(marked) \(syntax.and) \(start)))")
+            case (false, true): terms.append(either([prefix], prefix: false, plain: false))
+            case (_, false): terms.append(either([prefix], prefix: true, plain: inName))
+            }
         }
         return terms.joined(separator: " \(syntax.and) ")
     }

@@ -15,8 +15,9 @@ server stored them. Then, N times, into a fresh database WORK_DIR/reference.db:
     server's rows), the bucket rows likewise; the five indexes the server rebuilds after an
     import created from the server's own statements (albums_by_title_sort,
     albums_by_artist_sort, albums_by_year, albums_by_created, albums_by_album_id) and the
-    search index (FTS5 `albums_search`, created as the server's, filled with one 'rebuild');
-    COMMIT.
+    search index (FTS5 `albums_search` over the view `albums_search_content`, both created as
+    the server's, with the server's settings, filled with one 'rebuild' and merged into one
+    segment with 'optimize', as the server does); COMMIT.
 
 Same settings as the server's writer: WAL, synchronous=NORMAL, cache_size 32 MiB, default page
 size. No JSON parsing, no validation, no change feed or undo: the floor for the same rows and
@@ -43,8 +44,12 @@ def schema(src):
         if row is None:
             sys.exit("bench-import-reference: %s has no %s (not a BlueLibrary database?)" % (SERVER_DB, name))
         return row[0]
-    tables = [sql("libraries"), sql("buckets"), sql("albums"), sql("albums_by_position"), sql("albums_search")]
-    return tables, [sql(name) for name in INDEXES]
+    tables = [sql("libraries"), sql("buckets"), sql("albums"), sql("albums_by_position"), sql("albums_search_content"),
+              sql("albums_search")]
+    # The search index's settings as the server's ('hashsize', 'crisismerge'; not its version).
+    settings = src.execute("SELECT k, v FROM albums_search_config WHERE k <> 'version'").fetchall()
+    return tables + ["INSERT INTO albums_search (albums_search, rank) VALUES ('%s', %d)" % (k, v) for k, v in settings], \
+        [sql(name) for name in INDEXES]
 
 
 def cpu_seconds():
@@ -72,6 +77,7 @@ def run(work, tables, indexes, albums, buckets, libraries):
     for statement in indexes:
         db.execute(statement)
     db.execute("INSERT INTO albums_search (albums_search) VALUES ('rebuild')")
+    db.execute("INSERT INTO albums_search (albums_search) VALUES ('optimize')")
     db.execute("COMMIT")
     elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu
     count = db.execute("SELECT count(*) FROM albums").fetchone()[0]

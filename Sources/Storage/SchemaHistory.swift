@@ -382,10 +382,13 @@ enum SchemaHistory {
     /// artist (an FTS5 phrase, which needs `detail = full`), and a prefix as typed rather than
     /// every token of its first 4 characters (FTS5 merges the lists of every token a longer
     /// prefix begins before the AND with the other words can skip any: 3 to 16 ms at 1,000,000
-    /// albums). At 1,000,000 albums the index takes 117 MB (30 MB before) and 6 s to build;
-    /// an add costs as much as before. 'optimize' leaves it as one segment: right after a
-    /// 'rebuild' it is several, and the merges FTS5 then does a little at each write made the
-    /// slowest adds take 16 ms for a while. PostgreSQL's GIN index is unchanged (it has no
+    /// albums). No row sizes (`columnsize = 0`: nothing ranks by BM25). FTS5 keeps up to
+    /// `searchIndexHashSize` bytes of new entries in memory before it writes them as a segment
+    /// (1 MB by default), so a rebuild at 1,000,000 albums writes the index once rather than in
+    /// segments merged as they pile up: 2.6 s where it took 6.9 s, the index 117 MB (30 MB
+    /// before v10). 'optimize' leaves it as one segment: right after a rebuild in segments, the
+    /// merges FTS5 then does a little at each write made the slowest adds take 16 ms for a
+    /// while. An add costs as much as before. PostgreSQL's GIN index is unchanged (it has no
     /// positions: a phrase is checked on the rows, as before).
     private static let v10: [SchemaStep] = [
         .engineSpecific(
@@ -394,14 +397,19 @@ enum SchemaHistory {
                 """
                 CREATE VIRTUAL TABLE albums_search USING fts5(
                     search_index, content = 'albums_search_content', content_rowid = 'row', tokenize = "ascii tokenchars '_'",
-                    detail = 'full', prefix = '1 2 3 4 5 6 7 8');
+                    detail = 'full', prefix = '1 2 3 4 5 6 7 8', columnsize = 0);
                 """,
+                "INSERT INTO albums_search (albums_search, rank) VALUES ('hashsize', \(searchIndexHashSize));",
                 "INSERT INTO albums_search (albums_search) VALUES ('rebuild');",
                 "INSERT INTO albums_search (albums_search) VALUES ('optimize');",
                 "INSERT INTO albums_search (albums_search, rank) VALUES ('crisismerge', 1999);",
             ],
             postgres: []),
     ]
+
+    /// The memory FTS5 may fill with new index entries in one transaction before writing them
+    /// (its 'hashsize'; v10): a rebuild at 1,000,000 albums fills about 60 MB.
+    static let searchIndexHashSize = 256 << 20
 
     /// The text the search index holds for the stored `search_text` in `column`: the same, each
     /// genre token (after `SearchText.genreMark`) with `_` in front. Tokens are letters and

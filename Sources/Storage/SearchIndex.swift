@@ -146,32 +146,34 @@ extension SearchQuery {
     /// either form, or for `rank` as `ftsMatch(rank:)` says.
     private func indexQuery(rank: Int?, _ syntax: IndexSyntax) -> String {
         if let rank, rank & 1 == 0, sequence.count > 1, let phrase = syntax.phrase {
-            return phrase(prefix == nil ? sequence : sequence.dropLast() + [syntax.cut(sequence[sequence.count - 1])], prefix != nil)
+            guard let prefix else { return phrase(sequence, false) }
+            return phrase(sequence.dropLast() + [syntax.cut(prefix)], true)
         }
         let inName = rank.map(Self.isInName) ?? false
-        // Tokens in the plain form, or in either (the genre's `_` form too).
-        func either(_ tokens: [String], prefix: Bool, plain: Bool) -> String {
-            func spelled(_ tokens: [String]) -> String {
-                let last = prefix ? tokens.dropLast() + [syntax.cut(tokens[tokens.count - 1])] : tokens
-                if last.count == 1 { return syntax.quote(last[0]) + (prefix ? syntax.star : "") }
-                return syntax.phrase.map { $0(last, prefix) } ?? last.map(syntax.quote).joined(separator: " \(syntax.and) ")
-            }
-            return plain ? "(\(spelled(tokens)))" : "(\(spelled(tokens)) \(syntax.or) \(spelled(tokens.map { "_" + $0 })))"
+        let whole = rank.map(Self.hasWholePrefix) ?? false
+        // A word, or a quoted phrase as a phrase (PostgreSQL: its words each on its own).
+        func run(_ tokens: [String]) -> String {
+            if tokens.count == 1 { return syntax.quote(tokens[0]) }
+            return syntax.phrase.map { $0(tokens, false) } ?? tokens.map(syntax.quote).joined(separator: " \(syntax.and) ")
         }
-        var terms = words.map { either([$0], prefix: false, plain: inName) } + phrases.map { either($0, prefix: false, plain: inName) }
-        if let prefix {
-            let whole = rank.map(Self.hasWholePrefix) ?? false
-            switch (inName, whole) {
-            case (true, true):
-                // Whole in the title or artist, or whole in the genre and the start of a word
-                // in the title or artist (a whole plain word is such a start: the same albums
-                // as asking for both, with one read of the prefix's long list saved).
-                let plain = syntax.quote(prefix), marked = syntax.quote("_" + prefix)
-                let start = syntax.quote(syntax.cut(prefix)) + syntax.star
-                terms.append("(\(plain) \(syntax.or) (\(marked) \(syntax.and) \(start)))")
-            case (false, true): terms.append(either([prefix], prefix: false, plain: false))
-            case (_, false): terms.append(either([prefix], prefix: true, plain: inName))
-            }
+        func start(_ tokens: [String]) -> String { syntax.quote(syntax.cut(tokens[0])) + syntax.star }
+        // `spell` of the plain tokens (in the title or artist), or of either form.
+        func form(_ tokens: [String], _ spell: ([String]) -> String) -> String {
+            inName ? "(\(spell(tokens)))" : "(\(spell(tokens)) \(syntax.or) \(spell(tokens.map { "_" + $0 })))"
+        }
+        var terms = (words.map { [$0] } + phrases).map { form($0, run) }
+        switch (prefix, inName, whole) {
+        case (nil, _, _):
+            break
+        case let (prefix?, true, true):
+            // Whole in the title or artist, or whole in the genre and the start of a word in the
+            // title or artist (a whole plain word is such a start: the same albums as asking
+            // for both, with one read of the prefix's long list saved).
+            terms.append("(\(syntax.quote(prefix)) \(syntax.or) (\(syntax.quote("_" + prefix)) \(syntax.and) \(start([prefix]))))")
+        case let (prefix?, false, true):
+            terms.append("(\(syntax.quote(prefix)) \(syntax.or) \(syntax.quote("_" + prefix)))")
+        case let (prefix?, _, false):
+            terms.append(form([prefix], start))
         }
         return terms.joined(separator: " \(syntax.and) ")
     }

@@ -23,7 +23,7 @@ struct SchemaDefinitionTests {
         "v7-catalog-global-ids-moves-views": "ebc35802db567adf",
         "v8-search-text": "94e1b4d3892ddba8",
         "v9-sort-keys-and-relevance": "8a27f4717e3d5a76",
-        "v10-search-positions": "78431c3117d6f0c3",
+        "v10-search-positions": "e982471e338a9db5",
     ]
 
     /// The same for PostgreSQL's migrations (`PostgresSchema.migrations`).

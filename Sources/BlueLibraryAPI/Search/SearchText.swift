@@ -171,12 +171,6 @@ public struct SearchQuery: Sendable, Hashable {
         if prefix == nil && words.isEmpty && phrases.isEmpty { return nil }
     }
 
-    /// Every word of the query in order of kind (the words, each phrase's, the prefix), as a
-    /// search index that knows no phrase or prefix is asked for them.
-    public var allWords: [String] {
-        words + phrases.flatMap { $0 } + (prefix.map { [$0] } ?? [])
-    }
-
     /// Whether an album whose stored document is `document` matches. Compared as UTF-8 bytes,
     /// as the stores' SQL compares them.
     public func matches(document: String) -> Bool {

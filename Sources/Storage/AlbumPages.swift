@@ -72,14 +72,15 @@ struct AlbumPages<DB: SQLSession> {
         if sort.field == .position {
             return try positionPage(library, filter, descending: sort.descending, anchor, limit)
         }
-        // Asked of the search index once: the ranked page and the value page both follow it.
+        // The search index's answer for every match: the value page's path, and the ranked
+        // page's for the ranks it finds by the same query.
         let path = try searchPath(filter)
         if sort.field == .relevance, let query = sort.search, !path.isIndex {
             switch anchor {
             case .start:
-                return try rankedPage(filter, sort, query, after: nil, limit: limit)
+                return try rankedPage(filter, sort, query, after: nil, limit: limit, every: path)
             case let .afterValue(.integer(rank), id):
-                return try rankedPage(filter, sort, query, after: (Int(clamping: rank), id), limit: limit)
+                return try rankedPage(filter, sort, query, after: (Int(clamping: rank), id), limit: limit, every: path)
             default:
                 break  // an offset, or a key of another kind: one statement over every match
             }
@@ -199,22 +200,25 @@ struct AlbumPages<DB: SQLSession> {
         }
     }
 
-    /// Up to `limit` albums of a relevance sort whose matches are many (not `.index`), rank by
-    /// rank in the sort's direction, each rank by id (`PagingQuery.rankPage`), after the key
-    /// `after` if given. Ranks no album of the query can have are skipped. Each rank is read
-    /// through the albums the search index holds for it (`SearchIndex.candidatePath`,
-    /// `SearchQuery.ftsMatch(rank:)`): skipped when there are none, read straight from the
-    /// index when they are a few thousand or fewer, else a walk filtered by them (see
-    /// docs/api.md, "Relevance").
+    /// Up to `limit` albums of a relevance sort whose matches are many (not `isIndex`; `every`
+    /// is their path), rank by rank in the sort's direction, each rank by id
+    /// (`PagingQuery.rankPage`), after the key `after` if given. Ranks no album of the query can
+    /// have are skipped. Each rank is read through the albums the search index holds for it
+    /// (`SearchIndex.candidatePath`, `SearchQuery.ftsMatch(rank:)`): skipped when there are
+    /// none, read straight from the index when they are a few thousand or fewer, a walk
+    /// filtered by them up to `Limits.filter`, else a walk checking the rank on every album
+    /// (see docs/api.md, "Relevance").
     private func rankedPage(
-        _ filter: AlbumFilter, _ sort: AlbumSort, _ query: SearchQuery, after: (rank: Int, id: AlbumID)?, limit: Int
+        _ filter: AlbumFilter, _ sort: AlbumSort, _ query: SearchQuery, after: (rank: Int, id: AlbumID)?, limit: Int,
+        every: SearchPath
     ) throws -> [Album] {
         var ranks = query.possibleRanks
         if sort.descending { ranks.reverse() }
         if let after { ranks.removeAll { sort.descending ? $0 > after.rank : $0 < after.rank } }
         var result: [Album] = []
-        // Ranks whose albums the index finds alike (0 and 2: the phrase) ask it once.
-        var paths: [String: SearchPath?] = [:]
+        // Ranks whose albums the index finds alike (0 and 2: the phrase; the last: every
+        // match, already asked) ask it once.
+        var paths: [String: SearchPath?] = [(db.dialect == .postgres ? query.tsquery : query.ftsMatch): .some(every)]
         for rank in ranks where result.count < limit {
             let match = db.dialect == .postgres ? query.tsquery(rank: rank) : query.ftsMatch(rank: rank)
             if paths[match] == nil {

@@ -33,7 +33,7 @@ import Library
 /// five indexes costs a random B-tree step per row and index, so when the other libraries hold
 /// few albums compared with it, the indexes are dropped and rebuilt over what remains.
 ///
-/// The search index (`albums_search`, FTS5; v8, made again by v9) is kept in step by triggers, one FTS5 write
+/// The search index (`albums_search`, FTS5; v8, made again by v9 and v10) is kept in step by triggers, one FTS5 write
 /// per row; with the indexes, its triggers are dropped too, and `finish()` recreates them and
 /// rebuilds the search index from the table in one pass (FTS5's 'rebuild'), then merges it into one
 /// segment ('optimize', see schema v10).

@@ -61,6 +61,7 @@ struct PagingQuery {
         case .walk:
             ("albums AS a", "")
         case let .index(match):
+            // (`SearchIndex` makes this path on PostgreSQL only, the two below on SQLite only.)
             ("albums AS a", " AND \(SchemaHistory.searchVector("a.search_text")) @@ \(parameter(.text(match)))::tsquery")
         case let .filter(rows):
             ("albums AS a", " AND a.row IN (SELECT value FROM json_each(\(parameter(.text(rows)))))")

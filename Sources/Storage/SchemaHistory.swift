@@ -408,7 +408,9 @@ enum SchemaHistory {
     ]
 
     /// The memory FTS5 may fill with new index entries in one transaction before writing them
-    /// (its 'hashsize'; v10): a rebuild at 1,000,000 albums fills about 60 MB.
+    /// (its 'hashsize'; v10), in every write transaction: a rebuild at 1,000,000 albums fills
+    /// about 60 MB; a transaction of single writes (up to 10,000 appends below
+    /// `BulkImport.threshold`, a backfill of `search_text`) less than its share of that.
     static let searchIndexHashSize = 256 << 20
 
     /// The text the search index holds for the stored `search_text` in `column`: the same, each

@@ -5,7 +5,7 @@ import Library
 ///
 /// The conditions of `PagingQuery` decide what matches, on every path; the index only chooses
 /// which rows they are checked on. SQLite first asks the index which albums hold the query's
-/// words, listing them up to one past `Limits.filter` (one read of its lists: about a
+/// words, listing them up to one past the larger limit (one read of its lists: about a
 /// millisecond at 1,000,000 albums, 3 ms when two words are as common as "nelson the";
 /// prefixes of 1 to 8 characters have lists of their own), and then, by their number `m`:
 /// - `m` ≤ `Limits.sort` (few): the page starts from the listed matches, reads only their
@@ -93,7 +93,8 @@ extension SearchQuery {
     /// index finds, take out the others.
     var ftsMatch: String { indexQuery(rank: nil, Self.fts) }
 
-    /// The longest prefix SQLite's search index keeps a list for (`SchemaHistory`, v10).
+    /// The longest prefix SQLite's search index keeps a list for (`SchemaHistory`, v10; a
+    /// test holds them equal).
     static let ftsPrefixLength = 8
 
     /// The albums the FTS5 index holds for `rank` of relevance (`rank`'s bits: 4 not every word
@@ -145,9 +146,11 @@ extension SearchQuery {
     /// Every word, phrase and the prefix, as `syntax` spells them, all joined by its `and`: in
     /// either form, or for `rank` as `ftsMatch(rank:)` says.
     private func indexQuery(rank: Int?, _ syntax: IndexSyntax) -> String {
+        // (In parentheses, as every term below: the one phrase of `q="blue angel"` is then the
+        // same text for ranks 0 and 1, asked once.)
         if let rank, rank & 1 == 0, sequence.count > 1, let phrase = syntax.phrase {
-            guard let prefix else { return phrase(sequence, false) }
-            return phrase(sequence.dropLast() + [syntax.cut(prefix)], true)
+            guard let prefix else { return "(\(phrase(sequence, false)))" }
+            return "(\(phrase(sequence.dropLast() + [syntax.cut(prefix)], true)))"
         }
         let inName = rank.map(Self.isInName) ?? false
         let whole = rank.map(Self.hasWholePrefix) ?? false

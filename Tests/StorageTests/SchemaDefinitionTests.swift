@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Essentials
 import Foundation
 import HTTPTestSupport
@@ -47,6 +48,18 @@ struct SchemaDefinitionTests {
             #expect(Self.shippedPostgres[identifier] == Self.sum(text), "PostgreSQL \(identifier): \(Self.sum(text))")
         }
         #expect(Set(PostgresSchema.migrations.map(\.identifier)) == Set(Self.shippedPostgres.keys))
+    }
+
+    @Test("SQLite's search index keeps a list for every prefix length a query is cut to, and its hash size")
+    func searchIndexKeepsThePrefixesQueriesAskFor() throws {
+        let directory = try TemporaryDirectory()
+        _ = try SQLiteAlbumStore(path: directory.file("index.sqlite"))
+        let sqlite = try Connection(path: directory.file("index.sqlite"), mode: .readOnly)
+        let create = try sqlite.value("SELECT sql FROM sqlite_master WHERE name = 'albums_search'", as: String.self) ?? ""
+        let lengths = (1...SearchQuery.ftsPrefixLength).map(String.init).joined(separator: " ")
+        #expect(create.contains("prefix = '\(lengths)'"), "\(create)")
+        #expect(create.contains("detail = 'full'"), "phrases need positions: \(create)")
+        #expect(try sqlite.value("SELECT v FROM albums_search_config WHERE k = 'hashsize'", as: Int.self) == SchemaHistory.searchIndexHashSize)
     }
 
     @Test("a migrated SQLite database has exactly the tables, columns and indexes of the current shape")

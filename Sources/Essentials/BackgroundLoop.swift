@@ -76,17 +76,10 @@ public final class BackgroundLoop: Sendable {
     @discardableResult
     public func passNow(timeout: Duration) -> Bool {
         guard gate.state == .running else { return false }
-        let target = passes.withLock { passes in
-            passes.waiters += 1
-            return passes.begun + 1
-        }
-        defer { passes.withLock { $0.waiters -= 1 } }
+        // A pass under way began before this call; the next one begins after it.
+        let target = passes.withLock { $0.begun + 1 }
         wake()
-        let deadline = DispatchTime.now(plus: timeout)
-        while passes.withLock({ $0.finished < target }) {
-            if passFinished.wait(timeout: deadline) == .timedOut { return false }
-        }
-        return true
+        return waitForPasses(target, timeout: timeout)
     }
 
     public func stop() {

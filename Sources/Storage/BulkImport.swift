@@ -29,9 +29,13 @@ import Library
 /// `LibraryError.conflict` naming the album and the library that holds it (the transaction
 /// rolls back: nothing changed).
 ///
-/// Deleting a large library is the mirror image (`willDeleteAll`): removing its rows from these
-/// five indexes costs a random B-tree step per row and index, so when the other libraries hold
-/// few albums compared with it, the indexes are dropped and rebuilt over what remains.
+/// Deleting or emptying a large library is the mirror image (`willDeleteAll`): removing its rows
+/// from these five indexes costs a random B-tree step per row and index, and from the search
+/// index a delete of every token and prefix through its trigger (replacing a library of 125,000
+/// albums by an archive of 6,500, release build: 5.2 s through the triggers), so when the other
+/// libraries hold few albums compared with it, the indexes are dropped and rebuilt over what
+/// remains (or over what the import appends after the emptying: the appends then find them
+/// dropped already).
 ///
 /// The search index (`albums_search`, FTS5; v8, made again by v9 and v10) is kept in step by triggers, one FTS5 write
 /// per row; with the indexes, its triggers are dropped too, and `finish()` recreates them and
@@ -91,7 +95,7 @@ final class BulkImporter<DB: SQLSession> {
     }
 
     /// Called before deleting the `count` albums of `library` in one statement (the library is
-    /// being deleted): drops the indexes when rebuilding them over the other libraries' albums
+    /// being deleted or emptied): drops the indexes when rebuilding them over the other libraries' albums
     /// costs less than deleting `count` entries from each (the same proportion as for an
     /// import). `finish()` recreates them.
     func willDeleteAll(_ count: Int, library: Int64) throws {

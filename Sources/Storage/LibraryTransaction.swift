@@ -164,6 +164,7 @@ final class LibraryTransaction<DB: SQLSession> {
     }
 
     func deleteAllAlbums() throws {
+        try madeBulkImport().willDeleteAll(try order.count(), library: library)
         try order.removeAll()
         madeBulkImport().libraryEmptied()
     }

@@ -224,10 +224,16 @@ public final class NginxProxy {
 
 /// curl, for what the raw client cannot speak (TLS).
 public enum Curl {
-    /// Runs curl with `arguments` plus `-sk -i`; returns the raw response (head and body).
+    /// Runs curl with `arguments` plus `-sS -k -i`; returns the raw response (head and body), or
+    /// throws curl's own account of what failed (a refused connection, a TLS error, the time
+    /// limit: a bound on a transfer that hangs, generous for a loaded machine, not a timing).
     public static func run(_ arguments: [String]) throws -> String {
         let outcome = try ChildProcess.run(
-            "/usr/bin/env", ["curl", "-sk", "-i", "--max-time", "10"] + arguments, environment: ProcessInfo.processInfo.environment)
+            "/usr/bin/env", ["curl", "-sS", "-k", "-i", "--max-time", "120"] + arguments, environment: ProcessInfo.processInfo.environment)
+        guard outcome.status == 0 else {
+            throw RawHTTPClient.ClientError(
+                description: "curl exited with \(outcome.status): \(String(decoding: outcome.stderr, as: UTF8.self))")
+        }
         return String(decoding: outcome.stdout, as: UTF8.self)
     }
 }

@@ -56,6 +56,8 @@ public final class PostgresAlbumStore: AlbumStore {
     public let pool: PostgresPool
     public let configuration: Configuration
     let engine: EngineContext
+    /// The version reads in flight and the next batch (``versions(of:)``).
+    private let versionReads = ReadBatcher<String, Int64>()
 
     /// Opens the store on `pool` and brings the schema up to date (`PostgresSchema.migrate`,
     /// under an advisory lock, so several instances may start at once).
@@ -108,22 +110,42 @@ public final class PostgresAlbumStore: AlbumStore {
         }
     }
 
-    /// The current versions in one statement (its own snapshot).
+    /// The current versions in one statement (its own snapshot), shared with every other call
+    /// that comes while an earlier one runs (``versionReads``): a request that starts after
+    /// any instance acknowledged a write still gets a read that started after it, so it sees
+    /// that write; a busy instance makes one read for all the requests that came meanwhile,
+    /// not one each.
+    ///
+    /// The shared read obeys no request's budget (it answers others too: one small statement,
+    /// bounded by the pool's and the connection's own timeouts); a call whose budget runs out
+    /// or whose client leaves while it waits for another caller's read stops waiting.
     public func versions(of libraries: [LibraryID]) throws -> [Int64] {
         Self.checkDistinct(libraries)
         guard !libraries.isEmpty else { return [] }
-        let found = try statement { session in
-            var found: [String: Int64] = [:]
-            try session.forEachRow(
-                PostgresSQL.versions(count: libraries.count), libraries.map { .text($0.rawValue) }
-            ) { row in
-                if try row.bool(2) { found[try row.string(0)] = try row.int64(1) }
-            }
-            return found
+        let budget = QueryBudget.current
+        if let reason = budget?.interruption() { throw budget!.stopped(reason) }
+        let found = try versionReads.values(
+            of: libraries.map(\.rawValue), abandon: { budget?.interruption().map { budget!.stopped($0) } }
+        ) { names in
+            try QueryBudget.$current.withValue(nil) { try readVersions(Array(names)) }
         }
         return try libraries.map { library in
             guard let version = found[library.rawValue] else { throw LibraryError.libraryNotFound(library) }
             return version
+        }
+    }
+
+    /// Reads taken by ``versions(of:)`` and the calls they answered, since the start.
+    public var versionReadStatistics: (reads: Int, calls: Int) { versionReads.statistics }
+
+    /// The versions of the live libraries among `names`, in one statement.
+    private func readVersions(_ names: [String]) throws -> [String: Int64] {
+        try statement { session in
+            var found: [String: Int64] = [:]
+            try session.forEachRow(PostgresSQL.versions(count: names.count), names.map { .text($0) }) { row in
+                if try row.bool(2) { found[try row.string(0)] = try row.int64(1) }
+            }
+            return found
         }
     }
 

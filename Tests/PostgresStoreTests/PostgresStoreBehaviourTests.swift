@@ -1,6 +1,7 @@
 import AlbumStoreContract
 import Essentials
 import Foundation
+import Synchronization
 import HTTPTestSupport
 import Library
 import Postgres
@@ -62,6 +63,56 @@ struct PostgresStoreBehaviourTests {
             try store.versions(of: [LibraryID(rawValue: "never")])
         }
         #expect(store.isShared)
+    }
+
+    /// Two instances on one database: while one commits, threads of the other read versions at
+    /// once. Every answer is at least the version the writer had acknowledged before the call
+    /// (the reads are shared, never older), and the reads are fewer than the calls. A call whose
+    /// request was cancelled before it asked is stopped, and reads nothing.
+    @Test func sharedVersionReadsAreNeverOlderThanTheCallAndFewerThanTheCalls() throws {
+        let url = try PostgresServer.shared().makeDatabase()
+        let writer = try Self.store(url)
+        let reader = try Self.store(url)
+        let acknowledged = Atomic<Int64>(0)
+        let stale = Mutex<[String]>([])
+        let group = DispatchGroup()
+        group.enter()
+        Thread {
+            for _ in 0..<150 {
+                let version = try? writer.write(.default) { try $0.bumpVersion() }
+                if let version { acknowledged.store(version, ordering: .sequentiallyConsistent) }
+            }
+            group.leave()
+        }.start()
+        for _ in 0..<6 {
+            group.enter()
+            Thread {
+                for _ in 0..<300 {
+                    let before = acknowledged.load(ordering: .sequentiallyConsistent)
+                    do {
+                        let read = try reader.versions(of: [.default])[0]
+                        if read < before { stale.withLock { $0.append("\(read) < \(before)") } }
+                    } catch {
+                        stale.withLock { $0.append("\(error)") }
+                    }
+                }
+                group.leave()
+            }.start()
+        }
+        #expect(group.wait(timeout: .now() + 300) == .success)
+        #expect(stale.withLock { $0 }.isEmpty)
+        let statistics = reader.versionReadStatistics
+        #expect(statistics.calls == 1_800)
+        #expect(statistics.reads < statistics.calls, "\(statistics)")
+
+        let cancelled = CancellationFlag()
+        cancelled.cancel()
+        #expect(throws: QueryInterrupted.self) {
+            try QueryBudget.$current.withValue(QueryBudget(timeLimit: nil, cancellation: cancelled)) {
+                try reader.versions(of: [.default])
+            }
+        }
+        #expect(reader.versionReadStatistics.calls == 1_800, "a stopped call did not ask")
     }
 
     @Test func anAlbumIdHeldByAnotherLibraryIsAConflictNamingIt() throws {

@@ -48,6 +48,12 @@ struct PostgresBackend: StoreBackend {
         metrics.sampled("bluelibrary_db_pool_exhausted_total",
                         help: "Database uses that found no pooled connection within the acquire timeout (answered 503).",
                         kind: .counter) { [database] in database.poolStatistics.exhausted }
+        metrics.sampled("bluelibrary_db_version_reads_total",
+                        help: "Reads of library versions this instance made (each shared by the requests that came while the one before ran).",
+                        kind: .counter) { [database] in database.albums.versionReadStatistics.reads }
+        metrics.sampled("bluelibrary_db_version_read_calls_total",
+                        help: "Requests (and follower passes) that asked for library versions; divided by the reads: how many each read served.",
+                        kind: .counter) { [database] in database.albums.versionReadStatistics.calls }
     }
 
     func close(logger: JSONLogger) {

@@ -38,7 +38,15 @@ struct PostgresAppTests {
         #expect(try RawHTTPClient.request(port: app.port, path: "/readyz").status == 200)
         let metrics = try RawHTTPClient.request(port: app.port, path: "/metrics").text
         #expect(metrics.contains("bluelibrary_db_pool_open_connections"))
+        let reads = Self.sample("bluelibrary_db_version_reads_total", in: metrics)
+        let calls = Self.sample("bluelibrary_db_version_read_calls_total", in: metrics)
+        #expect(reads.map { $0 >= 1 } == true && calls.map { $0 >= reads! } == true, "the list read its version: \(String(describing: reads)) of \(String(describing: calls))")
         #expect(!metrics.contains("bluelibrary_db_reader_waits_total"), "SQLite's metrics are SQLite's")
+    }
+
+    /// The value of the unlabelled sample `name` in a /metrics text.
+    static func sample(_ name: String, in metrics: String) -> Int? {
+        metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ").last ?? "") }
     }
 
     @Test func readyzFollowsTheDatabaseAndHealthzDoesNot() throws {

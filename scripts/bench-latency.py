@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Latency of add-at-0 / delete-at-0 for scripts/bench.
+"""Latency of writes: add-at-0 / delete-at-0 for scripts/bench, appends for scripts/bench-writes.
 
     scripts/bench-latency.py HOST PORT --duration S [--warmup S] [--connections C]
-                             [--min-samples N] [--max-seconds S]
+                             [--min-samples N] [--max-seconds S] [--op pair|append]
 
 Each connection (one process per connection, raw keep-alive HTTP/1.1 socket, TCP_NODELAY)
-loops: POST /albums {"title":..., "index":0}  then  DELETE /albums/at/0, so the library size
-is the same at the end as at the start. Every request is timed on its own, from the first byte
+loops, with --op pair (the default): POST /albums {"title":..., "index":0}  then
+DELETE /albums/at/0, so the library size is the same at the end as at the start; with
+--op append: POST /albums {"title":...} (an append, as scripts/bench-writes' wrk sends), and
+the delete line has no samples. A closed loop: each connection sends its next request when the
+last answer arrived, so the mean latency must agree with the rate (Little's law:
+mean ~ connections / ops_per_s), which a reader can check on the printed line. Every request is timed on its own, from the first byte
 sent to the last byte of the response read (time.perf_counter_ns), so add and delete get
 separate percentiles. The client overhead (a few tens of microseconds of Python per request)
 is included, which only makes the server look slower.
@@ -81,7 +85,7 @@ class Client:
         return status, body, close
 
 
-def worker(host, port, warmup, duration, min_samples, max_seconds, check_ids, barrier, out):
+def worker(host, port, warmup, duration, min_samples, max_seconds, check_ids, append, barrier, out):
     c = Client(host, port)
     c.connect()
     hosthdr = "%s:%d" % (host, port)
@@ -92,8 +96,10 @@ def worker(host, port, warmup, duration, min_samples, max_seconds, check_ids, ba
     n = 0
 
     def add_raw(i):
-        body = json.dumps({"title": "Bench Album %d" % i, "artist": "Bench Artist", "genre": "Rock",
-                           "year": 1999, "index": 0}).encode()
+        album = {"title": "Bench Album %d" % i, "artist": "Bench Artist", "genre": "Rock", "year": 1999}
+        if not append:
+            album["index"] = 0
+        body = json.dumps(album).encode()
         return (("POST /albums HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
                  "Content-Length: %d\r\n\r\n" % (hosthdr, len(body))).encode() + body)
 
@@ -118,7 +124,10 @@ def worker(host, port, warmup, duration, min_samples, max_seconds, check_ids, ba
     barrier.wait()
     end_warm = time.monotonic() + warmup
     while time.monotonic() < end_warm:
-        one("add", add_raw(n), 201, False); one("delete", delete_raw, 200, False); n += 1
+        one("add", add_raw(n), 201, False)
+        if not append:
+            one("delete", delete_raw, 200, False)
+        n += 1
     for k in errors:
         errors[k] = 0; first_error[k] = ""
     start = time.monotonic()
@@ -126,9 +135,12 @@ def worker(host, port, warmup, duration, min_samples, max_seconds, check_ids, ba
     hard_end = start + max_seconds
     while True:
         now = time.monotonic()
-        if now >= hard_end or (now >= end and min(len(lat["add"]), len(lat["delete"])) >= min_samples):
+        if now >= hard_end or (now >= end and min(len(lat["add"]), len(lat["add"] if append else lat["delete"])) >= min_samples):
             break
         added = one("add", add_raw(n), 201, True)
+        if append:
+            n += 1
+            continue
         deleted = one("delete", delete_raw, 200, True)
         n += 1
         if check_ids and added is not None and deleted is not None:
@@ -150,18 +162,21 @@ def pct(sorted_ns, p):
 def main():
     a = sys.argv[1:]
     host, port = a[0], int(a[1])
-    opts = {"--duration": "5", "--warmup": "1", "--connections": "1", "--min-samples": "50", "--max-seconds": "120"}
+    opts = {"--duration": "5", "--warmup": "1", "--connections": "1", "--min-samples": "50", "--max-seconds": "120", "--op": "pair"}
     i = 2
     while i < len(a):
         if a[i] not in opts:
             sys.exit("unknown option %s\n%s" % (a[i], __doc__))
         opts[a[i]] = a[i + 1]; i += 2
     conns = int(opts["--connections"])
+    if opts["--op"] not in ("pair", "append"):
+        sys.exit("--op: pair or append\n%s" % __doc__)
+    append = opts["--op"] == "append"
     barrier = mp.Barrier(conns)
     out = mp.Queue()
     procs = [mp.Process(target=worker, args=(host, port, float(opts["--warmup"]), float(opts["--duration"]),
                                             int(opts["--min-samples"]), float(opts["--max-seconds"]),
-                                            conns == 1, barrier, out)) for _ in range(conns)]
+                                            conns == 1 and not append, append, barrier, out)) for _ in range(conns)]
     for p in procs:
         p.start()
     results = [out.get() for _ in procs]

@@ -13,8 +13,8 @@ enum CoverNegotiation {
     ///   neither modern format gets what every client reads.
     static func variant(_ request: HTTPRequest) throws -> CoverVariant? {
         guard let text = QueryParameters(request).text("size") else { return nil }
-        let allowed = CoverVariant.allowedSizes.map(String.init).joined(separator: ", ")
         guard let size = Int(text), let variant = CoverVariant(size: size, format: format(request)) else {
+            let allowed = CoverVariant.allowedSizes.map(String.init).joined(separator: ", ")
             throw QueryParameters.invalid("size", "size must be one of \(allowed) (the longer side in pixels), not '\(QueryParameters.quoted(text))'.")
         }
         return variant

@@ -7,8 +7,9 @@ import Library
 /// with its disk cache, behind the facade's album lookup; also under `/libraries/{lib}`.
 ///
 /// A cached, fresh cover is answered on the event loop (the album → cover URL lookup is
-/// remembered per library version, and the bytes go out with `sendfile`); a miss, a stale copy
-/// or an unknown album moves to the worker pool, which waits for the fetch up to `wait`.
+/// remembered per library version; the bytes go out with `sendfile`, or from memory for a file
+/// of at most 64 KiB: ``SmallFileBytes``); a miss, a stale copy or an unknown album moves to
+/// the worker pool, which waits for the fetch up to `wait`.
 ///
 /// `?size=N` asks for a sized variant (``CoverNegotiation``): a cached one of a fresh original
 /// is answered on the event loop like an original; making one happens on the cover service's
@@ -22,6 +23,8 @@ struct CoverRoutes {
     let wait: Duration
     /// (library, album id) → its cover URL, current at that library's version.
     let coverURLs: RequestModelCache<Key, CoverLink>
+    /// Small cached covers and variants, sent from memory (``SmallFileBytes``).
+    var smallFiles = SmallFileBytes()
 
     struct Key: Hashable, Sendable {
         var library: LibraryID
@@ -46,10 +49,10 @@ struct CoverRoutes {
         guard let link = coverURLs.current(Key(library: facade.library, album: id), version: version), let url = link.url
         else { return nil }
         if let variant {
-            return variants.cachedVariant(variant, for: url).map { Self.response($0, request: request, varies: true) }
+            return variants.cachedVariant(variant, for: url).map { response($0, request: request, varies: true) }
         }
         guard case let .loaded(cover)? = covers.state(for: url), cover.freshUntil > Date() else { return nil }
-        return Self.response(cover, request: request)
+        return response(cover, request: request)
     }
 
     /// Any cover request: it may wait for the album read and the upstream fetch.
@@ -83,7 +86,7 @@ struct CoverRoutes {
         }
         switch result {
         case let .ready(cover):
-            return Self.response(cover, request: request, varies: variant != nil)
+            return response(cover, request: request, varies: variant != nil)
         case .loading where respondAsync:
             var response = try JSONBody.response(["status": "loading", "coverUrl": url], status: .accepted)
             response.headers.set("Retry-After", "1")
@@ -104,10 +107,11 @@ struct CoverRoutes {
         return HTTPResponse(status: .noContent)
     }
 
-    /// The cached bytes: from the file with `sendfile`, or from memory when the disk could not
-    /// take them. 304 when `If-None-Match` matches the content hash. `varies`: a variant
-    /// negotiated by `Accept` (`Vary: Accept`).
-    static func response(_ cover: CachedCover, request: HTTPRequest, varies: Bool = false) -> HTTPResponse {
+    /// The cached bytes: from the file with `sendfile`, from memory for a small file
+    /// (``smallFiles``), or from memory when the disk could not take them. 304 when
+    /// `If-None-Match` matches the content hash. `varies`: a variant negotiated by `Accept`
+    /// (`Vary: Accept`).
+    func response(_ cover: CachedCover, request: HTTPRequest, varies: Bool = false) -> HTTPResponse {
         let maxAge = max(0, Int(cover.freshUntil.timeIntervalSinceNow))
         var headers: HTTPHeaders = ["Content-Type": cover.mediaType, "ETag": cover.etag,
                                     "Cache-Control": "public, max-age=\(maxAge)"]
@@ -119,6 +123,7 @@ struct CoverRoutes {
         headers.set("Content-Type", cover.mediaType)
         switch cover.content {
         case let .file(path):
+            if let bytes = smallFiles.bytes(ofFile: path, length: cover.length) { return HTTPResponse(headers: headers, body: .bytes(bytes)) }
             return HTTPResponse(headers: headers, body: .file(HTTPFileBody(path: path, length: cover.length)))
         case let .memory(bytes):
             return HTTPResponse(headers: headers, body: .bytes(bytes))

@@ -24,13 +24,13 @@ extension CoverService: CoverVariantSource {
         case .loading: return .loading
         }
         let spent = Duration.nanoseconds(Int64(clamping: clock.nanoseconds() &- started))
-        let key = try CoverURL(url).description
+        let key = try keys.key(url)
         return try variants.variant(variant, of: original, url: key, wait: max(.zero, wait - spent))
     }
 
     public func cachedVariant(_ variant: CoverVariant, for url: String) -> CachedCover? {
         // The original's record only (no file check): the variant's own file is what is sent.
-        guard let key = try? CoverURL(url).description, let record = cache.peek(key) else { return nil }
+        guard let key = try? keys.key(url), let record = cache.peek(key) else { return nil }
         let original = cover(from: record)
         guard original.freshUntil > now() else { return nil }
         // Counted as a variant hit (not a cover hit); the original counts as used too, so a

@@ -67,6 +67,8 @@ public final class CoverService: CoverSource {
     private let registry = Mutex(Registry())
     let counters: CoverCounters
     let variants: CoverVariants
+    /// URL to cache key, for the fast paths (``state(for:)``, ``cachedVariant(_:for:)``).
+    let keys = CoverKeys()
 
     /// Opens the cache directory (reading the index left by an earlier run) and starts the
     /// fetch threads.
@@ -168,7 +170,7 @@ public final class CoverService: CoverSource {
     }
 
     public func state(for url: String) -> CoverState? {
-        guard let key = try? CoverURL(url).description else { return nil }
+        guard let key = try? keys.key(url) else { return nil }
         let now = now()
         let (present, adopted) = cache.present(key, use: false)
         if adopted { counters.adoptions.increment() }
@@ -191,7 +193,7 @@ public final class CoverService: CoverSource {
     }
 
     public func evict(url: String) {
-        guard let key = try? CoverURL(url).description else { return }
+        guard let key = try? keys.key(url) else { return }
         registry.withLock { registry in
             registry.flights[key] = nil
             registry.failures[key] = nil

@@ -1,5 +1,5 @@
 import Essentials
-import Covers
+@testable import Covers
 import Library
 import TestThreads
 import Testing
@@ -41,6 +41,20 @@ import Testing
             #expect(throws: CoverError.self, "\(text)") { try CoverURL(text) }
         }
         #expect((try? CoverURL("ftp://x/")) == nil)
+    }
+
+    /// The fast paths' memo of keys gives what the parser gives, refuses what it refuses, and
+    /// stays bounded.
+    @Test func keysAreTheNormalFormRemembered() throws {
+        let keys = CoverKeys()
+        for _ in 0..<2 {
+            #expect(try keys.key("HTTP://Example.COM:80/a/B.png#x") == "http://example.com/a/B.png")
+            #expect(throws: CoverError.self) { try keys.key("ftp://example.com/a.png") }
+        }
+        for index in 0..<(CoverKeys.capacity + 10) {
+            #expect(try keys.key("http://example.com/\(index).png") == "http://example.com/\(index).png")
+        }
+        #expect(keys.count <= CoverKeys.capacity)
     }
 }
 

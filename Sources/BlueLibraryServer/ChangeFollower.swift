@@ -18,7 +18,9 @@ import Synchronization
 ///   commit, from the feed like any other (``sink(_:)``): its subscribers get it at
 ///   once, and before the `state.changed` of the same request, as on SQLite.
 /// - Each time, for every library that has a hub, it reads the changes after the last version
-///   it published (`changes(after:)`, with the version, in one snapshot) and publishes them. A
+///   it published (`changes(after:)`, with the version, in one snapshot) and publishes them; a
+///   hub without subscribers skips to the library's version instead (``skip(_:hub:entry:to:)``:
+///   a stream that resumes from before it is filled from the feed). A
 ///   gap in the feed (pruned changes, or a library created again with its id, which continues
 ///   its versions without a change) is published as `library.replaced`, so a subscriber
 ///   reloads instead of missing something.
@@ -262,8 +264,28 @@ final class ChangeFollower: Service {
         for (index, item) in live.enumerated() {
             let known = item.entry.state.withLock { $0.published(to: item.hub) }
             if let current, current[index] == known { continue }
+            if let current, skip(item.library, hub: item.hub, entry: item.entry, to: current[index]) { continue }
             catchUp(item.library, hub: item.hub)
         }
+    }
+
+    /// A hub nobody listens to here jumps to `version` instead of reading the feed up to it
+    /// (``EventHub/skipWhileUnsubscribed(to:)``): every instance would otherwise read every
+    /// other instance's commits. The `state.changed` events held for those versions go with
+    /// them (they are in no feed, and nobody was there to get them). Under the library's pass
+    /// lock, so no pass publishes behind the jump; false (read the feed) when a pass holds it
+    /// or a subscriber came.
+    private func skip(_ library: LibraryID, hub: EventHub, entry: Followed, to version: Int64) -> Bool {
+        let skipped: Bool? = entry.pass.withLockIfAvailable { _ in
+            guard hub.skipWhileUnsubscribed(to: version) else { return false }
+            entry.state.withLock { state in
+                _ = state.published(to: hub)
+                state.published = version
+                state.held.removeAll { $0.version <= version }
+            }
+            return true
+        }
+        return skipped == true
     }
 
     /// The library is gone (this instance or another deleted it): its hub's streams end.

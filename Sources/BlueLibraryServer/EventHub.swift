@@ -227,6 +227,22 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
     private var heartbeatInterval: Duration { max(.milliseconds(1), configuration.heartbeat) }
 
     /// The ids a `Last-Event-ID` can resume from with the kept frames alone: after
+    /// While the hub has no subscriber: its window jumps to `version`, keeping nothing before
+    /// it (a stream that resumes from an older id is filled from the change feed, as after an
+    /// eviction; a new one starts live there), so events nobody here listens to are not read.
+    /// False, and nothing changed, when a subscriber is there (checked under the lock new
+    /// subscribers take) or the window is not behind `version`.
+    func skipWhileUnsubscribed(to version: Int64) -> Bool {
+        state.withLock { state in
+            guard state.subscribers.isEmpty, !state.shutDown, version > state.latest else { return false }
+            state.frames = []
+            state.start = 0
+            state.evictedThrough = version
+            state.latest = version
+            return true
+        }
+    }
+
     /// `evictedThrough` up to `latest`.
     var window: (evictedThrough: Int64, latest: Int64) {
         state.withLock { ($0.evictedThrough, $0.latest) }

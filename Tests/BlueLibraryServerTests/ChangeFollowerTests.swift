@@ -186,6 +186,23 @@ extension ChangeFollowerTests {
         #expect(askedAgain, "the running pass is asked to read once more")
     }
 
+    @Test("a hub nobody listens to jumps to the library's version instead of reading the feed; a stream starts there")
+    func unsubscribedHubsSkipTheFeed() throws {
+        for index in 0..<3 { _ = try b.defaultLibrary.add(try AlbumInput(title: "T\(index)", artist: "A")) }
+        followerA.catchUp()
+        #expect(hubsA.defaultHub.publishedCount == 0, "nothing read or published for nobody")
+        #expect(hubsA.defaultHub.window.evictedThrough == 3 && hubsA.defaultHub.window.latest == 3)
+        #expect(hubsA.defaultHub.needsBackfill(after: 1), "a stream resuming from before the jump is filled from the feed")
+        #expect(!hubsA.defaultHub.needsBackfill(after: 3))
+        let received = RecordingStream()
+        hubsA.defaultHub.subscribe(received, resume: .fresh, announce: false)
+        _ = try b.defaultLibrary.add(try AlbumInput(title: "T3", artist: "A"))
+        followerA.catchUp()
+        #expect(eventually { received.frames.count == 1 })
+        #expect(received.frames.map(\.version) == [4], "only what came after the jump, read from the feed")
+        #expect(!hubsA.defaultHub.skipWhileUnsubscribed(to: 9), "never while a stream listens")
+    }
+
     @Test("a backlog longer than one read is published whole, in order")
     func longBacklog() throws {
         let received = RecordingStream()

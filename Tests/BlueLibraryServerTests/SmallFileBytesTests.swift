@@ -1,10 +1,11 @@
 @testable import BlueLibraryServer
 import Foundation
 import HTTPTestSupport
+import TestThreads
 import Testing
 
 /// Small cover files sent from memory: read once, whole, within bounds.
-@Suite struct SmallFileBytesTests {
+@Suite(.ownThreads) struct SmallFileBytesTests {
     @Test func aSmallFileIsReadOnceAndServedFromMemoryAfterwards() throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("cover-1.jpg")

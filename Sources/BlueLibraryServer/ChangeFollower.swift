@@ -19,8 +19,8 @@ import Synchronization
 ///   once, and before the `state.changed` of the same request, as on SQLite.
 /// - Each time, for every library that has a hub, it reads the changes after the last version
 ///   it published (`changes(after:)`, with the version, in one snapshot) and publishes them; a
-///   hub without subscribers skips to the library's version instead (``skip(_:hub:entry:to:)``:
-///   a stream that resumes from before it is filled from the feed). A
+///   hub without subscribers for `skipGrace` skips to the library's version instead
+///   (``skip(_:hub:entry:to:)``: a stream that resumes from before it is filled from the feed). A
 ///   gap in the feed (pruned changes, or a library created again with its id, which continues
 ///   its versions without a change) is published as `library.replaced`, so a subscriber
 ///   reloads instead of missing something.
@@ -50,6 +50,8 @@ final class ChangeFollower: Service {
     let relay: (any EventRelay)?
     let logger: JSONLogger
     let interval: Duration
+    /// How long a hub must have had no subscriber before its feed is skipped (``skip(_:hub:entry:to:)``).
+    let skipGrace: Duration
     /// Changes read per statement; a longer backlog takes several.
     static let batch = 256
     /// The most `state.changed` events held per library while its feed cannot be read (the
@@ -104,7 +106,8 @@ final class ChangeFollower: Service {
     private let failing = Atomic<Bool>(false)
 
     init(store: any AlbumStore, hubs: EventHubs, wakeup: (any CommitWakeup)?, relay: (any EventRelay)? = nil, logger: JSONLogger,
-         interval: Duration = .seconds(1), clock: any MonotonicClock = SystemClock()) {
+         interval: Duration = .seconds(1), skipGrace: Duration = .seconds(10), clock: any MonotonicClock = SystemClock()) {
+        self.skipGrace = skipGrace
         self.store = store
         self.hubs = hubs
         self.wakeup = wakeup
@@ -153,8 +156,8 @@ final class ChangeFollower: Service {
             if let hub = follower.hubs.existing(library), hub.subscriberCount > 0 {
                 follower.catchUp(library, hub: hub)
             } else {
-                // Nobody listens now: the follower's thread keeps the hub's ring up to date
-                // without holding up the request.
+                // Nobody listens now: the follower's thread keeps the hub's ring up to date (or
+                // skips it: ``skip(_:hub:entry:to:)``) without holding up the request.
                 follower.wake()
             }
         }
@@ -277,15 +280,19 @@ final class ChangeFollower: Service {
     /// or a subscriber came.
     private func skip(_ library: LibraryID, hub: EventHub, entry: Followed, to version: Int64) -> Bool {
         let skipped: Bool? = entry.pass.withLockIfAvailable { _ in
-            guard hub.skipWhileUnsubscribed(to: version) else { return false }
-            entry.state.withLock { state in
+            // The follow state's lock first, then the hub's, as a published state event takes them.
+            entry.state.withLock { state -> Bool in
+                guard hub.skipWhileUnsubscribed(to: version, after: skipGrace) else { return false }
                 _ = state.published(to: hub)
                 state.published = version
                 state.held.removeAll { $0.version <= version }
+                return true
             }
-            return true
         }
-        return skipped == true
+        guard skipped == true else { return false }
+        // A commit that asked for a pass while this held the lock left it to this one.
+        if entry.again.load(ordering: .sequentiallyConsistent) { catchUp(library, hub: hub) }
+        return true
     }
 
     /// The library is gone (this instance or another deleted it): its hub's streams end.

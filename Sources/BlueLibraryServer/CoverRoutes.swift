@@ -24,7 +24,7 @@ struct CoverRoutes {
     /// (library, album id) → its cover URL, current at that library's version.
     let coverURLs: RequestModelCache<Key, CoverLink>
     /// Small cached covers and variants, sent from memory (``SmallFileBytes``).
-    var smallFiles = SmallFileBytes()
+    let smallFiles = SmallFileBytes()
 
     struct Key: Hashable, Sendable {
         var library: LibraryID

@@ -160,6 +160,9 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
         var nextHeartbeat = ContinuousClock.now
         /// Since when (the registry's clock, ns) the hub has had no subscriber; nil while it has.
         var idleSince: UInt64?
+        /// When the last subscriber left (or the hub was made), nil while it has one: the
+        /// change follower skips the feed for a hub only some time after (``skipWhileUnsubscribed(to:after:)``).
+        var unsubscribedSince: ContinuousClock.Instant? = .now
 
         mutating func append(_ frame: Frame, capacity: Int, advances: Bool = true) {
             if advances { latest = max(latest, frame.version) }
@@ -174,6 +177,11 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
                 frames[start] = frame
                 start = (start + 1) % capacity
             }
+        }
+
+        /// Notes when the last subscriber left.
+        mutating func noteIfUnsubscribed() {
+            if subscribers.isEmpty, unsubscribedSince == nil { unsubscribedSince = .now }
         }
 
         /// The kept frames with a version greater than `version`, oldest first.
@@ -226,15 +234,18 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
 
     private var heartbeatInterval: Duration { max(.milliseconds(1), configuration.heartbeat) }
 
-    /// The ids a `Last-Event-ID` can resume from with the kept frames alone: after
-    /// While the hub has no subscriber: its window jumps to `version`, keeping nothing before
-    /// it (a stream that resumes from an older id is filled from the change feed, as after an
-    /// eviction; a new one starts live there), so events nobody here listens to are not read.
-    /// False, and nothing changed, when a subscriber is there (checked under the lock new
-    /// subscribers take) or the window is not behind `version`.
-    func skipWhileUnsubscribed(to version: Int64) -> Bool {
+    /// When the hub has had no subscriber for `grace` or more: its window jumps to `version`,
+    /// keeping nothing before it (a stream that resumes from an older id is filled from the
+    /// change feed, as after an eviction; a new one starts live there), so events nobody here
+    /// listens to are not read. The grace keeps the frames for a client that reconnects at
+    /// once (its stream is decided before it subscribes). False, and nothing changed, when a
+    /// subscriber is there (checked under the lock new subscribers take), the last one left
+    /// less than `grace` ago, or the window is not behind `version`.
+    func skipWhileUnsubscribed(to version: Int64, after grace: Duration) -> Bool {
         state.withLock { state in
-            guard state.subscribers.isEmpty, !state.shutDown, version > state.latest else { return false }
+            guard state.subscribers.isEmpty, !state.shutDown, version > state.latest,
+                  let since = state.unsubscribedSince, ContinuousClock.now - since >= grace
+            else { return false }
             state.frames = []
             state.start = 0
             state.evictedThrough = version
@@ -243,6 +254,7 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
         }
     }
 
+    /// The ids a `Last-Event-ID` can resume from with the kept frames alone: after
     /// `evictedThrough` up to `latest`.
     var window: (evictedThrough: Int64, latest: Int64) {
         state.withLock { ($0.evictedThrough, $0.latest) }
@@ -391,6 +403,7 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
             if state.subscribers.isEmpty { state.nextHeartbeat = .now + heartbeatInterval }
             state.subscribers[id] = Subscriber(sink: sink, firstSequence: state.nextSequence)
             state.idleSince = nil
+            state.unsubscribedSince = nil
             // Decided here, so a concurrent `shutdown()` knows a round will run and waits.
             state.scheduled = true
             return .subscribed(id: id, latest: state.latest, heartbeat: state.nextHeartbeat)
@@ -417,6 +430,7 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
         guard !ids.isEmpty else { return }
         state.withLock { state in
             for id in ids { state.subscribers[id] = nil }
+            state.noteIfUnsubscribed()
         }
     }
 
@@ -561,6 +575,7 @@ public final class EventHub: LibraryEventSink, ScheduledDelivery, Sendable {
         round.cpu = loopCPU
         state.withLock { state in
             for id in closed { state.subscribers[id] = nil }
+            state.noteIfUnsubscribed()
             state.statistics += round
         }
         return (loopCPU, requests)

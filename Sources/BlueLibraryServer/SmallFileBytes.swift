@@ -6,8 +6,10 @@ import Synchronization
 /// The bytes of small files whose content never changes under their name (the cover cache
 /// names each file by its content's hash and replaces by rename): sent from memory, a cached
 /// cover costs one `send` instead of an `open`, a `sendfile` and a `close`. Bounded: files of at
-/// most ``maxFileBytes``, ``capacityBytes`` in all (past it, it starts over). A file that
-/// cannot be read whole is not kept: the caller sends it from disk, which reports what is wrong.
+/// most ``maxFileBytes``, ``capacityBytes`` in all (outside the cover cache's own limit); past
+/// it, files kept leave in no particular order to make room, so a working set larger than the
+/// capacity is still served from memory in proportion. A file that cannot be read whole is not
+/// kept: the caller sends it from disk, which reports what is wrong.
 ///
 /// Whether the file is still there is the caller's question (the cover cache checks it before
 /// it hands out a record); what this returns for a name is always what the file held.
@@ -32,8 +34,11 @@ final class SmallFileBytes: Sendable {
         if let known = state.withLock({ $0.files[path] }) { return known }
         guard let read = Self.read(path, length: length) else { return nil }
         state.withLock { state in
-            guard state.files[path] == nil else { return }
-            if state.bytes + length > capacityBytes { state = State() }
+            guard state.files[path] == nil, length <= capacityBytes else { return }
+            while state.bytes + length > capacityBytes, let (_, evicted) = state.files.first {
+                state.files.removeValue(forKey: state.files.first!.key)
+                state.bytes -= evicted.count
+            }
             state.files[path] = read
             state.bytes += length
         }

@@ -65,7 +65,11 @@ public final class SingleFlight<Outcome: Sendable>: Sendable {
         }
         if let outcome = step.outcome { return outcome }
         guard let deadline, let signal = step.signal else { return nil }
-        _ = signal.wait(timeout: deadline)
-        return state.withLock { $0.outcome }
+        if signal.wait(timeout: deadline) == .success { return state.withLock { $0.outcome } }
+        // Timed out: take the semaphore back, so a caller that waits in slices leaves none behind.
+        return state.withLock { state in
+            state.waiters.removeAll { $0 === signal }
+            return state.outcome
+        }
     }
 }

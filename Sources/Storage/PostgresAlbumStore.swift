@@ -123,9 +123,11 @@ public final class PostgresAlbumStore: AlbumStore {
         Self.checkDistinct(libraries)
         guard !libraries.isEmpty else { return [] }
         let budget = QueryBudget.current
+        // The time limit counts from here, as it would from the first statement of the request.
+        budget?.begin()
         if let reason = budget?.interruption() { throw budget!.stopped(reason) }
         let found = try versionReads.values(
-            of: libraries.map(\.rawValue), abandon: { budget?.interruption().map { budget!.stopped($0) } }
+            of: libraries.map(\.rawValue), pollInterval: .milliseconds(20), abandon: { budget?.interruption().map { budget!.stopped($0) } }
         ) { names in
             try QueryBudget.$current.withValue(nil) { try readVersions(Array(names)) }
         }
@@ -138,11 +140,12 @@ public final class PostgresAlbumStore: AlbumStore {
     /// Reads taken by ``versions(of:)`` and the calls they answered, since the start.
     public var versionReadStatistics: (reads: Int, calls: Int) { versionReads.statistics }
 
-    /// The versions of the live libraries among `names`, in one statement.
+    /// The versions of the live libraries among `names`, in one statement (one text for any
+    /// number of names: ids are letters, digits and `-`, so a comma separates them).
     private func readVersions(_ names: [String]) throws -> [String: Int64] {
         try statement { session in
             var found: [String: Int64] = [:]
-            try session.forEachRow(PostgresSQL.versions(count: names.count), names.map { .text($0) }) { row in
+            try session.forEachRow(PostgresSQL.versions, [.text(names.joined(separator: ","))]) { row in
                 if try row.bool(2) { found[try row.string(0)] = try row.int64(1) }
             }
             return found

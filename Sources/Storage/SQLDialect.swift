@@ -205,9 +205,7 @@ enum PostgresSQL {
         return "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES \(values.joined(separator: ", "))" + suffix
     }
 
-    /// name, version, live of the libraries named by ?1…?count (one statement, one snapshot).
-    static func versions(count: Int) -> String {
-        let placeholders = (1...max(1, count)).map { "?\($0)" }.joined(separator: ", ")
-        return "SELECT name, version, deleted = 0 FROM libraries WHERE name IN (\(placeholders))"
-    }
+    /// name, version, live of the libraries named in ?1, separated by commas (one statement,
+    /// one snapshot, one text however many).
+    static let versions = "SELECT name, version, deleted = 0 FROM libraries WHERE name = ANY (string_to_array(?1, ','))"
 }

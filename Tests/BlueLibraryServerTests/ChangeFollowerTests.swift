@@ -23,7 +23,7 @@ struct ChangeFollowerTests {
 
     init() {
         let hubs = hubsA
-        let follower = ChangeFollower(store: SharedStoreView(store), hubs: hubs, wakeup: nil, logger: JSONLogger(level: .error))
+        let follower = ChangeFollower(store: SharedStoreView(store), hubs: hubs, wakeup: nil, logger: JSONLogger(level: .error), skipGrace: .zero)
         followerA = follower
         a = Libraries(store: SharedStoreView(store), clock: { Date() }, ids: .random(clock: { Date() })) { library in
             follower.sink(library)
@@ -200,7 +200,13 @@ extension ChangeFollowerTests {
         followerA.catchUp()
         #expect(eventually { received.frames.count == 1 })
         #expect(received.frames.map(\.version) == [4], "only what came after the jump, read from the feed")
-        #expect(!hubsA.defaultHub.skipWhileUnsubscribed(to: 9), "never while a stream listens")
+        // A hub whose last subscriber left less than the grace ago keeps its frames.
+        let jazz = LibraryID(rawValue: "jazz")
+        _ = try b.create(id: jazz)
+        let jazzHub = hubsA.hub(jazz) { 0 }
+        _ = try b.facade(jazz).add(try AlbumInput(title: "One", artist: "A"))
+        #expect(!jazzHub.skipWhileUnsubscribed(to: 1, after: .seconds(3600)), "a hub made a moment ago is within the grace")
+        #expect(!hubsA.defaultHub.skipWhileUnsubscribed(to: 9, after: .zero), "never while a stream listens")
     }
 
     @Test("a backlog longer than one read is published whole, in order")

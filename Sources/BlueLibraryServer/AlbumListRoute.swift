@@ -136,7 +136,9 @@ struct AlbumListRoute {
     }
 
     /// A 304 or the page from memory. A page cached for this key proves the query valid (it
-    /// was read for these exact bytes under these limits); without one, a 304 from the version
+    /// was read for these exact bytes under these limits), and so does one the cache still
+    /// holds outdated (its age past `maxAge`, or an older version): a revalidation keeps its
+    /// fast 304 after the page it once fetched aged out. Without either, a 304 from the version
     /// alone is answered only once the caller parsed the query (`queryIsValid`), so an invalid
     /// query is a 400 whatever `If-None-Match` says, and the fast path of a cached page parses
     /// nothing. A page only a HEAD has read has no body yet: a GET renders it where it may
@@ -145,7 +147,7 @@ struct AlbumListRoute {
         _ request: HTTPRequest, _ context: RequestContext, key: PageKey, version: Int64, queryIsValid: Bool, mayRender: Bool
     ) throws -> HTTPResponse? {
         let cached = pages.current(key, version: version)
-        guard cached != nil || queryIsValid else { return nil }
+        guard cached != nil || queryIsValid || (request.headers["If-None-Match"] != nil && pages.holdsValue(for: key)) else { return nil }
         // The condition is matched on the received bytes: a revalidation makes no String of it.
         let etag = cached?.etag
         if let matched = request.headers.withFirstValue("If-None-Match", { ETag.list($0, matches: etag ?? key.etag(version: version)) }),

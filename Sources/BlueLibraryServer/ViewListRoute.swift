@@ -131,8 +131,11 @@ struct ViewListRoute {
         queryIsValid: Bool, mayRender: Bool
     ) throws -> HTTPResponse? {
         let cached = pages.cache.current(key, version: version.sum)
-        // A cached page proves the query valid; otherwise no 304 before it was parsed.
-        guard cached != nil || queryIsValid else { return nil }
+        // A cached page proves the query valid, and so does one still held outdated (see
+        // `AlbumListRoute`); otherwise no 304 before it was parsed.
+        guard cached != nil || queryIsValid || (request.headers["If-None-Match"] != nil && pages.cache.holdsValue(for: key)) else {
+            return nil
+        }
         let etag = cached?.etag
         if let matched = request.headers.withFirstValue("If-None-Match", { ETag.list($0, matches: etag ?? key.etag(versions: version.versions)) }),
             matched

@@ -1,5 +1,7 @@
 import BlueLibraryTestSupport
+import Essentials
 import Foundation
+import HTTPServer
 import HTTPTestSupport
 import Synchronization
 import TestThreads
@@ -154,6 +156,33 @@ import Testing
         _ = routes.request(method: "DELETE", path: "/albums/at/0")
         #expect(try get("/albums?limit=5", headers: ["If-None-Match": tag]).status == 200)
         #expect(app.pageCache.loadCount == loadsBefore + 1)
+    }
+
+    /// A client that only revalidates keeps its 304 on the event loop after the page it once
+    /// fetched aged out of the page cache (its query was proven valid by that page); an
+    /// invalid query still never gets one.
+    @Test func aRevalidationStaysOnTheFastPathAfterItsPageAgedOut() throws {
+        let parts = try InMemoryApp.make { $0.seed = true }
+        defer { parts.app.shutdown() }
+        let tag = try #require(parts.routes.request(path: "/albums?limit=2").header("ETag"))
+        parts.clock.advance(by: .seconds(61))  // past the page cache's maxAge
+        func reply(_ target: String) throws -> HTTPReply {
+            let request = HTTPRequest(method: .get, target: target, headers: HTTPHeaders([("Host", "test"), ("If-None-Match", tag)]), body: [])
+            let resolution = parts.app.router.resolve(method: .get, path: request.path)
+            let context = RequestContext(
+                peerAddress: IPAddress("127.0.0.1")!, parameters: resolution.parameters, routePattern: resolution.pattern,
+                routeIndex: resolution.routeIndex, cancellation: CancellationFlag())
+            return try resolution.responder.respond(to: request, context: context)
+        }
+        guard case let .response(response) = try reply("/albums?limit=2") else {
+            Issue.record("the revalidation went to a worker")
+            return
+        }
+        #expect(response.status == .notModified)
+        guard case .blocking = try reply("/albums?limit=2&sort=nonsense") else {
+            Issue.record("a query never read is answered before it is parsed")
+            return
+        }
     }
 
     @Test func concurrentIdenticalRequestsCauseOneRead() throws {

@@ -135,8 +135,10 @@ import Testing
         cache.invalidate(erase: false)
         #expect(cache.state("p", version: 1) == .outdated)
         #expect(cache.usage.cost == 10, "an outdated value is kept until reloaded")
+        #expect(cache.holdsValue(for: "p"))
         cache.invalidate(erase: true)
         #expect(cache.state("p", version: 1) == nil)
+        #expect(!cache.holdsValue(for: "p"))
         #expect(cache.usage.cost == 0)
     }
 
@@ -169,5 +171,7 @@ import Testing
         clock.advance(by: .milliseconds(1))
         #expect(cache.current("p", version: 1) == nil)
         #expect(cache.state("p", version: 1) == .outdated)
+        #expect(cache.holdsValue(for: "p"), "outdated by age, still held")
+        #expect(!cache.holdsValue(for: "q"))
     }
 }

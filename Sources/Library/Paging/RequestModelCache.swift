@@ -102,6 +102,14 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
         }
     }
 
+    /// Whether a value was loaded for `key` and is still held, current or not (outdated by age,
+    /// by version or by `invalidate()`; `invalidate(erase: true)` drops it). Counts no use.
+    /// What a key proves by having been loaded once (the server: that a query string is valid
+    /// under the limits in its key) stays true after the value is outdated.
+    public func holdsValue(for key: Key) -> Bool {
+        store.withLock { $0.entries[key]?.loaded != nil }
+    }
+
     /// The value for `key` at `version`: from memory when current, otherwise loaded by `load`
     /// (or by the identical request already loading it, when that one read `version` or a
     /// newer one). A failed load is not kept: the waiters get the error and the next request

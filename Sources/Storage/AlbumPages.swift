@@ -384,7 +384,7 @@ extension SQLiteAlbumStore {
         _ library: LibraryID, matching filter: AlbumFilter, sort: AlbumSort, from anchor: SortAnchor, limit: Int
     ) throws -> [String] {
         try database.read { db in
-            let row = try liveRow(library, db)
+            let row = try liveRow(library, db).id
             let pages = AlbumPages(db: db, library: row, order: SparseOrder(db, library: row, context: engine))
             return try pages.pageStatements(matching: filter, sort: sort, from: anchor, limit: limit).map { sql, bindings in
                 try db.query(SQL.explainQueryPlan + sql, bindings) { try $0.string(3) }.joined(separator: "; ")
@@ -398,7 +398,7 @@ extension SQLiteAlbumStore {
         _ library: LibraryID, matching filter: AlbumFilter, sort: AlbumSort, in range: SortRange, skipping: Int, limit: Int
     ) throws -> [String] {
         try database.read { db in
-            let row = try liveRow(library, db)
+            let row = try liveRow(library, db).id
             let pages = AlbumPages(db: db, library: row, order: SparseOrder(db, library: row, context: engine))
             return try pages.rangeStatements(matching: filter, sort: sort, in: range, skipping: skipping, limit: limit).map { sql, bindings in
                 try db.query(SQL.explainQueryPlan + sql, bindings) { try $0.string(3) }.joined(separator: "; ")

@@ -20,7 +20,9 @@ enum SQL {
 
     /// The row of a name, live or deleted (rows are never removed: see `SchemaHistory` v7).
     static let libraryID = "SELECT id FROM libraries WHERE name = ?1"
-    static let libraryIsLive = "SELECT deleted = 0 FROM libraries WHERE id = ?1"
+    /// The row ?1: live, album count, version, sort articles (what a transaction of the library
+    /// would otherwise read one statement at a time).
+    static let libraryRowByID = "SELECT deleted = 0, album_count, version, sort_articles FROM libraries WHERE id = ?1"
     static let librarySortArticles = "SELECT sort_articles FROM libraries WHERE id = ?1"
     static let setLibrarySortArticles = "UPDATE libraries SET sort_articles = ?2 WHERE id = ?1"
     /// The next `batch` album rows of library ?1 after row ?2 (in row order): row, artist, artist key.

@@ -39,7 +39,8 @@ extension SQLiteAlbumStore {
     public func deleteLibrary(_ id: LibraryID, onlyIfEmpty: Bool) throws {
         guard id != .default else { throw LibraryError.conflict("the default library cannot be deleted") }
         try committing(alone: true) { db in
-            let transaction = LibraryTransaction(db, library: try liveRow(id, db), context: engine, soleWriter: true)
+            let row = try liveRow(id, db)
+            let transaction = LibraryTransaction(db, library: row.id, context: engine, soleWriter: true, known: row)
             if onlyIfEmpty, case let count = try transaction.count(), count > 0 {
                 throw LibraryError.libraryNotEmpty(id, count: count)
             }

@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 import Library
 import SQLite
 import Synchronization
@@ -269,8 +270,8 @@ public final class SQLiteAlbumStore: AlbumStore {
         Self.checkDistinct(libraries)
         return try database.read { db in
             let transactions = try libraries.map { library in
-                SQLiteTransaction(engine: LibraryTransaction(
-                    db, library: try liveRow(library, db), context: engine, soleWriter: false))
+                let row = try liveRow(library, db)
+                return SQLiteTransaction(engine: LibraryTransaction(db, library: row.id, context: engine, soleWriter: false, known: row))
             }
             return try body(transactions)
         }
@@ -281,8 +282,8 @@ public final class SQLiteAlbumStore: AlbumStore {
         return try committing { db in
             let soleWriter = libraries.count == 1
             let transactions = try libraries.map { library in
-                SQLiteTransaction(engine: LibraryTransaction(
-                    db, library: try liveRow(library, db), context: engine, soleWriter: soleWriter))
+                let row = try liveRow(library, db)
+                return SQLiteTransaction(engine: LibraryTransaction(db, library: row.id, context: engine, soleWriter: soleWriter, known: row))
             }
             let result = try body(transactions)
             for transaction in transactions { try transaction.engine.finish() }
@@ -293,8 +294,8 @@ public final class SQLiteAlbumStore: AlbumStore {
     /// `write` in a transaction of its own (see `AlbumStore.writeAlone`).
     public func writeAlone<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
         try committing(alone: true) { db in
-            let transaction = SQLiteTransaction(engine: LibraryTransaction(
-                db, library: try liveRow(library, db), context: engine, soleWriter: true))
+            let row = try liveRow(library, db)
+            let transaction = SQLiteTransaction(engine: LibraryTransaction(db, library: row.id, context: engine, soleWriter: true, known: row))
             let result = try body(transaction)
             try transaction.engine.finish()
             return result
@@ -320,30 +321,35 @@ public final class SQLiteAlbumStore: AlbumStore {
         precondition(libraries.count < 2 || Set(libraries).count == libraries.count, "libraries must not repeat")
     }
 
-    /// The row id of `library` inside the transaction on `db`, which must show it live.
+    /// The row of `library` inside the transaction on `db`, which must show it live: its id,
+    /// and its album count, version and sort articles, read in one statement (a transaction of
+    /// the library would otherwise read them one at a time).
     ///
     /// The name-to-row cache is never stale: library rows are never removed (a deleted library
-    /// is a tombstone, and creating it again reuses its row, see `SchemaHistory` v7), so only whether
-    /// the row is live is read each time (one primary-key lookup, in this transaction's
-    /// snapshot, so another process's delete is seen too).
+    /// is a tombstone, and creating it again reuses its row, see `SchemaHistory` v7), so only the
+    /// row is read each time (one primary-key lookup, in this transaction's snapshot, so another
+    /// process's delete is seen too).
     /// - Throws: `LibraryError.libraryNotFound` when there is no live library `library`.
-    func liveRow(_ library: LibraryID, _ db: Connection) throws -> Int64 {
+    func liveRow(_ library: LibraryID, _ db: Connection) throws -> KnownLibraryRow {
+        let id: Int64
         if let known = libraryRows.withLock({ $0[library.rawValue] }) {
-            guard try db.scalar(SQL.libraryIsLive, [.integer(known)], as: Bool.self) == true else {
+            id = known
+        } else {
+            guard let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
                 throw LibraryError.libraryNotFound(library)
             }
-            return known
+            // Committed unless an earlier write of the same group-commit batch created it (then it
+            // is live only if that commits). No HTTP path writes a library before a committed read
+            // found it (`Libraries.facade`), so the row read here is committed and permanent.
+            remember(library, row: row)
+            id = row
         }
-        guard let row = try db.scalar(SQL.libraryID, [.text(library.rawValue)], as: Int64.self) else {
-            throw LibraryError.libraryNotFound(library)
+        let row = try db.firstRow(SQL.libraryRowByID, [.integer(id)]) { row -> KnownLibraryRow? in
+            guard try row.bool(0) else { return nil }
+            return KnownLibraryRow(
+                id: id, albumCount: try row.int(1), version: try row.int64(2), sortArticles: SortArticles(stored: try row.string(3)))
         }
-        // Committed unless an earlier write of the same group-commit batch created it (then it
-        // is live only if that commits). No HTTP path writes a library before a committed read
-        // found it (`Libraries.facade`), so the row read here is committed and permanent.
-        remember(library, row: row)
-        guard try db.scalar(SQL.libraryIsLive, [.integer(row)], as: Bool.self) == true else {
-            throw LibraryError.libraryNotFound(library)
-        }
+        guard let row, let row else { throw LibraryError.libraryNotFound(library) }
         return row
     }
 

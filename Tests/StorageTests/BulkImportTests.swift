@@ -98,13 +98,7 @@ struct BulkImportTests {
             let otherWalked = try Self.walk(store, other, sort, limit: 97)
             #expect(otherWalked.map(\.id) == Reference.order(otherAlbums, .all, sort).map(\.id), "other library, sort \(sort)")
         }
-        for (name, filter) in PagingTests.filters {
-            let count = try store.read(.default) { try $0.count(matching: filter) }
-            #expect(count == second.filter(filter.matches).count, "count matching \(name)")
-        }
-        #expect(try Fixtures.allAlbums(store) == second)
-        #expect(try store.checkConsistency(.default).albumCount == second.count)
-        #expect(try store.checkConsistency(other).albumCount == otherAlbums.count)
+        try Self.expectHolds(store, second, other: other, otherAlbums)
 
         // Ordinary writes after the import keep the rebuilt indexes current.
         let late = Self.albums(3, seed: 8)
@@ -134,12 +128,18 @@ struct BulkImportTests {
         }
         #expect(store.orderingCounters.sortIndexRebuilds == 3, "emptying a large library drops the indexes")
         #expect(try Self.indexSchema(store) == migrated)
+        try Self.expectHolds(store, small, other: other, otherAlbums)
+    }
+
+    /// The default library holds `albums` (every filter counts as the reference does, the
+    /// search index included) and `other` holds `otherAlbums`, both consistent.
+    static func expectHolds(_ store: SQLiteAlbumStore, _ albums: [Album], other: LibraryID, _ otherAlbums: [Album]) throws {
         for (name, filter) in PagingTests.filters {
             let count = try store.read(.default) { try $0.count(matching: filter) }
-            #expect(count == small.filter(filter.matches).count, "count matching \(name) after the small import")
+            #expect(count == albums.filter(filter.matches).count, "count matching \(name)")
         }
-        #expect(try Fixtures.allAlbums(store) == small)
-        #expect(try store.checkConsistency(.default).albumCount == small.count)
+        #expect(try Fixtures.allAlbums(store) == albums)
+        #expect(try store.checkConsistency(.default).albumCount == albums.count)
         #expect(try store.checkConsistency(other).albumCount == otherAlbums.count)
     }
 

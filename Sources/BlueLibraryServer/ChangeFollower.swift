@@ -273,7 +273,7 @@ final class ChangeFollower: Service {
     }
 
     /// A hub nobody listens to here jumps to `version` instead of reading the feed up to it
-    /// (``EventHub/skipWhileUnsubscribed(to:)``): every instance would otherwise read every
+    /// (``EventHub/skipWhileUnsubscribed(to:after:)``): every instance would otherwise read every
     /// other instance's commits. The `state.changed` events held for those versions go with
     /// them (they are in no feed, and nobody was there to get them). Under the library's pass
     /// lock, so no pass publishes behind the jump; false (read the feed) when a pass holds it

@@ -35,9 +35,9 @@ final class SmallFileBytes: Sendable {
         guard let read = Self.read(path, length: length) else { return nil }
         state.withLock { state in
             guard state.files[path] == nil, length <= capacityBytes else { return }
-            while state.bytes + length > capacityBytes, let (_, evicted) = state.files.first {
-                state.files.removeValue(forKey: state.files.first!.key)
-                state.bytes -= evicted.count
+            while state.bytes + length > capacityBytes, let (evicted, bytes) = state.files.first {
+                state.files.removeValue(forKey: evicted)
+                state.bytes -= bytes.count
             }
             state.files[path] = read
             state.bytes += length

@@ -26,8 +26,10 @@ import Testing
             #expect(parts.routes.request(path: "/albums").status == 200)
             parts.app.shutdown()
         }
-        #expect(router == nil, "the router is freed")
-        #expect(store == nil, "the store is freed")
+        // A thread of the app that is ending (a worker letting go of the request it ran) may
+        // hold the last reference a moment longer; a cycle holds it for good.
+        #expect(eventually { router == nil }, "the router is freed")
+        #expect(eventually { store == nil }, "the store is freed")
     }
 
     /// On SQLite: the store and its checkpoint thread go with the app.

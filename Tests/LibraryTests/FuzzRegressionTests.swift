@@ -20,6 +20,16 @@ struct FuzzRegressionTests {
         #expect((try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])) == nil)
     }
 
+    /// fuzz-json-scanner (base64 `eyJhIjogMWU0MDAsICJhIjogMX0=`): `JSONSerialization` checks a
+    /// number only when it keeps it, so an out-of-range number under a key that a later member
+    /// repeats is accepted (the later one wins). The scanner refuses it, and request bodies are
+    /// scanned first, so the service refuses it too.
+    @Test("a number too large for a double is refused even when a duplicate key would hide it")
+    func overflowingNumberHiddenByADuplicateKey() {
+        let bytes = Array(#"{"a": 1e400, "a": 1}"#.utf8)
+        #expect(JSONScanner.syntaxError(in: bytes)?.reason.contains("cannot be represented") == true)
+    }
+
     @Test("an archive with an infinite number is malformed JSON, not an invalid field")
     func archiveWithOverflowingNumber() {
         let json = #"{"format": "bluelibrary.archive", "formatVersion": 1e400, "albums": []}"#

@@ -125,7 +125,7 @@ let package = Package(
         .target(name: "AlbumStoreContract", dependencies: ["Essentials", "BlueLibraryAPI", "Library", "ServerRecords", "HTTPTestSupport"], path: "Tests/AlbumStoreContract", swiftSettings: strict),
 
         .testTarget(name: "TestThreadsTests", swiftSettings: strict),
-        .testTarget(name: "EssentialsTests", dependencies: ["Essentials"], swiftSettings: strict),
+        .testTarget(name: "EssentialsTests", dependencies: ["Essentials", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["Essentials", "HTTPServer", "HTTPTestSupport"], swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "HTTPTestSupport", "Essentials"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "HTTPTestSupport", "Essentials"], swiftSettings: strict),

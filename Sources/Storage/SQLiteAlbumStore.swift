@@ -344,12 +344,11 @@ public final class SQLiteAlbumStore: AlbumStore {
             remember(library, row: row)
             id = row
         }
-        let row = try db.firstRow(SQL.libraryRowByID, [.integer(id)]) { row -> KnownLibraryRow? in
+        guard let row = try db.firstRow(SQL.libraryRowByID, [.integer(id)], { row -> KnownLibraryRow? in
             guard try row.bool(0) else { return nil }
             return KnownLibraryRow(
                 id: id, albumCount: try row.int(1), version: try row.int64(2), sortArticles: SortArticles(stored: try row.string(3)))
-        }
-        guard let row, let row else { throw LibraryError.libraryNotFound(library) }
+        }) ?? nil else { throw LibraryError.libraryNotFound(library) }
         return row
     }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Essentials
 import Foundation
+import HTTPTestSupport
 import Synchronization
 import TestThreads
 import Testing
@@ -32,11 +33,7 @@ import Testing
 
     /// Waits (bounded) until `batcher` has seen `calls` calls.
     static func waitForCalls(_ batcher: ReadBatcher<String, Int64>, _ calls: Int) throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while batcher.statistics.calls < calls {
-            try #require(ContinuousClock.now < deadline, "\(calls) calls arrived")
-            Thread.sleep(forTimeInterval: 0.001)
-        }
+        try #require(eventually(timeout: .seconds(30)) { batcher.statistics.calls >= calls }, "\(calls) calls arrived")
     }
 
     /// A call on its own thread.
@@ -122,8 +119,8 @@ import Testing
         #expect(try reader.get() == ["a": 0, "b": 0], "the batch still read what everyone asked")
     }
 
-    /// Many threads at once: every answer is at least the version committed before its call,
-    /// and the reads are fewer than the calls.
+    /// Many threads at once: every answer is at least the version committed before its call.
+    /// (That calls share reads is shown above, with a read the test holds open.)
     @Test func underContentionEveryAnswerIsAtLeastWhatWasCommittedBeforeTheCall() {
         let version = Atomic<Int64>(0)
         let batcher = ReadBatcher<String, Int64>()
@@ -137,7 +134,6 @@ import Testing
                     let before = version.load(ordering: .sequentiallyConsistent)
                     let got = try? batcher.values(of: ["lib"]) { keys in
                         let snapshot = version.load(ordering: .sequentiallyConsistent)
-                        Thread.sleep(forTimeInterval: 0.000_05)
                         return Dictionary(uniqueKeysWithValues: keys.map { ($0, snapshot) })
                     }
                     if (got?["lib"] ?? -1) < before { stale.add(1, ordering: .relaxed) }
@@ -147,8 +143,6 @@ import Testing
         }
         #expect(group.wait(timeout: .now() + 120) == .success)
         #expect(stale.load(ordering: .relaxed) == 0)
-        let statistics = batcher.statistics
-        #expect(statistics.calls == 16_000)
-        #expect(statistics.reads < statistics.calls, "reads were shared: \(statistics)")
+        #expect(batcher.statistics.calls == 16_000)
     }
 }

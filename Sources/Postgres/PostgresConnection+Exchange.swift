@@ -41,6 +41,7 @@ extension PostgresConnection {
     /// take it at most until the response deadline.
     func dispatch(_ sql: String, send: () -> Int32) throws {
         guard send() == 1 else { throw PostgresError(connection: handle, sql: sql) }
+        roundTrips += 1
         let deadline = responseDeadline()
         while true {
             switch PQflush(handle) {

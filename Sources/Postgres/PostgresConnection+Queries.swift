@@ -47,6 +47,8 @@ extension PostgresConnection {
     /// dropped, then its error is rethrown.
     public func forEachRow(_ sql: String, _ params: [PostgresValue] = [], _ body: (PostgresRow) throws -> Void) throws {
         try requireIdle(sql)
+        // Rows stream one at a time, outside a pipeline: what was queued goes first, on its own.
+        try sendQueued(then: nil)
         try refuseIfStopped(sql)
         let parameters = PostgresParameters(params)
         let name = try preparedStatement(StatementKey(sql: sql, types: parameters.types))
@@ -99,6 +101,11 @@ extension PostgresConnection {
         try requireIdle(sql)
         let parameters = PostgresParameters(params)
         let key = StatementKey(sql: sql, types: parameters.types)
+        if !queued.isEmpty {
+            // Sent with what was queued, in one round trip (no retry of a stale statement: the
+            // pipeline's earlier statements ran, or failed, already).
+            return try sendQueued(then: .prepared(key, parameters))!
+        }
         do {
             return try executePrepared(key, parameters)
         } catch let error as PostgresError where isStaleStatement(error) {

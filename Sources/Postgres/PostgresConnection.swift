@@ -28,6 +28,15 @@ public final class PostgresConnection {
     var isStreaming = false
     /// Asked before and during each statement while ``stopping(when:_:)`` runs.
     var stop: StopCheck?
+    /// Statements ``runLater(_:_:)`` queued, sent with the next statement (see
+    /// `PostgresConnection+Pipeline`).
+    var queued: [QueuedStatement] = []
+    /// How many of the queued statements open a transaction that has not been sent yet
+    /// (`BEGIN`, and its `SET LOCAL`), nil when none is pending.
+    var pendingBegin: Int?
+    /// Round trips to the server so far: each send that then waits for answers (a statement, a
+    /// script, a pipeline of queued statements) counts one.
+    public internal(set) var roundTrips = 0
     /// Number of statements this connection has prepared; useful to verify statement reuse.
     public internal(set) var preparedStatementCount = 0
     /// Prepared statements kept per connection before all are deallocated (at a moment no
@@ -126,8 +135,9 @@ public final class PostgresConnection {
     public var isBroken: Bool { isAbandoned || PQstatus(handle) != CONNECTION_OK }
 
     /// True between BEGIN and COMMIT/ROLLBACK (also when the transaction failed and awaits
-    /// its ROLLBACK).
+    /// its ROLLBACK, and when its BEGIN is still queued).
     public var isInTransaction: Bool {
+        if pendingBegin != nil { return true }
         let status = PQtransactionStatus(handle)
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
     }
@@ -158,9 +168,16 @@ public final class PostgresConnection {
 
     /// Runs a script of one or more `;`-separated statements without parameters (schema
     /// creation, LISTEN, SET) with the simple query protocol. Rows, if any, are discarded.
+    /// Statements queued by ``runLater(_:_:)`` go first, in the same round trip when `sql` is one
+    /// statement.
     public func execute(_ sql: String) throws {
-        let result = try exchangeOne(sql) { PQsendQuery(handle, sql) }
-        try result.check([PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY], connection: handle, sql: sql)
+        if !queued.isEmpty && !sql.contains(";") {
+            try sendQueued(then: .plain(sql))
+        } else {
+            try sendQueued(then: nil)
+            let result = try exchangeOne(sql) { PQsendQuery(handle, sql) }
+            try result.check([PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY], connection: handle, sql: sql)
+        }
         // A script may have dropped this connection's prepared statements.
         let upper = sql.uppercased()
         if upper.contains("DEALLOCATE") || upper.contains("DISCARD") {

@@ -192,6 +192,8 @@ public final class PostgresPool: Sendable {
 
     private func release(_ pooled: PooledConnection) {
         let connection = pooled.connection
+        // Never sent to the next user's statements (a body that returned with some queued).
+        connection.discardQueued()
         if !connection.isBroken && connection.isInTransaction {
             try? connection.execute("ROLLBACK")
         }

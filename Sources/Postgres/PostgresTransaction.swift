@@ -34,13 +34,14 @@ extension PostgresConnection {
         if isInTransaction {
             return try savepoint(body)
         }
+        // The BEGIN (and its SET LOCAL) goes with the body's first statement, in its round trip.
+        queued.append(.plain(mode.beginSQL))
         if let statementTimeout {
             // A number, never a value from outside, in the SQL text.
             let milliseconds = max(1, statementTimeout.milliseconds + (statementTimeout.nanoseconds % 1_000_000 == 0 ? 0 : 1))
-            try execute("\(mode.beginSQL); SET LOCAL statement_timeout = \(milliseconds)")
-        } else {
-            try execute(mode.beginSQL)
+            queued.append(.plain("SET LOCAL statement_timeout = \(milliseconds)"))
         }
+        pendingBegin = queued.count
         let result: T
         do {
             result = try body()
@@ -52,7 +53,13 @@ extension PostgresConnection {
             rollbackAfterError()
             throw PostgresError(kind: .other, message: "the transaction failed (a statement's error was caught) and was rolled back")
         }
+        if pendingBegin == queued.count {
+            // The body sent nothing: neither did the transaction.
+            discardQueued()
+            return result
+        }
         do {
+            // With the statements the body queued (runLater), in one round trip.
             try execute("COMMIT")
         } catch {
             // A failed COMMIT ends the transaction; ROLLBACK only if the server says one is open.
@@ -72,6 +79,8 @@ extension PostgresConnection {
         } catch {
             // The body's error is the one worth reporting; if this fails, the outer
             // transaction fails in turn.
+            // What the body queued goes with it.
+            discardQueued()
             if !isBroken {
                 try? execute("ROLLBACK TO SAVEPOINT \(name)")
                 try? execute("RELEASE SAVEPOINT \(name)")
@@ -81,6 +90,8 @@ extension PostgresConnection {
     }
 
     private func rollbackAfterError() {
+        // Queued statements are never sent; a BEGIN still among them opened nothing.
+        discardQueued()
         guard !isBroken, isInTransaction else { return }
         // Report the original error; a connection whose ROLLBACK fails is broken, and the
         // server rolls back when it closes.

@@ -18,9 +18,11 @@ struct ChangeFeed<DB: SQLSession> {
         return try db.firstRow(SQL.oldestChange, [.integer(library)], { try StoredRows.change(from: $0) })
     }
 
+    /// On PostgreSQL the row goes with the next statement (`runLater`): a version recorded
+    /// twice then fails that statement (the commit) with the unique violation itself.
     func record(_ change: LibraryChange, library: Int64) throws {
         do {
-            try db.run(SQL.insertChange, [
+            try db.runLater(SQL.insertChange, [
                 .integer(library), .integer(change.version), .text(change.kind.rawValue),
                 change.id.map { .text($0.rawValue) } ?? .null, change.index.map { .integer(Int64($0)) } ?? .null,
                 .integer(Milliseconds.from(change.recordedAt)),
@@ -41,6 +43,10 @@ struct ChangeFeed<DB: SQLSession> {
     func prune(throughVersion maxVersion: Int64, recordedBefore cutoff: Date, limit: Int, library: Int64) throws {
         guard limit > 0 else { return }
         let cutoffMilliseconds = Milliseconds.from(cutoff)
+        if let prune = db.dialect.pruneChanges {
+            try db.runLater(prune, [.integer(library), .integer(Int64(limit)), .integer(maxVersion), .integer(cutoffMilliseconds)])
+            return
+        }
         var last: Int64?
         try db.scan(SQL.oldestChanges, [.integer(library), .integer(Int64(limit))]) { row in
             let version = try row.int64(0)

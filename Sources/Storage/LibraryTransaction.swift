@@ -199,11 +199,17 @@ final class LibraryTransaction<DB: SQLSession> {
     }
 
     func bumpVersion() throws -> Int64 {
+        if let knownVersion {
+            // The row is locked since the version was read: the new one is known without asking.
+            try db.runLater(SQL.bumpVersion, [.integer(library)])
+            bumpedVersion = true
+            self.knownVersion = knownVersion + 1
+            return knownVersion + 1
+        }
         guard let version = try db.value(SQL.bumpVersion, [.integer(library)], as: Int64.self) else {
             throw StorageError(.corrupt, "the library has no row")
         }
         bumpedVersion = true
-        if knownVersion != nil { knownVersion = version }
         return version
     }
 

@@ -18,8 +18,8 @@ extension PostgresAlbumStore {
             }) else {
                 throw LibraryError.conflict("a library with id \"\(id)\" exists already; choose another id")
             }
-            try session.run(PostgresSQL.notifyCatalog, [])
-            if record.version > 0 { try session.run(PostgresSQL.notifyCommit, [.text(id.rawValue)]) }
+            try session.runLater(PostgresSQL.notifyCatalog, [])
+            if record.version > 0 { try session.runLater(PostgresSQL.notifyCommit, [.text(id.rawValue)]) }
             return record
         }
     }
@@ -31,7 +31,7 @@ extension PostgresAlbumStore {
             }) else {
                 throw LibraryError.libraryNotFound(id)
             }
-            try session.run(PostgresSQL.notifyCatalog, [])
+            try session.runLater(PostgresSQL.notifyCatalog, [])
             return record
         }
     }
@@ -47,7 +47,7 @@ extension PostgresAlbumStore {
                 throw LibraryError.libraryNotEmpty(id, count: count)
             }
             try transaction.removeLibrary()
-            try session.run(PostgresSQL.notifyCatalog, [])
+            try session.runLater(PostgresSQL.notifyCatalog, [])
         }
     }
 
@@ -58,7 +58,7 @@ extension PostgresAlbumStore {
     public func saveView(_ view: ViewDefinition) throws {
         try writing { session in
             try session.run(SQL.saveView, StoredRows.viewBindings(view))
-            try session.run(PostgresSQL.notifyCatalog, [])
+            try session.runLater(PostgresSQL.notifyCatalog, [])
         }
     }
 
@@ -73,7 +73,7 @@ extension PostgresAlbumStore {
                 try session.run(SQL.createView, StoredRows.viewBindings(view))
             }
             let saved = session.changes > 0
-            if saved { try session.run(PostgresSQL.notifyCatalog, []) }
+            if saved { try session.runLater(PostgresSQL.notifyCatalog, []) }
             return saved
         }
     }
@@ -82,7 +82,7 @@ extension PostgresAlbumStore {
         try writing { session in
             try session.run(SQL.deleteView, [.text(id.rawValue)])
             let deleted = session.changes > 0
-            if deleted { try session.run(PostgresSQL.notifyCatalog, []) }
+            if deleted { try session.runLater(PostgresSQL.notifyCatalog, []) }
             return deleted
         }
     }

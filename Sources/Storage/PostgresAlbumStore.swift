@@ -104,7 +104,7 @@ public final class PostgresAlbumStore: AlbumStore {
             for transaction in transactions { try transaction.engine.finish() }
             try session.sendQueuedAlbums()
             for (library, transaction) in zip(libraries, transactions) where transaction.engine.bumpedVersion {
-                try session.run(PostgresSQL.notifyCommit, [.text(library.rawValue)])
+                try session.runLater(PostgresSQL.notifyCommit, [.text(library.rawValue)])
             }
             return result
         }

@@ -18,6 +18,8 @@ final class PostgresSession: SQLSession {
     private(set) var changes = 0
     /// Appended album rows not sent yet (`queueAlbumRow`), each `SQL.insertAlbum`'s 14 values.
     private var queuedAlbums: [[SQLValue]] = []
+    /// Statements `runLater` took while album rows were queued: they follow those rows.
+    private var laterThanAlbums: [(sql: String, bindings: [SQLValue])] = []
 
     init(_ connection: PostgresConnection) {
         self.connection = connection
@@ -28,6 +30,16 @@ final class PostgresSession: SQLSession {
     func run(_ sql: String, _ bindings: [SQLValue]) throws {
         try sendQueuedAlbums()
         changes = try connection.run(PostgresPlaceholders.text(sql), Self.parameters(bindings))
+    }
+
+    /// Queued on the connection (`PostgresConnection.runLater`), after any album rows queued
+    /// before it.
+    func runLater(_ sql: String, _ bindings: [SQLValue]) throws {
+        if queuedAlbums.isEmpty {
+            connection.runLater(PostgresPlaceholders.text(sql), Self.parameters(bindings))
+        } else {
+            laterThanAlbums.append((sql, bindings))
+        }
     }
 
     func forEachRow(_ sql: String, _ bindings: [SQLValue], _ body: (PostgresRow) throws -> Void) throws {
@@ -63,13 +75,16 @@ final class PostgresSession: SQLSession {
     }
 
     /// Inserts the queued album rows, a few multi-row statements (chunks of fixed sizes, so
-    /// each text is prepared once per connection). The store calls it before its commit; every
-    /// other statement of the session calls it first.
+    /// each text is prepared once per connection), in the round trip of the statements queued
+    /// before them; then queues what `runLater` took meanwhile. The store calls it before its
+    /// commit; every other statement of the session calls it first.
     /// - Throws: `LibraryError.conflict` naming the first queued album whose id a library holds.
     func sendQueuedAlbums() throws {
         guard !queuedAlbums.isEmpty else { return }
         let rows = queuedAlbums
+        let later = laterThanAlbums
         queuedAlbums = []
+        laterThanAlbums = []
         var start = 0
         for chunk in PostgresSQL.insertAlbumsChunks {
             while rows.count - start >= chunk {
@@ -86,6 +101,9 @@ final class PostgresSession: SQLSession {
                 }
                 start += chunk
             }
+        }
+        for statement in later {
+            connection.runLater(PostgresPlaceholders.text(statement.sql), Self.parameters(statement.bindings))
         }
     }
 

@@ -91,6 +91,11 @@ enum SQL {
     static let bucketsForward = "SELECT ord, id, size FROM buckets WHERE library = ?1 ORDER BY ord"
     static let bucketsBackward = "SELECT ord, id, size FROM buckets WHERE library = ?1 ORDER BY ord DESC"
     static let lastBucket = "SELECT ord, id, size FROM buckets WHERE library = ?1 ORDER BY ord DESC LIMIT 1"
+    /// The last bucket and its highest position (one round trip for an append on PostgreSQL).
+    static let lastBucketAndPosition = """
+        SELECT ord, id, size, (SELECT MAX(pos) FROM albums WHERE bucket = b.id)
+        FROM buckets AS b WHERE library = ?1 ORDER BY ord DESC LIMIT 1
+        """
     static let bucketBefore =
         "SELECT ord, id, size FROM buckets WHERE library = ?1 AND ord < ?2 ORDER BY ord DESC LIMIT 1"
     static let bucketAfter = "SELECT ord, id, size FROM buckets WHERE library = ?1 AND ord > ?2 ORDER BY ord LIMIT 1"

@@ -81,6 +81,43 @@ enum SQLDialect: Sendable, Equatable {
     /// True when a duplicate album id makes `insertAlbum` change no row (rather than throw).
     var insertSkipsDuplicates: Bool { self == .postgres }
 
+    /// Saves a state and, when that added a client past the limit, evicts the least recently
+    /// saved others, in one statement that `runLater` can queue (?1 library, ?2 client, ?3…?5
+    /// the state, ?6 the limit, ?7 the extra evicted at once: see `SavedStates.save`); `nil`:
+    /// the engine asks and decides in between (SQLite: in-process).
+    var saveStateEvicting: String? {
+        switch self {
+        case .sqlite: nil
+        case .postgres:
+            // The DELETE does not see the row its CTE inserted (one snapshot): the count is one more.
+            """
+            WITH saved AS (\(SQL.saveState) RETURNING xmax = 0 AS inserted),
+            held AS (SELECT count(*) + 1 AS states FROM saved_states WHERE library = ?1 AND (SELECT inserted FROM saved))
+            DELETE FROM saved_states WHERE library = ?1 AND client IN (
+                SELECT client FROM saved_states WHERE library = ?1 AND client <> ?2
+                ORDER BY updated_at IS NOT NULL, updated_at, client
+                LIMIT (SELECT CASE WHEN states > ?6 THEN states - ?6 + ?7 ELSE 0 END FROM held))
+            """
+        }
+    }
+
+    /// Deletes the longest run of the oldest changes (among the first ?2) recorded through
+    /// version ?3 and before ?4, in one statement that `runLater` can queue (?1 library); `nil`:
+    /// the engine reads them and decides (SQLite: in-process, and it stops at the first to keep).
+    var pruneChanges: String? {
+        switch self {
+        case .sqlite: nil
+        case .postgres:
+            """
+            DELETE FROM library_changes WHERE library = ?1 AND version IN (
+                SELECT version FROM (
+                    SELECT version, bool_and(version <= ?3 AND recorded_at < ?4) OVER (ORDER BY version) AS expired
+                    FROM (\(SQL.oldestChanges)) AS oldest) AS marked
+                WHERE expired)
+            """
+        }
+    }
+
     /// Whether emptying the only library with albums may delete every album row wholesale.
     var deletesEveryAlbumWholesale: Bool { self == .sqlite }
 

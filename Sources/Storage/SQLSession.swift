@@ -68,6 +68,11 @@ protocol SQLSession: AnyObject {
 
     /// Runs one statement to completion (rows, if any, are discarded).
     func run(_ sql: String, _ bindings: [SQLValue]) throws
+    /// Runs one statement whose changed-row count and rows nobody needs: at once on SQLite; on
+    /// PostgreSQL it goes with the session's next statement (the commit at the latest), in its
+    /// round trip, so its error, if any, comes from that statement. In order with every other
+    /// statement of the session. Never for a statement whose error the caller handles.
+    func runLater(_ sql: String, _ bindings: [SQLValue]) throws
     /// Rows changed by the latest `run`.
     var changes: Int { get }
     /// Calls `body` for each result row (the row is valid only inside `body`).
@@ -114,6 +119,11 @@ extension Connection: SQLSession {
 
     static func isUniqueViolation(_ error: any Error) -> Bool {
         (error as? SQLiteError)?.isUniqueViolation ?? false
+    }
+
+    /// In-process: nothing to save by waiting.
+    func runLater(_ sql: String, _ bindings: [SQLValue]) throws {
+        try run(sql, bindings)
     }
 
     /// SQLite queues nothing (its dialect does not ask to): the row is inserted at once.

@@ -25,17 +25,22 @@ struct SavedStates<DB: SQLSession> {
     /// room: the least recently saved states go, a hundredth of the limit at a time, so the
     /// scan that finds them runs once per that many new clients.
     func save(_ state: SavedState, library: Int64) throws {
-        let isNew = try db.value(SQL.stateExists, [.integer(library), .text(state.client)], as: Int.self) == nil
-        try db.run(SQL.saveState, [
+        let values: [SQLValue] = [
             .integer(library), .text(state.client), .integer(Int64(state.currentAlbumIndex)),
             state.albumID.map { .text($0.rawValue) } ?? .null,
             state.updatedAt.map { .integer(Milliseconds.from($0)) } ?? .null,
-        ])
+        ]
+        let extra = max(0, (limit - 1) / 100)
+        if let saveAndEvict = db.dialect.saveStateEvicting {
+            try db.runLater(saveAndEvict, values + [.integer(Int64(limit)), .integer(Int64(extra))])
+            return
+        }
+        let isNew = try db.value(SQL.stateExists, [.integer(library), .text(state.client)], as: Int.self) == nil
+        try db.run(SQL.saveState, values)
         guard isNew else { return }
         let count = try db.value(SQL.stateCount, [.integer(library)], as: Int.self) ?? 0
         guard count > limit else { return }
-        let excess = count - limit + max(0, (limit - 1) / 100)
-        try db.run(SQL.evictStates, [.integer(library), .text(state.client), .integer(Int64(excess))])
+        try db.run(SQL.evictStates, [.integer(library), .text(state.client), .integer(Int64(count - limit + extra))])
     }
 
     func deleteAll(library: Int64) throws {

@@ -122,7 +122,7 @@ final class SparseOrder<DB: SQLSession> {
     func finish() throws {
         try settleTail()
         if countIsDirty, let cachedCount {
-            try db.run(SQL.setAlbumCount, [.integer(library), .integer(Int64(cachedCount))])
+            try db.runLater(SQL.setAlbumCount, [.integer(library), .integer(Int64(cachedCount))])
             countIsDirty = false
         }
     }
@@ -257,7 +257,7 @@ final class SparseOrder<DB: SQLSession> {
     }
 
     private func setSize(of bucket: Bucket, library: Int64) throws {
-        try db.run(SQL.setBucketSize, [.integer(library), .integer(bucket.ord), .integer(Int64(bucket.size))])
+        try db.runLater(SQL.setBucketSize, [.integer(library), .integer(bucket.ord), .integer(Int64(bucket.size))])
     }
 
     private func count(_ keyPath: WritableKeyPath<AlbumOrderingCounters, Int>) {
@@ -402,8 +402,11 @@ final class SparseOrder<DB: SQLSession> {
     /// `writeRow` inserts the album row with the (bucket, pos) it is given.
     private func append(library: Int64, _ writeRow: (_ bucket: Int64, _ position: Int64) throws -> Void) throws {
         let total = try count()
-        if tail == nil, let last = try db.firstRow(SQL.lastBucket, [.integer(library)], { try Bucket(row: $0) }) {
-            tail = Tail(bucket: last, lastPosition: try lastPosition(in: last), sizeIsDirty: false)
+        if tail == nil, let (last, lastPosition) = try db.firstRow(SQL.lastBucketAndPosition, [.integer(library)], {
+            (try Bucket(row: $0), try $0.optionalInt64(3))
+        }) {
+            guard let lastPosition else { throw StorageError(.corrupt, "bucket \(last.id) has no albums") }
+            tail = Tail(bucket: last, lastPosition: lastPosition, sizeIsDirty: false)
         }
         if var current = tail, current.bucket.size < layout.target,
            current.lastPosition + layout.positionGap <= layout.positionLimit

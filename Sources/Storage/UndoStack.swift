@@ -18,8 +18,8 @@ struct UndoStack<DB: SQLSession> {
 
     func push(_ command: UndoCommand, limit: Int, library: Int64) throws {
         let json = String(decoding: try JSONEncoder().encode(command), as: UTF8.self)
-        try db.run(SQL.pushUndo, [.integer(library), .text(json)])
-        try db.run(SQL.trimUndo, [.integer(library), .integer(Int64(max(0, limit)))])
+        try db.runLater(SQL.pushUndo, [.integer(library), .text(json)])
+        try db.runLater(SQL.trimUndo, [.integer(library), .integer(Int64(max(0, limit)))])
     }
 
     func pop(library: Int64) throws -> UndoCommand? {

@@ -7,6 +7,11 @@ func makeConnection() throws -> PostgresConnection {
     try PostgresConnection(url: try PostgresServer.shared().makeDatabase())
 }
 
+/// The URL of the database `connection` is connected to.
+func currentURL(_ connection: PostgresConnection) throws -> String {
+    try PostgresServer.shared().url(database: try connection.scalar("SELECT current_database()", as: String.self) ?? "")
+}
+
 struct TestFailure: Error, Equatable {
     let reason: String
 }

@@ -116,9 +116,4 @@ import Testing
         #expect(!connection.isInTransaction)
         #expect(try connection.scalar("SELECT n FROM t", as: Int.self) == 2)
     }
-
-    /// The URL of the database `connection` is connected to.
-    private func currentURL(_ connection: PostgresConnection) throws -> String {
-        try PostgresServer.shared().url(database: try connection.scalar("SELECT current_database()", as: String.self) ?? "")
-    }
 }

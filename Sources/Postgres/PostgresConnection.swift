@@ -143,7 +143,7 @@ public final class PostgresConnection {
     }
 
     /// True when the open transaction failed and ignores every statement but ROLLBACK.
-    var isInFailedTransaction: Bool { PQtransactionStatus(handle) == PQTRANS_INERROR }
+    public var isInFailedTransaction: Bool { PQtransactionStatus(handle) == PQTRANS_INERROR }
 
     /// The server's process id for this connection (`pg_backend_pid()`).
     public var backendPID: Int32 { PQbackendPID(handle) }

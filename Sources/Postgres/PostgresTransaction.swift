@@ -74,12 +74,12 @@ extension PostgresConnection {
         try execute("SAVEPOINT \(name)")
         do {
             let result = try body()
+            // Sends what the body queued: a queued statement's error fails the savepoint too.
             try execute("RELEASE SAVEPOINT \(name)")
             return result
         } catch {
             // The body's error is the one worth reporting; if this fails, the outer
-            // transaction fails in turn.
-            // What the body queued goes with it.
+            // transaction fails in turn. What the body queued goes with it.
             discardQueued()
             if !isBroken {
                 try? execute("ROLLBACK TO SAVEPOINT \(name)")

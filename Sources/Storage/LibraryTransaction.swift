@@ -67,6 +67,12 @@ final class LibraryTransaction<DB: SQLSession> {
 
     func count() throws -> Int { try order.count() }
 
+    /// The library row as this transaction leaves it, for a body that follows it in the same
+    /// database transaction (PostgreSQL's write groups): known here without a statement.
+    func rowAfter() throws -> KnownLibraryRow {
+        KnownLibraryRow(id: library, albumCount: try count(), version: try version(), sortArticles: try sortArticles())
+    }
+
     /// The articles the library's artist keys are made with (`libraries.sort_articles`).
     func sortArticles() throws -> SortArticles {
         if let knownSortArticles { return knownSortArticles }

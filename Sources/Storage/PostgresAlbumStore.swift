@@ -58,6 +58,8 @@ public final class PostgresAlbumStore: AlbumStore {
     let engine: EngineContext
     /// The version reads in flight and the next batch (``versions(of:)``).
     private let versionReads = ReadBatcher<String, Int64>()
+    /// Writes of one library waiting for this instance's transaction of it (``write(_:_:)``).
+    private let writeGroups = PostgresWriteGroups(maxBatch: 64)
 
     /// Opens the store on `pool` and brings the schema up to date (`PostgresSchema.migrate`,
     /// under an advisory lock, so several instances may start at once).
@@ -92,21 +94,87 @@ public final class PostgresAlbumStore: AlbumStore {
         }
     }
 
+    /// A write of one library joins that library's write group (``writeGroups``): one
+    /// transaction for the writes this instance has waiting, each under its own savepoint. A
+    /// write of several libraries runs in a transaction of its own.
     public func write<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreWriter]) throws -> T) throws -> T {
         Self.checkDistinct(libraries)
-        return try writing { session in
-            let rows = try Self.lock(libraries, session)
-            let transactions = rows.map { row in
-                PostgresTransaction(engine: LibraryTransaction(
-                    session, library: row.id, context: engine, soleWriter: libraries.count == 1, known: row))
+        guard libraries.count == 1, let library = libraries.first else {
+            return try writing { session in
+                let rows = try Self.lock(libraries, session)
+                let transactions = rows.map { row in
+                    PostgresTransaction(engine: LibraryTransaction(session, library: row.id, context: engine, soleWriter: false, known: row))
+                }
+                let result = try body(transactions)
+                for transaction in transactions { try transaction.engine.finish() }
+                try session.sendQueuedAlbums()
+                for (library, transaction) in zip(libraries, transactions) where transaction.engine.bumpedVersion {
+                    try session.runLater(PostgresSQL.notifyCommit, [.text(library.rawValue)])
+                }
+                return result
             }
-            let result = try body(transactions)
-            for transaction in transactions { try transaction.engine.finish() }
-            try session.sendQueuedAlbums()
-            for (library, transaction) in zip(libraries, transactions) where transaction.engine.bumpedVersion {
-                try session.runLater(PostgresSQL.notifyCommit, [.text(library.rawValue)])
+        }
+        var value: T?
+        let outcome = withoutActuallyEscaping(body) { body in
+            let job = PostgresWriteJob { [engine] session, row in
+                let transaction = PostgresTransaction(engine: LibraryTransaction(
+                    session, library: row.id, context: engine, soleWriter: true, known: row))
+                value = try body([transaction])
+                try transaction.engine.finish()
+                try session.sendQueuedAlbums()
+                return try transaction.engine.rowAfter()
             }
-            return result
+            writeGroups.perform(job, library: library.rawValue) { batch in runBatch(batch, of: library) }
+            // Done: the body goes with this call.
+            job.run = nil
+            return job.outcome
+        }
+        guard case let .done(error) = outcome else { preconditionFailure("a write job returned unfinished") }
+        if let error { throw error }
+        return value!
+    }
+
+    /// Transactions this instance's write groups committed and the writes they carried.
+    public var writeGroupStatistics: PostgresWriteGroupStatistics { writeGroups.statistics }
+
+    /// Runs `batch` (writes of `library`) in one transaction under the library's row lock, each
+    /// job under its own savepoint when there are several, and sets every job's outcome.
+    ///
+    /// A job that fails is rolled back alone. When the transaction fails as a whole (its commit,
+    /// a lost connection, a savepoint that could not be rolled back to), every job fails with
+    /// that error but the ones that failed on their own before any job succeeded: a later job's
+    /// 412 or 409 may have been decided against writes that never committed.
+    private func runBatch(_ batch: [PostgresWriteJob], of library: LibraryID) {
+        var ownFailures: Set<ObjectIdentifier> = []
+        do {
+            try writing { session in
+                ownFailures = []
+                for job in batch { job.outcome = .pending }
+                let locked = try Self.lock([library], session)[0]
+                var row = locked
+                var succeeded = false
+                for job in batch {
+                    guard batch.count > 1 else {
+                        row = try job.body(session, row)
+                        job.outcome = .done(nil)
+                        continue
+                    }
+                    do {
+                        row = try session.connection.transaction(.readCommitted) { try job.body(session, row) }
+                        job.outcome = .done(nil)
+                        succeeded = true
+                    } catch {
+                        job.outcome = .done(error)
+                        if !succeeded { ownFailures.insert(ObjectIdentifier(job)) }
+                        if session.connection.isBroken || session.connection.isInFailedTransaction { throw error }
+                    }
+                }
+                if row.version != locked.version {
+                    try session.runLater(PostgresSQL.notifyCommit, [.text(library.rawValue)])
+                }
+            }
+        } catch {
+            for job in batch where !ownFailures.contains(ObjectIdentifier(job)) { job.outcome = .done(error) }
         }
     }
 

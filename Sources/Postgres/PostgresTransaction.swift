@@ -69,21 +69,33 @@ extension PostgresConnection {
         return result
     }
 
+    /// The SAVEPOINT goes with the body's first statement and the RELEASE with its last queued
+    /// ones (a queued statement's error then fails the savepoint too): a body that sends one
+    /// statement costs two round trips, one that sends none costs none.
     private func savepoint<T>(_ body: () throws -> T) throws -> T {
         let name = "bl_sp\(nextStatementName())"
-        try execute("SAVEPOINT \(name)")
+        queued.append(.plain("SAVEPOINT \(name)"))
+        // Queued statements are only ever removed all at once, by a send: while no round trip
+        // happened, the SAVEPOINT and everything after it are still in the queue.
+        let start = queued.count - 1
+        let trips = roundTrips
+        let isUnsent = { self.roundTrips == trips }
         do {
             let result = try body()
-            // Sends what the body queued: a queued statement's error fails the savepoint too.
-            try execute("RELEASE SAVEPOINT \(name)")
+            if isUnsent() && queued.count == start + 1 {
+                queued.removeLast()
+            } else {
+                try execute("RELEASE SAVEPOINT \(name)")
+            }
             return result
         } catch {
-            // The body's error is the one worth reporting; if this fails, the outer
+            // The body's error is the one worth reporting; if the rollback fails, the outer
             // transaction fails in turn. What the body queued goes with it.
-            discardQueued()
-            if !isBroken {
-                try? execute("ROLLBACK TO SAVEPOINT \(name)")
-                try? execute("RELEASE SAVEPOINT \(name)")
+            if isUnsent() {
+                queued.removeSubrange(start...)
+            } else {
+                discardQueued()
+                if !isBroken { try? execute("ROLLBACK TO SAVEPOINT \(name); RELEASE SAVEPOINT \(name)") }
             }
             throw error
         }

@@ -137,6 +137,10 @@ public final class PostgresAlbumStore: AlbumStore {
     /// Transactions this instance's write groups committed and the writes they carried.
     public var writeGroupStatistics: PostgresWriteGroupStatistics { writeGroups.statistics }
 
+    /// Writes waiting behind a running transaction of their library right now (tests observe a
+    /// batch forming).
+    public var queuedWriteCount: Int { writeGroups.waitingCount }
+
     /// Runs `batch` (writes of `library`) in one transaction under the library's row lock, each
     /// job under its own savepoint when there are several, and sets every job's outcome.
     ///
@@ -164,6 +168,8 @@ public final class PostgresAlbumStore: AlbumStore {
                         job.outcome = .done(nil)
                         succeeded = true
                     } catch {
+                        // Its savepoint is rolled back; what it queued in the session goes too.
+                        session.discardQueued()
                         job.outcome = .done(error)
                         if !succeeded { ownFailures.insert(ObjectIdentifier(job)) }
                         if session.connection.isBroken || session.connection.isInFailedTransaction { throw error }

@@ -107,6 +107,13 @@ final class PostgresSession: SQLSession {
         }
     }
 
+    /// Forgets the album rows and statements queued here and not sent (a write body rolled back
+    /// to its savepoint: they were its own).
+    func discardQueued() {
+        queuedAlbums = []
+        laterThanAlbums = []
+    }
+
     /// The engine's values as PostgreSQL parameters (`.blob` is `bytea`).
     static func parameters(_ bindings: [SQLValue]) -> [PostgresValue] {
         bindings.map { value in

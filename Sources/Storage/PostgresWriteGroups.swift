@@ -73,6 +73,9 @@ final class PostgresWriteGroups: Sendable {
 
     var statistics: PostgresWriteGroupStatistics { state.withLock { $0.statistics } }
 
+    /// Writes queued behind a running batch, over every library.
+    var waitingCount: Int { state.withLock { $0.busy.values.reduce(0) { $0 + $1.waiting.count } } }
+
     /// Runs `job` for `library`, alone or in a batch that `runBatch` runs (it must set every
     /// job's outcome to `.done`), and returns when it is done.
     func perform(_ job: PostgresWriteJob, library: String, runBatch: ([PostgresWriteJob]) -> Void) {

@@ -166,10 +166,12 @@ enum SQL {
         INSERT INTO undo_commands (library, seq, command)
         VALUES (?1, COALESCE((SELECT MAX(seq) FROM undo_commands WHERE library = ?1), 0) + 1, ?2)
         """
-    /// Keeps the newest ?2 commands.
+    /// Keeps the newest ?2 commands. A library's sequence numbers have no gaps (a push takes the
+    /// highest plus one, an undo removes the highest, a trim the lowest): one index probe, not a
+    /// walk over the ?2 kept.
     static let trimUndo = """
         DELETE FROM undo_commands WHERE library = ?1 AND seq <=
-            (SELECT seq FROM undo_commands WHERE library = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)
+            (SELECT MAX(seq) FROM undo_commands WHERE library = ?1) - ?2
         """
     static let undoDepth = "SELECT COUNT(*) FROM undo_commands WHERE library = ?1"
     static let peekUndo = "SELECT seq, command FROM undo_commands WHERE library = ?1 ORDER BY seq DESC LIMIT 1"

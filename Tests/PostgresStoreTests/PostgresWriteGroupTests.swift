@@ -1,0 +1,141 @@
+import AlbumStoreContract
+import Essentials
+import Foundation
+import HTTPTestSupport
+import Library
+import Postgres
+import Storage
+import Synchronization
+import TestThreads
+import Testing
+
+/// Group commit per library on PostgreSQL: writes that queue behind a running one share one
+/// transaction, each under its own savepoint.
+@Suite("PostgreSQL store: write groups", .ownThreads)
+struct PostgresWriteGroupTests {
+    private struct Refused: Error, Equatable {}
+
+    @Test func writesQueuedBehindARunningOneCommitTogetherAndAFailingOneFailsAlone() throws {
+        let store = try PostgresAlbumStore(
+            pool: PostgresPool(PostgresPool.Configuration(url: try PostgresServer.shared().makeDatabase(), size: 4)),
+            configuration: PostgresAlbumStore.Configuration(bucketSize: 4))
+        let jazz = LibraryID(rawValue: "jazz")
+        _ = try store.createLibrary(jazz, name: "Jazz")
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let before = store.writeGroupStatistics
+
+        let first = Worker.run {
+            try store.write(jazz) { writer throws in
+                entered.signal()
+                release.wait()
+                try writer.insert(Self.album(100), at: 0)
+                _ = try writer.bumpVersion()
+            }
+        }
+        entered.wait()
+        // Six writes queue behind it; the third inserts, then refuses (its savepoint is undone).
+        let queued = (1...6).map { number in
+            Worker.run {
+                try store.write(jazz) { writer throws in
+                    try writer.insert(Self.album(UInt64(number)), at: try writer.count())
+                    _ = try writer.bumpVersion()
+                    if number == 3 { throw Refused() }
+                }
+            }
+        }
+        #expect(eventually { store.queuedWriteCount == 6 })
+        release.signal()
+        try first.join()
+        for (index, write) in queued.enumerated() {
+            if index == 2 {
+                #expect(throws: Refused.self) { try write.join() }
+            } else {
+                try write.join()
+            }
+        }
+
+        let after = store.writeGroupStatistics
+        #expect(after.transactions == before.transactions + 2, "the first write alone, then the six in one transaction")
+        #expect(after.jobs == before.jobs + 7)
+        #expect(after.largestBatch == 6)
+        let (version, ids) = try store.read(jazz) { reader in
+            (try reader.version(), try reader.albums(offset: 0, limit: 10).map(\.id))
+        }
+        #expect(version == 6, "one version per committed write, none for the refused one")
+        #expect(Set(ids) == Set([100, 1, 2, 4, 5, 6].map { AlbumStoreContract.id($0) }))
+        #expect(ids.first == AlbumStoreContract.id(100))
+        let report = try store.checkConsistency(jazz)
+        #expect(report.albumCount == 6)
+    }
+
+    @Test func aWriteWhoseQueuedStatementFailsIsRolledBackAloneInItsBatch() throws {
+        let store = try PostgresAlbumStore(
+            pool: PostgresPool(PostgresPool.Configuration(url: try PostgresServer.shared().makeDatabase(), size: 4)),
+            configuration: PostgresAlbumStore.Configuration(bucketSize: 4))
+        let jazz = LibraryID(rawValue: "jazz")
+        _ = try store.createLibrary(jazz, name: "Jazz")
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let first = Worker.run {
+            try store.write(jazz) { writer throws in
+                entered.signal()
+                release.wait()
+                try writer.insert(Self.album(1), at: 0)
+            }
+        }
+        entered.wait()
+        // The second of the three records a change whose version the first of them recorded: the
+        // change row is queued (runLater) and fails only when sent, with its savepoint's RELEASE.
+        // Queued one after the other, so the batch runs them in this order.
+        let writes = [2, 3, 4].enumerated().map { queuedBefore, number in
+            let write = Worker.run {
+                try store.write(jazz) { writer throws in
+                    try writer.insert(Self.album(UInt64(number)), at: 0)
+                    try writer.recordChange(LibraryChange(
+                        version: number == 3 ? 2 : Int64(number), kind: .added, id: AlbumStoreContract.id(UInt64(number)),
+                        index: 0, recordedAt: Date(timeIntervalSince1970: 1_700_000_000)))
+                }
+            }
+            #expect(eventually { store.queuedWriteCount == queuedBefore + 1 })
+            return write
+        }
+        release.signal()
+        try first.join()
+        try writes[0].join()
+        let failure = try #require(throws: PostgresError.self) { try writes[1].join() }
+        #expect(failure.kind == .uniqueViolation)
+        try writes[2].join()
+        let ids = try store.read(jazz) { try $0.albums(offset: 0, limit: 10).map(\.id) }
+        #expect(Set(ids) == Set([1, 2, 4].map { AlbumStoreContract.id($0) }))
+        #expect(try store.read(jazz) { try $0.changes(after: 0, limit: 10) }.map(\.version) == [2, 4])
+    }
+
+    private static func album(_ number: UInt64) -> Album {
+        let millis = 1_700_000_000_000 + Int64(number) * 1_001
+        return Album(
+            id: AlbumStoreContract.id(number), title: "Album \(number)", artist: "Artist", genre: Album.defaultGenre,
+            year: 1970, coverUrl: nil, createdAt: Timestamp.date(milliseconds: millis),
+            updatedAt: Timestamp.date(milliseconds: millis))
+    }
+}
+
+/// A thread running `body`; `join()` waits for it and returns its result (or throws its error).
+private final class Worker<T: Sendable>: @unchecked Sendable {
+    private var result: Result<T, any Error>?
+    private let done = DispatchSemaphore(value: 0)
+
+    static func run(_ body: @escaping @Sendable () throws -> T) -> Worker<T> {
+        let thread = Worker()
+        Thread.detachNewThread {
+            thread.result = Result { try body() }
+            thread.done.signal()
+        }
+        return thread
+    }
+
+    func join() throws -> T {
+        done.wait()
+        return try result!.get()
+    }
+}

@@ -54,9 +54,14 @@ final class LibraryTransaction<DB: SQLSession> {
     /// Writes back what is only cached (the order's tail size and count) and recreates the sort
     /// indexes a bulk import dropped. Called by `write` before commit.
     func finish() throws {
-        try order.finish()
+        try order.finish(version: unwrittenVersion)
+        unwrittenVersion = nil
         try bulkImport?.finish()
     }
+
+    /// A version `bumpVersion` decided without writing it (known under the row lock): `finish`
+    /// writes it with the album count, one update of the library row instead of two.
+    private var unwrittenVersion: Int64?
 
     // MARK: - Reading
 
@@ -206,10 +211,11 @@ final class LibraryTransaction<DB: SQLSession> {
 
     func bumpVersion() throws -> Int64 {
         if let knownVersion {
-            // The row is locked since the version was read: the new one is known without asking.
-            try db.runLater(SQL.bumpVersion, [.integer(library)])
+            // The row is locked since the version was read: the new one is known without asking,
+            // and `finish` writes it.
             bumpedVersion = true
             self.knownVersion = knownVersion + 1
+            unwrittenVersion = knownVersion + 1
             return knownVersion + 1
         }
         guard let version = try db.value(SQL.bumpVersion, [.integer(library)], as: Int64.self) else {

@@ -118,10 +118,14 @@ final class SparseOrder<DB: SQLSession> {
     }
 
 
-    /// Writes back what is only cached (tail size, count). Called before commit.
-    func finish() throws {
+    /// Writes back what is only cached (tail size, count), and `version` with the count when
+    /// given (one update of the library row). Called before commit.
+    func finish(version: Int64? = nil) throws {
         try settleTail()
-        if countIsDirty, let cachedCount {
+        if let version {
+            try db.runLater(SQL.setVersionAndCount, [.integer(library), .integer(version), .integer(Int64(try count()))])
+            countIsDirty = false
+        } else if countIsDirty, let cachedCount {
             try db.runLater(SQL.setAlbumCount, [.integer(library), .integer(Int64(cachedCount))])
             countIsDirty = false
         }

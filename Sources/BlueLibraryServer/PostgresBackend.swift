@@ -54,6 +54,12 @@ struct PostgresBackend: StoreBackend {
         metrics.sampled("bluelibrary_db_version_read_calls_total",
                         help: "Requests (and follower passes) that asked for library versions; divided by the reads: how many each read served.",
                         kind: .counter) { [database] in database.albums.versionReadStatistics.calls }
+        metrics.sampled("bluelibrary_db_write_transactions_total",
+                        help: "Transactions this instance committed (or rolled back as a whole) for writes of one library.",
+                        kind: .counter) { [database] in database.albums.writeGroupStatistics.transactions }
+        metrics.sampled("bluelibrary_db_writes_total",
+                        help: "Writes those transactions carried (writes of a library queued meanwhile share one transaction).",
+                        kind: .counter) { [database] in database.albums.writeGroupStatistics.jobs }
     }
 
     func close(logger: JSONLogger) {

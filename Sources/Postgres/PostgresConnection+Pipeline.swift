@@ -37,34 +37,69 @@ extension PostgresConnection {
     public func discardQueued() {
         queued.removeAll()
         pendingBegin = nil
+        queueGeneration += 1
     }
 
     /// Sends the queued statements, then `last` when given, in one pipeline (one round trip),
-    /// and returns `last`'s result. Throws the first failed statement's error (the others after
-    /// it did not run); the queue is empty afterwards either way.
+    /// and returns `last`'s result. Throws the first failed statement's error (the statements
+    /// after it did not run); the queue is empty afterwards either way, except when nothing was
+    /// sent (a connection streaming rows, a stop check that says stop). A connection that fails
+    /// midway (a send refused, the server not answering, a result out of order) is abandoned:
+    /// it is broken from then on, so a transaction on it cannot go on without what it lost.
     @discardableResult
     func sendQueued(then last: QueuedStatement?) throws -> PostgresResult? {
         let batch = queued + (last.map { [$0] } ?? [])
-        discardQueued()
         guard !batch.isEmpty else { return nil }
         let label = batch.map(\.sql).joined(separator: "; ")
         try requireIdle(label)
         try refuseIfStopped(label)
+        discardQueued()
+        do {
+            return try runPipeline(batch, label: label, returnsLast: last != nil)
+        } catch let error as PipelineFailure {
+            throw error.underlying
+        } catch {
+            // Not the failure of a statement: the connection is in an unknown state.
+            if !isBroken { _ = abandon(sql: label) }
+            throw error
+        }
+    }
+
+    /// A statement of the pipeline failed; the pipeline itself ended cleanly.
+    private struct PipelineFailure: Error {
+        let underlying: any Error
+    }
+
+    /// One command of a pipeline, as sent: a prepare (with the name it makes) or an execution.
+    private enum Command {
+        case prepare(StatementKey, name: String)
+        case execute(QueuedStatement)
+
+        var sql: String {
+            switch self {
+            case let .prepare(key, _): key.sql
+            case let .execute(statement): statement.sql
+            }
+        }
+    }
+
+    private func runPipeline(_ batch: [QueuedStatement], label: String, returnsLast: Bool) throws -> PostgresResult? {
         guard PQenterPipelineMode(handle) == 1 else { throw PostgresError(connection: handle, sql: label) }
-        // Statement names prepared in this pipeline: cached only if the pipeline succeeded.
-        var preparing: [(StatementKey, String)] = []
-        var commands = 0
+        var commands: [Command] = []
         try dispatch(label) {
             for statement in batch {
                 switch statement {
                 case let .prepared(key, parameters):
                     var name = statements[key]
-                    if name == nil, let earlier = preparing.first(where: { $0.0 == key }) { name = earlier.1 }
+                    if name == nil, case let .prepare(_, earlier)? = commands.first(where: {
+                        if case let .prepare(k, _) = $0 { return k == key } else { return false }
+                    }) {
+                        name = earlier
+                    }
                     if name == nil {
                         let made = "bl_\(nextStatementName())"
                         guard PQsendPrepare(handle, made, key.sql, Int32(key.types.count), key.types) == 1 else { return 0 }
-                        preparing.append((key, made))
-                        commands += 1
+                        commands.append(.prepare(key, name: made))
                         name = made
                     }
                     let sent = parameters.withCArrays { values, lengths, formats in
@@ -74,57 +109,46 @@ extension PostgresConnection {
                 case let .plain(sql):
                     guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) == 1 else { return 0 }
                 }
-                commands += 1
+                commands.append(.execute(statement))
             }
             return PQpipelineSync(handle)
         }
-        // Every command's results end with a NULL; the pipeline's with its sync result.
+        // Each command's results end with a NULL; the pipeline's with its sync result.
         var failure: (any Error)?
         var lastResult: PostgresResult?
-        var command = 0
+        var index = 0
         while true {
             guard let result = try nextResult(label, deadline: responseDeadline()) else {
                 if isBroken { throw failure ?? PostgresError(connection: handle, sql: label) }
-                command += 1
+                index += 1
                 continue
             }
             let status = result.status
             if status == PGRES_PIPELINE_SYNC { break }
+            guard index < commands.count else {
+                throw PostgresError(kind: .other, message: "the server sent more results than the pipeline had commands", sql: label)
+            }
+            let command = commands[index]
             if failure == nil, status != PGRES_PIPELINE_ABORTED {
-                let sql = command < commands ? statementSQL(at: command, in: batch, preparing: preparing) : label
                 do {
-                    try result.check([PGRES_COMMAND_OK, PGRES_TUPLES_OK], connection: handle, sql: sql)
-                } catch {
+                    try result.check([PGRES_COMMAND_OK, PGRES_TUPLES_OK], connection: handle, sql: command.sql)
+                    if case let .prepare(key, name) = command {
+                        // Made on the server whatever happens to the rest of the pipeline.
+                        statements[key] = name
+                        preparedStatementCount += 1
+                    }
+                } catch let error as PostgresError {
                     failure = error
+                    if isStaleStatement(error), case let .execute(.prepared(key, _)) = command {
+                        // Dropped behind our back or its result type changed: prepare it anew next time.
+                        statements[key] = nil
+                    }
                 }
             }
             lastResult = result
         }
-        guard PQexitPipelineMode(handle) == 1 else { throw failure ?? PostgresError(connection: handle, sql: label) }
-        if let failure { throw failure }
-        for (key, name) in preparing {
-            statements[key] = name
-            preparedStatementCount += 1
-        }
-        return last == nil ? nil : lastResult
-    }
-
-    /// The SQL of the `index`-th command sent (a prepare counts as one, before its statement),
-    /// for an error's message.
-    private func statementSQL(at index: Int, in statements: [QueuedStatement], preparing: [(StatementKey, String)]) -> String {
-        var remaining = index
-        var prepared: Set<String> = []
-        for statement in statements {
-            if case let .prepared(key, _) = statement, let name = preparing.first(where: { $0.0 == key })?.1,
-               !prepared.contains(name)
-            {
-                prepared.insert(name)
-                if remaining == 0 { return key.sql }
-                remaining -= 1
-            }
-            if remaining == 0 { return statement.sql }
-            remaining -= 1
-        }
-        return statements.last?.sql ?? ""
+        guard PQexitPipelineMode(handle) == 1 else { throw PostgresError(connection: handle, sql: label) }
+        if let failure { throw PipelineFailure(underlying: failure) }
+        return returnsLast ? lastResult : nil
     }
 }

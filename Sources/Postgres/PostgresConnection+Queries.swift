@@ -104,7 +104,10 @@ extension PostgresConnection {
         if !queued.isEmpty {
             // Sent with what was queued, in one round trip (no retry of a stale statement: the
             // pipeline's earlier statements ran, or failed, already).
-            return try sendQueued(then: .prepared(key, parameters))!
+            guard let result = try sendQueued(then: .prepared(key, parameters)) else {
+                throw PostgresError(kind: .other, message: "the server sent no result", sql: sql)
+            }
+            return result
         }
         do {
             return try executePrepared(key, parameters)
@@ -149,7 +152,7 @@ extension PostgresConnection {
 
     /// A prepared statement that no longer exists (26000) or whose cached plan changed its
     /// result type (0A000).
-    private func isStaleStatement(_ error: PostgresError) -> Bool {
+    func isStaleStatement(_ error: PostgresError) -> Bool {
         error.sqlState == "26000" || (error.sqlState == "0A000" && error.message.contains("cached plan"))
     }
 }

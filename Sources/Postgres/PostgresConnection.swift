@@ -31,9 +31,12 @@ public final class PostgresConnection {
     /// Statements ``runLater(_:_:)`` queued, sent with the next statement (see
     /// `PostgresConnection+Pipeline`).
     var queued: [QueuedStatement] = []
-    /// How many of the queued statements open a transaction that has not been sent yet
-    /// (`BEGIN`, and its `SET LOCAL`), nil when none is pending.
+    /// How many of the queued statements open a transaction that has not been sent yet (its
+    /// `BEGIN`), nil when none is pending.
     var pendingBegin: Int?
+    /// Moves each time the queue is taken (sent) or dropped: a savepoint tells by it whether its
+    /// queued SAVEPOINT is still unsent.
+    var queueGeneration = 0
     /// Round trips to the server so far: each send that then waits for answers (a statement, a
     /// script, a pipeline of queued statements) counts one.
     public internal(set) var roundTrips = 0

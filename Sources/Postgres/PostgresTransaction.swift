@@ -34,14 +34,19 @@ extension PostgresConnection {
         if isInTransaction {
             return try savepoint(body)
         }
-        // The BEGIN (and its SET LOCAL) goes with the body's first statement, in its round trip.
-        queued.append(.plain(mode.beginSQL))
+        // Statements queued before the transaction are not part of it.
+        try sendQueued(then: nil)
         if let statementTimeout {
-            // A number, never a value from outside, in the SQL text.
+            // A number, never a value from outside, in the SQL text. Sent at once, with the BEGIN:
+            // in a pipeline, PostgreSQL before 17 arms a statement's timer when the messages
+            // before it arrive, so a SET LOCAL would not yet bound the statement sent with it.
             let milliseconds = max(1, statementTimeout.milliseconds + (statementTimeout.nanoseconds % 1_000_000 == 0 ? 0 : 1))
-            queued.append(.plain("SET LOCAL statement_timeout = \(milliseconds)"))
+            try execute("\(mode.beginSQL); SET LOCAL statement_timeout = \(milliseconds)")
+        } else {
+            // The BEGIN goes with the body's first statement, in its round trip.
+            queued.append(.plain(mode.beginSQL))
+            pendingBegin = queued.count
         }
-        pendingBegin = queued.count
         let result: T
         do {
             result = try body()
@@ -53,7 +58,7 @@ extension PostgresConnection {
             rollbackAfterError()
             throw PostgresError(kind: .other, message: "the transaction failed (a statement's error was caught) and was rolled back")
         }
-        if pendingBegin == queued.count {
+        if pendingBegin != nil && pendingBegin == queued.count {
             // The body sent nothing: neither did the transaction.
             discardQueued()
             return result
@@ -75,11 +80,11 @@ extension PostgresConnection {
     private func savepoint<T>(_ body: () throws -> T) throws -> T {
         let name = "bl_sp\(nextStatementName())"
         queued.append(.plain("SAVEPOINT \(name)"))
-        // Queued statements are only ever removed all at once, by a send: while no round trip
-        // happened, the SAVEPOINT and everything after it are still in the queue.
+        // The queue is only ever emptied whole (sent or dropped), which moves its generation:
+        // while it has not moved, the SAVEPOINT and everything after it are still queued.
         let start = queued.count - 1
-        let trips = roundTrips
-        let isUnsent = { self.roundTrips == trips }
+        let generation = queueGeneration
+        let isUnsent = { self.queueGeneration == generation }
         do {
             let result = try body()
             if isUnsent() && queued.count == start + 1 {
@@ -92,7 +97,7 @@ extension PostgresConnection {
             // The body's error is the one worth reporting; if the rollback fails, the outer
             // transaction fails in turn. What the body queued goes with it.
             if isUnsent() {
-                queued.removeSubrange(start...)
+                queued.removeSubrange(min(start, queued.count)...)
             } else {
                 discardQueued()
                 if !isBroken { try? execute("ROLLBACK TO SAVEPOINT \(name); RELEASE SAVEPOINT \(name)") }

@@ -34,22 +34,22 @@ final class LibraryTransaction<DB: SQLSession> {
     /// - Parameter soleWriter: whether this is the only library the transaction writes; only
     ///   then may emptying the library drop every album row wholesale when no other library
     ///   has albums (another open library's count is cached, not yet in its row).
-    /// - Parameter known: the library row's album count and version, when the store read them in
-    ///   this transaction (PostgreSQL, with the row's lock or in the snapshot: saves a round trip
-    ///   each); SQLite reads them when asked.
-    init(_ db: DB, library: Int64, context: EngineContext, soleWriter: Bool, known: KnownLibraryRow? = nil) {
+    /// - Parameter known: the library row as the store read it at the start of this transaction
+    ///   (under its lock for a write, in the snapshot for a read): its count, version and sort
+    ///   articles are then known here without a statement.
+    init(_ db: DB, library: Int64, context: EngineContext, soleWriter: Bool, known: KnownLibraryRow) {
         self.db = db
         self.library = library
         self.context = context
-        knownVersion = known?.version
-        knownSortArticles = known?.sortArticles
-        order = SparseOrder(db, library: library, context: context, soleWriter: soleWriter, knownCount: known?.albumCount)
+        currentVersion = known.version
+        currentSortArticles = known.sortArticles
+        order = SparseOrder(db, library: library, context: context, soleWriter: soleWriter, knownCount: known.albumCount)
     }
 
-    /// The version, when known without a statement (see `init`); kept up to date by `bumpVersion`.
-    private var knownVersion: Int64?
-    /// The articles of the library's artist keys, once read (or known from `init`).
-    private var knownSortArticles: SortArticles?
+    /// The version, kept up to date by `bumpVersion`.
+    private var currentVersion: Int64
+    /// The articles of the library's artist keys, kept up to date by `setSortArticles`.
+    private var currentSortArticles: SortArticles
 
     /// Writes back what is only cached (the order's tail size and count) and recreates the sort
     /// indexes a bulk import dropped. Called by `write` before commit.
@@ -59,16 +59,13 @@ final class LibraryTransaction<DB: SQLSession> {
         try bulkImport?.finish()
     }
 
-    /// A version `bumpVersion` decided without writing it (known under the row lock): `finish`
-    /// writes it with the album count, one update of the library row instead of two.
+    /// A version `bumpVersion` decided without writing it (the row is locked since it was read):
+    /// `finish` writes it with the album count, one update of the library row instead of two.
     private var unwrittenVersion: Int64?
 
     // MARK: - Reading
 
-    func version() throws -> Int64 {
-        if let knownVersion { return knownVersion }
-        return try db.value(SQL.version, [.integer(library)], as: Int64.self) ?? 0
-    }
+    func version() throws -> Int64 { currentVersion }
 
     func count() throws -> Int { try order.count() }
 
@@ -79,12 +76,7 @@ final class LibraryTransaction<DB: SQLSession> {
     }
 
     /// The articles the library's artist keys are made with (`libraries.sort_articles`).
-    func sortArticles() throws -> SortArticles {
-        if let knownSortArticles { return knownSortArticles }
-        let articles = try pages.sortArticles()
-        knownSortArticles = articles
-        return articles
-    }
+    func sortArticles() throws -> SortArticles { currentSortArticles }
 
     /// The stored sort keys of `album` (`title_sort`, `artist_sort`), as the last two values of
     /// an album row.
@@ -190,7 +182,7 @@ final class LibraryTransaction<DB: SQLSession> {
     func setSortArticles(_ articles: SortArticles) throws -> Bool {
         guard try sortArticles() != articles else { return false }
         try db.run(SQL.setLibrarySortArticles, [.integer(library), .text(articles.description)])
-        knownSortArticles = articles
+        currentSortArticles = articles
         var changed = false
         var after: Int64 = 0
         let select = SQL.artistKeys(batch: Self.sortKeyBatch)
@@ -210,19 +202,10 @@ final class LibraryTransaction<DB: SQLSession> {
     }
 
     func bumpVersion() throws -> Int64 {
-        if let knownVersion {
-            // The row is locked since the version was read: the new one is known without asking,
-            // and `finish` writes it.
-            bumpedVersion = true
-            self.knownVersion = knownVersion + 1
-            unwrittenVersion = knownVersion + 1
-            return knownVersion + 1
-        }
-        guard let version = try db.value(SQL.bumpVersion, [.integer(library)], as: Int64.self) else {
-            throw StorageError(.corrupt, "the library has no row")
-        }
+        currentVersion += 1
+        unwrittenVersion = currentVersion
         bumpedVersion = true
-        return version
+        return currentVersion
     }
 
     func pushUndo(_ command: UndoCommand, limit: Int) throws {

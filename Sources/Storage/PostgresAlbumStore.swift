@@ -59,7 +59,10 @@ public final class PostgresAlbumStore: AlbumStore {
     /// The version reads in flight and the next batch (``versions(of:)``).
     private let versionReads = ReadBatcher<String, Int64>()
     /// Writes of one library waiting for this instance's transaction of it (``write(_:_:)``).
-    private let writeGroups = PostgresWriteGroups(maxBatch: 64)
+    /// At most 32 writes per transaction: each savepoint that writes takes a subtransaction id,
+    /// and past 64 in one transaction PostgreSQL's snapshots slow down for every session
+    /// (the per-backend subtransaction cache overflows).
+    private let writeGroups = PostgresWriteGroups(maxBatch: 32)
 
     /// Opens the store on `pool` and brings the schema up to date (`PostgresSchema.migrate`,
     /// under an advisory lock, so several instances may start at once).
@@ -99,29 +102,14 @@ public final class PostgresAlbumStore: AlbumStore {
     /// write of several libraries runs in a transaction of its own.
     public func write<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreWriter]) throws -> T) throws -> T {
         Self.checkDistinct(libraries)
-        guard libraries.count == 1, let library = libraries.first else {
-            return try writing { session in
-                let rows = try Self.lock(libraries, session)
-                let transactions = rows.map { row in
-                    PostgresTransaction(engine: LibraryTransaction(session, library: row.id, context: engine, soleWriter: false, known: row))
-                }
-                let result = try body(transactions)
-                for transaction in transactions { try transaction.engine.finish() }
-                try session.sendQueuedAlbums()
-                for (library, transaction) in zip(libraries, transactions) where transaction.engine.bumpedVersion {
-                    try session.runLater(PostgresSQL.notifyCommit, [.text(library.rawValue)])
-                }
-                return result
-            }
-        }
+        guard libraries.count == 1, let library = libraries.first else { return try writeAlone(libraries, body) }
         var value: T?
         let outcome = withoutActuallyEscaping(body) { body in
             let job = PostgresWriteJob { [engine] session, row in
                 let transaction = PostgresTransaction(engine: LibraryTransaction(
                     session, library: row.id, context: engine, soleWriter: true, known: row))
                 value = try body([transaction])
-                try transaction.engine.finish()
-                try session.sendQueuedAlbums()
+                try Self.finish([transaction], of: [library], session)
                 return try transaction.engine.rowAfter()
             }
             writeGroups.perform(job, library: library.rawValue) { batch in runBatch(batch, of: library) }
@@ -132,6 +120,37 @@ public final class PostgresAlbumStore: AlbumStore {
         guard case let .done(error) = outcome else { preconditionFailure("a write job returned unfinished") }
         if let error { throw error }
         return value!
+    }
+
+    /// A write that changes a great many rows (an archive import) runs in a transaction of its
+    /// own, never in a write group's batch (where it would hold the writes queued behind it).
+    public func writeAlone<T>(_ library: LibraryID, _ body: (any AlbumStoreWriter) throws -> T) throws -> T {
+        try writeAlone([library]) { try body($0[0]) }
+    }
+
+    /// `body` in a transaction of its own, under the locks of `libraries` (in row-id order).
+    private func writeAlone<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreWriter]) throws -> T) throws -> T {
+        try writing { session in
+            let rows = try Self.lock(libraries, session)
+            let transactions = rows.map { row in
+                PostgresTransaction(engine: LibraryTransaction(
+                    session, library: row.id, context: engine, soleWriter: libraries.count == 1, known: row))
+            }
+            let result = try body(transactions)
+            try Self.finish(transactions, of: libraries, session)
+            return result
+        }
+    }
+
+    /// After a write body: writes back what its engines cached, sends the album rows they
+    /// queued and queues the commit's notification for each library whose version moved
+    /// (PostgreSQL delivers one per library and transaction, however often it is sent).
+    private static func finish(_ transactions: [PostgresTransaction], of libraries: [LibraryID], _ session: PostgresSession) throws {
+        for transaction in transactions { try transaction.engine.finish() }
+        try session.sendQueuedAlbums()
+        for (library, transaction) in zip(libraries, transactions) where transaction.engine.bumpedVersion {
+            try session.runLater(PostgresSQL.notifyCommit, [.text(library.rawValue)])
+        }
     }
 
     /// Transactions this instance's write groups committed and the writes they carried.
@@ -152,10 +171,10 @@ public final class PostgresAlbumStore: AlbumStore {
         var ownFailures: Set<ObjectIdentifier> = []
         do {
             try writing { session in
+                // Again from the start when the batch is retried (a deadlock victim).
                 ownFailures = []
                 for job in batch { job.outcome = .pending }
-                let locked = try Self.lock([library], session)[0]
-                var row = locked
+                var row = try Self.lock([library], session)[0]
                 var succeeded = false
                 for job in batch {
                     guard batch.count > 1 else {
@@ -170,13 +189,13 @@ public final class PostgresAlbumStore: AlbumStore {
                     } catch {
                         // Its savepoint is rolled back; what it queued in the session goes too.
                         session.discardQueued()
-                        job.outcome = .done(error)
+                        // A deadlock or serialization failure: the whole batch is run once more,
+                        // as a write alone would be (`writing`).
+                        if Self.isWorthRetrying(error) { throw error }
+                        job.outcome = .done(Self.refusedAsData(error) ?? error)
                         if !succeeded { ownFailures.insert(ObjectIdentifier(job)) }
                         if session.connection.isBroken || session.connection.isInFailedTransaction { throw error }
                     }
-                }
-                if row.version != locked.version {
-                    try session.runLater(PostgresSQL.notifyCommit, [.text(library.rawValue)])
                 }
             }
         } catch {
@@ -321,9 +340,15 @@ public final class PostgresAlbumStore: AlbumStore {
     static func refusingInvalidData<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch let error as PostgresError where error.kind == .invalidData {
-            throw LibraryError.malformed("the database cannot store a value of this request: \(error.message)")
+        } catch {
+            throw refusedAsData(error) ?? error
         }
+    }
+
+    /// `LibraryError.malformed` for a value the server refused as data, else nil.
+    static func refusedAsData(_ error: any Error) -> LibraryError? {
+        guard let error = error as? PostgresError, error.kind == .invalidData else { return nil }
+        return LibraryError.malformed("the database cannot store a value of this request: \(error.message)")
     }
 
     private static func checkDistinct(_ libraries: [LibraryID]) {

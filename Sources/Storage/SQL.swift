@@ -51,10 +51,8 @@ enum SQL {
     static let libraryOfAlbum = """
         SELECT l.name FROM albums AS a JOIN libraries AS l ON l.id = a.library WHERE a.album_id = ?1
         """
-    static let version = "SELECT version FROM libraries WHERE id = ?1"
     static let albumCount = "SELECT album_count FROM libraries WHERE id = ?1"
     static let setAlbumCount = "UPDATE libraries SET album_count = ?2 WHERE id = ?1"
-    static let bumpVersion = "UPDATE libraries SET version = version + 1 WHERE id = ?1 RETURNING version"
     static let setVersionAndCount = "UPDATE libraries SET version = ?2, album_count = ?3 WHERE id = ?1"
 
     // MARK: Views (columns: id, name, sources, filter_text, filter_artist, filter_genre,

@@ -100,12 +100,14 @@ struct PostgresWriteGroupTests {
             #expect(eventually { store.queuedWriteCount == queuedBefore + 1 })
             return write
         }
+        let before = store.writeGroupStatistics
         release.signal()
         try first.join()
         try writes[0].join()
         let failure = try #require(throws: PostgresError.self) { try writes[1].join() }
         #expect(failure.kind == .uniqueViolation)
         try writes[2].join()
+        #expect(store.writeGroupStatistics.transactions == before.transactions + 2, "the first alone, the three together")
         let ids = try store.read(jazz) { try $0.albums(offset: 0, limit: 10).map(\.id) }
         #expect(Set(ids) == Set([1, 2, 4].map { AlbumStoreContract.id($0) }))
         #expect(try store.read(jazz) { try $0.changes(after: 0, limit: 10) }.map(\.version) == [2, 4])

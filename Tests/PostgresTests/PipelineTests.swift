@@ -49,7 +49,7 @@ import Testing
     @Test func aTransactionThatSentNothingCostsNoRoundTrip() throws {
         let connection = try makeTable()
         let before = connection.roundTrips
-        let value = try connection.transaction(.repeatableReadReadOnly, statementTimeout: .seconds(1)) { 42 }
+        let value = try connection.transaction(.repeatableReadReadOnly) { 42 }
         #expect(value == 42)
         #expect(connection.roundTrips == before)
         #expect(!connection.isInTransaction)
@@ -106,6 +106,57 @@ import Testing
             connection.runLater("INSERT INTO t VALUES ($1, $2)", [.integer(3), .text("outer")])
         }
         #expect(try numbers(connection) == [1, 3])
+    }
+
+    @Test func aSavepointWhoseBodySentAStatementIsRolledBackAlone() throws {
+        let connection = try makeTable()
+        try connection.transaction(.readCommitted) {
+            try connection.run("INSERT INTO t VALUES ($1, $2)", [.integer(1), .text("outer")])
+            #expect(throws: TestFailure(reason: "inner")) {
+                try connection.transaction(.readCommitted) {
+                    try connection.run("INSERT INTO t VALUES ($1, $2)", [.integer(2), .text("sent")])
+                    connection.runLater("INSERT INTO t VALUES ($1, $2)", [.integer(3), .text("queued")])
+                    throw TestFailure(reason: "inner")
+                }
+            }
+            #expect(connection.queuedStatementCount == 0)
+            try connection.run("INSERT INTO t VALUES ($1, $2)", [.integer(4), .text("outer")])
+        }
+        #expect(try numbers(connection) == [1, 4])
+    }
+
+    @Test func aSavepointWhoseFirstStatementIsRefusedBeforeSendingLeavesTheTransactionWhole() throws {
+        let connection = try makeTable()
+        try connection.transaction(.readCommitted) {
+            connection.runLater("INSERT INTO t VALUES ($1, $2)", [.integer(1), .text("before")])
+            // The stop check refuses the statement before anything is sent: the SAVEPOINT (queued
+            // behind the BEGIN and the insert) never reaches the server, and nothing queued is lost.
+            let refused = postgresError {
+                try connection.stopping(when: { true }) {
+                    try connection.transaction(.readCommitted) { try connection.run("SELECT 1") }
+                }
+            }
+            #expect(refused?.sqlState == "57014")
+            #expect(connection.queuedStatementCount == 2)
+            try connection.run("INSERT INTO t VALUES ($1, $2)", [.integer(2), .text("after")])
+        }
+        #expect(try numbers(connection) == [1, 2])
+    }
+
+    @Test func aStatementThatWentStaleInAPipelineIsPreparedAnewNextTime() throws {
+        let connection = try makeTable()
+        try connection.run("INSERT INTO t VALUES ($1, $2)", [.integer(1), .text("a")])
+        _ = try connection.query("SELECT * FROM t") { _ in 0 }
+        // Its result type changes behind the prepared statement's back.
+        try connection.execute("ALTER TABLE t ADD COLUMN extra bigint")
+        let stale = postgresError {
+            try connection.transaction(.readCommitted) { _ = try connection.query("SELECT * FROM t") { _ in 0 } }
+        }
+        #expect(stale?.sqlState == "0A000")
+        let columns = try connection.transaction(.readCommitted) {
+            try connection.query("SELECT * FROM t") { row in row.columnCount }
+        }
+        #expect(columns == [3])
     }
 
     @Test func outsideATransactionTheQueueAndItsSenderCommitTogether() throws {

@@ -125,21 +125,19 @@ extension PostgresConnection {
             }
             let status = result.status
             if status == PGRES_PIPELINE_SYNC { break }
-            guard index < commands.count else {
-                throw PostgresError(kind: .other, message: "the server sent more results than the pipeline had commands", sql: label)
-            }
-            let command = commands[index]
+            // Past the last command: the server's own error (a shutdown's FATAL), then the end.
+            let command = index < commands.count ? commands[index] : nil
             if failure == nil, status != PGRES_PIPELINE_ABORTED {
                 do {
-                    try result.check([PGRES_COMMAND_OK, PGRES_TUPLES_OK], connection: handle, sql: command.sql)
-                    if case let .prepare(key, name) = command {
+                    try result.check([PGRES_COMMAND_OK, PGRES_TUPLES_OK], connection: handle, sql: command?.sql ?? label)
+                    if case let .prepare(key, name)? = command {
                         // Made on the server whatever happens to the rest of the pipeline.
                         statements[key] = name
                         preparedStatementCount += 1
                     }
                 } catch let error as PostgresError {
                     failure = error
-                    if isStaleStatement(error), case let .execute(.prepared(key, _)) = command {
+                    if isStaleStatement(error), case let .execute(.prepared(key, _))? = command {
                         // Dropped behind our back or its result type changed: prepare it anew next time.
                         statements[key] = nil
                     }

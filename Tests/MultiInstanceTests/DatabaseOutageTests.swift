@@ -63,7 +63,7 @@ import Testing
             default: true
             }
         }
-        #expect(unexpected.count == 0, "\(unexpected.count) unexpected outcomes, e.g. \(unexpected.prefix(5))")
+        #expect(unexpected.count == 0, "\(unexpected.count) unexpected outcomes, e.g. \(unexpected.prefix(5))\n\(cluster.errorLines())")
         // Every acknowledged write is in the database.
         let acknowledged = Set(outcomes.compactMap(\.id))
         let stored = Set(try LibraryProbe.allIDs(port: cluster.port))

@@ -53,6 +53,14 @@ final class InstanceCluster {
     var allRunning: Bool { instances.allSatisfy(\.process.isRunning) }
 
     /// The last lines of every instance's log, for a failure message.
+    /// Every instance's log lines above `info` (what a 5xx logged).
+    func errorLines() -> String {
+        instances.enumerated().map { index, instance in
+            "--- instance \(index) (port \(instance.port)):\n"
+                + instance.logLines().filter { !$0.contains(#""level":"info""#) }.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
     func logTail(lines: Int = 15) -> String {
         instances.enumerated().map { index, instance in
             "--- instance \(index) (port \(instance.port)):\n" + instance.logLines().suffix(lines).joined(separator: "\n")

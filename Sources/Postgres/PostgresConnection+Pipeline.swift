@@ -22,8 +22,9 @@ extension PostgresConnection {
     /// queued), in the same round trip; nothing is sent now. For statements whose rows and
     /// changed-row count the caller does not need: their error, if any, is thrown by the
     /// statement that sends them (a `COMMIT` included), and the statements after the failed one
-    /// do not run. Outside a transaction, the queued statements and the one that sends them run
-    /// in one implicit transaction.
+    /// do not run. Outside a transaction, the queued statements and the statement that sends them
+    /// run in one implicit transaction (`forEachRow` and a script of several statements send the
+    /// queue on its own first).
     public func runLater(_ sql: String, _ params: [PostgresValue] = []) {
         let parameters = PostgresParameters(params)
         queued.append(.prepared(StatementKey(sql: sql, types: parameters.types), parameters))

@@ -26,7 +26,7 @@ struct PostgresStoreBehaviourTests {
         #expect(try Self.drain(listener) == [PostgresNotification(channel: PostgresAlbumStore.catalogChannel, payload: "")])
 
         try store.write(jazz) { writer throws in
-            try writer.insert(Self.album(1), at: 0)
+            try writer.insert(testAlbum(1), at: 0)
             _ = try writer.bumpVersion()
         }
         #expect(try Self.drain(listener) == [PostgresNotification(channel: PostgresAlbumStore.commitChannel, payload: "jazz")])
@@ -34,7 +34,7 @@ struct PostgresStoreBehaviourTests {
         struct Refused: Error {}
         #expect(throws: Refused.self) {
             try store.write(jazz) { writer throws in
-                try writer.insert(Self.album(2), at: 0)
+                try writer.insert(testAlbum(2), at: 0)
                 _ = try writer.bumpVersion()
                 throw Refused()
             }
@@ -119,12 +119,12 @@ struct PostgresStoreBehaviourTests {
         let store = try Self.store(try PostgresServer.shared().makeDatabase())
         let jazz = LibraryID(rawValue: "jazz")
         _ = try store.createLibrary(jazz, name: "Jazz")
-        try store.write(jazz) { writer throws in try writer.insert(Self.album(7), at: 0) }
+        try store.write(jazz) { writer throws in try writer.insert(testAlbum(7), at: 0) }
         do {
-            try store.write(.default) { writer throws in try writer.insert(Self.album(7), at: 0) }
+            try store.write(.default) { writer throws in try writer.insert(testAlbum(7), at: 0) }
             Issue.record("the duplicate was accepted")
         } catch let LibraryError.conflict(message) {
-            #expect(message.contains(Self.album(7).id.rawValue) && message.contains("\"jazz\""), "\(message)")
+            #expect(message.contains(testAlbum(7).id.rawValue) && message.contains("\"jazz\""), "\(message)")
         }
         #expect(try store.read(.default) { try $0.count() } == 0)
         _ = try store.checkConsistency(.default)
@@ -135,28 +135,28 @@ struct PostgresStoreBehaviourTests {
         let store = try Self.store(try PostgresServer.shared().makeDatabase(), bucketSize: 512)
         let jazz = LibraryID(rawValue: "jazz")
         _ = try store.createLibrary(jazz, name: "Jazz")
-        try store.write(jazz) { writer throws in try writer.insert(Self.album(5000), at: 0) }
-        let imported = (1...701).map { Self.album(UInt64($0)) }
+        try store.write(jazz) { writer throws in try writer.insert(testAlbum(5000), at: 0) }
+        let imported = (1...701).map { testAlbum(UInt64($0)) }
         try store.write(.default) { writer throws in
             try writer.deleteAllAlbums()
             for (index, album) in imported.enumerated() { try writer.insert(album, at: index) }
             #expect(try writer.count() == 701)
             #expect(try writer.album(at: 700) == imported[700], "queued rows are sent before a read")
-            try writer.insert(Self.album(800), at: 701)
-            try writer.insert(Self.album(801), at: 0)
+            try writer.insert(testAlbum(800), at: 701)
+            try writer.insert(testAlbum(801), at: 0)
         }
-        let expected = [Self.album(801)] + imported + [Self.album(800)]
+        let expected = [testAlbum(801)] + imported + [testAlbum(800)]
         #expect(try store.read(.default) { try $0.albums(offset: 0, limit: 1000) } == expected)
         #expect(try store.checkConsistency(.default).albumCount == 703)
 
         do {
             try store.write(.default) { writer throws in
                 try writer.deleteAllAlbums()
-                for number in 1...300 { try writer.insert(Self.album(number == 150 ? 5000 : UInt64(2000 + number)), at: number - 1) }
+                for number in 1...300 { try writer.insert(testAlbum(number == 150 ? 5000 : UInt64(2000 + number)), at: number - 1) }
             }
             Issue.record("the duplicate was accepted")
         } catch let LibraryError.conflict(message) {
-            #expect(message.contains(Self.album(5000).id.rawValue) && message.contains("\"jazz\""), "\(message)")
+            #expect(message.contains(testAlbum(5000).id.rawValue) && message.contains("\"jazz\""), "\(message)")
         }
         #expect(try store.read(.default) { try $0.albums(offset: 0, limit: 1000) } == expected, "nothing changed")
     }
@@ -166,12 +166,12 @@ struct PostgresStoreBehaviourTests {
         defer { try? server.stop() }
         let pool = PostgresPool(PostgresPool.Configuration(url: try server.makeDatabase(), size: 2, acquireTimeout: .seconds(1)))
         let store = try PostgresAlbumStore(pool: pool, configuration: PostgresAlbumStore.Configuration(bucketSize: 4))
-        try store.write(.default) { writer throws in try writer.insert(Self.album(1), at: 0) }
+        try store.write(.default) { writer throws in try writer.insert(testAlbum(1), at: 0) }
 
         try server.stop()
         for _ in 0..<3 {
             do {
-                try store.write(.default) { writer throws in try writer.insert(Self.album(2), at: 0) }
+                try store.write(.default) { writer throws in try writer.insert(testAlbum(2), at: 0) }
                 Issue.record("a write succeeded with the server stopped")
             } catch let error as PostgresError {
                 #expect(error.isUnavailable, "\(error)")
@@ -180,9 +180,9 @@ struct PostgresStoreBehaviourTests {
 
         try server.start()
         #expect(eventually(timeout: .seconds(15)) {
-            (try? store.write(.default) { writer throws in try writer.insert(Self.album(2), at: 0) }) != nil
+            (try? store.write(.default) { writer throws in try writer.insert(testAlbum(2), at: 0) }) != nil
         }, "writes resume once the server is back")
-        #expect(try store.read(.default) { try $0.albums(offset: 0, limit: 5) } == [Self.album(2), Self.album(1)])
+        #expect(try store.read(.default) { try $0.albums(offset: 0, limit: 5) } == [testAlbum(2), testAlbum(1)])
     }
 
     /// A write PostgreSQL aborts as a deadlock victim is run again (body included) and commits.
@@ -202,7 +202,7 @@ struct PostgresStoreBehaviourTests {
         for round in 1...3 {
             let jazz = LibraryID(rawValue: "jazz\(round)")
             // Album ids are unique across libraries: each round adds its own two.
-            let (first, second) = (Self.album(UInt64(round * 10 + 1)), Self.album(UInt64(round * 10 + 2)))
+            let (first, second) = (testAlbum(UInt64(round * 10 + 1)), testAlbum(UInt64(round * 10 + 2)))
             _ = try store.createLibrary(jazz, name: "Jazz \(round)")
             try store.write(jazz) { writer throws in try writer.insert(first, at: 0) }
             let other = Self.deadlockingSession(url, library: jazz)
@@ -279,7 +279,7 @@ struct PostgresStoreBehaviourTests {
     /// error (`LibraryError.malformed`, 400), not a storage failure (500).
     @Test func textTheDatabaseRefusesIsMalformedInput() throws {
         let store = try Self.store(try PostgresServer.shared().makeDatabase())
-        var album = Self.album(1)
+        var album = testAlbum(1)
         album.title = "a\u{0}b"
         let refused = #expect(throws: LibraryError.self) {
             try store.write(.default) { writer throws in try writer.insert(album, at: 0) }
@@ -309,13 +309,5 @@ struct PostgresStoreBehaviourTests {
             all += batch
         }
         return all
-    }
-
-    private static func album(_ number: UInt64) -> Album {
-        let millis = 1_700_000_000_000 + Int64(number) * 1_001
-        return Album(
-            id: AlbumStoreContract.id(number), title: "Album \(number)", artist: "Artist", genre: Album.defaultGenre,
-            year: 1970, coverUrl: nil, createdAt: Timestamp.date(milliseconds: millis),
-            updatedAt: Timestamp.date(milliseconds: millis))
     }
 }

@@ -104,13 +104,18 @@ enum SQLDialect: Sendable, Equatable {
     /// Deletes the longest run of the oldest changes (among the first ?2) recorded through
     /// version ?3 and before ?4, in one statement that `runLater` can queue (?1 library); `nil`:
     /// the engine reads them and decides (SQLite: in-process, and it stops at the first to keep).
+    ///
+    /// The run's last version is one scalar (computed once), and the delete an index range up to
+    /// it: with `version IN (…)` the planner may run the window once per row of the feed (seen
+    /// on a fresh library, whose statistics said the feed was nearly empty: 2 ms per write and
+    /// growing with the feed until the next autoanalyze).
     var pruneChanges: String? {
         switch self {
         case .sqlite: nil
         case .postgres:
             """
-            DELETE FROM library_changes WHERE library = ?1 AND version IN (
-                SELECT version FROM (
+            DELETE FROM library_changes WHERE library = ?1 AND version <= (
+                SELECT max(version) FROM (
                     SELECT version, bool_and(version <= ?3 AND recorded_at < ?4) OVER (ORDER BY version) AS expired
                     FROM (\(SQL.oldestChanges)) AS oldest) AS marked
                 WHERE expired)

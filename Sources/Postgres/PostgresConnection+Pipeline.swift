@@ -49,8 +49,9 @@ extension PostgresConnection {
     /// it is broken from then on, so a transaction on it cannot go on without what it lost.
     @discardableResult
     func sendQueued(then last: QueuedStatement?) throws -> PostgresResult? {
+        // Every statement passes here (forEachRow, execute): nothing to do is the common case.
+        guard !queued.isEmpty || last != nil else { return nil }
         let batch = queued + (last.map { [$0] } ?? [])
-        guard !batch.isEmpty else { return nil }
         let label = batch.map(\.sql).joined(separator: "; ")
         try requireIdle(label)
         try refuseIfStopped(label)

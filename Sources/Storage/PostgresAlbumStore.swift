@@ -104,7 +104,7 @@ public final class PostgresAlbumStore: AlbumStore {
         Self.checkDistinct(libraries)
         guard libraries.count == 1, let library = libraries.first else { return try writeAlone(libraries, body) }
         var value: T?
-        let outcome = withoutActuallyEscaping(body) { body in
+        let error = withoutActuallyEscaping(body) { body in
             let job = PostgresWriteJob { [engine] session, row in
                 let transaction = PostgresTransaction(engine: LibraryTransaction(
                     session, library: row.id, context: engine, soleWriter: true, known: row))
@@ -112,14 +112,15 @@ public final class PostgresAlbumStore: AlbumStore {
                 try Self.finish([transaction], of: [library], session)
                 return try transaction.engine.rowAfter()
             }
-            writeGroups.perform(job, library: library.rawValue) { batch in runBatch(batch, of: library) }
+            let error = writeGroups.perform(job, library: library.rawValue) { batch in runBatch(batch, of: library) }
             // Done: the body goes with this call.
             job.run = nil
-            return job.outcome
+            return error
         }
-        guard case let .done(error) = outcome else { preconditionFailure("a write job returned unfinished") }
         if let error { throw error }
-        return value!
+        // A committed job ran its body to the end, which set the value.
+        guard let value else { throw StorageError(.corrupt, "a committed write left no result") }
+        return value
     }
 
     /// A write that changes a great many rows (an archive import) runs in a transaction of its
@@ -161,30 +162,29 @@ public final class PostgresAlbumStore: AlbumStore {
     public var queuedWriteCount: Int { writeGroups.waitingCount }
 
     /// Runs `batch` (writes of `library`) in one transaction under the library's row lock, each
-    /// job under its own savepoint when there are several, and sets every job's outcome.
+    /// job under its own savepoint when there are several, and returns every job's outcome (nil: committed), in order.
     ///
     /// A job that fails is rolled back alone. When the transaction fails as a whole (its commit,
     /// a lost connection, a savepoint that could not be rolled back to), every job fails with
     /// that error but the ones that failed on their own before any job succeeded: a later job's
     /// 412 or 409 may have been decided against writes that never committed.
-    private func runBatch(_ batch: [PostgresWriteJob], of library: LibraryID) {
-        var ownFailures: Set<ObjectIdentifier> = []
+    private func runBatch(_ batch: [PostgresWriteJob], of library: LibraryID) -> [(any Error)?] {
+        var outcomes: [(any Error)?] = Array(repeating: nil, count: batch.count)
+        var ownFailures: Set<Int> = []
         do {
             try writing { session in
                 // Again from the start when the batch is retried (a deadlock victim).
+                outcomes = Array(repeating: nil, count: batch.count)
                 ownFailures = []
-                for job in batch { job.outcome = .pending }
                 var row = try Self.lock([library], session)[0]
                 var succeeded = false
-                for job in batch {
+                for (index, job) in batch.enumerated() {
                     guard batch.count > 1 else {
                         row = try job.body(session, row)
-                        job.outcome = .done(nil)
                         continue
                     }
                     do {
                         row = try session.connection.transaction(.readCommitted) { try job.body(session, row) }
-                        job.outcome = .done(nil)
                         succeeded = true
                     } catch {
                         // Its savepoint is rolled back; what it queued in the session goes too.
@@ -192,15 +192,16 @@ public final class PostgresAlbumStore: AlbumStore {
                         // A deadlock or serialization failure: the whole batch is run once more,
                         // as a write alone would be (`writing`).
                         if Self.isWorthRetrying(error) { throw error }
-                        job.outcome = .done(Self.refusedAsData(error) ?? error)
-                        if !succeeded { ownFailures.insert(ObjectIdentifier(job)) }
+                        outcomes[index] = Self.refusedAsData(error) ?? error
+                        if !succeeded { ownFailures.insert(index) }
                         if session.connection.isBroken || session.connection.isInFailedTransaction { throw error }
                     }
                 }
             }
         } catch {
-            for job in batch where !ownFailures.contains(ObjectIdentifier(job)) { job.outcome = .done(error) }
+            for index in batch.indices where !ownFailures.contains(index) { outcomes[index] = error }
         }
+        return outcomes
     }
 
     /// The current versions in one statement (its own snapshot), shared with every other call
@@ -218,9 +219,10 @@ public final class PostgresAlbumStore: AlbumStore {
         let budget = QueryBudget.current
         // The time limit counts from here, as it would from the first statement of the request.
         budget?.begin()
-        if let reason = budget?.interruption() { throw budget!.stopped(reason) }
+        if let budget, let reason = budget.interruption() { throw budget.stopped(reason) }
         let found = try versionReads.values(
-            of: libraries.map(\.rawValue), pollInterval: .milliseconds(20), abandon: { budget?.interruption().map { budget!.stopped($0) } }
+            of: libraries.map(\.rawValue), pollInterval: .milliseconds(20),
+            abandon: { budget.flatMap { budget in budget.interruption().map { budget.stopped($0) } } }
         ) { names in
             try QueryBudget.$current.withValue(nil) { try readVersions(Array(names)) }
         }

@@ -5,13 +5,13 @@ import Synchronization
 ///
 /// `@unchecked Sendable` for the reasons of SQLite's `WriterJob`: `run` is a caller's
 /// non-escaping body, called only by the thread that leads the batch while its owner is blocked
-/// in `wake.wait()` (or by the owner itself when it leads); `outcome` is written by that thread
+/// in `wake.wait()` (or by the owner itself when it leads); `handover` is written by that thread
 /// before `wake.signal()` and read by the owner after `wake.wait()` returns. The owner clears
 /// `run` when done.
 final class PostgresWriteJob: @unchecked Sendable {
-    enum Outcome {
-        case pending
-        /// Finished: committed (nil) or failed with the error, nothing of it kept.
+    /// What the thread that woke a waiting job tells it.
+    enum Handover {
+        /// Its batch finished: committed (nil) or failed with the error, nothing of it kept.
         case done((any Error)?)
         /// Its owner now leads: it runs the job itself, with the ones queued behind it.
         case lead
@@ -19,7 +19,7 @@ final class PostgresWriteJob: @unchecked Sendable {
 
     var run: ((PostgresSession, KnownLibraryRow) throws -> KnownLibraryRow)?
     let wake = DispatchSemaphore(value: 0)
-    var outcome = Outcome.pending
+    var handover: Handover?
 
     init(_ run: @escaping (PostgresSession, KnownLibraryRow) throws -> KnownLibraryRow) {
         self.run = run
@@ -28,7 +28,7 @@ final class PostgresWriteJob: @unchecked Sendable {
     /// Runs the body on the batch's session, with the library row as the jobs before it left it;
     /// returns the row as this job leaves it.
     func body(_ session: PostgresSession, _ row: KnownLibraryRow) throws -> KnownLibraryRow {
-        guard let run else { preconditionFailure("a write job ran after it was done") }
+        guard let run else { throw StorageError(.corrupt, "a write ran after its caller returned") }
         return try run(session, row)
     }
 }
@@ -53,13 +53,9 @@ public struct PostgresWriteGroupStatistics: Sendable, Equatable {
 /// caller returns only after that commit (one WAL flush for the batch). Instances still
 /// serialise on the row lock, batch by batch.
 final class PostgresWriteGroups: Sendable {
-    private struct Group {
-        var waiting: [PostgresWriteJob] = []
-    }
-
     private struct State {
         /// The libraries whose batch is running, with the jobs queued behind it.
-        var busy: [String: Group] = [:]
+        var busy: [String: [PostgresWriteJob]] = [:]
         var statistics = PostgresWriteGroupStatistics()
     }
 
@@ -67,52 +63,60 @@ final class PostgresWriteGroups: Sendable {
     let maxBatch: Int
 
     init(maxBatch: Int) {
-        precondition(maxBatch >= 1, "maxBatch must be at least 1")
-        self.maxBatch = maxBatch
+        self.maxBatch = max(1, maxBatch)
     }
 
     var statistics: PostgresWriteGroupStatistics { state.withLock { $0.statistics } }
 
     /// Writes queued behind a running batch, over every library.
-    var waitingCount: Int { state.withLock { $0.busy.values.reduce(0) { $0 + $1.waiting.count } } }
+    var waitingCount: Int { state.withLock { $0.busy.values.reduce(0) { $0 + $1.count } } }
 
-    /// Runs `job` for `library`, alone or in a batch that `runBatch` runs (it must set every
-    /// job's outcome to `.done`), and returns when it is done.
-    func perform(_ job: PostgresWriteJob, library: String, runBatch: ([PostgresWriteJob]) -> Void) {
+    /// Runs `job` for `library`, alone or in a batch, and returns its outcome: nil when it
+    /// committed, else its error. `runBatch` runs a batch and returns one outcome per job, in order.
+    func perform(_ job: PostgresWriteJob, library: String, runBatch: ([PostgresWriteJob]) -> [(any Error)?]) -> (any Error)? {
         let leads = state.withLock { state in
             if state.busy[library] != nil {
-                state.busy[library]!.waiting.append(job)
+                state.busy[library]?.append(job)
                 return false
             }
-            state.busy[library] = Group()
+            state.busy[library] = []
             return true
         }
         if !leads {
             job.wake.wait()
-            guard case .lead = job.outcome else { return }
+            if case let .done(error)? = job.handover { return error }
+            // Handed the lead: the batch running before it is done.
         }
-        var batch = [job]
-        state.withLock { state in
-            let taken = state.busy[library]!.waiting.prefix(maxBatch - 1)
-            batch.append(contentsOf: taken)
-            state.busy[library]!.waiting.removeFirst(taken.count)
+        let batch = [job] + state.withLock { state -> [PostgresWriteJob] in
+            let taken = Array((state.busy[library] ?? []).prefix(maxBatch - 1))
+            state.busy[library]?.removeFirst(taken.count)
+            return taken
         }
-        runBatch(batch)
+        let outcomes = runBatch(batch)
         let next = state.withLock { state -> PostgresWriteJob? in
             state.statistics.transactions += 1
             state.statistics.jobs += batch.count
             state.statistics.largestBatch = max(state.statistics.largestBatch, batch.count)
-            guard let next = state.busy[library]!.waiting.first else {
+            guard let next = state.busy[library]?.first else {
                 state.busy[library] = nil
                 return nil
             }
-            state.busy[library]!.waiting.removeFirst()
+            state.busy[library]?.removeFirst()
             return next
         }
-        for done in batch.dropFirst() { done.wake.signal() }
+        for (index, done) in batch.enumerated().dropFirst() {
+            done.handover = .done(index < outcomes.count ? outcomes[index] : Self.noOutcome)
+            done.wake.signal()
+        }
         if let next {
-            next.outcome = .lead
+            next.handover = .lead
             next.wake.signal()
         }
+        return outcomes.first ?? Self.noOutcome
+    }
+
+    /// The outcome of a job its batch gave none (a `runBatch` that broke its contract): it failed.
+    private static var noOutcome: any Error {
+        StorageError(.corrupt, "a write's batch ended without telling its outcome")
     }
 }

@@ -162,7 +162,8 @@ public final class PostgresAlbumStore: AlbumStore {
     public var queuedWriteCount: Int { writeGroups.waitingCount }
 
     /// Runs `batch` (writes of `library`) in one transaction under the library's row lock, each
-    /// job under its own savepoint when there are several, and returns every job's outcome (nil: committed), in order.
+    /// job under its own savepoint when there are several, and returns every job's outcome in
+    /// order (nil: committed).
     ///
     /// A job that fails is rolled back alone. When the transaction fails as a whole (its commit,
     /// a lost connection, a savepoint that could not be rolled back to), every job fails with

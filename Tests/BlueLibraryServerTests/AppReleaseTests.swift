@@ -44,7 +44,8 @@ import Testing
                                               body: Array(#"{"title": "T", "artist": "A"}"#.utf8)).status == 201)
             app.shutdown()
         }
-        #expect(store == nil, "the store is freed, and with it its checkpoint thread and connections")
+        // As above: a thread that is ending may hold the last reference a moment; a cycle, for good.
+        #expect(eventually { store == nil }, "the store is freed, and with it its checkpoint thread and connections")
     }
 }
 

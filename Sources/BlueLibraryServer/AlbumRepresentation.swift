@@ -65,7 +65,11 @@ enum AlbumRepresentation {
 
     /// The `If-Match` test for the facade, evaluated inside the write transaction.
     static func ifMatch(_ request: HTTPRequest) -> ((Album) -> Bool)? {
-        guard let header = request.headers["If-Match"] else { return nil }
+        request.headers["If-Match"].map(ifMatch(header:))
+    }
+
+    /// The test of an `If-Match` value (one or more ETags, or `*`).
+    static func ifMatch(header: String) -> (Album) -> Bool {
         let tags = header.split(separator: ",").map { $0.trimmingASCIIWhitespace() }
         return { album in
             let hash = contentHash(album)

@@ -45,6 +45,9 @@ extension LibraryError: HTTPResponseError {
             return HTTPError(.conflict, detail: message, type: type, title: "Conflict")
         case .walkExpired:
             return HTTPError(.gone, detail: message, type: type, title: "Walk can no longer continue")
+        case .writeTimedOut:
+            return HTTPError(.serviceUnavailable, detail: message, type: type, title: "Write took too long",
+                             headers: ["Retry-After": "1"])
         case .storage, .outputFailed:
             return nil
         }

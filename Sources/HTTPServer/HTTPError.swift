@@ -42,6 +42,14 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     /// The problem document, one JSON object and a newline.
     public func response(instance: String? = nil) -> HTTPResponse {
         var json = JSONWriter()
+        write(to: &json, instance: instance)
+        json.newline()
+        return HTTPResponse(status: status, contentType: "application/problem+json", bytes: json.bytes, headers: headers)
+    }
+
+    /// Writes the problem document as one JSON value (inside a larger document, such as a
+    /// batch's result of one operation).
+    public func write(to json: inout JSONWriter, instance: String? = nil) {
         json.beginObject()
         json.key("type"); json.string(type)
         json.key("title"); json.string(title)
@@ -62,8 +70,6 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
             json.endArray()
         }
         json.endObject()
-        json.newline()
-        return HTTPResponse(status: status, contentType: "application/problem+json", bytes: json.bytes, headers: headers)
     }
 }
 

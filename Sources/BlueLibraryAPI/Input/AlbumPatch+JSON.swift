@@ -11,6 +11,14 @@ extension AlbumPatch {
         let object = try JSONObjectParser.object(
             from: bytes, what: "the merge patch", example: #"{"year": 1993, "coverUrl": null}"#)
         var reader = JSONFieldReader(object)
+        let patch = read(from: &reader)
+        guard reader.errors.isEmpty else { throw .invalid(ValidationFailure(reader.errors)) }
+        return patch
+    }
+
+    /// Reads a merge patch's fields from `reader` (unknown keys refused), recording problems in
+    /// it; the patch is meaningful only when `reader` recorded none.
+    public static func read(from reader: inout JSONFieldReader) -> AlbumPatch {
         reader.rejectUnknownKeys(known: AlbumInput.fieldNames, readOnly: AlbumInput.serverFieldNames)
         var patch = AlbumPatch()
         patch.title = requiredText("title", &reader)
@@ -18,7 +26,6 @@ extension AlbumPatch {
         patch.genre = optional("genre", &reader) { AlbumFieldRules.text("genre", $0, reader: &$1) }
         patch.year = optional("year", &reader) { AlbumFieldRules.year("year", $0, reader: &$1) }
         patch.coverUrl = optional("coverUrl", &reader) { AlbumFieldRules.coverURL("coverUrl", $0, reader: &$1) }
-        guard reader.errors.isEmpty else { throw .invalid(ValidationFailure(reader.errors)) }
         return patch
     }
 

@@ -47,6 +47,9 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A cursor walk can no longer be continued exactly (the changes since it started are no
     /// longer kept, or a source was replaced); the message says why. Start again.
     case walkExpired(String)
+    /// A write ran longer in the writer than the server allows (a large batch on a slow
+    /// database); it was rolled back. The message says what to do.
+    case writeTimedOut(String)
 
     /// A stable, payload-free name for logs, metrics and problem `type` URIs.
     public var code: String {
@@ -69,6 +72,7 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .viewNotFound: "view-not-found"
         case .conflict: "conflict"
         case .walkExpired: "walk-expired"
+        case .writeTimedOut: "write-timed-out"
         }
     }
 
@@ -117,7 +121,7 @@ public enum LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
             return "no view has id \"\(id)\"; list the views with GET /views"
         case .conflict(let detail):
             return detail
-        case .walkExpired(let detail):
+        case .walkExpired(let detail), .writeTimedOut(let detail):
             return detail
         }
     }

@@ -21,10 +21,14 @@ extension LibraryFacade {
         // The top of the stack decides which transaction undoes it; a top that changed between
         // the two (another undo won the race) means looking again.
         for _ in 0..<Self.undoAttempts {
-            let outcome: UndoOutcome? = try mutating { writer in
+            let outcome: UndoOutcome? = try mutatingOrDropping { writer in
                 guard let command = try writer.peekUndo() else { throw LibraryError.undoStackEmpty }
                 if case .moveBack(_, _, let peer, _) = command, peer != library { return (.elsewhere(peer), []) }
                 _ = try writer.popUndo()
+                if case .batch(let commands) = command {
+                    let (version, events) = try applyBatch(commands, writer)
+                    return (.applied(UndoResult(command: command, album: nil, version: version)), events)
+                }
                 guard let change = try apply(command, writer) else {
                     return (.conflict(command), [])
                 }
@@ -102,6 +106,45 @@ extension LibraryFacade {
         }
     }
 
+    /// Undoes a batch: its inverses newest first, each with its own version and event, as the
+    /// batch made them. One that no longer fits rolls the whole undo back (`BatchUndoMismatch`).
+    private func applyBatch(_ commands: [UndoCommand], _ writer: any AlbumStoreWriter) throws -> (Int64, [LibraryEvent]) {
+        var events: [LibraryEvent] = []
+        var version = try writer.version()
+        for command in commands.reversed() {
+            guard let change = try apply(command, writer) else { throw BatchUndoMismatch(command: command) }
+            version = try finishMutation(writer, undo: nil)
+            events.append(change.event(version))
+        }
+        return (version, events)
+    }
+
+    /// A batch's inverse that no longer fits: the undo is rolled back, then the batch dropped.
+    private struct BatchUndoMismatch: Error {
+        let command: UndoCommand
+    }
+
+    /// `mutating` for the undo of the top command; a batch whose undo does not fit any more is
+    /// dropped from the stack in a transaction of its own (the first one rolled back its
+    /// partial undo with the pop) and reported as `.conflict`, as a single command is.
+    private func mutatingOrDropping(_ body: (any AlbumStoreWriter) throws -> (UndoOutcome?, [LibraryEvent]))
+        throws(LibraryError) -> UndoOutcome?
+    {
+        do {
+            return try mutatingUntranslated(body)
+        } catch let mismatch as BatchUndoMismatch {
+            return try mutating { writer in
+                guard let top = try writer.peekUndo(), case .batch(let commands) = top, commands.contains(mismatch.command) else {
+                    return (nil, [])  // another undo took it meanwhile: look again
+                }
+                _ = try writer.popUndo()
+                return (.conflict(top), [])
+            }
+        } catch {
+            throw Self.libraryError(from: error)
+        }
+    }
+
     /// What applying a command did: the album it put back (if any) and its event.
     private struct AppliedUndo {
         var album: IndexedAlbum?
@@ -140,9 +183,10 @@ extension LibraryFacade {
             return AppliedUndo(album: IndexedAlbum(album: previous, index: index)) {
                 .albumUpdated(id: previous.id, index: index, version: $0)
             }
-        case .moveBack:
-            // Needs the other library too: `undo` hands it to `undoMoveBack`. Only one naming
-            // this library itself (never written by a move; a damaged stack) comes here: dropped.
+        case .moveBack, .batch:
+            // A move back needs the other library too: `undo` hands it to `undoMoveBack`. Only
+            // one naming this library itself (never written by a move; a damaged stack) comes
+            // here, or a batch inside a batch (never written): dropped.
             return nil
         }
     }

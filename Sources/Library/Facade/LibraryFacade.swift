@@ -149,6 +149,15 @@ public final class LibraryFacade: Sendable {
     /// - Parameter alone: a mutation that changes a great many rows (an archive import) runs in a
     ///   transaction of its own (`AlbumStore.writeAlone`).
     func mutating<T>(alone: Bool = false, _ body: (any AlbumStoreWriter) throws -> (T, [LibraryEvent])) throws(LibraryError) -> T {
+        do {
+            return try mutatingUntranslated(alone: alone, body)
+        } catch {
+            throw Self.libraryError(from: error)
+        }
+    }
+
+    /// `mutating` with what failed thrown as it was (a batch tells its own abort from the rest).
+    func mutatingUntranslated<T>(alone: Bool = false, _ body: (any AlbumStoreWriter) throws -> (T, [LibraryEvent])) throws -> T {
         let (result, committedEvents): (T, [LibraryEvent])
         var ticket: UInt64?
         let work = { (writer: any AlbumStoreWriter) throws -> (T, [LibraryEvent]) in
@@ -161,7 +170,7 @@ public final class LibraryFacade: Sendable {
             (result, committedEvents) = alone ? try store.writeAlone(library, work) : try store.write(library, work)
         } catch {
             if let ticket { commitOrder.finish(ticket, nil) }
-            throw Self.libraryError(from: error)
+            throw error
         }
         didCommit(committedEvents, ticket: ticket)
         return result

@@ -9,7 +9,9 @@
 /// - an update records `restore` of the previous album;
 /// - a move to another library records `moveBack` on the **source** library's stack: the
 ///   album is now in `library`, and undoing moves it from there back to `index` here (one
-///   transaction over both libraries; the other library's stack gets nothing).
+///   transaction over both libraries; the other library's stack gets nothing);
+/// - a batch of several changes records `batch` of their inverses, in the order the changes
+///   were made; undoing applies them newest first, all or none.
 ///
 /// Coding: `{"kind": "reinsert", "album": {...}, "index": 0}`, `{"kind": "moveBack", "id": ...,
 /// "title": ..., "library": "jazz", "index": 3}` and so on; a stable, explicit shape because
@@ -20,14 +22,7 @@ public enum UndoCommand: Sendable, Equatable, Codable {
     case move(id: AlbumID, title: String, index: Int)
     case restore(album: Album)
     case moveBack(id: AlbumID, title: String, library: LibraryID, index: Int)
-
-    /// The album the command acts on.
-    public var albumID: AlbumID {
-        switch self {
-        case .reinsert(let album, _), .restore(let album): album.id
-        case .remove(let id, _), .move(let id, _, _), .moveBack(let id, _, _, _): id
-        }
-    }
+    case batch([UndoCommand])
 
     /// What undoing will do, for people: "re-insert 'Best of Bowie' at index 0".
     public var summary: String {
@@ -37,15 +32,16 @@ public enum UndoCommand: Sendable, Equatable, Codable {
         case .move(_, let title, let index): "move '\(title)' back to index \(index)"
         case .restore(let album): "restore the previous fields of '\(album.title)'"
         case .moveBack(_, let title, let library, let index): "move '\(title)' back from library \(library) to index \(index)"
+        case .batch(let commands): "take back a batch of \(commands.count) changes"
         }
     }
 
     private enum Kind: String, Codable {
-        case reinsert, remove, move, restore, moveBack
+        case reinsert, remove, move, restore, moveBack, batch
     }
 
     private enum CodingKeys: String, CodingKey {
-        case kind, album, id, title, index, library
+        case kind, album, id, title, index, library, commands
     }
 
     public init(from decoder: any Decoder) throws {
@@ -72,6 +68,8 @@ public enum UndoCommand: Sendable, Equatable, Codable {
                 title: try container.decode(String.self, forKey: .title),
                 library: try container.decode(LibraryID.self, forKey: .library),
                 index: try container.decode(Int.self, forKey: .index))
+        case .batch:
+            self = .batch(try container.decode([UndoCommand].self, forKey: .commands))
         }
     }
 
@@ -100,6 +98,9 @@ public enum UndoCommand: Sendable, Equatable, Codable {
             try container.encode(title, forKey: .title)
             try container.encode(library, forKey: .library)
             try container.encode(index, forKey: .index)
+        case .batch(let commands):
+            try container.encode(Kind.batch, forKey: .kind)
+            try container.encode(commands, forKey: .commands)
         }
     }
 }

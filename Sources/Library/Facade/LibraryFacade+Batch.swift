@@ -1,0 +1,157 @@
+import BlueLibraryAPI
+
+/// The album an operation of a batch acts on.
+public enum BatchTarget: Sendable, Equatable {
+    /// The album with this id (text as the client sent it: an id that is not one is refused
+    /// as a single request's would be, `.invalidAlbumID`).
+    case id(String)
+    /// The album at this index when the operation runs (deletes only).
+    case index(Int)
+    /// The album that operation `n` (earlier in the same batch, an add) added: a client that
+    /// adds an album and then changes it in one batch does not know its id yet.
+    case added(by: Int)
+}
+
+/// One operation of a batch, checked by the same rules as the single request it stands for.
+public enum BatchStep {
+    case add(AlbumInput, index: Int?)
+    case update(BatchTarget, AlbumPatch, ifMatch: ((Album) -> Bool)?)
+    case move(BatchTarget, to: Int)
+    case delete(BatchTarget, ifMatch: ((Album) -> Bool)?)
+}
+
+/// What a batch did.
+public enum BatchOutcome: Sendable, Equatable {
+    /// Committed. One result per operation, in order: the album as the single request answers
+    /// it, with the version its change made (nil when it changed nothing), or the refusal the
+    /// single request would have got (only when not atomic). `version` is the library's after.
+    case committed([BatchResult], version: Int64)
+    /// Atomic, and operation `operation` was refused: nothing was applied.
+    case rolledBack(operation: Int, error: LibraryError)
+}
+
+/// One operation's result in a committed batch.
+public enum BatchResult: Sendable, Equatable {
+    case applied(IndexedAlbum, version: Int64?)
+    case refused(LibraryError)
+}
+
+extension LibraryFacade {
+    /// Applies `steps` in order in **one** write transaction (one writer job: on SQLite one
+    /// job of the writer queue, on PostgreSQL one job of the library's write group).
+    ///
+    /// Rules:
+    /// - Each operation keeps the rules of its single request and makes its own change: its
+    ///   own version, change feed entry and event, published after the commit in version order
+    ///   (a subscriber sees the changes one by one, as if sent one by one without anything in
+    ///   between). Saved states are not touched (a batch is not one client's selection).
+    /// - `atomic`: the first refused operation rolls everything back (`.rolledBack`); nothing is
+    ///   in the feed, no event goes out. Not atomic: a refused operation is reported and the
+    ///   others apply. Every refusal is decided before the operation writes anything, so a
+    ///   refused operation never leaves half a change; a failure of the store fails the whole
+    ///   batch (thrown, nothing applied) in either mode.
+    /// - Undo: the applied operations' inverses are pushed as **one** command (`.batch`), so one
+    ///   undo takes back the whole batch (one operation: its own command, as a single request).
+    /// - `budget`: the longest the batch may run in the writer; past it the batch is rolled back
+    ///   (`.writeTimedOut`), so one batch on a slow database cannot hold every other writer of
+    ///   the library for long.
+    ///
+    /// - Throws: `.libraryNotFound`, `.writeTimedOut`, `.storage`.
+    public func apply(_ steps: [BatchStep], atomic: Bool, budget: Duration = .seconds(5)) throws(LibraryError) -> BatchOutcome {
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            return try mutatingUntranslated { writer in
+                var results: [BatchResult] = []
+                results.reserveCapacity(steps.count)
+                var inverses: [UndoCommand] = []
+                var events: [LibraryEvent] = []
+                let finish: Finish = { writer, inverse in
+                    inverses.append(inverse)
+                    return try writer.bumpVersion()
+                }
+                for (number, step) in steps.enumerated() {
+                    if number % 32 == 31, clock.now - start > budget { throw Self.timedOut(budget, steps.count) }
+                    do {
+                        let (album, stepEvents) = try apply(step, results: results, writer, finish: finish)
+                        results.append(.applied(album, version: stepEvents.first?.version))
+                        events += stepEvents
+                    } catch {
+                        let refusal = Self.libraryError(from: error)
+                        guard Self.isRefusal(refusal) else { throw error }
+                        if atomic { throw BatchAbort(operation: number, error: refusal) }
+                        results.append(.refused(refusal))
+                    }
+                }
+                if let inverse = inverses.count == 1 ? inverses.first : inverses.isEmpty ? nil : .batch(inverses) {
+                    try writer.pushUndo(inverse, limit: undoLimit)
+                }
+                return (BatchOutcome.committed(results, version: try writer.version()), events)
+            }
+        } catch let abort as BatchAbort {
+            return .rolledBack(operation: abort.operation, error: abort.error)
+        } catch {
+            throw Self.libraryError(from: error)
+        }
+    }
+
+    /// The first refused operation of an atomic batch, thrown to roll the transaction back.
+    private struct BatchAbort: Error {
+        let operation: Int
+        let error: LibraryError
+    }
+
+    /// Whether `error` is an operation's refusal by the rules (checked before it writes), as
+    /// opposed to a failure of the store or the library.
+    private static func isRefusal(_ error: LibraryError) -> Bool {
+        switch error {
+        case .notFound, .invalidAlbumID, .indexOutOfRange, .invalid, .preconditionFailed: true
+        default: false
+        }
+    }
+
+    /// A target that names no album: the field `ref` (or `index`) of the operation.
+    private static func badTarget(_ message: String) -> LibraryError {
+        .invalid(ValidationFailure([FieldError(field: "ref", message: "ref: " + message)]))
+    }
+
+    private static func timedOut(_ budget: Duration, _ count: Int) -> LibraryError {
+        .writeTimedOut(
+            "the batch of \(count) operations ran longer than \(budget) in the writer (the database is slow now) and "
+                + "nothing was applied; send it again, or in smaller batches")
+    }
+
+    private func apply(_ step: BatchStep, results: [BatchResult], _ writer: any AlbumStoreWriter, finish: Finish) throws
+        -> (IndexedAlbum, [LibraryEvent])
+    {
+        switch step {
+        case let .add(input, index):
+            return try addAlbum(input, at: index, writer, finish: finish)
+        case let .update(target, patch, ifMatch):
+            return try updateAlbum(id: try albumID(target, results), patch: patch, ifMatch: ifMatch, writer, finish: finish)
+        case let .move(target, index):
+            return try moveAlbum(id: try albumID(target, results), to: index, writer, finish: finish)
+        case let .delete(.index(index), _):
+            return try deleteAlbum(at: index, writer, finish: finish)
+        case let .delete(target, ifMatch):
+            return try deleteAlbum(id: try albumID(target, results), ifMatch: ifMatch, writer, finish: finish)
+        }
+    }
+
+    /// The id `target` names; an earlier add that was refused names none (a 422 naming `ref`).
+    private func albumID(_ target: BatchTarget, _ results: [BatchResult]) throws(LibraryError) -> AlbumID {
+        switch target {
+        case let .id(text):
+            guard let id = AlbumID(text) else { throw .invalidAlbumID(text) }
+            return id
+        case let .added(by: operation):
+            guard results.indices.contains(operation), case let .applied(added, _) = results[operation] else {
+                throw Self.badTarget("operation \(operation) added no album (it was refused), so there is nothing for this one to act on")
+            }
+            return added.album.id
+        case .index:
+            // Only deletes act on an index; the wire module never makes another step with one.
+            throw Self.badTarget("only a delete may name its album by index; name the album by id")
+        }
+    }
+}

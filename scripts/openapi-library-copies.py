@@ -21,7 +21,7 @@ import re
 import sys
 
 ROUTES = ['/albums', '/albums/{id}', '/albums/{id}/cover', '/albums/{id}/table', '/albums/{id}/move',
-          '/albums/at/{index}', '/undo', '/state', '/archive', '/events', '/changes']
+          '/albums/at/{index}', '/batch', '/undo', '/state', '/archive', '/events', '/changes']
 
 
 def regenerate(text):

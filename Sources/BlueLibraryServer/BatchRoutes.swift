@@ -108,7 +108,10 @@ struct BatchRoutes {
         }
         let fieldPrefix = operation.isUpdate && problem.errors.contains { $0.field != "ref" } ? path + ".patch." : path + "."
         problem.errors = problem.errors.map { .init(field: fieldPrefix + $0.field, message: "\(fieldPrefix)\($0.message)") }
-        if problem.errors.isEmpty { problem.errors = [.init(field: path, message: "\(path): \(problem.detail)")] }
+        if problem.errors.isEmpty {
+            let field = "\(path).\(operation.targetField)"
+            problem.errors = [.init(field: field, message: "\(field): \(problem.detail)")]
+        }
         problem.detail = "Operation \(number) (\(operation.kind)) was refused: \(problem.detail)"
             + (atomic ? ". Nothing in the batch was applied; fix it, or send the batch with \"atomic\": false to apply the rest." : "")
         return problem
@@ -133,6 +136,16 @@ extension BatchRequest.Operation {
         case .update: "update"
         case .move: "move"
         case .delete: "delete"
+        }
+    }
+
+    /// The field that named what the operation acts on: `id`, `ref` or `index` (an add's
+    /// position).
+    var targetField: String {
+        switch target {
+        case .id?: "id"
+        case .ref?: "ref"
+        case .index?, nil: "index"
         }
     }
 

@@ -22,22 +22,14 @@ extension LibraryReplica {
     func pushOutbox() async throws(ReplicaError) -> SyncReport {
         var report = SyncReport()
         resolvedAdds = (0, 0)
-        while let entry = try storage({ try store.first() }) {
-            let outcome = try await send(entry)
+        while let batch = try storage({ try store.nextPushBatch(limit: pushBatchSize) }) {
+            let outcomes = try await send(batch)
             try storage {
                 try store.db.transaction(.immediate) { _ in
-                    switch outcome {
-                    case let .applied(album):
-                        report.pushed += 1
-                        if let album, case let .add(localID, _, _, _) = entry.operation {
-                            try store.rename(.local, from: localID, to: album.id)
-                            try store.replaceFields(.local, album)
-                            try store.renameInOutbox(from: localID, to: album.id)
-                        }
-                    case let .dropped(reason):
-                        report.dropped.append(DroppedOperation(operation: entry.operation, reason: reason))
+                    for (entry, outcome) in outcomes {
+                        try record(outcome, of: entry, in: &report)
                     }
-                    try store.removeFromOutbox(entry.seq)
+                    try store.clearPushBatch()
                 }
             }
         }
@@ -48,16 +40,170 @@ extension LibraryReplica {
         return report
     }
 
-    /// One entry, with retries; an add whose key stays held by an interrupted request is
-    /// resolved once `interruptedKeyGrace` has passed (see `resolveInterruptedAdd`).
-    private func send(_ entry: OutboxEntry) async throws(ReplicaError) -> PushOutcome {
+    /// Takes note of what the server did with `entry` (inside the transaction that removes it
+    /// from the outbox): an answered add's local id becomes the server's everywhere.
+    private func record(_ outcome: PushOutcome, of entry: OutboxEntry, in report: inout SyncReport) throws {
+        switch outcome {
+        case let .applied(album):
+            report.pushed += 1
+            if let album, case let .add(localID, _, _, _) = entry.operation {
+                try store.rename(.local, from: localID, to: album.id)
+                try store.replaceFields(.local, album)
+                try store.renameInOutbox(from: localID, to: album.id)
+            }
+        case let .dropped(reason):
+            report.dropped.append(DroppedOperation(operation: entry.operation, reason: reason))
+        }
+        try store.removeFromOutbox(entry.seq)
+    }
+
+    /// One batch of entries in one `POST /batch` (one entry: its own request, as it always
+    /// was) (not atomic, so each operation meets the
+    /// conflict rules on its own), retried as a whole under the batch's key. An operation on
+    /// an album added earlier in the same batch names it by `ref`; one on a local album whose
+    /// add is not in the outbox any more is dropped without being sent.
+    ///
+    /// What the server answered for each operation is read as its single request's answer
+    /// (`outcome(of:for:)`); a move refused because its target is past the end of the server's
+    /// list now is sent again alone right after the batch, and goes to the last index. When the
+    /// server refuses the batch as a whole (a field it rejects, which it names before applying
+    /// anything), the entries go one by one, where each add's own answer decides. When the
+    /// batch's key stays held by an interrupted request, whether the batch took effect is
+    /// decided as for a single add (`sendAfterInterruptedBatch`).
+    private func send(_ batch: PushBatch) async throws(ReplicaError) -> [(OutboxEntry, PushOutcome)] {
+        if batch.entries.count == 1, let entry = batch.entries.first {
+            // One entry is its own request, under its own key.
+            return [(entry, try await sendAlone(entry))]
+        }
+        var operations: [BatchOperation] = []
+        var sent: [(entry: OutboxEntry, operation: Int?)] = []
+        var added: [String: Int] = [:]
+        for entry in batch.entries {
+            let operation = entry.operation
+            if case let .add(localID, input, index, _) = operation {
+                added[localID] = operations.count
+                operations.append(.add(input, at: index))
+                sent.append((entry, operations.count - 1))
+                continue
+            }
+            let target: BatchOperation.Target
+            if let ref = added[operation.albumID] {
+                target = .ref(ref)
+            } else if operation.albumID.hasPrefix(Self.localPrefix) {
+                sent.append((entry, nil))
+                continue
+            } else {
+                target = .id(operation.albumID)
+            }
+            switch operation {
+            case .add: continue
+            case .delete: operations.append(.delete(target))
+            case let .move(_, index): operations.append(.move(target, to: index))
+            case let .update(_, patch): operations.append(.update(target, patch))
+            }
+            sent.append((entry, operations.count - 1))
+        }
+        var answer: BatchAnswer?
+        if !operations.isEmpty {
+            do {
+                let library = self.library
+                answer = try await retrying { () async throws(BlueLibraryClientError) -> BatchAnswer in
+                    try await self.client.batch(operations, atomic: false, in: library, idempotencyKey: batch.key)
+                }
+            } catch where Self.isKeyInProgress(error) {
+                return try await sendAfterInterruptedBatch(batch)
+            } catch where error.status == 422 {
+                // Refused as a whole before anything was applied: each entry on its own.
+                try storage { try store.clearPushBatch() }
+                return try await sendOneByOne(batch.entries)
+            } catch {
+                throw .client(error)
+            }
+        }
+        let results = Dictionary((answer?.results ?? []).map { ($0.operation, $0) }) { first, _ in first }
+        var outcomes: [(OutboxEntry, PushOutcome)] = []
+        for (entry, operation) in sent {
+            guard let operation, let result = results[operation] else {
+                outcomes.append((entry, .dropped("its album's add was dropped, so the album never reached the server")))
+                continue
+            }
+            if case .move = entry.operation, result.problem?.type.hasSuffix("index-out-of-range") == true {
+                outcomes.append((entry, try await sendAlone(entry)))
+            } else {
+                outcomes.append((entry, Self.outcome(of: result, for: entry.operation)))
+            }
+        }
+        return outcomes
+    }
+
+    /// An operation's result in a batch, by the conflict rules.
+    static func outcome(of result: BatchOperationResult, for operation: ReplicaOperation) -> PushOutcome {
+        if result.isApplied {
+            if case .add = operation { return .applied(result.album) }
+            return .applied(nil)
+        }
+        if result.status == 404 {
+            if case .delete = operation { return .applied(nil) }  // already deleted on the server: a no-op
+            return .dropped("album \(operation.albumID) was deleted on the server")
+        }
+        return .dropped(result.problem?.description ?? "refused with status \(result.status)")
+    }
+
+    /// The entries of a batch one request each, in order (the batch applied nothing).
+    private func sendOneByOne(_ entries: [OutboxEntry]) async throws(ReplicaError) -> [(OutboxEntry, PushOutcome)] {
+        var outcomes: [(OutboxEntry, PushOutcome)] = []
+        var renamed: [String: String] = [:]
+        for var entry in entries {
+            if let id = renamed[entry.operation.albumID] { entry.operation = entry.operation.renamed(to: id) }
+            let outcome = try await sendAlone(entry)
+            if case let .applied(album?) = outcome, case let .add(localID, _, _, _) = entry.operation { renamed[localID] = album.id }
+            outcomes.append((entry, outcome))
+        }
+        return outcomes
+    }
+
+    /// The batch's key is held by a request that never finished (the server died, or lost its
+    /// database, while applying it): it may or may not have been applied. After
+    /// `interruptedKeyGrace` its entries go one by one, each add decided as a single add whose
+    /// key is held (`resolveInterruptedAdd`: adopted when the server holds an album the replica
+    /// does not know with its fields, else sent again); deletes, moves and patches repeat to the
+    /// same state.
+    private func sendAfterInterruptedBatch(_ batch: PushBatch) async throws(ReplicaError) -> [(OutboxEntry, PushOutcome)] {
+        guard let first = batch.entries.first else { return [] }
+        let since = first.blockedSince ?? Date()
+        if first.blockedSince == nil { try storage { try store.setBlocked(first.seq, since: since) } }
+        let grace = graceSeconds
+        guard Date().timeIntervalSince(since) >= grace else {
+            let title = batch.entries.lazy.compactMap { if case let .add(_, input, _, _) = $0.operation { input.title } else { nil } }.first
+            throw .interruptedAdd(title: title ?? "a batch of \(batch.entries.count) changes", decidedAfter: since.addingTimeInterval(grace))
+        }
+        var outcomes: [(OutboxEntry, PushOutcome)] = []
+        var renamed: [String: String] = [:]
+        for var entry in batch.entries {
+            if let id = renamed[entry.operation.albumID] { entry.operation = entry.operation.renamed(to: id) }
+            let outcome: PushOutcome
+            if case let .add(localID, input, _, _) = entry.operation {
+                outcome = try await resolveInterruptedAdd(entry, input: input)
+                if case let .applied(album?) = outcome { renamed[localID] = album.id }
+            } else {
+                outcome = try await sendAlone(entry)
+            }
+            outcomes.append((entry, outcome))
+        }
+        return outcomes
+    }
+
+    /// One entry in a request of its own, with retries; an add whose own key stays held by an
+    /// interrupted request is resolved once `interruptedKeyGrace` has passed (see
+    /// `resolveInterruptedAdd`).
+    private func sendAlone(_ entry: OutboxEntry) async throws(ReplicaError) -> PushOutcome {
         do {
             return try await sendWithRetries(entry)
         } catch where Self.isKeyInProgress(error) {
             guard case let .add(_, input, _, _) = entry.operation else { throw .client(error) }
             let since = entry.blockedSince ?? Date()
             if entry.blockedSince == nil { try storage { try store.setBlocked(entry.seq, since: since) } }
-            let grace = Double(interruptedKeyGrace.components.seconds) + Double(interruptedKeyGrace.components.attoseconds) / 1e18
+            let grace = graceSeconds
             guard Date().timeIntervalSince(since) >= grace else {
                 throw .interruptedAdd(title: input.title, decidedAfter: since.addingTimeInterval(grace))
             }
@@ -156,6 +302,11 @@ extension LibraryReplica {
     }
 
     static let localPrefix = "local-"
+
+    /// `interruptedKeyGrace` in seconds.
+    private var graceSeconds: Double {
+        Double(interruptedKeyGrace.components.seconds) + Double(interruptedKeyGrace.components.attoseconds) / 1e18
+    }
 
     /// Runs `request`, retrying failures that may pass (transport, timeout, 408, 409 from an
     /// idempotency key in progress, 5xx) with exponential backoff; keeps `isOnline`. A 401 or

@@ -25,7 +25,14 @@ import SQLite
 /// more changes came in: the pull goes round again (at most `maxPullRounds`, then reloads).
 /// Last, `albums` is rebuilt: `base_albums` plus the outbox replayed.
 ///
-/// **Push** (`push()`): the outbox is sent oldest first, one request at a time. Transport
+/// **Push** (`push()`): the outbox is sent oldest first, in batches of up to `pushBatchSize`
+/// entries, each one `POST /batch` that is not atomic (every operation meets the conflict
+/// rules below on its own) under an Idempotency-Key of its own: the batch's range and key are
+/// kept in `meta` before it is sent, so after a lost answer or a restart the same entries go
+/// again with the same key and the server answers the first result instead of applying them
+/// twice. An operation on an album added earlier in the same batch names it by `ref`. A batch
+/// the server refuses as a whole (a field it rejects) goes again one entry per request; a
+/// move whose target is past the end is sent again alone after its batch. Transport
 /// failures, timeouts, 409 (idempotency key in progress) and 5xx are retried with
 /// exponential backoff (`retryDelay` doubling, `maxAttempts` in all); then the replica goes
 /// offline and `push` throws, keeping the entry for the next sync. A locked server's 401 (no
@@ -84,6 +91,8 @@ public actor LibraryReplica {
     /// took effect (see `resolveInterruptedAdd`). Longer than any request runs, so a request
     /// that is merely slow is never taken for a dead one.
     public var interruptedKeyGrace: Duration = .seconds(60)
+    /// Outbox entries sent together in one `POST /batch` (at most the server's 1,000).
+    public var pushBatchSize = BlueLibraryClient.maxBatchOperations
     /// Adds resolved that way during the running push: adopted, sent again under a new key.
     var resolvedAdds = (adopted: 0, resent: 0)
 
@@ -118,7 +127,8 @@ public actor LibraryReplica {
     }
 
     public func configure(maxAttempts: Int? = nil, retryDelay: Duration? = nil, staleFetchLimit: Int? = nil,
-                          interruptedKeyGrace: Duration? = nil) {
+                          interruptedKeyGrace: Duration? = nil, pushBatchSize: Int? = nil) {
+        if let pushBatchSize { self.pushBatchSize = min(max(1, pushBatchSize), BlueLibraryClient.maxBatchOperations) }
         if let interruptedKeyGrace { self.interruptedKeyGrace = interruptedKeyGrace }
         if let maxAttempts { self.maxAttempts = max(1, maxAttempts) }
         if let staleFetchLimit { self.staleFetchLimit = max(0, staleFetchLimit) }

@@ -245,6 +245,36 @@ struct ReplicaStore {
                            attempts: try row.int(3), blockedSince: blocked.map { Date(timeIntervalSince1970: $0) })
     }
 
+    // MARK: - Push batches
+
+    /// The next batch to push: the entries of a batch sent before and not yet recorded (the
+    /// app stopped, or the server did not answer), exactly as they were with the same key, so a
+    /// batch that committed with its answer lost is answered again, never applied twice;
+    /// otherwise the oldest `limit` entries under a new key, remembered (in `meta`) before
+    /// anything is sent. Nil when the outbox is empty.
+    func nextPushBatch(limit: Int) throws -> PushBatch? {
+        guard let first = try first() else { return nil }
+        if let pending = try meta(Self.pushBatchKey), let range = PushBatch.range(fromMeta: pending), range.first == first.seq {
+            let entries = try db.query(
+                "SELECT seq, operation, idempotency_key, attempts, blocked_since FROM outbox WHERE seq BETWEEN ? AND ? ORDER BY seq",
+                [.integer(range.first), .integer(range.last)]) { row in try Self.entry(row) }
+            return PushBatch(key: range.key, entries: entries)
+        }
+        let entries = try db.query(
+            "SELECT seq, operation, idempotency_key, attempts, blocked_since FROM outbox ORDER BY seq LIMIT ?",
+            [.integer(Int64(limit))]) { row in try Self.entry(row) }
+        let batch = PushBatch(key: "replica-batch-" + UUID().uuidString, entries: entries)
+        try setMeta(Self.pushBatchKey, batch.meta)
+        return batch
+    }
+
+    /// Forgets the batch in flight (its outcomes are recorded, or it is sent another way).
+    func clearPushBatch() throws {
+        try db.run("DELETE FROM meta WHERE key = ?", [.text(Self.pushBatchKey)])
+    }
+
+    private static let pushBatchKey = "push_batch"
+
     /// Records when the entry's key was first found held by an interrupted request.
     func setBlocked(_ seq: Int64, since date: Date) throws {
         try db.run("UPDATE outbox SET blocked_since = ? WHERE seq = ?", [.real(date.timeIntervalSince1970), .integer(seq)])
@@ -311,4 +341,20 @@ struct OutboxEntry {
     var attempts: Int
     /// For an add: when its key was first found held by an interrupted request (409), else nil.
     var blockedSince: Date?
+}
+
+/// Outbox entries pushed together in one `POST /batch`, under one Idempotency-Key.
+struct PushBatch {
+    var key: String
+    var entries: [OutboxEntry]
+
+    /// How `meta` keeps it while it is in flight: `first-seq last-seq key`.
+    var meta: String { "\(entries.first?.seq ?? 0) \(entries.last?.seq ?? 0) \(key)" }
+
+    /// The range and key of a batch in flight, from `meta`.
+    static func range(fromMeta text: String) -> (first: Int64, last: Int64, key: String)? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 3, let first = Int64(parts[0]), let last = Int64(parts[1]) else { return nil }
+        return (first, last, String(parts[2]))
+    }
 }

@@ -23,12 +23,13 @@ extension LibraryReplica {
         var report = SyncReport()
         resolvedAdds = (0, 0)
         while let batch = try storage({ try store.nextPushBatch(limit: pushBatchSize) }) {
-            let outcomes = try await send(batch)
+            let sent = try await send(batch)
             try storage {
                 try store.db.transaction(.immediate) { _ in
-                    for (entry, outcome) in outcomes {
+                    for (entry, outcome) in sent.outcomes {
                         try record(outcome, of: entry, in: &report)
                     }
+                    try advanceBase(with: sent)
                     try store.clearPushBatch()
                 }
             }
@@ -38,6 +39,41 @@ extension LibraryReplica {
         report.adoptedAdds = resolvedAdds.adopted
         report.resentAdds = resolvedAdds.resent
         return report
+    }
+
+    /// When the batch's changes are the very next versions after the base copy's (nothing of
+    /// another client came in between), the base copy takes them from the answer, which holds
+    /// each changed album with its index, and moves to the batch's last version: the pull after
+    /// the push then asks only for what others changed. Otherwise (or if the base copy does not
+    /// hold an album the answer changed) the base copy stays as it was, and the pull brings
+    /// these changes through the change feed as any others.
+    private func advanceBase(with sent: SentBatch) throws {
+        guard let answer = sent.answer else { return }
+        let changes = zip(sent.kinds, answer.results).filter { $0.1.version != nil }
+        guard let base = Int64(try store.meta("version") ?? ""), !changes.isEmpty,
+            changes.enumerated().allSatisfy({ $0.element.1.version == base + 1 + Int64($0.offset) })
+        else { return }
+        struct NotInBase: Error {}
+        do {
+            try store.db.transaction { _ in
+                for (kind, result) in changes {
+                    guard let album = result.album, let index = album.index else { throw NotInBase() }
+                    switch kind {
+                    case .add:
+                        _ = try store.insert(.base, album, at: index)
+                    case .update:
+                        guard try store.replaceFields(.base, album) else { throw NotInBase() }
+                    case .move:
+                        guard try store.move(.base, id: album.id, to: index) else { throw NotInBase() }
+                    case .delete:
+                        guard try store.remove(.base, id: album.id) else { throw NotInBase() }
+                    }
+                }
+                try store.setMeta("version", String(answer.version))
+            }
+        } catch is NotInBase {
+            return
+        }
     }
 
     /// Takes note of what the server did with `entry` (inside the transaction that removes it
@@ -70,10 +106,10 @@ extension LibraryReplica {
     /// anything), the entries go one by one, where each add's own answer decides. When the
     /// batch's key stays held by an interrupted request, whether the batch took effect is
     /// decided as for a single add (`sendAfterInterruptedBatch`).
-    private func send(_ batch: PushBatch) async throws(ReplicaError) -> [(OutboxEntry, PushOutcome)] {
+    private func send(_ batch: PushBatch) async throws(ReplicaError) -> SentBatch {
         if batch.entries.count == 1, let entry = batch.entries.first {
             // One entry is its own request, under its own key.
-            return [(entry, try await sendAlone(entry))]
+            return SentBatch(outcomes: [(entry, try await sendAlone(entry))])
         }
         var operations: [BatchOperation] = []
         var sent: [(entry: OutboxEntry, operation: Int?)] = []
@@ -111,11 +147,11 @@ extension LibraryReplica {
                     try await self.client.batch(operations, atomic: false, in: library, idempotencyKey: batch.key)
                 }
             } catch where Self.isKeyInProgress(error) {
-                return try await sendAfterInterruptedBatch(batch)
+                return SentBatch(outcomes: try await sendAfterInterruptedBatch(batch))
             } catch where error.status == 422 {
                 // Refused as a whole before anything was applied: each entry on its own.
                 try storage { try store.clearPushBatch() }
-                return try await sendOneByOne(batch.entries)
+                return SentBatch(outcomes: try await sendOneByOne(batch.entries))
             } catch {
                 throw .client(error)
             }
@@ -133,7 +169,15 @@ extension LibraryReplica {
                 outcomes.append((entry, Self.outcome(of: result, for: entry.operation)))
             }
         }
-        return outcomes
+        return SentBatch(outcomes: outcomes, kinds: operations.map(\.kind), answer: answer)
+    }
+
+    /// What a push of one batch came to: each entry's outcome, and the batch's answer with the
+    /// kind of each operation sent (nil when the entries went one by one).
+    struct SentBatch {
+        var outcomes: [(OutboxEntry, PushOutcome)]
+        var kinds: [BatchOperation.Kind] = []
+        var answer: BatchAnswer?
     }
 
     /// An operation's result in a batch, by the conflict rules.

@@ -56,6 +56,13 @@ struct ReplicaStore {
             }
             try db.execute("CREATE INDEX outbox_album ON outbox(album_id)")
         }
+        // The order index holds the id too: finding the neighbours at an index (`freeKey`, an
+        // OFFSET walk that skips one id) reads only the index, not a table row per album passed.
+        migrator.register("replica-4") { db in
+            for table in ["base_albums", "albums"] {
+                try db.execute("DROP INDEX \(table)_position; CREATE INDEX \(table)_position ON \(table)(position, id)")
+            }
+        }
         try migrator.migrate(db)
     }
 

@@ -46,9 +46,9 @@ struct AlbumImportRoute {
     }
 
     func importCSV(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let index = try QueryParameters(request).index("index")
         try Self.requireCSV(request)
         let facade = try libraries.facade(context)
-        let index = try QueryParameters(request).index("index")
         guard running.take(limit: Self.maximumConcurrentImports) else {
             throw HTTPError(.serviceUnavailable, detail: "Two imports are running; retry when one is done.", headers: ["Retry-After": "5"])
         }

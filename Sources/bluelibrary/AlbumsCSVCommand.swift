@@ -58,11 +58,12 @@ enum AlbumsCSVCommand {
             do throws(BlueLibraryClientError) {
                 result = try client.importCSV(bytes, into: .library(library), at: index, idempotencyKey: UUID().uuidString)
             } catch {
-                // A refused file: each bad line on its own line, then the summary.
-                for problem in error.problem?.errors ?? [] {
-                    FileHandle.standardError.write(Data("\(file): \(problem.message)\n".utf8))
+                // A refused file: each bad line on its own line, then the summary (exit 1).
+                guard let problem = error.problem, !problem.errors.isEmpty else { throw error }
+                for entry in problem.errors {
+                    FileHandle.standardError.write(Data("\(file): \(entry.message)\n".utf8))
                 }
-                throw error
+                fail(problem.detail, code: 1)
             }
             if json {
                 AlbumsCommand.printJSON(result)

@@ -20,7 +20,7 @@ runs it so).
 import re
 import sys
 
-ROUTES = ['/albums', '/albums/{id}', '/albums/{id}/cover', '/albums/{id}/table', '/albums/{id}/move',
+ROUTES = ['/albums', '/albums/import', '/albums/{id}', '/albums/{id}/cover', '/albums/{id}/table', '/albums/{id}/move',
           '/albums/at/{index}', '/batch', '/undo', '/state', '/archive', '/events', '/changes']
 
 

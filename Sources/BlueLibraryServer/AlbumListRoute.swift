@@ -24,6 +24,8 @@ struct AlbumListRoute {
     let seal: CursorSeal
     /// Counts the bodies rendered (a HEAD renders none: see ``PageBody``).
     let renders: PageRenders
+    /// The whole list as CSV, when the request asks for it (``CSVNegotiation``).
+    let csv: CSVExport
 
     /// A page ready to send. Immutable and shared by reference: a cache hit (and a 304 from
     /// it) retains one object instead of copying four buffers' worth of references.
@@ -82,6 +84,8 @@ struct AlbumListRoute {
     /// The fast path: a 304 from the version alone, or a page loaded at the current version;
     /// nil when the page must be read (`respond`), or the library's facade is not in memory.
     func respondFromMemory(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
+        // A request that may ask for CSV is decided on the worker (a byte scan here).
+        if CSVNegotiation.mayAskForCSV(request) { return nil }
         // Only a version known without a read (never on a shared store: another instance may
         // have committed, so the blocking path reads it).
         guard let facade = try libraries.loaded(context), let version = facade.knownVersion() else { return nil }
@@ -95,6 +99,9 @@ struct AlbumListRoute {
     /// status) but leaves the body unrendered in the cache (see ``PageBody``).
     func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let facade = try libraries.facade(context)
+        if CSVNegotiation.mayAskForCSV(request), try CSVNegotiation.asksForCSV(request) {
+            return try csvResponse(request, facade)
+        }
         let (key, version, paging) = try lookup(request, facade)
         if let answered = try fromMemory(request, context, key: key, version: version, queryIsValid: false, mayRender: true) {
             return answered
@@ -120,6 +127,13 @@ struct AlbumListRoute {
             return .init(value: cached, version: page.version, cost: bodyCost + key.query.utf8.count + 256)
         }
         return try response(page, request: request, context: context)
+    }
+
+    /// The whole list as CSV (``CSVExport``), named after the library.
+    private func csvResponse(_ request: HTTPRequest, _ facade: LibraryFacade) throws -> HTTPResponse {
+        try CSVNegotiation.refusePaging(request)
+        let query = try Self.pageRequest(from: request, seal: seal).query
+        return try csv.response(request, name: facade.library.rawValue) { page in _ = try facade.walkList(query, page) }
     }
 
     /// The cache key under the paging limits in force (a page read under other limits is

@@ -27,20 +27,15 @@ struct ArchiveRoutes {
     let imports = ImportSlots()
 
     func register(into routes: inout RouterBuilder) {
-        let slots = ExportSlots(count: workers.threads)
         routes.addForEachLibrary(.get, "/archive", options: .workerPool) { [libraries, workers, exportPolicy] _, context in
             let facade = try libraries.facade(context)
             // An export holds one read snapshot from its first byte to its last, which keeps
-            // the WAL from restarting: exports run one per export thread, a request waits for
-            // its turn at most `queueDeadline` (on a request worker, at most `maxWaiting` of
-            // them), and the client must keep up `minimumBytesPerSecond` on average after
-            // `grace`, or the export stops and the connection is closed.
-            guard let lease = slots.acquire(waitingAtMost: exportPolicy.queueDeadline, maxWaiting: exportPolicy.maxWaiting) else {
-                let retry = max(1, Int(exportPolicy.queueDeadline.components.seconds))
-                throw HTTPError(.serviceUnavailable, detail: "Every export slot is busy; retry the export in \(retry) s.",
-                                type: "urn:bluelibrary:problem:exports-busy", title: "Exports busy",
-                                headers: ["Retry-After": String(retry), "Cache-Control": "no-store"])
-            }
+            // the WAL from restarting: exports (archives and CSV lists) run one per export
+            // thread, a request waits for its turn at most `queueDeadline` (on a request
+            // worker, at most `maxWaiting` of them), and the client must keep up
+            // `minimumBytesPerSecond` on average after `grace`, or the export stops and the
+            // connection is closed.
+            let lease = try workers.exportLease(exportPolicy)
             let body = HTTPStreamBody(endsOnShutdown: false) { writer in
                 // The export runs on its own thread at the client's pace: a snapshot read of the
                 // whole library must not hold one of the request workers for minutes.
@@ -139,12 +134,33 @@ final class ImportSlots: Sendable {
     func give() { running.withLock { $0 -= 1 } }
 }
 
-/// Threads for long exports, apart from the request workers.
+/// Threads for long exports (archives and CSV lists), apart from the request workers, and the
+/// slots that let one export per thread run at once.
 struct ArchiveWorkers: Sendable {
     let pool: BoundedThreadPool
     /// The pool's thread count: exports that run at once.
     let threads: Int
+    /// One per thread, shared by every route that exports.
+    let slots: ExportSlots
+
+    init(pool: BoundedThreadPool, threads: Int) {
+        self.pool = pool
+        self.threads = threads
+        slots = ExportSlots(count: threads)
+    }
+
     func run(_ work: @escaping @Sendable () -> Void) { pool.submit(work) }
+
+    /// A free export slot, waiting as `policy` allows; 503 with `Retry-After` when none came free.
+    func exportLease(_ policy: ExportPolicy) throws -> ExportSlots.Lease {
+        guard let lease = slots.acquire(waitingAtMost: policy.queueDeadline, maxWaiting: policy.maxWaiting) else {
+            let retry = max(1, Int(policy.queueDeadline.components.seconds))
+            throw HTTPError(.serviceUnavailable, detail: "Every export slot is busy; retry the export in \(retry) s.",
+                            type: "urn:bluelibrary:problem:exports-busy", title: "Exports busy",
+                            headers: ["Retry-After": String(retry), "Cache-Control": "no-store"])
+        }
+        return lease
+    }
 }
 
 /// How slow an export's client may be and how long an export request waits for its turn.

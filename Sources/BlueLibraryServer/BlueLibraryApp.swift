@@ -167,16 +167,19 @@ public final class BlueLibraryApp: Sendable {
             .register(at: "/docs", into: &routes)
         albums.register(into: &routes)
         BatchRoutes(libraries: resolver, idempotency: idempotency, covers: covers).register(into: &routes)
+        AlbumImportRoute(libraries: resolver, idempotency: idempotency).register(into: &routes)
         LibraryRoutes(
             libraries: resolver, idempotency: idempotency, hubs: eventHubs, sortArticles: { [settings] in settings.current.sorting.articles }
         ).register(into: &routes)
         let seal = try Self.cursorSeal(backend)
-        AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: seal, renders: pageRenders)
+        let exports = ArchiveWorkers(pool: exportWorkers, threads: 2)
+        let csvExport = CSVExport(workers: exports, policy: configuration.exports)
+        AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: seal, renders: pageRenders, csv: csvExport)
             .register(into: &routes)
         ViewRoutes(libraries: libraries, idempotency: idempotency, covers: covers, pages: viewPages).register(into: &routes)
-        ViewListRoute(libraries: libraries, pages: viewPages, settings: settings, seal: seal, renders: pageRenders).register(into: &routes)
+        ViewListRoute(libraries: libraries, pages: viewPages, settings: settings, seal: seal, renders: pageRenders, csv: csvExport).register(into: &routes)
         UndoStateRoutes(libraries: resolver).register(into: &routes)
-        ArchiveRoutes(libraries: resolver, idempotency: idempotency, workers: ArchiveWorkers(pool: exportWorkers, threads: 2),
+        ArchiveRoutes(libraries: resolver, idempotency: idempotency, workers: exports,
                       maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory,
                       exportPolicy: configuration.exports).register(into: &routes)
         TutorialRoutes(facade: facade, albums: albums).register(into: &routes)

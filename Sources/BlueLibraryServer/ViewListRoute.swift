@@ -33,6 +33,8 @@ struct ViewListRoute {
     let seal: CursorSeal
     /// Counts the bodies rendered (a HEAD renders none).
     let renders: PageRenders
+    /// The whole view as CSV, when the request asks for it (``CSVNegotiation``).
+    let csv: CSVExport
 
     /// A view page query as the model knows it: the view and its definition's revision, and
     /// the list query under the paging limits in force.
@@ -65,6 +67,8 @@ struct ViewListRoute {
     /// The fast path: a 304 from the version vector alone, or a page loaded at it; nil when
     /// the page must be read (`respond`).
     func respondFromMemory(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse? {
+        // A request that may ask for CSV is decided on the worker (a byte scan here).
+        if CSVNegotiation.mayAskForCSV(request) { return nil }
         let view = try ViewRoutes.viewID(context)
         guard pages.isWarm(view), let known = libraries.viewVersionInMemory(view) else { return nil }
         let key = key(request, view: view, version: known, paging: settings.paging)
@@ -75,6 +79,9 @@ struct ViewListRoute {
     /// Any view page request: from memory if it can be, else read in one snapshot of the
     /// sources (identical concurrent requests share the read).
     func respond(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        if CSVNegotiation.mayAskForCSV(request), try CSVNegotiation.asksForCSV(request) {
+            return try csvResponse(request, context)
+        }
         let (key, version, paging) = try lookup(request, context)
         pages.warmed(key.view)  // its definition and every source's version are in memory now
         if let answered = try fromMemory(request, context, key: key, version: version, queryIsValid: false, mayRender: true) {
@@ -107,6 +114,16 @@ struct ViewListRoute {
             return .init(value: cached, version: sum, cost: bodyCost + key.query.utf8.count + 256)
         }
         return try Self.response(page, request: request, context: context)
+    }
+
+    /// The whole view as CSV (``CSVExport``), named after the view: its definition is read
+    /// here, so a missing view is a 404 before the download starts.
+    private func csvResponse(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let view = try ViewRoutes.viewID(context)
+        _ = try libraries.view(view)
+        try CSVNegotiation.refusePaging(request)
+        let query = try AlbumListRoute.pageRequest(from: request, seal: seal).query
+        return try csv.response(request, name: view.rawValue) { [libraries] page in _ = try libraries.walkList(view: view, query, page) }
     }
 
     /// The cache key under the paging limits in force, and the view's version (memory once

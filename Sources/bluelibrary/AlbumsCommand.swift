@@ -6,7 +6,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// `bluelibrary albums list|add|delete|move|undo`: a client of a running server, built on
+/// `bluelibrary albums list|add|delete|move|undo|export|import`: a client of a running server, built on
 /// `BlueLibraryClient` and `AlbumListModel`. Prints an aligned table (or a sentence) by
 /// default and JSON with `--json`. A failed request prints the problem's detail on one line
 /// to stderr and exits 1; a bad command line exits 2; a locked server's 401 exits 3, its 429
@@ -31,7 +31,8 @@ enum AlbumsCommand {
                   there, or at the end). Undo a move into another library in the library
                   it came from.
           undo    [--json]
-                  Undo the last change.
+                  Undo the last change (after an import: the whole import).
+        \(AlbumsCSVCommand.helpLines)
 
         Options for every command:
           --library ID     The library (default: "default"; see 'bluelibrary libraries --help').
@@ -133,6 +134,10 @@ enum AlbumsCommand {
                     print("Undone: \(undone.undone).")
                 }
             }
+        case "export":
+            result = AlbumsCSVCommand.export(client, library: library, options: &options)
+        case "import":
+            result = AlbumsCSVCommand.importFile(client, library: library, json: json, options: &options)
         default:
             fail("unknown albums command '\(subcommand)'; try 'bluelibrary albums --help'")
         }

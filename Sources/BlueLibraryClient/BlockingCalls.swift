@@ -53,6 +53,16 @@ extension BlueLibraryClient {
         try wait(moveCall(id: id, from: library, toLibrary: target, at: index))
     }
 
+    public func update(id: String, _ patch: AlbumPatchInput, in library: String = AlbumListSource.defaultLibraryID,
+                       ifMatch: String? = nil) throws(BlueLibraryClientError) -> AlbumResource {
+        try wait(updateCall(id: id, patch, in: library, ifMatch: ifMatch))
+    }
+
+    public func batch(json operations: [Data], atomic: Bool = true, in library: String = AlbumListSource.defaultLibraryID,
+                      idempotencyKey: String? = nil) throws(BlueLibraryClientError) -> BatchAnswer {
+        try wait(batchCall(json: operations, atomic: atomic, in: library, idempotencyKey: idempotencyKey))
+    }
+
     public func undo(client: String? = nil, in library: String = AlbumListSource.defaultLibraryID)
         throws(BlueLibraryClientError) -> UndoResultResource
     {

@@ -59,7 +59,7 @@ public struct BatchOperation: Encodable, Sendable, Hashable {
 }
 
 /// The answer of a committed batch: one result per operation, in order.
-public struct BatchAnswer: Decodable, Sendable, Hashable {
+public struct BatchAnswer: Codable, Sendable, Hashable {
     public var atomic: Bool
     /// The library's version after the batch.
     public var version: Int64
@@ -69,7 +69,7 @@ public struct BatchAnswer: Decodable, Sendable, Hashable {
 }
 
 /// One operation's result: the status and body its single request would have had.
-public struct BatchOperationResult: Decodable, Sendable, Hashable {
+public struct BatchOperationResult: Codable, Sendable, Hashable {
     public var operation: Int
     public var status: Int
     /// The version its change made; nil when it changed nothing (or was refused).
@@ -92,11 +92,33 @@ extension BlueLibraryClient {
         try await send(batchCall(operations, atomic: atomic, in: library, idempotencyKey: idempotencyKey))
     }
 
+    /// `POST /batch` with operations written as JSON already (one object each, in the wire
+    /// format; `bluelibrary albums apply` reads them from a file): the server checks them.
+    public func batch(json operations: [Data], atomic: Bool = true, in library: String = AlbumListSource.defaultLibraryID,
+                      idempotencyKey: String? = nil) async throws(BlueLibraryClientError) -> BatchAnswer {
+        try await send(batchCall(json: operations, atomic: atomic, in: library, idempotencyKey: idempotencyKey))
+    }
+
     func batchCall(_ operations: [BatchOperation], atomic: Bool, in library: String, idempotencyKey: String?)
         throws(BlueLibraryClientError) -> Call<BatchAnswer>
     {
         try call("POST", path(library, "batch"), json: BatchBody(atomic: atomic, operations: operations),
                  headers: idempotencyKey.map { ["Idempotency-Key": $0] } ?? [:])
+    }
+
+    func batchCall(json operations: [Data], atomic: Bool, in library: String, idempotencyKey: String?)
+        throws(BlueLibraryClientError) -> Call<BatchAnswer>
+    {
+        var body = Data(#"{"atomic":\#(atomic),"operations":["#.utf8)
+        for (number, operation) in operations.enumerated() {
+            if number > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(operation)
+        }
+        body.append(contentsOf: Array("]}".utf8))
+        var request = try request("POST", path(library, "batch"), headers: idempotencyKey.map { ["Idempotency-Key": $0] } ?? [:])
+        request.httpBody = body
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        return Call(request: request, read: { answer throws(BlueLibraryClientError) in try Self.decode(answer) })
     }
 
     /// The most operations the server takes in one batch.

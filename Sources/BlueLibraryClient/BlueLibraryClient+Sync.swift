@@ -15,10 +15,12 @@ extension BlueLibraryClient {
 
     /// `PATCH /albums/{id}`: a JSON merge patch of the album's fields (only the fields set in
     /// `patch` change); answers the album with its index.
-    public func update(id: String, _ patch: AlbumPatchInput, in library: String = AlbumListSource.defaultLibraryID)
-        async throws(BlueLibraryClientError) -> AlbumResource
+    /// With `ifMatch` (the album's ETag as a read gave it), the patch applies only while the
+    /// album is unchanged since (412 otherwise).
+    public func update(id: String, _ patch: AlbumPatchInput, in library: String = AlbumListSource.defaultLibraryID,
+                       ifMatch: String? = nil) async throws(BlueLibraryClientError) -> AlbumResource
     {
-        try await send(updateCall(id: id, patch, in: library))
+        try await send(updateCall(id: id, patch, in: library, ifMatch: ifMatch))
     }
 
     func changesCall(since: Int64, limit: Int?, in library: String) throws(BlueLibraryClientError) -> Call<ChangePageResource> {
@@ -27,8 +29,10 @@ extension BlueLibraryClient {
         return try call("GET", path(library, "changes"), query: query)
     }
 
-    func updateCall(id: String, _ patch: AlbumPatchInput, in library: String) throws(BlueLibraryClientError) -> Call<AlbumResource> {
-        try call("PATCH", path(library, "albums", id), json: patch.mergePatch)
+    func updateCall(id: String, _ patch: AlbumPatchInput, in library: String, ifMatch: String? = nil)
+        throws(BlueLibraryClientError) -> Call<AlbumResource>
+    {
+        try call("PATCH", path(library, "albums", id), json: patch.mergePatch, headers: ifMatch.map { ["If-Match": $0] } ?? [:])
     }
 }
 

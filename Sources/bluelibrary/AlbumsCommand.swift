@@ -6,7 +6,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// `bluelibrary albums list|add|delete|move|undo|export|import`: a client of a running server, built on
+/// `bluelibrary albums list|search|add|delete|move|update|apply|undo|export|import`: a client of a running server, built on
 /// `BlueLibraryClient` and `AlbumListModel`. Prints an aligned table (or a sentence) by
 /// default and JSON with `--json`. A failed request prints the problem's detail on one line
 /// to stderr and exits 1; a bad command line exits 2; a locked server's 401 exits 3, its 429
@@ -30,8 +30,9 @@ enum AlbumsCommand {
                   Move an album to index I of its library, or into library L (at index I
                   there, or at the end). Undo a move into another library in the library
                   it came from.
+        \(AlbumsBatchCommand.helpLines)
           undo    [--json]
-                  Undo the last change (after an import: the whole import).
+                  Undo the last change (after an import or an apply: all of it).
         \(AlbumsCSVCommand.helpLines)
 
         Options for every command:
@@ -134,6 +135,10 @@ enum AlbumsCommand {
                     print("Undone: \(undone.undone).")
                 }
             }
+        case "update":
+            result = AlbumsBatchCommand.update(client, library: library, json: json, options: &options)
+        case "apply":
+            result = AlbumsBatchCommand.apply(client, library: library, json: json, options: &options)
         case "export":
             result = AlbumsCSVCommand.export(client, library: library, options: &options)
         case "import":

@@ -66,6 +66,8 @@ public final class Database: @unchecked Sendable {
         precondition(configuration.readerCount >= 0, "readerCount must not be negative")
         let writerConnection = try Connection(path: path, mode: .readWriteCreate, options: configuration.connection)
         try migrator.migrate(writerConnection)
+        // A migration may rebuild an index over every row (the search index): start afresh.
+        try writerConnection.renew()
         pageSize = try writerConnection.scalar("PRAGMA page_size", as: Int.self) ?? 4096
         var readers: [Connection] = []
         readers.reserveCapacity(configuration.readerCount)
@@ -104,6 +106,12 @@ public final class Database: @unchecked Sendable {
     /// copy each page's old content to a statement journal (a temporary file).
     public func writeAlone<T>(_ body: (Connection) throws -> T) throws -> T {
         try perform(.alone, body)
+    }
+
+    /// Runs a setting (`PRAGMA cache_size=...`) on the writer now and on every handle it
+    /// renews (``Connection/runForLife(_:)``).
+    public func setWriterSetting(_ sql: String) throws {
+        try writeWithoutTransaction { try $0.runForLife(sql) }
     }
 
     /// Runs `body` on the writer with no surrounding transaction (VACUUM, PRAGMA, checkpoints…),

@@ -142,6 +142,11 @@ final class WriterQueue: Sendable {
             finished = Self.runBatch(batch, on: connection)
             let unrun = batch[finished.endIndex...]
             let frames = Self.takePagesWritten(connection)
+            if frames >= Self.renewAfterPages, !connection.isInTransaction {
+                // A large transaction: start the next on a fresh handle (see `Connection.renew`).
+                // If that cannot open, the writer goes on with the handle it has.
+                try? connection.renew()
+            }
             state.withLock { state in
                 state.statistics.walFramesWritten += frames
                 state.waiting.insert(contentsOf: unrun, at: 0)
@@ -163,6 +168,11 @@ final class WriterQueue: Sendable {
             next.wake.signal()
         }
     }
+
+    /// After a transaction that wrote this many pages (32 MiB of 4 KiB pages; an append of a
+    /// few thousand albums, an archive import, a rebuild of the search index), the writer's
+    /// handle is renewed: about a millisecond against the transaction's hundreds.
+    static let renewAfterPages = 8192
 
     /// Pages `connection` wrote since the last call (and resets the count).
     private static func takePagesWritten(_ connection: Connection) -> Int {

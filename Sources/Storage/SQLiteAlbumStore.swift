@@ -164,9 +164,9 @@ public final class SQLiteAlbumStore: AlbumStore {
         reserve = DiskReserve(path: path + ".reserve", size: max(0, configuration.diskReserveBytes))
         let cacheKiB = configuration.writerCacheKiB
         if cacheKiB > 0 {
-            try database.writeWithoutTransaction { db in try db.run(SQL.cacheSize(kibibytes: cacheKiB)) }
+            try database.setWriterSetting(SQL.cacheSize(kibibytes: cacheKiB))
         }
-        try database.writeWithoutTransaction { db in try db.run(SQL.journalSizeLimit) }
+        try database.setWriterSetting(SQL.journalSizeLimit)
         switch configuration.checkpointing {
         case .automatic:
             checkpointer = nil

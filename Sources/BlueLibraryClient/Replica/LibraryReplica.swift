@@ -98,9 +98,19 @@ public actor LibraryReplica {
 
     let store: ReplicaStore
     private var reachable = true
-    private var allowedOnline = true
+    var allowedOnline = true
     var syncing = false
     private var listeners: [UUID: @Sendable (Bool) -> Void] = [:]
+    /// The running `follow()`'s loop (cancelled by `setOnline(false)`).
+    var followTask: Task<Void, any Error>?
+    /// The `syncing` pull running now is the follower's (a `sync`, `push` or `pull` waits for it).
+    var followerPulling = false
+    /// The `updates()` streams, told the version after every pull that changed the replica.
+    var updateContinuations: [UUID: AsyncStream<Int64>.Continuation] = [:]
+    /// `follow()`: the first delay before reconnecting a dropped event stream; each further
+    /// failed attempt waits twice as long, up to `followMaxRetryDelay`.
+    public var followRetryDelay: Duration = .milliseconds(100)
+    public var followMaxRetryDelay: Duration = .seconds(5)
 
     /// Opens (creating) the replica of `library` at `path`. A file made for another library is
     /// refused. With `library` nil: the library the file holds, or the default library for a
@@ -127,7 +137,10 @@ public actor LibraryReplica {
     }
 
     public func configure(maxAttempts: Int? = nil, retryDelay: Duration? = nil, staleFetchLimit: Int? = nil,
-                          interruptedKeyGrace: Duration? = nil, pushBatchSize: Int? = nil) {
+                          interruptedKeyGrace: Duration? = nil, pushBatchSize: Int? = nil,
+                          followRetryDelay: Duration? = nil, followMaxRetryDelay: Duration? = nil) {
+        if let followRetryDelay { self.followRetryDelay = followRetryDelay }
+        if let followMaxRetryDelay { self.followMaxRetryDelay = followMaxRetryDelay }
         if let pushBatchSize { self.pushBatchSize = min(max(1, pushBatchSize), BlueLibraryClient.maxBatchOperations) }
         if let interruptedKeyGrace { self.interruptedKeyGrace = interruptedKeyGrace }
         if let maxAttempts { self.maxAttempts = max(1, maxAttempts) }
@@ -233,7 +246,7 @@ public actor LibraryReplica {
     public func setOnline(_ online: Bool) {
         let before = isOnline
         allowedOnline = online
-        if online { reachable = true }
+        if online { reachable = true } else { followTask?.cancel() }
         announce(before)
     }
 
@@ -266,7 +279,7 @@ public actor LibraryReplica {
     /// or left queued, the replica equals the server.
     @discardableResult
     public func sync() async throws(ReplicaError) -> SyncReport {
-        try begin()
+        try await begin()
         defer { syncing = false }
         var report = try await pushOutbox()
         let pulled = try await pullChanges()
@@ -287,8 +300,16 @@ public actor LibraryReplica {
     }
 
     /// Starts a sync, push or pull: only one at a time (the actor lets calls interleave at
-    /// every `await`, and two pushes must not send the same entry side by side).
-    func begin() throws(ReplicaError) {
+    /// every `await`, and two pushes must not send the same entry side by side). A pull of the
+    /// follower (`follow()`) is waited for, not refused: the app need not know that one runs.
+    func begin() async throws(ReplicaError) {
+        while syncing && followerPulling {
+            do {
+                try await Task.sleep(for: .milliseconds(5))
+            } catch {
+                throw .client(.cancelled)
+            }
+        }
         guard allowedOnline else { throw .offline }
         guard !syncing else { throw .busy }
         syncing = true

@@ -99,6 +99,13 @@ import Testing
         #expect(try changesRequests(port: server.port) == before)
         #expect(before <= 6, "a pull per change at most (the first sync's included): \(before)")
 
+        // A burst (one batch: 20 events at once) is coalesced: events the pull already
+        // covered start none of their own.
+        _ = try await other.batch((1...20).map { .add(AlbumInput(title: "Burst \($0)", artist: "Many")) })
+        #expect(try await until { try await self.replicaMatches(replica, other) })
+        let afterBurst = try changesRequests(port: server.port)
+        #expect(afterBurst - before <= 2, "\(afterBurst - before) pulls for one burst")
+
         // The app's own sync while following is not refused.
         try await replica.add(AlbumInput(title: "Mine", artist: "Local"))
         try await replica.sync()

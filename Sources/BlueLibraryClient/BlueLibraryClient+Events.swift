@@ -128,6 +128,10 @@ extension BlueLibraryClient {
     public func events(in library: String = AlbumListSource.defaultLibraryID, lastEventID: String? = nil)
         -> AsyncThrowingStream<ServerSentEvent, any Error>
     {
+        events(in: library, lastEventID: lastEventID, idleTimeout: Self.eventStreamIdleTimeout)
+    }
+
+    func events(in library: String, lastEventID: String?, idleTimeout: Double) -> AsyncThrowingStream<ServerSentEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream<ServerSentEvent, any Error>.makeStream(bufferingPolicy: .unbounded)
         var request: URLRequest
         do throws(BlueLibraryClientError) {
@@ -139,17 +143,17 @@ extension BlueLibraryClient {
         }
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         if let lastEventID, !lastEventID.isEmpty { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
-        request.timeoutInterval = Self.eventStreamIdleTimeout
+        request.timeoutInterval = idleTimeout
 
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = Self.eventStreamIdleTimeout  // between bytes
+        configuration.timeoutIntervalForRequest = idleTimeout  // between bytes
         configuration.timeoutIntervalForResource = 60 * 60 * 24 * 365  // the stream stays open
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         let reader = EventStreamReader(continuation: continuation, label: "GET \(request.url?.absoluteString ?? "?")",
-                                       timeout: Self.eventStreamIdleTimeout)
+                                       timeout: idleTimeout)
         let session = URLSession(configuration: configuration, delegate: reader, delegateQueue: nil)
         let task = session.dataTask(with: request)
         continuation.onTermination = { _ in

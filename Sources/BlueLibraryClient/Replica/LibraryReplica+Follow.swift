@@ -15,7 +15,8 @@ extension LibraryReplica {
     /// (`.client(.problem)` with 404), a replica file that fails (`.storage`). A dropped stream
     /// (server restart, network, 45 s without even a heartbeat) is followed by a pull and a
     /// reconnect, retried with backoff (`followRetryDelay` doubling up to `followMaxRetryDelay`)
-    /// for as long as it takes. `.busy` when a `follow()` already runs.
+    /// for as long as it takes. `.busy` when a `follow()` already runs. After `.offline`,
+    /// `setOnline(true)` does not restart it: call `follow()` again.
     public func follow() async throws(ReplicaError) {
         guard allowedOnline else { throw .offline }
         guard followTask == nil else { throw .busy }

@@ -83,7 +83,10 @@ extension AlbumListModelListener {
 /// true; a load never answers 304 (there is no ETag) and `isOutdated` is true after a load while
 /// the replica holds local edits not yet synced (`hasPendingChanges`), false once they are. The
 /// model does not sync: the app calls the replica's `sync()` and then `load()` again (also after
-/// a local edit; a load from the replica is a local read).
+/// a local edit; a load from the replica is a local read). Made with `reloadsOnUpdates: true`,
+/// the model does that second step itself: once loaded, it loads its first page again after
+/// every pull that changed the replica (the app's `sync()`, or the replica's `follow()` bringing
+/// another client's change), as `load()` does (a next page being loaded is cancelled by it).
 ///
 /// **Isolation.** Not an actor and not `@MainActor`: a `final class` whose whole state sits behind
 /// one `Mutex`, so it is `Sendable` and every member may be used from any thread or task. Reads
@@ -149,8 +152,13 @@ public final class AlbumListModel: Sendable {
     }
 
     /// A model of `replica`'s albums: loads read the replica, never the server (see "On a replica").
-    public convenience init(replica: LibraryReplica, query: AlbumPageQuery = AlbumPageQuery(), callbackQueue: DispatchQueue? = nil) {
+    /// With `reloadsOnUpdates`, a loaded model loads its first page again after every pull that
+    /// changed the replica (`LibraryReplica.updates()`), so with `follow()` running another
+    /// client's edit reaches `items` and the listeners (`didChange`) within about a second.
+    public convenience init(replica: LibraryReplica, query: AlbumPageQuery = AlbumPageQuery(), callbackQueue: DispatchQueue? = nil,
+                            reloadsOnUpdates: Bool = false) {
         self.init(client: replica.client, replica: replica, source: .library(replica.library), query: query, callbackQueue: callbackQueue)
+        if reloadsOnUpdates { observe(replica) }
     }
 
     private init(client: BlueLibraryClient, replica: LibraryReplica?, source: AlbumListSource, query: AlbumPageQuery,
@@ -167,6 +175,24 @@ public final class AlbumListModel: Sendable {
 
     deinit {
         state.withLock { $0.running?.task.cancel() }
+        observation.withLock { $0?.cancel() }
+    }
+
+    /// `reloadsOnUpdates`: the task that reloads after each update of the replica (it holds
+    /// the model weakly; cancelled when the model goes, which ends its `updates()` stream).
+    private let observation = Mutex<Task<Void, Never>?>(nil)
+
+    private func observe(_ replica: LibraryReplica) {
+        let task = Task { [weak self] in
+            for await _ in await replica.updates() {
+                guard let self else { return }
+                guard self.isLoaded else { continue }
+                // A load that was already running may have read the replica before the pull:
+                // joined to it, load once more after it.
+                if (try? await self.loadAndWait()) == .joined { _ = try? await self.loadAndWait() }
+            }
+        }
+        observation.withLock { $0 = task }
     }
 
     // MARK: - State

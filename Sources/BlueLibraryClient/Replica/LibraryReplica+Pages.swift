@@ -44,7 +44,7 @@ extension LibraryReplica {
     /// are the server's: its undo (`POST /undo`) takes those back.
     @discardableResult
     public func undoLastPending() throws(ReplicaError) -> ReplicaOperation? {
-        guard !syncing else { throw .busy }
+        guard !syncing || followerPulling else { throw .busy }  // a pull leaves the outbox alone
         let last = try storage { () throws -> OutboxEntry? in
             guard let entry = try store.last() else { return nil }
             try store.removeFromOutbox(entry.seq)

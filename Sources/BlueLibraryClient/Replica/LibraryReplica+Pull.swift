@@ -7,7 +7,7 @@ extension LibraryReplica {
     /// the outbox.
     @discardableResult
     public func pull() async throws(ReplicaError) -> SyncReport {
-        try begin()
+        try await begin()
         defer { syncing = false }
         return try await pullChanges()
     }
@@ -38,6 +38,7 @@ extension LibraryReplica {
         }
         try rebuildLocal()
         report.version = try version()
+        if report.pulledChanges > 0 || report.reloaded { announceUpdate(report.version) }
         return report
     }
 

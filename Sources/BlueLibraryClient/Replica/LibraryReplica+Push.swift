@@ -14,7 +14,7 @@ extension LibraryReplica {
     /// after it) when the server stays unreachable or answers an error no rule covers.
     @discardableResult
     public func push() async throws(ReplicaError) -> SyncReport {
-        try begin()
+        try await begin()
         defer { syncing = false }
         return try await pushOutbox()
     }

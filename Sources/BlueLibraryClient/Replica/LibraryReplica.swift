@@ -64,13 +64,33 @@ import SQLite
 /// After a sync with an empty outbox, `albums` equals the server's list: same ids, same order,
 /// same fields.
 ///
+/// **Follow** (`follow()`, runs until its task is cancelled): live updates without polling. It
+/// opens the library's event stream (`GET /events`, through `BlueLibraryClient.events`, a
+/// `URLSessionDataDelegate` that hands over the body as it arrives, also on FoundationNetworking)
+/// with `Last-Event-ID` = `version`, so events missed since the last pull come first. For each
+/// event that changes the list (`album.added/updated/deleted/moved`, `library.replaced`,
+/// `library.outdated`; not `state.changed`, cover or settings events) it runs the same pull as
+/// `pull()`, unless `version` is already at the event's id (the version it belongs to): events
+/// queued while a pull ran are mostly covered by it, so a burst costs one pull and at most one
+/// more. The follower's pull keeps the one-at-a-time rule: while the app's `sync`, `push` or
+/// `pull` runs, the follower waits for it (looking again every 20 ms) and then pulls only if
+/// still behind; while the follower's pull runs, the app's `sync`, `push` or `pull` waits for
+/// it (a pull is short) instead of throwing `.busy`, and `undoLastPending` is allowed (a pull
+/// leaves the outbox alone). A stream that ends or breaks (`server.shutdown`, a restart, the
+/// network, `eventStreamIdleTimeout` without a heartbeat) is followed by a pull and a
+/// reconnect, retried with backoff (`followRetryDelay` doubling up to `followMaxRetryDelay`)
+/// for as long as the server stays away; 401, 429, 404 (the library was deleted) and a failing
+/// file end `follow()` with that error, `setOnline(false)` with `.offline`. `updates()` tells
+/// every reader the version after each pull (any pull) that changed the replica;
+/// `AlbumListModel(replica:reloadsOnUpdates: true)` reloads on it.
+///
 /// **isOnline**: false after a request failed to reach the server (after its retries) or
 /// after `setOnline(false)`; true again after any answer from the server. With
 /// `setOnline(false)`, `sync`, `push` and `pull` throw `.offline` without sending anything;
 /// local reads and edits work either way. Listeners hear every change of `isOnline`.
 ///
 /// **Concurrency**: an actor. One `sync`, `push` or `pull` runs at a time (another throws
-/// `.busy`); local reads and edits go on during one (they interleave at its `await`s: a push
+/// `.busy`; one that finds the follower's pull running waits for it, see "Follow"); local reads and edits go on during one (they interleave at its `await`s: a push
 /// reads the next outbox entry afresh each time, and `albums` is rebuilt from the outbox as it
 /// is when the pull ends).
 public actor LibraryReplica {
@@ -98,9 +118,19 @@ public actor LibraryReplica {
 
     let store: ReplicaStore
     private var reachable = true
-    private var allowedOnline = true
+    var allowedOnline = true
     var syncing = false
     private var listeners: [UUID: @Sendable (Bool) -> Void] = [:]
+    /// The running `follow()`'s loop (cancelled by `setOnline(false)`).
+    var followTask: Task<Void, any Error>?
+    /// The `syncing` pull running now is the follower's (a `sync`, `push` or `pull` waits for it).
+    var followerPulling = false
+    /// The `updates()` streams, told the version after every pull that changed the replica.
+    var updateContinuations: [UUID: AsyncStream<Int64>.Continuation] = [:]
+    /// `follow()`: the first delay before reconnecting a dropped event stream; each further
+    /// failed attempt waits twice as long, up to `followMaxRetryDelay`.
+    public var followRetryDelay: Duration = .milliseconds(100)
+    public var followMaxRetryDelay: Duration = .seconds(5)
 
     /// Opens (creating) the replica of `library` at `path`. A file made for another library is
     /// refused. With `library` nil: the library the file holds, or the default library for a
@@ -127,7 +157,10 @@ public actor LibraryReplica {
     }
 
     public func configure(maxAttempts: Int? = nil, retryDelay: Duration? = nil, staleFetchLimit: Int? = nil,
-                          interruptedKeyGrace: Duration? = nil, pushBatchSize: Int? = nil) {
+                          interruptedKeyGrace: Duration? = nil, pushBatchSize: Int? = nil,
+                          followRetryDelay: Duration? = nil, followMaxRetryDelay: Duration? = nil) {
+        if let followRetryDelay { self.followRetryDelay = followRetryDelay }
+        if let followMaxRetryDelay { self.followMaxRetryDelay = followMaxRetryDelay }
         if let pushBatchSize { self.pushBatchSize = min(max(1, pushBatchSize), BlueLibraryClient.maxBatchOperations) }
         if let interruptedKeyGrace { self.interruptedKeyGrace = interruptedKeyGrace }
         if let maxAttempts { self.maxAttempts = max(1, maxAttempts) }
@@ -233,7 +266,7 @@ public actor LibraryReplica {
     public func setOnline(_ online: Bool) {
         let before = isOnline
         allowedOnline = online
-        if online { reachable = true }
+        if online { reachable = true } else { followTask?.cancel() }
         announce(before)
     }
 
@@ -266,7 +299,7 @@ public actor LibraryReplica {
     /// or left queued, the replica equals the server.
     @discardableResult
     public func sync() async throws(ReplicaError) -> SyncReport {
-        try begin()
+        try await begin()
         defer { syncing = false }
         var report = try await pushOutbox()
         let pulled = try await pullChanges()
@@ -287,8 +320,16 @@ public actor LibraryReplica {
     }
 
     /// Starts a sync, push or pull: only one at a time (the actor lets calls interleave at
-    /// every `await`, and two pushes must not send the same entry side by side).
-    func begin() throws(ReplicaError) {
+    /// every `await`, and two pushes must not send the same entry side by side). A pull of the
+    /// follower (`follow()`) is waited for, not refused: the app need not know that one runs.
+    func begin() async throws(ReplicaError) {
+        while syncing && followerPulling {
+            do {
+                try await Task.sleep(for: .milliseconds(5))
+            } catch {
+                throw .client(.cancelled)
+            }
+        }
         guard allowedOnline else { throw .offline }
         guard !syncing else { throw .busy }
         syncing = true
@@ -326,7 +367,8 @@ public struct DroppedOperation: Sendable, Hashable {
 public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `setOnline(false)` is in force: nothing was sent.
     case offline
-    /// Another `sync`, `push` or `pull` of this replica is running; nothing was sent.
+    /// Another `sync`, `push` or `pull` of this replica is running (or, from `follow()`,
+    /// another `follow()`); nothing was sent.
     case busy
     /// The server could not be reached or answered an error that is not a conflict.
     case client(BlueLibraryClientError)
@@ -347,7 +389,7 @@ public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .offline: "the replica is offline (setOnline(false)); nothing was sent"
-        case .busy: "a sync of this replica is already running; nothing was sent"
+        case .busy: "a sync (or a follow) of this replica is already running; nothing was sent"
         case let .client(error): error.description
         case let .storage(message): "the replica file failed: \(message)"
         case let .wrongLibrary(file, holds, asked): "\(file) is the replica of library \(holds), not \(asked)"

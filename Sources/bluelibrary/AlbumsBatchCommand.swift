@@ -80,11 +80,7 @@ enum AlbumsBatchCommand {
             do throws(BlueLibraryClientError) {
                 answer = try client.batch(json: operations, atomic: atomic, in: library, idempotencyKey: UUID().uuidString)
             } catch {
-                guard let problem = error.problem, !problem.errors.isEmpty else { throw error }
-                for entry in problem.errors {
-                    FileHandle.standardError.write(Data("\(file)\(line(of: entry.field, lines)): \(entry.message)\n".utf8))
-                }
-                fail(problem.detail, code: 1)
+                try AlbumsCommand.failListingFields(error) { "\(file)\(line(of: $0.field, lines)): \($0.message)" }
             }
             if json {
                 AlbumsCommand.printJSON(answer)

@@ -58,12 +58,7 @@ enum AlbumsCSVCommand {
             do throws(BlueLibraryClientError) {
                 result = try client.importCSV(bytes, into: .library(library), at: index, idempotencyKey: UUID().uuidString)
             } catch {
-                // A refused file: each bad line on its own line, then the summary (exit 1).
-                guard let problem = error.problem, !problem.errors.isEmpty else { throw error }
-                for entry in problem.errors {
-                    FileHandle.standardError.write(Data("\(file): \(entry.message)\n".utf8))
-                }
-                fail(problem.detail, code: 1)
+                try AlbumsCommand.failListingFields(error) { "\(file): \($0.message)" }
             }
             if json {
                 AlbumsCommand.printJSON(result)

@@ -152,6 +152,18 @@ enum AlbumsCommand {
 
     // MARK: - Shared by the client commands
 
+    /// A refusal that names fields (a bad line of a file): each on a line of its own on stderr,
+    /// written by `line`, then the problem's summary, exit 1. Any other error is rethrown.
+    static func failListingFields(_ error: BlueLibraryClientError, _ line: (Problem.FieldError) -> String)
+        throws(BlueLibraryClientError) -> Never
+    {
+        guard let problem = error.problem, !problem.errors.isEmpty else { throw error }
+        for entry in problem.errors {
+            FileHandle.standardError.write(Data((line(entry) + "\n").utf8))
+        }
+        fail(problem.detail, code: 1)
+    }
+
     /// `text` as one word for a POSIX shell: in single quotes, each `'` written `'\''`.
     static func shellQuoted(_ text: String) -> String {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"

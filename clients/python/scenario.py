@@ -15,13 +15,15 @@ Run by Tests/BlueLibraryServerTests/GeneratedClientTests.swift (see clients/pyth
 from scenario_common import ALBUMS, PAGE, PNG_MAGIC, SORTS, arguments, check, check_feed, check_walk, passed, step
 
 from bluelibrary_client import AuthenticatedClient
-from bluelibrary_client.api.albums import (create_album, delete_album, get_album, get_album_at_index,
+from bluelibrary_client.api.albums import (apply_batch, create_album, delete_album, get_album, get_album_at_index,
                                            get_album_cover, list_albums, update_album)
 from bluelibrary_client.api.events import list_changes
 from bluelibrary_client.api.settings import get_settings, patch_settings
 from bluelibrary_client.api.tutorial import tutorial_delete_album
 from bluelibrary_client.api.undo import undo
-from bluelibrary_client.models import (AlbumInput, AlbumPage, AlbumPatch, AlbumWithIndex, ChangePage, IndexBody, Problem, Settings,
+from bluelibrary_client.models import (AlbumFields, AlbumInput, AlbumPage, AlbumPatch, AlbumWithIndex, BatchOperationType0,
+                                       BatchOperationType1, BatchOperationType2, BatchRequest, BatchResult, ChangePage, IndexBody,
+                                       Problem, Settings,
                                        SettingsPatch, SettingsPatchUndoType0, UndoResult, ValidationProblem)
 from bluelibrary_client.types import File
 
@@ -130,4 +132,15 @@ check(cover.status_code == 200 and isinstance(cover.parsed, File), "cover: %d" %
 image = cover.parsed.payload.read()
 check(image[:8] == PNG_MAGIC, "cover bytes are a PNG")
 step("cover fetched (%d bytes of PNG)" % len(image))
+
+# A batch that is not atomic: an add, a patch of it by ref, a move past the end (refused, 422).
+answer = apply_batch.sync(client=client, body=BatchRequest(atomic=False, operations=[
+    BatchOperationType0(op="add", album=AlbumFields(title="Batched", artist="Many")),
+    BatchOperationType1(op="update", ref=0, patch=AlbumPatch(year=2001)),
+    BatchOperationType2(op="move", id=covered.id, index=9999)]))
+check(isinstance(answer, BatchResult) and answer.applied == 2 and answer.refused == 1, "batch: %r" % answer)
+check(answer.results[1].album.year == 2001 and answer.results[2].status == 422, "batch results: %r" % answer.results)
+undone = undo.sync(client=client)
+check(isinstance(undone, UndoResult) and undone.undone == "take back a batch of 2 changes", "undo a batch: %r" % undone)
+step("batch applied 2 of 3 (the move past the end was 422); one undo took both back")
 passed()

@@ -18,6 +18,7 @@ STEPS = [
     "settings with the token; a wrong token is 401",
     "the change feed; a since ahead of it is 400",
     "a cover fetched from the upstream",
+    "a batch: an add, its patch by ref and a refused move; one undo takes it back",
 ]
 
 # Albums to page through (years out of order so each sort differs from position order).

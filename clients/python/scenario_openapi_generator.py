@@ -26,7 +26,8 @@ from bluelibrary_og.api.settings_api import SettingsApi
 from bluelibrary_og.api.tutorial_api import TutorialApi
 from bluelibrary_og.api.undo_api import UndoApi
 from bluelibrary_og.exceptions import ApiException, BadRequestException, NotFoundException, UnauthorizedException
-from bluelibrary_og.models import (AlbumInput, AlbumPage, AlbumPatch, AlbumWithIndex, ChangePage, IndexBody, Problem, Settings,
+from bluelibrary_og.models import (AlbumFields, AlbumInput, AlbumPage, BatchOperation, BatchOperationOneOf, BatchOperationOneOf1,
+                                   BatchOperationOneOf2, BatchRequest, BatchResult, AlbumPatch, AlbumWithIndex, ChangePage, IndexBody, Problem, Settings,
                                    SettingsPatch, TutorialDeleteAlbumRequest, UndoResult, ValidationProblem, Year)
 from pydantic import ValidationError
 
@@ -150,4 +151,15 @@ cover = albums.get_album_cover_with_http_info(covered.id)
 check(cover.status_code == 200 and isinstance(cover.data, (bytes, bytearray)), "cover: %r" % cover.status_code)
 check(bytes(cover.data[:8]) == PNG_MAGIC, "cover bytes are a PNG")
 step("cover fetched (%d bytes of PNG)" % len(cover.data))
+
+# A batch that is not atomic: an add, a patch of it by ref, a move past the end (refused, 422).
+answer = albums.apply_batch(BatchRequest(atomic=False, operations=[
+    BatchOperation(BatchOperationOneOf(op="add", album=AlbumFields(title="Batched", artist="Many"))),
+    BatchOperation(BatchOperationOneOf1(op="update", ref=0, patch=AlbumPatch(year=Year(2001)))),
+    BatchOperation(BatchOperationOneOf2(op="move", id=covered.id, index=9999))]))
+check(isinstance(answer, BatchResult) and answer.applied == 2 and answer.refused == 1, "batch: %r" % answer)
+check(answer.results[1].album.year == 2001 and answer.results[2].status == 422, "batch results: %r" % answer.results)
+undone = undo.undo()
+check(undone.undone == "take back a batch of 2 changes", "undo a batch: %r" % undone)
+step("batch applied 2 of 3 (the move past the end was 422); one undo took both back")
 passed()

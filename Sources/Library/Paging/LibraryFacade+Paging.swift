@@ -12,14 +12,15 @@ extension LibraryFacade {
     public func page(_ request: PageRequest) throws(LibraryError) -> AlbumListPage {
         try request.checked()
         let query = AlbumQuery(sort: request.query.sort, filter: try request.query.filter.validated())
-        let scope = PageCursor.scope(library: library)
-        let library = library
-        let counts = counts
         return try reading { reader in
-            let pager = CompositePager(
-                readers: [reader], libraries: [library], query: query, filter: CombinedFilter(query.filter), scope: scope,
-                revision: nil, labels: false, counts: counts)
-            return try pager.page(start: request.start, limit: request.limit, includeTotal: request.includeTotal)
+            try pager(query, over: reader).page(start: request.start, limit: request.limit, includeTotal: request.includeTotal)
         }
+    }
+
+    /// The pager of `query` (its filter validated) over this library alone, as `reader` sees it.
+    func pager(_ query: AlbumQuery, over reader: any AlbumStoreReader) -> CompositePager {
+        CompositePager(
+            readers: [reader], libraries: [library], query: query, filter: CombinedFilter(query.filter),
+            scope: PageCursor.scope(library: library), revision: nil, labels: false, counts: counts)
     }
 }

@@ -17,15 +17,7 @@ extension LibraryFacade {
         _ query: AlbumQuery, pageSize: Int = PageRequest.limitRange.upperBound, _ body: ([ListedAlbum]) throws -> Void
     ) throws(LibraryError) -> Int64 {
         let query = AlbumQuery(sort: query.sort, filter: try query.filter.validated())
-        let scope = PageCursor.scope(library: library)
-        let library = library
-        let counts = counts
-        return try reading { reader in
-            let pager = CompositePager(
-                readers: [reader], libraries: [library], query: query, filter: CombinedFilter(query.filter), scope: scope,
-                revision: nil, labels: false, counts: counts)
-            return try ListWalk.run(pager, pageSize: pageSize, body).version
-        }
+        return try reading { reader in try ListWalk.run(pager(query, over: reader), pageSize: pageSize, body).version }
     }
 }
 

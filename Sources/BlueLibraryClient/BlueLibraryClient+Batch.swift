@@ -1,3 +1,4 @@
+import BlueLibraryAPI
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -122,7 +123,7 @@ extension BlueLibraryClient {
     }
 
     /// The most operations the server takes in one batch.
-    public static let maxBatchOperations = 1000
+    public static let maxBatchOperations = BatchRequest.maxOperations
 }
 
 private struct BatchBody: Encodable {

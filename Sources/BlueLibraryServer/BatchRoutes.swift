@@ -76,7 +76,7 @@ struct BatchRoutes {
             case let .applied(item, version):
                 json.key("status"); json.number(operation.isAdd ? 201 : 200)
                 json.key("version")
-                if let version { json.number(version) } else { json.raw(Array("null".utf8)) }
+                if let version { json.number(version) } else { json.null() }
                 let (body, etag) = try AlbumRepresentation.encoded(item, pretty: false)
                 json.key("etag"); json.string(etag)
                 json.key("album"); json.raw(Array(body.dropLast()))  // without its newline

@@ -85,9 +85,17 @@ public final class Connection {
         cache.removeAll()
         let old = handle
         handle = fresh
-        sqlite3_close_v2(old)
-        for sql in lifeSettings { try run(sql) }
+        do {
+            for sql in lifeSettings { try run(sql) }
+        } catch {
+            // The old handle goes on, as it was.
+            cache.removeAll()
+            handle = old
+            sqlite3_close_v2(fresh)
+            throw error
+        }
         if let walFrameCounter { installWALHook(walFrameCounter) }
+        sqlite3_close_v2(old)
     }
 
     deinit {

@@ -88,7 +88,8 @@ enum AlbumsBatchCommand {
             }
             for result in answer.results where !result.isApplied {
                 let reason = result.problem?.description ?? "status \(result.status)"
-                FileHandle.standardError.write(Data("\(file):\(lines[result.operation]): refused: \(reason)\n".utf8))
+                let line = lines.indices.contains(result.operation) ? ":\(lines[result.operation])" : ""
+                FileHandle.standardError.write(Data("\(file)\(line): refused: \(reason)\n".utf8))
             }
             print("Applied \(answer.applied) of \(answer.results.count) operations; the library is at version \(answer.version).")
         }

@@ -140,7 +140,8 @@ public struct BatchRequest: Sendable, Equatable {
                 let patch = AlbumPatch.read(from: &fields)
                 errors += fields.errors
                 if fields.errors.isEmpty, let target { operation = .update(target, patch, ifMatch: ifMatch) }
-            }        case "move"?:
+            }
+        case "move"?:
             reader.rejectUnknownKeys(known: ["op", "id", "ref", "index"])
             let target = self.target(&reader, number: number, allowIndex: false)
             let index = optionalIndex(&reader)

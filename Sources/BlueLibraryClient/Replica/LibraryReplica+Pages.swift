@@ -47,6 +47,13 @@ extension LibraryReplica {
         guard !syncing || followerPulling else { throw .busy }  // a pull leaves the outbox alone
         let last = try storage { () throws -> OutboxEntry? in
             guard let entry = try store.last() else { return nil }
+            guard try !store.isInPushBatch(entry.seq) else {
+                // Its batch may have been applied with the answer lost: taking it back here
+                // would make the batch's retry another batch under the same key.
+                throw ReplicaError.unsettled(
+                    "the newest queued change went to the server in a batch whose answer did not come back; "
+                        + "sync first, then undo it on the server")
+            }
             try store.removeFromOutbox(entry.seq)
             return entry
         }

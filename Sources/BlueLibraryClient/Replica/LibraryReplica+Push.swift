@@ -148,10 +148,14 @@ extension LibraryReplica {
                 }
             } catch where Self.isKeyInProgress(error) {
                 return SentBatch(outcomes: try await sendAfterInterruptedBatch(batch))
+            } catch where Self.isKeyReused(error) {
+                // The key's first batch was not these entries (some were taken back since): it
+                // may have applied, so each entry is decided as after an interrupted batch.
+                return SentBatch(outcomes: try await sendEach(batch.entries, resolvingAdds: true))
             } catch where error.status == 422 {
-                // Refused as a whole before anything was applied: each entry on its own.
-                try storage { try store.clearPushBatch() }
-                return SentBatch(outcomes: try await sendOneByOne(batch.entries))
+                // Refused as a whole before anything was applied (a field the server rejects):
+                // each entry on its own, adds under their own keys.
+                return SentBatch(outcomes: try await sendEach(batch.entries, resolvingAdds: false))
             } catch {
                 throw .client(error)
             }
@@ -164,7 +168,10 @@ extension LibraryReplica {
                 continue
             }
             if case .move = entry.operation, result.problem?.type.hasSuffix("index-out-of-range") == true {
-                outcomes.append((entry, try await sendAlone(entry)))
+                // Alone, under the id its album has on the server by now (an add of this batch).
+                var alone = entry
+                if let add = added[entry.operation.albumID], let id = results[add]?.album?.id { alone.operation = alone.operation.renamed(to: id) }
+                outcomes.append((entry, try await sendAlone(alone)))
             } else {
                 outcomes.append((entry, Self.outcome(of: result, for: entry.operation)))
             }
@@ -193,25 +200,10 @@ extension LibraryReplica {
         return .dropped(result.problem?.description ?? "refused with status \(result.status)")
     }
 
-    /// The entries of a batch one request each, in order (the batch applied nothing).
-    private func sendOneByOne(_ entries: [OutboxEntry]) async throws(ReplicaError) -> [(OutboxEntry, PushOutcome)] {
-        var outcomes: [(OutboxEntry, PushOutcome)] = []
-        var renamed: [String: String] = [:]
-        for var entry in entries {
-            if let id = renamed[entry.operation.albumID] { entry.operation = entry.operation.renamed(to: id) }
-            let outcome = try await sendAlone(entry)
-            if case let .applied(album?) = outcome, case let .add(localID, _, _, _) = entry.operation { renamed[localID] = album.id }
-            outcomes.append((entry, outcome))
-        }
-        return outcomes
-    }
-
     /// The batch's key is held by a request that never finished (the server died, or lost its
     /// database, while applying it): it may or may not have been applied. After
-    /// `interruptedKeyGrace` its entries go one by one, each add decided as a single add whose
-    /// key is held (`resolveInterruptedAdd`: adopted when the server holds an album the replica
-    /// does not know with its fields, else sent again); deletes, moves and patches repeat to the
-    /// same state.
+    /// `interruptedKeyGrace` its entries go one by one (`sendEach`, each add decided as an add
+    /// whose key is held).
     private func sendAfterInterruptedBatch(_ batch: PushBatch) async throws(ReplicaError) -> [(OutboxEntry, PushOutcome)] {
         guard let first = batch.entries.first else { return [] }
         let since = first.blockedSince ?? Date()
@@ -221,17 +213,27 @@ extension LibraryReplica {
             let title = batch.entries.lazy.compactMap { if case let .add(_, input, _, _) = $0.operation { input.title } else { nil } }.first
             throw .interruptedAdd(title: title ?? "a batch of \(batch.entries.count) changes", decidedAfter: since.addingTimeInterval(grace))
         }
+        return try await sendEach(batch.entries, resolvingAdds: true)
+    }
+
+    /// The entries of a batch one request each, in order, an add's later entries renamed to the
+    /// id it got. `resolvingAdds`: the batch may have been applied, so each add is decided as an
+    /// add whose key is held (`resolveInterruptedAdd`: adopted when the server holds an album the
+    /// replica does not know with its fields, else sent again); deletes, moves and patches
+    /// repeat to the same state. Otherwise (the batch applied nothing) each add goes under its
+    /// own key.
+    private func sendEach(_ entries: [OutboxEntry], resolvingAdds: Bool) async throws(ReplicaError) -> [(OutboxEntry, PushOutcome)] {
         var outcomes: [(OutboxEntry, PushOutcome)] = []
         var renamed: [String: String] = [:]
-        for var entry in batch.entries {
+        for var entry in entries {
             if let id = renamed[entry.operation.albumID] { entry.operation = entry.operation.renamed(to: id) }
             let outcome: PushOutcome
-            if case let .add(localID, input, _, _) = entry.operation {
+            if resolvingAdds, case let .add(_, input, _, _) = entry.operation {
                 outcome = try await resolveInterruptedAdd(entry, input: input)
-                if case let .applied(album?) = outcome { renamed[localID] = album.id }
             } else {
                 outcome = try await sendAlone(entry)
             }
+            if case let .applied(album?) = outcome, case let .add(localID, _, _, _) = entry.operation { renamed[localID] = album.id }
             outcomes.append((entry, outcome))
         }
         return outcomes
@@ -302,6 +304,10 @@ extension LibraryReplica {
             guard let next = page.next else { return nil }
             query = query.continuing(at: next)
         }
+    }
+
+    static func isKeyReused(_ error: BlueLibraryClientError) -> Bool {
+        error.status == 422 && (error.problem?.type.hasSuffix("idempotency-key-reused") ?? false)
     }
 
     static func isKeyInProgress(_ error: BlueLibraryClientError) -> Bool {

@@ -275,7 +275,13 @@ struct ReplicaStore {
         return batch
     }
 
-    /// Forgets the batch in flight (its outcomes are recorded, or it is sent another way).
+    /// Whether the entry `seq` belongs to a batch sent and not yet recorded.
+    func isInPushBatch(_ seq: Int64) throws -> Bool {
+        guard let pending = try meta(Self.pushBatchKey), let range = PushBatch.range(fromMeta: pending) else { return false }
+        return seq >= range.first && seq <= range.last
+    }
+
+    /// Forgets the batch in flight (its outcomes are recorded).
     func clearPushBatch() throws {
         try db.run("DELETE FROM meta WHERE key = ?", [.text(Self.pushBatchKey)])
     }

@@ -59,9 +59,9 @@ extension LibraryFacade {
     /// - Throws: `.libraryNotFound`, `.writeTimedOut`, `.storage`.
     public func apply(_ steps: [BatchStep], atomic: Bool, budget: Duration = .seconds(5)) throws(LibraryError) -> BatchOutcome {
         let clock = ContinuousClock()
-        let start = clock.now
         do {
             return try mutatingUntranslated { writer in
+                let start = clock.now  // in the writer: time waiting for it does not count
                 var results: [BatchResult] = []
                 results.reserveCapacity(steps.count)
                 var inverses: [UndoCommand] = []
@@ -71,7 +71,7 @@ extension LibraryFacade {
                     return try writer.bumpVersion()
                 }
                 for (number, step) in steps.enumerated() {
-                    if number % 32 == 31, clock.now - start > budget { throw Self.timedOut(budget, steps.count) }
+                    if clock.now - start > budget { throw Self.timedOut(budget, steps.count) }
                     do {
                         let (album, stepEvents) = try apply(step, results: results, writer, finish: finish)
                         results.append(.applied(album, version: stepEvents.first?.version))
@@ -131,8 +131,8 @@ extension LibraryFacade {
             return try updateAlbum(id: try albumID(target, results), patch: patch, ifMatch: ifMatch, writer, finish: finish)
         case let .move(target, index):
             return try moveAlbum(id: try albumID(target, results), to: index, writer, finish: finish)
-        case let .delete(.index(index), _):
-            return try deleteAlbum(at: index, writer, finish: finish)
+        case let .delete(.index(index), ifMatch):
+            return try deleteAlbum(at: index, ifMatch: ifMatch, writer, finish: finish)
         case let .delete(target, ifMatch):
             return try deleteAlbum(id: try albumID(target, results), ifMatch: ifMatch, writer, finish: finish)
         }

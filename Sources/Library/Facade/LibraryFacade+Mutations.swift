@@ -120,8 +120,11 @@ extension LibraryFacade {
         return try removeAlbum(album, at: index, writer, finish: finish)
     }
 
-    func deleteAlbum(at index: Int, _ writer: any AlbumStoreWriter, finish: Finish) throws -> (IndexedAlbum, [LibraryEvent]) {
+    func deleteAlbum(at index: Int, ifMatch: ((Album) -> Bool)? = nil, _ writer: any AlbumStoreWriter, finish: Finish)
+        throws -> (IndexedAlbum, [LibraryEvent])
+    {
         let album = try Self.existingAlbum(at: index, in: writer)
+        if let ifMatch, !ifMatch(album) { throw LibraryError.preconditionFailed(album.id) }
         return try removeAlbum(album, at: index, writer, finish: finish)
     }
 

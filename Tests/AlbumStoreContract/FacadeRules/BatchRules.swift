@@ -77,6 +77,8 @@ struct BatchRules {
         // And a failed If-Match, an index past the end and an id that is not one are refusals too
         #expect(try fixture.facade.apply([.delete(.id(ab[1].id.rawValue), ifMatch: { _ in false })], atomic: true)
             == .rolledBack(operation: 0, error: .preconditionFailed(ab[1].id)))
+        #expect(try fixture.facade.apply([.delete(.index(1), ifMatch: { _ in false })], atomic: true)
+            == .rolledBack(operation: 0, error: .preconditionFailed(ab[1].id)))
         #expect(try fixture.facade.apply([.move(.id(ab[1].id.rawValue), to: 2)], atomic: true)
             == .rolledBack(operation: 0, error: .indexOutOfRange(index: 2, count: 2)))
         #expect(try fixture.facade.apply([.add(input("X"), index: nil), .delete(.id("nope"), ifMatch: nil)], atomic: true)

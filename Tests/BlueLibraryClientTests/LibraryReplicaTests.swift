@@ -25,22 +25,13 @@ import Testing
         try LibraryReplica(path: directory.file(name), client: client ?? self.client)
     }
 
-    /// The albums without the list-dependent `index` and `library`: what must be identical.
-    func plain(_ albums: [AlbumResource]) -> [AlbumResource] {
-        albums.map { album in
-            var album = album
-            album.index = nil
-            album.library = nil
-            return album
-        }
-    }
 
     func expectIdentical(_ replica: LibraryReplica, on server: LiveServer? = nil, sourceLocation: SourceLocation = #_sourceLocation)
         async throws
     {
         let local = try await replica.albums()
         let remote = try await (server ?? self.server).albums()
-        #expect(plain(local) == plain(remote), sourceLocation: sourceLocation)
+        #expect(plainAlbums(local) == plainAlbums(remote), sourceLocation: sourceLocation)
         #expect(local.map(\.index) == Array(0..<local.count).map { Optional($0) }, sourceLocation: sourceLocation)
         #expect(try await replica.hasPendingChanges() == false, sourceLocation: sourceLocation)
     }
@@ -134,7 +125,7 @@ import Testing
         // A fresh replica of the same server loads the same list.
         let other = try self.replica("other.sqlite", client: client)
         try await other.sync()
-        #expect(plain(try await other.albums()) == plain(albums))
+        #expect(plainAlbums(try await other.albums()) == plainAlbums(albums))
     }
 
     @Test(arguments: ServerLock.allCases) func conflictsAreDecidedPerOperationKind(lock: ServerLock) async throws {
@@ -235,7 +226,7 @@ import Testing
             guard let next = page.next else { break }
             query = query.continuing(at: next)
         }
-        #expect(plain(try await replica.albums()) == plain(remote))
+        #expect(plainAlbums(try await replica.albums()) == plainAlbums(remote))
         // Indexes are replayed as they were given, on the server's list as it is when they arrive.
         #expect(remote.map(\.id) == [remote[0].id, remote[1].id, seeded[1].id, seeded[2].id, seeded[0].id, seeded[3].id])
         #expect(remote.map(\.title).prefix(2) == ["After The Restart", "While It Was Down"])
@@ -332,7 +323,7 @@ import Testing
         #expect(report.reloaded && report.version == before + 6)
         let local = try await replica.albums()
         let remote = try await server.albums()
-        #expect(plain(local) == plain(remote) && local.count == 11)
+        #expect(plainAlbums(local) == plainAlbums(remote) && local.count == 11)
     }
 
     @Test func anArchiveImportOnTheServerIsAReplacedChangeThatReloads() async throws {

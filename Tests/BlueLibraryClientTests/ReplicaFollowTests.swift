@@ -18,15 +18,6 @@ import Testing
         directory = try TemporaryDirectory(prefix: "bluelibrary-follow")
     }
 
-    /// The albums without `index` and `library` (a list's, not an album's).
-    func plain(_ albums: [AlbumResource]) -> [AlbumResource] {
-        albums.map { album in
-            var album = album
-            album.index = nil
-            album.library = nil
-            return album
-        }
-    }
 
     /// `eventually` for a condition that needs `await` (the replica is an actor).
     func until(_ timeout: Duration = .seconds(5), _ condition: () async throws -> Bool) async rethrows -> Bool {
@@ -40,7 +31,7 @@ import Testing
 
     func replicaMatches(_ replica: LibraryReplica, _ client: BlueLibraryClient) async throws -> Bool {
         let remote = try await client.list(AlbumPageQuery(limit: 500)).items
-        return plain(try await replica.albums()) == plain(remote)
+        return plainAlbums(try await replica.albums()) == plainAlbums(remote)
     }
 
     /// `GET /changes` requests the server answered so far (its metrics).

@@ -73,7 +73,9 @@ public final class Connection {
     /// and clears all of it: after a rebuild of the search index at 200,000 albums, every single
     /// add took 5 ms instead of 0.3). When opening fails, the old handle stays.
     public func renew() throws {
-        precondition(!isInTransaction, "renew() runs between transactions")
+        guard !isInTransaction else {
+            throw SQLiteError(extendedCode: SQLITE_MISUSE, message: "a connection is renewed between transactions, not inside one", sql: nil)
+        }
         // A database only this handle holds (in memory, temporary) would go with it.
         guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file::memory:") else { return }
         let flags: Int32 = switch mode {

@@ -18,17 +18,6 @@ import Testing
         directory = try TemporaryDirectory(prefix: "bluelibrary-follow")
     }
 
-
-    /// `eventually` for a condition that needs `await` (the replica is an actor).
-    func until(_ timeout: Duration = .seconds(5), _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if try await condition() { return true }
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
     func replicaMatches(_ replica: LibraryReplica, _ client: BlueLibraryClient) async throws -> Bool {
         let remote = try await client.list(AlbumPageQuery(limit: 500)).items
         return plainAlbums(try await replica.albums()) == plainAlbums(remote)
@@ -73,27 +62,30 @@ import Testing
         try await replica.sync()
         let following = Task { try await replica.follow() }
         defer { following.cancel() }
-        #expect(await until { await replica.isFollowing })
+        #expect(await eventually(timeout: .seconds(5)) { await replica.isFollowing })
 
         let added = try await other.add(AlbumInput(title: "Blue Train", artist: "John Coltrane"), at: 1)
-        #expect(try await until { try await self.replicaMatches(replica, other) })
+        #expect(try await eventually(timeout: .seconds(5)) { try await self.replicaMatches(replica, other) })
         _ = try await other.update(id: added.id, AlbumPatchInput(year: 1958))
         _ = try await other.move(id: added.id, to: 4)
         let first = try await other.album(at: 0)
         _ = try await other.delete(id: first.id)
-        #expect(try await until { try await self.replicaMatches(replica, other) })
+        #expect(try await eventually(timeout: .seconds(5)) { try await self.replicaMatches(replica, other) })
         #expect(try await replica.albums().first { $0.id == added.id }?.year == 1958)
 
         // Nothing changes now: no `/changes` request goes out (no polling).
+        // A poll would show within 600 ms: watching for one ends at once if it comes.
         let before = try changesRequests(port: server.port)
-        try await Task.sleep(for: .milliseconds(600))
-        #expect(try changesRequests(port: server.port) == before)
+        let polled = try await eventually(timeout: .milliseconds(600), pollingEvery: .milliseconds(50)) {
+            try changesRequests(port: server.port) != before
+        }
+        #expect(!polled)
         #expect(before <= 6, "a pull per change at most (the first sync's included): \(before)")
 
         // A burst (one batch: 20 events at once) is coalesced: events the pull already
         // covered start none of their own.
         _ = try await other.batch((1...20).map { .add(AlbumInput(title: "Burst \($0)", artist: "Many")) })
-        #expect(try await until { try await self.replicaMatches(replica, other) })
+        #expect(try await eventually(timeout: .seconds(5)) { try await self.replicaMatches(replica, other) })
         let afterBurst = try changesRequests(port: server.port)
         #expect(afterBurst - before <= 2, "\(afterBurst - before) pulls for one burst")
 
@@ -121,7 +113,7 @@ import Testing
         let following = Task { try await replica.follow() }
         defer { following.cancel() }
         _ = try await other.add(AlbumInput(title: "Before", artist: "Restart"))
-        #expect(try await until { try await self.replicaMatches(replica, other) })
+        #expect(try await eventually(timeout: .seconds(5)) { try await self.replicaMatches(replica, other) })
 
         first.shutdown()
         first.waitUntilStopped()
@@ -130,11 +122,11 @@ import Testing
         defer { again.shutdown() }
         // Made while the replica's stream is down or reconnecting: it must arrive either way.
         _ = try await other.add(AlbumInput(title: "While", artist: "Down"), at: 0)
-        #expect(try await until { try await self.replicaMatches(replica, other) })
+        #expect(try await eventually(timeout: .seconds(5)) { try await self.replicaMatches(replica, other) })
         // The replica listens to the new server again, and hears the next change there.
         #expect(await eventually(timeout: .seconds(5)) { again.eventHubs.all.reduce(0) { $0 + $1.subscriberCount } == 1 })
         _ = try await other.add(AlbumInput(title: "After", artist: "Reconnect"))
-        #expect(try await until { try await self.replicaMatches(replica, other) })
+        #expect(try await eventually(timeout: .seconds(5)) { try await self.replicaMatches(replica, other) })
         let (isFollowing, isOnline) = (await replica.isFollowing, await replica.isOnline)
         #expect(isFollowing && isOnline)
     }

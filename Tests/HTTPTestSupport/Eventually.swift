@@ -32,3 +32,17 @@ public func eventually(
         try? await Task.sleep(for: interval)
     }
 }
+
+/// `eventually` for a condition that itself awaits (an actor's state).
+@discardableResult
+public func eventually(
+    timeout: Duration = .seconds(10), pollingEvery interval: Duration = .milliseconds(2),
+    _ condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        if try await condition() { return true }
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: interval)
+    }
+}

@@ -135,17 +135,14 @@ extension LibraryReplica {
 
     /// The follower's pull, under the one-at-a-time rule: skipped when the replica is already
     /// at `target` (the event's version: a pull since it arrived, or this replica's own push,
-    /// brought it); while the app's `sync`, `push` or `pull` runs, waits for it (looking
-    /// again every 20 ms) and then pulls only if the replica is still behind.
+    /// brought it); while the app's `sync`, `push` or `pull` runs, waits for it to end and then
+    /// pulls only if the replica is still behind.
     private func followerPull(through target: Int64?) async throws(ReplicaError) {
         while true {
             if let target, try version() >= target { return }
             guard syncing else { break }
-            do {
-                try await Task.sleep(for: .milliseconds(20))
-            } catch {
-                throw .client(.cancelled)
-            }
+            await untilSyncEnds()
+            if Task.isCancelled { throw .client(.cancelled) }
         }
         guard allowedOnline else { throw .offline }
         syncing = true

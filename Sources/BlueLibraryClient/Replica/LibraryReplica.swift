@@ -73,7 +73,7 @@ import SQLite
 /// `pull()`, unless `version` is already at the event's id (the version it belongs to): events
 /// queued while a pull ran are mostly covered by it, so a burst costs one pull and at most one
 /// more. The follower's pull keeps the one-at-a-time rule: while the app's `sync`, `push` or
-/// `pull` runs, the follower waits for it (looking again every 20 ms) and then pulls only if
+/// `pull` runs, the follower waits for it to end (woken, not polling) and then pulls only if
 /// still behind; while the follower's pull runs, the app's `sync`, `push` or `pull` waits for
 /// it (a pull is short) instead of throwing `.busy`, and `undoLastPending` is allowed (a pull
 /// leaves the outbox alone). A stream that ends or breaks (`server.shutdown`, a restart, the
@@ -119,7 +119,16 @@ public actor LibraryReplica {
     let store: ReplicaStore
     private var reachable = true
     var allowedOnline = true
-    var syncing = false
+    var syncing = false {
+        didSet {
+            guard !syncing, !syncEndWaiters.isEmpty else { return }
+            let waiters = syncEndWaiters
+            syncEndWaiters = []
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+    /// Who waits for the running sync, push or pull to end (`untilSyncEnds`).
+    var syncEndWaiters: [CheckedContinuation<Void, Never>] = []
     private var listeners: [UUID: @Sendable (Bool) -> Void] = [:]
     /// The running `follow()`'s loop (cancelled by `setOnline(false)`).
     var followTask: Task<Void, any Error>?
@@ -324,15 +333,21 @@ public actor LibraryReplica {
     /// follower (`follow()`) is waited for, not refused: the app need not know that one runs.
     func begin() async throws(ReplicaError) {
         while syncing && followerPulling {
-            do {
-                try await Task.sleep(for: .milliseconds(5))
-            } catch {
-                throw .client(.cancelled)
-            }
+            await untilSyncEnds()
+            if Task.isCancelled { throw .client(.cancelled) }
         }
         guard allowedOnline else { throw .offline }
         guard !syncing else { throw .busy }
         syncing = true
+    }
+}
+
+extension LibraryReplica {
+    /// Suspends until the running sync, push or pull ends (returns at once when none runs):
+    /// woken when `syncing` goes false, not by polling.
+    func untilSyncEnds() async {
+        guard syncing else { return }
+        await withCheckedContinuation { syncEndWaiters.append($0) }
     }
 }
 

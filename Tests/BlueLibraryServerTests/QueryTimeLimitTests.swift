@@ -80,15 +80,16 @@ struct QueryTimeLimitTests {
 
     // MARK: - Cancellation
 
-    /// Sends the expensive read and hangs up; the query must be stopped (counted), the request
-    /// logged as 499, and the server serve on.
+    /// Sends the expensive read and hangs up while it runs; the query must be stopped (counted),
+    /// the request logged as 499, and the server serve on.
     static func hungUpReadIsCancelled(_ app: BlueLibraryApp, log: LogLines) throws {
         do {
             let client = try RawHTTPClient(port: app.port)
             try client.send("GET \(expensiveRead) HTTP/1.1\r\nHost: test\r\n\r\n")
-            // Not a measurement: the query is stopped whether the hang-up comes before it starts
-            // or while it runs; this just lets it get going first, as a real client's would.
-            usleep(100_000)
+            // The hang-up comes once the read runs on a read-lane thread (a fixed wait raced the
+            // read on a loaded machine: it could end before the client left). The read runs for
+            // a third of a second unloaded; seeing it running takes one /metrics request.
+            #expect(eventually { (try? metric("bluelibrary_read_lane_running", app)) == 1 }, "the read runs")
         }  // the client closes its connection here
         #expect(eventually(timeout: .seconds(30)) { (try? metric("bluelibrary_queries_cancelled_total", app)) == 1 },
                 "the hung-up read's query was stopped")

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Checks the rules openapi.yaml keeps for every operation, as the server enforces them.
 
-Usage: check-spec-rules.py OPENAPI_YAML OPEN_PATH...
+Usage: check-spec-rules.py OPENAPI_YAML (OPEN_PATH | 'METHOD /path=SCOPE')...
 
-OPEN_PATH are the paths the server never protects (AccessGuard: exact paths, or `/prefix/*`
-for a mount and everything under it). Every operation must declare `security`: `[]` on an
-open path (and then no 401/429), else `[{}, {bearer: []}]` (open while the lock is off, the
-bearer token once it is on) with 401 and 429 responses; every operation with a request body
+OPEN_PATH are the paths the server never protects for reads (AccessPolicy: exact paths, or
+`/prefix/*` for a mount and everything under it); 'METHOD /path=SCOPE' is AccessPolicy's rule
+for every other operation (`GET /albums=read`). Every operation must declare `security`: `[]`
+on an open path (and then no 401/403/429), else `[{}, {bearer: [SCOPE]}]` (open while the lock
+is off, a key with the scope once it is on) with 401, 403 and 429 responses, and every
+operation of the spec must have a rule and every rule an operation; every operation with a request body
 must list 415. Every integer a client sends (a query or path parameter, a member of a JSON
 request body) states its `minimum` and `maximum`, so generators and fuzzers see the range the
 server keeps (SpecBoundsTests checks the server against them). Every `/libraries/{lib}/...`
@@ -22,7 +24,8 @@ import yaml
 import openapi_refs
 
 spec = yaml.safe_load(open(sys.argv[1]))
-open_paths = sys.argv[2:]
+open_paths = [a for a in sys.argv[2:] if '=' not in a]
+rules = dict(a.rsplit('=', 1) for a in sys.argv[2:] if '=' in a)
 
 
 def is_open(path):
@@ -37,20 +40,25 @@ for path, item in spec['paths'].items():
         where = '%s %s' % (method.upper(), path)
         security = operation.get('security')
         responses = {str(code) for code in operation.get('responses', {})}
-        if is_open(path):
+        if is_open(path) and method in ('get', 'head', 'options'):
             if security != []:
                 problems.append('%s: an open path declares `security: []` (has %r)' % (where, security))
-            if {'401', '429'} & responses:
-                problems.append('%s: an open path answers no 401/429' % where)
+            if {'401', '403', '429'} & responses:
+                problems.append('%s: an open path answers no 401/403/429' % where)
         else:
-            if security != [{}, {'bearer': []}]:
-                problems.append('%s: declares `security: [{}, {bearer: []}]` (has %r)' % (where, security))
-            for code in ('401', '429'):
+            scope = rules.pop(where, None)
+            if scope is None:
+                problems.append('%s: the server has no access rule for it (AccessPolicy.rules)' % where)
+            elif security != [{}, {'bearer': [scope]}]:
+                problems.append('%s: declares `security: [{}, {bearer: [%s]}]` as the server enforces (has %r)' % (where, scope, security))
+            for code in ('401', '403', '429'):
                 if code not in responses:
                     problems.append('%s: lists %s (the lock can answer it)' % (where, code))
         if 'requestBody' in operation and '415' not in responses:
             problems.append('%s: reads a body, so lists 415' % where)
 
+for where in sorted(rules):
+    problems.append('%s: AccessPolicy has a rule for it, the spec no operation' % where)
 
 def deref(node):
     return openapi_refs.deref(spec, node)

@@ -5,13 +5,23 @@ import Library
 import ServerRecords
 import Synchronization
 
-/// The passcode lock's decisions: which requests need the token, whether a presented token
-/// is right, and the per-address lockout. The token is never kept: the store has only its
-/// PBKDF2 hash, and this guard only a fast keyed digest of the last token that verified
-/// (so a correct token costs one slow hash per process, not per request).
+/// The lock's decisions: whether a presented key is right, who it is (``AccessKey``), and the
+/// lockouts per address and per key. Secrets are never kept: the store has their hashes. A key
+/// the server made (``KeySecret``) is checked with one SHA-256, on the event loop; the passcode
+/// of earlier versions (the key `token`) with PBKDF2, of which this guard keeps only a fast
+/// keyed digest of the last one that verified (one slow hash per process, not per request).
+/// What each route needs is ``AccessPolicy``'s.
 ///
-/// Everything a decision needs is in memory: the stored token hash (loaded at start, re-read
-/// by `reloadToken()` when the database changed) and the failure records (loaded at start;
+/// Lockouts: a wrong or unknown key counts against the client address, and a known key id with
+/// a wrong secret also against that key (record `key:<id>`), wherever it comes from. A locked
+/// address gets 429 for unknown keys and for the passcode (even the right one: a person's
+/// passcode could otherwise be guessed at full speed), but a right server-made key still works
+/// from it: nobody finds a 256-bit secret by guessing, so a client behind a shared address
+/// (a NAT) cannot lock the others out. A locked key refuses wrong secrets at once (429) from any
+/// address while its right secret still works, so a guesser cannot lock out its holder.
+///
+/// Everything a decision needs is in memory: the keys (loaded at start, re-read by
+/// `reloadKeys()` when the database changed) and the failure records (loaded at start;
 /// every change is written through to the store by the thread that made it, which is never an
 /// event loop). On a database shared by several instances (`shared`) the store's record is the
 /// one that counts: a failure is added to it in one transaction (so failures spread over the
@@ -21,13 +31,22 @@ import Synchronization
 /// last) touch no database and wait on no lock held across I/O.
 public final class AccessGuard: Sendable {
     public enum Decision: Equatable, Sendable {
-        case allowed
-        /// 401: no token, or a wrong one (`invalidToken`).
-        case unauthorized(invalidToken: Bool)
-        /// 429: locked out for this many more seconds (rounded up).
+        /// The key presented is right (and not expired).
+        case allowed(AccessKey)
+        /// 401: no token, or a wrong one (`invalidToken`), or an expired key (`expired`).
+        case unauthorized(invalidToken: Bool, expired: Bool = false)
+        /// 429: the address is locked out for this many more seconds (rounded up).
         case locked(retryAfter: Int)
+        /// 429: the key is locked for wrong secrets for this many more seconds (its right
+        /// secret still works).
+        case keyLocked(retryAfter: Int)
         /// 503: too many token checks in progress; nothing was hashed or counted.
         case busy
+
+        public var isAllowed: Bool {
+            if case .allowed = self { return true }
+            return false
+        }
     }
 
     /// Failure records kept at most (memory and database); the oldest go first.
@@ -48,8 +67,8 @@ public final class AccessGuard: Sendable {
     let clock: @Sendable () -> Date
     /// A per-process random key for the verified-token cache.
     private let cacheKey: [UInt8]
-    /// The stored token hash (nil: none, or one of an algorithm this build cannot check).
-    private let token = Mutex<TokenHash?>(nil)
+    /// The stored keys by id (`token`, the passcode, only with a hash this build can check).
+    private let keys = Mutex<[String: AccessKey]>([:])
     /// (hash of the stored record, keyed digest of the token that verified against it).
     private let verified = Mutex<(record: [UInt8], digest: [UInt8])?>(nil)
     /// The failure records by client address (the store has a copy for restarts).
@@ -69,24 +88,35 @@ public final class AccessGuard: Sendable {
         self.hashing = hashing
         self.beforeHash = beforeHash
         cacheKey = try PasswordHash.randomBytes(32)
-        try reloadToken()
+        try reloadKeys()
         let stored = try store.allFailedAttempts()
         failures.withLock { $0 = stored }
         try prune()
     }
 
-    /// Re-reads the stored token hash (at start, after `bluelibrary token set`). A new hash
-    /// clears the failure records, as storing it cleared them in the database.
-    public func reloadToken() throws {
-        let stored = try store.tokenHash().flatMap { $0.algorithm == TokenHash.pbkdf2SHA256 ? $0 : nil }
-        let changed = token.withLock { current -> Bool in
-            defer { current = stored }
-            return current != stored
+    /// Re-reads the stored keys (at start, after a change through any instance or
+    /// `bluelibrary token set`). A new passcode hash clears the failure records, as storing it
+    /// cleared them in the database.
+    public func reloadKeys() throws {
+        var stored: [String: AccessKey] = [:]
+        for key in try store.accessKeys() {
+            if key.id == AccessKey.tokenID && key.secret.algorithm != TokenHash.pbkdf2SHA256 { continue }
+            stored[key.id] = key
         }
-        if changed {
+        let tokenChanged = keys.withLock { current -> Bool in
+            defer { current = stored }
+            return current[AccessKey.tokenID]?.secret != stored[AccessKey.tokenID]?.secret
+        }
+        if tokenChanged {
             failures.withLock { $0.removeAll() }
         }
     }
+
+    /// The key `id` as stored (memory).
+    public func key(id: String) -> AccessKey? { keys.withLock { $0[id] } }
+
+    /// Every key (memory), in id order.
+    public var allKeys: [AccessKey] { keys.withLock { $0.values.sorted { $0.id < $1.id } } }
 
     /// Replaces the failure records in memory with the stored ones, when other instances
     /// record failures too (`shared`; one process keeps memory and store equal by itself).
@@ -96,44 +126,57 @@ public final class AccessGuard: Sendable {
         failures.withLock { $0 = stored }
     }
 
-    /// Whether a token is stored (from memory).
-    public var hasToken: Bool { token.withLock { $0 != nil } }
+    /// Whether a key with the admin scope for every library exists (from memory): the lock
+    /// may be turned on only then, or nobody could turn it off again.
+    public var hasAdminKey: Bool { keys.withLock { $0.values.contains { $0.allows(.admin) && $0.libraries == nil } } }
 
-    /// Paths that stay open even with `protectReads` (probes, the API description, and `/`,
-    /// an index of links with no library data that sends browsers to the app). `/metrics` is
-    /// not one: its counters describe the library's use (routes, covers, pages), so it follows
-    /// `protectReads` like every other read (a scraper sends the token).
-    static let alwaysOpen: Set<String> = ["/", "/healthz", "/readyz", "/openapi.yaml"]
-    /// Mount points of static resources (``StaticResources``) that stay open with
-    /// `protectReads`: the mount and everything under it. The web app holds no data; it asks
-    /// for the token itself when the API answers 401. `/docs` is the API reference, as open as
-    /// `/openapi.yaml`.
-    static let alwaysOpenPrefixes: [String] = ["/app", "/docs"]
-
-    /// Whether `path` is always open (reads only).
-    static func isAlwaysOpen(_ path: String) -> Bool {
-        alwaysOpen.contains(path) || alwaysOpenPrefixes.contains { path == $0 || path.hasPrefix($0 + "/") }
+    /// The key `authorization` presents, if it is right and not expired, from memory alone (no
+    /// slow hash: the passcode counts only as the one that verified last).
+    public func verifiedKey(authorization: String?) -> AccessKey? {
+        guard let presented = Self.bearerToken(authorization) else { return nil }
+        if let secret = KeySecret.parse(presented) {
+            guard let stored = key(id: secret.id), secret.matches(stored.secret), !stored.isExpired(at: clock()) else { return nil }
+            return stored
+        }
+        guard cachedMatch(Array(presented.utf8)) else { return nil }
+        return key(id: AccessKey.tokenID)
     }
 
-    /// Whether `method` on `path` needs the token under `settings`.
-    public static func requiresToken(method: HTTPMethod, path: String, settings: LibrarySettings) -> Bool {
-        guard settings.access.passcodeEnabled else { return false }
-        let isRead = method == .get || method == .head || method == .options
-        if !isRead { return true }
-        if path == "/settings" { return true }
-        if isAlwaysOpen(path) { return false }
-        return settings.access.protectReads
+    /// The public id of the key `authorization` presents (right or not), for logs: the first
+    /// 11 characters of a server-made key, `token` for anything else sent as a bearer (the
+    /// passcode of earlier versions), nil for none. Never any part of a secret.
+    public static func presentedKeyID(authorization: String?) -> String? {
+        guard let presented = bearerToken(authorization) else { return nil }
+        return KeySecret.parse(presented)?.id ?? AccessKey.tokenID
     }
 
-    /// Whether the request can be decided from memory alone: a locked address, no token, or
-    /// the token that verified last from an address with no failures to clear. Anything else
-    /// needs a PBKDF2 hash or a write, which must not run on an event loop.
+    /// Requests each key was let in for, by id (ids of keys since deleted stay until restart).
+    private let uses = Mutex<[String: Int]>([:])
+
+    /// Counts one request let in with the key `id`.
+    func countUse(of id: String) { uses.withLock { $0[id, default: 0] += 1 } }
+
+    /// Requests let in per key id.
+    public var keyUses: [String: Int] { uses.withLock { $0 } }
+
+    /// The failure record of the key `id` (beside the addresses' records, which never start so).
+    static func keyRecord(_ id: String) -> String { "key:" + id }
+
+    /// Whether the request can be decided from memory alone: no key, a right server-made key,
+    /// a locked address or key, or the passcode that verified last from an address with no
+    /// failures to clear. Anything else needs a PBKDF2 hash or a write, which must not run on
+    /// an event loop.
     public func isQuick(authorization: String?, client: String) -> Bool {
         let now = clock()
-        let record = failures.withLock { $0[client] }
-        if record?.lockRemaining(at: now) != nil { return true }
         guard let presented = Self.bearerToken(authorization) else { return true }
-        return record == nil && cachedMatch(Array(presented.utf8))
+        let addressLocked = failures.withLock { $0[client] }?.lockRemaining(at: now) != nil
+        if let secret = KeySecret.parse(presented) {
+            guard let stored = key(id: secret.id) else { return addressLocked }
+            if secret.matches(stored.secret) { return true }
+            return addressLocked || failures.withLock { $0[Self.keyRecord(stored.id)] }?.lockRemaining(at: now) != nil
+        }
+        if addressLocked { return true }
+        return failures.withLock({ $0[client] }) == nil && cachedMatch(Array(presented.utf8))
     }
 
     /// Checks the `Authorization` header value of a request from `client`.
@@ -147,16 +190,27 @@ public final class AccessGuard: Sendable {
         let now = clock()
         // Shared: a decision that is not quick (it runs on a worker and touches the store
         // anyway) starts from the stored record, so another instance's lockout counts at once.
+        let presented = Self.bearerToken(authorization)
+        let secret = presented.flatMap(KeySecret.parse)
         if shared, !isQuick(authorization: authorization, client: client) {
-            let stored = try store.failedAttempts(client: client)
-            failures.withLock { $0[client] = Self.merged(stored: stored, memory: $0[client]) }
+            var records = [client]
+            if let secret, key(id: secret.id) != nil { records.append(Self.keyRecord(secret.id)) }
+            for record in records {
+                let stored = try store.failedAttempts(client: record)
+                failures.withLock { $0[record] = Self.merged(stored: stored, memory: $0[record]) }
+            }
         }
+        if let secret { return try check(secret, client: client, now: now) }
         if let locked = lockout(client: client, now: now) { return locked }
-        guard let presented = Self.bearerToken(authorization) else { return .unauthorized(invalidToken: false) }
+        guard let presented else { return .unauthorized(invalidToken: false) }
+        guard let tokenKey = key(id: AccessKey.tokenID) else {
+            try recordFailure(client: client, now: now)
+            return lockout(client: client, now: now) ?? .unauthorized(invalidToken: true)
+        }
         let bytes = Array(presented.utf8)
         if cachedMatch(bytes) {
             try clearFailures(client: client, now: now)
-            return lockout(client: client, now: now) ?? .allowed
+            return lockout(client: client, now: now) ?? .allowed(tokenKey)
         }
         let access = settings.current.access
         let interval = TimeInterval(access.checkIntervalSeconds)
@@ -188,10 +242,10 @@ public final class AccessGuard: Sendable {
             failures.withLock { _ = $0.removeValue(forKey: client) }
             if shared {
                 try clearSharedFailures(client: client, now: now)
-                return lockout(client: client, now: now) ?? .allowed
+                return lockout(client: client, now: now) ?? .allowed(tokenKey)
             }
             try persist(client: client)
-            return .allowed
+            return .allowed(tokenKey)
         case false?:
             if shared {
                 try recordSharedFailure(client: client, now: now, limit: access.attemptLimit, interval: interval)
@@ -200,6 +254,36 @@ public final class AccessGuard: Sendable {
             }
             return .unauthorized(invalidToken: true)
         }
+    }
+
+    /// The check of a key with the shape of a server-made one: right (and not expired) wherever
+    /// it comes from; wrong or unknown counted against the address and, for a known id, the key.
+    private func check(_ secret: KeySecret, client: String, now: Date) throws -> Decision {
+        let stored = key(id: secret.id)
+        if let stored, secret.matches(stored.secret) {
+            if stored.isExpired(at: now) { return .unauthorized(invalidToken: true, expired: true) }
+            return .allowed(stored)
+        }
+        if let locked = lockout(client: client, now: now) { return locked }
+        let keyRecord = stored.map { Self.keyRecord($0.id) }
+        if let keyRecord, let remaining = failures.withLock({ $0[keyRecord] })?.lockRemaining(at: now) {
+            return .keyLocked(retryAfter: max(1, Int(remaining.rounded(.up))))
+        }
+        try recordFailure(client: client, now: now)
+        if let keyRecord { try recordFailure(client: keyRecord, now: now) }
+        return .unauthorized(invalidToken: true)
+    }
+
+    /// Counts one failure for `client` (an address or a key's record), in memory and in the store.
+    private func recordFailure(client: String, now: Date) throws {
+        let access = settings.current.access
+        let interval = TimeInterval(access.checkIntervalSeconds)
+        if shared { return try recordSharedFailure(client: client, now: now, limit: access.attemptLimit, interval: interval) }
+        failures.withLock { all in
+            all[client] = FailedAttempts.afterFailure(all[client], now: now, limit: access.attemptLimit, interval: interval)
+            Self.evict(&all, keeping: maxFailureRecords, now: now, interval: interval)
+        }
+        try persist(client: client)
     }
 
     /// The record a shared check goes on from: the stored one (another instance's failures
@@ -296,7 +380,7 @@ public final class AccessGuard: Sendable {
     /// HMAC-SHA256 under the per-process `cacheKey` of the record followed by the token. Memory
     /// only (never stored), so it can change between builds without touching stored hashes.
     private func digest(_ presented: [UInt8]) -> (record: [UInt8], digest: [UInt8])? {
-        guard let stored = token.withLock({ $0 }) else { return nil }
+        guard let stored = key(id: AccessKey.tokenID)?.secret else { return nil }
         let record = stored.salt + stored.hash
         guard let digest = try? HMACSHA256.tag(record + presented, key: cacheKey) else { return nil }
         return (record, digest)
@@ -311,7 +395,7 @@ public final class AccessGuard: Sendable {
     /// Whether `token` matches the stored hash (false when none is stored): a slow hash.
     func verify(_ presented: [UInt8]) throws -> Bool {
         if cachedMatch(presented) { return true }
-        guard let stored = token.withLock({ $0 }), let (record, digest) = digest(presented) else { return false }
+        guard let stored = key(id: AccessKey.tokenID)?.secret, let (record, digest) = digest(presented) else { return false }
         slowHashCount.add(1, ordering: .relaxed)
         guard PasswordHash.verify(token: presented, salt: stored.salt, hash: stored.hash, iterations: stored.iterations) else {
             return false
@@ -339,109 +423,5 @@ public final class AccessGuard: Sendable {
     public static func storeToken(_ token: String, in store: any AccessStore, iterations: Int = PasswordHash.defaultIterations) throws {
         let made = try PasswordHash.make(token: Array(token.utf8), iterations: iterations)
         try store.setTokenHash(TokenHash(salt: made.salt, hash: made.hash, iterations: made.iterations))
-    }
-}
-
-/// The passcode lock as a decorator around every route: 401 with `WWW-Authenticate: Bearer`
-/// for a missing or wrong token, 429 with `Retry-After` while the client address is locked
-/// out. It never logs or echoes the token.
-struct AuthMiddleware: HTTPMiddleware {
-    let guardian: AccessGuard
-    let logger: JSONLogger
-
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
-        // The common case, no lock configured, costs one atomic load.
-        guard guardian.settings.passcodeEnabled, AccessGuard.requiresToken(method: request.method, path: String(request.path), settings: guardian.settings.current) else {
-            return try next.respond(to: request, context: context)
-        }
-        // A token that is not the cached one costs a PBKDF2 hash (and a failure a write):
-        // never on an event loop. The rest of the chain then runs on the worker too.
-        let client = context.clientAddress
-        guard guardian.isQuick(authorization: request.headers["Authorization"], client: client) else {
-            return .blocking { [self] in
-                if let refusal = decide(request, context, client: client) { return refusal }
-                return try next.respond(to: request, context: context).resolve()
-            }
-        }
-        if let refusal = decide(request, context, client: client) { return .response(refusal) }
-        return try next.respond(to: request, context: context)
-    }
-
-    /// The response refusing the request (a 401/429/503, a 503 when the database is away, or a
-    /// 500 when the check failed otherwise),
-    /// or nil when it may proceed. Blocks unless `isQuick` said the decision is in memory.
-    private func decide(_ request: HTTPRequest, _ context: RequestContext, client: String) -> HTTPResponse? {
-        let decision: AccessGuard.Decision
-        do {
-            decision = try guardian.check(authorization: request.headers["Authorization"], client: client)
-        } catch {
-            logger.log(.error, "access check failed", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID))])
-            if let dependency = DependencyUnavailable.cause(of: error) { return DependencyUnavailable.error(dependency).response() }
-            return HTTPError(.internalServerError, detail: "The server could not check the access token. Quote request id \(context.requestID) when reporting it.")
-                .response()
-        }
-        return Self.refusal(for: decision)
-    }
-
-    /// The response refusing a request (nil: allowed).
-    static func refusal(for decision: AccessGuard.Decision) -> HTTPResponse? {
-        switch decision {
-        case .allowed:
-            return nil
-        case let .unauthorized(invalidToken):
-            let challenge = invalidToken ? #"Bearer realm="bluelibrary", error="invalid_token""# : #"Bearer realm="bluelibrary""#
-            return HTTPError(
-                .unauthorized,
-                detail: invalidToken
-                    ? "The bearer token is not right. Repeated failures lock this address out for a while."
-                    : "This server is write-protected: send Authorization: Bearer <token>.",
-                type: "urn:bluelibrary:problem:unauthorized", title: "Token required",
-                headers: ["WWW-Authenticate": challenge]
-            ).response()
-        case .busy:
-            return HTTPError(
-                .serviceUnavailable,
-                detail: "Too many token checks are in progress; try again in a second.",
-                headers: ["Retry-After": "1"]
-            ).response()
-        case let .locked(retryAfter):
-            return HTTPError(
-                .tooManyRequests,
-                detail: "Too many wrong tokens from this address; try again in \(retryAfter) seconds.",
-                type: "urn:bluelibrary:problem:locked-out", title: "Locked out",
-                headers: ["Retry-After": String(retryAfter)]
-            ).response()
-        }
-    }
-
-    /// The same decision taken from the request head, before any body byte is read (and
-    /// before `100 Continue`): a request that will be refused gets its 401/429 from the head
-    /// and the connection is closed. Decisions that need a hash run off the loop.
-    /// `cors` (when configured) stamps the refusals, which skip the middleware chain, so that a
-    /// page of an allowed origin can read its 401 or 429, and lets its preflights through.
-    static func headCheck(guardian: AccessGuard, forwarded: ForwardedHeadersMiddleware, logger: JSONLogger,
-                          cors: CORSMiddleware? = nil) -> HeadCheck {
-        HeadCheck { request, context in
-            // A preflight from an allowed origin never carries the token; the CORS middleware
-            // answers it (any other OPTIONS is a read like GET).
-            guard cors?.preflightOrigin(of: request) == nil,
-                  guardian.settings.passcodeEnabled,
-                  AccessGuard.requiresToken(method: request.method, path: String(request.path), settings: guardian.settings.current)
-            else { return .proceed }
-            let client = forwarded.clientAddress(request, context)
-            let authorization = request.headers["Authorization"]
-            let decide: @Sendable () -> HTTPResponse? = {
-                do {
-                    let refused = refusal(for: try guardian.check(authorization: authorization, client: client))
-                    return refused.map { cors?.stamped($0, request: request) ?? $0 }
-                } catch {
-                    // Left to the middleware, which logs it and answers 500.
-                    logger.log(.warning, "access check from the request head failed", [("error", .string(String(describing: error)))])
-                    return nil
-                }
-            }
-            guard guardian.isQuick(authorization: authorization, client: client) else { return .decideOnWorker(decide) }
-            return decide().map { .refuse($0) } ?? .proceed
-        }
     }
 }

@@ -1,7 +1,8 @@
 import Essentials
 import HTTPServer
 
-/// One JSON line per request: method, path, status, bytes, duration, request id, client.
+/// One JSON line per request: method, path, status, bytes, duration, request id, client, and
+/// the public id of the key sent (`key`, never a secret; absent without one).
 /// It sits inside the request-id and forwarded-header middleware, so it logs what they decided.
 struct AccessLogMiddleware: HTTPMiddleware {
     let logger: JSONLogger
@@ -43,6 +44,9 @@ struct AccessLogMiddleware: HTTPMiddleware {
         json.key("durationMs"); json.number(Double(elapsed.nanoseconds / 1000) / 1000)
         json.key("requestId"); json.string(context.requestID)
         json.key("client"); json.string(context.clientAddress)
+        if let key = AccessGuard.presentedKeyID(authorization: request.headers["Authorization"]) {
+            json.key("key"); json.string(key)
+        }
         json.endObject()
         json.newline()
         logger.write(json.bytes)

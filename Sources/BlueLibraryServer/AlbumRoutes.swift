@@ -14,6 +14,8 @@ struct AlbumRoutes {
     /// `GET /albums/{id}` responses by library, id and query, current at the library's version
     /// (made with ``cacheLimits`` by the composition root, which owns the clock).
     let albums: RequestModelCache<String, HTTPResponse>
+    /// Who may move an album to which library.
+    let access: AccessControl
 
     static let cacheLimits = RequestModelCache<String, HTTPResponse>.Limits(maxEntries: 4096, maxCost: 16 << 20)
 
@@ -117,6 +119,8 @@ struct AlbumRoutes {
         let target = try MoveRequest.decode(json: request.body)
         do {
             if let destination = target.library {
+                // A library the key may not write to is, for it, one that does not exist.
+                guard access.allows(request, .write, library: destination) else { throw LibraryError.libraryNotFound(destination) }
                 let item = try libraries.libraries.move(id, from: facade.library, to: destination, index: target.index)
                 return try AlbumRepresentation.response(item, library: destination, request: request)
             }

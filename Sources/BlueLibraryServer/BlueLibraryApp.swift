@@ -104,9 +104,6 @@ public final class BlueLibraryApp: Sendable {
         exportWorkers = BoundedThreadPool(threads: 2, name: "archive-export", stackSize: 1 << 20)
         covers = try Self.openCovers(configuration, events: CoverEventForwarder(hub: events), clock: monotonic, fetcher: coverFetcher)
         let idempotency = IdempotencyGuard(store: backend.records, clock: clock)
-        let albums = AlbumRoutes(
-            libraries: resolver, idempotency: idempotency, covers: covers,
-            albums: RequestModelCache(limits: AlbumRoutes.cacheLimits, clock: monotonic))
 
         // The metrics middleware (outermost) is put in front once the routes are known.
         let forwarded = ForwardedHeadersMiddleware(
@@ -137,13 +134,17 @@ public final class BlueLibraryApp: Sendable {
         settings.observe { [weak sortKeyRebuild] old, new in
             if old.sorting != new.sorting { sortKeyRebuild?.wake() }
         }
-        middleware.append(AuthMiddleware(guardian: accessGuard, logger: logger))
+        let accessControl = AccessControl(guardian: accessGuard, libraries: libraries, logger: logger)
+        middleware.append(AuthMiddleware(control: accessControl))
+        let albums = AlbumRoutes(
+            libraries: resolver, idempotency: idempotency, covers: covers,
+            albums: RequestModelCache(limits: AlbumRoutes.cacheLimits, clock: monotonic), access: accessControl)
         middleware.append(QueryLimitMiddleware(timeLimit: configuration.queryTimeout, counters: queryInterruptions))
         do {
             storedStateWatcher = StoredStateWatcher(
                 signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval, clock: monotonic, logger: logger
             ) { [settings, accessGuard] in
-                try accessGuard.reloadToken()
+                try accessGuard.reloadKeys()
                 try accessGuard.reloadFailures()
                 try settings.reload()
             }
@@ -169,14 +170,16 @@ public final class BlueLibraryApp: Sendable {
         BatchRoutes(libraries: resolver, idempotency: idempotency, covers: covers).register(into: &routes)
         AlbumImportRoute(libraries: resolver, idempotency: idempotency).register(into: &routes)
         LibraryRoutes(
-            libraries: resolver, idempotency: idempotency, hubs: eventHubs, sortArticles: { [settings] in settings.current.sorting.articles }
+            libraries: resolver, idempotency: idempotency, hubs: eventHubs, sortArticles: { [settings] in settings.current.sorting.articles },
+            access: accessControl
         ).register(into: &routes)
         let seal = try Self.cursorSeal(backend)
         let exports = ArchiveWorkers(pool: exportWorkers, threads: 2)
         let csvExport = CSVExport(workers: exports, policy: configuration.exports)
         AlbumListRoute(libraries: resolver, pages: pageCache, settings: settings, seal: seal, renders: pageRenders, csv: csvExport)
             .register(into: &routes)
-        ViewRoutes(libraries: libraries, idempotency: idempotency, covers: covers, pages: viewPages).register(into: &routes)
+        ViewRoutes(libraries: libraries, idempotency: idempotency, covers: covers, pages: viewPages, access: accessControl)
+            .register(into: &routes)
         ViewListRoute(libraries: libraries, pages: viewPages, settings: settings, seal: seal, renders: pageRenders, csv: csvExport).register(into: &routes)
         UndoStateRoutes(libraries: resolver).register(into: &routes)
         ArchiveRoutes(libraries: resolver, idempotency: idempotency, workers: exports,
@@ -188,6 +191,7 @@ public final class BlueLibraryApp: Sendable {
         EventRoutes(libraries: resolver, hubs: eventHubs, follower: changeFollower).register(into: &routes)
         ChangeRoutes(libraries: resolver).register(into: &routes)
         SettingsRoutes(settings: settings, validate: Self.settingsRules(guardian: accessGuard, configuration: configuration)).register(into: &routes)
+        KeyRoutes(control: accessControl, clock: configuration.accessClock).register(into: &routes)
         MetricsRoutes(metrics: metrics).register(into: &routes)
         let httpMetrics = HTTPMetrics(routes: routes.routeTable)
         routes.middleware.insert(MetricsMiddleware(http: httpMetrics), at: 0)
@@ -199,7 +203,7 @@ public final class BlueLibraryApp: Sendable {
                 workerThreads: configuration.workers, workerQueueLimit: configuration.workerQueue, limits: configuration.limits,
                 clock: monotonic),
             router: router, errorRenderer: errorRenderer, logger: logger.serverLogger,
-            headCheck: AuthMiddleware.headCheck(guardian: accessGuard, forwarded: forwarded, logger: logger, cors: cors))
+            headCheck: AuthMiddleware.headCheck(control: accessControl, forwarded: forwarded, cors: cors))
         httpMetrics.register(with: metrics)
         // Weakly: the server holds the router, and with it these metrics.
         ServiceMetrics.register(in: metrics, connections: { [weak server] in server?.connectionCount ?? 0 }, events: eventHubs,
@@ -261,7 +265,7 @@ public final class BlueLibraryApp: Sendable {
         logger.log(.info, "listening", [("host", .string(configuration.host)), ("port", .int(server.port)),
                                         ("dataDir", .string(configuration.dataDirectory)), ("database", .string(backend.location)),
                                         ("version", .string(BlueLibraryVersion.current))], always: true)
-        if let warning = Self.exposureWarning(host: configuration.host, hasToken: accessGuard.hasToken,
+        if let warning = Self.exposureWarning(host: configuration.host, hasToken: accessGuard.hasAdminKey,
                                               passcodeEnabled: accessGuard.settings.passcodeEnabled) {
             logger.log(.warning, warning, [("host", .string(configuration.host))], always: true)
         }

@@ -13,6 +13,8 @@ struct LibraryRoutes {
     /// The articles the artist sort ignores now (a new library's keys are made with them from
     /// its first album; `SortKeyRebuild` keeps them in step afterwards).
     let sortArticles: @Sendable () -> SortArticles
+    /// Lists show the libraries the caller's key may read.
+    let access: AccessControl
 
     func register(into routes: inout RouterBuilder) {
         routes.add(.get, "/libraries", options: .workerPool, list)
@@ -23,11 +25,11 @@ struct LibraryRoutes {
     }
 
     func list(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let records = try libraries.libraries.list()
+        let records = try libraries.libraries.list().filter { access.allows(request, .read, library: $0.id) }
         return try ConditionalGET.respond(
             to: request,
             with: JSONBody.response(LibraryListDocument(libraries: records.map(LibraryDocument.init)), pretty: request.wantsPretty,
-                                    headers: ["Cache-Control": "no-cache"]))
+                                    headers: ["Cache-Control": "no-cache", "Vary": "Authorization"]))
     }
 
     /// 201 with `Location: /libraries/{id}`; 422 for a bad id or name, 409 when the id is taken.

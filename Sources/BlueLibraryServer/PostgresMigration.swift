@@ -36,7 +36,7 @@ public enum PostgresMigration {
         }
         let tables: [(String, String)] = [
             ("undo_commands", "undo commands"), ("saved_states", "saved states"), ("library_changes", "changes"),
-            ("views", "views"), ("settings", "settings documents"), ("access_token", "token hashes"),
+            ("views", "views"), ("settings", "settings documents"), ("access_keys", "API keys"),
             ("access_failures", "failed-attempt records"), ("idempotency_keys", "idempotency keys"), ("secrets", "secrets"),
         ]
         lines.append("  " + tables.map { "\($0.1): \(summary.rows[$0.0] ?? 0)" }.joined(separator: ", "))

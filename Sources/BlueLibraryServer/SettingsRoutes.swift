@@ -42,8 +42,7 @@ struct SettingsRoutes {
                     precondition: { current in
                         // The lock changed elsewhere (`bluelibrary token set`) after this request
                         // was checked: refused, and the server now knows (the service adopted it).
-                        if AccessGuard.requiresToken(method: .patch, path: "/settings", settings: current),
-                           !AccessGuard.requiresToken(method: .patch, path: "/settings", settings: seen) {
+                        if current.access.passcodeEnabled, !seen.access.passcodeEnabled {
                             throw HTTPError(
                                 .conflict,
                                 detail: "Write protection was enabled outside this request (e.g. by 'bluelibrary token set'); retry with the token.",

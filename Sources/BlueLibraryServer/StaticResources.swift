@@ -23,7 +23,7 @@ import HTTPServer
 /// let docs = try StaticResources(bundleDirectory: "docs")
 /// docs.register(at: "/docs", into: &routes)
 /// ```
-/// The mount must also be listed in ``AccessGuard/alwaysOpenPrefixes`` when it should stay
+/// The mount must also be listed in ``AccessPolicy/alwaysOpenPrefixes`` when it should stay
 /// reachable with `protectReads` on.
 struct StaticResources: Sendable {
     /// One file, ready to send.

@@ -19,6 +19,8 @@ struct ViewRoutes {
     let idempotency: IdempotencyGuard
     let covers: any CoverSource
     let pages: ViewPages
+    /// Lists show the views whose sources the caller's key may all read.
+    let access: AccessControl
 
     func register(into routes: inout RouterBuilder) {
         routes.add(.get, "/views", options: .workerPool, list)
@@ -41,10 +43,11 @@ struct ViewRoutes {
     }
 
     func list(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let documents = try libraries.views().map { view throws(LibraryError) in try viewDocument(view) }
+        let readable = try libraries.views().filter { view in view.sources.allSatisfy { access.allows(request, .read, library: $0) } }
+        let documents = try readable.map { view throws(LibraryError) in try viewDocument(view) }
         return try ConditionalGET.respond(
             to: request,
-            with: JSONBody.response(ViewListDocument(views: documents), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
+            with: JSONBody.response(ViewListDocument(views: documents), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache", "Vary": "Authorization"]))
     }
 
     func create(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
@@ -69,7 +72,7 @@ struct ViewRoutes {
         let id = try Self.viewID(context)
         let document = try viewDocument(try libraries.view(id))
         return try ConditionalGET.respond(
-            to: request, with: JSONBody.response(document, pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
+            to: request, with: JSONBody.response(document, pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache", "Vary": "Authorization"]))
     }
 
     func update(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {

@@ -1,9 +1,12 @@
 import Foundation
 
-/// The stored form of the write-protection token: never the token itself, only a salted slow
-/// hash (PBKDF2-HMAC-SHA256) with its parameters.
+/// The stored form of a key's secret: never the secret itself. A passcode chosen by a person
+/// gets a salted slow hash (PBKDF2-HMAC-SHA256, `iterations` rounds); a key the server made
+/// from 256 random bits gets SHA-256 (no salt, one round: nothing finds a 256-bit secret
+/// faster than trying half of them, and the check stays cheap enough for every request).
 public struct TokenHash: Sendable, Equatable {
     public static let pbkdf2SHA256 = "pbkdf2-sha256"
+    public static let sha256 = "sha256"
 
     public var algorithm: String
     public var salt: [UInt8]
@@ -57,11 +60,16 @@ public struct FailedAttempts: Sendable, Equatable {
     }
 }
 
-/// Where the token hash and the failed attempts are kept (server-side, surviving restarts).
+/// Where the API keys and the failed attempts are kept (server-side, surviving restarts).
 public protocol AccessStore: Sendable {
-    func tokenHash() throws -> TokenHash?
-    /// Stores (or, with `nil`, removes) the token hash; any lockouts are cleared with it.
-    func setTokenHash(_ hash: TokenHash?) throws
+    /// Every key, in id order.
+    func accessKeys() throws -> [AccessKey]
+    /// Stores `key`, replacing the one with its id. Storing ``AccessKey/tokenID`` (the
+    /// passcode of earlier versions) clears every lockout, as setting the token always did.
+    func saveAccessKey(_ key: AccessKey) throws
+    /// Removes the key `id`; false when there was none.
+    @discardableResult
+    func deleteAccessKey(id: String) throws -> Bool
     func failedAttempts(client: String) throws -> FailedAttempts?
     /// Every stored record (loaded once at start; the guard keeps them in memory).
     func allFailedAttempts() throws -> [String: FailedAttempts]
@@ -71,4 +79,23 @@ public protocol AccessStore: Sendable {
     /// Deletes records whose window (unlocked) or lock ended by `now` (a window lasts
     /// `interval`), then the oldest windows beyond `keeping` records.
     func pruneFailedAttempts(now: Date, interval: TimeInterval, keeping: Int) throws
+}
+
+extension AccessStore {
+    /// The hash of the passcode of earlier versions (the key ``AccessKey/tokenID``), if set.
+    public func tokenHash() throws -> TokenHash? {
+        try accessKeys().first { $0.id == AccessKey.tokenID }?.secret
+    }
+
+    /// Stores (or, with nil, removes) the passcode's hash as the admin key ``AccessKey/tokenID``
+    /// (`bluelibrary token set`, `BLUELIBRARY_TOKEN`); every lockout is cleared with it.
+    public func setTokenHash(_ hash: TokenHash?, now: Date = Date()) throws {
+        guard let hash else {
+            try deleteAccessKey(id: AccessKey.tokenID)
+            return
+        }
+        let kept = try accessKeys().first { $0.id == AccessKey.tokenID }
+        try saveAccessKey(AccessKey(
+            id: AccessKey.tokenID, name: kept?.name ?? "token", scopes: [.admin], createdAt: kept?.createdAt ?? now, secret: hash))
+    }
 }

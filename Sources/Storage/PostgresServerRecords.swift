@@ -105,14 +105,22 @@ extension PostgresServerRecords: SettingsStore {
 /// signal's row lock and bumps it, so lockouts made through one instance apply on all of them;
 /// two instances counting failures for one address take turns, and neither count is lost.
 extension PostgresServerRecords: AccessStore {
-    public func tokenHash() throws -> TokenHash? {
-        try autocommit { try ServerRecordsSQL.tokenHash($0) }
+    public func accessKeys() throws -> [AccessKey] {
+        try autocommit { try ServerRecordsSQL.accessKeys($0) }
     }
 
-    public func setTokenHash(_ hash: TokenHash?) throws {
+    public func saveAccessKey(_ key: AccessKey) throws {
         try changing(PostgresSchema.Signal.access) { session in
-            try ServerRecordsSQL.setTokenHash(hash, session)
+            try ServerRecordsSQL.saveAccessKey(key, session)
             return ((), true)
+        }
+    }
+
+    @discardableResult
+    public func deleteAccessKey(id: String) throws -> Bool {
+        try changing(PostgresSchema.Signal.access) { session in
+            let deleted = try ServerRecordsSQL.deleteAccessKey(id: id, session)
+            return (deleted, deleted)
         }
     }
 

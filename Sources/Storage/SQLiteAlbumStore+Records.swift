@@ -30,12 +30,17 @@ extension SQLiteAlbumStore: AccessStore, IdempotencyStore, SecretStore, Settings
 
     // MARK: Access
 
-    public func tokenHash() throws -> TokenHash? {
-        try database.read { try ServerRecordsSQL.tokenHash($0) }
+    public func accessKeys() throws -> [AccessKey] {
+        try database.read { try ServerRecordsSQL.accessKeys($0) }
     }
 
-    public func setTokenHash(_ hash: TokenHash?) throws {
-        try database.write { try ServerRecordsSQL.setTokenHash(hash, $0) }
+    public func saveAccessKey(_ key: AccessKey) throws {
+        try database.write { try ServerRecordsSQL.saveAccessKey(key, $0) }
+    }
+
+    @discardableResult
+    public func deleteAccessKey(id: String) throws -> Bool {
+        try database.write { try ServerRecordsSQL.deleteAccessKey(id: id, $0) }
     }
 
     public func failedAttempts(client: String) throws -> FailedAttempts? {

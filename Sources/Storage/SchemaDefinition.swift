@@ -151,6 +151,8 @@ enum SchemaStep: Sendable {
     case createIndex(IndexDefinition)
     /// Drops the index of that name.
     case dropIndex(String)
+    /// Drops the table of that name (after a later step copied what it held elsewhere).
+    case dropTable(String)
     /// Data or anything else that reads the same on both engines.
     case statement(String)
     /// What each engine spells its own way (the search index: an FTS5 table kept in step by
@@ -165,6 +167,7 @@ enum SchemaStep: Sendable {
             column.postgresOnly && dialect == .sqlite ? [] : ["ALTER TABLE \(table) ADD COLUMN \(column.definition(dialect));"]
         case let .createIndex(index): [index.create(dialect)]
         case let .dropIndex(name): ["DROP INDEX \(name);"]
+        case let .dropTable(name): ["DROP TABLE \(name);"]
         case let .statement(text): [text]
         case let .engineSpecific(sqlite, postgres): dialect == .sqlite ? sqlite : postgres
         }
@@ -203,6 +206,9 @@ struct SchemaShape: Sendable {
                 if let index = tables.firstIndex(where: { $0.name == name }) { tables[index].columns.append(column) }
             case let .createIndex(index): indexes.append(index)
             case let .dropIndex(name): indexes.removeAll { $0.name == name }
+            case let .dropTable(name):
+                tables.removeAll { $0.name == name }
+                indexes.removeAll { $0.table == name }
             case let .statement(text): statements.append(text)
             case let .engineSpecific(sqlite, postgres): engineStatements.append((sqlite, postgres))
             }

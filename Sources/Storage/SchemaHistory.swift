@@ -79,6 +79,7 @@ enum SchemaHistory {
         ("v8-search-text", v8),
         ("v9-sort-keys-and-relevance", v9),
         ("v10-search-positions", v10),
+        ("v11-access-keys", v11),
     ]
 
     /// How many migrations PostgreSQL's first one covers (it creates their shape at once).
@@ -460,4 +461,32 @@ enum SchemaHistory {
                 """),
         ]
     }()
+
+    // MARK: v11
+
+    /// API keys (`access_keys`), one row per key: its public id (`bl_` and 8 characters, or
+    /// `token`), `name`, `scopes` (`read`, `write`, `admin`, joined by `,`), `libraries` (ids
+    /// joined by `,`; NULL for every library), `expires_at` and `created_at` in milliseconds
+    /// (NULL: never expires), and its secret's hash as `access_token` kept it (algorithm,
+    /// salt, hash, iterations). The token of earlier versions becomes the admin key `token`
+    /// for every library, and `access_token` goes.
+    private static let v11: [SchemaStep] = [
+        .createTable(TableDefinition("access_keys", [
+            Column.text("id").isPrimaryKey,
+            Column.text("name").notNullable,
+            Column.text("scopes").notNullable,
+            Column.text("libraries"),
+            Column.integer("expires_at"),
+            Column.integer("created_at").notNullable,
+            Column.text("algorithm").notNullable,
+            Column.blob("salt").notNullable,
+            Column.blob("hash").notNullable,
+            Column.integer("iterations").notNullable.checking("iterations > 0"),
+        ], clustered: true)),
+        .statement("""
+            INSERT INTO access_keys (id, name, scopes, libraries, expires_at, created_at, algorithm, salt, hash, iterations)
+            SELECT 'token', 'token', 'admin', NULL, NULL, updated_at, algorithm, salt, hash, iterations FROM access_token;
+            """),
+        .dropTable("access_token"),
+    ]
 }

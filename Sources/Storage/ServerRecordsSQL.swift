@@ -2,7 +2,7 @@ import Foundation
 import Library
 import ServerRecords
 
-/// The server's own records (settings, the token hash and failed attempts, idempotency keys,
+/// The server's own records (settings, API keys and failed attempts, idempotency keys,
 /// secrets), written once over the album engine's `SQLSession`: each function is the work of
 /// one `ServerRecords` (or `SettingsStore`) call inside whatever transaction the engine opens
 /// for it. `SQLiteAlbumStore` runs them on its writer and readers; `PostgresServerRecords` on
@@ -34,23 +34,31 @@ enum ServerRecordsSQL {
 
     // MARK: Access
 
-    static func tokenHash(_ session: some SQLSession) throws -> TokenHash? {
-        try session.firstRow(Statements.tokenHash, []) { row in
-            TokenHash(algorithm: try row.string(0), salt: try row.blob(1), hash: try row.blob(2), iterations: try row.int(3))
-        }
+    static func accessKeys(_ session: some SQLSession) throws -> [AccessKey] {
+        var keys: [AccessKey] = []
+        try session.forEachRow(Statements.accessKeys, []) { keys.append(try StoredRows.accessKey(from: $0)) }
+        return keys
     }
 
-    /// Stores (or, for nil, removes) the token hash, and forgets every failed attempt.
-    static func setTokenHash(_ hash: TokenHash?, _ session: some SQLSession) throws {
-        if let hash {
-            try session.run(Statements.saveTokenHash, [
-                .text(hash.algorithm), .blob(hash.salt), .blob(hash.hash), .integer(Int64(hash.iterations)),
-                .integer(Milliseconds.from(Date())),
-            ])
-        } else {
-            try session.run(Statements.deleteTokenHash, [])
-        }
-        try session.run(Statements.deleteEveryFailure, [])
+    /// Stores `key` (replacing the one with its id); the token of earlier versions clears every
+    /// failure record with it.
+    static func saveAccessKey(_ key: AccessKey, _ session: some SQLSession) throws {
+        try session.run(Statements.saveAccessKey, [
+            .text(key.id), .text(key.name), .text(key.scopes.map(\.rawValue).joined(separator: ",")),
+            key.libraries.map { .text($0.joined(separator: ",")) } ?? .null,
+            key.expiresAt.map { .integer(Milliseconds.from($0)) } ?? .null, .integer(Milliseconds.from(key.createdAt)),
+            .text(key.secret.algorithm), .blob(key.secret.salt), .blob(key.secret.hash), .integer(Int64(key.secret.iterations)),
+        ])
+        if key.id == AccessKey.tokenID { try session.run(Statements.deleteEveryFailure, []) }
+    }
+
+    /// Removes the key `id` (the token of earlier versions clears every failure record with it);
+    /// false when there was none.
+    static func deleteAccessKey(id: String, _ session: some SQLSession) throws -> Bool {
+        try session.run(Statements.deleteAccessKey, [.text(id)])
+        let deleted = session.changes > 0
+        if deleted, id == AccessKey.tokenID { try session.run(Statements.deleteEveryFailure, []) }
+        return deleted
     }
 
     /// One client's record; with `locking`, its row stays locked for the transaction where the
@@ -176,13 +184,17 @@ enum ServerRecordsSQL {
             ON CONFLICT (id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
             """
 
-        static let tokenHash = "SELECT algorithm, salt, hash, iterations FROM access_token WHERE id = 1"
-        static let saveTokenHash = """
-            INSERT INTO access_token (id, algorithm, salt, hash, iterations, updated_at) VALUES (1, ?1, ?2, ?3, ?4, ?5)
-            ON CONFLICT (id) DO UPDATE SET algorithm = excluded.algorithm, salt = excluded.salt, hash = excluded.hash,
-                iterations = excluded.iterations, updated_at = excluded.updated_at
+        static let accessKeys = """
+            SELECT id, name, scopes, libraries, expires_at, created_at, algorithm, salt, hash, iterations FROM access_keys ORDER BY id
             """
-        static let deleteTokenHash = "DELETE FROM access_token"
+        static let saveAccessKey = """
+            INSERT INTO access_keys (id, name, scopes, libraries, expires_at, created_at, algorithm, salt, hash, iterations)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            ON CONFLICT (id) DO UPDATE SET name = excluded.name, scopes = excluded.scopes, libraries = excluded.libraries,
+                expires_at = excluded.expires_at, created_at = excluded.created_at, algorithm = excluded.algorithm,
+                salt = excluded.salt, hash = excluded.hash, iterations = excluded.iterations
+            """
+        static let deleteAccessKey = "DELETE FROM access_keys WHERE id = ?1"
         static let deleteEveryFailure = "DELETE FROM access_failures"
         static let failure = "SELECT attempt_count, window_start, locked_until FROM access_failures WHERE client = ?1"
         static let everyFailure = "SELECT client, attempt_count, window_start, locked_until FROM access_failures"

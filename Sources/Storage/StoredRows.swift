@@ -22,6 +22,23 @@ enum StoredRows {
             lockedUntil: row.isNull(first + 2) ? nil : Milliseconds.date(try row.int64(first + 2)))
     }
 
+    /// Columns: id, name, scopes, libraries, expires_at, created_at, algorithm, salt, hash, iterations.
+    static func accessKey(from row: some SQLRow) throws -> AccessKey {
+        let id = try row.string(0)
+        var scopes: [AccessKey.Scope] = []
+        for name in try row.string(2).split(separator: ",") {
+            guard let scope = AccessKey.Scope(rawValue: String(name)) else {
+                throw StorageError(.corrupt, "stored key \(id) has an unknown scope \(name)")
+            }
+            scopes.append(scope)
+        }
+        return AccessKey(
+            id: id, name: try row.string(1), scopes: scopes,
+            libraries: try row.optionalString(3).map { $0.split(separator: ",").map(String.init) },
+            expiresAt: try row.optionalInt64(4).map { Milliseconds.date($0) }, createdAt: Milliseconds.date(try row.int64(5)),
+            secret: TokenHash(algorithm: try row.string(6), salt: try row.blob(7), hash: try row.blob(8), iterations: try row.int(9)))
+    }
+
     /// Columns: client, current_index, album_id, updated_at.
     static func state(from row: some SQLRow) throws -> SavedState {
         var albumID: AlbumID?

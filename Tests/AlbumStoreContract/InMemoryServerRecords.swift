@@ -65,7 +65,7 @@ public final class InMemorySettingsStore: SettingsStore {
 /// times kept in whole milliseconds, a new token hash clears every failure record.
 public final class InMemoryAccessStore: AccessStore {
     private struct State {
-        var hash: TokenHash?
+        var keys: [String: AccessKey] = [:]
         var failures: [String: FailedAttempts] = [:]
     }
 
@@ -73,12 +73,24 @@ public final class InMemoryAccessStore: AccessStore {
 
     public init() {}
 
-    public func tokenHash() throws -> TokenHash? { state.withLock { $0.hash } }
+    public func accessKeys() throws -> [AccessKey] { state.withLock { $0.keys.values.sorted { $0.id < $1.id } } }
 
-    public func setTokenHash(_ hash: TokenHash?) throws {
+    public func saveAccessKey(_ key: AccessKey) throws {
+        var stored = key
+        stored.createdAt = Timestamp.date(milliseconds: Timestamp.milliseconds(key.createdAt))
+        stored.expiresAt = key.expiresAt.map { Timestamp.date(milliseconds: Timestamp.milliseconds($0)) }
         state.withLock { state in
-            state.hash = hash
-            state.failures = [:]
+            state.keys[key.id] = stored
+            if key.id == AccessKey.tokenID { state.failures = [:] }
+        }
+    }
+
+    @discardableResult
+    public func deleteAccessKey(id: String) throws -> Bool {
+        state.withLock { state in
+            guard state.keys.removeValue(forKey: id) != nil else { return false }
+            if id == AccessKey.tokenID { state.failures = [:] }
+            return true
         }
     }
 
@@ -126,8 +138,10 @@ public final class InMemoryServerRecords: AccessStore, IdempotencyStore, SecretS
 
     public init() {}
 
-    public func tokenHash() throws -> TokenHash? { try access.tokenHash() }
-    public func setTokenHash(_ hash: TokenHash?) throws { try access.setTokenHash(hash) }
+    public func accessKeys() throws -> [AccessKey] { try access.accessKeys() }
+    public func saveAccessKey(_ key: AccessKey) throws { try access.saveAccessKey(key) }
+    @discardableResult
+    public func deleteAccessKey(id: String) throws -> Bool { try access.deleteAccessKey(id: id) }
     public func failedAttempts(client: String) throws -> FailedAttempts? { try access.failedAttempts(client: client) }
     public func allFailedAttempts() throws -> [String: FailedAttempts] { try access.allFailedAttempts() }
     @discardableResult

@@ -17,11 +17,13 @@ final class CountingAccessStore: AccessStore {
     private let readCount = Atomic<Int>(0)
     var reads: Int { readCount.load(ordering: .relaxed) }
     init(_ base: SQLiteAlbumStore) { self.base = base }
-    func tokenHash() throws -> TokenHash? {
+    func accessKeys() throws -> [AccessKey] {
         readCount.add(1, ordering: .relaxed)
-        return try base.tokenHash()
+        return try base.accessKeys()
     }
-    func setTokenHash(_ hash: TokenHash?) throws { try base.setTokenHash(hash) }
+    func saveAccessKey(_ key: AccessKey) throws { try base.saveAccessKey(key) }
+    @discardableResult
+    func deleteAccessKey(id: String) throws -> Bool { try base.deleteAccessKey(id: id) }
     func failedAttempts(client: String) throws -> FailedAttempts? {
         readCount.add(1, ordering: .relaxed)
         return try base.failedAttempts(client: client)
@@ -66,14 +68,14 @@ final class ParkedSettingsStore: SettingsStore {
         let counting = CountingAccessStore(store)
         let guardian = try AccessGuard(store: counting, settings: settings, clock: { Date() })
         let right = "Bearer \(Self.token)"
-        #expect(try guardian.check(authorization: right, client: "192.0.2.1") == .allowed)  // the slow first check
+        #expect(try guardian.check(authorization: right, client: "192.0.2.1").isAllowed)  // the slow first check
         for _ in 0..<2 {
             #expect(try guardian.check(authorization: "Bearer wrong-token-xyz", client: "192.0.2.2") == .unauthorized(invalidToken: true))
         }
         let reads = counting.reads
         // What an event loop decides: the cached token, no token, a locked address.
         #expect(guardian.isQuick(authorization: right, client: "192.0.2.1"))
-        #expect(try guardian.check(authorization: right, client: "192.0.2.1") == .allowed)
+        #expect(try guardian.check(authorization: right, client: "192.0.2.1").isAllowed)
         #expect(guardian.isQuick(authorization: nil, client: "192.0.2.3"))
         #expect(try guardian.check(authorization: nil, client: "192.0.2.3") == .unauthorized(invalidToken: false))
         #expect(guardian.isQuick(authorization: right, client: "192.0.2.2"))
@@ -81,9 +83,9 @@ final class ParkedSettingsStore: SettingsStore {
         #expect(counting.reads == reads, "no database read for a quick decision")
         // A token set elsewhere is learned by reloadToken (the watcher calls it).
         try AccessGuard.storeToken("another-token-0123", in: store, iterations: 1000)
-        try guardian.reloadToken()
-        #expect(try guardian.check(authorization: "Bearer another-token-0123", client: "192.0.2.4") == .allowed)
-        #expect(try guardian.check(authorization: "Bearer another-token-0123", client: "192.0.2.2") == .allowed, "a new token clears lockouts")
+        try guardian.reloadKeys()
+        #expect(try guardian.check(authorization: "Bearer another-token-0123", client: "192.0.2.4").isAllowed)
+        #expect(try guardian.check(authorization: "Bearer another-token-0123", client: "192.0.2.2").isAllowed, "a new token clears lockouts")
     }
 
     @Test func settingsStayReadableWhileAWriteWaitsOnTheDatabase() throws {

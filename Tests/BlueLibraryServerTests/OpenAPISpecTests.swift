@@ -32,12 +32,13 @@ import Testing
         #expect(run.status == 0, "\(message)")
     }
 
-    /// Security is declared per operation exactly as AccessGuard enforces it (`[]` on the
-    /// always-open paths, else open-or-bearer with 401 and 429), and every operation that reads
-    /// a body lists 415 (scripts/check-spec-rules.py).
+    /// Security is declared per operation exactly as AccessPolicy enforces it (`[]` on the
+    /// always-open paths, else open-or-bearer with the scope of the route's rule, and 401, 403
+    /// and 429), and every operation that reads a body lists 415 (scripts/check-spec-rules.py).
     @Test func everyOperationDeclaresTheSecurityTheServerEnforces() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
-        let open = AccessGuard.alwaysOpen.sorted() + AccessGuard.alwaysOpenPrefixes.map { $0 + "/*" }
+        let open = AccessPolicy.alwaysOpen.sorted() + AccessPolicy.alwaysOpenPrefixes.map { $0 + "/*" }
+            + AccessPolicy.rules.map { "\($0.key)=\($0.value.scope.rawValue)" }.sorted()
         let run = try ChildProcess.run(
             "/usr/bin/env", ["python3", root.appendingPathComponent("scripts/check-spec-rules.py").path,
                              root.appendingPathComponent("openapi.yaml").path] + open,

@@ -36,7 +36,7 @@ import Testing
         if case .locked = try a.check(authorization: wrong, client: client) {} else { Issue.record("A does not lock") }
 
         // B learns of the lockout when it reloads; not before (its decisions are from memory).
-        #expect(try b.check(authorization: "Bearer \(Self.token)", client: "192.0.2.10") == .allowed)
+        #expect(try b.check(authorization: "Bearer \(Self.token)", client: "192.0.2.10").isAllowed)
         try b.reloadFailures()
         if case .locked = try b.check(authorization: "Bearer \(Self.token)", client: client) {} else { Issue.record("B does not lock") }
     }
@@ -89,7 +89,7 @@ import Testing
         let guardian = try AccessGuard(store: store, settings: settings, clock: { Date() })
         _ = try store.updateFailedAttempts(client: "192.0.2.11") { _ in FailedAttempts(count: 99, windowStart: Date(), lockedUntil: .distantFuture) }
         try guardian.reloadFailures()  // not shared: memory is the truth, nothing is read
-        #expect(try guardian.check(authorization: "Bearer \(Self.token)", client: "192.0.2.11") == .allowed)
+        #expect(try guardian.check(authorization: "Bearer \(Self.token)", client: "192.0.2.11").isAllowed)
     }
 
     @Test func aRestartWithTheSameTokenKeepsTheHashAndTheLockouts() throws {

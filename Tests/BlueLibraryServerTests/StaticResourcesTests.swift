@@ -154,8 +154,8 @@ import Testing
         }
         #expect(try Self.get(app.port, "/albums", headers: ["Authorization": "Bearer \(token)"]).status == 200)
         // A path that merely starts with the mount's letters is not open.
-        #expect(!AccessGuard.isAlwaysOpen("/apple"))
-        #expect(AccessGuard.isAlwaysOpen("/app/x.js") && AccessGuard.isAlwaysOpen("/app"))
+        #expect(!AccessPolicy.isAlwaysOpen("/apple"))
+        #expect(AccessPolicy.isAlwaysOpen("/app/x.js") && AccessPolicy.isAlwaysOpen("/app"))
     }
 
     @Test func contentTypesByExtension() {

@@ -25,6 +25,7 @@ struct SchemaDefinitionTests {
         "v8-search-text": "94e1b4d3892ddba8",
         "v9-sort-keys-and-relevance": "8a27f4717e3d5a76",
         "v10-search-positions": "e982471e338a9db5",
+        "v11-access-keys": "a78da1a0340c4b33",
     ]
 
     /// The same for PostgreSQL's migrations (`PostgresSchema.migrations`).
@@ -33,6 +34,7 @@ struct SchemaDefinitionTests {
         "v8-search-text": "d4809283dcc28e49",
         "v9-sort-keys-and-relevance": "f435c29ee9c2f18d",
         "v10-search-positions": "cbf29ce484222325",
+        "v11-access-keys": "b759cacc104c5564",
     ]
 
     static func sum(_ text: String) -> String { FNV1a.hex(FNV1a.hash(Array(text.utf8))) }

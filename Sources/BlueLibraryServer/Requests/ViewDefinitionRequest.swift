@@ -160,7 +160,7 @@ public struct ViewDefinitionRequest: Sendable, Equatable {
 
 extension LibraryError {
     /// The field errors of an `.invalid`; any other error as one error on no field.
-    fileprivate var fieldErrors: [FieldError] {
+    var fieldErrors: [FieldError] {
         if case let .invalid(failure) = self { return failure.errors }
         return [FieldError(field: "", message: message)]
     }

@@ -1,0 +1,75 @@
+import Foundation
+import ServerRecords
+import TestThreads
+import Testing
+
+@testable import BlueLibraryServer
+
+/// The key text (`bl_` + id + `_` + secret): made keys parse back to themselves, and the parser
+/// takes nothing else, whatever bytes it is given.
+@Suite(.ownThreads)
+struct KeySecretTests {
+    @Test func aMadeKeyParsesBackAndMatchesOnlyItsOwnHash() throws {
+        var ids: Set<String> = []
+        for _ in 0..<200 {
+            let key = try KeySecret.make()
+            #expect(key.text.utf8.count == KeySecret.length && key.text.hasPrefix(key.id + "_"))
+            #expect(KeySecret.isKeyID(key.id))
+            #expect(KeySecret.parse(key.text) == key)
+            #expect(key.matches(key.hash))
+            #expect(key.hash.hash.count == 32 && key.hash.algorithm == TokenHash.sha256)
+            ids.insert(key.id)
+            // One character changed anywhere in the secret: another key, not this one.
+            var bytes = Array(key.text.utf8)
+            let last = bytes.count - 1
+            bytes[last] = bytes[last] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+            let other = try #require(KeySecret.parse(String(decoding: bytes, as: UTF8.self)))
+            #expect(other.id == key.id && !other.matches(key.hash))
+        }
+        #expect(ids.count == 200, "ids from 40 random bits do not repeat in 200 keys")
+    }
+
+    @Test func base64URLIsRFC4648WithoutPadding() {
+        #expect(KeySecret.base64URL([]) == "")
+        #expect(KeySecret.base64URL(Array("f".utf8)) == "Zg")
+        #expect(KeySecret.base64URL(Array("fo".utf8)) == "Zm8")
+        #expect(KeySecret.base64URL(Array("foo".utf8)) == "Zm9v")
+        #expect(KeySecret.base64URL(Array("foobar".utf8)) == "Zm9vYmFy")
+        #expect(KeySecret.base64URL([0xFB, 0xFF]) == "-_8")
+    }
+
+    @Test func theParserTakesOnlyTheKeyShape() {
+        let good = "bl_abcdefgh_" + String(repeating: "A", count: 43)
+        #expect(KeySecret.parse(good)?.id == "bl_abcdefgh")
+        let refused = [
+            "", "bl_", "token", "bl_abcdefgh", good + "A", String(good.dropLast()),
+            "BL_abcdefgh_" + String(repeating: "A", count: 43),  // the prefix is lower case
+            "bl_abcdefg1_" + String(repeating: "A", count: 43),  // 1 is not in base32
+            "bl_abcdefgh-" + String(repeating: "A", count: 43),
+            "bl_abcdefgh_" + String(repeating: "A", count: 42) + "=",
+            "bl_abcdefgh_" + String(repeating: "A", count: 42) + "é",
+            "bl_abcdéfgh_" + String(repeating: "A", count: 42),
+        ]
+        for text in refused { #expect(KeySecret.parse(text) == nil, "\(text.debugDescription)") }
+    }
+
+    /// Random bytes, random near-keys: never a crash, and whatever parses has the shape.
+    @Test func fuzzedInputNeverCrashesAndOnlyKeyShapesParse() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("bl_abcdefghijklmnopqrstuvwxyz234567ABCXYZ019-_=+/é\u{0}".unicodeScalars)
+        for round in 0..<20_000 {
+            let text: String
+            if round % 2 == 0 {
+                let count = Int.random(in: 0...70, using: &generator)
+                text = String(String.UnicodeScalarView((0..<count).map { _ in alphabet.randomElement(using: &generator)! }))
+            } else {
+                // A real key with one byte replaced by any byte (a broken UTF-8 sequence included).
+                var bytes = Array(("bl_abcdefgh_" + String(repeating: "q", count: 43)).utf8)
+                bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                text = String(decoding: bytes, as: UTF8.self)
+            }
+            guard let key = KeySecret.parse(text) else { continue }
+            #expect(text.utf8.count == KeySecret.length && KeySecret.isKeyID(key.id) && text.hasPrefix(key.id + "_"), "\(text.debugDescription)")
+        }
+    }
+}

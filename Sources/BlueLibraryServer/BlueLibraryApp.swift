@@ -211,6 +211,12 @@ public final class BlueLibraryApp: Sendable {
         ServiceMetrics.register(in: metrics, server: server, reads: router.readAdmission)
         backend.register(in: metrics)
         viewPages.register(in: metrics)
+        metrics.register(
+            "bluelibrary_key_requests_total",
+            help: "Requests let in with each API key, by its public id (never a secret), since start.", kind: .counter
+        ) { [accessGuard] writer in
+            for (id, count) in accessGuard.keyUses.sorted(by: { $0.key < $1.key }) { writer.sample("", [("key", id)], count) }
+        }
         metrics.sampled("bluelibrary_queries_timed_out_total",
                         help: "Read requests whose database work was stopped at the query time limit (answered 503 query-too-expensive).",
                         kind: .counter) { [queryInterruptions] in queryInterruptions.timedOut }

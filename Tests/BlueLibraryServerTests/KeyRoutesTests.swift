@@ -157,6 +157,27 @@ struct KeyRoutesTests {
         #expect(me.status == 200, "\(me.text)")
     }
 
+    @Test func theAccessLogAndTheMetricsNameTheKeyNeverItsSecret() throws {
+        let log = LogLines()
+        let app = try TestApp.make({ config in
+            config.token = AccessToken(Self.token)
+            config.seed = false
+            config.accessLog = true
+        }, logSink: log.append)
+        app.start()
+        defer { app.shutdown() }
+        let reader = try Self.makeKey(app, #"{"name": "reader", "scopes": ["read"]}"#)
+        #expect(try Self.send(app, "PATCH", "/settings", key: Self.token, json: #"{"access": {"protectReads": true}}"#).status == 200)
+        for _ in 0..<3 { #expect(try Self.send(app, "GET", "/albums", key: reader.secret).status == 200) }
+        #expect(try Self.send(app, "GET", "/albums", key: reader.id + "_" + String(repeating: "y", count: 43)).status == 401)
+        let metrics = try Self.send(app, "GET", "/metrics", key: Self.token).text
+        #expect(metrics.contains(#"bluelibrary_key_requests_total{key="\#(reader.id)"} 3"#), "\(metrics)")
+        #expect(eventually { log.requests(path: "/albums") == [200, 200, 200, 401] })
+        let lines = log.text.split(separator: "\n").filter { $0.contains(#""path":"/albums""#) }
+        #expect(lines.count == 4 && lines.allSatisfy { $0.contains(#""key":"\#(reader.id)""#) }, "\(lines)")
+        #expect(!log.text.contains(reader.secret) && !log.text.contains(String(reader.secret.dropFirst(12))) && !log.text.contains(Self.token))
+    }
+
     /// A database from before keys: its token becomes the admin key `token`, its lockouts stay.
     @Test func aDatabaseWithTheOldTokenUpgradesToAnAdminKey() throws {
         let directory = TestApp.temporaryDirectory()

@@ -138,6 +138,9 @@ final class LogLines: Sendable {
 
     func append(_ chunk: [UInt8]) { bytes.withLock { $0 += chunk } }
 
+    /// Everything logged so far.
+    var text: String { bytes.withLock { String(decoding: $0, as: UTF8.self) } }
+
     /// The statuses of the access log's lines for `path` (query left out).
     func requests(path: String) -> [Int] {
         let text = bytes.withLock { String(decoding: $0, as: UTF8.self) }

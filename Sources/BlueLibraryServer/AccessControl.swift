@@ -31,33 +31,40 @@ struct AccessControl: Sendable {
         else { return .proceed }
         let authorization = request.headers["Authorization"]
         if rule.target == .caller && authorization == nil { return .proceed }
-        let anonymous = AccessGrant.anonymous(readsOpen: !guardian.settings.current.access.protectReads)
-        if rule.target != .caller, anonymous.allows(rule.scope) { return .proceed }
-        if onLoop, !guardian.isQuick(authorization: authorization, client: client) { return .needsWorker }
-        let decision: AccessGuard.Decision
-        do {
-            decision = try guardian.check(authorization: authorization, client: client)
-        } catch {
-            logger.log(.error, "access check failed", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID))])
-            if let dependency = DependencyUnavailable.cause(of: error) { return .refuse(DependencyUnavailable.error(dependency).response()) }
-            return .refuse(HTTPError(.internalServerError, detail: "The server could not check the key. Quote request id \(context.requestID) when reporting it.")
-                .response())
+        if rule.target != .caller, rule.scope == .read, !guardian.settings.readsProtected { return .proceed }
+        let key: AccessKey
+        if let authorization, let remembered = guardian.rememberedKey(authorization: authorization) {
+            key = remembered
+        } else {
+            if onLoop, !guardian.isQuick(authorization: authorization, client: client) { return .needsWorker }
+            let decision: AccessGuard.Decision
+            do {
+                decision = try guardian.check(authorization: authorization, client: client)
+            } catch {
+                logger.log(.error, "access check failed", [("error", .string(String(describing: error))), ("requestId", .string(context.requestID))])
+                if let dependency = DependencyUnavailable.cause(of: error) { return .refuse(DependencyUnavailable.error(dependency).response()) }
+                return .refuse(HTTPError(.internalServerError, detail: "The server could not check the key. Quote request id \(context.requestID) when reporting it.")
+                    .response())
+            }
+            guard case let .allowed(allowed) = decision else { return .refuse(Self.refusal(for: decision)) }
+            key = allowed
         }
-        guard case let .allowed(key) = decision else { return .refuse(Self.refusal(for: decision)) }
         let grant = AccessGrant.key(key)
+        // Which libraries the request touches matters only for a key limited to some.
         var names: [LibraryID] = []
-        switch rule.target {
-        case .library:
-            names = Self.libraries(of: request, context)
-        case .view:
-            guard key.libraries != nil else { break }
-            if onLoop { return .needsWorker }
-            guard let text = context.parameters["view"], let id = try? ViewID(validating: text),
-                  let view = try? libraries.view(id)
-            else { return .proceed }  // the route answers the 404 of a view that is not there
-            names = view.sources
-        case .server, .listing, .caller:
-            break
+        if key.libraries != nil {
+            switch rule.target {
+            case .library:
+                names = Self.libraries(of: request, context)
+            case .view:
+                if onLoop { return .needsWorker }
+                guard let text = context.parameters["view"], let id = try? ViewID(validating: text),
+                      let view = try? libraries.view(id)
+                else { return .proceed }  // the route answers the 404 of a view that is not there
+                names = view.sources
+            case .server, .listing, .caller:
+                break
+            }
         }
         switch AccessPolicy.verdict(rule, grant: grant, libraries: names) {
         case .allowed:
@@ -92,7 +99,7 @@ struct AccessControl: Sendable {
     /// right here was never needed: the request is anonymous.
     func grant(_ request: HTTPRequest) -> AccessGrant {
         guard guardian.settings.passcodeEnabled else { return .everyone }
-        let anonymous = AccessGrant.anonymous(readsOpen: !guardian.settings.current.access.protectReads)
+        let anonymous = AccessGrant.anonymous(readsOpen: !guardian.settings.readsProtected)
         guard let key = guardian.verifiedKey(authorization: request.headers["Authorization"]) else { return anonymous }
         return .key(key)
     }

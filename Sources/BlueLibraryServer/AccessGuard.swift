@@ -67,8 +67,18 @@ public final class AccessGuard: Sendable {
     let clock: @Sendable () -> Date
     /// A per-process random key for the verified-token cache.
     private let cacheKey: [UInt8]
-    /// The stored keys by id (`token`, the passcode, only with a hash this build can check).
-    private let keys = Mutex<[String: AccessKey]>([:])
+    /// What decisions read: the stored keys by id (`token`, the passcode, only with a hash this
+    /// build can check), and the `Authorization` values that carried a server-made key that
+    /// verified, with that key (so a key sent again costs a dictionary lookup, not a SHA-256;
+    /// emptied whenever the keys are re-read, and at ``maxRemembered`` values).
+    private struct KeyTable {
+        var byID: [String: AccessKey] = [:]
+        var remembered: [String: AccessKey] = [:]
+    }
+
+    private let keys = Mutex(KeyTable())
+    /// Verified `Authorization` values kept at most (right keys only: a guesser adds none).
+    static let maxRemembered = 4096
     /// (hash of the stored record, keyed digest of the token that verified against it).
     private let verified = Mutex<(record: [UInt8], digest: [UInt8])?>(nil)
     /// The failure records by client address (the store has a copy for restarts).
@@ -103,9 +113,9 @@ public final class AccessGuard: Sendable {
             if key.id == AccessKey.tokenID && key.secret.algorithm != TokenHash.pbkdf2SHA256 { continue }
             stored[key.id] = key
         }
-        let tokenChanged = keys.withLock { current -> Bool in
-            defer { current = stored }
-            return current[AccessKey.tokenID]?.secret != stored[AccessKey.tokenID]?.secret
+        let tokenChanged = keys.withLock { table -> Bool in
+            defer { table = KeyTable(byID: stored) }
+            return table.byID[AccessKey.tokenID]?.secret != stored[AccessKey.tokenID]?.secret
         }
         if tokenChanged {
             failures.withLock { $0.removeAll() }
@@ -113,10 +123,27 @@ public final class AccessGuard: Sendable {
     }
 
     /// The key `id` as stored (memory).
-    public func key(id: String) -> AccessKey? { keys.withLock { $0[id] } }
+    public func key(id: String) -> AccessKey? { keys.withLock { $0.byID[id] } }
 
     /// Every key (memory), in id order.
-    public var allKeys: [AccessKey] { keys.withLock { $0.values.sorted { $0.id < $1.id } } }
+    public var allKeys: [AccessKey] { keys.withLock { $0.byID.values.sorted { $0.id < $1.id } } }
+
+    /// The server-made key `authorization` carried when it verified before, unless it has
+    /// expired since (nil: the full check decides).
+    public func rememberedKey(authorization: String) -> AccessKey? {
+        guard let key = keys.withLock({ $0.remembered[authorization] }), !key.isExpired(at: clock()) else { return nil }
+        return key
+    }
+
+    /// Remembers that `authorization` carries `key`, if the keys in memory still hold it as it
+    /// was checked (a reload in between may have changed or revoked it).
+    private func remember(_ authorization: String, _ key: AccessKey) {
+        keys.withLock { table in
+            guard table.byID[key.id] == key else { return }
+            if table.remembered.count >= Self.maxRemembered { table.remembered.removeAll() }
+            table.remembered[authorization] = key
+        }
+    }
 
     /// Replaces the failure records in memory with the stored ones, when other instances
     /// record failures too (`shared`; one process keeps memory and store equal by itself).
@@ -126,13 +153,17 @@ public final class AccessGuard: Sendable {
         failures.withLock { $0 = stored }
     }
 
-    /// Whether a key with the admin scope for every library exists (from memory): the lock
+    /// Whether an unexpired key with the admin scope for every library exists (from memory): the lock
     /// may be turned on only then, or nobody could turn it off again.
-    public var hasAdminKey: Bool { keys.withLock { $0.values.contains { $0.allows(.admin) && $0.libraries == nil } } }
+    public var hasAdminKey: Bool {
+        let now = clock()
+        return keys.withLock { $0.byID.values.contains { $0.allows(.admin) && $0.libraries == nil && !$0.isExpired(at: now) } }
+    }
 
     /// The key `authorization` presents, if it is right and not expired, from memory alone (no
     /// slow hash: the passcode counts only as the one that verified last).
     public func verifiedKey(authorization: String?) -> AccessKey? {
+        if let authorization, let key = rememberedKey(authorization: authorization) { return key }
         guard let presented = Self.bearerToken(authorization) else { return nil }
         if let secret = KeySecret.parse(presented) {
             guard let stored = key(id: secret.id), secret.matches(stored.secret), !stored.isExpired(at: clock()) else { return nil }
@@ -179,9 +210,11 @@ public final class AccessGuard: Sendable {
         return failures.withLock({ $0[client] }) == nil && cachedMatch(Array(presented.utf8))
     }
 
-    /// Checks the `Authorization` header value of a request from `client`.
+    /// Checks the `Authorization` header value of a request from `client`: a key with the
+    /// shape of a server-made one by its SHA-256 (see `check(_:authorization:client:now:)`), anything else as
+    /// the passcode.
     ///
-    /// A token that is not the cached one is counted as a failure *before* it is hashed (and
+    /// A passcode that is not the cached one is counted as a failure *before* it is hashed (and
     /// the count taken back if it is right), so concurrent guesses from one address cannot
     /// get past the attempt limit, and a locked address gets its 429 without any hashing. The
     /// hash runs on `hashing`, checks from different addresses at once; no lock is held
@@ -200,7 +233,7 @@ public final class AccessGuard: Sendable {
                 failures.withLock { $0[record] = Self.merged(stored: stored, memory: $0[record]) }
             }
         }
-        if let secret { return try check(secret, client: client, now: now) }
+        if let secret, let authorization { return try check(secret, authorization: authorization, client: client, now: now) }
         if let locked = lockout(client: client, now: now) { return locked }
         guard let presented else { return .unauthorized(invalidToken: false) }
         guard let tokenKey = key(id: AccessKey.tokenID) else {
@@ -258,10 +291,11 @@ public final class AccessGuard: Sendable {
 
     /// The check of a key with the shape of a server-made one: right (and not expired) wherever
     /// it comes from; wrong or unknown counted against the address and, for a known id, the key.
-    private func check(_ secret: KeySecret, client: String, now: Date) throws -> Decision {
+    private func check(_ secret: KeySecret, authorization: String, client: String, now: Date) throws -> Decision {
         let stored = key(id: secret.id)
         if let stored, secret.matches(stored.secret) {
             if stored.isExpired(at: now) { return .unauthorized(invalidToken: true, expired: true) }
+            remember(authorization, stored)
             return .allowed(stored)
         }
         if let locked = lockout(client: client, now: now) { return locked }

@@ -136,14 +136,24 @@ enum AccessPolicy {
         return rules
     }()
 
+    /// ``rules`` by route pattern, then method: what every request looks up (no string is
+    /// built for it).
+    static let byPattern: [String: [HTTPMethod: AccessRule]] = {
+        var table: [String: [HTTPMethod: AccessRule]] = [:]
+        for (route, rule) in rules {
+            let parts = route.split(separator: " ", maxSplits: 1)
+            table[String(parts[1]), default: [:]][HTTPMethod(rawValue: String(parts[0]))] = rule
+        }
+        return table
+    }()
+
     /// The rule for `method` on `path`, matched as the route `pattern` (nil: open to everyone).
     /// A method the route does not have (or no route: a 404 to come) needs what any read or
     /// write of the default library needs.
     static func rule(method: HTTPMethod, path: Substring, pattern: String?) -> AccessRule? {
+        if let pattern, let rule = byPattern[pattern]?[method == .head ? .get : method] { return rule }
         let isRead = method == .get || method == .head || method == .options
         if isRead, isAlwaysOpen(String(path)) { return nil }
-        let name = method == .head ? "GET" : method.rawValue
-        if let pattern, let rule = rules["\(name) \(pattern)"] { return rule }
         return isRead ? .read(.library) : .write(.library)
     }
 

@@ -35,6 +35,8 @@ public final class SettingsService: Sendable {
     private let writer = Mutex<Void>(())
     /// `access.passcodeEnabled` of `current`, readable without the lock: every request asks.
     private let passcodeFlag: Atomic<Bool>
+    /// `access.protectReads` of `current`, the same way.
+    private let protectReadsFlag: Atomic<Bool>
     private let listeners = Mutex<[@Sendable (_ old: LibrarySettings, _ new: LibrarySettings) -> Void]>([])
     /// The schema version the stored document was upgraded from at load (nil: none needed).
     public let upgradedFrom: Int?
@@ -58,6 +60,7 @@ public final class SettingsService: Sendable {
         self.upgradedFrom = upgradedFrom
         state = Mutex(settings)
         passcodeFlag = Atomic(settings.access.passcodeEnabled)
+        protectReadsFlag = Atomic(settings.access.protectReads)
     }
 
     public var current: LibrarySettings { state.withLock { $0 } }
@@ -67,6 +70,9 @@ public final class SettingsService: Sendable {
 
     /// Whether the passcode lock is on (a relaxed atomic read, for the per-request check).
     public var passcodeEnabled: Bool { passcodeFlag.load(ordering: .relaxed) }
+
+    /// Whether reads need a key too (a relaxed atomic read, for the per-request check).
+    public var readsProtected: Bool { protectReadsFlag.load(ordering: .relaxed) }
 
     /// Calls `listener(old, new)` after every committed change (on the changing thread).
     public func observe(_ listener: @escaping @Sendable (_ old: LibrarySettings, _ new: LibrarySettings) -> Void) {
@@ -137,6 +143,7 @@ public final class SettingsService: Sendable {
             return old
         }
         passcodeFlag.store(new.access.passcodeEnabled, ordering: .relaxed)
+        protectReadsFlag.store(new.access.protectReads, ordering: .relaxed)
         if old != new {
             for listener in listeners.withLock({ $0 }) { listener(old, new) }
         }

@@ -12,4 +12,21 @@ public enum CatalogLimits {
     /// The years a view's filter may name (`yearFrom`, `yearTo`): wider than an album's 1000 to
     /// 9999, as views have always accepted (a list's query takes an album's).
     public static let filterYears = 0...9999
+
+    /// Why `text` is not a valid library or view id (a phrase after "library"/"view"), or nil
+    /// when it is: 1 to 40 bytes of `a-z`, `0-9` and `-`.
+    public static func idProblem(_ text: String) -> String? {
+        let bytes = Array(text.utf8)
+        guard idLength.contains(bytes.count) else {
+            return "ids are 1 to \(idLength.upperBound) characters (got \(bytes.count))"
+        }
+        let allowed = bytes.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "-")
+        }
+        guard allowed else {
+            return "ids use only lowercase letters a-z, digits 0-9 and '-' (got \"\(text.prefix(60))\")"
+        }
+        return nil
+    }
 }

@@ -157,7 +157,8 @@ public final class AlbumListModel: Sendable {
     /// client's edit reaches `items` and the listeners (`didChange`) within about a second.
     public convenience init(replica: LibraryReplica, query: AlbumPageQuery = AlbumPageQuery(), callbackQueue: DispatchQueue? = nil,
                             reloadsOnUpdates: Bool = false) {
-        self.init(client: replica.client, replica: replica, source: .library(replica.library), query: query, callbackQueue: callbackQueue)
+        let source = replica.view.map(AlbumListSource.view) ?? .library(replica.library)
+        self.init(client: replica.client, replica: replica, source: source, query: query, callbackQueue: callbackQueue)
         if reloadsOnUpdates { observe(replica) }
     }
 

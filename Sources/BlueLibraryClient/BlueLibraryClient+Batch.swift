@@ -21,9 +21,12 @@ public struct BatchOperation: Encodable, Sendable, Hashable {
     public var target: Target?
     public var album: AlbumInput?
     public var patch: AlbumPatchInput?
-    /// For an add, where to insert (nil appends); for a move, where to.
+    /// For an add, where to insert (nil appends); for a move, where to (with `library`, nil
+    /// appends there).
     public var index: Int?
     public var ifMatch: String?
+    /// For a move: the library to move the album to (nil: within the batch's library).
+    public var library: String?
 
     public static func add(_ album: AlbumInput, at index: Int? = nil) -> BatchOperation {
         BatchOperation(kind: .add, album: album, index: index)
@@ -37,11 +40,18 @@ public struct BatchOperation: Encodable, Sendable, Hashable {
         BatchOperation(kind: .move, target: target, index: index)
     }
 
+    /// A move to another library, at `index` there (nil appends), in the same transaction as
+    /// the rest of the batch; one undo of the batch's library takes it back too. Naming the
+    /// batch's own library is a move within it (nil: to the end).
+    public static func move(_ target: Target, toLibrary library: String, at index: Int? = nil) -> BatchOperation {
+        BatchOperation(kind: .move, target: target, index: index, library: library)
+    }
+
     public static func delete(_ target: Target, ifMatch: String? = nil) -> BatchOperation {
         BatchOperation(kind: .delete, target: target, ifMatch: ifMatch)
     }
 
-    enum CodingKeys: String, CodingKey { case op, id, ref, index, album, patch, ifMatch }
+    enum CodingKeys: String, CodingKey { case op, id, ref, index, album, patch, ifMatch, library }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -56,6 +66,7 @@ public struct BatchOperation: Encodable, Sendable, Hashable {
         try container.encodeIfPresent(album, forKey: .album)
         try container.encodeIfPresent(patch?.mergePatch, forKey: .patch)
         try container.encodeIfPresent(ifMatch, forKey: .ifMatch)
+        try container.encodeIfPresent(library, forKey: .library)
     }
 }
 
@@ -67,6 +78,9 @@ public struct BatchAnswer: Codable, Sendable, Hashable {
     public var applied: Int
     public var refused: Int
     public var results: [BatchOperationResult]
+    /// Each other library the batch moved albums to, with its version after the batch; nil
+    /// when it moved none out.
+    public var destinations: [String: Int64]?
 }
 
 /// One operation's result: the status and body its single request would have had.
@@ -75,6 +89,9 @@ public struct BatchOperationResult: Codable, Sendable, Hashable {
     public var status: Int
     /// The version its change made; nil when it changed nothing (or was refused).
     public var version: Int64?
+    /// A move to another library: that library's version its arrival made (the album's
+    /// `library` names it).
+    public var arrivalVersion: Int64?
     public var etag: String?
     public var album: AlbumResource?
     public var problem: Problem?

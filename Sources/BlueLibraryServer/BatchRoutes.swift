@@ -3,15 +3,17 @@ import Essentials
 import HTTPServer
 import Library
 
-/// `POST /batch` (and `/libraries/{lib}/batch`): many changes to one library in one request,
-/// one transaction and one undo step (`LibraryFacade.apply`).
+/// `POST /batch` (and `/libraries/{lib}/batch`): many changes to one library (and moves out of
+/// it to others) in one request, one transaction and one undo step (`LibraryFacade.apply`).
 ///
 /// The answer of a committed batch is 200 with one result per operation, each the status and
 /// body its single request would have had:
 /// `{"atomic": true, "version": 42, "applied": 2, "refused": 0, "results": [{"operation": 0,
-/// "status": 201, "version": 41, "etag": "\"…\"", "album": {…}}, …]}`. An atomic batch with a
-/// refused operation answers that operation's problem (its status, its fields named
-/// `operations[k].…`) and applies nothing.
+/// "status": 201, "version": 41, "etag": "\"…\"", "album": {…}}, …]}`. A move to another library
+/// answers the album with its `library` and its index there, and `arrivalVersion` (the other
+/// library's version its arrival made); the top level then has `destinations`, each such
+/// library's version after the batch. An atomic batch with a refused operation answers that
+/// operation's problem (its status, its fields named `operations[k].…`) and applies nothing.
 struct BatchRoutes {
     let libraries: LibraryResolver
     let idempotency: IdempotencyGuard
@@ -44,6 +46,7 @@ struct BatchRoutes {
         case let .add(input, index): .add(input, index: index)
         case let .update(target, patch, ifMatch): .update(target.library, patch, ifMatch: ifMatch.map(AlbumRepresentation.ifMatch(header:)))
         case let .move(target, index): .move(target.library, to: index)
+        case let .moveTo(target, library, index): .moveToLibrary(target.library, library: LibraryID(rawValue: library), index: index)
         case let .delete(target, ifMatch): .delete(target.library, ifMatch: ifMatch.map(AlbumRepresentation.ifMatch(header:)))
         }
     }
@@ -55,7 +58,7 @@ struct BatchRoutes {
             switch operation {
             case .add: covers.prefetch(url: url)
             case let .update(_, patch, _): if case .set = patch.coverUrl { covers.prefetch(url: url) }
-            case .move, .delete: continue
+            case .move, .moveTo, .delete: continue
             }
         }
     }
@@ -65,8 +68,18 @@ struct BatchRoutes {
         json.beginObject()
         json.key("atomic"); json.bool(batch.atomic)
         json.key("version"); json.number(version)
-        json.key("applied"); json.number(results.count { if case .applied = $0 { true } else { false } })
-        json.key("refused"); json.number(results.count { if case .refused = $0 { true } else { false } })
+        let refused = results.count { if case .refused = $0 { true } else { false } }
+        json.key("applied"); json.number(results.count - refused)
+        json.key("refused"); json.number(refused)
+        let destinations = Self.destinations(results)
+        if !destinations.isEmpty {
+            json.key("destinations")
+            json.beginObject()
+            for (library, version) in destinations {
+                json.key(library.rawValue); json.number(version)
+            }
+            json.endObject()
+        }
         json.key("results")
         json.beginArray()
         for (number, (operation, result)) in zip(batch.operations, results).enumerated() {
@@ -80,6 +93,13 @@ struct BatchRoutes {
                 let (body, etag) = try AlbumRepresentation.encoded(item, pretty: false)
                 json.key("etag"); json.string(etag)
                 json.key("album"); json.raw(Array(body.dropLast()))  // without its newline
+            case let .moved(item, library, version, arrival):
+                json.key("status"); json.number(200)
+                json.key("version"); json.number(version)
+                json.key("arrivalVersion"); json.number(arrival)
+                let (body, etag) = try AlbumRepresentation.encoded(item, library: library, pretty: false)
+                json.key("etag"); json.string(etag)
+                json.key("album"); json.raw(Array(body.dropLast()))
             case let .refused(error):
                 let problem = problem(error, operation: number, of: operation, atomic: false)
                 json.key("status"); json.number(problem.status.code)
@@ -94,6 +114,21 @@ struct BatchRoutes {
         return HTTPResponse(contentType: "application/json", bytes: body)
     }
 
+    /// Each other library the batch moved albums to, with its version after the batch (its
+    /// last arrival's: the batch held that library's writer throughout), in the order first
+    /// named.
+    static func destinations(_ results: [BatchResult]) -> [(LibraryID, Int64)] {
+        var versions: [(LibraryID, Int64)] = []
+        for case let .moved(_, library, _, arrival) in results {
+            if let known = versions.firstIndex(where: { $0.0 == library }) {
+                versions[known].1 = max(versions[known].1, arrival)
+            } else {
+                versions.append((library, arrival))
+            }
+        }
+        return versions
+    }
+
     /// The problem operation `number` got, as its single request would have (a move past the
     /// end is a 422 naming `index`, as `POST /albums/{id}/move` says), with its fields named
     /// `operations[k].…`; an atomic batch's says that nothing was applied.
@@ -101,8 +136,11 @@ struct BatchRoutes {
         let path = "operations[\(number)]"
         var problem: HTTPError
         switch (error, operation) {
-        case (.indexOutOfRange, .move):
+        case (.indexOutOfRange, .move), (.indexOutOfRange, .moveTo):
             problem = (error.inContext(field: "index") as? HTTPError) ?? HTTPError(.unprocessableContent, detail: error.message)
+        case (.libraryNotFound, .moveTo):
+            // As `POST /albums/{id}/move` with a `library` that does not exist: 422 naming it.
+            problem = (error.inContext(field: "library") as? HTTPError) ?? HTTPError(.unprocessableContent, detail: error.message)
         default:
             problem = error.problem ?? HTTPError(.internalServerError, detail: error.message)
         }
@@ -134,7 +172,7 @@ extension BatchRequest.Operation {
         switch self {
         case .add: "add"
         case .update: "update"
-        case .move: "move"
+        case .move, .moveTo: "move"
         case .delete: "delete"
         }
     }

@@ -91,7 +91,9 @@ enum AlbumsBatchCommand {
                 let line = lines.indices.contains(result.operation) ? ":\(lines[result.operation])" : ""
                 FileHandle.standardError.write(Data("\(file)\(line): refused: \(reason)\n".utf8))
             }
-            print("Applied \(answer.applied) of \(answer.results.count) operations; the library is at version \(answer.version).")
+            let others = (answer.destinations ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) at \($0.value)" }
+            let moved = others.isEmpty ? "" : " (albums moved to " + others.joined(separator: ", ") + ")"
+            print("Applied \(answer.applied) of \(answer.results.count) operations; the library is at version \(answer.version)\(moved).")
         }
     }
 

@@ -41,6 +41,32 @@ import Testing
         #expect(try decode(#"{"operations": [{"op": "delete", "id": "x"}]}"#).atomic == true)
     }
 
+    @Test func readsAMoveToAnotherLibrary() throws {
+        let batch = try decode("""
+            {"operations": [
+              {"op": "move", "id": "01HZY8Q6V9T3X2K7M4N5P6R7S8", "library": "jazz"},
+              {"op": "move", "id": "01HZY8Q6V9T3X2K7M4N5P6R7S8", "library": "road-trip-2026", "index": 4}
+            ]}
+            """)
+        #expect(batch.operations == [
+            .moveTo(.id("01HZY8Q6V9T3X2K7M4N5P6R7S8"), library: "jazz", index: nil),
+            .moveTo(.id("01HZY8Q6V9T3X2K7M4N5P6R7S8"), library: "road-trip-2026", index: 4),
+        ])
+        // A library id that is not one, null, or not a string; a move with neither field
+        #expect(refusedFields("""
+            {"operations": [
+              {"op": "move", "id": "x", "library": "Jazz!"},
+              {"op": "move", "id": "x", "library": null, "index": 1},
+              {"op": "move", "ref": 0, "library": 5},
+              {"op": "move", "id": "x", "library": "jazz", "index": -2},
+              {"op": "move", "id": "x", "libary": "jazz"}
+            ]}
+            """) == [
+                "operations[0].library", "operations[1].library", "operations[2].library", "operations[3].index",
+                "operations[4].libary", "operations[4].index",
+            ])
+    }
+
     @Test func namesEveryProblemWithItsOperation() {
         #expect(refusedFields("""
             {"operations": [

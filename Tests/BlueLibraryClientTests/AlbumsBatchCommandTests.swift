@@ -1,3 +1,5 @@
+import BlueLibraryAPI
+import BlueLibraryClient
 import Foundation
 import HTTPTestSupport
 import TestThreads
@@ -33,6 +35,31 @@ import Testing
         let stale = try albums(["update", first.id, "--artist", "Someone", "--if-match", "\"0000000000000000.0\""])
         #expect(stale.status == 1 && stale.stderr.contains("changed since you read it"), "\(stale.stderr)")
         #expect(try albums(["update", first.id]).status == 2)
+    }
+
+    @Test func aBatchMovesAlbumsToAnotherLibrary() async throws {
+        _ = try await server.client.createLibrary(id: "jazz")
+        let before = try await server.albums()
+        // The Swift client: an add filed in jazz, and an album moved to the start there
+        let answer = try await server.client.batch([
+            .add(AlbumInput(title: "Kind of Blue", artist: "Miles Davis")),
+            .move(.ref(0), toLibrary: "jazz"),
+            .move(.id(before[0].id), toLibrary: "jazz", at: 0),
+        ])
+        #expect(answer.applied == 3 && answer.destinations == ["jazz": 2])
+        #expect(answer.results[2].album?.library == "jazz" && answer.results[2].album?.index == 0)
+        #expect(answer.results[2].arrivalVersion == 2 && answer.results[1].arrivalVersion == 1)
+        #expect(try await server.albums().map(\.id) == before.dropFirst().map(\.id))
+        let jazz = try RawHTTPClient.request(port: server.port, path: "/libraries/jazz/albums").json()["items"] as? [[String: Any]]
+        #expect(jazz?.compactMap { $0["title"] as? String } == [before[0].title, "Kind of Blue"])
+        // The CLI: a file whose move names the library; the summary says where it went
+        let file = directory.file("move.jsonl")
+        try #"{"op": "move", "id": "\#(before[1].id)", "library": "jazz"}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        let run = try albums(["apply", file])
+        #expect(run.status == 0 && run.stdout.contains("(albums moved to jazz at 3)"), "\(run.stdout) \(run.stderr)")
+        // A batch of one move is undone as the single move: back from jazz, from the source
+        #expect(try albums(["undo"]).stdout.contains("back from library jazz"))
+        #expect(try await server.albums().map(\.id) == before.dropFirst().map(\.id))
     }
 
     @Test func applyRunsAFileOfOperationsInOneStep() async throws {

@@ -105,6 +105,60 @@ import Testing
         #expect(streamed == Array(2...141))
     }
 
+    @Test func movesToAnotherLibraryCommitWithTheBatchInBothLibraries() throws {
+        let app = try TestApp.make()
+        app.start()
+        defer { app.shutdown() }
+        let port = app.port
+        typealias Routes = LibraryRouteTests
+        try Routes.createLibrary(port, "jazz")
+        let kind = try Routes.add(port, "Kind of Blue", in: "/libraries/jazz")
+        let before = try Routes.ids(port)
+        let (defaultEvents, jazzEvents) = (try SSEClient(port: port), try SSEClient(port: port, path: "/libraries/jazz/events"))
+        // An atomic batch refused after its move to jazz changes neither library
+        let refused = try Self.post(port, "/batch", #"{"operations": [{"op": "move", "id": "\#(before[1])", "library": "jazz"}, {"op": "delete", "index": 99}]}"#)
+        #expect(refused.status == 404)
+        #expect(try Routes.ids(port) == before && Routes.ids(port, in: "/libraries/jazz") == [kind])
+        // A move to a library that does not exist is a 422 naming `library`
+        try Routes.expectProblem(
+            try Self.post(port, "/batch", #"{"operations": [{"op": "move", "id": "\#(before[1])", "library": "nope"}]}"#), 422,
+            field: "operations[0].library")
+        // When a batch adds an album, moves it and another one to jazz, and edits one that stays
+        let committed = try Self.post(port, "/batch", #"""
+            {"operations": [
+              {"op": "add", "album": {"title": "Blue Train", "artist": "John Coltrane"}},
+              {"op": "move", "ref": 0, "library": "jazz", "index": 0},
+              {"op": "move", "id": "\#(before[1])", "library": "jazz"},
+              {"op": "update", "id": "\#(before[0])", "patch": {"year": 1999}}
+            ]}
+            """#)
+        #expect(committed.status == 200, "\(committed.text)")
+        let answer = try committed.json()
+        let results = try #require(answer["results"] as? [[String: Any]])
+        let added = try #require((results[0]["album"] as? [String: Any])?["id"] as? String)
+        let moved = try #require(results[2]["album"] as? [String: Any])
+        #expect(results[1]["status"] as? Int == 200 && results[1]["version"] as? Int == 3 && results[1]["arrivalVersion"] as? Int == 2)
+        #expect(moved["id"] as? String == before[1] && moved["library"] as? String == "jazz" && moved["index"] as? Int == 2)
+        #expect(answer["version"] as? Int == 5 && (answer["destinations"] as? [String: Int]) == ["jazz": 3])
+        #expect(answer["applied"] as? Int == 4 && answer["refused"] as? Int == 0)
+        #expect(try Routes.ids(port, in: "/libraries/jazz") == [added, kind, before[1]])
+        #expect(try Routes.ids(port) == before.filter { $0 != before[1] })
+        // Then each library's stream has its events, in version order
+        let left = try defaultEvents.next(4)
+        #expect(left.map(\.name) == ["album.added", "album.deleted", "album.deleted", "album.updated"])
+        #expect(left.map(\.id) == ["2", "3", "4", "5"])
+        #expect(left[1].json["movedTo"] as? String == "jazz" && left[2].json["id"] as? String == before[1])
+        let arrived = try jazzEvents.next(2)
+        #expect(arrived.map(\.name) == ["album.added", "album.added"] && arrived.map(\.id) == ["2", "3"])
+        #expect(arrived.map { $0.json["movedFrom"] as? String } == ["default", "default"])
+        // And one undo of the batch's library takes it all back, in both
+        let undo = try RawHTTPClient.request(port: port, method: "POST", path: "/undo")
+        #expect(undo.status == 200)
+        #expect(try undo.json()["undone"] as? String == "take back a batch of 4 changes")
+        #expect(try Routes.ids(port) == before && Routes.ids(port, in: "/libraries/jazz") == [kind])
+        #expect(try jazzEvents.next(2).map { $0.json["movedTo"] as? String } == ["default", "default"])
+    }
+
     @Test func limitsAreNamed() throws {
         let app = try TestApp.make()
         app.start()

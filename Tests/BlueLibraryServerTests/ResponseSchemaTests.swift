@@ -116,6 +116,10 @@ import Testing
         try call("GET", "/libraries/{lib}/albums/{id}", "/libraries/jazz/albums/\(jazzID)")
         try call("GET", "/libraries/{lib}/albums/at/{index}", "/libraries/jazz/albums/at/0")
         try call("POST", "/albums/{id}/move", "/albums/\(jazzID)/move", json: #"{"index": 0, "library": "default"}"#)
+        try call("POST", "/libraries/{lib}/batch", "/libraries/default/batch",
+                 json: #"{"atomic": false, "operations": [{"op": "move", "id": "\#(jazzID)", "library": "jazz"}, {"op": "move", "id": "\#(jazzID)", "library": "nope"}]}"#)
+        try call("POST", "/batch", "/batch", json: #"{"operations": [{"op": "move", "id": "\#(id)", "library": "nope"}]}"#)
+        try call("POST", "/undo", "/undo")
         try call("GET", "/libraries/{lib}/changes", "/libraries/jazz/changes?since=0")
         try call("GET", "/libraries/{lib}/undo", "/libraries/jazz/undo")
         try call("GET", "/libraries/{lib}/state", "/libraries/jazz/state")

@@ -1,4 +1,5 @@
-/// `POST /batch`: several changes to one library in one request and one transaction.
+/// `POST /batch`: several changes to one library (and moves out of it to others) in one
+/// request and one transaction.
 ///
 /// ```json
 /// {"atomic": true, "operations": [
@@ -6,13 +7,16 @@
 ///   {"op": "update", "ref": 0, "patch": {"year": 1977}},
 ///   {"op": "update", "id": "01HZY8Q6V9T3X2K7M4N5P6R7S8", "patch": {"genre": "Rock"}, "ifMatch": "\"5f2c…\""},
 ///   {"op": "move", "id": "01HZY8Q6V9T3X2K7M4N5P6R7S8", "index": 3},
+///   {"op": "move", "ref": 0, "library": "jazz"},
 ///   {"op": "delete", "id": "01HZY8Q6V9T3X2K7M4N5P6R7S8"},
 ///   {"op": "delete", "index": 2}
 /// ]}
 /// ```
 ///
 /// Rules: every operation is read with the rules of the single request it stands for (`album`
-/// as `POST /albums`, `patch` as `PATCH /albums/{id}`, `index` as a move's or a delete's); an
+/// as `POST /albums`, `patch` as `PATCH /albums/{id}`, `index` as a move's or a delete's, a
+/// move's `library` and `index` as `POST /albums/{id}/move` reads them: `index` is required
+/// unless `library` is given); an
 /// operation names its album by `id`, or by `ref`: the index of an earlier `add` in the same
 /// batch (whose id the client cannot know yet); a delete may name an `index` instead. Every
 /// problem of every operation is reported at once, each field named with its operation
@@ -23,6 +27,10 @@ public struct BatchRequest: Sendable, Equatable {
         case add(AlbumInput, index: Int?)
         case update(Target, AlbumPatch, ifMatch: String?)
         case move(Target, index: Int)
+        /// A move with `library` (`POST /albums/{id}/move` with a `library`): to another library
+        /// at `index` there (nil appends), or, naming the batch's own library, within it (nil:
+        /// the last position). The id is checked by the library id rules, not looked up.
+        case moveTo(Target, library: String, index: Int?)
         case delete(Target, ifMatch: String?)
     }
 
@@ -142,11 +150,18 @@ public struct BatchRequest: Sendable, Equatable {
                 if fields.errors.isEmpty, let target { operation = .update(target, patch, ifMatch: ifMatch) }
             }
         case "move"?:
-            reader.rejectUnknownKeys(known: ["op", "id", "ref", "index"])
+            reader.rejectUnknownKeys(known: ["op", "id", "ref", "index", "library"])
             let target = self.target(&reader, number: number, allowIndex: false)
             let index = optionalIndex(&reader)
-            if index == nil, case .absent = reader.field("index") { reader.fail("index", "is required: the position to move the album to") }
-            if let target, let index { operation = .move(target, index: index) }
+            let library = optionalLibrary(&reader)
+            if index == nil, library == nil, case .absent = reader.field("index"), case .absent = reader.field("library") {
+                reader.fail("index", "is required: the position to move the album to (or name a \"library\" to move it to)")
+            }
+            if let target, let library {
+                operation = .moveTo(target, library: library, index: index)
+            } else if let target, let index {
+                operation = .move(target, index: index)
+            }
         case "delete"?:
             reader.rejectUnknownKeys(known: ["op", "id", "ref", "index", "ifMatch"])
             let target = self.target(&reader, number: number, allowIndex: true)
@@ -176,6 +191,19 @@ public struct BatchRequest: Sendable, Equatable {
     private static func optionalIndex(_ reader: inout JSONFieldReader) -> Int? {
         guard let value = reader.nonNullValue("index", expected: IntegerRules.wholeNumber(IntegerRules.positions)) else { return nil }
         return reader.integer("index", value, in: IntegerRules.positions)
+    }
+
+    /// An optional `library` to move to: a library id (checked by the id rules only).
+    private static func optionalLibrary(_ reader: inout JSONFieldReader) -> String? {
+        let hint = "a library id like \"jazz\""
+        guard let value = reader.nonNullValue("library", expected: hint), let text = reader.string("library", value, hint: hint) else {
+            return nil
+        }
+        if let reason = CatalogLimits.idProblem(text) {
+            reader.fail("library", "is not a valid library id: \(reason)")
+            return nil
+        }
+        return text
     }
 
     private static func optionalString(_ key: String, _ reader: inout JSONFieldReader) -> String? {
@@ -219,7 +247,7 @@ extension BatchRequest.Operation {
     public var target: BatchRequest.Target? {
         switch self {
         case .add: nil
-        case let .update(target, _, _), let .move(target, _), let .delete(target, _): target
+        case let .update(target, _, _), let .move(target, _), let .moveTo(target, _, _), let .delete(target, _): target
         }
     }
 }

@@ -18,6 +18,7 @@ extension LibraryReplica {
     /// for as long as it takes. `.busy` when a `follow()` already runs. After `.offline`,
     /// `setOnline(true)` does not restart it: call `follow()` again.
     public func follow() async throws(ReplicaError) {
+        if let view { throw .readOnly(view: view, what: "follow the server's events (pull() or sync() refreshes it)") }
         guard allowedOnline else { throw .offline }
         guard followTask == nil else { throw .busy }
         // The loop is a task of its own so that `setOnline(false)` can cancel it (and with it

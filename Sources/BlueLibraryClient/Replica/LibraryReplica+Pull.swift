@@ -13,6 +13,7 @@ extension LibraryReplica {
     }
 
     func pullChanges() async throws(ReplicaError) -> SyncReport {
+        if view != nil { return try await pullView() }
         var report = SyncReport()
         if try storage({ try store.meta("loaded") }) != "1" {
             try await reload()
@@ -118,9 +119,9 @@ extension LibraryReplica {
         return true
     }
 
-    /// One page of the server's list of this library, retried as every pull request is.
+    /// One page of the server's list of this library (or view), retried as every pull request is.
     func serverPage(_ query: AlbumPageQuery) async throws(ReplicaError) -> AlbumPage {
-        let source = AlbumListSource.library(library)
+        let source = view.map(AlbumListSource.view) ?? .library(library)
         do {
             return try await retrying { () async throws(BlueLibraryClientError) -> AlbumPage in
                 try await self.client.list(query, in: source)

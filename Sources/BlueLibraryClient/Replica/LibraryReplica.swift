@@ -89,13 +89,28 @@ import SQLite
 /// `setOnline(false)`, `sync`, `push` and `pull` throw `.offline` without sending anything;
 /// local reads and edits work either way. Listeners hear every change of `isOnline`.
 ///
+/// **A view's replica** (`init(path:client:view:)`): a read-only copy of a view's list
+/// (`/views/{view}/albums`, every source library, each album with its `library`). Views have no
+/// change feed of their own, so a pull asks for the view's first page with `If-None-Match` (the
+/// view's ETag, which moves with the view's definition and every source's version: answered
+/// 304 from the server's memory while nothing changed) and, when it moved, reloads the whole
+/// list through the paged list (taken again until the first and last pages were read at the
+/// same source versions). `version()` is then the sum of the source versions (it grows with
+/// every change of any source). Writes (`add`, `delete`, `move`, `update`) throw `.readOnly`:
+/// change the source libraries (with the client, or through their own replicas) and pull.
+/// `follow()` is not offered for a view (`.readOnly` too): call `pull()` or `sync()` to
+/// refresh it. `albums()`, `page(_:)` and `AlbumListModel(replica:)` read it as any replica.
+///
 /// **Concurrency**: an actor. One `sync`, `push` or `pull` runs at a time (another throws
 /// `.busy`; one that finds the follower's pull running waits for it, see "Follow"); local reads and edits go on during one (they interleave at its `await`s: a push
 /// reads the next outbox entry afresh each time, and `albums` is rebuilt from the outbox as it
 /// is when the pull ends).
 public actor LibraryReplica {
     public nonisolated let client: BlueLibraryClient
+    /// The library this replica copies; for a view's replica, the view's id.
     public nonisolated let library: String
+    /// The view this replica copies (read-only), or nil for a library's replica.
+    public nonisolated let view: String?
     public nonisolated let path: String
     /// Requests per outbox entry before `push` gives up for now (the entry stays queued).
     public var maxAttempts = 5
@@ -145,18 +160,49 @@ public actor LibraryReplica {
     /// refused. With `library` nil: the library the file holds, or the default library for a
     /// new file.
     public init(path: String, client: BlueLibraryClient, library: String? = AlbumListSource.defaultLibraryID) throws(ReplicaError) {
+        try self.init(path: path, client: client, opening: .library(library))
+    }
+
+    /// Opens (creating) the read-only replica of the view `view` at `path` (see "A view's
+    /// replica" above). A file made for a library, or for another view, is refused.
+    public init(path: String, client: BlueLibraryClient, view: String) throws(ReplicaError) {
+        try self.init(path: path, client: client, opening: .view(view))
+    }
+
+    private enum Opening {
+        case library(String?)
+        case view(String)
+    }
+
+    private init(path: String, client: BlueLibraryClient, opening: Opening) throws(ReplicaError) {
         self.client = client
         self.path = path
         do {
             store = try ReplicaStore(path: path)
-            if let existing = try store.meta("library") {
-                if let library, existing != library {
-                    throw ReplicaError.wrongLibrary(file: path, holds: existing, asked: library)
+            let held = (library: try store.meta("library"), view: try store.meta("view"))
+            switch opening {
+            case .library(let library):
+                if let view = held.view {
+                    throw ReplicaError.wrongSource(file: path, holds: "view \(view)", asked: "library \(library ?? held.library ?? AlbumListSource.defaultLibraryID)")
                 }
-                self.library = existing
-            } else {
-                self.library = library ?? AlbumListSource.defaultLibraryID
-                try store.setMeta("library", self.library)
+                view = nil
+                if let existing = held.library {
+                    if let library, existing != library {
+                        throw ReplicaError.wrongLibrary(file: path, holds: existing, asked: library)
+                    }
+                    self.library = existing
+                } else {
+                    self.library = library ?? AlbumListSource.defaultLibraryID
+                    try store.setMeta("library", self.library)
+                }
+            case .view(let asked):
+                if let library = held.library { throw ReplicaError.wrongSource(file: path, holds: "library \(library)", asked: "view \(asked)") }
+                if let existing = held.view, existing != asked {
+                    throw ReplicaError.wrongSource(file: path, holds: "view \(existing)", asked: "view \(asked)")
+                }
+                view = asked
+                library = asked
+                if held.view == nil { try store.setMeta("view", asked) }
             }
         } catch let error as ReplicaError {
             throw error
@@ -210,6 +256,7 @@ public actor LibraryReplica {
     /// until the server gives it its own at the next push.
     @discardableResult
     public func add(_ input: AlbumInput, at index: Int? = nil) throws(ReplicaError) -> AlbumResource {
+        try refuseWritesToAView("add an album")
         let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         let id = Self.localPrefix + UUID().uuidString.lowercased()
         var album = ReplicaOperation.localAlbum(id: id, input: input, createdAt: now)
@@ -226,7 +273,8 @@ public actor LibraryReplica {
     /// the replica does not hold it.
     @discardableResult
     public func delete(id: String) throws(ReplicaError) -> AlbumResource {
-        try storage {
+        try refuseWritesToAView("delete an album")
+        return try storage {
             try store.db.transaction(.immediate) { _ in
                 guard let album = try store.album(.local, id: id), try store.remove(.local, id: id) else { throw ReplicaError.notFound(id) }
                 try store.enqueue(.delete(id: id), key: UUID().uuidString)
@@ -239,7 +287,8 @@ public actor LibraryReplica {
     /// new index.
     @discardableResult
     public func move(id: String, to index: Int) throws(ReplicaError) -> AlbumResource {
-        try storage {
+        try refuseWritesToAView("move an album")
+        return try storage {
             try store.db.transaction(.immediate) { _ in
                 guard try store.move(.local, id: id, to: index), let album = try store.album(.local, id: id) else {
                     throw ReplicaError.notFound(id)
@@ -253,7 +302,8 @@ public actor LibraryReplica {
     /// Changes the fields set in `patch`; answers the album as the app now sees it.
     @discardableResult
     public func update(id: String, _ patch: AlbumPatchInput) throws(ReplicaError) -> AlbumResource {
-        try storage {
+        try refuseWritesToAView("change an album")
+        return try storage {
             try store.db.transaction(.immediate) { _ in
                 guard let album = try store.album(.local, id: id) else { throw ReplicaError.notFound(id) }
                 var changed = patch.applied(to: album)
@@ -305,12 +355,12 @@ public actor LibraryReplica {
     // MARK: - Sync
 
     /// Pushes the outbox, then pulls the server's changes; afterwards, with nothing dropped
-    /// or left queued, the replica equals the server.
+    /// or left queued, the replica equals the server. A view's replica only pulls.
     @discardableResult
     public func sync() async throws(ReplicaError) -> SyncReport {
         try await begin()
         defer { syncing = false }
-        var report = try await pushOutbox()
+        var report = view == nil ? try await pushOutbox() : SyncReport()
         let pulled = try await pullChanges()
         report.pulledChanges = pulled.pulledChanges
         report.reloaded = pulled.reloaded
@@ -400,6 +450,11 @@ public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
     case interruptedAdd(title: String, decidedAfter: Date)
     /// A cursor `page` did not give out (a server cursor, or a mistyped one).
     case invalidCursor(String)
+    /// The replica of a view is read-only (`what` was asked of it).
+    case readOnly(view: String, what: String)
+    /// The file is the replica of another library or view (`holds` and `asked` say which:
+    /// "library jazz", "view everything").
+    case wrongSource(file: String, holds: String, asked: String)
 
     public var description: String {
         switch self {
@@ -416,6 +471,10 @@ public enum ReplicaError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "\(decidedAfter.formatted(Date.ISO8601FormatStyle())): the replica then looks for the album on the server "
                 + "and sends the add again under a new key if it is not there"
         case let .invalidCursor(cursor): "'\(cursor)' is not a cursor of this replica (they look like r20); start from the first page"
+        case let .readOnly(view, what):
+            "the replica of view \(view) is read-only, so it cannot \(what): change the album in its library (with the client, "
+                + "or in that library's own replica), then pull() or sync() this one"
+        case let .wrongSource(file, holds, asked): "\(file) is the replica of \(holds), not \(asked)"
         }
     }
 }

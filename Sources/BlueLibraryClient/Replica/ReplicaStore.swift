@@ -196,12 +196,15 @@ struct ReplicaStore {
         try db.run("INSERT INTO albums (id, position, json, stale) SELECT id, position, json, 0 FROM base_albums")
     }
 
-    /// `base` becomes `albums`, in this order (their `index` and `library` are not kept).
-    func replaceBase(with albums: [AlbumResource]) throws {
+    /// `base` becomes `albums`, in this order (their `index` is not kept, nor their `library`
+    /// unless `keepingLibrary`: a view's replica keeps which library holds each album).
+    func replaceBase(with albums: [AlbumResource], keepingLibrary: Bool = false) throws {
         try clear(.base)
         for (position, album) in albums.enumerated() {
+            var kept = Self.plain(album)
+            if keepingLibrary { kept.library = album.library }
             try db.run("INSERT INTO base_albums (id, position, json, stale) VALUES (?, ?, ?, 0)",
-                       [.text(album.id), .integer(Int64(position) * Self.keyGap), .text(try Self.encode(Self.plain(album)))])
+                       [.text(album.id), .integer(Int64(position) * Self.keyGap), .text(try Self.encode(kept))])
         }
     }
 

@@ -30,7 +30,9 @@ extension Libraries {
             let (moved, leaving, arriving) = try LibraryFacade.transfer(
                 id, from: (source, sourceWriter), to: (target, targetWriter),
                 at: { count in try InsertionIndex.resolve(requested: index, count: count) },
-                undo: { album, fromIndex in .moveBack(id: id, title: album.title, library: to, index: fromIndex) })
+                finishSource: { writer, album, fromIndex in
+                    try source.finishMutation(writer, undo: .moveBack(id: id, title: album.title, library: to, index: fromIndex))
+                })
             return (moved, [leaving], [arriving])
         }
     }

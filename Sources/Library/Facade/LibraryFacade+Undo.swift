@@ -13,6 +13,8 @@ extension LibraryFacade {
     ///   libraries: it bumps both versions, records a change in both feeds and publishes
     ///   `album.deleted` (`movedTo`) there and `album.added` (`movedFrom`) here. It no longer
     ///   fits when the album is not in that library any more, or the library was deleted.
+    /// - The undo of a batch that moved albums to other libraries is one transaction over this
+    ///   library and all of them (`undoBatch(across:)`), all or none, as any batch's undo.
     ///
     /// - Throws: `.undoStackEmpty`, `.undoConflict`, `.invalid` for a bad client name.
     @discardableResult
@@ -24,6 +26,10 @@ extension LibraryFacade {
             let outcome: UndoOutcome? = try mutatingOrDropping { writer in
                 guard let command = try writer.peekUndo() else { throw LibraryError.undoStackEmpty }
                 if case .moveBack(_, _, let peer, _) = command, peer != library { return (.elsewhere(peer), []) }
+                if case .batch(let commands) = command {
+                    let peers = Self.peers(of: commands, besides: library)
+                    if !peers.isEmpty { return (.elsewhereBatch(peers), []) }
+                }
                 _ = try writer.popUndo()
                 if case .batch(let commands) = command {
                     let (version, events) = try applyBatch(commands, writer)
@@ -44,13 +50,15 @@ extension LibraryFacade {
             var settled = outcome
             if case .elsewhere(let peer) = outcome {
                 settled = try undoMoveBack(from: peer, client: client)
+            } else if case .elsewhereBatch(let peers) = outcome {
+                settled = try undoBatch(across: peers)
             }
             switch settled {
             case .applied(let result):
                 return result
             case .conflict(let command):
                 throw .undoConflict("'\(command.summary)' no longer matches the library, so it was dropped")
-            case .elsewhere, nil:
+            case .elsewhere, .elsewhereBatch, nil:
                 continue
             }
         }
@@ -67,11 +75,13 @@ extension LibraryFacade {
         }
     }
 
-    private enum UndoOutcome {
+    enum UndoOutcome {
         case applied(UndoResult)
         case conflict(UndoCommand)
         /// The top is a move back from library `peer`: it needs a write over both.
         case elsewhere(LibraryID)
+        /// The top is a batch that moved albums to `peers`: it needs a write over all of them.
+        case elsewhereBatch([LibraryID])
     }
 
     /// Undoes the `moveBack` from `peer` on top of the stack in one write over both libraries.
@@ -87,7 +97,7 @@ extension LibraryFacade {
                 guard try theirs.index(of: id) != nil else { return (.conflict(command), [], []) }
                 let (restored, leaving, arriving) = try Self.transfer(
                     id, from: (other, theirs), to: (self, mine), at: { count in min(max(index, 0), count) },
-                    undo: { _, _ in nil })
+                    finishSource: { writer, _, _ in try other.finishMutation(writer, undo: nil) })
                 let version = arriving.version
                 try mine.saveState(SavedState(
                     client: client, currentAlbumIndex: restored.index, albumID: id, updatedAt: now()))
@@ -120,7 +130,7 @@ extension LibraryFacade {
     }
 
     /// A batch's inverse that no longer fits: the undo is rolled back, then the batch dropped.
-    private struct BatchUndoMismatch: Error {
+    struct BatchUndoMismatch: Error {
         let command: UndoCommand
     }
 
@@ -133,26 +143,31 @@ extension LibraryFacade {
         do {
             return try mutatingUntranslated(body)
         } catch let mismatch as BatchUndoMismatch {
-            return try mutating { writer in
-                guard let top = try writer.peekUndo(), case .batch(let commands) = top, commands.contains(mismatch.command) else {
-                    return (nil, [])  // another undo took it meanwhile: look again
-                }
-                _ = try writer.popUndo()
-                return (.conflict(top), [])
-            }
+            return try dropTopBatch { $0.contains(mismatch.command) }
         } catch {
             throw Self.libraryError(from: error)
         }
     }
 
+    /// Drops the batch on top of the stack, in a transaction of its own, when `matches` says it
+    /// is the one that no longer fits (reported as `.conflict`); nil when another undo took it
+    /// meanwhile (look again).
+    func dropTopBatch(_ matches: ([UndoCommand]) -> Bool) throws(LibraryError) -> UndoOutcome? {
+        try mutating { writer in
+            guard let top = try writer.peekUndo(), case .batch(let commands) = top, matches(commands) else { return (nil, []) }
+            _ = try writer.popUndo()
+            return (.conflict(top), [])
+        }
+    }
+
     /// What applying a command did: the album it put back (if any) and its event.
-    private struct AppliedUndo {
+    struct AppliedUndo {
         var album: IndexedAlbum?
         var event: (Int64) -> LibraryEvent
     }
 
     /// Applies `command`; `nil` (and no change) when it does not fit the current library.
-    private func apply(_ command: UndoCommand, _ writer: any AlbumStoreWriter) throws -> AppliedUndo? {
+    func apply(_ command: UndoCommand, _ writer: any AlbumStoreWriter) throws -> AppliedUndo? {
         switch command {
         case .reinsert(let album, let index):
             // Album ids are unique across libraries: one imported elsewhere since blocks it.
@@ -184,9 +199,10 @@ extension LibraryFacade {
                 .albumUpdated(id: previous.id, index: index, version: $0)
             }
         case .moveBack, .batch:
-            // A move back needs the other library too: `undo` hands it to `undoMoveBack`. Only
-            // one naming this library itself (never written by a move; a damaged stack) comes
-            // here, or a batch inside a batch (never written): dropped.
+            // A move back needs the other library too: `undo` hands it to `undoMoveBack` (or,
+            // in a batch, to `undoBatch(across:)`). Only one naming this library itself (never
+            // written by a move; a damaged stack) comes here, or a batch inside a batch (never
+            // written): dropped.
             return nil
         }
     }

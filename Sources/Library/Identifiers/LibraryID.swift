@@ -61,18 +61,7 @@ public enum CatalogName {
 
     /// Why `text` is not a valid id (a phrase after "library"/"view"), or nil when it is.
     public static func problem(_ text: String) -> String? {
-        let bytes = Array(text.utf8)
-        guard (1...maxIDLength).contains(bytes.count) else {
-            return "ids are 1 to \(maxIDLength) characters (got \(bytes.count))"
-        }
-        let allowed = bytes.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                || byte == UInt8(ascii: "-")
-        }
-        guard allowed else {
-            return "ids use only lowercase letters a-z, digits 0-9 and '-' (got \"\(text.prefix(60))\")"
-        }
-        return nil
+        CatalogLimits.idProblem(text)
     }
 
     /// A display name: trimmed, 1 to 200 characters, no U+0000.

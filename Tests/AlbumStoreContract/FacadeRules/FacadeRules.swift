@@ -8,6 +8,6 @@ public enum FacadeRules {
     public static var checks: [ContractCheck] {
         mutationRules + insertionIndexRules + undoRules + savedStateRules + versionAndEventRules + pagingRules
             + changeFeedRules + archiveRules + catalogRules + moveBetweenLibrariesRules + viewRules + walkRules
-            + viewOffsetRules + sortKeyRules + batchRules
+            + viewOffsetRules + sortKeyRules + batchRules + batchMoveRules
     }
 }

@@ -32,7 +32,7 @@ import Testing
             Issue.record("expected .problem, got \(String(describing: write))")
             return
         }
-        #expect(problem.status == 403 && write?.isAccessRefusal == false)
+        #expect(problem.status == 403 && problem.type == "urn:bluelibrary:problem:forbidden" && write?.isAccessRefusal == true)
         #expect(try await admin.list().items.count == 5)
         let manage = await #expect(throws: BlueLibraryClientError.self) { try await reader.keys() }
         #expect(manage?.status == 403)

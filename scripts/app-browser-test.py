@@ -677,6 +677,50 @@ class Run:
         self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
         self.driver.set_window_size(1280, 800)
 
+    def a_read_key_hides_the_write_controls(self):
+        # A read key (made with the admin token) in a fresh tab: the header names it and its
+        # scope, Add, Delete and Undo are hidden and a line says the library is read-only here;
+        # the header's key button takes another key, and a key that may write brings them back.
+        reader = self.api("POST", "/keys", {"name": "family", "scopes": ["read"]}, expect=201)
+        writer = self.api("POST", "/keys", {"name": "kitchen", "scopes": ["write"], "libraries": ["default"]}, expect=201)
+        self.driver.switch_to.new_window("tab")
+        self.driver.get(self.app_base + "/app/")
+        self.js("sessionStorage.setItem('bluelibrary.token', arguments[0]); localStorage.setItem('bluelibrary.source', 'library:default')",
+                reader["secret"])
+        self.driver.refresh()
+        self.loaded()
+        access = lambda: self.js("return document.getElementById('access').textContent")
+        hidden = lambda: self.js("return ['add', 'delete', 'undo'].map(id => document.getElementById(id).hidden)")
+        self.until(lambda: access() == f"Key {reader['id']} (family): read · all libraries", "the header names the read key and its scope")
+        self.until(lambda: hidden() == [True, True, True], "a read key hides Add, Delete and Undo")
+        if self.js("return document.getElementById('read-only').hidden"):
+            raise Failure("nothing says the library is read-only for this key")
+        if self.js("return document.getElementById('key').textContent") != "Change key":
+            raise Failure("the header has no button to change the key")
+        # The Delete key does nothing with it (deleting would disable the button at once).
+        self.focus("covers")
+        self.key(Keys.DELETE)
+        if self.js("return document.getElementById('delete').disabled") or self.token_dialog_open():
+            raise Failure("the Delete key tried to delete with a read key")
+        self.shot("app-read-key.png")
+        self.focus("key")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('token-current').textContent") == f"In use: {access()}.",
+                   "the key prompt says what the key in use may do")
+        self.enter_token(writer["secret"])
+        self.until(lambda: access() == f"Key {writer['id']} (kitchen): read, write · libraries default", "the header names the new key")
+        self.until(lambda: hidden() == [False, False, False], "a key that may write shows Add, Delete and Undo again")
+        if not self.js("return document.getElementById('read-only').hidden"):
+            raise Failure("the read-only line stays with a key that may write")
+        if self.js("return sessionStorage.getItem('bluelibrary.token')") != writer["secret"]:
+            raise Failure("the new key is not in sessionStorage")
+        if self.js("return localStorage.getItem('bluelibrary.token')") is not None:
+            raise Failure("a key was written to localStorage")
+        self.driver.close()
+        self.driver.switch_to.window(self.driver.window_handles[0])
+        for key in (reader, writer):
+            self.api("DELETE", f"/keys/{key['id']}", expect=204)
+
     def reads_protected_then_locked_out(self):
         # A live tab without a token; then reads get protected: the resumed stream gets 401 and
         # the app asks for the token, then goes live again with it.
@@ -745,7 +789,7 @@ class Run:
                  self.a_second_window_sees_changes, self.switcher_pages_and_views, self.resumes_after_a_disconnect,
                  self.events_are_merged_one_at_a_time,
                  self.a_replaced_library_reloads, self.a_lower_page_limit_is_followed, self.phone_width_and_dark,
-                 self.reads_protected_then_locked_out, self.only_this_origin_and_no_console_errors]
+                 self.a_read_key_hides_the_write_controls, self.reads_protected_then_locked_out, self.only_this_origin_and_no_console_errors]
         try:
             for step in steps:
                 started = time.monotonic()

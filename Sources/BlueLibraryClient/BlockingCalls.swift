@@ -114,4 +114,25 @@ extension BlueLibraryClient {
     }
 
     public func deleteView(_ id: String) throws(BlueLibraryClientError) { try wait(deleteViewCall(id)) }
+
+    // MARK: Keys
+
+    public func keys() throws(BlueLibraryClientError) -> [KeyResource] { try wait(keysCall()) }
+
+    public func createKey(name: String, scopes: [KeyScope], libraries: [String]? = nil, expiresAt: Date? = nil)
+        throws(BlueLibraryClientError) -> KeyResource
+    {
+        try wait(createKeyCall(name: name, scopes: scopes, libraries: libraries, expiresAt: expiresAt))
+    }
+
+    public func key(id: String) throws(BlueLibraryClientError) -> KeyResource { try wait(keyCall(id: id)) }
+
+    public func updateKey(id: String, name: String? = nil, scopes: [KeyScope]? = nil, libraries: KeyLibraries? = nil,
+                          expiresAt: KeyExpiry? = nil) throws(BlueLibraryClientError) -> KeyResource {
+        try wait(updateKeyCall(id: id, KeyChange(name: name, scopes: scopes, libraries: libraries, expiresAt: expiresAt)))
+    }
+
+    public func deleteKey(id: String) throws(BlueLibraryClientError) { try wait(deleteKeyCall(id: id)) }
+
+    public func whoAmI() throws(BlueLibraryClientError) -> KeySelfResource { try wait(whoAmICall()) }
 }

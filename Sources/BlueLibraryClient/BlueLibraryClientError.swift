@@ -10,7 +10,8 @@ public enum BlueLibraryClientError: Error, Sendable, Hashable, CustomStringConve
     /// The request was cancelled (by `cancel()` on its task or the model).
     case cancelled
     /// The server answered with an error status other than 401 and 429; its problem document
-    /// (or one made up from the status when the body was not problem JSON).
+    /// (or one made up from the status when the body was not problem JSON). A 403 is a key
+    /// that lacks the scope or the library the request needs (`isAccessRefusal`).
     case problem(Problem)
     /// 401: the server is locked (write protection, and with `access.protectReads` reads too)
     /// and the request carried no token, or one the server refused (the problem's detail says
@@ -48,10 +49,14 @@ public enum BlueLibraryClientError: Error, Sendable, Hashable, CustomStringConve
         }
     }
 
-    /// Whether the server refused the request for its token: `.unauthorized` or `.tooManyRequests`.
+    /// Whether the server refused the request for its key (or token), not for what it asks:
+    /// `.unauthorized`, `.tooManyRequests`, or a `.problem` with status 403 (the key lacks the
+    /// scope or the library the request needs). Such a refusal says nothing about the change
+    /// itself, so a replica keeps it queued.
     public var isAccessRefusal: Bool {
         switch self {
         case .unauthorized, .tooManyRequests: true
+        case let .problem(problem): problem.status == 403
         default: false
         }
     }

@@ -17,6 +17,8 @@ public typealias ViewResource = BlueLibraryAPI.ViewResource
 public typealias SavedStateResource = BlueLibraryAPI.SavedStateResource
 public typealias UndoStatusResource = BlueLibraryAPI.UndoStatusResource
 public typealias UndoResultResource = BlueLibraryAPI.UndoResultResource
+public typealias KeyResource = BlueLibraryAPI.KeyResource
+public typealias KeySelfResource = BlueLibraryAPI.KeySelfResource
 
 /// A page as received: the body plus the headers that matter for paging and revalidation.
 public struct AlbumPage: Sendable, Hashable {

@@ -123,25 +123,33 @@ public enum TokenSetting {
         _ token: AccessToken, dataDirectory: String, databaseURL: String? = nil, databasePassword: String? = nil
     ) throws(ConfigurationError) {
         if let problem = problem(with: token.value) { throw ConfigurationError(problem) }
-        var configuration = ServeConfiguration()
-        configuration.dataDirectory = dataDirectory
-        configuration.databaseURL = databaseURL
-        configuration.databasePassword = databasePassword
-        configuration.databasePoolSize = 1
-        let backend: any StoreBackend
-        do {
-            backend = try BlueLibraryApp.openBackend(configuration)
-        } catch let error as ConfigurationError {
-            throw error
-        } catch {
-            throw ConfigurationError("cannot open the database in \(dataDirectory): \(error)")
-        }
+        let backend = try openBackend(dataDirectory: dataDirectory, databaseURL: databaseURL, databasePassword: databasePassword)
         do {
             try AccessGuard.storeToken(token.value, in: backend.records)
             let settings = try SettingsService(store: backend.records)
             try settings.modify { $0.access.passcodeEnabled = true }
         } catch {
             throw ConfigurationError("cannot store the token hash in \(backend.location): \(error)")
+        }
+    }
+
+    /// The database of a command that writes access records with no server (`token set`,
+    /// `keys create`): SQLite in `dataDirectory`, or the PostgreSQL database `databaseURL`
+    /// names, with one connection.
+    static func openBackend(dataDirectory: String, databaseURL: String?, databasePassword: String?)
+        throws(ConfigurationError) -> any StoreBackend
+    {
+        var configuration = ServeConfiguration()
+        configuration.dataDirectory = dataDirectory
+        configuration.databaseURL = databaseURL
+        configuration.databasePassword = databasePassword
+        configuration.databasePoolSize = 1
+        do {
+            return try BlueLibraryApp.openBackend(configuration)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError("cannot open the database in \(dataDirectory): \(error)")
         }
     }
 }

@@ -14,6 +14,9 @@ enum ClientToken {
     static let unauthorizedExitCode: Int32 = 3
     /// Exit code of a command refused because the address is locked out (429, too many wrong tokens).
     static let lockedOutExitCode: Int32 = 4
+    /// Exit code of a command the server refused for what its key may do (403: a scope or a
+    /// library the key lacks).
+    static let forbiddenExitCode: Int32 = 5
 
     /// The lines every client command's `--help` lists under its options.
     static let optionsHelp = """
@@ -28,8 +31,11 @@ enum ClientToken {
     static let exitStatusHelp = """
         Exit status: 0 done; 1 the server refused the request or could not be reached; 2 a
         usage mistake (an empty or unreadable token file included); 3 the server is locked and
-        the token is missing or wrong (401: set BLUELIBRARY_CLIENT_TOKEN or --token-file); 4 this
-        address is locked out after too many wrong tokens (429: wait the seconds the message says).
+        the key (or token) is missing, wrong, expired or revoked (401: set
+        BLUELIBRARY_CLIENT_TOKEN or --token-file); 4 this address is locked out after too many
+        wrong keys (429: wait the seconds the message says); 5 the key lacks the scope or the
+        library the request needs (403: use a key that has it, 'bluelibrary keys self' shows
+        what this one may do).
         """
 
     /// Where the token in use came from ("$BLUELIBRARY_CLIENT_TOKEN", "--token-file FILE"),
@@ -92,6 +98,8 @@ enum ClientToken {
             fail(prefix + unauthorizedMessage() + suffix, code: unauthorizedExitCode)
         case let .tooManyRequests(_, retryAfter):
             fail(prefix + lockedOutMessage(retryAfter: retryAfter) + suffix, code: lockedOutExitCode)
+        case let .problem(problem) where problem.status == 403:
+            fail(prefix + forbiddenMessage(problem) + suffix, code: forbiddenExitCode)
         default:
             fail(prefix + error.description + suffix, code: 1)
         }
@@ -102,8 +110,13 @@ enum ClientToken {
             return "the server is locked and wants a token (401): set BLUELIBRARY_CLIENT_TOKEN, "
                 + "or pass --token-file FILE ('-' reads it from standard input)"
         }
-        return "the server refused the token from \(source) (401): check that it is the server's token "
-            + "(the one given to 'bluelibrary token set' or BLUELIBRARY_TOKEN); more wrong tokens lock this address out"
+        return "the server refused the token from \(source) (401): check that it is one of the server's keys, "
+            + "not expired or revoked, or its token (the one given to 'bluelibrary token set' or BLUELIBRARY_TOKEN); "
+            + "more wrong tokens lock this address out"
+    }
+
+    static func forbiddenMessage(_ problem: Problem) -> String {
+        "the key does not allow this (403): \(problem.description) ('bluelibrary keys self' shows what it may do)"
     }
 
     static func lockedOutMessage(retryAfter: Int?) -> String {

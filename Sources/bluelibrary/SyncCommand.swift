@@ -23,9 +23,10 @@ enum SyncCommand {
 
         Exit status: 0 when replica and server agree; 1 when they do not, or the server could not
         be reached (the queued changes stay in FILE for the next sync); 2 for a usage mistake;
-        3 the server is locked and the token is missing or wrong (401), 4 this address is locked
-        out after too many wrong tokens (429): nothing queued is lost or dropped, the line says
-        how many changes stay queued and what to do.
+        3 the server is locked and the key (or token) is missing or wrong (401), 4 this address
+        is locked out after too many wrong keys (429), 5 the key may not write to this library
+        (403): nothing queued is lost or dropped, the line says how many changes stay queued
+        and what to do.
 
         Options:
           --replica FILE   The replica (default: $BLUELIBRARY_REPLICA).

@@ -27,6 +27,8 @@ case "libraries":
     LibrariesCommand.run(Array(arguments.dropFirst()))
 case "views":
     ViewsCommand.run(Array(arguments.dropFirst()))
+case "keys":
+    KeysCommand.run(Array(arguments.dropFirst()))
 case "token":
     TokenCommand.run(Array(arguments.dropFirst()))
 case "migrate":
@@ -49,6 +51,9 @@ case "help", "--help", "-h":
           libraries    Client: list, create, rename, delete libraries (see 'bluelibrary libraries --help').
           views        Client: list, create, update, delete views and page through their albums
                        (see 'bluelibrary views --help').
+          keys         Client: list, create, update, delete API keys, and show the key in use
+                       (see 'bluelibrary keys --help'); 'keys create --data-dir DIR' writes a
+                       key into the database with no server.
           token set    Read a token from stdin, store its hash, enable write protection.
           migrate      Copy a SQLite data directory into PostgreSQL (see 'bluelibrary migrate --help').
           backup       Copy the SQLite database of a data directory, even while a server runs on it
@@ -59,11 +64,13 @@ case "help", "--help", "-h":
           version      Print the version (also --version; GET / says it too).
           help         Show this text.
 
-        The client commands (albums, sync, libraries, views) send the token of a locked server
-        from $BLUELIBRARY_CLIENT_TOKEN or --token-file FILE ('-': standard input), never from a
-        command-line value; they exit 1 when the server refuses a request or cannot be reached,
-        2 for a usage mistake, 3 when the token is missing or wrong (401), 4 when this address is
-        locked out after too many wrong tokens (429). healthcheck needs no token (/readyz is open).
+        The client commands (albums, sync, libraries, views, keys) send the key (or token) of a
+        locked server from $BLUELIBRARY_CLIENT_TOKEN or --token-file FILE ('-': standard input),
+        never from a command-line value; they exit 1 when the server refuses a request or cannot
+        be reached, 2 for a usage mistake, 3 when the key is missing, wrong, expired or revoked
+        (401), 4 when this address is locked out after too many wrong keys (429),
+        5 when the key lacks the scope or the library the request needs (403). healthcheck
+        needs no key (/readyz is open).
         """)
 default:
     fail("unknown command '\(command)'; try 'bluelibrary help'")

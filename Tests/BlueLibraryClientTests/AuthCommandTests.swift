@@ -155,15 +155,17 @@ import Testing
     }
 
     @Test func helpDocumentsTheTokenAndItsExitCodesAndHealthcheckStaysOpen() throws {
-        for command in ["albums", "libraries", "views", "sync"] {
+        for command in ["albums", "libraries", "views", "sync", "keys"] {
             let help = try run([command, "--help"])
             #expect(help.status == 0)
             #expect(help.stdout.contains("--token-file FILE") && help.stdout.contains("$BLUELIBRARY_CLIENT_TOKEN"), "\(command)")
             #expect(help.stdout.contains("3 ") && help.stdout.contains("(401") && help.stdout.contains("4 ") && help.stdout.contains("(429"),
                     "\(command): \(help.stdout)")
+            #expect(help.stdout.contains("5 ") && help.stdout.contains("(403"), "\(command): \(help.stdout)")
         }
         let main = try run(["help"])
-        #expect(main.stdout.contains("BLUELIBRARY_CLIENT_TOKEN") && main.stdout.contains("3 when the token is missing or wrong (401)"))
+        #expect(main.stdout.contains("BLUELIBRARY_CLIENT_TOKEN") && main.stdout.contains("3 when the key is missing, wrong, expired or revoked"))
+        #expect(main.stdout.contains("5 when the key lacks the scope or the library the request needs (403)"))
         // The container probe asks /readyz, which a locked server keeps open: no token needed.
         let probe = try run(["healthcheck", "--port", String(server.port)])
         #expect(probe.status == 0, "\(probe.stderr)")

@@ -13,7 +13,8 @@ import Testing
 /// with each alone, through the same steps (`scenario_common.py`): cursor walks under every
 /// sort, add at an index, get by index, a 304 on If-None-Match, If-Match and 412, a 422 decoded
 /// into the generated problem type, delete and undo, the tutorial's `POST /api/deleteAlbum`,
-/// settings with the token, the change feed, a cover from a local upstream. scripts/test
+/// settings with the token, the change feed, a cover from a local upstream, a batch, and a read
+/// key made with the token (it reads, a write is 403, deleted it is 401). scripts/test
 /// installs both generators (pinned, from PyPI) and Java.
 @Suite(.timeLimit(.minutes(5)), .ownThreads) struct GeneratedClientTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized

@@ -17,7 +17,8 @@ import Testing
 /// event stream resumes with Last-Event-ID and revalidates with If-None-Match; events are
 /// merged in order (an added-then-deleted album does not come back); a replaced library (PUT
 /// /archive) is shown without a reload; a lowered paging.maxLimit is followed; phone width,
-/// dark mode and text contrast; reads protected while a tab is live (its stream's 401 brings
+/// dark mode and text contrast; a read key hides Add, Delete and Undo and the header names it,
+/// and the header's key button takes a key that may write; reads protected while a tab is live (its stream's 401 brings
 /// the token prompt), protected reads in a fresh tab, the 429 lock-out message on a request
 /// and on the stream; no request outside the prefix and no console errors.
 ///
@@ -63,6 +64,6 @@ import Testing
         #expect(!output.contains("FAIL"), "\(output)")
         // Every step reports itself; a step that was skipped would be missing here.
         let steps = output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
-        #expect(steps == 16, "\(output)")
+        #expect(steps == 17, "\(output)")
     }
 }

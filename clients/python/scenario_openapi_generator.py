@@ -22,12 +22,14 @@ from scenario_common import ALBUMS, PAGE, PNG_MAGIC, SORTS, arguments, check, ch
 from bluelibrary_og import ApiClient, Configuration
 from bluelibrary_og.api.albums_api import AlbumsApi
 from bluelibrary_og.api.events_api import EventsApi
+from bluelibrary_og.api.keys_api import KeysApi
 from bluelibrary_og.api.settings_api import SettingsApi
 from bluelibrary_og.api.tutorial_api import TutorialApi
 from bluelibrary_og.api.undo_api import UndoApi
-from bluelibrary_og.exceptions import ApiException, BadRequestException, NotFoundException, UnauthorizedException
+from bluelibrary_og.exceptions import ApiException, BadRequestException, ForbiddenException, NotFoundException, UnauthorizedException
 from bluelibrary_og.models import (AlbumFields, AlbumInput, AlbumPage, BatchOperation, BatchOperationOneOf, BatchOperationOneOf1,
-                                   BatchOperationOneOf2, BatchRequest, BatchResult, AlbumPatch, AlbumWithIndex, ChangePage, IndexBody, Problem, Settings,
+                                   BatchOperationOneOf2, BatchRequest, BatchResult, AlbumPatch, AlbumWithIndex, ChangePage, IndexBody, Key,
+                                   KeyCreate, KeyScope, KeySelf, Problem, Settings,
                                    SettingsPatch, TutorialDeleteAlbumRequest, UndoResult, ValidationProblem, Year)
 from pydantic import ValidationError
 
@@ -162,4 +164,27 @@ check(answer.results[1].album.year == 2001 and answer.results[2].status == 422, 
 undone = undo.undo()
 check(undone.undone == "take back a batch of 2 changes", "undo a batch: %r" % undone)
 step("batch applied 2 of 3 (the move past the end was 422); one undo took both back")
+
+# An API key that may only read, made with the admin token (the token is the admin key
+# `token`): its secret is in the answer once; it reads and says who it is, a write with it is
+# 403 (ForbiddenException), and once deleted it is 401. (While reads are open to all, as here,
+# a read ignores the key: who-am-I is what checks a key sent anyway.)
+keys = KeysApi(client)
+made = keys.create_key(KeyCreate(name="reader", scopes=[KeyScope.READ]))
+check(isinstance(made, Key) and made.secret and made.secret.startswith(made.id + "_"), "create key: %r" % made)
+check(made.scopes == [KeyScope.READ] and made.libraries is None and made.expires_at is None, "the new key: %r" % made)
+reader = ApiClient(Configuration(host=base_url, access_token=made.secret))
+page = AlbumsApi(reader).list_albums(limit=PAGE)
+check(isinstance(page, AlbumPage) and len(page.items) == PAGE, "read with the key: %r" % page)
+me = KeysApi(reader).show_caller_key()
+check(isinstance(me, KeySelf) and me.key.id == made.id and me.scopes == [KeyScope.READ] and me.locked, "who am I: %r" % me)
+write = raised(lambda: AlbumsApi(reader).create_album(AlbumInput(title="No", artist="Scope")), ForbiddenException)
+check(write.status == 403 and isinstance(write.data, Problem), "write with a read key: %r" % write)
+listed = keys.list_keys()
+check(sorted(key.id for key in listed.keys) == sorted([made.id, "token"]) and all(key.secret is None for key in listed.keys), "keys: %r" % listed)
+deleted = keys.delete_key_with_http_info(made.id)
+check(deleted.status_code == 204, "delete key: %r" % deleted.status_code)
+revoked = raised(lambda: KeysApi(reader).show_caller_key(), UnauthorizedException)
+check(revoked.status == 401 and isinstance(revoked.data, Problem), "a deleted key: %r" % revoked)
+step("a read key (%s) read a page, a write with it was 403 (%s), deleted it is 401" % (made.id, write.data.title))
 passed()

@@ -341,7 +341,7 @@ extension LibraryReplica {
                 return .applied(nil)
             }
         } catch where error.isAccessRefusal {
-            // 401/429 say nothing about the change, only about the token: keep it queued.
+            // 401/429/403 say nothing about the change, only about the key: keep it queued.
             throw error
         } catch where error.status == 404 {
             if case .delete = operation { return .applied(nil) }  // already deleted on the server: a no-op

@@ -29,12 +29,15 @@ export const isNetworkError = (error) => error instanceof TypeError;
 export const seg = (text) => encodeURIComponent(text);
 
 /**
- * One client of the API. `askToken(problem)` shows the token prompt and resolves to the token
+ * One client of the API. `askToken(problem)` shows the key prompt and resolves to the key
  * entered (kept in sessionStorage; the request is then sent again), or null when cancelled.
+ * `onToken()` is called when a request succeeds with a key just entered (to ask what it may
+ * do; not for a wrong key, which would count one more failed attempt against this address).
  */
 export class Api {
-  constructor({ askToken }) {
+  constructor({ askToken, onToken = () => {} }) {
     this.askToken = askToken;
+    this.onToken = onToken;
     this.prompt = null;
   }
 
@@ -73,6 +76,7 @@ export class Api {
    * sends the request again with the token, unless `prompt` is false.
    */
   async request(method, url, { body, etag, signal, prompt = true } = {}) {
+    let reauthorized = false;
     for (;;) {
       const extra = {};
       if (body !== undefined) extra['Content-Type'] = 'application/json';
@@ -83,9 +87,13 @@ export class Api {
       });
       if (response.status === 401) {
         const problem = await Problem.from(response);
-        if (prompt && await this.reauthorize(problem)) continue;
+        if (prompt && await this.reauthorize(problem)) {
+          reauthorized = true;
+          continue;
+        }
         throw problem;
       }
+      if (reauthorized && response.status !== 429) this.onToken();
       if (response.status === 304) return { status: 304, data: null, etag };
       if (!response.ok) throw await Problem.from(response);
       const data = response.status === 204 ? null : await response.json();

@@ -34,7 +34,7 @@ export class EventStream {
     this.controller?.abort();
   }
 
-  async connect() {
+  async connect(reauthorized = false) {
     if (this.stopped) return;
     this.controller = new AbortController();
     const headers = this.api.headers({ Accept: 'text/event-stream' });
@@ -46,8 +46,10 @@ export class EventStream {
           this.onStatus('stopped', 'Live updates need the token.');
           return;
         }
-        return this.connect();
+        return this.connect(true);
       }
+      // A key just entered worked: the app asks what it may do.
+      if (reauthorized && response.status !== 429) this.api.onToken();
       if (response.status === 429) {
         // Locked out for too many wrong tokens: reconnecting sooner would only be refused.
         const problem = await Problem.from(response);

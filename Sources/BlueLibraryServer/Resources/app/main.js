@@ -1,6 +1,8 @@
 // BlueLibrary web app: the tutorial's screen (covers, the current album's table, a toolbar
-// with Delete, Undo and Add) on the request model, live through /events.
+// with Delete, Undo and Add) on the request model, live through /events. The header says
+// which key is in use and what it may do; the changes it may not make are hidden.
 
+import { Access } from './access.js';
 import { Api, Problem, seg } from './api.js';
 import { AlbumList, Source, libraryPrefix } from './model.js';
 import { EventStream } from './events.js';
@@ -14,6 +16,7 @@ const ui = {
   source: $('source'), state: $('model-state'), live: $('live'), covers: $('covers'),
   details: $('details'), remove: $('delete'), undo: $('undo'), add: $('add'),
   addDialog: $('add-dialog'), addForm: $('add-form'), search: $('search'),
+  access: $('access'), key: $('key'), readOnly: $('read-only'),
 };
 const reducedMotion = matchMedia('(prefers-reduced-motion: reduce)');
 
@@ -29,7 +32,12 @@ function clientId() {
 }
 
 const app = {
-  api: new Api({ askToken }),
+  api: new Api({
+    askToken: (problem) => askToken(problem, { current: app.access.key ? app.access.describe() : '' }),
+    onToken: () => refreshAccess(),
+  }),
+  /** What the key in this tab may do (GET /keys/self). */
+  access: new Access(),
   client: clientId(),
   list: null,
   stream: null,
@@ -139,6 +147,7 @@ function render() {
   markSelection();
   if (!list.items.length && list.state === 'loaded') showTable(null);
   ui.remove.disabled = !app.selected;
+  applyAccess();
 }
 
 async function reload() {
@@ -181,7 +190,8 @@ function select(id, { save = true } = {}) {
 /**
  * The memento: the selected album, saved for this browser (debounced) with PUT /state. A
  * write-protected server without a token in this tab does not prompt for one just to save
- * a selection: it is then kept in localStorage until a token is given.
+ * a selection, and a key that may not write cannot save it: it is then kept in localStorage
+ * until a key that may is given.
  */
 function saveState(item) {
   clearTimeout(app.saveTimer);
@@ -189,10 +199,13 @@ function saveState(item) {
     if (app.selected !== item.id || app.list.indexOf(item.id) < 0) return;
     const library = app.list.libraryOf(item);
     const local = `bluelibrary.selected.${app.list.source.key}`;
+    const keepLocally = () => localStorage.setItem(local, JSON.stringify({ albumID: item.id, updatedAt: new Date().toISOString() }));
+    // A key that may not write here cannot save it on the server: this browser keeps it.
+    if (!app.access.mayWrite([library])) { keepLocally(); return; }
     app.api.put(`${libraryPrefix(library)}state?client=${seg(app.client)}`, { albumID: item.id }, { prompt: false })
       .then(() => { localStorage.removeItem(local); })
       .catch((error) => {
-        if (error.status === 401) localStorage.setItem(local, JSON.stringify({ albumID: item.id, updatedAt: new Date().toISOString() }));
+        if (error.status === 401 || error.status === 403) keepLocally();
         // 422: the album went meanwhile (deleted elsewhere); the next selection is saved instead.
         else if (error.status !== 422) report(error, 'Saving the selected album');
       });
@@ -303,6 +316,7 @@ async function deleteSelected() {
     await app.api.delete(`${libraryPrefix(app.list.libraryOf(item))}albums/${seg(item.id)}`);
   } catch (error) {
     ui.remove.disabled = false;
+    if (error.status === 403) refreshAccess();
     if (error.status !== 404) return report(error, `Deleting “${item.title}”`);
   }
   app.list.remove(item.id);
@@ -327,6 +341,7 @@ async function undo() {
     }
     announce(`Undone: ${data.undone}.`);
   } catch (error) {
+    if (error.status === 403) refreshAccess();
     report(error, 'Undo');
   }
   app.undoETag = null;
@@ -362,6 +377,7 @@ async function submitAdd(event) {
     refreshUndo();
     ui.covers.focus();
   } catch (error) {
+    if (error.status === 403) refreshAccess();
     if (error instanceof Problem && error.status !== 429) showErrors(form, error);
     else { ui.addDialog.close(); report(error, 'Adding the album'); }
   } finally {
@@ -396,10 +412,60 @@ function onKey(event) {
   if (!items.length) return;
   const at = Math.max(0, app.list.indexOf(app.selected));
   const target = { ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: items.length - 1 }[event.key];
-  if (event.key === 'Delete') { event.preventDefault(); deleteSelected(); return; }
+  if (event.key === 'Delete') {
+    event.preventDefault();
+    if (!ui.remove.hidden) deleteSelected();
+    return;
+  }
   if (target === undefined) return;
   event.preventDefault();
   select(items[Math.min(Math.max(target, 0), items.length - 1)].id);
+}
+
+// ---- The key ----------------------------------------------------------------------------
+
+/** The libraries a change in the current source lands in (a view: its sources). */
+function sourceLibraries() {
+  const source = app.list?.source;
+  if (!source) return [];
+  return source.isView ? source.libraries : [source.id];
+}
+
+/** Asks the server what the key in this tab may do, then shows it. */
+async function refreshAccess() {
+  app.access = await Access.load(app.api);
+  applyAccess();
+}
+
+/**
+ * The header's line and key button, and the toolbar: Add, Delete and Undo need `write` for
+ * the source's libraries; without it they are hidden (out of the tab order and of the
+ * accessibility tree) and a line says the source is read-only here.
+ */
+function applyAccess() {
+  const access = app.access;
+  ui.access.textContent = access.describe();
+  ui.key.hidden = !access.locked;
+  ui.key.textContent = access.key ? 'Change key' : 'Enter key';
+  const write = access.mayWrite(sourceLibraries());
+  for (const button of [ui.add, ui.remove, ui.undo]) button.hidden = !write;
+  ui.readOnly.hidden = write;
+  document.documentElement.dataset.access = write ? 'write' : 'read';
+}
+
+/** The header's key button: another key for this tab, then everything is read again with it. */
+async function changeKey() {
+  const token = await askToken({ message: 'Enter an access key (or the server\'s token); it is kept in this tab only.' }, {
+    title: app.access.key ? 'Change key' : 'Enter key',
+    current: app.access.key ? app.access.describe() : '',
+  });
+  ui.key.focus();
+  if (!token) return;
+  app.api.token = token;
+  await refreshAccess();
+  const generation = ++app.opening;
+  const { views } = await loadSources();
+  if (generation === app.opening) open(chosenSource(views));
 }
 
 // ---- Start ---------------------------------------------------------------------------------
@@ -415,7 +481,7 @@ async function start() {
   document.querySelector('[role=toolbar]').addEventListener('keydown', (event) => {
     const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
     if (!step) return;
-    const buttons = [...event.currentTarget.querySelectorAll('button:not(:disabled)')];
+    const buttons = [...event.currentTarget.querySelectorAll('button:not(:disabled):not([hidden])')];
     const at = buttons.indexOf(document.activeElement);
     if (at < 0) return;
     event.preventDefault();
@@ -425,6 +491,7 @@ async function start() {
   ui.undo.addEventListener('click', undo);
   ui.add.addEventListener('click', openAddDialog);
   ui.search.addEventListener('input', onSearchInput);
+  ui.key.addEventListener('click', changeKey);
   ui.addForm.addEventListener('submit', submitAdd);
   $('add-cancel').addEventListener('click', () => ui.addDialog.close());
   ui.source.addEventListener('change', async () => {
@@ -434,6 +501,7 @@ async function start() {
     const { views } = await loadSources();
     if (generation === app.opening) open(chosenSource(views));
   });
+  await refreshAccess();
   const { views } = await loadSources();
   await open(chosenSource(views));
 }

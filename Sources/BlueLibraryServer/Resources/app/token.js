@@ -1,12 +1,18 @@
-// The token prompt (a modal dialog): shown when the API answers 401, with the server's reason
-// (missing, or not right). Resolves to the token entered, or null when cancelled.
+// The key prompt (a modal dialog): shown when the API answers 401, with the server's reason
+// (missing, or not right), or from the header's key button to change the key. `current` says
+// what the key in use may do (from GET /keys/self). Resolves to the key entered, or null when
+// cancelled. The key is kept in sessionStorage (api.js): this tab only, gone when it closes.
 
-export function askToken(problem) {
+export function askToken(problem, { current = '', title = 'Key required' } = {}) {
   const dialog = document.getElementById('token-dialog');
   const form = document.getElementById('token-form');
   const cancelButton = document.getElementById('token-cancel');
+  const currentLine = document.getElementById('token-current');
   return new Promise((resolve) => {
-    document.getElementById('token-reason').textContent = problem?.message || 'This server is write-protected.';
+    document.getElementById('token-title').textContent = title;
+    document.getElementById('token-reason').textContent = problem?.message || 'This server is locked.';
+    currentLine.textContent = current ? `In use: ${current}.` : '';
+    currentLine.hidden = !current;
     form.elements.token.value = '';
     const finish = (token) => {
       form.removeEventListener('submit', submit);

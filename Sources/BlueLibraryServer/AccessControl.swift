@@ -30,8 +30,10 @@ struct AccessControl: Sendable {
               let rule = AccessPolicy.rule(method: request.method, path: request.path, pattern: context.routePattern)
         else { return .proceed }
         let authorization = request.headers["Authorization"]
-        if rule.target == .caller && authorization == nil { return .proceed }
-        if rule.target != .caller, rule.scope == .read, !guardian.settings.readsProtected { return .proceed }
+        // A read while reads are open needs no key; a key sent with it must still be right (a
+        // client that sends one is told when it is wrong), and adds nothing.
+        let readsOpen = rule.target != .caller && rule.scope == .read && !guardian.settings.readsProtected
+        if authorization == nil, readsOpen || rule.target == .caller { return .proceed }
         let key: AccessKey
         if let authorization, let remembered = guardian.rememberedKey(authorization: authorization) {
             key = remembered
@@ -48,6 +50,10 @@ struct AccessControl: Sendable {
             }
             guard case let .allowed(allowed) = decision else { return .refuse(Self.refusal(for: decision)) }
             key = allowed
+        }
+        if readsOpen {
+            if countsUse { guardian.countUse(of: key.id) }
+            return .proceed
         }
         let grant = AccessGrant.key(key)
         // Which libraries the request touches matters only for a key limited to some.
@@ -107,8 +113,8 @@ struct AccessControl: Sendable {
     /// Whether the sender of `request` may use library `id` with `scope`: what lists show
     /// (read) and where a move may take an album (write), beyond the route's own library.
     func allows(_ request: HTTPRequest, _ scope: AccessKey.Scope, library id: LibraryID) -> Bool {
+        if scope == .read, !guardian.settings.readsProtected { return true }
         let grant = grant(request)
-        if case .anonymous(readsOpen: true) = grant, scope == .read { return true }
         return grant.allows(scope) && grant.allows(library: id)
     }
 

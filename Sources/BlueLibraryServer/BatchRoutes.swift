@@ -18,6 +18,8 @@ struct BatchRoutes {
     let libraries: LibraryResolver
     let idempotency: IdempotencyGuard
     let covers: any CoverSource
+    /// Where a batch may move albums to.
+    let access: AccessControl
 
     /// A batch's body: 1,000 adds with long fields fit (about 3 MB at the field limits).
     static let maxBodyBytes = 4 << 20
@@ -31,7 +33,9 @@ struct BatchRoutes {
         let facade = try libraries.facade(context)
         return try idempotency.run(request, context: context) {
             let batch = try BatchRequest.decode(json: request.body)
-            switch try facade.apply(batch.operations.map(Self.step), atomic: batch.atomic) {
+            // A library the key may not write to is, for it, one that does not exist.
+            let mayMoveTo = { (library: LibraryID) in access.allows(request, .write, library: library) }
+            switch try facade.apply(batch.operations.map(Self.step), atomic: batch.atomic, mayMoveTo: mayMoveTo) {
             case let .rolledBack(operation, error):
                 throw Self.problem(error, operation: operation, of: batch.operations[operation], atomic: true)
             case let .committed(results, version):

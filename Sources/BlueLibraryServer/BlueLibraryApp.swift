@@ -167,7 +167,7 @@ public final class BlueLibraryApp: Sendable {
         try StaticResources(bundleDirectory: "docs", contentSecurityPolicy: StaticResources.docsPolicy)
             .register(at: "/docs", into: &routes)
         albums.register(into: &routes)
-        BatchRoutes(libraries: resolver, idempotency: idempotency, covers: covers).register(into: &routes)
+        BatchRoutes(libraries: resolver, idempotency: idempotency, covers: covers, access: accessControl).register(into: &routes)
         AlbumImportRoute(libraries: resolver, idempotency: idempotency).register(into: &routes)
         LibraryRoutes(
             libraries: resolver, idempotency: idempotency, hubs: eventHubs, sortArticles: { [settings] in settings.current.sorting.articles },

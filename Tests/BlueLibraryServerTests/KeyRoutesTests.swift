@@ -75,6 +75,10 @@ struct KeyRoutesTests {
         #expect(me["locked"] as? Bool == true && me["libraries"] is NSNull)
         let anonymous = try Self.send(app, "GET", "/keys/self", key: nil).json()
         #expect(anonymous["key"] is NSNull && anonymous["scopes"] as? [String] == ["read"], "reads are open")
+        // Reads are open, but a key sent with one must be right.
+        let wrong = id + "_" + String(repeating: "w", count: 43)
+        #expect(try Self.send(app, "GET", "/albums", key: wrong).status == 401)
+        #expect(try Self.send(app, "GET", "/albums", key: secret).status == 200)
         // A bad body names every field; a key that is not there is 404.
         let bad = try Self.send(app, "POST", "/keys", key: Self.token,
                                 json: #"{"scopes": ["owner"], "libraries": ["Jazz"], "expiresAt": "2001-01-01T00:00:00Z", "secret": "x"}"#)
@@ -120,6 +124,9 @@ struct KeyRoutesTests {
         let albumID = try #require(try added.json()["id"] as? String)
         let move = try Self.send(app, "POST", "/libraries/jazz/albums/\(albumID)/move", key: jazz.secret, json: #"{"library": "rock"}"#)
         #expect(move.status == 422 && move.text.contains("library-not-found"), "\(move.text)")
+        let batch = try Self.send(app, "POST", "/libraries/jazz/batch", key: jazz.secret,
+                                  json: #"{"operations": [{"op": "move", "id": "\#(albumID)", "library": "rock"}]}"#)
+        #expect(batch.status == 422 && batch.text.contains("operations[0].library") && batch.text.contains("library-not-found"), "\(batch.text)")
         #expect(try Self.send(app, "GET", "/libraries/jazz/albums/\(albumID)", key: jazz.secret).status == 200, "still in jazz")
         // Server-wide routes need a key for every library.
         #expect(try Self.send(app, "GET", "/metrics", key: jazz.secret).status == 403)

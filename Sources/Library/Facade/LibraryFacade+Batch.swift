@@ -66,7 +66,8 @@ extension LibraryFacade {
     ///   others apply. Every refusal is decided before the operation writes anything, so a
     ///   refused operation never leaves half a change; a failure of the store fails the whole
     ///   batch (thrown, nothing applied) in either mode. A move to a library that does not
-    ///   exist is refused (`.libraryNotFound` naming it).
+    ///   exist, or that `mayMoveTo` says no to (the caller may not write there: for it, the
+    ///   library does not exist), is refused (`.libraryNotFound` naming it).
     /// - Undo: the applied operations' inverses are pushed as **one** command (`.batch`) on
     ///   this library's stack, so one undo takes back the whole batch, moves to other libraries
     ///   included (their `moveBack`, as a single move's: the other libraries' stacks get
@@ -76,8 +77,10 @@ extension LibraryFacade {
     ///   the library for long.
     ///
     /// - Throws: `.libraryNotFound` (this library), `.writeTimedOut`, `.storage`.
-    public func apply(_ steps: [BatchStep], atomic: Bool, budget: Duration = .seconds(5)) throws(LibraryError) -> BatchOutcome {
-        var destinations = try destinations(of: steps)
+    public func apply(
+        _ steps: [BatchStep], atomic: Bool, budget: Duration = .seconds(5), mayMoveTo: (LibraryID) -> Bool = { _ in true }
+    ) throws(LibraryError) -> BatchOutcome {
+        var destinations = try destinations(of: steps, allowed: mayMoveTo)
         // A library deleted between the look-up and the transaction (by another instance) fails
         // the transaction before its body runs: the batch runs again without it.
         for _ in 0...destinations.count {
@@ -97,11 +100,11 @@ extension LibraryFacade {
     }
 
     /// The facades of the other libraries `steps` move albums to, in the order first named;
-    /// a library that does not exist is left out (its moves are refused).
-    private func destinations(of steps: [BatchStep]) throws(LibraryError) -> [LibraryFacade] {
+    /// a library that does not exist or is not `allowed` is left out (its moves are refused).
+    private func destinations(of steps: [BatchStep], allowed: (LibraryID) -> Bool) throws(LibraryError) -> [LibraryFacade] {
         var named: Set<LibraryID> = [library]
         var facades: [LibraryFacade] = []
-        for case let .moveToLibrary(_, other, _) in steps where named.insert(other).inserted {
+        for case let .moveToLibrary(_, other, _) in steps where named.insert(other).inserted && allowed(other) {
             do {
                 facades.append(try peerFacade(other))
             } catch {

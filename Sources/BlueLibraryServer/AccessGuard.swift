@@ -68,17 +68,16 @@ public final class AccessGuard: Sendable {
     /// A per-process random key for the verified-token cache.
     private let cacheKey: [UInt8]
     /// What decisions read: the stored keys by id (`token`, the passcode, only with a hash this
-    /// build can check), and the `Authorization` values that carried a server-made key that
-    /// verified, with that key (so a key sent again costs a dictionary lookup, not a SHA-256;
-    /// emptied whenever the keys are re-read, and at ``maxRemembered`` values).
+    /// build can check), and by id the text of each server-made key that verified, with its key:
+    /// a key sent again costs a lookup of its public id and a constant-time comparison of the
+    /// text, not a SHA-256. Emptied whenever the keys are re-read; at most one text per key (only
+    /// a right one gets in, so a guesser adds nothing).
     private struct KeyTable {
         var byID: [String: AccessKey] = [:]
-        var remembered: [String: AccessKey] = [:]
+        var remembered: [String: (text: [UInt8], key: AccessKey)] = [:]
     }
 
     private let keys = Mutex(KeyTable())
-    /// Verified `Authorization` values kept at most (right keys only: a guesser adds none).
-    static let maxRemembered = 4096
     /// (hash of the stored record, keyed digest of the token that verified against it).
     private let verified = Mutex<(record: [UInt8], digest: [UInt8])?>(nil)
     /// The failure records by client address (the store has a copy for restarts).
@@ -131,17 +130,21 @@ public final class AccessGuard: Sendable {
     /// The server-made key `authorization` carried when it verified before, unless it has
     /// expired since (nil: the full check decides).
     public func rememberedKey(authorization: String) -> AccessKey? {
-        guard let key = keys.withLock({ $0.remembered[authorization] }), !key.isExpired(at: clock()) else { return nil }
-        return key
+        guard let presented = Self.bearerToken(authorization), presented.utf8.count == KeySecret.length,
+              let entry = keys.withLock({ $0.remembered[String(presented.utf8.prefix(KeySecret.idPrefixLength))!] })
+        else { return nil }
+        var difference: UInt8 = 0
+        for (stored, sent) in zip(entry.text, presented.utf8) { difference |= stored ^ sent }
+        guard difference == 0, !entry.key.isExpired(at: clock()) else { return nil }
+        return entry.key
     }
 
-    /// Remembers that `authorization` carries `key`, if the keys in memory still hold it as it
+    /// Remembers that `secret` is `key`'s, if the keys in memory still hold it as it
     /// was checked (a reload in between may have changed or revoked it).
-    private func remember(_ authorization: String, _ key: AccessKey) {
+    private func remember(_ secret: KeySecret, _ key: AccessKey) {
         keys.withLock { table in
             guard table.byID[key.id] == key else { return }
-            if table.remembered.count >= Self.maxRemembered { table.remembered.removeAll() }
-            table.remembered[authorization] = key
+            table.remembered[key.id] = (Array(secret.text.utf8), key)
         }
     }
 
@@ -211,7 +214,7 @@ public final class AccessGuard: Sendable {
     }
 
     /// Checks the `Authorization` header value of a request from `client`: a key with the
-    /// shape of a server-made one by its SHA-256 (see `check(_:authorization:client:now:)`), anything else as
+    /// shape of a server-made one by its SHA-256 (see `check(_:client:now:)`), anything else as
     /// the passcode.
     ///
     /// A passcode that is not the cached one is counted as a failure *before* it is hashed (and
@@ -233,7 +236,7 @@ public final class AccessGuard: Sendable {
                 failures.withLock { $0[record] = Self.merged(stored: stored, memory: $0[record]) }
             }
         }
-        if let secret, let authorization { return try check(secret, authorization: authorization, client: client, now: now) }
+        if let secret { return try check(secret, client: client, now: now) }
         if let locked = lockout(client: client, now: now) { return locked }
         guard let presented else { return .unauthorized(invalidToken: false) }
         guard let tokenKey = key(id: AccessKey.tokenID) else {
@@ -291,11 +294,11 @@ public final class AccessGuard: Sendable {
 
     /// The check of a key with the shape of a server-made one: right (and not expired) wherever
     /// it comes from; wrong or unknown counted against the address and, for a known id, the key.
-    private func check(_ secret: KeySecret, authorization: String, client: String, now: Date) throws -> Decision {
+    private func check(_ secret: KeySecret, client: String, now: Date) throws -> Decision {
         let stored = key(id: secret.id)
         if let stored, secret.matches(stored.secret) {
             if stored.isExpired(at: now) { return .unauthorized(invalidToken: true, expired: true) }
-            remember(authorization, stored)
+            remember(secret, stored)
             return .allowed(stored)
         }
         if let locked = lockout(client: client, now: now) { return locked }

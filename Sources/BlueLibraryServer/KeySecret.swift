@@ -16,6 +16,8 @@ struct KeySecret: Sendable, Equatable {
     static let idLength = 8
     static let secretLength = 43
     static let length = prefix.utf8.count + idLength + 1 + secretLength
+    /// The id's length: `bl_` and 8 characters.
+    static let idPrefixLength = prefix.utf8.count + idLength
     /// The id's alphabet: lower-case base32 (RFC 4648 letters and digits 2-7), unambiguous to read.
     static let idAlphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
     static let secretAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)

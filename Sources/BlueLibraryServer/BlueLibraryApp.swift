@@ -181,7 +181,7 @@ public final class BlueLibraryApp: Sendable {
         ViewRoutes(libraries: libraries, idempotency: idempotency, covers: covers, pages: viewPages, access: accessControl)
             .register(into: &routes)
         ViewListRoute(libraries: libraries, pages: viewPages, settings: settings, seal: seal, renders: pageRenders, csv: csvExport).register(into: &routes)
-        UndoStateRoutes(libraries: resolver).register(into: &routes)
+        UndoStateRoutes(libraries: resolver, access: accessControl).register(into: &routes)
         ArchiveRoutes(libraries: resolver, idempotency: idempotency, workers: exports,
                       maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory,
                       exportPolicy: configuration.exports).register(into: &routes)

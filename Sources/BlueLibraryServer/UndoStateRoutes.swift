@@ -5,6 +5,8 @@ import Library
 /// under `/libraries/{lib}`: every library has its own stack and states.
 struct UndoStateRoutes {
     let libraries: LibraryResolver
+    /// Which other libraries an undo may change for the caller (a move's or a batch's peers).
+    let access: AccessControl
 
     func register(into routes: inout RouterBuilder) {
         routes.addForEachLibrary(.get, "/undo", options: .workerPool) { [libraries] request, context in
@@ -14,10 +16,10 @@ struct UndoStateRoutes {
                 to: request,
                 with: JSONBody.response(UndoStatusDocument(status), pretty: request.wantsPretty, headers: ["Cache-Control": "no-cache"]))
         }
-        routes.addForEachLibrary(.post, "/undo", options: .workerPool) { [libraries] request, context in
+        routes.addForEachLibrary(.post, "/undo", options: .workerPool) { [libraries, access] request, context in
             let facade = try libraries.facade(context)
             let client = try RequestInput.client(request)
-            let result = try facade.undo(client: client)
+            let result = try facade.undo(client: client, reaches: { access.allows(request, .write, library: $0) })
             return try JSONBody.response(UndoResultDocument(result), pretty: request.wantsPretty)
         }
         routes.addForEachLibrary(.get, "/state", options: .workerPool) { [libraries] request, context in

@@ -15,19 +15,29 @@ extension LibraryFacade {
     ///   fits when the album is not in that library any more, or the library was deleted.
     /// - The undo of a batch that moved albums to other libraries is one transaction over this
     ///   library and all of them (`undoBatch(across:)`), all or none, as any batch's undo.
+    /// - `reaches`: whether the caller may change another library; an undo that would change
+    ///   one it may not is refused (`.undoConflict`, the stack untouched, the library not named).
     ///
     /// - Throws: `.undoStackEmpty`, `.undoConflict`, `.invalid` for a bad client name.
+    /// The refusal of an undo that would change a library the caller may not change.
+    static let outOfReach = LibraryError.undoConflict(
+        "the last change also moved albums to or from another library that this key may not change; it stays on the stack for a key that may")
+
     @discardableResult
-    public func undo(client: String = ClientName.default) throws(LibraryError) -> UndoResult {
+    public func undo(client: String = ClientName.default, reaches: (LibraryID) -> Bool = { _ in true }) throws(LibraryError) -> UndoResult {
         try ClientName.validate(client)
         // The top of the stack decides which transaction undoes it; a top that changed between
         // the two (another undo won the race) means looking again.
         for _ in 0..<Self.undoAttempts {
             let outcome: UndoOutcome? = try mutatingOrDropping { writer in
                 guard let command = try writer.peekUndo() else { throw LibraryError.undoStackEmpty }
-                if case .moveBack(_, _, let peer, _) = command, peer != library { return (.elsewhere(peer), []) }
+                if case .moveBack(_, _, let peer, _) = command, peer != library {
+                    guard reaches(peer) else { throw Self.outOfReach }
+                    return (.elsewhere(peer), [])
+                }
                 if case .batch(let commands) = command {
                     let peers = Self.peers(of: commands, besides: library)
+                    guard peers.allSatisfy(reaches) else { throw Self.outOfReach }
                     if !peers.isEmpty { return (.elsewhereBatch(peers), []) }
                 }
                 _ = try writer.popUndo()

@@ -89,21 +89,11 @@ struct KeyRequest: Sendable, Equatable {
             return nil
         }
         var ids: [String] = []
-        for (index, element) in array.enumerated() {
-            let field = "libraries[\(index)]"
-            guard let text = element as? String else {
-                errors.append(FieldError(field: field, message: "\(field) must be a library id string, not \(JSONValueKind.describe(element))"))
-                continue
-            }
-            do {
-                let id = try LibraryID(validating: text, field: field)
-                if ids.contains(id.rawValue) {
-                    errors.append(FieldError(field: field, message: "\(field) names \(text) a second time"))
-                } else {
-                    ids.append(id.rawValue)
-                }
-            } catch {
-                errors += error.fieldErrors
+        for (id, field) in ViewDefinitionRequest.libraryIDs(in: array, field: "libraries", errors: &errors) {
+            if ids.contains(id.rawValue) {
+                errors.append(FieldError(field: field, message: "\(field) names \(id.rawValue) a second time"))
+            } else {
+                ids.append(id.rawValue)
             }
         }
         return ids

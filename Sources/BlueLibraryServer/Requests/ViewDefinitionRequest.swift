@@ -108,20 +108,26 @@ public struct ViewDefinitionRequest: Sendable, Equatable {
                 field: "sources", message: "sources must be an array of library ids like [\"default\", \"jazz\"], not \(JSONValueKind.describe(value))"))
             return nil
         }
-        var sources: [LibraryID] = []
+        return libraryIDs(in: array, field: "sources", errors: &errors).map(\.id)
+    }
+
+    /// The library ids of a JSON array, each with the field that named it (`sources[2]`); a
+    /// bad element is recorded in `errors` and left out.
+    static func libraryIDs(in array: [Any], field: String, errors: inout [FieldError]) -> [(id: LibraryID, field: String)] {
+        var ids: [(id: LibraryID, field: String)] = []
         for (index, element) in array.enumerated() {
-            let field = "sources[\(index)]"
+            let named = "\(field)[\(index)]"
             guard let text = element as? String else {
-                errors.append(FieldError(field: field, message: "\(field) must be a library id string, not \(JSONValueKind.describe(element))"))
+                errors.append(FieldError(field: named, message: "\(named) must be a library id string, not \(JSONValueKind.describe(element))"))
                 continue
             }
             do {
-                sources.append(try LibraryID(validating: text, field: field))
+                ids.append((try LibraryID(validating: text, field: named), named))
             } catch {
                 errors += error.fieldErrors
             }
         }
-        return sources
+        return ids
     }
 
     private static func readFilter(_ value: Any, errors: inout [FieldError]) -> AlbumFilter? {

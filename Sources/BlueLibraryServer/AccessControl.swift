@@ -22,8 +22,9 @@ struct AccessControl: Sendable {
 
     /// The decision for `request` from `client`. On the loop (`onLoop`), anything that would
     /// block answers `.needsWorker` instead.
-    /// `countsUse`: a request let in with a key counts for that key's metric (the middleware's
-    /// decision, not the head's, so a request counts once).
+    /// `countsUse`: the decision that counts (the middleware's, not the head's, so a request
+    /// counts once): a request let in with a key counts for that key's metric, and for the
+    /// allowance of a locked address.
     func decide(_ request: HTTPRequest, _ context: RequestContext, client: String, onLoop: Bool, countsUse: Bool = false) -> Outcome {
         // The common case, no lock configured, costs one atomic load.
         guard guardian.settings.passcodeEnabled,
@@ -50,6 +51,11 @@ struct AccessControl: Sendable {
             }
             guard case let .allowed(allowed) = decision else { return .refuse(Self.refusal(for: decision)) }
             key = allowed
+        }
+        // A right key from a locked address works, at a bounded rate (the passcode never
+        // gets here from one: it is refused there).
+        if countsUse, key.id != AccessKey.tokenID, let throttled = guardian.allowance(client: client) {
+            return .refuse(Self.refusal(for: throttled))
         }
         if readsOpen {
             if countsUse { guardian.countUse(of: key.id) }
@@ -153,6 +159,13 @@ struct AccessControl: Sendable {
             return HTTPError(
                 .tooManyRequests,
                 detail: "Too many wrong secrets for this key id; wrong ones are refused for \(retryAfter) seconds (its right secret still works).",
+                type: "urn:bluelibrary:problem:locked-out", title: "Locked out",
+                headers: ["Retry-After": String(retryAfter)]
+            ).response()
+        case let .throttled(retryAfter):
+            return HTTPError(
+                .tooManyRequests,
+                detail: "This address is locked out after too many wrong keys; a right key still works from it, at most \(Int(AccessGuard.lockedRate)) requests a second until the lock passes. Try again in \(retryAfter) second.",
                 type: "urn:bluelibrary:problem:locked-out", title: "Locked out",
                 headers: ["Retry-After": String(retryAfter)]
             ).response()

@@ -40,6 +40,8 @@ public final class AccessGuard: Sendable {
         /// 429: the key is locked for wrong secrets for this many more seconds (its right
         /// secret still works).
         case keyLocked(retryAfter: Int)
+        /// 429: a right key from a locked address past its allowance (``lockedRate``).
+        case throttled(retryAfter: Int)
         /// 503: too many token checks in progress; nothing was hashed or counted.
         case busy
 
@@ -107,6 +109,14 @@ public final class AccessGuard: Sendable {
     /// `bluelibrary token set`). A new passcode hash clears the failure records, as storing it
     /// cleared them in the database.
     public func reloadKeys() throws {
+        // One reload at a time: an older read landing after a newer one would bring back a key
+        // revoked in between.
+        try reloading.withLock { _ in try reloadKeysLocked() }
+    }
+
+    private let reloading = Mutex<Void>(())
+
+    private func reloadKeysLocked() throws {
         var stored: [String: AccessKey] = [:]
         for key in try store.accessKeys() {
             if key.id == AccessKey.tokenID && key.secret.algorithm != TokenHash.pbkdf2SHA256 { continue }
@@ -131,7 +141,7 @@ public final class AccessGuard: Sendable {
     /// expired since (nil: the full check decides).
     public func rememberedKey(authorization: String) -> AccessKey? {
         guard let presented = Self.bearerToken(authorization), presented.utf8.count == KeySecret.length,
-              let entry = keys.withLock({ $0.remembered[String(presented.utf8.prefix(KeySecret.idPrefixLength))!] })
+              let entry = keys.withLock({ $0.remembered[String(decoding: presented.utf8.prefix(KeySecret.idPrefixLength), as: UTF8.self)] })
         else { return nil }
         var difference: UInt8 = 0
         for (stored, sent) in zip(entry.text, presented.utf8) { difference |= stored ^ sent }
@@ -156,11 +166,13 @@ public final class AccessGuard: Sendable {
         failures.withLock { $0 = stored }
     }
 
-    /// Whether an unexpired key with the admin scope for every library exists (from memory): the lock
+    /// Whether an admin key for every library without an expiry exists (from memory): the lock
     /// may be turned on only then, or nobody could turn it off again.
-    public var hasAdminKey: Bool {
-        let now = clock()
-        return keys.withLock { $0.byID.values.contains { $0.allows(.admin) && $0.libraries == nil && !$0.isExpired(at: now) } }
+    public var hasAdminKey: Bool { keys.withLock { $0.byID.values.contains(where: Self.keepsTheLockOpenable) } }
+
+    /// Whether `key` is one the lock may rest on: admin, for every library, never expiring.
+    static func keepsTheLockOpenable(_ key: AccessKey) -> Bool {
+        key.allows(.admin) && key.libraries == nil && key.expiresAt == nil
     }
 
     /// The key `authorization` presents, if it is right and not expired, from memory alone (no
@@ -172,8 +184,8 @@ public final class AccessGuard: Sendable {
             guard let stored = key(id: secret.id), secret.matches(stored.secret), !stored.isExpired(at: clock()) else { return nil }
             return stored
         }
-        guard cachedMatch(Array(presented.utf8)) else { return nil }
-        return key(id: AccessKey.tokenID)
+        guard cachedMatch(Array(presented.utf8)), let token = key(id: AccessKey.tokenID), !token.isExpired(at: clock()) else { return nil }
+        return token
     }
 
     /// The public id of the key `authorization` presents (right or not), for logs: the first
@@ -182,6 +194,34 @@ public final class AccessGuard: Sendable {
     public static func presentedKeyID(authorization: String?) -> String? {
         guard let presented = bearerToken(authorization) else { return nil }
         return KeySecret.parse(presented)?.id ?? AccessKey.tokenID
+    }
+
+    /// What a right server-made key may still do from a locked address, per address: a
+    /// bucket of ``lockedBurst`` requests refilled at ``lockedRate`` a second while the lock
+    /// lasts (the address's holders keep working; a flood from it stays bounded).
+    static let lockedRate = 10.0
+    static let lockedBurst = 20.0
+    private let allowances = Mutex<[String: (tokens: Double, at: Date)]>([:])
+
+    /// nil when a right server-made key from `client` may go on: the address is not locked,
+    /// or has allowance left (one request is taken from it); `.throttled` otherwise.
+    func allowance(client: String) -> Decision? {
+        let now = clock()
+        guard failures.withLock({ $0[client] })?.lockRemaining(at: now) != nil else { return nil }
+        let allowed = allowances.withLock { all -> Bool in
+            if all.count >= maxFailureRecords {
+                let locked = failures.withLock { records in Set(records.filter { $0.value.lockRemaining(at: now) != nil }.keys) }
+                all = all.filter { locked.contains($0.key) }
+            }
+            var bucket = all[client] ?? (Self.lockedBurst, now)
+            bucket.tokens = min(Self.lockedBurst, bucket.tokens + max(0, now.timeIntervalSince(bucket.at)) * Self.lockedRate)
+            bucket.at = now
+            let allowed = bucket.tokens >= 1
+            if allowed { bucket.tokens -= 1 }
+            all[client] = bucket
+            return allowed
+        }
+        return allowed ? nil : .throttled(retryAfter: 1)
     }
 
     /// Requests each key was let in for, by id (ids of keys since deleted stay until restart).
@@ -243,6 +283,9 @@ public final class AccessGuard: Sendable {
             try recordFailure(client: client, now: now)
             return lockout(client: client, now: now) ?? .unauthorized(invalidToken: true)
         }
+        // An expired passcode is refused before any hash, like an expired key (never a guess
+        // that counts: it tells nothing about the secret).
+        if tokenKey.isExpired(at: now) { return .unauthorized(invalidToken: true, expired: true) }
         let bytes = Array(presented.utf8)
         if cachedMatch(bytes) {
             try clearFailures(client: client, now: now)

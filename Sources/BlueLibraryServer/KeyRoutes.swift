@@ -36,43 +36,57 @@ struct KeyRoutes {
         try RequestInput.requireJSON(request)
         let now = clock()
         let input = try Self.decoded { () throws(LibraryError) in try KeyRequest.decodeCreation(json: request.body, now: now) }
-        let secret = try KeySecret.make()
-        let key = AccessKey(
-            id: secret.id, name: input.name ?? secret.id, scopes: input.scopes ?? [], libraries: input.libraries ?? nil,
-            expiresAt: input.expiresAt ?? nil, createdAt: now, secret: secret.hash)
-        try guardian.store.saveAccessKey(key)
-        try guardian.reloadKeys()
-        return try JSONBody.response(
-            Self.resource(key, secret: secret.text), status: .created, pretty: request.wantsPretty,
-            headers: ["Location": RequestInput.absoluteURL("/keys/\(key.id)", context), "Cache-Control": "no-store"])
+        // A new id never replaces a key: on the (1 in 2^40 per key) chance that it is taken, another.
+        for _ in 0..<3 {
+            let secret = try KeySecret.make()
+            let key = AccessKey(
+                id: secret.id, name: input.name ?? secret.id, scopes: input.scopes ?? [], libraries: input.libraries ?? nil,
+                expiresAt: input.expiresAt ?? nil, createdAt: now, secret: secret.hash)
+            let stored = try guardian.store.changeAccessKeys { keys in
+                keys.contains { $0.id == key.id } ? (.none, false) : (.save(key), true)
+            }
+            guard stored else { continue }
+            try guardian.reloadKeys()
+            return try JSONBody.response(
+                Self.resource(key, secret: secret.text), status: .created, pretty: request.wantsPretty,
+                headers: ["Location": RequestInput.absoluteURL("/keys/\(key.id)", context), "Cache-Control": "no-store"])
+        }
+        throw HTTPError(.internalServerError, detail: "Three new key ids in a row were taken; the server's random source is suspect.")
     }
 
     func show(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let key = try stored(context)
+        let key = try Self.named(context, in: try guardian.store.accessKeys())
         return try JSONBody.response(Self.resource(key), pretty: request.wantsPretty, headers: ["Cache-Control": "no-store"])
     }
 
     /// Changes the name, scopes, libraries or expiry (the secret stays); 409 when the lock is
-    /// on and no admin key for every library would be left.
+    /// on and no admin key for every library without an expiry would be left. The check and
+    /// the change are one transaction of the keys (two admins changing keys at once take turns).
     func change(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         try RequestInput.requireJSON(request)
-        var key = try stored(context)
         let input = try Self.decoded { () throws(LibraryError) in try KeyRequest.decode(json: request.body, now: clock()) }
-        if let name = input.name { key.name = name }
-        if let scopes = input.scopes { key.scopes = Array(Set(scopes)).sorted() }
-        if let libraries = input.libraries { key.libraries = libraries }
-        if let expiresAt = input.expiresAt { key.expiresAt = expiresAt }
-        try keepsAnAdmin(replacing: key.id, with: key)
-        try guardian.store.saveAccessKey(key)
+        let locked = guardian.settings.passcodeEnabled
+        let key = try guardian.store.changeAccessKeys { keys in
+            var key = try Self.named(context, in: keys)
+            if let name = input.name { key.name = name }
+            if let scopes = input.scopes { key.scopes = Array(Set(scopes)).sorted() }
+            if let libraries = input.libraries { key.libraries = libraries }
+            if let expiresAt = input.expiresAt { key.expiresAt = expiresAt }
+            if locked { try Self.keepsAnAdmin(keys.filter { $0.id != key.id } + [key]) }
+            return (.save(key), key)
+        }
         try guardian.reloadKeys()
         return try JSONBody.response(Self.resource(key), pretty: request.wantsPretty, headers: ["Cache-Control": "no-store"])
     }
 
     /// 204: the key stops working on this instance at once, on the others within a second.
     func delete(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let key = try stored(context)
-        try keepsAnAdmin(replacing: key.id, with: nil)
-        try guardian.store.deleteAccessKey(id: key.id)
+        let locked = guardian.settings.passcodeEnabled
+        try guardian.store.changeAccessKeys { keys in
+            let key = try Self.named(context, in: keys)
+            if locked { try Self.keepsAnAdmin(keys.filter { $0.id != key.id }) }
+            return (.delete(id: key.id), ())
+        }
         try guardian.reloadKeys()
         return HTTPResponse(status: .noContent)
     }
@@ -94,9 +108,10 @@ struct KeyRoutes {
                     expiresAt: key.expiresAt, createdAt: key.createdAt, secret: secret)
     }
 
-    private func stored(_ context: RequestContext) throws -> AccessKey {
+    /// The key the route's `{id}` names among `keys`; 404 `key-not-found`.
+    private static func named(_ context: RequestContext, in keys: [AccessKey]) throws -> AccessKey {
         let id = context.parameters["id"] ?? ""
-        guard let key = try guardian.store.accessKeys().first(where: { $0.id == id }) else {
+        guard let key = keys.first(where: { $0.id == id }) else {
             throw HTTPError(
                 .notFound, detail: "There is no key \(id.prefix(40)); GET /keys lists them.",
                 type: "urn:bluelibrary:problem:key-not-found", title: "Key not found")
@@ -104,17 +119,13 @@ struct KeyRoutes {
         return key
     }
 
-    /// Refuses a change that would leave a locked server without an admin key for every
-    /// library (nobody could then change the settings or the keys).
-    private func keepsAnAdmin(replacing id: String, with key: AccessKey?) throws {
-        guard guardian.settings.passcodeEnabled else { return }
-        var keys = try guardian.store.accessKeys().filter { $0.id != id }
-        if let key { keys.append(key) }
-        let now = clock()
-        guard !keys.contains(where: { $0.allows(.admin) && $0.libraries == nil && !$0.isExpired(at: now) }) else { return }
+    /// Refuses keys that would leave a locked server without an admin key for every library
+    /// that never expires (nobody could then change the settings or the keys).
+    private static func keepsAnAdmin(_ keys: [AccessKey]) throws {
+        guard !keys.contains(where: AccessGuard.keepsTheLockOpenable) else { return }
         throw HTTPError(
             .conflict,
-            detail: "The lock is on and this would leave no admin key for every library; create another admin key first, or turn the lock off (PATCH /settings access.passcodeEnabled=false).",
+            detail: "The lock is on and this would leave no admin key for every library without an expiry; create another such key first, or turn the lock off (PATCH /settings access.passcodeEnabled=false).",
             type: "urn:bluelibrary:problem:last-admin-key", title: "Last admin key")
     }
 

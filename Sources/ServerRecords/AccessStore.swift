@@ -70,6 +70,11 @@ public protocol AccessStore: Sendable {
     /// Removes the key `id`; false when there was none.
     @discardableResult
     func deleteAccessKey(id: String) throws -> Bool
+    /// Reads every key and makes the change `body` decides on them, in one transaction that
+    /// every other change of keys waits for (on PostgreSQL, on every instance): the way to keep
+    /// a rule over all the keys while one changes (an admin key is left; an id is new).
+    /// Returns `body`'s result; what `body` throws leaves the keys as they were.
+    func changeAccessKeys<T>(_ body: ([AccessKey]) throws -> (change: AccessKeyChange, result: T)) throws -> T
     func failedAttempts(client: String) throws -> FailedAttempts?
     /// Every stored record (loaded once at start; the guard keeps them in memory).
     func allFailedAttempts() throws -> [String: FailedAttempts]
@@ -79,6 +84,14 @@ public protocol AccessStore: Sendable {
     /// Deletes records whose window (unlocked) or lock ended by `now` (a window lasts
     /// `interval`), then the oldest windows beyond `keeping` records.
     func pruneFailedAttempts(now: Date, interval: TimeInterval, keeping: Int) throws
+}
+
+/// What ``AccessStore/changeAccessKeys(_:)`` writes.
+public enum AccessKeyChange: Sendable, Equatable {
+    case none
+    /// Stores the key, replacing the one with its id.
+    case save(AccessKey)
+    case delete(id: String)
 }
 
 extension AccessStore {

@@ -116,6 +116,10 @@ extension PostgresServerRecords: AccessStore {
         }
     }
 
+    public func changeAccessKeys<T>(_ body: ([AccessKey]) throws -> (change: AccessKeyChange, result: T)) throws -> T {
+        try changing(PostgresSchema.Signal.access) { session in try ServerRecordsSQL.changeAccessKeys(session, body) }
+    }
+
     @discardableResult
     public func deleteAccessKey(id: String) throws -> Bool {
         try changing(PostgresSchema.Signal.access) { session in

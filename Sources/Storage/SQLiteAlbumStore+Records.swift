@@ -43,6 +43,10 @@ extension SQLiteAlbumStore: AccessStore, IdempotencyStore, SecretStore, Settings
         try database.write { try ServerRecordsSQL.deleteAccessKey(id: id, $0) }
     }
 
+    public func changeAccessKeys<T>(_ body: ([AccessKey]) throws -> (change: AccessKeyChange, result: T)) throws -> T {
+        try database.write { try ServerRecordsSQL.changeAccessKeys($0, body).result }
+    }
+
     public func failedAttempts(client: String) throws -> FailedAttempts? {
         try database.read { try ServerRecordsSQL.failedAttempts(client: client, $0) }
     }

@@ -40,16 +40,32 @@ enum ServerRecordsSQL {
         return keys
     }
 
-    /// Stores `key` (replacing the one with its id); the token of earlier versions clears every
-    /// failure record with it.
+    /// Reads the keys, lets `body` decide a change and makes it; `changed` says whether a row
+    /// was written.
+    static func changeAccessKeys<T>(
+        _ session: some SQLSession, _ body: ([AccessKey]) throws -> (change: AccessKeyChange, result: T)
+    ) throws -> (result: T, changed: Bool) {
+        let (change, result) = try body(try accessKeys(session))
+        switch change {
+        case .none: return (result, false)
+        case let .save(key): try saveAccessKey(key, session)
+        case let .delete(id): return (result, try deleteAccessKey(id: id, session))
+        }
+        return (result, true)
+    }
+
+    /// Stores `key` (replacing the one with its id); a new secret for the token of earlier
+    /// versions clears every failure record with it (as setting the token always did; a new
+    /// name or expiry of it clears nothing).
     static func saveAccessKey(_ key: AccessKey, _ session: some SQLSession) throws {
+        let previous = key.id == AccessKey.tokenID ? try accessKeys(session).first { $0.id == key.id } : nil
         try session.run(Statements.saveAccessKey, [
             .text(key.id), .text(key.name), .text(key.scopes.map(\.rawValue).joined(separator: ",")),
             key.libraries.map { .text($0.joined(separator: ",")) } ?? .null,
             key.expiresAt.map { .integer(Milliseconds.from($0)) } ?? .null, .integer(Milliseconds.from(key.createdAt)),
             .text(key.secret.algorithm), .blob(key.secret.salt), .blob(key.secret.hash), .integer(Int64(key.secret.iterations)),
         ])
-        if key.id == AccessKey.tokenID { try session.run(Statements.deleteEveryFailure, []) }
+        if key.id == AccessKey.tokenID, previous?.secret != key.secret { try session.run(Statements.deleteEveryFailure, []) }
     }
 
     /// Removes the key `id` (the token of earlier versions clears every failure record with it);

@@ -76,12 +76,27 @@ public final class InMemoryAccessStore: AccessStore {
     public func accessKeys() throws -> [AccessKey] { state.withLock { $0.keys.values.sorted { $0.id < $1.id } } }
 
     public func saveAccessKey(_ key: AccessKey) throws {
+        state.withLock { Self.save(key, in: &$0) }
+    }
+
+    private static func save(_ key: AccessKey, in state: inout State) {
         var stored = key
         stored.createdAt = Timestamp.date(milliseconds: Timestamp.milliseconds(key.createdAt))
         stored.expiresAt = key.expiresAt.map { Timestamp.date(milliseconds: Timestamp.milliseconds($0)) }
-        state.withLock { state in
-            state.keys[key.id] = stored
-            if key.id == AccessKey.tokenID { state.failures = [:] }
+        if key.id == AccessKey.tokenID, state.keys[key.id]?.secret != key.secret { state.failures = [:] }
+        state.keys[key.id] = stored
+    }
+
+    public func changeAccessKeys<T>(_ body: ([AccessKey]) throws -> (change: AccessKeyChange, result: T)) throws -> T {
+        try state.withLock { state in
+            let (change, result) = try body(state.keys.values.sorted { $0.id < $1.id })
+            switch change {
+            case .none: break
+            case let .save(key): Self.save(key, in: &state)
+            case let .delete(id):
+                if state.keys.removeValue(forKey: id) != nil, id == AccessKey.tokenID { state.failures = [:] }
+            }
+            return result
         }
     }
 
@@ -142,6 +157,9 @@ public final class InMemoryServerRecords: AccessStore, IdempotencyStore, SecretS
     public func saveAccessKey(_ key: AccessKey) throws { try access.saveAccessKey(key) }
     @discardableResult
     public func deleteAccessKey(id: String) throws -> Bool { try access.deleteAccessKey(id: id) }
+    public func changeAccessKeys<T>(_ body: ([AccessKey]) throws -> (change: AccessKeyChange, result: T)) throws -> T {
+        try access.changeAccessKeys(body)
+    }
     public func failedAttempts(client: String) throws -> FailedAttempts? { try access.failedAttempts(client: client) }
     public func allFailedAttempts() throws -> [String: FailedAttempts] { try access.allFailedAttempts() }
     @discardableResult

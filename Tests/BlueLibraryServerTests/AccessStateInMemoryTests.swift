@@ -24,6 +24,9 @@ final class CountingAccessStore: AccessStore {
     func saveAccessKey(_ key: AccessKey) throws { try base.saveAccessKey(key) }
     @discardableResult
     func deleteAccessKey(id: String) throws -> Bool { try base.deleteAccessKey(id: id) }
+    func changeAccessKeys<T>(_ body: ([AccessKey]) throws -> (change: AccessKeyChange, result: T)) throws -> T {
+        try base.changeAccessKeys(body)
+    }
     func failedAttempts(client: String) throws -> FailedAttempts? {
         readCount.add(1, ordering: .relaxed)
         return try base.failedAttempts(client: client)

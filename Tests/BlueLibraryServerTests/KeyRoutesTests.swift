@@ -169,6 +169,17 @@ struct KeyRoutesTests {
         // ...while its holder, anywhere, is not locked out.
         let me = try Self.send(app, "GET", "/keys/self", key: reader.secret, from: "203.0.113.99")
         #expect(me.status == 200, "\(me.text)")
+        // A right key from the locked address works at a bounded rate: a burst is cut off.
+        var burst: [Int] = []
+        for _ in 0..<100 { burst.append(try Self.send(app, "GET", "/keys/self", key: writer.secret, from: "198.51.100.7").status) }
+        let throttled = try Self.send(app, "GET", "/keys/self", key: writer.secret, from: "198.51.100.7")
+        #expect(burst.prefix(10).allSatisfy { $0 == 200 } && burst.contains(429), "\(burst)")
+        #expect(throttled.status == 429 && throttled.text.contains("at most 10 requests a second"), "\(throttled.text)")
+        #expect(try Self.send(app, "GET", "/keys/self", key: writer.secret, from: "198.51.100.8").status == 200, "other addresses are not")
+        // A key text broken inside a character where its id ends (55 bytes): refused, no trap.
+        let broken = "bl_abcdefg\u{E9}" + String(repeating: "A", count: 43)
+        #expect(broken.utf8.count == 55)
+        #expect(try Self.send(app, "GET", "/settings", key: broken, from: "192.0.2.200").status == 401)
     }
 
     @Test func theAccessLogAndTheMetricsNameTheKeyNeverItsSecret() throws {
@@ -190,6 +201,27 @@ struct KeyRoutesTests {
         let lines = log.text.split(separator: "\n").filter { $0.contains(#""path":"/albums""#) }
         #expect(lines.count == 4 && lines.allSatisfy { $0.contains(#""key":"\#(reader.id)""#) }, "\(lines)")
         #expect(!log.text.contains(reader.secret) && !log.text.contains(String(reader.secret.dropFirst(12))) && !log.text.contains(Self.token))
+    }
+
+    @Test func anExpiredPasscodeIsRefusedAndTheLockKeepsAnAdminThatNeverExpires() throws {
+        let clock = AccessKeyMatrixTests.Clock()
+        let app = try Self.app { $0.accessClock = { clock.now.withLock { $0 } } }
+        defer { app.shutdown() }
+        let soon = ISO8601DateFormatter().string(from: clock.now.withLock { $0 }.addingTimeInterval(60))
+        // The passcode is the only admin key: it may not get an expiry...
+        let refused = try Self.send(app, "PATCH", "/keys/token", key: Self.token, json: #"{"expiresAt": "\#(soon)"}"#)
+        #expect(refused.status == 409 && refused.text.contains("last-admin-key"), "\(refused.text)")
+        // ...nor may an expiring admin key be the one left.
+        let expiring = try Self.makeKey(app, #"{"name": "temp admin", "scopes": ["admin"], "expiresAt": "\#(soon)"}"#)
+        #expect(try Self.send(app, "DELETE", "/keys/token", key: expiring.secret).status == 409)
+        let admin = try Self.makeKey(app, #"{"name": "admin", "scopes": ["admin"]}"#)
+        #expect(try Self.send(app, "PATCH", "/keys/token", key: admin.secret, json: #"{"expiresAt": "\#(soon)"}"#).status == 200)
+        #expect(try Self.send(app, "GET", "/settings", key: Self.token).status == 200)
+        clock.advance(120)
+        let expired = try Self.send(app, "GET", "/settings", key: Self.token)
+        #expect(expired.status == 401 && expired.text.contains("expired"), "\(expired.text)")
+        #expect(try Self.send(app, "GET", "/settings", key: expiring.secret).status == 401)
+        #expect(try Self.send(app, "GET", "/settings", key: admin.secret).status == 200)
     }
 
     /// A database from before keys: its token becomes the admin key `token`, its lockouts stay.

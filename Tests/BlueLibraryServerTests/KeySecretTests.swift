@@ -1,4 +1,6 @@
+import AlbumStoreContract
 import Foundation
+import Library
 import ServerRecords
 import TestThreads
 import Testing
@@ -70,6 +72,40 @@ struct KeySecretTests {
             }
             guard let key = KeySecret.parse(text) else { continue }
             #expect(text.utf8.count == KeySecret.length && KeySecret.isKeyID(key.id) && text.hasPrefix(key.id + "_"), "\(text.debugDescription)")
+        }
+    }
+}
+
+/// The guard's entry points with whatever a client may send as `Authorization`: never a trap,
+/// never a key let in that is not the stored one.
+@Suite(.ownThreads)
+struct AccessGuardFuzzTests {
+    @Test func anyAuthorizationValueIsDecidedWithoutATrap() throws {
+        let store = InMemoryServerRecords()
+        let settings = try SettingsService(store: store)
+        let guardian = try AccessGuard(store: store, settings: settings, clock: { Date() })
+        let key = try KeySecret.make()
+        try store.saveAccessKey(AccessKey(id: key.id, name: "k", scopes: [.read], createdAt: Date(), secret: key.hash))
+        try guardian.reloadKeys()
+        #expect(try guardian.check(authorization: "Bearer \(key.text)", client: "192.0.2.1").isAllowed)
+        var generator = SystemRandomNumberGenerator()
+        let pieces = ["Bearer ", "bearer  ", "Basic ", key.id, key.text, "bl_", "_", "é", "\u{0}", "AAAA", " ", "\u{1F3B5}", "=", "ß"]
+        for round in 0..<3_000 {
+            var text = ""
+            for _ in 0..<Int.random(in: 0...6, using: &generator) { text += pieces.randomElement(using: &generator)! }
+            if round % 3 == 0 {
+                // The key's own text with one byte replaced: 55 bytes that may break UTF-8 at the id's end.
+                var bytes = Array(key.text.utf8)
+                bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0x80...0xFF, using: &generator)
+                text = "Bearer " + String(decoding: bytes, as: UTF8.self)
+            }
+            let client = "198.51.100.\(round % 200)"
+            let admitted = guardian.rememberedKey(authorization: text) ?? guardian.verifiedKey(authorization: text)
+            if let admitted { #expect(admitted.id == key.id && text.contains(key.text), "\(text.debugDescription)") }
+            _ = AccessGuard.presentedKeyID(authorization: text)
+            if case let .allowed(allowed)? = try? guardian.check(authorization: text, client: client) {
+                #expect(allowed.id == key.id && text.contains(key.text), "\(text.debugDescription)")
+            }
         }
     }
 }

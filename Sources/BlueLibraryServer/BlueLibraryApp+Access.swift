@@ -92,7 +92,7 @@ extension BlueLibraryApp {
             guard settings.access.passcodeEnabled else { return errors }
             if guardian.hasAdminKey { return errors }
             return errors + [FieldError(field: "access.passcodeEnabled",
-                               message: "access.passcodeEnabled cannot be true before an admin key for every library exists; create one with POST /keys or 'bluelibrary keys create', or set a token with 'bluelibrary token set' (or start with BLUELIBRARY_TOKEN) first")]
+                               message: "access.passcodeEnabled cannot be true before an admin key for every library without an expiry exists; create one with POST /keys or 'bluelibrary keys create', or set a token with 'bluelibrary token set' (or start with BLUELIBRARY_TOKEN) first")]
         }
     }
 }

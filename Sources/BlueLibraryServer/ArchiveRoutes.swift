@@ -13,6 +13,8 @@ struct ArchiveRoutes {
     let workers: ArchiveWorkers
     /// The largest archive `PUT /archive` takes.
     let maxImportBytes: Int
+    /// Whether the caller may learn which other library holds an album id.
+    let access: AccessControl
     /// Where `PUT /archive` keeps the upload while it arrives (the data directory).
     let spoolDirectory: String
     /// How slow an export's client may be, and how long an export waits for its turn.
@@ -97,8 +99,17 @@ struct ArchiveRoutes {
                 fingerprint?.add(chunk)
             }
             return try idempotency.run(request, fingerprint: fingerprint?.value, context: context) {
-                let summary = try spool.withMappedBytes { bytes, release in
-                    try facade.importArchive(json: bytes, read: release)
+                let summary: ArchiveImportSummary
+                do {
+                    summary = try spool.withMappedBytes { bytes, release in
+                        try facade.importArchive(json: bytes, read: release)
+                    }
+                } catch LibraryError.conflict where access.grant(request).libraries != nil {
+                    // The refusal names the library that holds an id: not to a key limited to
+                    // others, which must learn nothing of them.
+                    throw LibraryError.conflict(
+                        "an album id of the archive is already used in a library this key may not see; album ids are unique "
+                            + "across libraries, so remove it from the archive; nothing was changed")
                 }
                 return try JSONBody.response(ImportDocument(summary), pretty: request.wantsPretty)
             }

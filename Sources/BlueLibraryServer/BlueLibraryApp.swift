@@ -183,7 +183,7 @@ public final class BlueLibraryApp: Sendable {
         ViewListRoute(libraries: libraries, pages: viewPages, settings: settings, seal: seal, renders: pageRenders, csv: csvExport).register(into: &routes)
         UndoStateRoutes(libraries: resolver, access: accessControl).register(into: &routes)
         ArchiveRoutes(libraries: resolver, idempotency: idempotency, workers: exports,
-                      maxImportBytes: configuration.maxArchiveBytes, spoolDirectory: configuration.dataDirectory,
+                      maxImportBytes: configuration.maxArchiveBytes, access: accessControl, spoolDirectory: configuration.dataDirectory,
                       exportPolicy: configuration.exports).register(into: &routes)
         TutorialRoutes(facade: facade, albums: albums).register(into: &routes)
         CoverRoutes(libraries: resolver, covers: covers, variants: covers, wait: configuration.coverWait, coverURLs: RequestModelCache(clock: monotonic))

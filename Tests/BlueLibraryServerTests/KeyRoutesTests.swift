@@ -135,6 +135,13 @@ struct KeyRoutesTests {
         #expect(undo.status == 409 && !undo.text.contains("rock"), "\(undo.text)")
         #expect(try Self.send(app, "POST", "/libraries/jazz/undo", key: Self.token).status == 200)
         #expect(try Self.send(app, "GET", "/libraries/jazz/albums/\(albumID)", key: jazz.secret).status == 200, "back in jazz")
+        // An archive holding an album id of a library the key may not see: refused without
+        // naming that library.
+        #expect(try Self.send(app, "POST", "/libraries/rock/albums", key: Self.token, json: #"{"title": "Paranoid", "artist": "Black Sabbath"}"#).status == 201)
+        let rockArchive = try Self.send(app, "GET", "/libraries/rock/archive", key: Self.token)
+        let jazzAdmin = try Self.makeKey(app, #"{"name": "jazz admin", "scopes": ["admin"], "libraries": ["jazz"]}"#)
+        let replaced = try Self.send(app, "PUT", "/libraries/jazz/archive", key: jazzAdmin.secret, json: rockArchive.text)
+        #expect(replaced.status == 409 && !replaced.text.contains("rock"), "\(replaced.text)")
         // Server-wide routes need a key for every library.
         #expect(try Self.send(app, "GET", "/metrics", key: jazz.secret).status == 403)
         let me = try Self.send(app, "GET", "/keys/self", key: jazz.secret).json()

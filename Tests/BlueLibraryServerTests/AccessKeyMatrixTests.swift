@@ -19,8 +19,11 @@ import Testing
 struct AccessKeyMatrixTests {
     static let token = "matrix-admin-token-0123"
 
+    /// `otherLibrary` is an admin key for `jazz` asked about `default`; `ownLibrary` the same key
+    /// asked about `jazz` (and the view over `jazz` alone); `mixedView` the same key asked about
+    /// a view over `default` and `jazz`.
     enum Caller: String, CaseIterable {
-        case none, read, write, admin, expired, revoked, otherLibrary
+        case none, read, write, admin, expired, revoked, otherLibrary, ownLibrary, mixedView
     }
 
     /// What a caller must get on a route, from the rule alone.
@@ -30,7 +33,7 @@ struct AccessKeyMatrixTests {
         case status(Int)
     }
 
-    static func expected(_ rule: AccessRule?, _ caller: Caller) -> Expected {
+    static func expected(_ rule: AccessRule?, _ caller: Caller, pattern: String) -> Expected {
         guard let rule else { return .admitted }
         switch caller {
         case .none: return rule.target == .caller ? .admitted : .status(401)
@@ -41,6 +44,20 @@ struct AccessKeyMatrixTests {
         case .otherLibrary:
             switch rule.target {
             case .library, .view: return .status(404)
+            case .server: return .status(403)
+            case .listing, .caller: return .admitted
+            }
+        case .ownLibrary:
+            switch rule.target {
+            // The bare routes are `default`'s (and /events without ?library=).
+            case .library: return pattern.contains("{lib}") ? .admitted : .status(404)
+            case .view, .listing, .caller: return .admitted
+            case .server: return .status(403)
+            }
+        case .mixedView:
+            switch rule.target {
+            case .view: return .status(403)
+            case .library: return .status(404)
             case .server: return .status(403)
             case .listing, .caller: return .admitted
             }
@@ -96,18 +113,21 @@ struct AccessKeyMatrixTests {
         let settings = try send(port, "PATCH", "/settings", key: token, json: #"{"access": {"protectReads": true, "attemptLimit": 1000}}"#)
         #expect(settings.status == 200, "\(settings.text)")
         #expect(try send(port, "POST", "/libraries", key: token, json: #"{"id": "jazz"}"#).status == 201)
-        #expect(try send(port, "POST", "/views", key: token, json: #"{"id": "all", "sources": ["default"]}"#).status == 201)
+        for (view, sources) in [("all", #"["default"]"#), ("jazz-only", #"["jazz"]"#), ("mixed", #"["default", "jazz"]"#)] {
+            #expect(try send(port, "POST", "/views", key: token, json: #"{"id": "\#(view)", "sources": \#(sources)}"#).status == 201)
+        }
         let revoked = try makeKey(port, #"{"name": "revoked", "scopes": ["read"]}"#)
         let revokedID = String(revoked.prefix(11))
         #expect(try send(port, "DELETE", "/keys/\(revokedID)", key: token).status == 204)
         let expiry = Date(timeInterval: 60, since: clock.now.withLock { $0 })
         let expired = try makeKey(port, #"{"name": "expired", "scopes": ["admin"], "expiresAt": "\#(ISO8601DateFormatter().string(from: expiry))"}"#)
+        let jazz = try makeKey(port, #"{"name": "jazz only", "scopes": ["admin"], "libraries": ["jazz"]}"#)
         let keys: [Caller: String?] = [
             .none: nil,
             .read: try makeKey(port, #"{"name": "reader", "scopes": ["read"]}"#),
             .write: try makeKey(port, #"{"name": "writer", "scopes": ["write"]}"#),
             .admin: try makeKey(port, #"{"name": "admin", "scopes": ["admin"]}"#),
-            .otherLibrary: try makeKey(port, #"{"name": "jazz only", "scopes": ["admin"], "libraries": ["jazz"]}"#),
+            .otherLibrary: jazz, .ownLibrary: jazz, .mixedView: jazz,
             .expired: expired, .revoked: revoked,
         ]
         clock.advance(120)
@@ -118,19 +138,24 @@ struct AccessKeyMatrixTests {
     /// request sent to `port` (the app itself, or another instance on its database).
     static func checkEveryRoute(of app: BlueLibraryApp, at port: Int, keys: [Caller: String?]) throws {
         // Admin last: its deletes (a view, a library's albums) come after everyone else's reads.
-        let order: [Caller] = [.none, .expired, .revoked, .otherLibrary, .read, .write, .admin]
+        let order: [Caller] = [.none, .expired, .revoked, .otherLibrary, .mixedView, .read, .write, .ownLibrary, .admin]
         var checked = 0
         for caller in order {
             for route in app.router.routeTable {
                 let method = route.method.rawValue
-                let path = route.pattern.replacingOccurrences(of: "{lib}", with: "default")
+                let (library, view) = switch caller {
+                case .ownLibrary: ("jazz", "jazz-only")
+                case .mixedView: ("default", "mixed")
+                default: ("default", "all")
+                }
+                let path = route.pattern.replacingOccurrences(of: "{lib}", with: library)
                     .replacingOccurrences(of: "{id}", with: "01HZY8Q6V9T3X2K7M4N5P6R7S8").replacingOccurrences(of: "{index}", with: "0")
-                    .replacingOccurrences(of: "{view}", with: "all").replacingOccurrences(of: "{file}", with: "index.html")
+                    .replacingOccurrences(of: "{view}", with: view).replacingOccurrences(of: "{file}", with: "index.html")
                 let rule = AccessPolicy.rule(method: route.method, path: Substring(path), pattern: route.pattern)
                 let json = ["POST", "PUT", "PATCH"].contains(method) ? "{}" : nil
                 let response = try send(port, method, path, key: keys[caller] ?? nil, json: json)
                 let where_ = "\(caller.rawValue): \(method) \(route.pattern) → \(response.status) \(response.text.prefix(200))"
-                switch expected(rule, caller) {
+                switch expected(rule, caller, pattern: route.pattern) {
                 case .admitted:
                     #expect(![401, 403, 429].contains(response.status), "\(where_)")
                 case let .status(status):

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTestSupport
 import Postgres
+import ServerRecords
 import SQLite
 @testable import Storage
 import TestThreads
@@ -118,5 +119,37 @@ struct PostgresSchemaTests {
             }
             #expect(equalToB == expectedEqual)
         }
+    }
+}
+
+/// A PostgreSQL database from before keys (v10, with a token) upgraded by v11: the token is the
+/// admin key `token` for every library, with its hash, and `access_token` is gone.
+@Suite("PostgreSQL: the token of a database from before keys", .ownThreads)
+struct PostgresKeysUpgradeTests {
+    @Test func theTokenBecomesTheAdminKeyToken() throws {
+        let pool = try TestDatabase().pool(size: 1)
+        let before = PostgresSchema.migrations.dropLast()
+        #expect(before.last?.identifier == "v10-search-positions")
+        try pool.withConnection { connection in
+            try connection.execute("""
+                CREATE TABLE schema_migrations (seq bigint GENERATED ALWAYS AS IDENTITY, identifier text COLLATE "C" PRIMARY KEY, applied_at bigint NOT NULL)
+                """)
+            for migration in before {
+                try connection.execute(migration.statements)
+                try connection.run("INSERT INTO schema_migrations (identifier, applied_at) VALUES ($1, 0)", [.text(migration.identifier)])
+            }
+            try connection.run(
+                "INSERT INTO access_token (id, algorithm, salt, hash, iterations, updated_at) VALUES (1, 'pbkdf2-sha256', $1, $2, 1000, 1700000000000)",
+                [.bytes([1, 2, 3]), .bytes([4, 5, 6])])
+        }
+        #expect(try PostgresSchema.migrate(pool: pool) == ["v11-access-keys"])
+        let records = PostgresServerRecords(pool: pool)
+        let keys = try records.accessKeys()
+        #expect(keys.map(\.id) == ["token"] && keys.first?.scopes == [.admin] && keys.first?.libraries == nil)
+        #expect(keys.first?.secret == TokenHash(algorithm: TokenHash.pbkdf2SHA256, salt: [1, 2, 3], hash: [4, 5, 6], iterations: 1000))
+        let dropped = try pool.withConnection { connection in
+            try connection.scalar("SELECT to_regclass('access_token') IS NULL", as: Bool.self)
+        }
+        #expect(dropped == true)
     }
 }

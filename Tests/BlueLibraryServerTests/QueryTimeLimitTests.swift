@@ -69,9 +69,10 @@ struct QueryTimeLimitTests {
         #expect(response.header("Retry-After") == nil, "the same read would fail again: no invitation to repeat it")
         #expect(try metric("bluelibrary_queries_timed_out_total", app) == 1)
         #expect(try metric("bluelibrary_queries_cancelled_total", app) == 0)
-        // A cheap read and a write are served as before.
-        let cheap = try RawHTTPClient.request(port: app.port, path: "/albums?limit=2")
-        #expect(cheap.status == 200, "\(cheap.text)")
+        // A cheap read and a write are served as before. (The cheap read is asked until it
+        // answers: on a loaded machine even it may pass 50 ms now and then, and is then refused
+        // like any other read past the limit.)
+        #expect(eventually { (try? RawHTTPClient.request(port: app.port, path: "/albums?limit=2").status) == 200 })
         let created = try RawHTTPClient.request(
             port: app.port, method: "POST", path: "/albums", headers: ["Content-Type": "application/json"],
             body: Array(#"{"title":"Blue Train","artist":"John Coltrane"}"#.utf8))

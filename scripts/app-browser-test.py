@@ -567,6 +567,44 @@ class Run:
         if self.js("return document.activeElement.id") != "edit":
             raise Failure("the focus does not go back to Edit after Escape")
 
+    def reorder_by_keyboard_then_undo(self):
+        # Alt+Right moves the selected album one place later (one POST /albums/{id}/move per
+        # press), Alt+Left earlier; the selection follows it; Undo puts it back, one move a time.
+        url = self.driver.current_url
+        order = lambda: [a["id"] for a in self.api("GET", "/albums?limit=50", token=False, expect=200)["items"]]
+        before = order()
+        self.focus("covers")
+        self.key(Keys.HOME)
+        first = self.names()[0]
+        self.until(lambda: self.selected_name() == first, "Home selects the first album")
+        self.collect_logs()
+        seen = len(self.requests)
+        self.key(Keys.ALT, Keys.ARROW_RIGHT)
+        self.until(lambda: self.names()[1] == first and order()[1] == before[0], "Alt+Right moves the first album to the second place")
+        self.until(lambda: "Moved" in self.js("return document.getElementById('banner').textContent"), "the move is announced")
+        self.shot("app-reorder.png")
+        self.key(Keys.ALT, Keys.ARROW_RIGHT)
+        self.until(lambda: self.names()[2] == first and order()[2] == before[0], "Alt+Right again: the third place")
+        if self.selected_name() != first or self.js("return document.activeElement.id") != "covers":
+            raise Failure("the moved album is not still selected, with the focus on the covers")
+        self.key(Keys.ALT, Keys.ARROW_LEFT)
+        self.until(lambda: self.names()[1] == first and order()[1] == before[0], "Alt+Left moves it back one place")
+        if self.driver.current_url != url:
+            raise Failure(f"Alt+Left navigated the browser to {self.driver.current_url}")
+        self.collect_logs()
+        moves = [u for u in self.requests[seen:] if u.endswith("/move")]
+        if len(moves) != 3:
+            raise Failure(f"{len(moves)} move requests for three key presses")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.names()[2] == first and order()[2] == before[0], "Undo undoes the last move")
+        self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled again")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.names()[1] == first and order()[1] == before[0], "Undo undoes the move before")
+        self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled again")
+        self.key(Keys.ENTER)
+        self.until(lambda: order() == before and self.names()[0] == first, "Undo restores the order")
+
     def reload_restores_the_selection(self):
         self.focus("covers")
         self.key(Keys.END)
@@ -990,7 +1028,7 @@ class Run:
         steps = [self.five_albums_appear, self.the_event_parser_handles_split_chunks, self.keyboard_selects, self.search_as_you_type,
                  self.delete_then_undo_with_the_token,
                  self.add_with_an_error_then_at_a_position, self.a_failed_cover_is_tried_again_on_the_next_view,
-                 self.edit_in_place,
+                 self.edit_in_place, self.reorder_by_keyboard_then_undo,
                  self.reload_restores_the_selection,
                  self.a_second_window_sees_changes, self.switcher_pages_and_views, self.a_list_view_sorts_and_scrolls,
                  self.resumes_after_a_disconnect,

@@ -58,6 +58,8 @@ const app = {
   saveTimer: null,
   searchTimer: null,
   tableRequest: 0,
+  /** True while a move (Alt+arrow) is on its way: one at a time. */
+  moving: false,
   /** The album being edited: `{id, library, album, etag}` (the ETag its fields were read at), or null. */
   editing: null,
   /** Counts open() calls (and switches): a superseded one stops where it is. */
@@ -368,6 +370,8 @@ async function deleteSelected() {
 
 async function undo() {
   const library = undoLibrary();
+  // Disabling the focused button drops the focus: it is given back when Undo is enabled again.
+  const focused = document.activeElement === ui.undo;
   ui.undo.disabled = true;
   try {
     const { data } = await app.api.post(`${libraryPrefix(library)}undo?client=${seg(app.client)}`);
@@ -382,7 +386,10 @@ async function undo() {
     report(error, 'Undo');
   }
   app.undoETag = null;
-  refreshUndo();
+  await refreshUndo();
+  if (focused && (document.activeElement === document.body || document.activeElement === null)) {
+    (ui.undo.disabled ? listFocus() : ui.undo).focus();
+  }
 }
 
 function openAddDialog() {
@@ -519,6 +526,41 @@ async function changedMeanwhile(editing, patch) {
   }
 }
 
+// ---- Reorder ---------------------------------------------------------------------------------
+
+/**
+ * Moves the selected album one place (`step` -1 or 1) with `POST /albums/{id}/move`, one move
+ * per key press (a press while one is on its way is ignored). Only in the library's own order:
+ * a search, a sorted list or a view has no place to move to.
+ */
+async function moveSelected(step) {
+  const list = app.list;
+  const item = selectedItem();
+  if (!item || app.moving || !app.access.mayWrite(sourceLibraries())) return;
+  if (!list.inLibraryOrder) {
+    announce('Albums can be moved in a library\'s own order only (not in a search, a sorted list or a view).');
+    return;
+  }
+  const at = list.indexOf(item.id);
+  const to = at + step;
+  if (to < 0 || to >= list.items.length) return;
+  app.moving = true;
+  try {
+    const { data } = await app.api.post(`${libraryPrefix(list.source.id)}albums/${seg(item.id)}/move`, { index: to });
+    if (app.list !== list) return;
+    list.place(data, data.index);
+    render();
+    select(data.id, { save: false });
+    announce(`Moved “${data.title}” to position ${data.index}.`);
+    refreshUndo();
+  } catch (error) {
+    if (error.status === 403) refreshAccess();
+    report(error, `Moving “${item.title}”`);
+  } finally {
+    app.moving = false;
+  }
+}
+
 // ---- Covers or list, and the list's order ----------------------------------------------------
 
 /** The element that holds the album selection in the layout shown. */
@@ -580,9 +622,18 @@ function onSearchInput() {
   }, 250);
 }
 
+/** Alt with an arrow moves the selected album: left/up one place earlier, right/down one later. */
+const MOVE_KEYS = { ArrowLeft: -1, ArrowUp: -1, ArrowRight: 1, ArrowDown: 1 };
+
 function onKey(event) {
   const items = app.list?.items || [];
   if (!items.length || event.target.closest('button')) return;
+  if (event.altKey && MOVE_KEYS[event.key]) {
+    // Also keeps the browser from taking Alt+Left as "back".
+    event.preventDefault();
+    if (!event.repeat) moveSelected(MOVE_KEYS[event.key]);
+    return;
+  }
   const at = Math.max(0, app.list.indexOf(app.selected));
   const page = app.layout === 'list' ? app.table.pageRows : 5;
   const target = {

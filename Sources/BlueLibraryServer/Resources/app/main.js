@@ -151,7 +151,9 @@ function render() {
   }
   ui.state.textContent = `${STATE_TEXT[list.state]}${list.items.length ? ` · ${list.items.length}${list.next ? '+' : ''} albums` : ''}`;
   ui.covers.setAttribute('aria-busy', String(list.state === 'loading'));
-  app.scroller.render(list.items, (item) => list.libraryOf(item));
+  // The covers are not virtualised: while the list view is shown (which may have paged far),
+  // they are left as they are and brought up to date when shown again.
+  if (app.layout === 'covers') app.scroller.render(list.items, (item) => list.libraryOf(item));
   app.table.show(list, app.selected, list.sort);
   if (list.state === 'outdated') {
     announce(list.reason || 'The library changed - reload', { action: { label: 'Reload', run: () => reload() } });
@@ -577,6 +579,10 @@ function setLayout(layout, { focus = false } = {}) {
   document.querySelector('[role=toolbar]').setAttribute('aria-controls', listFocus().id);
   document.documentElement.dataset.layout = layout;
   if (app.list) {
+    if (layout === 'covers') {
+      app.scroller.render(app.list.items, (item) => app.list.libraryOf(item));
+      markSelection();
+    }
     app.table.show(app.list, app.selected, app.list.sort);
     if (app.selected) select(app.selected, { save: false });
   }

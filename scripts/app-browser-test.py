@@ -567,9 +567,25 @@ class Run:
         if self.js("return document.activeElement.id") != "edit":
             raise Failure("the focus does not go back to Edit after Escape")
 
-    def reorder_by_keyboard_then_undo(self):
+    DRAG_JS = """
+        const [fromId, toId, after, drop] = arguments;
+        const from = document.getElementById('album-' + fromId), to = document.getElementById('album-' + toId);
+        const box = to.getBoundingClientRect();
+        const at = { clientX: after ? box.right - 4 : box.left + 4, clientY: box.top + 10 };
+        const data = new DataTransfer();
+        const fire = (element, type) => element.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: data, ...at }));
+        fire(from, 'dragstart');
+        fire(to, 'dragenter');
+        const accepted = !fire(to, 'dragover');
+        const mark = to.classList.contains(after ? 'drop-after' : 'drop-before');
+        if (drop) { fire(to, 'drop'); fire(from, 'dragend'); }
+        return { accepted, mark };
+    """
+
+    def reorder_by_keyboard_and_drag_then_undo(self):
         # Alt+Right moves the selected album one place later (one POST /albums/{id}/move per
         # press), Alt+Left earlier; the selection follows it; Undo puts it back, one move a time.
+        # Then drag and drop (DragEvents dispatched as Chromium's would be): one move per drop.
         url = self.driver.current_url
         order = lambda: [a["id"] for a in self.api("GET", "/albums?limit=50", token=False, expect=200)["items"]]
         before = order()
@@ -604,6 +620,27 @@ class Run:
         self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled again")
         self.key(Keys.ENTER)
         self.until(lambda: order() == before and self.names()[0] == first, "Undo restores the order")
+        # The first album dragged onto the right half of the third: it lands third (index 2).
+        self.collect_logs()
+        seen = len(self.requests)
+        ids = [self.js("return [...document.querySelectorAll('#covers [role=option]')].map(o => o.dataset.id)")][0]
+        hover = self.js(self.DRAG_JS, ids[0], ids[2], True, False)
+        if hover != {"accepted": True, "mark": True}:
+            raise Failure(f"dragging over the third cover: {hover}")
+        self.shot("app-drag.png")
+        self.js("document.getElementById('covers').dispatchEvent(new DragEvent('dragend', { bubbles: true }))")
+        self.js(self.DRAG_JS, ids[0], ids[2], True, True)
+        self.until(lambda: order()[:3] == [ids[1], ids[2], ids[0]] and self.names()[2] == first, "the drop moves the first album to the third place")
+        if self.selected_name() != first or self.js("return document.querySelectorAll('#covers .drop-before, #covers .drop-after').length"):
+            raise Failure("after the drop the album is not selected, or a drop mark stays")
+        self.collect_logs()
+        moves = [u for u in self.requests[seen:] if u.endswith("/move")]
+        if len(moves) != 1:
+            raise Failure(f"{len(moves)} move requests for one drop")
+        self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        self.until(lambda: order() == before and self.names()[0] == first, "Undo puts the dropped album back")
 
     def reload_restores_the_selection(self):
         self.focus("covers")
@@ -1028,7 +1065,7 @@ class Run:
         steps = [self.five_albums_appear, self.the_event_parser_handles_split_chunks, self.keyboard_selects, self.search_as_you_type,
                  self.delete_then_undo_with_the_token,
                  self.add_with_an_error_then_at_a_position, self.a_failed_cover_is_tried_again_on_the_next_view,
-                 self.edit_in_place, self.reorder_by_keyboard_then_undo,
+                 self.edit_in_place, self.reorder_by_keyboard_and_drag_then_undo,
                  self.reload_restores_the_selection,
                  self.a_second_window_sees_changes, self.switcher_pages_and_views, self.a_list_view_sorts_and_scrolls,
                  self.resumes_after_a_disconnect,

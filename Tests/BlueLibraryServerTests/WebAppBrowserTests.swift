@@ -13,7 +13,8 @@ import Testing
 /// cover shows the album's monogram (the reason only in its tooltip and description), is asked
 /// for once more when it comes back into view, never in a loop; edit in place (F2, field errors,
 /// a new cover shown after saving, a 412 that shows the current values and overwrites nothing);
-/// Alt+arrows move the selected album, one move request per press, and Undo restores the order;
+/// Alt+arrows and a drag and drop move an album, one move request per press or drop, and Undo
+/// restores the order;
 /// reload restores the selection; a second window sees a change made in the first and one made with
 /// curl, and a cover given and then changed elsewhere (new bytes at the same thumbnail URL);
 /// the library/view switcher, infinite scroll over 120 distinct albums, the view's outdated

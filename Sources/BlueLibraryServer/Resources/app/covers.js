@@ -129,6 +129,8 @@ export class CoverScroller {
     option.setAttribute('role', 'option');
     option.id = `album-${item.id}`;
     option.className = 'album';
+    // Reordering by drag and drop (main.js refuses the drag where albums cannot be moved).
+    option.draggable = true;
     option.dataset.id = item.id;
     option.dataset.cover = `${libraryPrefix(library)}albums/${seg(item.id)}/cover?size=${THUMBNAIL}`;
     const frame = document.createElement('div');

@@ -530,22 +530,29 @@ async function changedMeanwhile(editing, patch) {
 
 // ---- Reorder ---------------------------------------------------------------------------------
 
+/** Whether albums may be moved here: a library's own order, with a key that may write to it. */
+function canReorder() {
+  return Boolean(app.list?.inLibraryOrder) && app.access.mayWrite(sourceLibraries());
+}
+
+const NOT_HERE = 'Albums can be moved in a library\'s own order only (not in a search, a sorted list or a view).';
+
 /**
- * Moves the selected album one place (`step` -1 or 1) with `POST /albums/{id}/move`, one move
- * per key press (a press while one is on its way is ignored). Only in the library's own order:
- * a search, a sorted list or a view has no place to move to.
+ * Moves the selected album one place (`step` -1 or 1), one move per key press (a press while
+ * one is on its way is ignored). Only in the library's own order: a search, a sorted list or a
+ * view has no place to move to.
  */
-async function moveSelected(step) {
-  const list = app.list;
+function moveSelected(step) {
   const item = selectedItem();
   if (!item || app.moving || !app.access.mayWrite(sourceLibraries())) return;
-  if (!list.inLibraryOrder) {
-    announce('Albums can be moved in a library\'s own order only (not in a search, a sorted list or a view).');
-    return;
-  }
-  const at = list.indexOf(item.id);
-  const to = at + step;
-  if (to < 0 || to >= list.items.length) return;
+  if (!app.list.inLibraryOrder) { announce(NOT_HERE); return; }
+  const to = app.list.indexOf(item.id) + step;
+  if (to >= 0 && to < app.list.items.length) moveAlbum(item, to);
+}
+
+/** `POST /albums/{id}/move` to `to`; the album stays (or becomes) the selected one. */
+async function moveAlbum(item, to) {
+  const list = app.list;
   app.moving = true;
   try {
     const { data } = await app.api.post(`${libraryPrefix(list.source.id)}albums/${seg(item.id)}/move`, { index: to });
@@ -561,6 +568,58 @@ async function moveSelected(step) {
   } finally {
     app.moving = false;
   }
+}
+
+/**
+ * Drag and drop on the covers: an album dropped on the left half of another goes before it,
+ * on the right half after it; one move per drop. The mark between covers shows where.
+ */
+function wireDragAndDrop() {
+  let dragged = null;
+  const clear = () => {
+    for (const option of ui.covers.querySelectorAll('.drop-before, .drop-after')) option.classList.remove('drop-before', 'drop-after');
+  };
+  const spot = (event) => {
+    const option = event.target.closest?.('[role=option]');
+    if (!dragged || !option || option.dataset.id === dragged) return null;
+    const box = option.getBoundingClientRect();
+    return { option, after: event.clientX > box.left + box.width / 2 };
+  };
+  ui.covers.addEventListener('dragstart', (event) => {
+    const option = event.target.closest('[role=option]');
+    if (!option || app.moving || !canReorder()) {
+      event.preventDefault();
+      if (option && !app.list?.inLibraryOrder) announce(NOT_HERE);
+      return;
+    }
+    dragged = option.dataset.id;
+    event.dataTransfer.effectAllowed = 'move';
+    event.dataTransfer.setData('text/plain', option.getAttribute('aria-label'));
+    select(dragged);
+  });
+  ui.covers.addEventListener('dragover', (event) => {
+    const target = spot(event);
+    clear();
+    if (!target) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = 'move';
+    target.option.classList.add(target.after ? 'drop-after' : 'drop-before');
+  });
+  ui.covers.addEventListener('dragleave', (event) => { if (!ui.covers.contains(event.relatedTarget)) clear(); });
+  ui.covers.addEventListener('drop', (event) => {
+    const target = spot(event);
+    clear();
+    if (!target) return;
+    event.preventDefault();
+    const from = app.list.indexOf(dragged);
+    const at = app.list.indexOf(target.option.dataset.id);
+    dragged = null;
+    // `to` is where the album ends up: after it leaves its place, those behind it move up one.
+    let to = target.after ? at + 1 : at;
+    if (to > from) to -= 1;
+    if (from >= 0 && at >= 0 && to !== from) moveAlbum(app.list.items[from], to);
+  });
+  ui.covers.addEventListener('dragend', () => { dragged = null; clear(); });
 }
 
 // ---- Covers or list, and the list's order ----------------------------------------------------
@@ -715,6 +774,7 @@ async function start() {
   app.table = new AlbumTable(ui.grid, { onSelect: (id) => select(id), onSort: sortBy });
   ui.covers.addEventListener('keydown', onKey);
   ui.grid.addEventListener('keydown', onKey);
+  wireDragAndDrop();
   ui.showCovers.addEventListener('click', () => setLayout('covers', { focus: true }));
   ui.showList.addEventListener('click', () => setLayout('list', { focus: true }));
   setLayout(app.layout);

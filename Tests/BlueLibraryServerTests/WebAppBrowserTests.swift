@@ -9,15 +9,21 @@ import Testing
 /// against a real `bluelibrary serve` process behind a real nginx that mounts it under
 /// `/music/`. Every step of the script must pass: the five albums appear (128-px thumbnails);
 /// the event-stream parser on awkward chunks; keyboard selection and tab order; delete then
-/// undo behind the token prompt; add with a validation error, then at a position; reload
-/// restores the selection; a second window sees a change made in the first and one made with
+/// undo behind the token prompt; add with a validation error, then at a position; a failed
+/// cover shows the album's monogram (the reason only in its tooltip and description), is asked
+/// for once more when it comes back into view, never in a loop; edit in place (F2, field errors,
+/// a new cover shown after saving, a 412 that shows the current values and overwrites nothing);
+/// Alt+arrows and a drag and drop move an album, one move request per press or drop, and Undo
+/// restores the order;
+/// reload restores the selection; a second window sees a change made in the first and one made with
 /// curl, and a cover given and then changed elsewhere (new bytes at the same thumbnail URL);
 /// the library/view switcher, infinite scroll over 120 distinct albums, the view's outdated
-/// banner, and fast switching (only the last choice opens, with one event stream); a dropped
+/// banner, and fast switching (only the last choice opens, with one event stream); the list
+/// view (remembered, virtualised, sorted by the server, keyboard selection); a dropped
 /// event stream resumes with Last-Event-ID and revalidates with If-None-Match; events are
 /// merged in order (an added-then-deleted album does not come back); a replaced library (PUT
 /// /archive) is shown without a reload; a lowered paging.maxLimit is followed; phone width,
-/// dark mode and text contrast; a read key hides Add, Delete and Undo and the header names it,
+/// dark mode and text contrast; a read key hides Edit, Add, Delete and Undo and the header names it,
 /// and the header's key button takes a key that may write; reads protected while a tab is live (its stream's 401 brings
 /// the token prompt), protected reads in a fresh tab, the 429 lock-out message on a request
 /// and on the stream; no request outside the prefix and no console errors.
@@ -64,6 +70,6 @@ import Testing
         #expect(!output.contains("FAIL"), "\(output)")
         // Every step reports itself; a step that was skipped would be missing here.
         let steps = output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
-        #expect(steps == 17, "\(output)")
+        #expect(steps == 21, "\(output)")
     }
 }

@@ -73,14 +73,16 @@ export class Api {
   /**
    * Sends a request; resolves to `{status, data, etag}` (status 304 has no data), rejects with
    * a Problem (or a TypeError when the network failed). A 401 shows the token prompt and
-   * sends the request again with the token, unless `prompt` is false.
+   * sends the request again with the token, unless `prompt` is false. `etag` is sent as
+   * `If-None-Match`, `ifMatch` as `If-Match` (a change made meanwhile is then a 412).
    */
-  async request(method, url, { body, etag, signal, prompt = true } = {}) {
+  async request(method, url, { body, etag, ifMatch, contentType = 'application/json', signal, prompt = true } = {}) {
     let reauthorized = false;
     for (;;) {
       const extra = {};
-      if (body !== undefined) extra['Content-Type'] = 'application/json';
+      if (body !== undefined) extra['Content-Type'] = contentType;
       if (etag) extra['If-None-Match'] = etag;
+      if (ifMatch) extra['If-Match'] = ifMatch;
       const response = await fetch(this.url(url), {
         method, headers: this.headers(extra), cache: 'no-store', signal,
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -104,5 +106,7 @@ export class Api {
   get(url, options) { return this.request('GET', url, options); }
   post(url, body) { return this.request('POST', url, { body }); }
   put(url, body, options = {}) { return this.request('PUT', url, { body, ...options }); }
+  /** A JSON merge patch, sent only if the resource still has the ETag `ifMatch`. */
+  patch(url, body, ifMatch) { return this.request('PATCH', url, { body, ifMatch, contentType: 'application/merge-patch+json' }); }
   delete(url) { return this.request('DELETE', url); }
 }

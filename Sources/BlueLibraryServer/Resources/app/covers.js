@@ -1,12 +1,60 @@
 // The cover scroller: a listbox of albums, each an option named "Title - Artist", whose
-// thumbnails load lazily (when scrolled near) and at most a few at a time. A cover that
-// cannot be shown leaves a placeholder that says why.
+// thumbnails load lazily (when scrolled near) and at most a few at a time. Until a cover is
+// shown (and when there is none, or it failed) the album's monogram stands in: its initials on
+// a colour derived from the artist. A failure's reason is only in the tooltip and the option's
+// description (screen readers); the cover is asked for again the next time it comes into view
+// or the list reloads, never in a loop.
 
 import { seg } from './api.js';
 import { libraryPrefix } from './model.js';
 
-const PARALLEL = 4;
+/**
+ * Thumbnails fetched at once. A browser keeps at most six connections to a host: with the
+ * event stream and the selected album's large cover this leaves one for the API even while
+ * every cover waits on a slow upstream.
+ */
+const PARALLEL = 3;
 const THUMBNAIL = 128;
+
+/** Up to two initials of `title` (the first letter or digit of its first two words). */
+export function initials(title) {
+  const words = String(title || '').split(/\s+/).map((word) => word.match(/[\p{L}\p{N}]/u)?.[0]).filter(Boolean);
+  return (words.slice(0, 2).join('') || '?').toLocaleUpperCase();
+}
+
+/**
+ * A hue (0-359) derived from `artist` (FNV-1a of its folded text): every album of an artist
+ * gets the same colour. The stylesheet keeps saturation and lightness low enough (45 %, 30 %)
+ * for white initials to have at least 5:1 contrast on any hue, in light and dark.
+ */
+export function hueOf(artist) {
+  let hash = 0x811c9dc5;
+  for (const char of String(artist || '').normalize('NFKD').toLocaleLowerCase()) {
+    hash ^= char.codePointAt(0);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % 360;
+}
+
+/**
+ * Fills `frame` (a `.cover` box) with the monogram of `item`: `state` is `loading`, `none`
+ * (the album has no cover) or `failed`; `reason` goes to the tooltip and to `note` (a visually
+ * hidden element that describes the option for screen readers), never on screen.
+ */
+export function showMonogram(frame, item, state, reason = '', note = null) {
+  const monogram = document.createElement('span');
+  monogram.className = 'monogram';
+  monogram.setAttribute('aria-hidden', 'true');
+  monogram.textContent = initials(item.title);
+  frame.replaceChildren(monogram);
+  frame.classList.remove('loading', 'none', 'failed');
+  frame.classList.add('cover', 'placeholder', state);
+  frame.dataset.state = state;
+  // CSSOM (not a style attribute): allowed by the app's style-src 'self'.
+  frame.style.setProperty('--hue', String(hueOf(item.artist)));
+  if (reason) frame.title = reason; else frame.removeAttribute('title');
+  if (note) note.textContent = reason;
+}
 
 export class CoverScroller {
   /**
@@ -29,10 +77,17 @@ export class CoverScroller {
     this.sentinel.setAttribute('aria-hidden', 'true');
     this.visibility = new IntersectionObserver((entries) => {
       for (const entry of entries) {
-        if (!entry.isIntersecting) continue;
-        if (entry.target === this.sentinel) { onNearEnd(); continue; }
-        this.visibility.unobserve(entry.target);
-        this.enqueue(entry.target);
+        const option = entry.target;
+        if (option === this.sentinel) { if (entry.isIntersecting) onNearEnd(); continue; }
+        // A failed cover is watched until it leaves the view; coming back, it is tried once more.
+        if (!entry.isIntersecting) {
+          if (option.dataset.retry === 'after-leave') option.dataset.retry = 'on-enter';
+          continue;
+        }
+        if (option.dataset.retry === 'after-leave') continue;
+        delete option.dataset.retry;
+        this.visibility.unobserve(option);
+        this.enqueue(option);
       }
     }, { root: listbox, rootMargin: '0px 600px' });
   }
@@ -74,16 +129,22 @@ export class CoverScroller {
     option.setAttribute('role', 'option');
     option.id = `album-${item.id}`;
     option.className = 'album';
+    // Reordering by drag and drop (main.js refuses the drag where albums cannot be moved).
+    option.draggable = true;
     option.dataset.id = item.id;
     option.dataset.cover = `${libraryPrefix(library)}albums/${seg(item.id)}/cover?size=${THUMBNAIL}`;
     const frame = document.createElement('div');
-    frame.className = 'cover placeholder';
-    frame.textContent = item.coverUrl ? 'Loading cover…' : 'No cover';
     const title = document.createElement('span');
     title.className = 'title';
     const artist = document.createElement('span');
     artist.className = 'artist';
-    option.append(frame, title, artist);
+    // What the monogram stands for (no cover, or why it failed), for screen readers only.
+    const note = document.createElement('span');
+    note.className = 'visually-hidden';
+    note.id = `cover-note-${item.id}`;
+    option.setAttribute('aria-describedby', note.id);
+    option.append(frame, title, artist, note);
+    showMonogram(frame, item, item.coverUrl ? 'loading' : 'none', item.coverUrl ? '' : 'No cover', note);
     this.update(option, item);
     return option;
   }
@@ -93,26 +154,47 @@ export class CoverScroller {
     option.querySelector('.title').textContent = item.title;
     option.querySelector('.artist').textContent = item.artist;
     const source = item.coverUrl || '';
+    const frame = option.querySelector('.cover');
     if (option.dataset.source === undefined) {
       option.dataset.source = source;
     } else if (option.dataset.source !== source) {
       // The album's cover changed (edited here or elsewhere): show the new one.
       option.dataset.source = source;
-      const frame = option.querySelector('.cover');
-      frame.className = 'cover placeholder';
-      frame.removeAttribute('title');
-      frame.textContent = source ? 'Loading cover…' : 'No cover';
+      showMonogram(frame, item, source ? 'loading' : 'none', source ? '' : 'No cover', this.note(option));
       this.inflight.get(item.id)?.abort();
       const url = this.objectURLs.get(item.id);
       if (url) { URL.revokeObjectURL(url); this.objectURLs.delete(item.id); }
+      delete option.dataset.retry;
       if (source) this.enqueue(option);
+    } else if (frame.dataset.state !== 'loaded') {
+      // A new title or artist: a new monogram (same state, same reason).
+      showMonogram(frame, item, frame.dataset.state, frame.title, this.note(option));
+    }
+  }
+
+  note(option) { return option.querySelector('.visually-hidden'); }
+
+  /**
+   * The list reloaded: every cover that failed is asked for again once, when it is (or next
+   * comes) into view. Observing again reports at once whether it is in view.
+   */
+  retryFailed() {
+    for (const option of this.options.values()) {
+      if (option.querySelector('.cover').dataset.state !== 'failed') continue;
+      option.dataset.retry = 'on-enter';
+      this.visibility.unobserve(option);
+      this.visibility.observe(option);
     }
   }
 
   /** The server has just fetched `coverUrl` (`cover.loaded`): options that gave up on it try again. */
   retry(coverUrl) {
     for (const option of this.options.values()) {
-      if (option.dataset.source === coverUrl && option.querySelector('.cover.failed')) this.enqueue(option);
+      if (option.dataset.source === coverUrl && option.querySelector('.cover.failed')) {
+        delete option.dataset.retry;
+        this.visibility.unobserve(option);
+        this.enqueue(option);
+      }
     }
   }
 
@@ -151,7 +233,7 @@ export class CoverScroller {
       if (response.ok) bytes = await response.blob();
     } catch {
       if (controller.signal.aborted || !wanted()) return;
-      return this.fail(frame, 'Cover not loaded: the server could not be reached.');
+      return this.fail(option, 'Cover not loaded: the server could not be reached.');
     } finally {
       if (this.inflight.get(id) === controller) this.inflight.delete(id);
     }
@@ -165,7 +247,7 @@ export class CoverScroller {
     if (!response.ok) {
       let detail = `the server answered ${response.status}`;
       try { detail = (await response.json()).detail || detail; } catch { /* not a problem document */ }
-      return this.fail(frame, `Cover unavailable: ${detail}`);
+      return this.fail(option, `Cover unavailable: ${detail}`);
     }
     const url = URL.createObjectURL(bytes);
     const image = document.createElement('img');
@@ -176,14 +258,17 @@ export class CoverScroller {
     image.addEventListener('load', () => {
       if (this.objectURLs.get(id) !== url) return;
       frame.replaceChildren(image);
-      frame.classList.remove('placeholder', 'failed');
+      frame.className = 'cover';
+      frame.dataset.state = 'loaded';
+      frame.removeAttribute('title');
+      this.note(option).textContent = '';
       if (this.firstCoverShown === null) {
         this.firstCoverShown = performance.now();
         document.documentElement.dataset.firstCover = String(Math.round(this.firstCoverShown));
       }
     }, { once: true });
     image.addEventListener('error', () => {
-      if (this.objectURLs.get(id) === url) this.fail(frame, 'Cover unavailable: the image could not be decoded.');
+      if (this.objectURLs.get(id) === url) this.fail(option, 'Cover unavailable: the image could not be decoded.');
     }, { once: true });
     image.src = url;
     const previous = this.objectURLs.get(id);
@@ -191,9 +276,65 @@ export class CoverScroller {
     this.objectURLs.set(id, url);
   }
 
-  fail(frame, reason) {
-    frame.classList.add('placeholder', 'failed');
-    frame.textContent = reason;
-    frame.title = reason;
+  /** The monogram with the reason in its tooltip and description; tried again on the next view. */
+  fail(option, reason) {
+    const frame = option.querySelector('.cover');
+    const item = { title: option.querySelector('.title').textContent, artist: option.querySelector('.artist').textContent };
+    showMonogram(frame, item, 'failed', reason, this.note(option));
+    option.dataset.retry = 'after-leave';
+    this.visibility.unobserve(option);
+    this.visibility.observe(option);
   }
+}
+
+/**
+ * One cover shown large (the selected album's, beside its details): `path` is the album's
+ * cover route. The monogram stands in while it loads, when there is none and when it fails
+ * (the reason in the tooltip and in the frame's label). Resolves when done; a later call
+ * for the same frame wins (an earlier answer is dropped).
+ */
+export async function showCover(api, frame, path, item, size = 256) {
+  const turn = (frame.turn = (frame.turn || 0) + 1);
+  // The previous album's cover is no longer wanted: its connection is given back at once.
+  frame.request?.abort();
+  const controller = new AbortController();
+  frame.request = controller;
+  frame.setAttribute('role', 'img');
+  const label = (text) => frame.setAttribute('aria-label', `Cover of ${item.title}${text ? `: ${text}` : ''}`);
+  if (frame.objectURL) { URL.revokeObjectURL(frame.objectURL); frame.objectURL = null; }
+  if (!item.coverUrl) { showMonogram(frame, item, 'none', 'No cover'); label('no cover'); return; }
+  showMonogram(frame, item, 'loading');
+  label('loading');
+  let reason;
+  try {
+    const response = await fetch(api.url(`${path}?size=${size}`), {
+      headers: api.headers({ Accept: 'image/avif,image/webp,image/*' }), cache: 'no-cache', signal: controller.signal,
+    });
+    if (turn !== frame.turn) return;
+    if (response.ok) {
+      const url = URL.createObjectURL(await response.blob());
+      const image = new Image(size, size);
+      image.alt = '';
+      image.src = url;
+      await image.decode();
+      if (turn !== frame.turn) { URL.revokeObjectURL(url); return; }
+      frame.objectURL = url;
+      frame.replaceChildren(image);
+      frame.classList.remove('placeholder', 'loading');
+      frame.dataset.state = 'loaded';
+      frame.removeAttribute('title');
+      label('');
+      return;
+    }
+    let detail = `the server answered ${response.status}`;
+    try { detail = (await response.json()).detail || detail; } catch { /* not a problem document */ }
+    reason = `Cover unavailable: ${detail}`;
+  } catch {
+    if (turn !== frame.turn) return;
+    reason = 'Cover not loaded: the server could not be reached or the image could not be decoded.';
+  }
+  if (turn !== frame.turn) return;
+  frame.request = null;
+  showMonogram(frame, item, 'failed', reason);
+  label(reason);
 }

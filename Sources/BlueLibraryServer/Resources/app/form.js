@@ -1,7 +1,11 @@
-// The "Add album" dialog: reads the fields, and shows a 422 problem's field errors next to
-// the fields they name.
+// The album forms ("Add album" and the edit form): read the fields, and show a 422 problem's
+// field errors next to the fields they name (each field's first `aria-describedby` element).
 
 const FIELDS = ['title', 'artist', 'genre', 'year', 'coverUrl', 'index'];
+
+const fieldsOf = (form) => FIELDS.filter((name) => form.elements[name]);
+const messageOf = (input) => document.getElementById(input.getAttribute('aria-describedby').split(' ')[0]);
+const number = (text) => (/^-?\d+$/.test(text) ? Number(text) : text);
 
 /** The request body from the form: empty optional fields are left out. */
 export function albumBody(form) {
@@ -9,17 +13,41 @@ export function albumBody(form) {
   const body = { title: value('title'), artist: value('artist') };
   if (value('genre')) body.genre = value('genre');
   if (value('coverUrl')) body.coverUrl = value('coverUrl');
-  const number = (text) => (/^-?\d+$/.test(text) ? Number(text) : text);
   if (value('year')) body.year = number(value('year'));
   if (value('index')) body.index = number(value('index'));
   return body;
 }
 
+/** Fills the edit form with `album`'s fields. */
+export function fillAlbum(form, album) {
+  for (const name of fieldsOf(form)) form.elements[name].value = album[name] ?? '';
+}
+
+/**
+ * The JSON merge patch from the edit form to `album`: only the fields that changed; an
+ * emptied genre, year or cover URL is `null` (genre back to "Pop", year and cover cleared).
+ */
+export function albumPatch(form, album) {
+  const patch = {};
+  for (const name of ['title', 'artist', 'genre', 'year', 'coverUrl']) {
+    const text = form.elements[name].value.trim();
+    const before = album[name] ?? null;
+    if (text === '') {
+      if (name === 'title' || name === 'artist') patch[name] = text;
+      else if (before !== null && !(name === 'genre' && before === 'Pop')) patch[name] = null;
+      continue;
+    }
+    const value = name === 'year' ? number(text) : text;
+    if (value !== before) patch[name] = value;
+  }
+  return patch;
+}
+
 export function clearErrors(form) {
-  for (const name of FIELDS) {
+  for (const name of fieldsOf(form)) {
     const input = form.elements[name];
     input.removeAttribute('aria-invalid');
-    const message = document.getElementById(`${name}-error`);
+    const message = messageOf(input);
     message.hidden = true;
     message.textContent = '';
   }
@@ -35,11 +63,11 @@ export function showErrors(form, problem) {
   let first = null;
   const unplaced = [];
   for (const error of problem.errors) {
-    const name = FIELDS.find((field) => field === error.field);
+    const name = fieldsOf(form).find((field) => field === error.field);
     if (!name) { unplaced.push(error.message); continue; }
     const input = form.elements[name];
     input.setAttribute('aria-invalid', 'true');
-    const message = document.getElementById(`${name}-error`);
+    const message = messageOf(input);
     message.textContent = error.message;
     message.hidden = false;
     first ??= input;

@@ -6,8 +6,9 @@ import { Access } from './access.js';
 import { Api, Problem, seg } from './api.js';
 import { AlbumList, Source, libraryPrefix } from './model.js';
 import { EventStream } from './events.js';
-import { CoverScroller } from './covers.js';
-import { albumBody, clearErrors, showErrors } from './form.js';
+import { CoverScroller, showCover } from './covers.js';
+import { AlbumTable } from './listview.js';
+import { albumBody, albumPatch, clearErrors, fillAlbum, showErrors } from './form.js';
 import { announce, clearBanner, report } from './messages.js';
 import { askToken } from './token.js';
 
@@ -17,7 +18,10 @@ const ui = {
   details: $('details'), remove: $('delete'), undo: $('undo'), add: $('add'),
   addDialog: $('add-dialog'), addForm: $('add-form'), search: $('search'),
   access: $('access'), key: $('key'), readOnly: $('read-only'),
+  edit: $('edit'), editForm: $('edit-form'), editNote: $('edit-note'), detailCover: $('detail-cover'),
+  grid: $('album-grid'), showCovers: $('show-covers'), showList: $('show-list'),
 };
+const LAYOUT_KEY = 'bluelibrary.layout';
 const reducedMotion = matchMedia('(prefers-reduced-motion: reduce)');
 
 /** This browser's name for `PUT /state?client=` (kept in localStorage). */
@@ -42,12 +46,22 @@ const app = {
   list: null,
   stream: null,
   scroller: null,
+  /** The list view (a virtualised table). */
+  table: null,
+  /** `covers` or `list`, remembered per browser. */
+  layout: localStorage.getItem(LAYOUT_KEY) === 'list' ? 'list' : 'covers',
+  /** The order asked of the server ('' for the library's own). */
+  sort: '',
   selected: null,
   undoLibrary: null,
   undoETag: null,
   saveTimer: null,
   searchTimer: null,
   tableRequest: 0,
+  /** True while a move (Alt+arrow) is on its way: one at a time. */
+  moving: false,
+  /** The album being edited: `{id, library, album, etag}` (the ETag its fields were read at), or null. */
+  editing: null,
   /** Counts open() calls (and switches): a superseded one stops where it is. */
   opening: 0,
 };
@@ -100,6 +114,7 @@ async function open(source) {
   clearBanner();
   const list = new AlbumList(app.api, source);
   list.query = searchQuery();
+  list.sort = app.sort;
   app.list = list;
   list.addEventListener('change', () => { if (app.list === list) render(); });
   app.scroller.render([], () => source.id);
@@ -136,7 +151,10 @@ function render() {
   }
   ui.state.textContent = `${STATE_TEXT[list.state]}${list.items.length ? ` · ${list.items.length}${list.next ? '+' : ''} albums` : ''}`;
   ui.covers.setAttribute('aria-busy', String(list.state === 'loading'));
-  app.scroller.render(list.items, (item) => list.libraryOf(item));
+  // The covers are not virtualised: while the list view is shown (which may have paged far),
+  // they are left as they are and brought up to date when shown again.
+  if (app.layout === 'covers') app.scroller.render(list.items, (item) => list.libraryOf(item));
+  app.table.show(list, app.selected, list.sort);
   if (list.state === 'outdated') {
     announce(list.reason || 'The library changed - reload', { action: { label: 'Reload', run: () => reload() } });
   } else if (list.state === 'failed') {
@@ -147,6 +165,7 @@ function render() {
   markSelection();
   if (!list.items.length && list.state === 'loaded') showTable(null);
   ui.remove.disabled = !app.selected;
+  ui.edit.disabled = !app.selected;
   applyAccess();
 }
 
@@ -156,6 +175,7 @@ async function reload() {
   await app.list.load();
   if (keep && app.list.indexOf(keep) >= 0) app.selected = keep;
   render();
+  app.scroller.retryFailed();
 }
 
 function markSelection() {
@@ -164,6 +184,7 @@ function markSelection() {
   }
   if (app.selected) ui.covers.setAttribute('aria-activedescendant', `album-${app.selected}`);
   else ui.covers.removeAttribute('aria-activedescendant');
+  if (app.list) app.table.show(app.list, app.selected, app.list.sort);
 }
 
 function selectedItem() {
@@ -176,9 +197,16 @@ function select(id, { save = true } = {}) {
   app.selected = id;
   markSelection();
   ui.remove.disabled = !id;
-  const option = document.getElementById(`album-${id}`);
-  option?.scrollIntoView({ behavior: reducedMotion.matches ? 'auto' : 'smooth', block: 'nearest', inline: 'nearest' });
+  ui.edit.disabled = !id;
+  if (app.layout === 'list') {
+    app.table.reveal(app.list.indexOf(id));
+  } else {
+    const option = document.getElementById(`album-${id}`);
+    option?.scrollIntoView({ behavior: reducedMotion.matches ? 'auto' : 'smooth', block: 'nearest', inline: 'nearest' });
+  }
   if (!changed) return;
+  // Another album: an edit not saved is left (its form would show the wrong album).
+  if (app.editing) closeEdit({ focus: false });
   const item = selectedItem();
   showTable(item);
   if (save && item) saveState(item);
@@ -247,10 +275,12 @@ async function showTable(item) {
     head.replaceChildren();
     body.replaceChildren();
     ui.details.caption.textContent = 'No album selected';
+    ui.detailCover.hidden = true;
     return;
   }
+  const prefix = libraryPrefix(app.list.libraryOf(item));
+  showDetailCover(item);
   try {
-    const prefix = libraryPrefix(app.list.libraryOf(item));
     const { data } = await app.api.get(`${prefix}albums/${seg(item.id)}/table`);
     if (request !== app.tableRequest) return;
     head.replaceChildren(...data.titles.map((title) => Object.assign(document.createElement('th'), { scope: 'col', textContent: title })));
@@ -265,13 +295,24 @@ async function showTable(item) {
   }
 }
 
+/** The selected album's cover, large, beside its details (asked for again on each call). */
+function showDetailCover(item) {
+  ui.detailCover.hidden = false;
+  showCover(app.api, ui.detailCover, `${libraryPrefix(app.list.libraryOf(item))}albums/${seg(item.id)}/cover`, item);
+}
+
 // ---- Live events ---------------------------------------------------------------------------
 
 async function onEvent(type, data) {
-  if (type === 'cover.loaded') app.scroller.retry(data.coverUrl);
+  if (type === 'cover.loaded') {
+    app.scroller.retry(data.coverUrl);
+    const item = selectedItem();
+    if (item?.coverUrl === data.coverUrl && ui.detailCover.dataset.state === 'failed') showDetailCover(item);
+  }
   if (!type.startsWith('album.') && !type.startsWith('library.')) return;
   const before = app.list.indexOf(app.selected);
   await app.list.merge(type, data);
+  if (type.startsWith('library.')) app.scroller.retryFailed();
   if (app.selected && app.list.indexOf(app.selected) < 0) {
     const items = app.list.items;
     app.selected = items.length ? items[Math.min(Math.max(before, 0), items.length - 1)].id : null;
@@ -326,11 +367,13 @@ async function deleteSelected() {
   if (items.length) select(items[Math.min(at, items.length - 1)].id);
   announce(`Deleted “${item.title}”.`);
   refreshUndo();
-  ui.covers.focus();
+  listFocus().focus();
 }
 
 async function undo() {
   const library = undoLibrary();
+  // Disabling the focused button drops the focus: it is given back when Undo is enabled again.
+  const focused = document.activeElement === ui.undo;
   ui.undo.disabled = true;
   try {
     const { data } = await app.api.post(`${libraryPrefix(library)}undo?client=${seg(app.client)}`);
@@ -345,7 +388,10 @@ async function undo() {
     report(error, 'Undo');
   }
   app.undoETag = null;
-  refreshUndo();
+  await refreshUndo();
+  if (focused && (document.activeElement === document.body || document.activeElement === null)) {
+    (ui.undo.disabled ? listFocus() : ui.undo).focus();
+  }
 }
 
 function openAddDialog() {
@@ -366,8 +412,8 @@ async function submitAdd(event) {
   try {
     const { data } = await app.api.post(`${path}?client=${seg(app.client)}`, body);
     ui.addDialog.close();
-    if (source.isView || app.list.query) {
-      app.list.markOutdated(source.isView ? 'The view changed - reload' : 'Added - reload to see it in the search');
+    if (!app.list.inLibraryOrder) {
+      app.list.markOutdated(source.isView ? 'The view changed - reload' : `Added - reload to see it in the ${app.list.query ? 'search' : 'sorted list'}`);
     } else {
       app.list.place(data, data.index);
     }
@@ -375,7 +421,7 @@ async function submitAdd(event) {
     if (app.list.indexOf(data.id) >= 0) select(data.id);
     announce(`Added “${data.title}” at position ${data.index}.`);
     refreshUndo();
-    ui.covers.focus();
+    listFocus().focus();
   } catch (error) {
     if (error.status === 403) refreshAccess();
     if (error instanceof Problem && error.status !== 429) showErrors(form, error);
@@ -383,6 +429,240 @@ async function submitAdd(event) {
   } finally {
     submit.disabled = false;
   }
+}
+
+// ---- Edit in place -------------------------------------------------------------------------
+
+/** Shows the edit form in place of the details table, with the album's fields read afresh. */
+async function openEdit() {
+  const item = selectedItem();
+  if (!item || ui.edit.hidden) return;
+  const library = app.list.libraryOf(item);
+  try {
+    const { data, etag } = await app.api.get(`${libraryPrefix(library)}albums/${seg(item.id)}`);
+    if (app.selected !== item.id) return;
+    app.editing = { id: item.id, library, album: data, etag };
+  } catch (error) {
+    if (error.status === 404) return announce(`“${item.title}” was deleted meanwhile.`);
+    return report(error, `Opening “${item.title}” for editing`);
+  }
+  clearErrors(ui.editForm);
+  fillAlbum(ui.editForm, app.editing.album);
+  // The form is the cover's next view: a cover that failed is asked for again.
+  if (ui.detailCover.dataset.state === 'failed') showDetailCover(item);
+  ui.details.hidden = true;
+  ui.editForm.hidden = false;
+  ui.edit.setAttribute('aria-expanded', 'true');
+  ui.editForm.elements.title.focus();
+}
+
+function closeEdit({ focus = true } = {}) {
+  app.editing = null;
+  ui.editForm.hidden = true;
+  ui.details.hidden = false;
+  ui.edit.setAttribute('aria-expanded', 'false');
+  if (focus) (ui.edit.hidden ? listFocus() : ui.edit).focus();
+}
+
+/** An album the server answered (after an edit): in the list where it was, and on screen. */
+function showEdited(album, library) {
+  const at = app.list.indexOf(album.id);
+  if (at >= 0) app.list.items[at] = app.list.source.isView ? { ...album, library } : album;
+  render();
+  showTable(selectedItem());
+}
+
+/**
+ * Saves the fields that changed with PATCH and If-Match. 422: the errors beside the fields.
+ * 412 (changed meanwhile): the form shows the album as it is now, says so, and overwrites nothing.
+ */
+async function submitEdit(event) {
+  event.preventDefault();
+  const editing = app.editing;
+  if (!editing) return;
+  const form = ui.editForm;
+  const patch = albumPatch(form, editing.album);
+  if (!Object.keys(patch).length) { closeEdit(); return; }
+  const path = `${libraryPrefix(editing.library)}albums/${seg(editing.id)}`;
+  const submit = form.querySelector('[type=submit]');
+  submit.disabled = true;
+  try {
+    const { data } = await app.api.patch(path, patch, editing.etag);
+    if (app.editing !== editing) return;
+    closeEdit();
+    showEdited(data, editing.library);
+    announce(`Saved “${data.title}”.`);
+    refreshUndo();
+  } catch (error) {
+    if (app.editing !== editing) return;
+    if (error.status === 412) return changedMeanwhile(editing, patch);
+    if (error.status === 403) refreshAccess();
+    if (error.status === 404) { closeEdit(); announce(`“${editing.album.title}” was deleted meanwhile.`); return; }
+    if (error instanceof Problem && error.status === 422) showErrors(form, error);
+    else { closeEdit(); report(error, `Saving “${editing.album.title}”`); }
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+const FIELD_NAMES = { title: 'Title', artist: 'Artist', genre: 'Genre', year: 'Year', coverUrl: 'Cover URL' };
+
+/** The 412: reads the album again, shows its current values, and says what was not saved. */
+async function changedMeanwhile(editing, patch) {
+  try {
+    const { data, etag } = await app.api.get(`${libraryPrefix(editing.library)}albums/${seg(editing.id)}`);
+    if (app.editing !== editing) return;
+    editing.album = data;
+    editing.etag = etag;
+    clearErrors(ui.editForm);
+    fillAlbum(ui.editForm, data);
+    const yours = Object.entries(patch).map(([name, value]) => `${FIELD_NAMES[name]} “${value ?? ''}”`).join(', ');
+    ui.editNote.textContent = `Someone changed this album meanwhile: these are its current values. Nothing was saved (yours: ${yours}).`;
+    ui.editNote.hidden = false;
+    showEdited(data, editing.library);
+    ui.editForm.elements.title.focus();
+  } catch (error) {
+    closeEdit();
+    if (error.status === 404) announce(`“${editing.album.title}” was deleted meanwhile.`);
+    else report(error, 'Reading the album again');
+  }
+}
+
+// ---- Reorder ---------------------------------------------------------------------------------
+
+/** Whether albums may be moved here: a library's own order, with a key that may write to it. */
+function canReorder() {
+  return Boolean(app.list?.inLibraryOrder) && app.access.mayWrite(sourceLibraries());
+}
+
+const NOT_HERE = 'Albums can be moved in a library\'s own order only (not in a search, a sorted list or a view).';
+
+/**
+ * Moves the selected album one place (`step` -1 or 1), one move per key press (a press while
+ * one is on its way is ignored). Only in the library's own order: a search, a sorted list or a
+ * view has no place to move to.
+ */
+function moveSelected(step) {
+  const item = selectedItem();
+  if (!item || app.moving || !app.access.mayWrite(sourceLibraries())) return;
+  if (!app.list.inLibraryOrder) { announce(NOT_HERE); return; }
+  const to = app.list.indexOf(item.id) + step;
+  if (to >= 0 && to < app.list.items.length) moveAlbum(item, to);
+}
+
+/** `POST /albums/{id}/move` to `to`; the album stays (or becomes) the selected one. */
+async function moveAlbum(item, to) {
+  const list = app.list;
+  app.moving = true;
+  try {
+    const { data } = await app.api.post(`${libraryPrefix(list.source.id)}albums/${seg(item.id)}/move`, { index: to });
+    if (app.list !== list) return;
+    list.place(data, data.index);
+    render();
+    select(data.id, { save: false });
+    announce(`Moved “${data.title}” to position ${data.index}.`);
+    refreshUndo();
+  } catch (error) {
+    if (error.status === 403) refreshAccess();
+    report(error, `Moving “${item.title}”`);
+  } finally {
+    app.moving = false;
+  }
+}
+
+/**
+ * Drag and drop on the covers: an album dropped on the left half of another goes before it,
+ * on the right half after it; one move per drop. The mark between covers shows where.
+ */
+function wireDragAndDrop() {
+  let dragged = null;
+  const clear = () => {
+    for (const option of ui.covers.querySelectorAll('.drop-before, .drop-after')) option.classList.remove('drop-before', 'drop-after');
+  };
+  const spot = (event) => {
+    const option = event.target.closest?.('[role=option]');
+    if (!dragged || !option || option.dataset.id === dragged) return null;
+    const box = option.getBoundingClientRect();
+    return { option, after: event.clientX > box.left + box.width / 2 };
+  };
+  ui.covers.addEventListener('dragstart', (event) => {
+    const option = event.target.closest('[role=option]');
+    if (!option || app.moving || !canReorder()) {
+      event.preventDefault();
+      if (option && !app.list?.inLibraryOrder) announce(NOT_HERE);
+      return;
+    }
+    dragged = option.dataset.id;
+    event.dataTransfer.effectAllowed = 'move';
+    event.dataTransfer.setData('text/plain', option.getAttribute('aria-label'));
+    select(dragged);
+  });
+  ui.covers.addEventListener('dragover', (event) => {
+    const target = spot(event);
+    clear();
+    if (!target) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = 'move';
+    target.option.classList.add(target.after ? 'drop-after' : 'drop-before');
+  });
+  ui.covers.addEventListener('dragleave', (event) => { if (!ui.covers.contains(event.relatedTarget)) clear(); });
+  ui.covers.addEventListener('drop', (event) => {
+    const target = spot(event);
+    clear();
+    if (!target) return;
+    event.preventDefault();
+    const from = app.list.indexOf(dragged);
+    const at = app.list.indexOf(target.option.dataset.id);
+    dragged = null;
+    // `to` is where the album ends up: after it leaves its place, those behind it move up one.
+    let to = target.after ? at + 1 : at;
+    if (to > from) to -= 1;
+    if (from >= 0 && at >= 0 && to !== from) moveAlbum(app.list.items[from], to);
+  });
+  ui.covers.addEventListener('dragend', () => { dragged = null; clear(); });
+}
+
+// ---- Covers or list, and the list's order ----------------------------------------------------
+
+/** The element that holds the album selection in the layout shown. */
+function listFocus() { return app.layout === 'list' ? ui.grid : ui.covers; }
+
+/** Shows the covers or the list (and remembers which in this browser). */
+function setLayout(layout, { focus = false } = {}) {
+  app.layout = layout;
+  localStorage.setItem(LAYOUT_KEY, layout);
+  ui.covers.hidden = layout !== 'covers';
+  ui.grid.hidden = layout !== 'list';
+  ui.showCovers.setAttribute('aria-pressed', String(layout === 'covers'));
+  ui.showList.setAttribute('aria-pressed', String(layout === 'list'));
+  document.querySelector('[role=toolbar]').setAttribute('aria-controls', listFocus().id);
+  document.documentElement.dataset.layout = layout;
+  if (app.list) {
+    if (layout === 'covers') {
+      app.scroller.render(app.list.items, (item) => app.list.libraryOf(item));
+      markSelection();
+    }
+    app.table.show(app.list, app.selected, app.list.sort);
+    if (app.selected) select(app.selected, { save: false });
+  }
+  if (focus) listFocus().focus();
+}
+
+/** A column header asked for another order: the list is read again from the server in it. */
+async function sortBy(sort) {
+  const list = app.list;
+  if (!list) return;
+  app.sort = sort;
+  clearBanner();
+  const keep = app.selected;
+  ui.grid.scrollTop = 0;
+  ui.covers.scrollLeft = 0;
+  app.scroller.render([], () => list.source.id);
+  await list.sortBy(sort);
+  if (app.list !== list) return;
+  if (keep && list.indexOf(keep) < 0) app.selected = null;
+  render();
+  announce(sort ? `Sorted by ${sort.replace(/^-/, '').replace('createdAt', 'date added')}, ${sort.startsWith('-') ? 'descending' : 'ascending'}.` : 'In the library\'s order.');
 }
 
 /** What the search box asks for: '' while it holds no letter or digit (nothing to search for). */
@@ -407,11 +687,29 @@ function onSearchInput() {
   }, 250);
 }
 
+/** Alt with an arrow moves the selected album: left/up one place earlier, right/down one later. */
+const MOVE_KEYS = { ArrowLeft: -1, ArrowUp: -1, ArrowRight: 1, ArrowDown: 1 };
+
 function onKey(event) {
   const items = app.list?.items || [];
-  if (!items.length) return;
+  if (!items.length || event.target.closest('button')) return;
+  if (event.altKey && MOVE_KEYS[event.key]) {
+    // Also keeps the browser from taking Alt+Left as "back".
+    event.preventDefault();
+    if (!event.repeat) moveSelected(MOVE_KEYS[event.key]);
+    return;
+  }
   const at = Math.max(0, app.list.indexOf(app.selected));
-  const target = { ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: items.length - 1 }[event.key];
+  const page = app.layout === 'list' ? app.table.pageRows : 5;
+  const target = {
+    ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: items.length - 1,
+    PageDown: at + page, PageUp: at - page,
+  }[event.key];
+  if (event.key === 'F2') {
+    event.preventDefault();
+    if (!ui.edit.hidden) openEdit();
+    return;
+  }
   if (event.key === 'Delete') {
     event.preventDefault();
     if (!ui.remove.hidden) deleteSelected();
@@ -448,7 +746,8 @@ function applyAccess() {
   ui.key.hidden = !access.locked;
   ui.key.textContent = access.key ? 'Change key' : 'Enter key';
   const write = access.mayWrite(sourceLibraries());
-  for (const button of [ui.add, ui.remove, ui.undo]) button.hidden = !write;
+  for (const button of [ui.edit, ui.add, ui.remove, ui.undo]) button.hidden = !write;
+  if (!write && app.editing) closeEdit({ focus: false });
   ui.readOnly.hidden = write;
   document.documentElement.dataset.access = write ? 'write' : 'read';
 }
@@ -472,7 +771,13 @@ async function changeKey() {
 
 async function start() {
   app.scroller = new CoverScroller(ui.covers, app.api, () => app.list?.more());
+  app.table = new AlbumTable(ui.grid, { onSelect: (id) => select(id), onSort: sortBy });
   ui.covers.addEventListener('keydown', onKey);
+  ui.grid.addEventListener('keydown', onKey);
+  wireDragAndDrop();
+  ui.showCovers.addEventListener('click', () => setLayout('covers', { focus: true }));
+  ui.showList.addEventListener('click', () => setLayout('list', { focus: true }));
+  setLayout(app.layout);
   ui.covers.addEventListener('click', (event) => {
     const option = event.target.closest('[role=option]');
     if (option) { select(option.dataset.id); ui.covers.focus(); }
@@ -493,6 +798,12 @@ async function start() {
   ui.search.addEventListener('input', onSearchInput);
   ui.key.addEventListener('click', changeKey);
   ui.addForm.addEventListener('submit', submitAdd);
+  ui.edit.addEventListener('click', openEdit);
+  ui.editForm.addEventListener('submit', submitEdit);
+  $('edit-cancel').addEventListener('click', () => closeEdit());
+  ui.editForm.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape') { event.preventDefault(); closeEdit(); }
+  });
   $('add-cancel').addEventListener('click', () => ui.addDialog.close());
   ui.source.addEventListener('change', async () => {
     // Switching again before this one got its answers: only the last choice is opened.

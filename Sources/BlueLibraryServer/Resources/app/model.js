@@ -47,6 +47,10 @@ export class AlbumList extends EventTarget {
     this.serverLimit = false;
     /** The search (`q`): '' for the whole list. */
     this.query = '';
+    /** The order (`sort`: `title`, `-year`, ...): '' for the library's (or, searching, by relevance). */
+    this.sort = '';
+    /** How many albums the query matches (`count=true` on the first page), or null. */
+    this.total = null;
   }
 
   setState(state, reason = '') {
@@ -59,7 +63,9 @@ export class AlbumList extends EventTarget {
     const parameters = [];
     if (!this.serverLimit) parameters.push(`limit=${limit}`);
     if (this.query) parameters.push(`q=${seg(this.query)}`);
+    if (this.sort) parameters.push(`sort=${seg(this.sort)}`);
     if (cursor) parameters.push(`cursor=${seg(cursor)}`);
+    else parameters.push('count=true');
     return parameters.length ? `${this.source.listPath}?${parameters.join('&')}` : this.source.listPath;
   }
 
@@ -89,6 +95,7 @@ export class AlbumList extends EventTarget {
       if (generation !== this.generation) return;
       this.items = page.data.items;
       this.next = page.data.next;
+      this.total = typeof page.data.total === 'number' ? page.data.total : null;
       this.version = page.data.version;
       this.firstETag = page.etag;
       this.setState('loaded');
@@ -142,6 +149,15 @@ export class AlbumList extends EventTarget {
     return this.load();
   }
 
+  /** Sorts by `sort` ('' for the library's order) from the first page. */
+  sortBy(sort) {
+    this.sort = sort;
+    return this.load();
+  }
+
+  /** Whether the list is in the library's own order (where positions, adds and moves apply). */
+  get inLibraryOrder() { return !this.source.isView && !this.query && !this.sort; }
+
   indexOf(id) { return this.items.findIndex((item) => item.id === id); }
 
   remove(id) {
@@ -160,8 +176,8 @@ export class AlbumList extends EventTarget {
 
   /**
    * Merges one event of this library (`type`, parsed `data`); true when the items changed.
-   * A view's lists and search results are not merged: any album change outdates them (the
-   * banner offers a reload), but for a deletion, which a search result just loses.
+   * A view's lists, search results and sorted lists are not merged: any album change outdates
+   * them (the banner offers a reload), but for a deletion, which they just lose.
    * Events must be merged one at a time, in order (EventStream queues them): an album's GET
    * then cannot be answered after a later event of the same album was merged.
    */
@@ -171,8 +187,8 @@ export class AlbumList extends EventTarget {
       return true;
     }
     if (!type.startsWith('album.')) return false;
-    if (this.source.isView || this.query) {
-      if (this.query && type === 'album.deleted') return this.remove(data.id) >= 0;
+    if (!this.inLibraryOrder) {
+      if ((this.query || this.sort) && type === 'album.deleted') return this.remove(data.id) >= 0;
       this.markOutdated('The library changed - reload');
       return false;
     }

@@ -132,10 +132,29 @@ extension BlueLibraryClient {
     }
 
     func events(in library: String, lastEventID: String?, idleTimeout: Double) -> AsyncThrowingStream<ServerSentEvent, any Error> {
+        eventStream(lastEventID: lastEventID, idleTimeout: idleTimeout) { () throws(BlueLibraryClientError) in
+            try self.request("GET", self.path(library, "events"))
+        }
+    }
+
+    /// `GET /events?library=a&library=b`: one stream over several libraries (at most 32), as
+    /// `events(in:lastEventID:)` is over one. Each event's data names its `library`; its `id`
+    /// is the stream's version vector, `a:12,b:3` (each library's newest version delivered).
+    /// Give that vector back as `lastEventID` to resume: each library starts after its own
+    /// version (what was missed first); a library it does not name starts with its own
+    /// `library.outdated`. Events of different libraries are not ordered with each other.
+    public func events(inLibraries libraries: [String], lastEventID: String? = nil) -> AsyncThrowingStream<ServerSentEvent, any Error> {
+        eventStream(lastEventID: lastEventID, idleTimeout: Self.eventStreamIdleTimeout) { () throws(BlueLibraryClientError) in
+            try self.request("GET", ["events"], query: libraries.map { (name: "library", value: $0) })
+        }
+    }
+
+    private func eventStream(lastEventID: String?, idleTimeout: Double,
+                             makeRequest: () throws(BlueLibraryClientError) -> URLRequest) -> AsyncThrowingStream<ServerSentEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream<ServerSentEvent, any Error>.makeStream(bufferingPolicy: .unbounded)
         var request: URLRequest
         do throws(BlueLibraryClientError) {
-            request = try self.request("GET", path(library, "events"))
+            request = try makeRequest()
             if let token = try currentToken() { request.setValue("Bearer " + token, forHTTPHeaderField: "Authorization") }
         } catch {
             continuation.finish(throwing: error)

@@ -404,7 +404,15 @@ struct ReplicaStore {
     /// Every queued operation on album `old` now names `new` (a local add got its server id).
     /// Only the entries on `old` are read (through the `album_id` index), so a push of many
     /// adds does not read the whole outbox for each.
+    ///
+    /// A delete, move or patch keeps its album id as `"id":"…"` (the only unescaped `"id":` of
+    /// its JSON: strings inside a patch escape their quotes), so SQL rewrites it in place; an
+    /// add (never one here in a push: its own entry is gone by then) is decoded and encoded.
     func renameInOutbox(from old: String, to new: String) throws {
+        try db.run("""
+            UPDATE outbox SET operation = replace(operation, '"id":' || ?1, '"id":' || ?2), album_id = ?3
+            WHERE album_id = ?4 AND operation NOT LIKE '{"add":%'
+            """, [.text(try Self.encode(old)), .text(try Self.encode(new)), .text(new), .text(old)])
         let entries = try db.query("SELECT seq, operation FROM outbox WHERE album_id = ?", [.text(old)]) { row in
             (seq: try row.int64(0), operation: try Self.decodeOperation(try row.string(1)))
         }

@@ -122,9 +122,10 @@ extension BlueLibraryClient {
     /// connection breaks, and finishes when the server ends the stream. Ending the iteration
     /// (or cancelling the task that iterates) closes the connection.
     ///
-    /// The body is read through a `URLSessionDataDelegate` on a session of its own, whose
-    /// `didReceive data` runs as bytes arrive (FoundationNetworking on Linux included; its
-    /// `bytes(for:)` is not available there to stream a body).
+    /// The body is read as bytes arrive: on Linux by the client's libcurl transport
+    /// (`CurlTransport`, which also enforces the idle timeout; a `URLSession` stream kept a core
+    /// busy there for as long as it was open), elsewhere through a `URLSessionDataDelegate` on a
+    /// session of its own, whose `didReceive data` runs as bytes arrive.
     public func events(in library: String = AlbumListSource.defaultLibraryID, lastEventID: String? = nil)
         -> AsyncThrowingStream<ServerSentEvent, any Error>
     {
@@ -163,6 +164,34 @@ extension BlueLibraryClient {
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         if let lastEventID, !lastEventID.isEmpty { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
         request.timeoutInterval = idleTimeout
+        let label = "GET \(request.url?.absoluteString ?? "?")"
+
+        #if canImport(FoundationNetworking)
+        // On Linux through the client's libcurl transport (a `URLSession` stream kept a core
+        // busy for as long as it was open; see `CurlTransport`).
+        var curlRequest = Self.curlRequest(request, timeoutSeconds: 0)
+        let parser = EventStreamParser()
+        curlRequest.onBody = { data in
+            for event in parser.feed(data) { continuation.yield(event) }
+        }
+        curlRequest.idleTimeout = idleTimeout
+        let transfer = transport.start(curlRequest) { outcome in
+            switch outcome {
+            case let .answer(status, _, _) where status == 200:
+                continuation.finish()
+            case let .answer(status, headers, body):
+                let answer = BlueLibraryClient.Answer(status: status, headers: headers, body: body)
+                continuation.finish(throwing: status >= 400 ? BlueLibraryClient.failure(answer)
+                    : BlueLibraryClientError.decoding(status: status, message: "\(label): expected 200 and an event stream"))
+            case .cancelled:
+                continuation.finish()
+            case let .failed(code, message):
+                continuation.finish(throwing: BlueLibraryClient.curlError(code, message: message, timeout: idleTimeout, label: label))
+            }
+        }
+        continuation.onTermination = { _ in transfer.cancel() }
+        return stream
+        #else
 
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = idleTimeout  // between bytes
@@ -171,8 +200,7 @@ extension BlueLibraryClient {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
-        let reader = EventStreamReader(continuation: continuation, label: "GET \(request.url?.absoluteString ?? "?")",
-                                       timeout: idleTimeout)
+        let reader = EventStreamReader(continuation: continuation, label: label, timeout: idleTimeout)
         let session = URLSession(configuration: configuration, delegate: reader, delegateQueue: nil)
         let task = session.dataTask(with: request)
         continuation.onTermination = { _ in
@@ -181,7 +209,15 @@ extension BlueLibraryClient {
         }
         task.resume()
         return stream
+        #endif
     }
+}
+
+/// The parser of a stream's body as the transport's thread hands it over (one at a time).
+private final class EventStreamParser: Sendable {
+    private let parser = Mutex(ServerSentEventParser())
+
+    func feed(_ data: Data) -> [ServerSentEvent] { parser.withLock { $0.feed(data) } }
 }
 
 /// The delegate of one event stream: parses the body as it arrives and yields each event; an

@@ -50,7 +50,7 @@ public final class BlueLibraryClient: Sendable {
     public let timeout: Double
     #if canImport(FoundationNetworking)
     /// libcurl on a thread of the client's own (see `CurlTransport` for why not `URLSession`).
-    private let transport = CurlTransport()
+    let transport = CurlTransport()
     #else
     private let session: URLSession
     #endif
@@ -438,10 +438,7 @@ public final class BlueLibraryClient: Sendable {
         let timeout = self.timeout
         let label = "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "?")"
         #if canImport(FoundationNetworking)
-        var headers = (request.allHTTPHeaderFields ?? [:]).map { (name: $0.key, value: $0.value) }
-        if request.value(forHTTPHeaderField: "Accept") == nil { headers.append((name: "Accept", value: Self.defaultAccept)) }
-        let curlRequest = CurlTransport.Request(method: request.httpMethod ?? "GET", url: request.url?.absoluteString ?? "",
-                                                headers: headers, body: request.httpBody, timeoutSeconds: Int(timeout.rounded(.up)) + 1)
+        let curlRequest = Self.curlRequest(request, timeoutSeconds: Int(timeout.rounded(.up)) + 1)
         let started = handle.resume { () -> any TransferTask in
             transport.start(curlRequest) { outcome in
                 switch outcome {
@@ -543,6 +540,14 @@ public final class BlueLibraryClient: Sendable {
     }
 
     #if canImport(FoundationNetworking)
+    /// `request` as `CurlTransport` sends it, with the session's `Accept` when it sets none.
+    static func curlRequest(_ request: URLRequest, timeoutSeconds: Int) -> CurlTransport.Request {
+        var headers = (request.allHTTPHeaderFields ?? [:]).map { (name: $0.key, value: $0.value) }
+        if request.value(forHTTPHeaderField: "Accept") == nil { headers.append((name: "Accept", value: defaultAccept)) }
+        return CurlTransport.Request(method: request.httpMethod ?? "GET", url: request.url?.absoluteString ?? "",
+                                     headers: headers, body: request.httpBody, timeoutSeconds: timeoutSeconds)
+    }
+
     /// The error of a transfer libcurl failed, in the terms `transportError` gives URLSession's.
     static func curlError(_ code: UInt32, message: String, timeout: Double, label: String) -> BlueLibraryClientError {
         switch CURLcode(code) {

@@ -28,8 +28,16 @@ final class CurlTransport: Sendable {
         var url: String
         var headers: [(name: String, value: String)]
         var body: Data?
-        /// The backstop of the transfer as a whole (the client enforces its own deadline).
+        /// The backstop of the transfer as a whole (the client enforces its own deadline); 0
+        /// for none (a stream).
         var timeoutSeconds: Int
+        /// For a stream (an event stream never ends): a 200's body is handed here as it
+        /// arrives (on the transport's thread) instead of kept; another status's body is kept
+        /// (its first 64 KiB) for the error.
+        var onBody: (@Sendable (Data) -> Void)? = nil
+        /// For a stream: seconds without a byte after which the transfer fails with
+        /// `CURLE_OPERATION_TIMEDOUT` (checked about every second).
+        var idleTimeout: Double? = nil
     }
 
     /// How a transfer ended: the answer, or libcurl's error code and message.
@@ -149,6 +157,12 @@ final class CurlTransport: Sendable {
                 transfer.finish(.cancelled)
             }
             if stopping && active.isEmpty { break }
+            let now = ContinuousClock.now
+            for (easy, transfer) in active where transfer.isIdle(at: now) {
+                active[easy] = nil
+                curl_multi_remove_handle(multi, easy)
+                transfer.complete(CURLE_OPERATION_TIMEDOUT)
+            }
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             var left: Int32 = 0
@@ -177,6 +191,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var status = 0
     private var headers: [String: String] = [:]
     private var body = Data()
+    /// When a byte last came (header or body), for a stream's idle timeout.
+    private var lastActivity = ContinuousClock.now
 
     fileprivate init(request: CurlTransport.Request, transport: CurlTransport,
                      completion: @escaping @Sendable (CurlTransport.Outcome) -> Void) {
@@ -202,6 +218,12 @@ final class CurlTransfer: @unchecked Sendable {
     fileprivate func finish(_ outcome: CurlTransport.Outcome) {
         guard ended.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         completion(outcome)
+    }
+
+    /// Whether a stream has gone `idleTimeout` without a byte.
+    fileprivate func isIdle(at now: ContinuousClock.Instant) -> Bool {
+        guard let idle = request.idleTimeout else { return false }
+        return now - lastActivity > .milliseconds(Int64(idle * 1000))
     }
 
     fileprivate func complete(_ code: CURLcode) {
@@ -235,6 +257,7 @@ final class CurlTransfer: @unchecked Sendable {
         set(CURLOPT_MAXREDIRS, 16)
         set(CURLOPT_ACCEPT_ENCODING, "")
         set(CURLOPT_TIMEOUT_MS, request.timeoutSeconds * 1000)
+        if let idle = request.idleTimeout { set(CURLOPT_CONNECTTIMEOUT_MS, Int(idle * 1000)) }
         switch request.method {
         case "GET": set(CURLOPT_HTTPGET, 1)
         case "HEAD": set(CURLOPT_NOBODY, 1)
@@ -266,7 +289,7 @@ final class CurlTransfer: @unchecked Sendable {
             code = bl_curl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
                 guard let data, let context else { return 0 }
                 let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-                transfer.body.append(contentsOf: UnsafeRawBufferPointer(start: UnsafeRawPointer(data), count: size * count))
+                transfer.receive(UnsafeRawBufferPointer(start: UnsafeRawPointer(data), count: size * count))
                 return size * count
             }
         }
@@ -287,8 +310,23 @@ final class CurlTransfer: @unchecked Sendable {
         return easy
     }
 
+    /// Body bytes: kept, or for a stream's 200 handed on as they come.
+    private func receive(_ bytes: UnsafeRawBufferPointer) {
+        lastActivity = .now
+        guard let onBody = request.onBody else {
+            body.append(contentsOf: bytes)
+            return
+        }
+        if status == 200 {
+            onBody(Data(bytes))
+        } else if body.count < 64 * 1024 {
+            body.append(contentsOf: bytes)
+        }
+    }
+
     /// One header line: a status line starts a new head (after a 1xx or a redirect).
     private func header(_ line: UnsafeRawBufferPointer) {
+        lastActivity = .now
         var end = line.count
         while end > 0, line[end - 1] == 0x0A || line[end - 1] == 0x0D { end -= 1 }
         let text = String(decoding: line[..<end], as: UTF8.self)

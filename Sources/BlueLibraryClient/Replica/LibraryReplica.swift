@@ -65,8 +65,8 @@ import SQLite
 /// same fields.
 ///
 /// **Follow** (`follow()`, runs until its task is cancelled): live updates without polling. It
-/// opens the library's event stream (`GET /events`, through `BlueLibraryClient.events`, a
-/// `URLSessionDataDelegate` that hands over the body as it arrives, also on FoundationNetworking)
+/// opens the library's event stream (`GET /events`, through `BlueLibraryClient.events`, which
+/// hands over the body as it arrives: libcurl on Linux, a `URLSessionDataDelegate` elsewhere)
 /// with `Last-Event-ID` = `version`, so events missed since the last pull come first. For each
 /// event that changes the list (`album.added/updated/deleted/moved`, `library.replaced`,
 /// `library.outdated`; not `state.changed`, cover or settings events) it runs the same pull as

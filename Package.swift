@@ -97,7 +97,9 @@ let package = Package(
         ),
         // The Swift client for apps: typed calls, the paged-list model and the offline replica (on the
         // SQLite wrapper, the one module of ours it may use). Knows nothing of the server's modules.
-        .target(name: "BlueLibraryClient", dependencies: ["SQLite", "BlueLibraryAPI"], swiftSettings: strict),
+        // On Linux its transport is libcurl (CCurl), not FoundationNetworking's URLSession.
+        .target(name: "BlueLibraryClient", dependencies: ["SQLite", "BlueLibraryAPI", .target(name: "CCurl", condition: .when(platforms: [.linux]))],
+                swiftSettings: strict),
 
         .executableTarget(
             name: "bluelibrary",

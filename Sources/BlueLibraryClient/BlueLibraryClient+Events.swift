@@ -122,9 +122,10 @@ extension BlueLibraryClient {
     /// connection breaks, and finishes when the server ends the stream. Ending the iteration
     /// (or cancelling the task that iterates) closes the connection.
     ///
-    /// The body is read through a `URLSessionDataDelegate` on a session of its own, whose
-    /// `didReceive data` runs as bytes arrive (FoundationNetworking on Linux included; its
-    /// `bytes(for:)` is not available there to stream a body).
+    /// The body is read as bytes arrive: on Linux by the client's libcurl transport
+    /// (`CurlTransport`, which also enforces the idle timeout; a `URLSession` stream kept a core
+    /// busy there for as long as it was open), elsewhere through a `URLSessionDataDelegate` on a
+    /// session of its own, whose `didReceive data` runs as bytes arrive.
     public func events(in library: String = AlbumListSource.defaultLibraryID, lastEventID: String? = nil)
         -> AsyncThrowingStream<ServerSentEvent, any Error>
     {
@@ -132,10 +133,29 @@ extension BlueLibraryClient {
     }
 
     func events(in library: String, lastEventID: String?, idleTimeout: Double) -> AsyncThrowingStream<ServerSentEvent, any Error> {
+        eventStream(lastEventID: lastEventID, idleTimeout: idleTimeout) { () throws(BlueLibraryClientError) in
+            try self.request("GET", self.path(library, "events"))
+        }
+    }
+
+    /// `GET /events?library=a&library=b`: one stream over several libraries (at most 32), as
+    /// `events(in:lastEventID:)` is over one. Each event's data names its `library`; its `id`
+    /// is the stream's version vector, `a:12,b:3` (each library's newest version delivered).
+    /// Give that vector back as `lastEventID` to resume: each library starts after its own
+    /// version (what was missed first); a library it does not name starts with its own
+    /// `library.outdated`. Events of different libraries are not ordered with each other.
+    public func events(inLibraries libraries: [String], lastEventID: String? = nil) -> AsyncThrowingStream<ServerSentEvent, any Error> {
+        eventStream(lastEventID: lastEventID, idleTimeout: Self.eventStreamIdleTimeout) { () throws(BlueLibraryClientError) in
+            try self.request("GET", ["events"], query: libraries.map { (name: "library", value: $0) })
+        }
+    }
+
+    private func eventStream(lastEventID: String?, idleTimeout: Double,
+                             makeRequest: () throws(BlueLibraryClientError) -> URLRequest) -> AsyncThrowingStream<ServerSentEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream<ServerSentEvent, any Error>.makeStream(bufferingPolicy: .unbounded)
         var request: URLRequest
         do throws(BlueLibraryClientError) {
-            request = try self.request("GET", path(library, "events"))
+            request = try makeRequest()
             if let token = try currentToken() { request.setValue("Bearer " + token, forHTTPHeaderField: "Authorization") }
         } catch {
             continuation.finish(throwing: error)
@@ -144,6 +164,34 @@ extension BlueLibraryClient {
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         if let lastEventID, !lastEventID.isEmpty { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
         request.timeoutInterval = idleTimeout
+        let label = "GET \(request.url?.absoluteString ?? "?")"
+
+        #if canImport(FoundationNetworking)
+        // On Linux through the client's libcurl transport (a `URLSession` stream kept a core
+        // busy for as long as it was open; see `CurlTransport`).
+        var curlRequest = Self.curlRequest(request, timeoutSeconds: 0)
+        let parser = EventStreamParser()
+        curlRequest.onBody = { data in
+            for event in parser.feed(data) { continuation.yield(event) }
+        }
+        curlRequest.idleTimeout = idleTimeout
+        let transfer = transport.start(curlRequest) { outcome in
+            switch outcome {
+            case let .answer(status, _, _) where status == 200:
+                continuation.finish()
+            case let .answer(status, headers, body):
+                let answer = BlueLibraryClient.Answer(status: status, headers: headers, body: body)
+                continuation.finish(throwing: status >= 400 ? BlueLibraryClient.failure(answer)
+                    : BlueLibraryClientError.decoding(status: status, message: "\(label): expected 200 and an event stream"))
+            case .cancelled:
+                continuation.finish()
+            case let .failed(code, message):
+                continuation.finish(throwing: BlueLibraryClient.curlError(code, message: message, timeout: idleTimeout, label: label))
+            }
+        }
+        continuation.onTermination = { _ in transfer.cancel() }
+        return stream
+        #else
 
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = idleTimeout  // between bytes
@@ -152,8 +200,7 @@ extension BlueLibraryClient {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
-        let reader = EventStreamReader(continuation: continuation, label: "GET \(request.url?.absoluteString ?? "?")",
-                                       timeout: idleTimeout)
+        let reader = EventStreamReader(continuation: continuation, label: label, timeout: idleTimeout)
         let session = URLSession(configuration: configuration, delegate: reader, delegateQueue: nil)
         let task = session.dataTask(with: request)
         continuation.onTermination = { _ in
@@ -162,7 +209,15 @@ extension BlueLibraryClient {
         }
         task.resume()
         return stream
+        #endif
     }
+}
+
+/// The parser of a stream's body as the transport's thread hands it over (one at a time).
+private final class EventStreamParser: Sendable {
+    private let parser = Mutex(ServerSentEventParser())
+
+    func feed(_ data: Data) -> [ServerSentEvent] { parser.withLock { $0.feed(data) } }
 }
 
 /// The delegate of one event stream: parses the body as it arrives and yields each event; an

@@ -1,4 +1,5 @@
 #if canImport(FoundationNetworking)
+import CCurl
 import FoundationNetworking
 #endif
 import Dispatch
@@ -47,7 +48,12 @@ public final class BlueLibraryClient: Sendable {
     public let baseURL: URL
     /// Seconds a request may take, end to end, before it fails with `.timeout`.
     public let timeout: Double
+    #if canImport(FoundationNetworking)
+    /// libcurl on a thread of the client's own (see `CurlTransport` for why not `URLSession`).
+    let transport = CurlTransport()
+    #else
     private let session: URLSession
+    #endif
     /// Where the bearer token comes from: asked once per request; nil (or a nil or empty answer)
     /// sends no `Authorization`.
     private let tokenProvider: TokenProvider?
@@ -78,6 +84,7 @@ public final class BlueLibraryClient: Sendable {
         self.baseURL = baseURL
         self.timeout = timeout
         tokenProvider = provider
+        #if !canImport(FoundationNetworking)
         let configuration = URLSessionConfiguration.ephemeral
         // FoundationNetworking on Linux truncates these to whole seconds (0.5 becomes "at once"),
         // so they are only a backstop; `start` enforces `timeout` itself.
@@ -87,9 +94,14 @@ public final class BlueLibraryClient: Sendable {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
-        configuration.httpAdditionalHeaders = ["Accept": "application/json, application/problem+json"]
+        configuration.httpAdditionalHeaders = ["Accept": Self.defaultAccept]
         session = URLSession(configuration: configuration)
+        #endif
     }
+
+    /// The `Accept` of every request that sets none.
+    static let defaultAccept = "application/json, application/problem+json"
+
 
     /// `BlueLibraryClient(url: "http://127.0.0.1:8080")`; throws `.invalidRequest` for a URL
     /// that is not absolute http(s).
@@ -114,7 +126,11 @@ public final class BlueLibraryClient: Sendable {
     /// Whether the client has a token or a token provider (it may still answer nil).
     public var hasToken: Bool { tokenProvider != nil }
 
+    #if canImport(FoundationNetworking)
+    deinit { transport.shutdown() }
+    #else
     deinit { session.finishTasksAndInvalidate() }
+    #endif
 
     // MARK: - Albums
 
@@ -405,7 +421,8 @@ public final class BlueLibraryClient: Sendable {
         func header(_ name: String) -> String? { headers[name.lowercased()] }
     }
 
-    /// Sends `request`; `completion` runs once on the session's delegate queue. After
+    /// Sends `request`; `completion` runs once on the transport's thread (the session's
+    /// delegate queue, or on Linux the `CurlTransport`'s thread). After
     /// `timeout` seconds without an answer the request is cancelled and fails with `.timeout`.
     /// A `handle` cancelled before or during the transfer completes it with `.cancelled` (and
     /// a handle cancelled before this call sends nothing).
@@ -420,6 +437,25 @@ public final class BlueLibraryClient: Sendable {
         }
         let timeout = self.timeout
         let label = "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "?")"
+        #if canImport(FoundationNetworking)
+        let curlRequest = Self.curlRequest(request, timeoutSeconds: Int(timeout.rounded(.up)) + 1)
+        let started = handle.resume { () -> any TransferTask in
+            transport.start(curlRequest) { outcome in
+                switch outcome {
+                case let .answer(status, headers, body):
+                    completion(.success(Answer(status: status, headers: headers, body: body)))
+                case .cancelled:
+                    completion(.failure(handle.timedOut ? .timeout(seconds: timeout) : .cancelled))
+                case let .failed(code, message):
+                    completion(.failure(handle.timedOut ? .timeout(seconds: timeout) : Self.curlError(code, message: message, timeout: timeout, label: label)))
+                }
+            }
+        }
+        guard started else {
+            completion(.failure(.cancelled))
+            return
+        }
+        #else
         let task = session.dataTask(with: request) { data, response, error in
             if let error {
                 completion(.failure(handle.timedOut ? .timeout(seconds: timeout) : Self.transportError(error, timeout: timeout, label: label)))
@@ -435,10 +471,11 @@ public final class BlueLibraryClient: Sendable {
             }
             completion(.success(Answer(status: http.statusCode, headers: headers, body: data ?? Data())))
         }
-        guard handle.resume(task) else {
+        guard handle.resume({ task.resume(); return task }) else {
             completion(.failure(.cancelled))
             return
         }
+        #endif
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { handle.expire() }
     }
 
@@ -501,6 +538,28 @@ public final class BlueLibraryClient: Sendable {
         guard let result = box.get() else { throw .cancelled }
         return try result.get()
     }
+
+    #if canImport(FoundationNetworking)
+    /// `request` as `CurlTransport` sends it, with the session's `Accept` when it sets none.
+    static func curlRequest(_ request: URLRequest, timeoutSeconds: Int) -> CurlTransport.Request {
+        var headers = (request.allHTTPHeaderFields ?? [:]).map { (name: $0.key, value: $0.value) }
+        if request.value(forHTTPHeaderField: "Accept") == nil { headers.append((name: "Accept", value: defaultAccept)) }
+        return CurlTransport.Request(method: request.httpMethod ?? "GET", url: request.url?.absoluteString ?? "",
+                                     headers: headers, body: request.httpBody, timeoutSeconds: timeoutSeconds)
+    }
+
+    /// The error of a transfer libcurl failed, in the terms `transportError` gives URLSession's.
+    static func curlError(_ code: UInt32, message: String, timeout: Double, label: String) -> BlueLibraryClientError {
+        switch CURLcode(code) {
+        case CURLE_OPERATION_TIMEDOUT: return .timeout(seconds: timeout)
+        case CURLE_COULDNT_CONNECT: return .transport(code: URLError.cannotConnectToHost.rawValue, message: "\(label): connection refused")
+        case CURLE_COULDNT_RESOLVE_HOST: return .transport(code: URLError.cannotFindHost.rawValue, message: "\(label): unknown host")
+        case CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE:
+            return .transport(code: URLError.networkConnectionLost.rawValue, message: "\(label): the connection was lost")
+        default: return .transport(code: URLError.unknown.rawValue, message: "\(label): \(message)")
+        }
+    }
+    #endif
 
     static func transportError(_ error: any Error, timeout: Double, label: String) -> BlueLibraryClientError {
         guard let urlError = error as? URLError else {
@@ -608,16 +667,16 @@ public final class BlueLibraryClient: Sendable {
 /// keeps the request from being sent at all.
 final class RequestHandle: Sendable {
     private struct State {
-        var task: URLSessionDataTask?
+        var task: (any TransferTask)?
         var cancelled = false
         var timedOut = false
     }
 
-    // URLSessionTask is thread-safe; the Mutex only orders attach, cancel and expire.
+    // The tasks are thread-safe; the Mutex only orders attach, cancel and expire.
     private let state = Mutex<State>(State())
 
     func cancel() {
-        let task = state.withLock { state -> URLSessionDataTask? in
+        let task = state.withLock { state -> (any TransferTask)? in
             state.cancelled = true
             return state.task
         }
@@ -626,29 +685,42 @@ final class RequestHandle: Sendable {
 
     var timedOut: Bool { state.withLock { $0.timedOut } }
 
-    /// Remembers `task` for `cancel()` and resumes it, both under the lock, so a `cancel()`
-    /// always finds either a running task or none (a suspended task cancelled before its first
-    /// resume is a case FoundationNetworking handles differently). False, and `task` is never
-    /// resumed, when the handle was already cancelled.
-    func resume(_ task: URLSessionDataTask) -> Bool {
+    /// Starts the task (`start` sends it) and remembers it for `cancel()`, both under the
+    /// lock, so a `cancel()` always finds either a running task or none (a suspended task
+    /// cancelled before its first resume is a case FoundationNetworking handles differently).
+    /// False, and `start` is never called, when the handle was already cancelled.
+    func resume(_ start: () -> any TransferTask) -> Bool {
         state.withLock { state -> Bool in
             guard !state.cancelled else { return false }
-            state.task = task
-            task.resume()
+            state.task = start()
             return true
         }
     }
 
     /// The deadline passed: cancel the task if it is still running, and remember why.
     func expire() {
-        let task = state.withLock { state -> URLSessionDataTask? in
-            guard let task = state.task, task.state == .running, !state.cancelled else { return nil }
+        let task = state.withLock { state -> (any TransferTask)? in
+            guard let task = state.task, task.isRunning, !state.cancelled else { return nil }
             state.timedOut = true
             return task
         }
         task?.cancel()
     }
 }
+
+/// A request in flight, as `RequestHandle` cancels it.
+protocol TransferTask: Sendable {
+    var isRunning: Bool { get }
+    func cancel()
+}
+
+extension URLSessionDataTask: TransferTask {
+    var isRunning: Bool { state == .running }
+}
+
+#if canImport(FoundationNetworking)
+extension CurlTransfer: TransferTask {}
+#endif
 
 /// The one result a synchronous call waits for.
 private final class ResultBox: Sendable {

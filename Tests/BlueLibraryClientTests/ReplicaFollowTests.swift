@@ -55,6 +55,17 @@ import Testing
         #expect(event.event == "album.added" && event.id == String(version + 1) && event.data.contains(added.id))
     }
 
+    @Test func aSilentEventStreamFailsAfterItsIdleTimeout() async throws {
+        let server = try LiveServer()
+        let silent = try GatedProxy(upstreamPort: server.port)
+        silent.gated = true  // holds the request: not even the head of the answer comes
+        let stream = LiveServer.client(port: silent.port, timeout: 10).events(in: "default", lastEventID: nil, idleTimeout: 0.5)
+        let error = await #expect(throws: BlueLibraryClientError.self) { for try await _ in stream {} }
+        #expect(error == .timeout(seconds: 0.5))
+        #expect(await silent.hangUpsArrive(1))  // the connection was closed at the deadline
+        silent.close()
+    }
+
     @Test func anotherClientsEditsReachAFollowingReplicaWithoutPolling() async throws {
         let server = try LiveServer()
         let other = server.client

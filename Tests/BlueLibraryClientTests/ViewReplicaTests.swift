@@ -74,9 +74,67 @@ import Testing
         await #expect(throws: ReplicaError.readOnly(view: "everything", what: "change an album")) {
             try await replica.update(id: id, AlbumPatchInput(year: 1999))
         }
-        await #expect(throws: ReplicaError.self) { try await replica.follow() }
         #expect(try await replica.hasPendingChanges() == false)
         #expect(ReplicaError.readOnly(view: "everything", what: "add an album").description.contains("change the album in its library"))
+    }
+
+    /// `GET /views/everything/albums` requests the server answered so far (its metrics).
+    func viewListRequests() throws -> Int {
+        let metrics = try RawHTTPClient.request(port: server.port, path: "/metrics").text
+        return metrics.split(separator: "\n")
+            .filter { $0.hasPrefix("bluelibrary_http_requests_total{") && $0.contains("/views/") && $0.contains("/albums\"")
+                && $0.contains("method=\"GET\"") }
+            .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }
+            .reduce(0, +)
+    }
+
+    @Test func aFollowingViewReplicaShowsAnotherClientsChangeInASourceWithinASecond() async throws {
+        try await given()
+        let replica = try LibraryReplica(path: directory.file("follow.sqlite"), client: client, view: "everything")
+        try await replica.sync()
+        let following = Task { try await replica.follow() }
+        defer { following.cancel() }
+        #expect(await eventually(timeout: .seconds(5)) { await replica.isFollowing })
+        let other = BlueLibraryClient(baseURL: client.baseURL)
+        func matches() async throws -> Bool {
+            plainAlbums(try await replica.albums()) == plainAlbums(try await serverView())
+        }
+
+        // When another client adds to one source and deletes from the other
+        let added = try await other.add(AlbumInput(title: "Giant Steps", artist: "John Coltrane"), at: 0, in: .library("jazz"))
+        // Then the view's replica shows it within a second, without sync() or pull()
+        #expect(try await eventually(timeout: .seconds(1)) { try await replica.albums().contains { $0.id == added.id } })
+        #expect(try await replica.albums().first { $0.id == added.id }?.library == "jazz")
+        let first = try await other.album(at: 0)
+        _ = try await other.delete(id: first.id)
+        #expect(try await eventually(timeout: .seconds(1)) { try await !replica.albums().contains { $0.id == first.id } })
+        #expect(try await matches())
+
+        // A burst (one batch: 20 events of one source) is coalesced: events the pull already
+        // covered start none of their own.
+        let before = try viewListRequests()
+        _ = try await other.batch((1...20).map { .add(AlbumInput(title: "Burst \($0)", artist: "Many")) }, in: "jazz")
+        #expect(try await eventually(timeout: .seconds(5)) { try await replica.albums().count == 27 })
+        let pulls = try viewListRequests() - before
+        #expect(pulls <= 2, "\(pulls) view list requests for one burst (a pull is one request: the view's first page, all of it)")
+        #expect(try await matches())
+
+        // Writes stay refused while it follows, and setOnline(false) stops it.
+        await #expect(throws: ReplicaError.readOnly(view: "everything", what: "add an album")) {
+            try await replica.add(AlbumInput(title: "No", artist: "Nobody"))
+        }
+        await replica.setOnline(false)
+        await #expect(throws: ReplicaError.offline) { try await following.value }
+        #expect(await !replica.isFollowing)
+    }
+
+    @Test func followingAViewThatIsGoneEndsWith404() async throws {
+        try await given()
+        let replica = try LibraryReplica(path: directory.file("gone.sqlite"), client: client, view: "everything")
+        try await replica.sync()
+        try await client.deleteView("everything")
+        await #expect(throws: ReplicaError.self) { try await replica.follow() }
+        #expect(await !replica.isFollowing)
     }
 
     @Test func theModelPagesTheViewsReplica() async throws {

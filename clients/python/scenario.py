@@ -16,7 +16,8 @@ from scenario_common import ALBUMS, PAGE, PNG_MAGIC, SORTS, arguments, check, ch
 
 from bluelibrary_client import AuthenticatedClient
 from bluelibrary_client.api.albums import (apply_batch, create_album, delete_album, get_album, get_album_at_index,
-                                           get_album_cover, list_albums, update_album)
+                                           get_album_cover, get_album_in_library, list_albums, update_album)
+from bluelibrary_client.api.libraries import create_library
 from bluelibrary_client.api.events import list_changes
 from bluelibrary_client.api.keys import create_key, delete_key, list_keys, show_caller_key
 from bluelibrary_client.api.settings import get_settings, patch_settings
@@ -24,7 +25,7 @@ from bluelibrary_client.api.tutorial import tutorial_delete_album
 from bluelibrary_client.api.undo import undo
 from bluelibrary_client.models import (AlbumFields, AlbumInput, AlbumPage, AlbumPatch, AlbumWithIndex, BatchOperationType0,
                                        BatchOperationType1, BatchOperationType2, BatchRequest, BatchResult, ChangePage, IndexBody,
-                                       Key, KeyCreate, KeyList, KeyScope, KeySelf, Problem, Settings,
+                                       Key, KeyCreate, KeyList, KeyScope, KeySelf, Library, LibraryCreate, Problem, Settings,
                                        SettingsPatch, SettingsPatchUndoType0, UndoResult, ValidationProblem)
 from bluelibrary_client.types import File
 
@@ -144,6 +145,24 @@ check(answer.results[1].album.year == 2001 and answer.results[2].status == 422, 
 undone = undo.sync(client=client)
 check(isinstance(undone, UndoResult) and undone.undone == "take back a batch of 2 changes", "undo a batch: %r" % undone)
 step("batch applied 2 of 3 (the move past the end was 422); one undo took both back")
+
+# A batch that moves an album to another library (in the batch's one transaction): it is there
+# and no longer here, both versions are in the answer; one undo of the batch's library takes it
+# back.
+vinyl = create_library.sync(client=client, body=LibraryCreate(id="vinyl", name="Vinyl"))
+check(isinstance(vinyl, Library) and vinyl.id == "vinyl", "create library: %r" % vinyl)
+moved = apply_batch.sync(client=client, body=BatchRequest(operations=[
+    BatchOperationType2(op="move", id=covered.id, library="vinyl")]))
+check(isinstance(moved, BatchResult) and moved.applied == 1 and moved.refused == 0, "move to vinyl: %r" % moved)
+arrival = moved.results[0].arrival_version
+check(isinstance(arrival, int) and moved.destinations.additional_properties == {"vinyl": arrival}, "destinations: %r" % moved)
+check(get_album_in_library.sync_detailed("vinyl", covered.id, client=client).status_code == 200, "the album is in vinyl")
+check(get_album.sync_detailed(covered.id, client=client).status_code == 404, "the album left default")
+undone = undo.sync(client=client)
+check(isinstance(undone, UndoResult), "undo the move: %r" % undone)
+check(get_album.sync_detailed(covered.id, client=client).status_code == 200, "the album is back in default")
+check(get_album_in_library.sync_detailed("vinyl", covered.id, client=client).status_code == 404, "and no longer in vinyl")
+step("batch moved an album to library vinyl (its version %d there); one undo brought it back" % arrival)
 
 # An API key that may only read, made with the admin token (the token is the admin key
 # `token`): its secret is in the answer once; it reads and says who it is, a write with it is

@@ -19,6 +19,7 @@ STEPS = [
     "the change feed; a since ahead of it is 400",
     "a cover fetched from the upstream",
     "a batch: an add, its patch by ref and a refused move; one undo takes it back",
+    "a batch that moves an album to another library; one undo takes it back",
     "a read key made with the admin token: it reads, a write is 403, deleted it is 401 (who-am-I)",
 ]
 

@@ -23,13 +23,14 @@ from bluelibrary_og import ApiClient, Configuration
 from bluelibrary_og.api.albums_api import AlbumsApi
 from bluelibrary_og.api.events_api import EventsApi
 from bluelibrary_og.api.keys_api import KeysApi
+from bluelibrary_og.api.libraries_api import LibrariesApi
 from bluelibrary_og.api.settings_api import SettingsApi
 from bluelibrary_og.api.tutorial_api import TutorialApi
 from bluelibrary_og.api.undo_api import UndoApi
 from bluelibrary_og.exceptions import ApiException, BadRequestException, ForbiddenException, NotFoundException, UnauthorizedException
 from bluelibrary_og.models import (AlbumFields, AlbumInput, AlbumPage, BatchOperation, BatchOperationOneOf, BatchOperationOneOf1,
                                    BatchOperationOneOf2, BatchRequest, BatchResult, AlbumPatch, AlbumWithIndex, ChangePage, IndexBody, Key,
-                                   KeyCreate, KeyScope, KeySelf, Problem, Settings,
+                                   KeyCreate, KeyScope, KeySelf, Library, LibraryCreate, Problem, Settings,
                                    SettingsPatch, TutorialDeleteAlbumRequest, UndoResult, ValidationProblem, Year)
 from pydantic import ValidationError
 
@@ -164,6 +165,24 @@ check(answer.results[1].album.year == 2001 and answer.results[2].status == 422, 
 undone = undo.undo()
 check(undone.undone == "take back a batch of 2 changes", "undo a batch: %r" % undone)
 step("batch applied 2 of 3 (the move past the end was 422); one undo took both back")
+
+# A batch that moves an album to another library (in the batch's one transaction): it is there
+# and no longer here (NotFoundException), both versions are in the answer; one undo of the
+# batch's library takes it back.
+vinyl = LibrariesApi(client).create_library(LibraryCreate(id="vinyl", name="Vinyl"))
+check(isinstance(vinyl, Library) and vinyl.id == "vinyl", "create library: %r" % vinyl)
+moved = albums.apply_batch(BatchRequest(operations=[
+    BatchOperation(BatchOperationOneOf2(op="move", id=covered.id, library="vinyl"))]))
+check(isinstance(moved, BatchResult) and moved.applied == 1 and moved.refused == 0, "move to vinyl: %r" % moved)
+arrival = moved.results[0].arrival_version
+check(isinstance(arrival, int) and moved.destinations == {"vinyl": arrival}, "destinations: %r" % moved)
+check(albums.get_album_in_library("vinyl", covered.id).id == covered.id, "the album is in vinyl")
+raised(lambda: albums.get_album(covered.id), NotFoundException)
+undone = undo.undo()
+check(isinstance(undone, UndoResult), "undo the move: %r" % undone)
+check(albums.get_album(covered.id).id == covered.id, "the album is back in default")
+raised(lambda: albums.get_album_in_library("vinyl", covered.id), NotFoundException)
+step("batch moved an album to library vinyl (its version %d there); one undo brought it back" % arrival)
 
 # An API key that may only read, made with the admin token (the token is the admin key
 # `token`): its secret is in the answer once; it reads and says who it is, a write with it is

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Following the server live: the library's event stream triggers pulls (rules in
-/// `LibraryReplica`'s note, "Follow").
+/// Following the server live: the library's event stream (a view's: its sources' streams in
+/// one) triggers pulls (rules in `LibraryReplica`'s note, "Follow").
 extension LibraryReplica {
     /// Whether a `follow()` is running.
     public var isFollowing: Bool { followTask != nil }
@@ -17,8 +17,15 @@ extension LibraryReplica {
     /// reconnect, retried with backoff (`followRetryDelay` doubling up to `followMaxRetryDelay`)
     /// for as long as it takes. `.busy` when a `follow()` already runs. After `.offline`,
     /// `setOnline(true)` does not restart it: call `follow()` again.
+    ///
+    /// A view's replica follows the view's sources in one stream (`GET /events?library=a&library=b`,
+    /// its sources as `GET /views/{id}` names them, `Last-Event-ID` = the source versions its
+    /// copy was read at) and pulls (`pull()`: one revalidation of the view's first page, a
+    /// reload when it moved) for every event that changes a source's list, unless its copy was
+    /// read at or after the event's versions. A view that is gone ends it (`.client(.problem)`
+    /// with 404); when a reload shows that the view's sources changed, the stream is opened again
+    /// over the new ones.
     public func follow() async throws(ReplicaError) {
-        if let view { throw .readOnly(view: view, what: "follow the server's events (pull() or sync() refreshes it)") }
         guard allowedOnline else { throw .offline }
         guard followTask == nil else { throw .busy }
         // The loop is a task of its own so that `setOnline(false)` can cancel it (and with it
@@ -76,7 +83,7 @@ extension LibraryReplica {
             }
             var events = 0
             do {
-                let stream = client.events(in: library, lastEventID: String(try version()))
+                let (stream, sources) = try await followStream()
                 for try await event in stream {
                     events += 1
                     delay = followRetryDelay
@@ -84,7 +91,9 @@ extension LibraryReplica {
                     if event.event == "server.shutdown" { break }
                     guard Self.listEvents.contains(event.event) else { continue }
                     // `library.outdated`: the id is another state's; pull (reloads on 410) anyway.
-                    try await followerPull(through: event.event == "library.outdated" ? nil : Int64(event.id))
+                    try await followerPull(through: event.event == "library.outdated" ? nil : followTarget(event.id))
+                    // A view whose sources changed: the stream over the new ones.
+                    if let sources, case let read = try sourcesRead(), !read.isEmpty, Set(read.keys) != Set(sources) { break }
                 }
             } catch let error as ReplicaError {
                 guard try stillFollowing() else { return }
@@ -99,6 +108,46 @@ extension LibraryReplica {
             // The stream ended or broke: what it would have announced comes from a pull first.
             catchUp = true
             if events == 0 { try await backOff(&delay) }
+        }
+    }
+
+    /// The stream `follow()` listens to: the library's, resuming after `version`; for a view,
+    /// its sources' in one, resuming after the versions its copy was read at (with the
+    /// sources, to see them change).
+    private func followStream() async throws(ReplicaError) -> (AsyncThrowingStream<ServerSentEvent, any Error>, sources: [String]?) {
+        guard let view else { return (client.events(in: library, lastEventID: String(try version())), nil) }
+        let sources: [String]
+        do {
+            sources = try await retrying { () async throws(BlueLibraryClientError) -> [String] in
+                try await self.client.view(view).sources
+            }
+        } catch {
+            throw .client(error)
+        }
+        return (client.events(inLibraries: sources, lastEventID: Self.vector(try sourcesRead())), sources)
+    }
+
+    /// What an event says the replica must have reached for its pull to be skipped: the
+    /// library's version (the event's id), or for a view every source's version in the id's
+    /// vector. Nil (pull) when the id says neither.
+    private func followTarget(_ id: String) -> FollowTarget? {
+        if view == nil { return Int64(id).map(FollowTarget.version) }
+        let versions = Self.parseVector(id)
+        return versions.isEmpty ? nil : .sources(versions)
+    }
+
+    enum FollowTarget {
+        case version(Int64)
+        case sources([String: Int64])
+    }
+
+    private func reached(_ target: FollowTarget) throws(ReplicaError) -> Bool {
+        switch target {
+        case let .version(version):
+            return try self.version() >= version
+        case let .sources(versions):
+            let read = try sourcesRead()
+            return versions.allSatisfy { library, version in (read[library] ?? Int64.min) >= version }
         }
     }
 
@@ -135,12 +184,12 @@ extension LibraryReplica {
     }
 
     /// The follower's pull, under the one-at-a-time rule: skipped when the replica is already
-    /// at `target` (the event's version: a pull since it arrived, or this replica's own push,
-    /// brought it); while the app's `sync`, `push` or `pull` runs, waits for it to end and then
+    /// at `target` (the event's version, or a view's source versions: a pull since it arrived,
+    /// or this replica's own push, brought it); while the app's `sync`, `push` or `pull` runs, waits for it to end and then
     /// pulls only if the replica is still behind.
-    private func followerPull(through target: Int64?) async throws(ReplicaError) {
+    private func followerPull(through target: FollowTarget?) async throws(ReplicaError) {
         while true {
-            if let target, try version() >= target { return }
+            if let target, try reached(target) { return }
             guard syncing else { break }
             await untilSyncEnds()
             if Task.isCancelled { throw .client(.cancelled) }

@@ -62,8 +62,9 @@ extension LibraryReplica {
             }
             let replaced = try storage {
                 try store.db.transaction(.immediate) { _ -> Bool in
+                    var order = try store.order(.base)
                     for change in page.changes {
-                        guard try apply(change) else { return true }
+                        guard try apply(change, order: &order) else { return true }
                     }
                     try store.setMeta("version", String(page.next))
                     return false
@@ -76,17 +77,17 @@ extension LibraryReplica {
     }
 
     /// One change on `base_albums`; false for `replaced` (reload everything).
-    private func apply(_ change: ChangeResource) throws -> Bool {
+    private func apply(_ change: ChangeResource, order: inout ListOrder) throws -> Bool {
         guard let id = change.id else { return change.kind != "replaced" }
         switch change.kind {
         case "added":
             let placeholder = AlbumResource(id: id, title: "", artist: "", createdAt: "", updatedAt: "")
-            try store.remove(.base, id: id)
-            try store.insert(.base, placeholder, at: change.index, stale: true)
+            try store.remove(.base, id: id, order: &order)
+            try store.insert(.base, placeholder, at: change.index, stale: true, order: &order)
         case "deleted":
-            try store.remove(.base, id: id)
+            try store.remove(.base, id: id, order: &order)
         case "moved":
-            if let index = change.index { try store.move(.base, id: id, to: index) }
+            if let index = change.index { try store.move(.base, id: id, to: index, order: &order) }
         case "updated":
             try store.markStale(.base, id: id)
         case "replaced":
@@ -184,14 +185,18 @@ extension LibraryReplica {
         try storage {
             try store.db.transaction(.immediate) { _ in
                 try store.copyBaseToLocal()
-                for entry in try store.outbox() {
+                let outbox = try store.outbox()
+                guard !outbox.isEmpty else { return }
+                var order = try store.order(.local)
+                for entry in outbox {
                     switch entry.operation {
                     case let .add(localID, input, index, createdAt):
-                        try store.insert(.local, ReplicaOperation.localAlbum(id: localID, input: input, createdAt: createdAt), at: index)
+                        try store.insert(.local, ReplicaOperation.localAlbum(id: localID, input: input, createdAt: createdAt), at: index,
+                                         order: &order)
                     case let .delete(id):
-                        try store.remove(.local, id: id)
+                        try store.remove(.local, id: id, order: &order)
                     case let .move(id, index):
-                        try store.move(.local, id: id, to: index)
+                        try store.move(.local, id: id, to: index, order: &order)
                     case let .update(id, patch):
                         if let album = try store.album(.local, id: id) { try store.replaceFields(.local, patch.applied(to: album)) }
                     }

@@ -56,17 +56,18 @@ extension LibraryReplica {
         struct NotInBase: Error {}
         do {
             try store.db.transaction { _ in
+                var order = try store.order(.base)
                 for (kind, result) in changes {
                     guard let album = result.album, let index = album.index else { throw NotInBase() }
                     switch kind {
                     case .add:
-                        _ = try store.insert(.base, album, at: index)
+                        _ = try store.insert(.base, album, at: index, order: &order)
                     case .update:
                         guard try store.replaceFields(.base, album) else { throw NotInBase() }
                     case .move:
-                        guard try store.move(.base, id: album.id, to: index) else { throw NotInBase() }
+                        guard try store.move(.base, id: album.id, to: index, order: &order) else { throw NotInBase() }
                     case .delete:
-                        guard try store.remove(.base, id: album.id) else { throw NotInBase() }
+                        guard try store.remove(.base, id: album.id, order: &order) else { throw NotInBase() }
                     }
                 }
                 try store.setMeta("version", String(answer.version))
@@ -77,20 +78,20 @@ extension LibraryReplica {
     }
 
     /// Takes note of what the server did with `entry` (inside the transaction that removes it
-    /// from the outbox): an answered add's local id becomes the server's everywhere.
+    /// from the outbox): an answered add's local id becomes the server's everywhere (the entry
+    /// itself is removed first, so only later entries on the album are rewritten).
     private func record(_ outcome: PushOutcome, of entry: OutboxEntry, in report: inout SyncReport) throws {
+        try store.removeFromOutbox(entry.seq)
         switch outcome {
         case let .applied(album):
             report.pushed += 1
             if let album, case let .add(localID, _, _, _) = entry.operation {
-                try store.rename(.local, from: localID, to: album.id)
-                try store.replaceFields(.local, album)
+                try store.replace(.local, id: localID, with: album)
                 try store.renameInOutbox(from: localID, to: album.id)
             }
         case let .dropped(reason):
             report.dropped.append(DroppedOperation(operation: entry.operation, reason: reason))
         }
-        try store.removeFromOutbox(entry.seq)
     }
 
     /// One batch of entries in one `POST /batch` (one entry: its own request, as it always

@@ -16,7 +16,8 @@ extension LibraryReplica {
     func pullView() async throws(ReplicaError) -> SyncReport {
         guard let view else { return SyncReport() }
         var report = SyncReport()
-        let etag = try storage { try store.meta("loaded") == "1" ? try store.meta("etag") : nil }
+        // A file loaded before the sources' versions were kept reloads once, to keep them.
+        let etag = try storage { try store.meta("loaded") == "1" && store.meta("sources") != nil ? try store.meta("etag") : nil }
         let first: Revalidated<AlbumPage>
         do {
             first = try await retrying { () async throws(BlueLibraryClientError) -> Revalidated<AlbumPage> in
@@ -57,6 +58,7 @@ extension LibraryReplica {
                     try store.replaceBase(with: albums, keepingLibrary: true)
                     try store.setMeta("version", String(version))
                     try store.setMeta("etag", start.etag ?? "")
+                    try store.setMeta("sources", Self.vector(Self.sourceVersions(start)))
                     try store.setMeta("loaded", "1")
                 }
             }
@@ -68,5 +70,26 @@ extension LibraryReplica {
     /// The versions a view's page was read at: each source's, or the one `version`.
     private static func sourceVersions(_ page: AlbumPage) -> [String: Int64] {
         page.versions ?? ["": page.version]
+    }
+
+    /// `[a: 12, b: 3]` as the multi-library event stream writes its ids: `a:12,b:3`.
+    static func vector(_ versions: [String: Int64]) -> String {
+        versions.filter { !$0.key.isEmpty }.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+    }
+
+    /// `a:12,b:3` → `[a: 12, b: 3]`; parts that are not `library:version` are left out.
+    static func parseVector(_ text: String) -> [String: Int64] {
+        var versions: [String: Int64] = [:]
+        for part in text.split(separator: ",") {
+            let pieces = part.split(separator: ":", maxSplits: 1)
+            guard pieces.count == 2, let version = Int64(pieces[1].trimmingCharacters(in: .whitespaces)) else { continue }
+            versions[pieces[0].trimmingCharacters(in: .whitespaces)] = version
+        }
+        return versions
+    }
+
+    /// The source versions the replica's copy of the view was read at (`sources` in `meta`).
+    func sourcesRead() throws(ReplicaError) -> [String: Int64] {
+        Self.parseVector(try storage { try store.meta("sources") } ?? "")
     }
 }

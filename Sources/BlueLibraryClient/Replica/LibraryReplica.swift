@@ -65,8 +65,8 @@ import SQLite
 /// same fields.
 ///
 /// **Follow** (`follow()`, runs until its task is cancelled): live updates without polling. It
-/// opens the library's event stream (`GET /events`, through `BlueLibraryClient.events`, a
-/// `URLSessionDataDelegate` that hands over the body as it arrives, also on FoundationNetworking)
+/// opens the library's event stream (`GET /events`, through `BlueLibraryClient.events`, which
+/// hands over the body as it arrives: libcurl on Linux, a `URLSessionDataDelegate` elsewhere)
 /// with `Last-Event-ID` = `version`, so events missed since the last pull come first. For each
 /// event that changes the list (`album.added/updated/deleted/moved`, `library.replaced`,
 /// `library.outdated`; not `state.changed`, cover or settings events) it runs the same pull as
@@ -98,8 +98,16 @@ import SQLite
 /// same source versions). `version()` is then the sum of the source versions (it grows with
 /// every change of any source). Writes (`add`, `delete`, `move`, `update`) throw `.readOnly`:
 /// change the source libraries (with the client, or through their own replicas) and pull.
-/// `follow()` is not offered for a view (`.readOnly` too): call `pull()` or `sync()` to
-/// refresh it. `albums()`, `page(_:)` and `AlbumListModel(replica:)` read it as any replica.
+/// The source versions its copy was read at are kept in `meta` (`sources`, as `a:12,b:3`; a
+/// file loaded before they were kept reloads once). `follow()` keeps it live: it asks the
+/// view's sources (`GET /views/{view}`), opens one event stream over them (`GET
+/// /events?library=a&library=b`, `Last-Event-ID` = that vector, so what changed since the
+/// copy was read comes first), and for each event that changes a source's list runs the pull
+/// above, unless the copy was read at or after every version in the event's id (so a burst
+/// costs one pull, and a change the view's filter leaves out only a 304). A reload that shows
+/// other sources (the view was redefined) reopens the stream over them; a view that is gone
+/// ends `follow()` with its 404; the rest (drops, backoff, `.offline`, 401/429) is as for a
+/// library. `albums()`, `page(_:)` and `AlbumListModel(replica:)` read it as any replica.
 ///
 /// **Concurrency**: an actor. One `sync`, `push` or `pull` runs at a time (another throws
 /// `.busy`; one that finds the follower's pull running waits for it, see "Follow"); local reads and edits go on during one (they interleave at its `await`s: a push

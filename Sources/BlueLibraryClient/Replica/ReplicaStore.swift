@@ -171,6 +171,80 @@ struct ReplicaStore {
         }
     }
 
+    // MARK: Many edits in a row
+
+    /// Every order key of `table` in order, with its album's id: for a run of many inserts,
+    /// moves and deletes (a pushed batch's answer, a page of the change feed, the outbox
+    /// replayed), which then find their neighbours by index in memory instead of an OFFSET
+    /// walk and a count per edit. Each edit still writes one row, with the key `freeKey` would
+    /// choose.
+    func order(_ table: Table) throws -> ListOrder {
+        var order = ListOrder()
+        try db.forEachRow("SELECT position, id FROM \(table.rawValue) ORDER BY position") { row in
+            order.keys.append(try row.int64(0))
+            order.ids.append(try row.string(1))
+        }
+        return order
+    }
+
+    /// `insert(_:_:at:stale:)` with `order` kept up to date.
+    @discardableResult
+    func insert(_ table: Table, _ album: AlbumResource, at index: Int?, stale: Bool = false, order: inout ListOrder) throws -> Int {
+        let count = order.keys.count
+        let at = min(max(index ?? count, 0), count)
+        let key = try freeKey(table, at: at, in: &order)
+        try db.run("INSERT INTO \(table.rawValue) (id, position, json, stale) VALUES (?, ?, ?, ?)",
+                   [.text(album.id), .integer(key), .text(try Self.encode(Self.plain(album))), .integer(stale ? 1 : 0)])
+        order.insert(key: key, id: album.id, at: at)
+        return at
+    }
+
+    /// `remove(_:id:)` with `order` kept up to date.
+    @discardableResult
+    func remove(_ table: Table, id: String, order: inout ListOrder) throws -> Bool {
+        guard let key = try position(table, id: id) else { return false }
+        try db.run("DELETE FROM \(table.rawValue) WHERE id = ?", [.text(id)])
+        if let at = order.index(ofKey: key, id: id) { order.remove(at: at) }
+        return true
+    }
+
+    /// `move(_:id:to:)` with `order` kept up to date.
+    @discardableResult
+    func move(_ table: Table, id: String, to index: Int, order: inout ListOrder) throws -> Bool {
+        guard let key = try position(table, id: id) else { return false }
+        let to = min(max(index, 0), order.keys.count - 1)
+        // The list without the album, as `freeKey(excluding:)` sees it.
+        if let from = order.index(ofKey: key, id: id) { order.remove(at: from) }
+        let free = try freeKey(table, at: to, in: &order, excluding: id)
+        try db.run("UPDATE \(table.rawValue) SET position = ? WHERE id = ?", [.integer(free), .text(id)])
+        order.insert(key: free, id: id, at: to)
+        return true
+    }
+
+    private func position(_ table: Table, id: String) throws -> Int64? {
+        try db.scalar("SELECT position FROM \(table.rawValue) WHERE id = ?", [.text(id)], as: Int64.self)
+    }
+
+    /// `freeKey(_:at:excluding:)` from `order` (which leaves `excluding` out already); after a
+    /// renumbering `order` is read again.
+    private func freeKey(_ table: Table, at index: Int, in order: inout ListOrder, excluding id: String? = nil) throws -> Int64 {
+        for _ in 0..<2 {
+            let before = index == 0 ? nil : order.keys[index - 1]
+            let after = index < order.keys.count ? order.keys[index] : nil
+            switch (before, after) {
+            case (nil, nil): return 0
+            case let (before?, nil): return before + Self.keyGap
+            case let (nil, after?): return after - Self.keyGap
+            case let (before?, after?) where after - before > 1: return before + (after - before) / 2
+            default:
+                try renumber(table)
+                order = try self.order(table)
+                if let id, let at = order.ids.firstIndex(of: id) { order.remove(at: at) }
+            }
+        }
+        throw ReplicaError.storage("the order keys of \(table.rawValue) are not increasing; the replica file was changed by something else")
+    }
+
     /// Replaces the album's fields (its position stays) and clears `stale`; false when it is not there.
     @discardableResult
     func replaceFields(_ table: Table, _ album: AlbumResource) throws -> Bool {
@@ -214,6 +288,14 @@ struct ReplicaStore {
         album.index = nil
         album.library = nil
         return album
+    }
+
+    /// The album `old` becomes `album` (the server's answer to its add: another id, the
+    /// server's fields), `stale` cleared, its position kept: `rename` and `replaceFields` in
+    /// one write. Nothing when `old` is not there.
+    func replace(_ table: Table, id old: String, with album: AlbumResource) throws {
+        try db.run("UPDATE \(table.rawValue) SET id = ?, json = ?, stale = 0 WHERE id = ?",
+                   [.text(album.id), .text(try Self.encode(Self.plain(album))), .text(old)])
     }
 
     func rename(_ table: Table, from old: String, to new: String) throws {
@@ -322,7 +404,15 @@ struct ReplicaStore {
     /// Every queued operation on album `old` now names `new` (a local add got its server id).
     /// Only the entries on `old` are read (through the `album_id` index), so a push of many
     /// adds does not read the whole outbox for each.
+    ///
+    /// A delete, move or patch keeps its album id as `"id":"…"` (the only unescaped `"id":` of
+    /// its JSON: strings inside a patch escape their quotes), so SQL rewrites it in place; an
+    /// add (never one here in a push: its own entry is gone by then) is decoded and encoded.
     func renameInOutbox(from old: String, to new: String) throws {
+        try db.run("""
+            UPDATE outbox SET operation = replace(operation, '"id":' || ?1, '"id":' || ?2), album_id = ?3
+            WHERE album_id = ?4 AND operation NOT LIKE '{"add":%'
+            """, [.text(try Self.encode(old)), .text(try Self.encode(new)), .text(new), .text(old)])
         let entries = try db.query("SELECT seq, operation FROM outbox WHERE album_id = ?", [.text(old)]) { row in
             (seq: try row.int64(0), operation: try Self.decodeOperation(try row.string(1)))
         }
@@ -346,6 +436,38 @@ struct ReplicaStore {
 
     static func decodeOperation(_ text: String) throws -> ReplicaOperation {
         try JSONDecoder().decode(ReplicaOperation.self, from: Data(text.utf8))
+    }
+}
+
+/// The order keys of a list in order, each with its album's id (`ReplicaStore.order`).
+struct ListOrder {
+    var keys: [Int64] = []
+    var ids: [String] = []
+
+    mutating func insert(key: Int64, id: String, at index: Int) {
+        keys.insert(key, at: index)
+        ids.insert(id, at: index)
+    }
+
+    mutating func remove(at index: Int) {
+        keys.remove(at: index)
+        ids.remove(at: index)
+    }
+
+    /// Where the album `id` with order key `key` is (a binary search by key).
+    func index(ofKey key: Int64, id: String) -> Int? {
+        var low = 0
+        var high = keys.count
+        while low < high {
+            let middle = (low + high) / 2
+            if keys[middle] < key { low = middle + 1 } else { high = middle }
+        }
+        var at = low
+        while at < keys.count, keys[at] == key {
+            if ids[at] == id { return at }
+            at += 1
+        }
+        return ids.firstIndex(of: id)
     }
 }
 

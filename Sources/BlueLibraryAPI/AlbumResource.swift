@@ -163,4 +163,16 @@ public enum WireDate {
         if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return date }
         return try? Date(text, strategy: Date.ISO8601FormatStyle())
     }
+
+    /// `date` in UTC to the nearest millisecond, `2027-01-01T00:00:00.000Z`. (The formatter's own
+    /// fractional seconds cut the binary fraction: a whole millisecond held as 0.12299999… came
+    /// out as `.122`.)
+    public static func format(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let seconds = milliseconds.quotientAndRemainder(dividingBy: 1000)
+        let (whole, fraction) = seconds.remainder < 0 ? (seconds.quotient - 1, seconds.remainder + 1000) : seconds
+        let text = Date(timeIntervalSince1970: TimeInterval(whole)).formatted(Date.ISO8601FormatStyle())
+        let digits = String(fraction)
+        return String(text.dropLast()) + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
+    }
 }

@@ -80,7 +80,7 @@ struct KeyChange: Encodable {
 enum KeyTime {
     /// UTC with milliseconds, as the server writes them: `2027-01-01T00:00:00.000Z`.
     static func format(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        WireDate.format(date)
     }
 
     /// A decoder that reads the keys' RFC 3339 times into `Date`s.

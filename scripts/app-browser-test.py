@@ -328,7 +328,7 @@ class Run:
         self.js("document.activeElement.blur(); window.scrollTo(0, 0)")
         order = []
         self.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
-        for _ in range(10):
+        for _ in range(12):
             order.append(self.js("return document.activeElement.id"))
             if order[-1] == "covers":
                 break
@@ -370,10 +370,36 @@ class Run:
         box.clear()
         box.send_keys("bówie")
         self.until(lambda: len(self.names()) == 1 and "Bowie" in self.names()[0], "'bówie' finds Bowie")
+        results = lambda: (self.js("return document.documentElement.dataset.results"), self.driver.find_element(By.ID, "results").text)
+        self.until(lambda: results()[0] == "loaded" and results()[1].startswith("1 album match “bówie”"), f"the results line says one album matches ({results()})")
         self.shot("app-search.png")
         box.clear()
         box.send_keys(Keys.SPACE)  # clear() fires no input event; a space is no word: everything
         self.until(lambda: self.names() == everything, "an empty search shows every album again")
+        if not self.driver.find_element(By.ID, "results").get_attribute("hidden"):
+            raise Failure("the results line is shown without a search")
+        # Keyboard first: / from the covers goes to the box (typing there, / is a character).
+        self.focus("covers")
+        self.key("/")
+        self.until(lambda: self.js("return document.activeElement.id") == "search", "/ focuses the search box")
+        self.key("zzqx/")
+        self.until(lambda: results()[0] == "empty" and "No album matches “zzqx/”" in results()[1], f"no match is said ({results()})")
+        if self.names():
+            raise Failure(f"no match still shows {self.names()}")
+        self.shot("app-search-empty.png")
+        # Escape clears the box and shows the whole list at once; a second Escape goes back to the list.
+        self.key(Keys.ESCAPE)
+        self.until(lambda: self.names() == everything and results()[0] == "all", "Escape shows every album again")
+        if self.js("return document.getElementById('search').value") != "":
+            raise Failure("Escape left the search box filled")
+        self.key(Keys.ESCAPE)
+        self.until(lambda: self.js("return document.activeElement.id") == "covers", "a second Escape goes back to the covers")
+        # A search the server refuses (a filter over 500 characters, 400): the error state.
+        self.js("const b = document.getElementById('search'); b.value = 'a'.repeat(501); b.dispatchEvent(new Event('input'))")
+        self.until(lambda: results()[0] == "error" and "failed" in results()[1], f"a refused search says so ({results()})")
+        self.focus("search")
+        self.key(Keys.ESCAPE)
+        self.until(lambda: self.names() == everything and results()[0] == "all", "Escape after the error shows every album again")
         box.clear()
         # The next step deletes the second album: select it again.
         self.focus("covers")
@@ -418,6 +444,97 @@ class Run:
         self.until(lambda: self.js("return document.getElementById('undo').disabled"), "Undo is disabled when there is nothing to undo")
         if undo_title() != "Nothing to undo":
             raise Failure(f"a disabled Undo's title is {undo_title()!r}")
+
+    def chosen_names(self):
+        return self.js("return [...document.querySelectorAll('#covers [aria-selected=true]')].map(o => o.getAttribute('aria-label'))")
+
+    def batch_requests(self):
+        self.collect_logs()
+        return [url for url in self.requests if url.endswith("/batch")]
+
+    def several_at_once(self):
+        # Shift+arrows and Ctrl+click select several; Delete sends them in one batch, Undo
+        # brings them all back; in the list view, Move to library… moves two in one batch,
+        # refused first (the library went meanwhile: the banner names the album and why).
+        from selenium.webdriver.common.action_chains import ActionChains
+        name = lambda a: f"{a['title']} - {a['artist']}"
+        everything = [name(a) for a in self.albums]
+        self.api("POST", "/libraries", {"id": "annex", "name": "Annex"}, expect=201)
+        self.api("POST", "/libraries", {"id": "gone", "name": "Gone"}, expect=201)
+        self.focus("covers")
+        self.key(Keys.HOME)
+        self.until(lambda: self.chosen_names() == everything[:1], "Home selects the first album alone")
+        self.key(Keys.SHIFT, Keys.ARROW_RIGHT)
+        self.key(Keys.SHIFT, Keys.ARROW_RIGHT)
+        self.until(lambda: self.chosen_names() == everything[:3], f"Shift+Right twice selects three ({self.chosen_names()})")
+        if self.driver.find_element(By.ID, "delete").get_attribute("aria-label") != "Delete 3 albums":
+            raise Failure("Delete does not say it deletes three albums")
+        option = lambda i: self.driver.find_element(By.ID, f"album-{self.albums[i]['id']}")
+        ActionChains(self.driver).key_down(Keys.CONTROL).click(option(4)).click(option(1)).key_up(Keys.CONTROL).perform()
+        chosen = [everything[i] for i in (0, 2, 4)]
+        self.until(lambda: self.chosen_names() == chosen, f"Ctrl+click adds the fifth and takes out the second ({self.chosen_names()})")
+        self.shot("app-several.png")
+        before = len(self.batch_requests())
+        self.focus("covers")
+        self.key(Keys.DELETE)
+        left = [everything[i] for i in (1, 3)]
+        self.until(lambda: self.names() == left, "Delete deletes the three in one go")
+        if len(self.batch_requests()) != before + 1:
+            raise Failure("the three deletes were not one POST /batch")
+        if "Deleted 3 albums" not in self.driver.find_element(By.ID, "banner").text:
+            raise Failure(f"the banner says {self.driver.find_element(By.ID, 'banner').text!r}")
+        self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.names() == everything, "one Undo brings the three back at their places")
+        # The list view: Shift+Down selects two rows; Move to library… offers the other libraries.
+        self.driver.find_element(By.ID, "show-list").click()
+        self.until(lambda: self.js("return document.activeElement.id") == "album-grid", "the list view has the focus")
+        self.key(Keys.HOME)
+        self.key(Keys.SHIFT, Keys.ARROW_DOWN)
+        rows = lambda: self.js("return [...document.querySelectorAll('#album-grid [role=row][aria-selected=true]')].map(r => r.dataset.id)")
+        self.until(lambda: rows() == [a["id"] for a in self.albums[:2]], f"Shift+Down selects two rows ({rows()})")
+        self.focus("move")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('move-dialog').open"), "Move to library… opens its dialog")
+        offered = self.js("return [...document.querySelectorAll('#move-form option')].map(o => o.value)")
+        if offered != ["annex", "gone"]:
+            raise Failure(f"the dialog offers {offered}, not the other libraries")
+        if self.js("return document.activeElement.name") != "library":
+            raise Failure("the dialog does not focus its choice of library")
+        Select(self.driver.find_element(By.CSS_SELECTOR, "#move-form select")).select_by_value("gone")
+        self.api("DELETE", "/libraries/gone", expect=204)
+        self.driver.find_element(By.CSS_SELECTOR, "#move-form [type=submit]").send_keys(Keys.ENTER)
+        banner = lambda: self.driver.find_element(By.ID, "banner").text
+        self.until(lambda: "was refused" in banner(), "the refused batch is reported")
+        if self.albums[0]["title"] not in banner() or "Nothing in the batch was applied" not in banner():
+            raise Failure(f"the refusal does not name the album or say nothing was applied: {banner()!r}")
+        self.shot("app-batch-refused.png")
+        ids = [a["id"] for a in self.albums]
+        row_ids = lambda: [r["id"] for r in self.grid_rows() if r["id"]]
+        if row_ids() != ids:
+            raise Failure("a refused batch changed the list")
+        before = len(self.batch_requests())
+        self.focus("move")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('move-dialog').open"), "the dialog opens again")
+        self.driver.find_element(By.CSS_SELECTOR, "#move-form [type=submit]").send_keys(Keys.ENTER)  # Annex, the only other one now
+        self.until(lambda: row_ids() == ids[2:], "the two albums leave the list")
+        if len(self.batch_requests()) != before + 1:
+            raise Failure("the two moves were not one POST /batch")
+        moved = [name(a) for a in self.api("GET", "/libraries/annex/albums", token=False, expect=200)["items"]]
+        if sorted(moved) != sorted(everything[:2]):
+            raise Failure(f"Annex holds {moved}")
+        self.shot("app-moved.png")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        self.until(lambda: row_ids() == ids, "one Undo brings both back from Annex")
+        self.driver.find_element(By.ID, "show-covers").click()
+        self.until(lambda: self.names() == everything, "the covers show the five again")
+        self.api("DELETE", "/libraries/annex", expect=204)
+        self.until(lambda: self.js("return document.getElementById('undo').disabled"), "nothing is left to undo")
+        self.focus("covers")
+        self.key(Keys.HOME)
 
     def add_with_an_error_then_at_a_position(self):
         self.focus("add")
@@ -1063,7 +1180,7 @@ class Run:
 
     def run(self):
         steps = [self.five_albums_appear, self.the_event_parser_handles_split_chunks, self.keyboard_selects, self.search_as_you_type,
-                 self.delete_then_undo_with_the_token,
+                 self.delete_then_undo_with_the_token, self.several_at_once,
                  self.add_with_an_error_then_at_a_position, self.a_failed_cover_is_tried_again_on_the_next_view,
                  self.edit_in_place, self.reorder_by_keyboard_and_drag_then_undo,
                  self.reload_restores_the_selection,

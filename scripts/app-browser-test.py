@@ -536,6 +536,66 @@ class Run:
         self.focus("covers")
         self.key(Keys.HOME)
 
+    def manage_libraries(self):
+        # The admin token: Libraries… beside the switcher opens the dialog; create (a bad id
+        # first), rename, then delete a library that holds an album: the 409 is explained and
+        # Delete anyway sends ?force=true; the library shown then is replaced by default.
+        dialog_open = lambda: self.js("return document.getElementById('libraries-dialog').open")
+        switcher = lambda: self.js("return [...document.querySelectorAll('#source option')].map(o => [o.value, o.textContent])")
+        note = lambda: self.driver.find_element(By.ID, "libraries-note").text
+        self.until(lambda: not self.js("return document.getElementById('manage').hidden"), "an admin key sees Libraries…")
+        self.focus("manage")
+        self.key(Keys.ENTER)
+        self.until(dialog_open, "Libraries… opens the dialog")
+        self.until(lambda: self.js("return document.activeElement.name") == "id", "the new library's id has the focus")
+        self.until(lambda: self.js("return document.querySelectorAll('#libraries-list li').length") == 1, "the dialog lists default")
+        if self.js("return document.querySelector('#libraries-list li .danger')") is not None:
+            raise Failure("default can be deleted in the dialog")
+        self.key("no/slash", Keys.TAB, "Bad", Keys.ENTER)
+        self.until(lambda: self.js("return document.querySelector('#library-create [name=id]').getAttribute('aria-invalid')") == "true"
+                   or "failed" in note(), "a bad id is refused and said")
+        field = self.driver.find_element(By.CSS_SELECTOR, "#library-create [name=id]")
+        field.clear()
+        field.send_keys("jazz", Keys.TAB)
+        self.key(Keys.CONTROL, "a")
+        self.key("Jazz", Keys.ENTER)
+        self.until(lambda: "Created “Jazz”" in note(), f"the library is created ({note()!r})")
+        self.until(lambda: ["library:jazz", "Jazz"] in switcher(), "the switcher lists Jazz")
+        self.shot("app-libraries.png")
+        name = self.driver.find_element(By.CSS_SELECTOR, "#libraries-list li[data-id=jazz] input")
+        if name.get_attribute("aria-label") != "Name of jazz":
+            raise Failure("the name field has no name for screen readers")
+        name.send_keys(Keys.CONTROL, "a")
+        name.send_keys("Jazz & Blues", Keys.ENTER)
+        self.until(lambda: ["library:jazz", "Jazz & Blues"] in switcher(), "the rename reaches the switcher")
+        if self.api("GET", "/libraries/jazz", token=False, expect=200)["name"] != "Jazz & Blues":
+            raise Failure("the library was not renamed on the server")
+        # Escape closes it and gives the focus back; show Jazz, which then gets an album.
+        self.key(Keys.ESCAPE)
+        self.until(lambda: not dialog_open() and self.js("return document.activeElement.id") == "manage", "Escape closes the dialog")
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:jazz")
+        self.api("POST", "/libraries/jazz/albums", {"title": "Kind of Blue", "artist": "Miles Davis"}, expect=201)
+        self.until(lambda: self.names() == ["Kind of Blue - Miles Davis"], "Jazz shows its album")
+        self.loaded()
+        self.focus("manage")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.querySelector('#libraries-list li[data-id=jazz] .danger')") is not None, "the dialog lists Jazz")
+        self.driver.find_element(By.CSS_SELECTOR, "#libraries-list li[data-id=jazz] .danger").send_keys(Keys.ENTER)
+        confirm = lambda: self.driver.find_element(By.ID, "libraries-confirm")
+        self.until(lambda: confirm().is_displayed() and "was not deleted" in confirm().text, "the 409 is explained")
+        if self.js("return document.activeElement.id") != "libraries-keep":
+            raise Failure("the confirm does not focus Keep it")
+        self.shot("app-libraries-409.png")
+        self.driver.find_element(By.ID, "libraries-force").send_keys(Keys.ENTER)
+        self.until(lambda: "Deleted “Jazz & Blues”" in note(), f"Delete anyway deletes it ({note()!r})")
+        self.api("GET", "/libraries/jazz", token=False, expect=404)
+        self.key(Keys.ESCAPE)
+        self.until(lambda: self.js("return document.getElementById('source').value") == "library:default", "the switcher is back on default")
+        self.until(lambda: len(self.names()) == 5, "default's albums are shown again")
+        self.loaded()
+        if any(value == "library:jazz" for value, _ in switcher()):
+            raise Failure("the switcher still lists Jazz")
+
     def add_with_an_error_then_at_a_position(self):
         self.focus("add")
         self.key(Keys.ENTER)
@@ -1082,9 +1142,9 @@ class Run:
         self.driver.refresh()
         self.loaded()
         access = lambda: self.js("return document.getElementById('access').textContent")
-        hidden = lambda: self.js("return ['add', 'delete', 'undo', 'edit'].map(id => document.getElementById(id).hidden)")
+        hidden = lambda: self.js("return ['add', 'delete', 'undo', 'edit', 'move', 'manage'].map(id => document.getElementById(id).hidden)")
         self.until(lambda: access() == f"Key {reader['id']} (family): read · all libraries", "the header names the read key and its scope")
-        self.until(lambda: hidden() == [True, True, True, True], "a read key hides Add, Delete, Undo and Edit")
+        self.until(lambda: hidden() == [True] * 6, "a read key hides Add, Delete, Undo, Edit, Move to library… and Libraries…")
         self.focus("covers")
         self.key(Keys.F2)
         if not self.js("return document.getElementById('edit-form').hidden"):
@@ -1105,7 +1165,7 @@ class Run:
                    "the key prompt says what the key in use may do")
         self.enter_token(writer["secret"])
         self.until(lambda: access() == f"Key {writer['id']} (kitchen): read, write · libraries default", "the header names the new key")
-        self.until(lambda: hidden() == [False, False, False, False], "a key that may write shows Add, Delete, Undo and Edit again")
+        self.until(lambda: hidden() == [False] * 5 + [True], "a key that may write shows Add, Delete, Undo, Edit and Move again (Libraries… needs admin)")
         if not self.js("return document.getElementById('read-only').hidden"):
             raise Failure("the read-only line stays with a key that may write")
         if self.js("return sessionStorage.getItem('bluelibrary.token')") != writer["secret"]:
@@ -1180,7 +1240,7 @@ class Run:
 
     def run(self):
         steps = [self.five_albums_appear, self.the_event_parser_handles_split_chunks, self.keyboard_selects, self.search_as_you_type,
-                 self.delete_then_undo_with_the_token, self.several_at_once,
+                 self.delete_then_undo_with_the_token, self.several_at_once, self.manage_libraries,
                  self.add_with_an_error_then_at_a_position, self.a_failed_cover_is_tried_again_on_the_next_view,
                  self.edit_in_place, self.reorder_by_keyboard_and_drag_then_undo,
                  self.reload_restores_the_selection,

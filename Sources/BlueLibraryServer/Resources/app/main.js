@@ -8,6 +8,7 @@ import { AlbumList, Source, libraryPrefix } from './model.js';
 import { EventStream } from './events.js';
 import { CoverScroller, showCover } from './covers.js';
 import { AlbumTable } from './listview.js';
+import { LibraryManager } from './libraries.js';
 import { albumBody, albumPatch, clearErrors, fillAlbum, showErrors } from './form.js';
 import { announce, clearBanner, report } from './messages.js';
 import { askToken } from './token.js';
@@ -20,7 +21,7 @@ const ui = {
   access: $('access'), key: $('key'), readOnly: $('read-only'),
   edit: $('edit'), editForm: $('edit-form'), editNote: $('edit-note'), detailCover: $('detail-cover'),
   grid: $('album-grid'), showCovers: $('show-covers'), showList: $('show-list'),
-  results: $('results'), move: $('move'), moveDialog: $('move-dialog'), moveForm: $('move-form'),
+  results: $('results'), manage: $('manage'), move: $('move'), moveDialog: $('move-dialog'), moveForm: $('move-form'),
 };
 const LAYOUT_KEY = 'bluelibrary.layout';
 const reducedMotion = matchMedia('(prefers-reduced-motion: reduce)');
@@ -99,6 +100,20 @@ function chosenSource(views) {
   if (source.isView) source.libraries = views.find((view) => view.id === source.id)?.sources || [];
   ui.source.value = source.key;
   return source;
+}
+
+/**
+ * The Libraries dialog changed something: the switcher is read again; the library shown, if
+ * it was deleted, is replaced by default.
+ */
+async function librariesChanged(deleted) {
+  const generation = ++app.opening;
+  const shown = app.list?.source;
+  if (deleted && shown && !shown.isView && shown.id === deleted) localStorage.setItem('bluelibrary.source', 'library:default');
+  const { views } = await loadSources();
+  if (generation !== app.opening) return;
+  const source = chosenSource(views);
+  if (!shown || source.key !== shown.key) open(source);
 }
 
 // ---- The list and the screen ---------------------------------------------------------------
@@ -958,6 +973,8 @@ function applyAccess() {
   ui.move.hidden = !write || Boolean(app.list?.source.isView);
   if (!write && app.editing) closeEdit({ focus: false });
   ui.readOnly.hidden = write;
+  // Managing libraries: an admin key for every library, or a server without the lock.
+  ui.manage.hidden = !(access.self && (!access.locked || (access.key && access.mayAdminister())));
   document.documentElement.dataset.access = write ? 'write' : 'read';
 }
 
@@ -1008,6 +1025,8 @@ async function start() {
   ui.search.addEventListener('keydown', onSearchKey);
   document.addEventListener('keydown', onDocumentKey);
   ui.move.addEventListener('click', openMoveDialog);
+  const manager = new LibraryManager(app.api, { onChange: librariesChanged });
+  ui.manage.addEventListener('click', () => manager.open(ui.manage));
   ui.moveForm.addEventListener('submit', submitMove);
   $('move-cancel').addEventListener('click', () => { ui.moveDialog.close(); listFocus().focus(); });
   ui.key.addEventListener('click', changeKey);

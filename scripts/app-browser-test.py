@@ -328,7 +328,7 @@ class Run:
         self.js("document.activeElement.blur(); window.scrollTo(0, 0)")
         order = []
         self.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
-        for _ in range(10):
+        for _ in range(12):
             order.append(self.js("return document.activeElement.id"))
             if order[-1] == "covers":
                 break
@@ -370,10 +370,36 @@ class Run:
         box.clear()
         box.send_keys("bówie")
         self.until(lambda: len(self.names()) == 1 and "Bowie" in self.names()[0], "'bówie' finds Bowie")
+        results = lambda: (self.js("return document.documentElement.dataset.results"), self.driver.find_element(By.ID, "results").text)
+        self.until(lambda: results()[0] == "loaded" and results()[1].startswith("1 album match “bówie”"), f"the results line says one album matches ({results()})")
         self.shot("app-search.png")
         box.clear()
         box.send_keys(Keys.SPACE)  # clear() fires no input event; a space is no word: everything
         self.until(lambda: self.names() == everything, "an empty search shows every album again")
+        if not self.driver.find_element(By.ID, "results").get_attribute("hidden"):
+            raise Failure("the results line is shown without a search")
+        # Keyboard first: / from the covers goes to the box (typing there, / is a character).
+        self.focus("covers")
+        self.key("/")
+        self.until(lambda: self.js("return document.activeElement.id") == "search", "/ focuses the search box")
+        self.key("zzqx/")
+        self.until(lambda: results()[0] == "empty" and "No album matches “zzqx/”" in results()[1], f"no match is said ({results()})")
+        if self.names():
+            raise Failure(f"no match still shows {self.names()}")
+        self.shot("app-search-empty.png")
+        # Escape clears the box and shows the whole list at once; a second Escape goes back to the list.
+        self.key(Keys.ESCAPE)
+        self.until(lambda: self.names() == everything and results()[0] == "all", "Escape shows every album again")
+        if self.js("return document.getElementById('search').value") != "":
+            raise Failure("Escape left the search box filled")
+        self.key(Keys.ESCAPE)
+        self.until(lambda: self.js("return document.activeElement.id") == "covers", "a second Escape goes back to the covers")
+        # A search the server refuses (a filter over 500 characters, 400): the error state.
+        self.js("const b = document.getElementById('search'); b.value = 'a'.repeat(501); b.dispatchEvent(new Event('input'))")
+        self.until(lambda: results()[0] == "error" and "failed" in results()[1], f"a refused search says so ({results()})")
+        self.focus("search")
+        self.key(Keys.ESCAPE)
+        self.until(lambda: self.names() == everything and results()[0] == "all", "Escape after the error shows every album again")
         box.clear()
         # The next step deletes the second album: select it again.
         self.focus("covers")
@@ -418,6 +444,157 @@ class Run:
         self.until(lambda: self.js("return document.getElementById('undo').disabled"), "Undo is disabled when there is nothing to undo")
         if undo_title() != "Nothing to undo":
             raise Failure(f"a disabled Undo's title is {undo_title()!r}")
+
+    def chosen_names(self):
+        return self.js("return [...document.querySelectorAll('#covers [aria-selected=true]')].map(o => o.getAttribute('aria-label'))")
+
+    def batch_requests(self):
+        self.collect_logs()
+        return [url for url in self.requests if url.endswith("/batch")]
+
+    def several_at_once(self):
+        # Shift+arrows and Ctrl+click select several; Delete sends them in one batch, Undo
+        # brings them all back; in the list view, Move to library… moves two in one batch,
+        # refused first (the library went meanwhile: the banner names the album and why).
+        from selenium.webdriver.common.action_chains import ActionChains
+        name = lambda a: f"{a['title']} - {a['artist']}"
+        everything = [name(a) for a in self.albums]
+        self.api("POST", "/libraries", {"id": "annex", "name": "Annex"}, expect=201)
+        self.api("POST", "/libraries", {"id": "gone", "name": "Gone"}, expect=201)
+        self.focus("covers")
+        self.key(Keys.HOME)
+        self.until(lambda: self.chosen_names() == everything[:1], "Home selects the first album alone")
+        self.key(Keys.SHIFT, Keys.ARROW_RIGHT)
+        self.key(Keys.SHIFT, Keys.ARROW_RIGHT)
+        self.until(lambda: self.chosen_names() == everything[:3], f"Shift+Right twice selects three ({self.chosen_names()})")
+        if self.driver.find_element(By.ID, "delete").get_attribute("aria-label") != "Delete 3 albums":
+            raise Failure("Delete does not say it deletes three albums")
+        option = lambda i: self.driver.find_element(By.ID, f"album-{self.albums[i]['id']}")
+        ActionChains(self.driver).key_down(Keys.CONTROL).click(option(4)).click(option(1)).key_up(Keys.CONTROL).perform()
+        chosen = [everything[i] for i in (0, 2, 4)]
+        self.until(lambda: self.chosen_names() == chosen, f"Ctrl+click adds the fifth and takes out the second ({self.chosen_names()})")
+        self.shot("app-several.png")
+        before = len(self.batch_requests())
+        self.focus("covers")
+        self.key(Keys.DELETE)
+        left = [everything[i] for i in (1, 3)]
+        self.until(lambda: self.names() == left, "Delete deletes the three in one go")
+        if len(self.batch_requests()) != before + 1:
+            raise Failure("the three deletes were not one POST /batch")
+        if "Deleted 3 albums" not in self.driver.find_element(By.ID, "banner").text:
+            raise Failure(f"the banner says {self.driver.find_element(By.ID, 'banner').text!r}")
+        self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.names() == everything, "one Undo brings the three back at their places")
+        # The list view: Shift+Down selects two rows; Move to library… offers the other libraries.
+        self.driver.find_element(By.ID, "show-list").click()
+        self.until(lambda: self.js("return document.activeElement.id") == "album-grid", "the list view has the focus")
+        self.key(Keys.HOME)
+        self.key(Keys.SHIFT, Keys.ARROW_DOWN)
+        rows = lambda: self.js("return [...document.querySelectorAll('#album-grid [role=row][aria-selected=true]')].map(r => r.dataset.id)")
+        self.until(lambda: rows() == [a["id"] for a in self.albums[:2]], f"Shift+Down selects two rows ({rows()})")
+        self.focus("move")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('move-dialog').open"), "Move to library… opens its dialog")
+        offered = self.js("return [...document.querySelectorAll('#move-form option')].map(o => o.value)")
+        if offered != ["annex", "gone"]:
+            raise Failure(f"the dialog offers {offered}, not the other libraries")
+        if self.js("return document.activeElement.name") != "library":
+            raise Failure("the dialog does not focus its choice of library")
+        Select(self.driver.find_element(By.CSS_SELECTOR, "#move-form select")).select_by_value("gone")
+        self.api("DELETE", "/libraries/gone", expect=204)
+        self.driver.find_element(By.CSS_SELECTOR, "#move-form [type=submit]").send_keys(Keys.ENTER)
+        banner = lambda: self.driver.find_element(By.ID, "banner").text
+        self.until(lambda: "was refused" in banner(), "the refused batch is reported")
+        if self.albums[0]["title"] not in banner() or "Nothing in the batch was applied" not in banner():
+            raise Failure(f"the refusal does not name the album or say nothing was applied: {banner()!r}")
+        self.shot("app-batch-refused.png")
+        ids = [a["id"] for a in self.albums]
+        row_ids = lambda: [r["id"] for r in self.grid_rows() if r["id"]]
+        if row_ids() != ids:
+            raise Failure("a refused batch changed the list")
+        before = len(self.batch_requests())
+        self.focus("move")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('move-dialog').open"), "the dialog opens again")
+        self.driver.find_element(By.CSS_SELECTOR, "#move-form [type=submit]").send_keys(Keys.ENTER)  # Annex, the only other one now
+        self.until(lambda: row_ids() == ids[2:], "the two albums leave the list")
+        if len(self.batch_requests()) != before + 1:
+            raise Failure("the two moves were not one POST /batch")
+        moved = [name(a) for a in self.api("GET", "/libraries/annex/albums", token=False, expect=200)["items"]]
+        if sorted(moved) != sorted(everything[:2]):
+            raise Failure(f"Annex holds {moved}")
+        self.shot("app-moved.png")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        self.until(lambda: row_ids() == ids, "one Undo brings both back from Annex")
+        self.driver.find_element(By.ID, "show-covers").click()
+        self.until(lambda: self.names() == everything, "the covers show the five again")
+        self.api("DELETE", "/libraries/annex", expect=204)
+        self.until(lambda: self.js("return document.getElementById('undo').disabled"), "nothing is left to undo")
+        self.focus("covers")
+        self.key(Keys.HOME)
+
+    def manage_libraries(self):
+        # The admin token: Libraries… beside the switcher opens the dialog; create (a bad id
+        # first), rename, then delete a library that holds an album: the 409 is explained and
+        # Delete anyway sends ?force=true; the library shown then is replaced by default.
+        dialog_open = lambda: self.js("return document.getElementById('libraries-dialog').open")
+        switcher = lambda: self.js("return [...document.querySelectorAll('#source option')].map(o => [o.value, o.textContent])")
+        note = lambda: self.driver.find_element(By.ID, "libraries-note").text
+        self.until(lambda: not self.js("return document.getElementById('manage').hidden"), "an admin key sees Libraries…")
+        self.focus("manage")
+        self.key(Keys.ENTER)
+        self.until(dialog_open, "Libraries… opens the dialog")
+        self.until(lambda: self.js("return document.activeElement.name") == "id", "the new library's id has the focus")
+        self.until(lambda: self.js("return document.querySelectorAll('#libraries-list li').length") == 1, "the dialog lists default")
+        if self.js("return document.querySelector('#libraries-list li .danger')") is not None:
+            raise Failure("default can be deleted in the dialog")
+        self.key("no/slash", Keys.TAB, "Bad", Keys.ENTER)
+        self.until(lambda: self.js("return document.querySelector('#library-create [name=id]').getAttribute('aria-invalid')") == "true"
+                   or "failed" in note(), "a bad id is refused and said")
+        field = self.driver.find_element(By.CSS_SELECTOR, "#library-create [name=id]")
+        field.clear()
+        field.send_keys("jazz", Keys.TAB)
+        self.key(Keys.CONTROL, "a")
+        self.key("Jazz", Keys.ENTER)
+        self.until(lambda: "Created “Jazz”" in note(), f"the library is created ({note()!r})")
+        self.until(lambda: ["library:jazz", "Jazz"] in switcher(), "the switcher lists Jazz")
+        self.shot("app-libraries.png")
+        name = self.driver.find_element(By.CSS_SELECTOR, "#libraries-list li[data-id=jazz] input")
+        if name.get_attribute("aria-label") != "Name of jazz":
+            raise Failure("the name field has no name for screen readers")
+        name.send_keys(Keys.CONTROL, "a")
+        name.send_keys("Jazz & Blues", Keys.ENTER)
+        self.until(lambda: ["library:jazz", "Jazz & Blues"] in switcher(), "the rename reaches the switcher")
+        if self.api("GET", "/libraries/jazz", token=False, expect=200)["name"] != "Jazz & Blues":
+            raise Failure("the library was not renamed on the server")
+        # Escape closes it and gives the focus back; show Jazz, which then gets an album.
+        self.key(Keys.ESCAPE)
+        self.until(lambda: not dialog_open() and self.js("return document.activeElement.id") == "manage", "Escape closes the dialog")
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:jazz")
+        self.api("POST", "/libraries/jazz/albums", {"title": "Kind of Blue", "artist": "Miles Davis"}, expect=201)
+        self.until(lambda: self.names() == ["Kind of Blue - Miles Davis"], "Jazz shows its album")
+        self.loaded()
+        self.focus("manage")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.querySelector('#libraries-list li[data-id=jazz] .danger')") is not None, "the dialog lists Jazz")
+        self.driver.find_element(By.CSS_SELECTOR, "#libraries-list li[data-id=jazz] .danger").send_keys(Keys.ENTER)
+        confirm = lambda: self.driver.find_element(By.ID, "libraries-confirm")
+        self.until(lambda: confirm().is_displayed() and "was not deleted" in confirm().text, "the 409 is explained")
+        if self.js("return document.activeElement.id") != "libraries-keep":
+            raise Failure("the confirm does not focus Keep it")
+        self.shot("app-libraries-409.png")
+        self.driver.find_element(By.ID, "libraries-force").send_keys(Keys.ENTER)
+        self.until(lambda: "Deleted “Jazz & Blues”" in note(), f"Delete anyway deletes it ({note()!r})")
+        self.api("GET", "/libraries/jazz", token=False, expect=404)
+        self.key(Keys.ESCAPE)
+        self.until(lambda: self.js("return document.getElementById('source').value") == "library:default", "the switcher is back on default")
+        self.until(lambda: len(self.names()) == 5, "default's albums are shown again")
+        self.loaded()
+        if any(value == "library:jazz" for value, _ in switcher()):
+            raise Failure("the switcher still lists Jazz")
 
     def add_with_an_error_then_at_a_position(self):
         self.focus("add")
@@ -965,9 +1142,9 @@ class Run:
         self.driver.refresh()
         self.loaded()
         access = lambda: self.js("return document.getElementById('access').textContent")
-        hidden = lambda: self.js("return ['add', 'delete', 'undo', 'edit'].map(id => document.getElementById(id).hidden)")
+        hidden = lambda: self.js("return ['add', 'delete', 'undo', 'edit', 'move', 'manage'].map(id => document.getElementById(id).hidden)")
         self.until(lambda: access() == f"Key {reader['id']} (family): read · all libraries", "the header names the read key and its scope")
-        self.until(lambda: hidden() == [True, True, True, True], "a read key hides Add, Delete, Undo and Edit")
+        self.until(lambda: hidden() == [True] * 6, "a read key hides Add, Delete, Undo, Edit, Move to library… and Libraries…")
         self.focus("covers")
         self.key(Keys.F2)
         if not self.js("return document.getElementById('edit-form').hidden"):
@@ -988,7 +1165,7 @@ class Run:
                    "the key prompt says what the key in use may do")
         self.enter_token(writer["secret"])
         self.until(lambda: access() == f"Key {writer['id']} (kitchen): read, write · libraries default", "the header names the new key")
-        self.until(lambda: hidden() == [False, False, False, False], "a key that may write shows Add, Delete, Undo and Edit again")
+        self.until(lambda: hidden() == [False] * 5 + [True], "a key that may write shows Add, Delete, Undo, Edit and Move again (Libraries… needs admin)")
         if not self.js("return document.getElementById('read-only').hidden"):
             raise Failure("the read-only line stays with a key that may write")
         if self.js("return sessionStorage.getItem('bluelibrary.token')") != writer["secret"]:
@@ -1063,7 +1240,7 @@ class Run:
 
     def run(self):
         steps = [self.five_albums_appear, self.the_event_parser_handles_split_chunks, self.keyboard_selects, self.search_as_you_type,
-                 self.delete_then_undo_with_the_token,
+                 self.delete_then_undo_with_the_token, self.several_at_once, self.manage_libraries,
                  self.add_with_an_error_then_at_a_position, self.a_failed_cover_is_tried_again_on_the_next_view,
                  self.edit_in_place, self.reorder_by_keyboard_and_drag_then_undo,
                  self.reload_restores_the_selection,

@@ -9,7 +9,9 @@ import Testing
 /// against a real `bluelibrary serve` process behind a real nginx that mounts it under
 /// `/music/`. Every step of the script must pass: the five albums appear (128-px thumbnails);
 /// the event-stream parser on awkward chunks; keyboard selection and tab order; delete then
-/// undo behind the token prompt; add with a validation error, then at a position; a failed
+/// undo behind the token prompt; several albums deleted, then moved to another library, in one
+/// batch each (a refused one reported) and undone in one step; libraries created, renamed and
+/// deleted (the 409 explained, then forced) from the Libraries dialog; add with a validation error, then at a position; a failed
 /// cover shows the album's monogram (the reason only in its tooltip and description), is asked
 /// for once more when it comes back into view, never in a loop; edit in place (F2, field errors,
 /// a new cover shown after saving, a 412 that shows the current values and overwrites nothing);
@@ -70,6 +72,6 @@ import Testing
         #expect(!output.contains("FAIL"), "\(output)")
         // Every step reports itself; a step that was skipped would be missing here.
         let steps = output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
-        #expect(steps == 21, "\(output)")
+        #expect(steps == 23, "\(output)")
     }
 }

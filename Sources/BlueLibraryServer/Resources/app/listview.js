@@ -31,6 +31,7 @@ export class AlbumTable {
     this.grid = grid;
     this.list = null;
     this.selected = null;
+    this.chosen = new Set();
     this.sort = '';
     this.body = grid.querySelector('.grid-rows');
     this.headers = new Map();
@@ -41,7 +42,7 @@ export class AlbumTable {
     }
     this.body.addEventListener('click', (event) => {
       const row = event.target.closest('[role=row]');
-      if (row?.dataset.id) { onSelect(row.dataset.id); grid.focus(); }
+      if (row?.dataset.id) { onSelect(row.dataset.id, event); grid.focus(); }
     });
     this.frame = 0;
     grid.addEventListener('scroll', () => this.schedule(), { passive: true });
@@ -70,10 +71,14 @@ export class AlbumTable {
     this.frame = requestAnimationFrame(() => { this.frame = 0; this.render(); });
   }
 
-  /** Shows `list` with `selected` (an album id) and `sort`; renders when visible. */
-  show(list, selected, sort) {
+  /**
+   * Shows `list` with `selected` (the album id the keys move from), `chosen` (the ids selected
+   * together, a Set) and `sort`; renders when visible.
+   */
+  show(list, selected, sort, chosen = new Set(selected ? [selected] : [])) {
     this.list = list;
     this.selected = selected;
+    this.chosen = chosen;
     this.sort = sort;
     for (const column of COLUMNS) {
       const header = this.headers.get(column.key);
@@ -117,7 +122,8 @@ export class AlbumTable {
     if (item) {
       row.id = `row-${item.id}`;
       row.dataset.id = item.id;
-      row.setAttribute('aria-selected', String(item.id === this.selected));
+      row.setAttribute('aria-selected', String(this.chosen.has(item.id)));
+      if (item.id === this.selected) row.classList.add('active');
     } else {
       row.setAttribute('aria-busy', 'true');
     }

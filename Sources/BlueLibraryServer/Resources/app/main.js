@@ -8,6 +8,7 @@ import { AlbumList, Source, libraryPrefix } from './model.js';
 import { EventStream } from './events.js';
 import { CoverScroller, showCover } from './covers.js';
 import { AlbumTable } from './listview.js';
+import { LibraryManager } from './libraries.js';
 import { albumBody, albumPatch, clearErrors, fillAlbum, showErrors } from './form.js';
 import { announce, clearBanner, report } from './messages.js';
 import { askToken } from './token.js';
@@ -20,6 +21,7 @@ const ui = {
   access: $('access'), key: $('key'), readOnly: $('read-only'),
   edit: $('edit'), editForm: $('edit-form'), editNote: $('edit-note'), detailCover: $('detail-cover'),
   grid: $('album-grid'), showCovers: $('show-covers'), showList: $('show-list'),
+  results: $('results'), manage: $('manage'), move: $('move'), moveDialog: $('move-dialog'), moveForm: $('move-form'),
 };
 const LAYOUT_KEY = 'bluelibrary.layout';
 const reducedMotion = matchMedia('(prefers-reduced-motion: reduce)');
@@ -53,6 +55,10 @@ const app = {
   /** The order asked of the server ('' for the library's own). */
   sort: '',
   selected: null,
+  /** The albums selected together (ids; the selected one among them): Shift and Ctrl/Cmd. */
+  chosen: new Set(),
+  /** Where a Shift range starts. */
+  anchor: null,
   undoLibrary: null,
   undoETag: null,
   saveTimer: null,
@@ -94,6 +100,20 @@ function chosenSource(views) {
   if (source.isView) source.libraries = views.find((view) => view.id === source.id)?.sources || [];
   ui.source.value = source.key;
   return source;
+}
+
+/**
+ * The Libraries dialog changed something: the switcher is read again; the library shown, if
+ * it was deleted, is replaced by default.
+ */
+async function librariesChanged(deleted) {
+  const generation = ++app.opening;
+  const shown = app.list?.source;
+  if (deleted && shown && !shown.isView && shown.id === deleted) localStorage.setItem('bluelibrary.source', 'library:default');
+  const { views } = await loadSources();
+  if (generation !== app.opening) return;
+  const source = chosenSource(views);
+  if (!shown || source.key !== shown.key) open(source);
 }
 
 // ---- The list and the screen ---------------------------------------------------------------
@@ -164,9 +184,30 @@ function render() {
   if (!app.selected && list.items.length && list.state !== 'loading') select(list.items[0].id, { save: false });
   markSelection();
   if (!list.items.length && list.state === 'loaded') showTable(null);
-  ui.remove.disabled = !app.selected;
-  ui.edit.disabled = !app.selected;
+  showResults(list);
   applyAccess();
+}
+
+/**
+ * The results line under the toolbar, for a search (and an empty library): its request's
+ * state, `loading`, `loaded`, `error` or `empty`, in words (a polite live region).
+ */
+function showResults(list) {
+  const query = list.query;
+  const state = list.state === 'loading' ? 'loading' : list.state === 'failed' ? 'error'
+    : list.items.length ? 'loaded' : 'empty';
+  const quoted = `“${query}”`;
+  const count = `${list.total ?? list.items.length}${list.total == null && list.next ? '+' : ''}`;
+  const text = {
+    loading: query ? `Searching for ${quoted}…` : '',
+    loaded: query ? `${count} album${count === '1' ? '' : 's'} match ${quoted}. Escape shows every album.` : '',
+    error: query ? `The search for ${quoted} failed: ${list.reason}` : '',
+    empty: query ? `No album matches ${quoted}. Escape shows every album.` : 'No albums here yet.',
+  }[state];
+  document.documentElement.dataset.results = query ? state : 'all';
+  ui.results.dataset.state = state;
+  if (ui.results.textContent !== text) ui.results.textContent = text;
+  ui.results.hidden = !text;
 }
 
 async function reload() {
@@ -179,12 +220,60 @@ async function reload() {
 }
 
 function markSelection() {
+  // Albums that went (deleted, moved, another search) leave the selection.
+  if (app.list) for (const id of app.chosen) if (app.list.indexOf(id) < 0) app.chosen.delete(id);
+  if (app.selected) app.chosen.add(app.selected);
   for (const option of ui.covers.querySelectorAll('[role=option]')) {
-    option.setAttribute('aria-selected', String(option.dataset.id === app.selected));
+    option.setAttribute('aria-selected', String(app.chosen.has(option.dataset.id)));
+    option.classList.toggle('active', option.dataset.id === app.selected);
   }
   if (app.selected) ui.covers.setAttribute('aria-activedescendant', `album-${app.selected}`);
   else ui.covers.removeAttribute('aria-activedescendant');
-  if (app.list) app.table.show(app.list, app.selected, app.list.sort);
+  if (app.list) app.table.show(app.list, app.selected, app.list.sort, app.chosen);
+  const several = app.chosen.size > 1;
+  ui.covers.toggleAttribute('data-several', several);
+  ui.grid.toggleAttribute('data-several', several);
+  ui.remove.textContent = several ? `Delete ${app.chosen.size}` : 'Delete';
+  ui.remove.setAttribute('aria-label', several ? `Delete ${app.chosen.size} albums` : 'Delete');
+  ui.move.setAttribute('aria-label', `Move ${several ? `${app.chosen.size} albums` : 'album'} to library…`);
+  ui.remove.disabled = !app.selected;
+  ui.edit.disabled = !app.selected || several;
+  ui.move.disabled = !app.selected;
+}
+
+/** The albums selected together, in the list's order. */
+function chosenItems() {
+  return app.list.items.filter((item) => app.chosen.has(item.id));
+}
+
+/**
+ * Selects with the mouse's or the keys' modifiers: `range` (Shift) selects from the anchor to
+ * `id`, `toggle` (Ctrl/Cmd) adds or takes `id` out, `one` selects it alone. Several at once
+ * only in a library (a view's albums are in several).
+ */
+function choose(id, mode = 'one') {
+  const list = app.list;
+  if (list.source.isView) mode = 'one';
+  if (mode === 'range') {
+    const from = list.indexOf(app.anchor ?? app.selected);
+    const to = list.indexOf(id);
+    if (from < 0 || to < 0) return select(id);
+    app.chosen = new Set(list.items.slice(Math.min(from, to), Math.max(from, to) + 1).map((item) => item.id));
+    select(id, { keep: true });
+  } else if (mode === 'toggle') {
+    app.anchor = id;
+    if (app.chosen.has(id) && app.chosen.size > 1) {
+      app.chosen.delete(id);
+      const rest = chosenItems();
+      select(rest[rest.length - 1].id, { keep: true });
+    } else {
+      app.chosen.add(id);
+      select(id, { keep: true });
+    }
+  } else {
+    select(id);
+  }
+  if (app.chosen.size > 1) announce(`${app.chosen.size} albums selected.`);
 }
 
 function selectedItem() {
@@ -192,12 +281,15 @@ function selectedItem() {
   return at >= 0 ? app.list.items[at] : null;
 }
 
-function select(id, { save = true } = {}) {
+function select(id, { save = true, keep = false } = {}) {
   const changed = app.selected !== id;
   app.selected = id;
+  // A plain selection (a click, an arrow) is one album again, and the anchor of the next range.
+  if (!keep) {
+    app.chosen = new Set(id ? [id] : []);
+    app.anchor = id;
+  }
   markSelection();
-  ui.remove.disabled = !id;
-  ui.edit.disabled = !id;
   if (app.layout === 'list') {
     app.table.reveal(app.list.indexOf(id));
   } else {
@@ -349,6 +441,7 @@ async function refreshUndo() {
 }
 
 async function deleteSelected() {
+  if (app.chosen.size > 1) return deleteChosen();
   const item = selectedItem();
   if (!item) return;
   const at = app.list.indexOf(item.id);
@@ -370,6 +463,97 @@ async function deleteSelected() {
   listFocus().focus();
 }
 
+// ---- Several at once: one POST /batch -------------------------------------------------------
+
+const plural = (n) => `${n} album${n === 1 ? '' : 's'}`;
+
+/**
+ * Sends `operations` (one per item of `items`) as one batch to the library shown: all or
+ * nothing, one undo step. A refusal names its operation (`operations[k]…`): the banner says
+ * which album it was and why, and that nothing was changed. Resolves to the answer, or null.
+ */
+async function sendBatch(operations, items, doing) {
+  const library = app.list.source.id;
+  try {
+    const { data } = await app.api.post(`${libraryPrefix(library)}batch`, { operations });
+    return data;
+  } catch (error) {
+    if (error.status === 403) refreshAccess();
+    const field = error.errors?.[0]?.field || '';
+    const at = /^operations\[(\d+)\]/.exec(field);
+    const item = at ? items[Number(at[1])] : null;
+    if (error instanceof Problem && error.status !== 429) {
+      const which = item ? ` at “${item.title}” (${item.artist})` : '';
+      announce(`${doing} was refused${which}: ${error.message}`, { kind: 'error' });
+      if (item && app.list.indexOf(item.id) >= 0) select(item.id, { keep: true, save: false });
+    } else {
+      report(error, doing);
+    }
+    return null;
+  }
+}
+
+/** Takes the albums a batch deleted or moved out of the list, and selects the one after them. */
+function afterBatch(items) {
+  const at = app.list.indexOf(items[0].id);
+  for (const item of items) app.list.remove(item.id);
+  app.selected = null;
+  app.chosen = new Set();
+  render();
+  const left = app.list.items;
+  if (left.length) select(left[Math.min(Math.max(at, 0), left.length - 1)].id);
+  refreshUndo();
+  listFocus().focus();
+}
+
+/** Delete with several albums selected: one batch of deletes by id. */
+async function deleteChosen() {
+  const items = chosenItems();
+  ui.remove.disabled = true;
+  const data = await sendBatch(items.map((item) => ({ op: 'delete', id: item.id })), items, `Deleting ${plural(items.length)}`);
+  ui.remove.disabled = false;
+  if (!data) return;
+  afterBatch(items);
+  announce(`Deleted ${plural(items.length)}. Undo brings them all back.`);
+}
+
+/** *Move to library…*: a dialog with the other libraries this key may write to. */
+async function openMoveDialog() {
+  const items = chosenItems();
+  if (!items.length || app.list.source.isView) return;
+  const here = app.list.source.id;
+  let libraries;
+  try {
+    libraries = (await app.api.get('libraries')).data.libraries;
+  } catch (error) {
+    return report(error, 'Listing the libraries');
+  }
+  const others = libraries.filter((lib) => lib.id !== here && app.access.mayWrite([here, lib.id]));
+  if (!others.length) return announce('There is no other library to move to (the key in use may write to none).');
+  const select = ui.moveForm.elements.library;
+  select.replaceChildren(...others.map((lib) => Object.assign(document.createElement('option'), { value: lib.id, textContent: lib.name || lib.id })));
+  $('move-what').textContent = items.length === 1 ? `“${items[0].title}” (${items[0].artist})` : `${plural(items.length)}: ${items.map((item) => `“${item.title}”`).join(', ')}`;
+  ui.moveDialog.items = items;
+  ui.moveDialog.showModal();
+  select.focus();
+}
+
+/** Moves the albums to the library chosen: one batch of moves with a `library`. */
+async function submitMove(event) {
+  event.preventDefault();
+  const items = ui.moveDialog.items || [];
+  const select = ui.moveForm.elements.library;
+  const library = select.value;
+  const name = select.selectedOptions[0]?.textContent || library;
+  ui.moveDialog.close();
+  listFocus().focus();
+  if (!items.length || !library) return;
+  const data = await sendBatch(items.map((item) => ({ op: 'move', id: item.id, library })), items, `Moving ${plural(items.length)} to ${name}`);
+  if (!data) return;
+  afterBatch(items);
+  announce(`Moved ${plural(items.length)} to ${name}. Undo brings them back.`);
+}
+
 async function undo() {
   const library = undoLibrary();
   // Disabling the focused button drops the focus: it is given back when Undo is enabled again.
@@ -381,6 +565,10 @@ async function undo() {
       app.list.place(data.album, data.album.index);
       render();
       select(data.album.id);
+    } else if (app.list.inLibraryOrder) {
+      // A batch taken back (several albums at once): their events' indexes are those after the
+      // whole undo, so the list is read again (the events up to its version are then skipped).
+      await reload();
     }
     announce(`Undone: ${data.undone}.`);
   } catch (error) {
@@ -674,17 +862,21 @@ function searchQuery() {
 /** Searches as the user types, a moment after the last key (the list shows its states). */
 function onSearchInput() {
   clearTimeout(app.searchTimer);
-  app.searchTimer = setTimeout(async () => {
-    const query = searchQuery();
-    const list = app.list;
-    if (!list || list.query === query) return;
-    clearBanner();
-    app.selected = null;
-    app.scroller.render([], () => list.source.id);
-    ui.covers.scrollLeft = 0;
-    await list.search(query);
-    if (app.list === list) render();
-  }, 250);
+  app.searchTimer = setTimeout(runSearch, 250);
+}
+
+/** Asks for what the box holds now (the list shows its states meanwhile). */
+async function runSearch() {
+  clearTimeout(app.searchTimer);
+  const query = searchQuery();
+  const list = app.list;
+  if (!list || list.query === query) return;
+  clearBanner();
+  app.selected = null;
+  app.scroller.render([], () => list.source.id);
+  ui.covers.scrollLeft = 0;
+  await list.search(query);
+  if (app.list === list) render();
 }
 
 /** Alt with an arrow moves the selected album: left/up one place earlier, right/down one later. */
@@ -699,6 +891,13 @@ function onKey(event) {
     if (!event.repeat) moveSelected(MOVE_KEYS[event.key]);
     return;
   }
+  if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 'a' && !app.list.source.isView) {
+    // Every album loaded.
+    event.preventDefault();
+    app.anchor = items[0].id;
+    choose(items[items.length - 1].id, 'range');
+    return;
+  }
   const at = Math.max(0, app.list.indexOf(app.selected));
   const page = app.layout === 'list' ? app.table.pageRows : 5;
   const target = {
@@ -707,7 +906,7 @@ function onKey(event) {
   }[event.key];
   if (event.key === 'F2') {
     event.preventDefault();
-    if (!ui.edit.hidden) openEdit();
+    if (!ui.edit.hidden && !ui.edit.disabled) openEdit();
     return;
   }
   if (event.key === 'Delete') {
@@ -717,7 +916,30 @@ function onKey(event) {
   }
   if (target === undefined) return;
   event.preventDefault();
-  select(items[Math.min(Math.max(target, 0), items.length - 1)].id);
+  const id = items[Math.min(Math.max(target, 0), items.length - 1)].id;
+  if (event.shiftKey) choose(id, 'range'); else select(id);
+}
+
+/** The mouse's modifiers: Shift for a range, Ctrl (Cmd on a Mac) to add or take out one. */
+const clickMode = (event) => (event.shiftKey ? 'range' : event.ctrlKey || event.metaKey ? 'toggle' : 'one');
+
+/** `/` goes to the search box (unless typing in a field or a dialog is open). */
+function onDocumentKey(event) {
+  if (event.key !== '/' || event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+  const target = event.target;
+  if (target.closest?.('input, textarea, select, [contenteditable]') || document.querySelector('dialog[open]')) return;
+  event.preventDefault();
+  ui.search.focus();
+  ui.search.select();
+}
+
+/** Escape in the search box: clears it and shows the whole list at once; empty, back to the list. */
+function onSearchKey(event) {
+  if (event.key !== 'Escape') return;
+  event.preventDefault();
+  if (!ui.search.value) { listFocus().focus(); return; }
+  ui.search.value = '';
+  runSearch();
 }
 
 // ---- The key ----------------------------------------------------------------------------
@@ -747,8 +969,12 @@ function applyAccess() {
   ui.key.textContent = access.key ? 'Change key' : 'Enter key';
   const write = access.mayWrite(sourceLibraries());
   for (const button of [ui.edit, ui.add, ui.remove, ui.undo]) button.hidden = !write;
+  // Moving to another library: from a library only (a view's albums are in several).
+  ui.move.hidden = !write || Boolean(app.list?.source.isView);
   if (!write && app.editing) closeEdit({ focus: false });
   ui.readOnly.hidden = write;
+  // Managing libraries: an admin key for every library, or a server without the lock.
+  ui.manage.hidden = !(access.self && (!access.locked || (access.key && access.mayAdminister())));
   document.documentElement.dataset.access = write ? 'write' : 'read';
 }
 
@@ -771,7 +997,7 @@ async function changeKey() {
 
 async function start() {
   app.scroller = new CoverScroller(ui.covers, app.api, () => app.list?.more());
-  app.table = new AlbumTable(ui.grid, { onSelect: (id) => select(id), onSort: sortBy });
+  app.table = new AlbumTable(ui.grid, { onSelect: (id, event) => choose(id, clickMode(event)), onSort: sortBy });
   ui.covers.addEventListener('keydown', onKey);
   ui.grid.addEventListener('keydown', onKey);
   wireDragAndDrop();
@@ -780,7 +1006,7 @@ async function start() {
   setLayout(app.layout);
   ui.covers.addEventListener('click', (event) => {
     const option = event.target.closest('[role=option]');
-    if (option) { select(option.dataset.id); ui.covers.focus(); }
+    if (option) { choose(option.dataset.id, clickMode(event)); ui.covers.focus(); }
   });
   // The toolbar: left and right move between its enabled buttons (each also stays a tab stop).
   document.querySelector('[role=toolbar]').addEventListener('keydown', (event) => {
@@ -796,6 +1022,13 @@ async function start() {
   ui.undo.addEventListener('click', undo);
   ui.add.addEventListener('click', openAddDialog);
   ui.search.addEventListener('input', onSearchInput);
+  ui.search.addEventListener('keydown', onSearchKey);
+  document.addEventListener('keydown', onDocumentKey);
+  ui.move.addEventListener('click', openMoveDialog);
+  const manager = new LibraryManager(app.api, { onChange: librariesChanged });
+  ui.manage.addEventListener('click', () => manager.open(ui.manage));
+  ui.moveForm.addEventListener('submit', submitMove);
+  $('move-cancel').addEventListener('click', () => { ui.moveDialog.close(); listFocus().focus(); });
   ui.key.addEventListener('click', changeKey);
   ui.addForm.addEventListener('submit', submitAdd);
   ui.edit.addEventListener('click', openEdit);

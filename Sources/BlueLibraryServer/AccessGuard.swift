@@ -140,13 +140,39 @@ public final class AccessGuard: Sendable {
     /// The server-made key `authorization` carried when it verified before, unless it has
     /// expired since (nil: the full check decides).
     public func rememberedKey(authorization: String) -> AccessKey? {
-        guard let presented = Self.bearerToken(authorization), presented.utf8.count == KeySecret.length,
-              let entry = keys.withLock({ $0.remembered[String(decoding: presented.utf8.prefix(KeySecret.idPrefixLength), as: UTF8.self)] })
-        else { return nil }
-        var difference: UInt8 = 0
-        for (stored, sent) in zip(entry.text, presented.utf8) { difference |= stored ^ sent }
-        guard difference == 0, !entry.key.isExpired(at: clock()) else { return nil }
-        return entry.key
+        // On the header's bytes, without a copy: every request with a key comes here.
+        var header = authorization
+        let found = header.withUTF8 { bytes -> (text: [UInt8], key: AccessKey)? in
+            guard let token = Self.bearerBytes(bytes), token.count == KeySecret.length else { return nil }
+            let id = String(decoding: UnsafeBufferPointer(rebasing: token.prefix(KeySecret.idPrefixLength)), as: UTF8.self)
+            guard let entry = keys.withLock({ $0.remembered[id] }), entry.text.count == token.count else { return nil }
+            var difference: UInt8 = 0
+            entry.text.withUnsafeBufferPointer { stored in
+                for offset in 0..<stored.count { difference |= stored[offset] ^ token[token.startIndex + offset] }
+            }
+            return difference == 0 ? entry : nil
+        }
+        guard let found, !found.key.isExpired(at: clock()) else { return nil }
+        return found.key
+    }
+
+    /// The token of `Bearer <token>` in a header's bytes (scheme case-insensitive, ASCII
+    /// white space around it left out), nil for anything else: ``bearerToken(_:)`` without
+    /// building a string.
+    private static let bearerScheme = Array("bearer".utf8)
+
+    static func bearerBytes(_ header: UnsafeBufferPointer<UInt8>) -> Slice<UnsafeBufferPointer<UInt8>>? {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+        var start = header.startIndex
+        var end = header.endIndex
+        while start < end, isSpace(header[start]) { start += 1 }
+        while end > start, isSpace(header[end - 1]) { end -= 1 }
+        let scheme = bearerScheme
+        guard end - start > scheme.count, header[start + scheme.count] == 0x20 else { return nil }
+        for (offset, letter) in scheme.enumerated() where header[start + offset] | 0x20 != letter { return nil }
+        start += scheme.count
+        while start < end, isSpace(header[start]) { start += 1 }
+        return start < end ? header[start..<end] : nil
     }
 
     /// Remembers that `secret` is `key`'s, if the keys in memory still hold it as it

@@ -109,3 +109,17 @@ struct AccessGuardFuzzTests {
         }
     }
 }
+
+/// The header's token read from its bytes agrees with the string reading of it.
+@Suite(.ownThreads)
+struct BearerBytesTests {
+    @Test func bytesAndStringReadTheSameToken() {
+        let values = ["Bearer abc", "bearer abc", "BEARER   abc  ", "  Bearer\tabc", "Bearer", "Bearer ", "Bearerabc", "Basic abc",
+                      "", " ", "Bearer a b", "bearer\u{E9} x", "Bearer bl_abcdefgh_" + String(repeating: "A", count: 43)]
+        for value in values {
+            var header = value
+            let fromBytes = header.withUTF8 { bytes in AccessGuard.bearerBytes(bytes).map { String(decoding: UnsafeBufferPointer(rebasing: $0), as: UTF8.self) } }
+            #expect(fromBytes == AccessGuard.bearerToken(value), "\(value.debugDescription)")
+        }
+    }
+}

@@ -134,8 +134,6 @@ public final class AccessGuard: Sendable {
     /// The key `id` as stored (memory).
     public func key(id: String) -> AccessKey? { keys.withLock { $0.byID[id] } }
 
-    /// Every key (memory), in id order.
-    public var allKeys: [AccessKey] { keys.withLock { $0.byID.values.sorted { $0.id < $1.id } } }
 
     /// The server-made key `authorization` carried when it verified before, unless it has
     /// expired since (nil: the full check decides).

@@ -44,13 +44,6 @@ struct KeySecret: Sendable, Equatable {
         return KeySecret(text: presented, id: String(decoding: bytes[..<idEnd], as: UTF8.self))
     }
 
-    /// Whether `id` has the shape of a key id the server makes.
-    static func isKeyID(_ id: String) -> Bool {
-        let bytes = Array(id.utf8)
-        return bytes.count == prefix.utf8.count + idLength && bytes.starts(with: prefix.utf8)
-            && bytes[prefix.utf8.count...].allSatisfy(idAlphabet.contains)
-    }
-
     /// The stored form: SHA-256 of the whole text.
     var hash: TokenHash {
         TokenHash(algorithm: TokenHash.sha256, salt: [], hash: SHA256.hash(Array(text.utf8)), iterations: 1)

@@ -16,7 +16,7 @@ struct KeySecretTests {
         for _ in 0..<200 {
             let key = try KeySecret.make()
             #expect(key.text.utf8.count == KeySecret.length && key.text.hasPrefix(key.id + "_"))
-            #expect(KeySecret.isKeyID(key.id))
+            #expect(key.id.utf8.count == KeySecret.idPrefixLength && key.id.hasPrefix("bl_"))
             #expect(KeySecret.parse(key.text) == key)
             #expect(key.matches(key.hash))
             #expect(key.hash.hash.count == 32 && key.hash.algorithm == TokenHash.sha256)
@@ -71,7 +71,8 @@ struct KeySecretTests {
                 text = String(decoding: bytes, as: UTF8.self)
             }
             guard let key = KeySecret.parse(text) else { continue }
-            #expect(text.utf8.count == KeySecret.length && KeySecret.isKeyID(key.id) && text.hasPrefix(key.id + "_"), "\(text.debugDescription)")
+            #expect(text.utf8.count == KeySecret.length && key.id.utf8.count == KeySecret.idPrefixLength && text.hasPrefix(key.id + "_"),
+                    "\(text.debugDescription)")
         }
     }
 }

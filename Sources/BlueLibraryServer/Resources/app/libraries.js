@@ -57,8 +57,8 @@ export class LibraryManager {
 
   /** One library: its name in a field with Rename beside it, its id and album count, Delete. */
   row(library) {
-    const item = document.createElement('li');
-    item.dataset.id = library.id;
+    const entry = document.createElement('li');
+    entry.dataset.id = library.id;
     const form = document.createElement('form');
     form.noValidate = true;
     const label = document.createElement('label');
@@ -74,14 +74,14 @@ export class LibraryManager {
     rename.setAttribute('aria-label', `Rename ${library.name}`);
     form.append(label, ' ', rename, ' ', info);
     form.addEventListener('submit', (event) => { event.preventDefault(); this.rename(library, input); });
-    item.append(form);
+    entry.append(form);
     if (library.id !== 'default') {
       const remove = Object.assign(document.createElement('button'), { type: 'button', textContent: 'Delete', className: 'danger' });
       remove.setAttribute('aria-label', `Delete ${library.name}`);
       remove.addEventListener('click', () => this.remove(library));
-      item.append(remove);
+      entry.append(remove);
     }
-    return item;
+    return entry;
   }
 
   clearFieldErrors() {

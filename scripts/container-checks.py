@@ -680,7 +680,9 @@ def step_postgres():
     podman("exec", "-i", f"{RUN_ID}-pg-1", "bluelibrary", "token", "set", input=NEW_TOKEN)
     eventually(lambda: request("POST", two + "/albums", {"title": "Locked", "artist": "Out"})[0] == 401, 30, "the new token on the second instance")
     check(request("DELETE", f"{two}/albums/{added}", token=NEW_TOKEN)[0] in (200, 204), "a delete with the new token on the second")
-    check(request("GET", f"{one}/albums/{added}")[0] == 404, "the first sees the second's delete")
+    # With the new token: a key sent with a read must be right, even while reads are open.
+    check(request("GET", f"{one}/albums/{added}", token=NEW_TOKEN)[0] == 404, "the first sees the second's delete")
+    check(request("GET", f"{one}/albums/{added}")[0] == 401, "the old token is refused on a read too")
     for name in ports:
         podman("stop", f"{RUN_ID}-{name}")
         code = podman("inspect", "--format", "{{.State.ExitCode}}", f"{RUN_ID}-{name}").stdout.strip()

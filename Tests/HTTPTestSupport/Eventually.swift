@@ -25,12 +25,7 @@ public func eventually(
     timeout: Duration = .seconds(10), pollingEvery interval: Duration = .milliseconds(2),
     _ condition: () throws -> Bool
 ) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        if try condition() { return true }
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: interval)
-    }
+    try await poll(timeout: timeout, interval: interval, condition)
 }
 
 /// `eventually` for a condition that itself awaits (an actor's state).
@@ -39,6 +34,11 @@ public func eventually(
     timeout: Duration = .seconds(10), pollingEvery interval: Duration = .milliseconds(2),
     _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
+    try await poll(timeout: timeout, interval: interval, condition)
+}
+
+/// The async polling loop of both async forms: suspends between looks, until the deadline.
+private func poll(timeout: Duration, interval: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while true {
         if try await condition() { return true }

@@ -13,7 +13,6 @@ extension LibraryFacade {
         leaving: LibraryFacade, arriving: LibraryFacade,
         _ body: (any AlbumStoreWriter, any AlbumStoreWriter) throws -> (T, leaving: [LibraryEvent], arriving: [LibraryEvent])
     ) throws(LibraryError) -> T {
-        precondition(leaving.library != arriving.library, "a move between libraries needs two libraries")
         do {
             return try mutatingUntranslated([leaving, arriving]) { writers in
                 let (value, leavingEvents, arrivingEvents) = try body(writers[0], writers[1])
@@ -38,7 +37,11 @@ extension LibraryFacade {
     static func mutatingUntranslated<T>(
         _ facades: [LibraryFacade], _ body: ([any AlbumStoreWriter]) throws -> (T, [[LibraryEvent]])
     ) throws -> T {
-        precondition(!facades.isEmpty && Set(facades.map(\.library)).count == facades.count, "one facade per library")
+        // The callers name each library once (and a move two different ones); were that ever
+        // broken, the write fails as a failure of the server rather than stopping the process.
+        guard !facades.isEmpty, Set(facades.map(\.library)).count == facades.count else {
+            throw SeveralLibrariesMisuse(description: "a write over several libraries was asked for \(facades.map(\.library))")
+        }
         let outcome: (T, [[LibraryEvent]])
         var tickets: [UInt64]?
         do {
@@ -46,7 +49,9 @@ extension LibraryFacade {
                 let previous = tickets
                 tickets = facades.indices.map { facades[$0].retake(previous?[$0]) }
                 let outcome = try body(writers)
-                precondition(outcome.1.count == facades.count, "one list of events per library")
+                guard outcome.1.count == facades.count else {
+                    throw SeveralLibrariesMisuse(description: "\(outcome.1.count) lists of events for \(facades.count) libraries")
+                }
                 for (facade, (events, writer)) in zip(facades, zip(outcome.1, writers)) {
                     try facade.recordChanges(events, writer)
                 }
@@ -68,6 +73,12 @@ extension LibraryFacade {
         }
         next?()
         return outcome.0
+    }
+
+    /// A write over several libraries asked for in a way its callers never do (a library twice,
+    /// events missing): the transaction is rolled back and the request fails as a server error.
+    struct SeveralLibrariesMisuse: Error, CustomStringConvertible {
+        let description: String
     }
 
     /// Inside a write over both libraries: takes the album with `id` out of `source` and

@@ -45,17 +45,7 @@ struct KeyRequest: Sendable, Equatable {
         reader.rejectUnknownKeys(known: ["name", "scopes", "libraries", "expiresAt"], readOnly: ["id", "createdAt", "secret"])
         var errors = reader.errors
         var result = KeyRequest()
-        if let name = object["name"] {
-            if let name = name as? String {
-                do {
-                    result.name = try CatalogName.validatedName(name)
-                } catch {
-                    errors += error.fieldErrors
-                }
-            } else {
-                errors.append(FieldError(field: "name", message: "name must be a string, not \(JSONValueKind.describe(name))"))
-            }
-        }
+        if let name = object["name"] { result.name = ViewDefinitionRequest.displayName(name, errors: &errors) }
         if let scopes = object["scopes"] { result.scopes = readScopes(scopes, errors: &errors) }
         if let libraries = object["libraries"] { result.libraries = .some(readLibraries(libraries, errors: &errors)) }
         if let expiry = object["expiresAt"] { result.expiresAt = .some(readExpiry(expiry, now: now, errors: &errors)) }

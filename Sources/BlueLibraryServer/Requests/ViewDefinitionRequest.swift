@@ -81,17 +81,7 @@ public struct ViewDefinitionRequest: Sendable, Equatable {
                 errors.append(FieldError(field: "id", message: "id must be a string like \"everything\", not \(JSONValueKind.describe(text))"))
             }
         }
-        if let name = object["name"] {
-            if let name = name as? String {
-                do {
-                    result.name = try CatalogName.validatedName(name)
-                } catch {
-                    errors += error.fieldErrors
-                }
-            } else {
-                errors.append(FieldError(field: "name", message: "name must be a string, not \(JSONValueKind.describe(name))"))
-            }
-        }
+        if let name = object["name"] { result.name = ViewDefinitionRequest.displayName(name, errors: &errors) }
         if let sources = object["sources"] {
             result.sources = readSources(sources, errors: &errors)
         }
@@ -109,6 +99,21 @@ public struct ViewDefinitionRequest: Sendable, Equatable {
             return nil
         }
         return libraryIDs(in: array, field: "sources", errors: &errors).map(\.id)
+    }
+
+    /// A JSON `name` as a display name (trimmed, 1 to 200 characters), or nil after recording
+    /// why it is not one.
+    static func displayName(_ value: Any, errors: inout [FieldError]) -> String? {
+        guard let name = value as? String else {
+            errors.append(FieldError(field: "name", message: "name must be a string, not \(JSONValueKind.describe(value))"))
+            return nil
+        }
+        do {
+            return try CatalogName.validatedName(name)
+        } catch {
+            errors += error.fieldErrors
+            return nil
+        }
     }
 
     /// The library ids of a JSON array, each with the field that named it (`sources[2]`); a

@@ -2,6 +2,7 @@ import BlueLibraryAPI
 import Essentials
 import Library
 import Postgres
+import ServerRecords
 import Synchronization
 
 /// `AlbumStore` on PostgreSQL: every library in one database that several instances (processes)
@@ -110,8 +111,11 @@ public final class PostgresAlbumStore: AlbumStore {
         Self.checkDistinct(libraries)
         guard libraries.count == 1, let library = libraries.first else { return try writeAlone(libraries, body) }
         var value: T?
+        // Claimed in the job's own savepoint of whichever transaction carries it.
+        let claim = IdempotencyKeyClaim.pending
         let error = withoutActuallyEscaping(body) { body in
             let job = PostgresWriteJob { [engine] session, row in
+                if let claim { try ServerRecordsSQL.claim(claim, session) }
                 let transaction = PostgresTransaction(engine: LibraryTransaction(
                     session, library: row.id, context: engine, soleWriter: true, known: row))
                 value = try body([transaction])
@@ -124,6 +128,7 @@ public final class PostgresAlbumStore: AlbumStore {
             return error
         }
         if let error { throw error }
+        claim?.markCommitted()
         // The batch's transaction noted its position before the job heard of its commit.
         if replicas != nil { ReadPosition.current?.note(latestCommit.load(ordering: .relaxed)) }
         // A committed job ran its body to the end, which set the value.
@@ -181,7 +186,8 @@ public final class PostgresAlbumStore: AlbumStore {
         var outcomes: [(any Error)?] = Array(repeating: nil, count: batch.count)
         var ownFailures: Set<Int> = []
         do {
-            try writing { session in
+            // Each job claims its own request's key; the leader's is its job's, not the batch's.
+            try writing(claiming: false) { session in
                 // Again from the start when the batch is retried (a deadlock victim).
                 outcomes = Array(repeating: nil, count: batch.count)
                 ownFailures = []
@@ -346,16 +352,27 @@ public final class PostgresAlbumStore: AlbumStore {
     /// run once more, `body` included (bodies work only through the session: the facade's
     /// publish their events after the commit, so a rolled-back attempt left nothing behind).
     /// When the second attempt fails too, its error is thrown: it `isUnavailable` (503).
-    func writing<T>(_ body: (PostgresSession) throws -> T) throws -> T {
-        try Self.refusingInvalidData {
+    ///
+    /// A request's `Idempotency-Key` not claimed yet (``IdempotencyKeyClaim/pending``) is
+    /// claimed first in the same transaction (unless `claiming` is false: a write group's
+    /// batch, whose jobs claim their own): it commits with the write.
+    func writing<T>(claiming: Bool = true, _ body: (PostgresSession) throws -> T) throws -> T {
+        let claim = claiming ? IdempotencyKeyClaim.pending : nil
+        let value = try Self.refusingInvalidData {
             try Self.retryingOnce {
                 try pool.withConnection { connection in
-                    let value = try connection.transaction(.readCommitted) { try body(PostgresSession(connection)) }
+                    let value = try connection.transaction(.readCommitted) {
+                        let session = PostgresSession(connection)
+                        if let claim { try ServerRecordsSQL.claim(claim, session) }
+                        return try body(session)
+                    }
                     if replicas != nil { noteCommitted(connection) }
                     return value
                 }
             }
         }
+        claim?.markCommitted()
+        return value
     }
 
     /// A connection of a replica fit for this request's reads, else of the primary (see

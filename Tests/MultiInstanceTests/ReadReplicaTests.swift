@@ -9,42 +9,8 @@ import Testing
 /// used for it; one that stops answering is skipped; and the replica serves the reads when
 /// nothing forces the primary.
 @Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct ReadReplicaTests {
-    /// A primary and a replica of it, with the test's database on both.
-    struct Pair {
-        let primary: PostgresServer
-        let replica: PostgresServer
-        let primaryURL: String
-        let replicaURL: String
-
-        init() throws {
-            primary = try PostgresServer()
-            // As in production: a commit is flushed (and so streamed) before it is acknowledged.
-            // (The tests' clusters commit asynchronously, which holds WAL back from replicas
-            // for up to wal_writer_delay, 200 ms: longer than a read waits.)
-            try primary.execute("ALTER SYSTEM SET synchronous_commit = on")
-            try primary.execute("SELECT pg_reload_conf()")
-            primaryURL = try primary.makeDatabase()
-            replica = try PostgresServer(standbyOf: primary)
-            replicaURL = primaryURL.replacingOccurrences(of: ":\(primary.port)/", with: ":\(replica.port)/")
-        }
-
-        /// Holds back replaying each commit on the replica by `delay` from now on.
-        func delayReplay(by delay: Duration) throws {
-            try replica.execute("ALTER SYSTEM SET recovery_min_apply_delay = '\(Int(delay / .milliseconds(1)))ms'")
-            try replica.execute("SELECT pg_reload_conf()")
-        }
-
-        /// An instance on the primary reading from the replica.
-        func instance(_ directory: TemporaryDirectory, environment: [String: String] = [:]) throws -> ServerProcess {
-            try ServerProcess(
-                environment: ["BLUELIBRARY_DATABASE_URL": primaryURL, "BLUELIBRARY_DATABASE_READ_URL": replicaURL,
-                              "BLUELIBRARY_EVENT_LOOPS": "1"].merging(environment) { $1 },
-                dataDirectory: directory.path)
-        }
-    }
-
     @Test func writesAreReadBackThroughAnotherInstanceAndTheReplicaServesTheRest() throws {
-        let pair = try Pair()
+        let pair = try StreamingReplicaPair()
         let directory = try TemporaryDirectory(prefix: "bluelibrary-replica")
         let writer = try pair.instance(directory)
         let reader = try pair.instance(directory)
@@ -94,7 +60,7 @@ import Testing
     @Test func aReplicaBehindIsNotUsedForAClientThatWroteAndIsSkippedWhenDown() throws {
         // From here on every commit reaches the replica 5 s late; it may serve anyway (a lag
         // limit of a minute), so only the client's position keeps the writer's reads off it.
-        let pair = try Pair()
+        let pair = try StreamingReplicaPair()
         let directory = try TemporaryDirectory(prefix: "bluelibrary-replica")
         let environment = ["BLUELIBRARY_REPLICA_MAX_LAG": "60"]
         let writer = try pair.instance(directory, environment: environment)

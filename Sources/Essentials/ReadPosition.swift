@@ -20,7 +20,6 @@ public final class ReadPosition: Sendable {
     /// reads inside a write go to the primary.
     public let mayUseReplica: Bool
     private let reached = Atomic<UInt64>(0)
-    private let replicaReads = Atomic<Int>(0)
 
     public init(required: UInt64, mayUseReplica: Bool) {
         self.required = required
@@ -32,16 +31,8 @@ public final class ReadPosition: Sendable {
         _ = reached.max(position, ordering: .relaxed)
     }
 
-    /// Records that one of this request's reads came from a replica.
-    public func noteReplicaRead() {
-        replicaReads.wrappingAdd(1, ordering: .relaxed)
-    }
-
     /// The position to hand back: the newest of what the client had and what this request reached.
     public var position: UInt64 { Swift.max(required, reached.load(ordering: .relaxed)) }
-
-    /// How many of this request's reads came from a replica.
-    public var readsFromReplica: Int { replicaReads.load(ordering: .relaxed) }
 
     /// `16/B374D848`: a position as PostgreSQL writes an LSN (two hexadecimal halves).
     public static func text(_ position: UInt64) -> String {

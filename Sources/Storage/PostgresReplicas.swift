@@ -150,7 +150,6 @@ public final class PostgresReplicas: Sendable {
                 }
                 if let answer {
                     replica.readCount.wrappingAdd(1, ordering: .relaxed)
-                    position.noteReplicaRead()
                     return answer
                 }
                 break  // behind the client: the primary has it

@@ -114,14 +114,16 @@ public final class PostgresServer: Sendable {
         }
     }
 
-    /// Runs `sql` on `database` of this server with psql; throws with psql's output when it fails.
-    public func execute(_ sql: String, database: String = "postgres") throws {
+    /// Runs `sql` on `database` of this server with psql and returns what it printed (rows
+    /// unaligned, `|` between columns); throws with psql's output when it fails.
+    @discardableResult
+    public func execute(_ sql: String, database: String = "postgres") throws -> String {
         let outcome = try ChildProcess.run(
-            Self.binDirectory + "/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url(database: database), "-c", sql],
+            Self.binDirectory + "/psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url(database: database), "-c", sql],
             environment: Self.environment, mergeStderr: true)
-        guard outcome.status == 0 else {
-            throw ChildProcess.SpawnFailure(description: "psql \(sql): \(String(decoding: outcome.stdout, as: UTF8.self))")
-        }
+        let output = String(decoding: outcome.stdout, as: UTF8.self)
+        guard outcome.status == 0 else { throw ChildProcess.SpawnFailure(description: "psql \(sql): \(output)") }
+        return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Removes `path`, trying again while the server's last processes finish writing into it.

@@ -75,20 +75,26 @@ struct PatroniFailoverTests {
         let operations = load.stop()
         stopped = true
 
-        // The figures. The outage as the clients saw it begins with the first write sent after
-        // the fault that got no success (a switchover takes a moment to begin) and ends with
-        // the first write sent after that which was acknowledged.
-        let writesAfter = operations.filter { $0.isWrite && $0.invoked >= faultAt }
-        let outageStart = writesAfter.filter { $0.outcome == .ambiguous }.map(\.invoked).min() ?? faultAt
-        let firstWrite = writesAfter.filter { $0.outcome == .acknowledged && $0.invoked >= outageStart }.min { $0.completed! < $1.completed! }
-        let resumedAt = firstWrite?.completed ?? load.now
-        let attempts = operations.filter { $0.invoked >= faultAt && $0.completed! <= resumedAt }.flatMap(\.statuses)
-        let figures = "\(fault.rawValue) (\(detail)): first acknowledged write \(Self.milliseconds(resumedAt - faultAt)) ms after it "
-            + "(writes failing from \(Self.milliseconds(outageStart - faultAt)) ms to \(Self.milliseconds(resumedAt - faultAt)) ms); "
-            + "meanwhile \(attempts.filter { $0 == 503 }.count) answers 503, \(attempts.filter { $0 == 502 || $0 == 504 }.count) 502/504, "
-            + "\(attempts.filter { $0 == nil }.count) without an answer, \(attempts.filter { $0 == 409 }.count) 409 (key in progress), "
-            + "\(attempts.filter { $0 == 200 || $0 == 201 }.count) successes of \(attempts.count) requests; "
-            + "\(operations.count) operations in all, \(operations.filter { $0.statuses.contains(503) }.count) of them with a 503"
+        // The figures: the first write sent after the fault that was acknowledged, and the
+        // longest pause between acknowledged writes from the fault on (a switchover begins a
+        // moment after the command: the old primary serves until Patroni stops it), with what
+        // the clients got during it.
+        let firstWrite = operations.filter { $0.isWrite && $0.outcome == .acknowledged && $0.invoked >= faultAt }.min { $0.completed! < $1.completed! }
+        let acknowledgedAt = operations.filter { $0.isWrite && $0.outcome == .acknowledged }.map { $0.completed! }.sorted()
+        let pause = zip(acknowledgedAt, acknowledgedAt.dropFirst()).filter { $0.1 >= faultAt }
+            .map { (start: max($0.0, faultAt), end: $0.1) }.max { $0.end - $0.start < $1.end - $1.start } ?? (faultAt, faultAt)
+        let attempts = operations.filter { $0.completed! > pause.start && $0.completed! <= pause.end }.flatMap(\.statuses)
+        let after503 = operations.filter { $0.invoked >= faultAt }.flatMap { operation in
+            operation.statuses.filter { $0 == 503 }.map { _ in operation.completed! }
+        }.sorted()
+        let figures = "\(fault.rawValue) (\(detail)): first acknowledged write sent after it answered "
+            + "\(Self.milliseconds((firstWrite?.completed ?? load.now) - faultAt)) ms after it; no write acknowledged from "
+            + "\(Self.milliseconds(pause.start - faultAt)) to \(Self.milliseconds(pause.end - faultAt)) ms "
+            + "(\(Self.milliseconds(pause.end - pause.start)) ms), meanwhile \(attempts.filter { $0 == 503 }.count) answers 503, "
+            + "\(attempts.filter { $0 == 502 || $0 == 504 }.count) 502/504, \(attempts.filter { $0 == nil }.count) without an answer, "
+            + "\(attempts.filter { $0 == 409 }.count) 409 (key in progress), \(attempts.filter { $0 == 200 }.count) reads answered 200; "
+            + "from the fault to the end \(after503.count) answers 503, the last \(Self.milliseconds((after503.last ?? faultAt) - faultAt)) ms after it; "
+            + "\(operations.count) operations in all"
         print("PatroniFailoverTests: " + figures)
         #expect(firstWrite != nil)
 

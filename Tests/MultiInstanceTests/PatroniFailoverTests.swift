@@ -96,6 +96,16 @@ struct PatroniFailoverTests {
             + "from the fault to the end \(after503.count) answers 503, the last \(Self.milliseconds((after503.last ?? faultAt) - faultAt)) ms after it; "
             + "\(operations.count) operations in all"
         print("PatroniFailoverTests: " + figures)
+        // Why connections failed meanwhile, as the instances logged it (libpq's messages).
+        var reasons: [String: Int] = [:]
+        for line in cluster.instances.flatMap({ $0.logLines() }) {
+            for reason in ["the database system is starting up", "the database system is shutting down", "the database system is in recovery mode",
+                           "Connection refused", "terminating connection", "server closed the connection unexpectedly",
+                           "session is read-only", "read-only transaction"] where line.contains(reason) {
+                reasons[reason, default: 0] += 1
+            }
+        }
+        print("PatroniFailoverTests: \(fault.rawValue): instance log lines by reason: \(reasons.sorted { $0.key < $1.key })")
         #expect(firstWrite != nil)
 
         // Nothing but successes, definite refusals and the ambiguous answers of an outage.
@@ -106,53 +116,58 @@ struct PatroniFailoverTests {
         #expect(cluster.allRunning, "an instance died\n\(cluster.logTail())")
 
         for library in Self.libraries {
-            let prefix = FailoverLoad.prefix(library)
-            // Every instance serves the same list at the same version. (Asked directly, an
-            // instance answers 503 once for each pooled connection to the old primary, which it
-            // finds broken only when it uses it: nginx would have tried another instance.)
-            let final = try Self.settled { try Self.albums(port: cluster.instances[0].port, library: library) }
-            for (index, instance) in cluster.instances.enumerated().dropFirst() {
-                let other = try Self.settled { try Self.albums(port: instance.port, library: library) }
-                #expect(other.albums.map(\.id) == final.albums.map(\.id) && other.version == final.version,
-                        "\(library): instance \(index) serves v\(other.version), instance 0 v\(final.version)")
-            }
-            // The whole feed is 1, 2, 3, ... with no gap or repeat.
-            let whole = try Self.settled { try LibraryProbe.changes(port: cluster.port, prefix: prefix) }
-            #expect(whole.map(\.version) == Array(stride(from: 1, through: final.version, by: 1)), "\(library): versions \(whole.map(\.version))")
-            let start = try #require(initial[library])
-            let feed = whole.filter { $0.version > start.version }
-            let mine = operations.filter { load.library(of: $0.client) == library }.sorted { ($0.client, $0.number) < ($1.client, $1.number) }
-            let resolved = FailoverHistory(operations: mine, initial: start, feed: feed, final: final)
-            #expect(resolved.problems.isEmpty, "\(library): \(resolved.problems.prefix(20).joined(separator: "\n"))")
-            let linearizability = resolved.history.problems()
-            #expect(linearizability.isEmpty, "\(library): not linearizable: \(linearizability.prefix(10).joined(separator: "\n"))")
-            print("PatroniFailoverTests: \(fault.rawValue), library \(library): \(feed.count) changes, \(resolved.acknowledgedWrites) writes acknowledged, "
-                  + "\(resolved.ambiguousApplied) ambiguous writes took effect, \(resolved.ambiguousNotApplied) did not; "
-                  + "\(resolved.history.operations.filter { $0.kind == .read }.count) reads checked")
+            do {
+                let prefix = FailoverLoad.prefix(library)
+                // Every instance serves the same list at the same version. (Asked directly, an
+                // instance answers 503 once for each pooled connection to the old primary, which it
+                // finds broken only when it uses it: nginx would have tried another instance.)
+                let final = try Self.settled { try Self.albums(port: cluster.instances[0].port, library: library) }
+                for (index, instance) in cluster.instances.enumerated().dropFirst() {
+                    let other = try Self.settled { try Self.albums(port: instance.port, library: library) }
+                    #expect(other.albums.map(\.id) == final.albums.map(\.id) && other.version == final.version,
+                            "\(library): instance \(index) serves v\(other.version), instance 0 v\(final.version)")
+                }
+                // The whole feed is 1, 2, 3, ... with no gap or repeat.
+                let whole = try Self.settled { try LibraryProbe.changes(port: cluster.port, prefix: prefix) }
+                #expect(whole.map(\.version) == Array(stride(from: 1, through: final.version, by: 1)), "\(library): versions \(whole.map(\.version))")
+                let start = try #require(initial[library])
+                let feed = whole.filter { $0.version > start.version }
+                let mine = operations.filter { load.library(of: $0.client) == library }.sorted { ($0.client, $0.number) < ($1.client, $1.number) }
+                let resolved = FailoverHistory(operations: mine, initial: start, feed: feed, final: final)
+                #expect(resolved.problems.isEmpty, "\(library): \(resolved.problems.prefix(20).joined(separator: "\n"))")
+                let linearizability = resolved.history.problems()
+                #expect(linearizability.isEmpty, "\(library): not linearizable: \(linearizability.prefix(10).joined(separator: "\n"))")
+                print("PatroniFailoverTests: \(fault.rawValue), library \(library): \(feed.count) changes, \(resolved.acknowledgedWrites) writes acknowledged, "
+                      + "\(resolved.ambiguousApplied) ambiguous writes took effect, \(resolved.ambiguousNotApplied) did not; "
+                      + "\(resolved.history.operations.filter { $0.kind == .read }.count) reads checked")
 
-            // Every stream still connected got every change once, in order, with its version as id.
-            let expected = feed.map { "v\($0.version) \($0.kind) \($0.id ?? "-")" }
-            let streams = subscribers.filter { $0.library == library }
-            for subscriber in streams where subscriber.endedEarly == nil {
-                eventually(timeout: .seconds(20), pollingEvery: .milliseconds(10)) {
-                    Self.albumEvents(subscriber, after: start.version).count >= expected.count
+                // Every stream still connected got every change once, in order, with its version as id.
+                let expected = feed.map { "v\($0.version) \($0.kind) \($0.id ?? "-")" }
+                let streams = subscribers.filter { $0.library == library }
+                for subscriber in streams where subscriber.endedEarly == nil {
+                    eventually(timeout: .seconds(20), pollingEvery: .milliseconds(10)) {
+                        Self.albumEvents(subscriber, after: start.version).count >= expected.count
+                    }
                 }
-            }
-            for (number, subscriber) in streams.enumerated() {
-                if let ending = subscriber.endedEarly {
-                    print("PatroniFailoverTests: \(library) stream \(number) ended early: \(ending)")
-                    continue
+                for (number, subscriber) in streams.enumerated() {
+                    if let ending = subscriber.endedEarly {
+                        print("PatroniFailoverTests: \(library) stream \(number) ended early: \(ending)")
+                        continue
+                    }
+                    // (An event of the setup may come after the subscription: a stream makes its
+                    // instance follow the library's feed, from where the instance had it.)
+                    let received = Self.albumEvents(subscriber, after: start.version)
+                    let difference = zip(received, expected).first { $0 != $1 }.map { "\($0) instead of \($1)" } ?? "a missing or extra tail"
+                    let same = received == expected
+                    #expect(same, "\(library) stream \(number): \(received.count) events, \(expected.count) changes; first difference: \(difference)")
+                    let others = subscriber.received.filter { !$0.name.hasPrefix("album.") && $0.name != "state.changed" }
+                    #expect(others.isEmpty, "\(library) stream \(number): \(others.prefix(5))")
                 }
-                // (An event of the setup may come after the subscription: a stream makes its
-                // instance follow the library's feed, from where the instance had it.)
-                let received = Self.albumEvents(subscriber, after: start.version)
-                let difference = zip(received, expected).first { $0 != $1 }.map { "\($0) instead of \($1)" } ?? "a missing or extra tail"
-                let same = received == expected
-                #expect(same, "\(library) stream \(number): \(received.count) events, \(expected.count) changes; first difference: \(difference)")
-                let others = subscriber.received.filter { !$0.name.hasPrefix("album.") && $0.name != "state.changed" }
-                #expect(others.isEmpty, "\(library) stream \(number): \(others.prefix(5))")
+                #expect(streams.contains { $0.endedEarly == nil }, "\(library): no event stream stayed connected")
+            } catch {
+                let running = cluster.instances.map { $0.process.isRunning }
+                Issue.record("\(library): \(error)\ninstances running: \(running)\n\(cluster.logTail(lines: 40))\n\(patroni.logTail())")
             }
-            #expect(streams.contains { $0.endedEarly == nil }, "\(library): no event stream stayed connected")
         }
     }
 

@@ -58,7 +58,20 @@ struct PatroniFailoverTests {
         try #require(eventually(timeout: .seconds(30), pollingEvery: .milliseconds(20)) { load.acknowledgedWrites(sentAfter: .zero) >= 40 },
                      "the load never got going: \(load.operations.suffix(5))\n\(cluster.logTail())")
 
+        // A watcher notes when Patroni reports another member leading and running (promoted).
+        let oldLeader = patroni.leaderName()
+        let promoted = Locked<Duration?>(nil)
+        let watching = DispatchGroup()
+        watching.enter()
         let faultAt = load.now
+        Thread.detachNewThread {
+            defer { watching.leave() }
+            eventually(timeout: .seconds(60), pollingEvery: .milliseconds(20)) {
+                guard let leader = patroni.leaderName(), leader != oldLeader else { return false }
+                promoted.withLock { $0 = load.now }
+                return true
+            }
+        }
         let detail: String
         switch fault {
         case .sigkill:
@@ -74,6 +87,8 @@ struct PatroniFailoverTests {
                 "writes did not go on after the \(fault.rawValue): \(load.operations.suffix(8))")
         let operations = load.stop()
         stopped = true
+        watching.wait()
+        let promotedAt = promoted.value
 
         // The figures: the first write sent after the fault that was acknowledged, and the
         // longest pause between acknowledged writes from the fault on (a switchover begins a
@@ -87,7 +102,8 @@ struct PatroniFailoverTests {
         let after503 = operations.filter { $0.invoked >= faultAt }.flatMap { operation in
             operation.statuses.filter { $0 == 503 }.map { _ in operation.completed! }
         }.sorted()
-        let figures = "\(fault.rawValue) (\(detail)): first acknowledged write sent after it answered "
+        let figures = "\(fault.rawValue) (\(detail)): new primary running "
+            + "\(promotedAt.map { "\(Self.milliseconds($0 - faultAt)) ms" } ?? "never seen") after it; first acknowledged write sent after it answered "
             + "\(Self.milliseconds((firstWrite?.completed ?? load.now) - faultAt)) ms after it; no write acknowledged from "
             + "\(Self.milliseconds(pause.start - faultAt)) to \(Self.milliseconds(pause.end - faultAt)) ms "
             + "(\(Self.milliseconds(pause.end - pause.start)) ms), meanwhile \(attempts.filter { $0 == 503 }.count) answers 503, "
@@ -169,6 +185,13 @@ struct PatroniFailoverTests {
                 Issue.record("\(library): \(error)\ninstances running: \(running)\n\(cluster.logTail(lines: 40))\n\(patroni.logTail())")
             }
         }
+
+        // The old primary is back as a standby (rewound if need be): three members again, one
+        // timeline, a synchronous standby.
+        let rejoinStart = load.now
+        #expect(patroni.waitUntilHealthy(timeout: .seconds(60)), "the cluster did not heal: \(patroni.members())\n\(patroni.logTail())")
+        print("PatroniFailoverTests: \(fault.rawValue): cluster healthy again \(Self.milliseconds(load.now - faultAt)) ms after the fault "
+              + "(checked from \(Self.milliseconds(rejoinStart - faultAt)) ms): \(patroni.members())")
     }
 
     /// A subscriber's album events after `version` as "v<version> <kind> <album id>".

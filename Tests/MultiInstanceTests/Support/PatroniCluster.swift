@@ -11,7 +11,7 @@ import HTTPTestSupport
 /// unprivileged user PostgreSQL needs when the tests run as root. ``databaseURL`` names all
 /// three nodes with `target_session_attrs=read-write`, as the compose file's instances do, so
 /// libpq connects to whichever is the primary.
-final class PatroniCluster {
+final class PatroniCluster: @unchecked Sendable {  // `nodes` is set in init only; the rest is immutable.
     struct Node {
         var name: String
         var restPort: Int

@@ -108,9 +108,9 @@ final class PatroniCluster: @unchecked Sendable {  // `nodes` is set in init onl
                         "pgpass": nodeDirectory + "/pgpass",
                         "pg_hba": ["host replication replicator 127.0.0.1/32 trust", "host all all 127.0.0.1/32 trust"],
                         // Throwaway data on a busy test machine (a killed postmaster loses nothing the
-                        // kernel has).
-                        "parameters": ["unix_socket_directories": nodeDirectory, "fsync": "off", "full_page_writes": "off",
-                                       "shared_buffers": "32MB"],
+                        // kernel has). Not full_page_writes = off: pg_rewind needs them, and without
+                        // it the old primary cannot come back after a SIGKILL.
+                        "parameters": ["unix_socket_directories": nodeDirectory, "fsync": "off", "shared_buffers": "32MB"],
                     ],
                 ])
                 let process = try Self.start(Self.patroni, [configFile], log: nodeDirectory + "/patroni.log", home: nodeDirectory, owner: owner)

@@ -57,6 +57,9 @@ public final class BlueLibraryClient: Sendable {
     /// Where the bearer token comes from: asked once per request; nil (or a nil or empty answer)
     /// sends no `Authorization`.
     private let tokenProvider: TokenProvider?
+    /// The newest `BlueLibrary-Position` a response handed out, sent with every request: on a
+    /// server that reads from replicas, this client never reads older than what it wrote or saw.
+    let position = ReadPositionMemo()
 
     /// A closure that answers the bearer token for the next request (nil or "": send none).
     /// Called on the thread that makes the call, once per request, so keep it quick (a keychain
@@ -435,6 +438,11 @@ public final class BlueLibraryClient: Sendable {
             completion(.failure(error))
             return
         }
+        if let position = position.text { request.setValue(position, forHTTPHeaderField: ReadPositionMemo.header) }
+        let completion = { @Sendable [position] (result: Result<Answer, BlueLibraryClientError>) in
+            if case let .success(answer) = result, let handed = answer.header(ReadPositionMemo.header) { position.note(handed) }
+            completion(result)
+        }
         let timeout = self.timeout
         let label = "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "?")"
         #if canImport(FoundationNetworking)
@@ -728,4 +736,24 @@ private final class ResultBox: Sendable {
 
     func set(_ result: Result<BlueLibraryClient.Answer, BlueLibraryClientError>) { value.withLock { $0 = result } }
     func get() -> Result<BlueLibraryClient.Answer, BlueLibraryClientError>? { value.withLock { $0 } }
+}
+
+/// The newest read position (`BlueLibrary-Position`, PostgreSQL's WAL position as `16/B374D848`)
+/// the server handed this client; positions only move forward.
+final class ReadPositionMemo: Sendable {
+    static let header = "BlueLibrary-Position"
+    private let newest = Mutex<(value: UInt64, text: String)?>(nil)
+
+    /// What to send: nil until a response handed one out.
+    var text: String? { newest.withLock { $0?.text } }
+
+    /// Keeps `text` when it is a position newer than the one held.
+    func note(_ text: String) {
+        let parts = text.split(separator: "/")
+        guard parts.count == 2, let high = UInt32(parts[0], radix: 16), let low = UInt32(parts[1], radix: 16) else { return }
+        let value = UInt64(high) << 32 | UInt64(low)
+        newest.withLock { newest in
+            if value > newest?.value ?? 0 { newest = (value, text) }
+        }
+    }
 }

@@ -140,6 +140,7 @@ public final class BlueLibraryApp: Sendable {
             libraries: resolver, idempotency: idempotency, covers: covers,
             albums: RequestModelCache(limits: AlbumRoutes.cacheLimits, clock: monotonic), access: accessControl)
         middleware.append(QueryLimitMiddleware(timeLimit: configuration.queryTimeout, counters: queryInterruptions))
+        if backend.replicaStatus != nil { middleware.append(ReadPositionMiddleware()) }
         do {
             storedStateWatcher = StoredStateWatcher(
                 signal: try backend.makeStoredStateSignal(), interval: configuration.accessPollInterval, clock: monotonic, logger: logger
@@ -158,7 +159,8 @@ public final class BlueLibraryApp: Sendable {
         routes.readLimits = ReadAdmission.Limits(
             threads: configuration.defaultReadWorkers, queue: configuration.readQueue, perClient: configuration.maxReadsPerClient,
             nice: configuration.readNice)
-        SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [backend] in backend.isDiskFull }, ping: backend.ping)
+        SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [backend] in backend.isDiskFull }, ping: backend.ping,
+                     replicas: backend.replicaStatus)
             .register(into: &routes)
         // The web app, read from the bundle once (a missing or broken bundle stops the start).
         try StaticResources(bundleDirectory: "app").register(at: "/app", into: &routes)
@@ -390,7 +392,11 @@ public final class BlueLibraryApp: Sendable {
     /// file in the data directory (created if missing).
     static func openBackend(_ configuration: ServeConfiguration) throws -> any StoreBackend {
         if let url = configuration.databaseURL {
-            return try PostgresBackend(url: url, password: configuration.databasePassword, poolSize: configuration.databasePoolSize)
+            var replicas = PostgresReplicas.Configuration()
+            replicas.maxLag = configuration.replicaMaxLag
+            replicas.wait = configuration.replicaWait
+            return try PostgresBackend(url: url, password: configuration.databasePassword, poolSize: configuration.databasePoolSize,
+                                       readURLs: configuration.databaseReadURLs, replicas: replicas)
         }
         return try SQLiteBackend(directory: configuration.dataDirectory, storage: configuration.sqliteStorage)
     }

@@ -19,9 +19,9 @@ struct CORSMiddleware: HTTPMiddleware {
 
     static let allowedMethods = "GET, HEAD, POST, PUT, PATCH, DELETE"
     static let allowedHeaders =
-        "Accept, Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key, Last-Event-ID, X-Request-Id"
+        "Accept, Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key, Last-Event-ID, X-Request-Id, BlueLibrary-Position"
     static let exposedHeaders =
-        "ETag, Link, Location, Retry-After, X-Request-Id, Allow, WWW-Authenticate, Content-Disposition"
+        "ETag, Link, Location, Retry-After, X-Request-Id, Allow, WWW-Authenticate, Content-Disposition, BlueLibrary-Position"
     /// How long a browser may keep a preflight's answer (seconds).
     static let maxAge = "600"
 

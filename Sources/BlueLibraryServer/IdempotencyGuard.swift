@@ -6,12 +6,16 @@ import ServerRecords
 
 /// `Idempotency-Key` for creating requests: a retry with the same key and body gets the first
 /// response and changes nothing more (keys live 24 hours); the same key with a different body
-/// is 422; a key whose first request is still running (or died midway) is 409.
+/// is 422.
 ///
-/// A request that failed is released (its key may be used again) only when nothing was
-/// changed for certain: never after the database became unavailable midway (the write may have
-/// committed with its reply lost), and never when the first answer could not be recorded; such
-/// a key answers 409 until it expires.
+/// The key is claimed by the request's first write, in that write's transaction
+/// (``IdempotencyKeyClaim``), so claim and change commit together or not at all: a request
+/// that failed before its write committed (its own error, or the database going away, a
+/// failover included) leaves the key free, and a retry runs once. Two requests with one key
+/// at once: the second's write waits for the first's claim and is rolled back when it
+/// commits; the second then gets the first's answer (or 409 while it is being stored). A key
+/// whose write committed but whose answer was never stored (lost with the database between
+/// the two) answers 409 until it expires: the change was made.
 struct IdempotencyGuard: Sendable {
     let store: any IdempotencyStore
     let clock: @Sendable () -> Date
@@ -28,15 +32,47 @@ struct IdempotencyGuard: Sendable {
         guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw HTTPError(.badRequest, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters, such as a UUID.")
         }
-        let scopedKey = "\(request.method.rawValue) \(request.path) \(key)"
-        let fingerprint = streamed ?? Self.fingerprint(request)
-        let claim: IdempotencyClaim
+        let claim = IdempotencyKeyClaim(
+            key: "\(request.method.rawValue) \(request.path) \(key)", fingerprint: streamed ?? Self.fingerprint(request), now: clock(),
+            expiry: expiry)
+        if let known = try lookUp(claim) { return try Self.answer(known) }
+        let response: HTTPResponse
         do {
-            claim = try store.begin(key: scopedKey, fingerprint: fingerprint, now: clock(), expiry: expiry)
+            response = try IdempotencyKeyClaim.$current.withValue(claim) { try work() }
+        } catch let error where !claim.isCommitted {
+            // Another request with this key committed first; this one's write was rolled back.
+            if Self.isKeyTaken(error) { return try Self.answer(try lookUp(claim) ?? .inProgress) }
+            if let dependency = DependencyUnavailable.cause(of: error) { throw Self.ambiguousWriteError(dependency) }
+            throw error
+        }
+        if claim.isCommitted, case let .bytes(body) = response.body, response.status.code < 500 {
+            let headers = Self.replayedHeaders.compactMap { name in response.headers[name].map { [name, $0] } }
+            try? store.complete(key: claim.key, response: IdempotentResponse(status: response.status.code, headers: headers, body: body))
+        }
+        return response
+    }
+
+    /// Whether `error` (or the storage error it travels in) is ``IdempotencyKeyTaken``.
+    static func isKeyTaken(_ error: any Error) -> Bool {
+        switch error {
+        case is IdempotencyKeyTaken: true
+        case let LibraryError.storage(underlying): isKeyTaken(underlying.error)
+        default: false
+        }
+    }
+
+    /// What the store knows of `claim`'s key (nil: nothing, the request may run).
+    private func lookUp(_ claim: IdempotencyKeyClaim) throws -> IdempotencyClaim? {
+        do {
+            return try store.lookup(key: claim.key, fingerprint: claim.fingerprint, now: claim.now, expiry: claim.expiry)
         } catch {
             throw LibraryError.storage(UnderlyingError(error))
         }
-        switch claim {
+    }
+
+    /// The answer for a key a committed write holds.
+    private static func answer(_ known: IdempotencyClaim) throws -> HTTPResponse {
+        switch known {
         case let .replay(stored):
             var response = HTTPResponse(status: HTTPStatus(code: stored.status), body: .bytes(stored.body))
             for pair in stored.headers where pair.count == 2 { response.headers.set(pair[0], pair[1]) }
@@ -48,41 +84,22 @@ struct IdempotencyGuard: Sendable {
                             type: "urn:bluelibrary:problem:idempotency-key-reused")
         case .inProgress:
             throw HTTPError(.conflict,
-                            detail: "A request with this Idempotency-Key is still being processed, or was interrupted; check the result before retrying with a new key.",
+                            detail: "The change sent with this Idempotency-Key was saved, and its answer is being recorded or was lost "
+                                + "(the database went away just after the change was saved). Do not send it again with a new key: "
+                                + "look at the result (GET); retry with this key in a moment to get the answer if it is being recorded.",
                             type: "urn:bluelibrary:problem:idempotency-key-in-progress", headers: ["Retry-After": "1"])
-        case .claimed:
-            break
         }
-        let response: HTTPResponse
-        do {
-            response = try work()
-        } catch {
-            if let dependency = DependencyUnavailable.cause(of: error) {
-                // The database went away during the request: the write may have committed
-                // (a COMMIT whose reply was lost), so the key is never released (a retry must
-                // not write twice); it stays in progress until it expires.
-                throw Self.ambiguousWriteError(dependency)
-            }
-            // Nothing was changed (facade mutations are all-or-nothing): the key may be reused.
-            try? store.release(key: scopedKey)
-            throw error
-        }
-        if case let .bytes(body) = response.body, response.status.code < 500 {
-            let headers = Self.replayedHeaders.compactMap { name in response.headers[name].map { [name, $0] } }
-            try? store.complete(key: scopedKey, response: IdempotentResponse(status: response.status.code, headers: headers, body: body))
-        }
-        return response
     }
 
-    /// The 503 for a write with an Idempotency-Key that lost the database midway: whether it was
-    /// saved is unknown, and its key stays claimed (a retry with it is 409 until the key expires).
+    /// The 503 for a write with an Idempotency-Key that lost the database midway: the change
+    /// and the key's claim commit together, so a retry with the same key is safe.
     static func ambiguousWriteError(_ dependency: any UnavailableDependency) -> HTTPError {
         DependencyUnavailable.error(
             dependency,
-            detail: "The database connection was lost while this change was being saved, so it may or may not "
-                + "have been saved. Do not repeat it blindly: check whether it took effect (GET) once the database "
-                + "is back. Its Idempotency-Key stays reserved (a repeat with it answers 409) until the key expires "
-                + "24 hours after its first use; send a repeat with a new key.")
+            detail: "The database connection was lost while this change was being saved, so it may or may not have been "
+                + "saved. Repeat the request with the same Idempotency-Key once the database is back: if the change was "
+                + "not saved, it is made once; if it was, the repeat answers 409 idempotency-key-in-progress (or the first "
+                + "answer), and nothing is saved twice.")
     }
 
     /// What makes two requests "the same": method, target and body.

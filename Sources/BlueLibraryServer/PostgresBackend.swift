@@ -23,10 +23,11 @@ struct PostgresBackend: StoreBackend {
     /// Connects (lazily: the pool opens connections when asked) and migrates the schema.
     /// - Throws: ``ConfigurationError`` naming the database (without its password) when it
     ///   cannot be reached or migrated.
-    init(url: String, password: String? = nil, poolSize: Int) throws {
+    init(url: String, password: String? = nil, poolSize: Int, readURLs: [String] = [],
+         replicas: PostgresReplicas.Configuration = PostgresReplicas.Configuration()) throws {
         location = Self.redacted(url)
         do {
-            database = try PostgresDatabase(url: url, password: password, poolSize: poolSize)
+            database = try PostgresDatabase(url: url, password: password, poolSize: poolSize, readURLs: readURLs, replicaConfiguration: replicas)
         } catch {
             throw ConfigurationError("cannot open the database \(location): \(error)")
         }
@@ -57,9 +58,48 @@ struct PostgresBackend: StoreBackend {
         metrics.sampled("bluelibrary_db_write_transactions_total",
                         help: "Transactions this instance committed (or rolled back as a whole) for writes of one library.",
                         kind: .counter) { [database] in database.albums.writeGroupStatistics.transactions }
+        registerReplicas(in: metrics)
         metrics.sampled("bluelibrary_db_writes_total",
                         help: "Writes those transactions carried (writes of a library queued meanwhile share one transaction).",
                         kind: .counter) { [database] in database.albums.writeGroupStatistics.jobs }
+    }
+
+    var replicaStatus: (@Sendable () -> [ReplicaStatus])? {
+        guard let replicas = database.replicas else { return nil }
+        return {
+            replicas.replicas.map { replica in
+                ReplicaStatus(name: replica.name, lagSeconds: replica.lag.map(\.seconds),
+                              serving: replica.isFit(maxLag: replicas.configuration.maxLag))
+            }
+        }
+    }
+
+    /// The replicas' lag, reads and state, and what the reads that could use one did.
+    private func registerReplicas(in metrics: Metrics) {
+        guard let replicas = database.replicas else { return }
+        metrics.register("bluelibrary_db_replica_lag_seconds",
+                         help: "How far each read replica was behind the primary at the last look (4 looks a second); none while it does not answer.",
+                         kind: .gauge) { writer in
+            for replica in replicas.replicas {
+                if let lag = replica.lag { writer.sample("", [("replica", replica.name)], lag.seconds) }
+            }
+        }
+        metrics.register("bluelibrary_db_replica_serving", help: "1 while reads use the replica (it answers and is within the lag limit), else 0.",
+                         kind: .gauge) { writer in
+            for replica in replicas.replicas {
+                writer.sample("", [("replica", replica.name)], replica.isFit(maxLag: replicas.configuration.maxLag) ? 1 : 0)
+            }
+        }
+        metrics.register("bluelibrary_db_replica_reads_total", help: "Reads each replica served.", kind: .counter) { writer in
+            for replica in replicas.replicas { writer.sample("", [("replica", replica.name)], replica.reads) }
+        }
+        metrics.sampled("bluelibrary_db_replica_waits_total",
+                        help: "Reads that waited for a replica to replay what their client had written or seen.", kind: .counter) {
+            replicas.statistics.waits
+        }
+        metrics.sampled("bluelibrary_db_replica_fallbacks_total",
+                        help: "Reads of GET and HEAD requests the primary served: no replica fit, or the one tried was still behind after the wait, or failed.",
+                        kind: .counter) { replicas.statistics.fallbacks }
     }
 
     func close(logger: JSONLogger) {

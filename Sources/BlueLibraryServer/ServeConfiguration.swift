@@ -20,6 +20,14 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var databasePassword: String?
     /// `BLUELIBRARY_DATABASE_POOL_SIZE`: PostgreSQL connections this instance opens at most.
     public var databasePoolSize = 10
+    /// `BLUELIBRARY_DATABASE_READ_URL`: streaming replicas of the database (URLs separated by
+    /// spaces) that reads of GET and HEAD requests may use; empty: every read on the primary.
+    public var databaseReadURLs: [String] = []
+    /// `BLUELIBRARY_REPLICA_MAX_LAG`: a replica further behind the primary serves no read.
+    public var replicaMaxLag: Duration = .seconds(1)
+    /// `BLUELIBRARY_REPLICA_WAIT`: how long a read waits for a replica to replay its client's
+    /// position before it reads the primary.
+    public var replicaWait: Duration = .milliseconds(100)
     public var logLevel: HTTPServer.LogLevel = .info
     public var accessLog = true
     public var trustedProxies: [IPAddressRange] = []
@@ -129,6 +137,7 @@ public struct ServeConfiguration: Sendable, Equatable {
     public static func == (a: ServeConfiguration, b: ServeConfiguration) -> Bool {
         a.host == b.host && a.port == b.port && a.dataDirectory == b.dataDirectory && a.logLevel == b.logLevel
             && a.databaseURL == b.databaseURL && a.databasePassword == b.databasePassword && a.databasePoolSize == b.databasePoolSize
+            && a.databaseReadURLs == b.databaseReadURLs && a.replicaMaxLag == b.replicaMaxLag && a.replicaWait == b.replicaWait
             && a.accessLog == b.accessLog && a.trustedProxies == b.trustedProxies
             && a.forwardedHeaders == b.forwardedHeaders && a.eventLoops == b.eventLoops
             && a.workers == b.workers && a.shutdownGrace == b.shutdownGrace && a.seed == b.seed
@@ -175,6 +184,24 @@ public struct ServeConfiguration: Sendable, Equatable {
                help: "PostgreSQL connections this instance opens at most; a request finding none free within 2 s gets 503.") {
             config, value throws(ConfigurationError) in
             config.databasePoolSize = try integer(value, in: 1...1000, name: "database pool size")
+        },
+        Option(flag: "--database-read-url", variable: "BLUELIBRARY_DATABASE_READ_URL", placeholder: "URL[ URL...]", defaultText: "none",
+               help: "PostgreSQL streaming replicas (URLs separated by spaces) that reads may use; a client never reads older than what it wrote or saw.") {
+            config, value throws(ConfigurationError) in
+            var urls: [String] = []
+            for word in value.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }) {
+                if let url = try databaseURL(String(word)) { urls.append(url) }
+            }
+            config.databaseReadURLs = urls
+        },
+        Option(flag: "--replica-max-lag", variable: "BLUELIBRARY_REPLICA_MAX_LAG", placeholder: "SECONDS", defaultText: "1",
+               help: "A replica further behind the primary than this serves no read.") { config, value throws(ConfigurationError) in
+            config.replicaMaxLag = try seconds(value, name: "replica max lag")
+        },
+        Option(flag: "--replica-wait", variable: "BLUELIBRARY_REPLICA_WAIT", placeholder: "SECONDS", defaultText: "0.1",
+               help: "Longest a read waits for a replica to reach what its client saw before it reads the primary.") {
+            config, value throws(ConfigurationError) in
+            config.replicaWait = try seconds(value, name: "replica wait")
         },
         Option(flag: "--log-level", variable: "BLUELIBRARY_LOG_LEVEL", placeholder: "LEVEL", defaultText: "info",
                help: "debug, info, warning or error.") { config, value throws(ConfigurationError) in
@@ -411,6 +438,10 @@ public struct ServeConfiguration: Sendable, Equatable {
             } catch {
                 throw ConfigurationError("\(flag): \(error.message)")
             }
+        }
+        if !config.databaseReadURLs.isEmpty && config.databaseURL == nil {
+            throw ConfigurationError("BLUELIBRARY_DATABASE_READ_URL (--database-read-url) names replicas, but there is no database URL "
+                + "(BLUELIBRARY_DATABASE_URL or --database-url) for the primary; SQLite has no replicas")
         }
         let password = try databasePassword(environment: environment, databaseURL: config.databaseURL)
         config.databasePassword = password?.value

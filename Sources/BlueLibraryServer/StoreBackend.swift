@@ -41,9 +41,25 @@ protocol StoreBackend: Sendable {
     /// other instances (nil: no other instances).
     func makeEventRelay() -> (any EventRelay)?
 
+    /// The read replicas and how each stands (`/readyz`); nil when there are none.
+    var replicaStatus: (@Sendable () -> [ReplicaStatus])? { get }
+
     /// Registers the backend's own metrics (pool or reader statistics).
     func register(in metrics: Metrics)
 
     /// Last work on graceful shutdown, once no request runs any more.
     func close(logger: JSONLogger)
+}
+
+extension StoreBackend {
+    var replicaStatus: (@Sendable () -> [ReplicaStatus])? { nil }
+}
+
+/// A read replica as `/readyz` shows it.
+struct ReplicaStatus: Codable, Sendable, Equatable {
+    let name: String
+    /// How far behind the primary it was at the last look (nil: it did not answer).
+    let lagSeconds: Double?
+    /// Whether reads use it now (it answers, and is within the lag limit).
+    let serving: Bool
 }

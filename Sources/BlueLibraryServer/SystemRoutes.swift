@@ -12,6 +12,9 @@ struct SystemRoutes {
     /// counts as answering): nil from it when it does, the failure otherwise; no closure when
     /// it is a file that is always there. It may wait, so `/readyz` then runs on a worker.
     let ping: (@Sendable () -> (any UnavailableDependency)?)?
+    /// The read replicas (nil: none): `/readyz` lists them with their lag. A replica that does
+    /// not answer leaves the instance ready (the primary serves its reads).
+    var replicas: (@Sendable () -> [ReplicaStatus])? = nil
 
     static let healthBody = Array("{\"status\":\"ok\"}\n".utf8)
     static let readyBody = Array("{\"status\":\"ready\"}\n".utf8)
@@ -35,11 +38,12 @@ struct SystemRoutes {
         if let ping {
             // 503 while the database does not answer: a proxy's health check then sends
             // traffic elsewhere (while it is away for every instance, none is ready).
-            routes.add(.get, "/readyz", options: .workerPool) { _, _ in
+            routes.add(.get, "/readyz", options: .workerPool) { [replicas, diskFull] _, _ in
                 let response = try answer()
                 // The same problem as any request that needs the database gets.
                 if let failure = ping() { return DependencyUnavailable.error(failure).response() }
-                return response
+                guard let replicas, !diskFull() else { return response }
+                return try Self.ready(replicas: replicas())
             }
         } else {
             routes.add(.get, "/readyz") { _, _ in try answer() }
@@ -63,6 +67,15 @@ struct SystemRoutes {
                 with: JSONBody.response(Self.indexDocument(prefix: context.pathPrefix), pretty: request.wantsPretty,
                                         headers: ["Vary": "Accept", "Cache-Control": "no-cache"]))
         }
+    }
+
+    /// `/readyz`'s answer with the replicas listed.
+    static func ready(replicas: [ReplicaStatus]) throws -> HTTPResponse {
+        struct Ready: Encodable {
+            var status = "ready"
+            let replicas: [ReplicaStatus]
+        }
+        return try JSONBody.response(Ready(replicas: replicas), headers: ["Cache-Control": "no-store"])
     }
 
     /// Whether an `Accept` header names `text/html` (with a quality above zero): what

@@ -2,6 +2,8 @@ import BlueLibraryAPI
 import Essentials
 import Library
 import Postgres
+import ServerRecords
+import Synchronization
 
 /// `AlbumStore` on PostgreSQL: every library in one database that several instances (processes)
 /// share, over a bounded pool of connections (`PostgresPool`).
@@ -57,7 +59,11 @@ public final class PostgresAlbumStore: AlbumStore {
     public let configuration: Configuration
     let engine: EngineContext
     /// The version reads in flight and the next batch (``versions(of:)``).
-    private let versionReads = ReadBatcher<String, Int64>()
+    private let versionReads = ReadBatcher<String, VersionAt>()
+    /// Read replicas that reads of requests may use (nil: every read goes to `pool`).
+    public let replicas: PostgresReplicas?
+    /// The newest position a commit through this store reached (kept while there are replicas).
+    private let latestCommit = Atomic<UInt64>(0)
     /// Writes of one library waiting for this instance's transaction of it (``write(_:_:)``).
     /// At most 32 writes per transaction: each savepoint that writes takes a subtransaction id,
     /// and past 64 in one transaction PostgreSQL's snapshots slow down for every session
@@ -67,9 +73,10 @@ public final class PostgresAlbumStore: AlbumStore {
     /// Opens the store on `pool` and brings the schema up to date (`PostgresSchema.migrate`,
     /// under an advisory lock, so several instances may start at once).
     /// - Throws: the `PostgresError` of an unreachable server or a failed migration.
-    public init(pool: PostgresPool, configuration: Configuration = Configuration()) throws {
+    public init(pool: PostgresPool, replicas: PostgresReplicas? = nil, configuration: Configuration = Configuration()) throws {
         configuration.keySpacing.validate(bucketSize: configuration.bucketSize)
         self.pool = pool
+        self.replicas = replicas
         self.configuration = configuration
         engine = EngineContext(
             dialect: .postgres, bucketSize: configuration.bucketSize, spacing: configuration.keySpacing,
@@ -104,8 +111,11 @@ public final class PostgresAlbumStore: AlbumStore {
         Self.checkDistinct(libraries)
         guard libraries.count == 1, let library = libraries.first else { return try writeAlone(libraries, body) }
         var value: T?
+        // Claimed in the job's own savepoint of whichever transaction carries it.
+        let claim = IdempotencyKeyClaim.pending
         let error = withoutActuallyEscaping(body) { body in
             let job = PostgresWriteJob { [engine] session, row in
+                if let claim { try ServerRecordsSQL.claim(claim, session) }
                 let transaction = PostgresTransaction(engine: LibraryTransaction(
                     session, library: row.id, context: engine, soleWriter: true, known: row))
                 value = try body([transaction])
@@ -118,6 +128,9 @@ public final class PostgresAlbumStore: AlbumStore {
             return error
         }
         if let error { throw error }
+        claim?.markCommitted()
+        // The batch's transaction noted its position before the job heard of its commit.
+        if replicas != nil { ReadPosition.current?.note(latestCommit.load(ordering: .relaxed)) }
         // A committed job ran its body to the end, which set the value.
         guard let value else { throw StorageError(.corrupt, "a committed write left no result") }
         return value
@@ -173,7 +186,8 @@ public final class PostgresAlbumStore: AlbumStore {
         var outcomes: [(any Error)?] = Array(repeating: nil, count: batch.count)
         var ownFailures: Set<Int> = []
         do {
-            try writing { session in
+            // Each job claims its own request's key; the leader's is its job's, not the batch's.
+            try writing(claiming: false) { session in
                 // Again from the start when the batch is retried (a deadlock victim).
                 outcomes = Array(repeating: nil, count: batch.count)
                 ownFailures = []
@@ -221,41 +235,65 @@ public final class PostgresAlbumStore: AlbumStore {
         // The time limit counts from here, as it would from the first statement of the request.
         budget?.begin()
         if let budget, let reason = budget.interruption() { throw budget.stopped(reason) }
-        let found = try versionReads.values(
-            of: libraries.map(\.rawValue), pollInterval: .milliseconds(20),
-            abandon: { budget.flatMap { budget in budget.interruption().map { budget.stopped($0) } } }
-        ) { names in
-            try QueryBudget.$current.withValue(nil) { try readVersions(Array(names)) }
+        let found: [String: VersionAt]
+        if replicas != nil, let position = ReadPosition.current, position.mayUseReplica {
+            // A replica (or the primary when none is fit) for this request alone: whether its
+            // read is new enough depends on this client's position.
+            found = try readVersions(libraries.map(\.rawValue))
+        } else {
+            found = try versionReads.values(
+                of: libraries.map(\.rawValue), pollInterval: .milliseconds(20),
+                abandon: { budget.flatMap { budget in budget.interruption().map { budget.stopped($0) } } }
+            ) { names in
+                try QueryBudget.$current.withValue(nil) {
+                    try ReadPosition.$current.withValue(nil) { try readVersions(Array(names)) }
+                }
+            }
         }
         return try libraries.map { library in
-            guard let version = found[library.rawValue] else { throw LibraryError.libraryNotFound(library) }
-            return version
+            guard let read = found[library.rawValue] else { throw LibraryError.libraryNotFound(library) }
+            ReadPosition.current?.note(read.position)
+            return read.version
         }
     }
 
     /// Reads taken by ``versions(of:)`` and the calls they answered, since the start.
     public var versionReadStatistics: (reads: Int, calls: Int) { versionReads.statistics }
 
+    /// A library's version and the position of the read that found it (0 without replicas).
+    struct VersionAt: Sendable {
+        let version: Int64
+        let position: UInt64
+    }
+
     /// The versions of the live libraries among `names`, in one statement (one text for any
-    /// number of names: ids are letters, digits and `-`, so a comma separates them).
-    private func readVersions(_ names: [String]) throws -> [String: Int64] {
-        try statement { session in
+    /// number of names: ids are letters, digits and `-`, so a comma separates them), with the
+    /// position the read saw when there are replicas.
+    private func readVersions(_ names: [String]) throws -> [String: VersionAt] {
+        // The caller notes the position (a batch's callers each note it).
+        try statement(recordingPosition: false) { session in
             var found: [String: Int64] = [:]
             try session.forEachRow(PostgresSQL.versions, [.text(names.joined(separator: ","))]) { row in
                 if try row.bool(2) { found[try row.string(0)] = try row.int64(1) }
             }
-            return found
+            let position = replicas == nil ? 0 : try PostgresReplicas.position(session.connection)
+            return found.mapValues { VersionAt(version: $0, position: position) }
         }
     }
 
     /// Runs `body`, one statement (its own snapshot, no BEGIN/COMMIT round trips), on a pooled
     /// connection: the catalog and the view definitions, which a shared store's facade reads often.
     /// Obeys the calling thread's ``QueryBudget`` like `reading`.
-    func statement<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+    func statement<T>(recordingPosition: Bool = true, _ body: (PostgresSession) throws -> T) throws -> T {
         try Self.refusingInvalidData {
             try Self.obeyingBudget { budget in
-                try pool.withConnection { connection in
-                    try Self.stopping(connection, budget) { try body(PostgresSession(connection)) }
+                try withReadConnection { connection in
+                    try Self.stopping(connection, budget) {
+                        let value = try body(PostgresSession(connection))
+                        // After the statement: a position it cannot be newer than.
+                        if replicas != nil, recordingPosition { try PostgresReplicas.record(connection) }
+                        return value
+                    }
                 }
             }
         }
@@ -271,10 +309,14 @@ public final class PostgresAlbumStore: AlbumStore {
     func reading<T>(_ body: (PostgresSession) throws -> T) throws -> T {
         try Self.refusingInvalidData {
             try Self.obeyingBudget { budget in
-                try pool.withConnection { connection in
+                try withReadConnection { connection in
                     let timeout = budget?.begin()
                     return try connection.transaction(.repeatableReadReadOnly, statementTimeout: timeout) {
-                        try Self.stopping(connection, budget) { try body(PostgresSession(connection)) }
+                        try Self.stopping(connection, budget) {
+                            // The first statement takes the snapshot; the position is read after it.
+                            if replicas != nil { try PostgresReplicas.record(connection) }
+                            return try body(PostgresSession(connection))
+                        }
                     }
                 }
             }
@@ -310,14 +352,43 @@ public final class PostgresAlbumStore: AlbumStore {
     /// run once more, `body` included (bodies work only through the session: the facade's
     /// publish their events after the commit, so a rolled-back attempt left nothing behind).
     /// When the second attempt fails too, its error is thrown: it `isUnavailable` (503).
-    func writing<T>(_ body: (PostgresSession) throws -> T) throws -> T {
-        try Self.refusingInvalidData {
+    ///
+    /// A request's `Idempotency-Key` not claimed yet (``IdempotencyKeyClaim/pending``) is
+    /// claimed first in the same transaction (unless `claiming` is false: a write group's
+    /// batch, whose jobs claim their own): it commits with the write.
+    func writing<T>(claiming: Bool = true, _ body: (PostgresSession) throws -> T) throws -> T {
+        let claim = claiming ? IdempotencyKeyClaim.pending : nil
+        let value = try Self.refusingInvalidData {
             try Self.retryingOnce {
                 try pool.withConnection { connection in
-                    try connection.transaction(.readCommitted) { try body(PostgresSession(connection)) }
+                    let value = try connection.transaction(.readCommitted) {
+                        let session = PostgresSession(connection)
+                        if let claim { try ServerRecordsSQL.claim(claim, session) }
+                        return try body(session)
+                    }
+                    if replicas != nil { noteCommitted(connection) }
+                    return value
                 }
             }
         }
+        claim?.markCommitted()
+        return value
+    }
+
+    /// A connection of a replica fit for this request's reads, else of the primary (see
+    /// ``PostgresReplicas``).
+    private func withReadConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        guard let replicas else { return try pool.withConnection(body) }
+        return try replicas.withReadConnection(body)
+    }
+
+    /// After a commit on `connection`: the primary's position now (past the commit) becomes
+    /// the request's and the newest any commit here reached. The commit stands whatever
+    /// happens here: a position that cannot be read is not recorded.
+    private func noteCommitted(_ connection: PostgresConnection) {
+        guard let position = try? PostgresReplicas.position(connection) else { return }
+        _ = latestCommit.max(position, ordering: .relaxed)
+        ReadPosition.current?.note(position)
     }
 
     /// Runs `attempt`, and once more when it failed with an error ``isWorthRetrying(_:)``.

@@ -13,19 +13,34 @@ import Synchronization
 public final class PostgresDatabase: Sendable {
     public let albums: PostgresAlbumStore
     public let records: PostgresServerRecords
+    /// The read replicas that requests' reads may use (nil: none configured).
+    public let replicas: PostgresReplicas?
     let pool: PostgresPool
     private let url: String
     private let password: String?
 
     /// Makes the pool (it opens connections when asked) and migrates the schema (under an
     /// advisory lock, so several instances may start at once). Throws what the migration threw.
-    public init(url: String, password: String? = nil, poolSize: Int) throws {
+    /// - Parameter readURLs: streaming replicas of the database, each with a pool of `poolSize`
+    ///   (see ``PostgresReplicas``); the same password.
+    public init(
+        url: String, password: String? = nil, poolSize: Int, readURLs: [String] = [],
+        replicaConfiguration: PostgresReplicas.Configuration = PostgresReplicas.Configuration()
+    ) throws {
         self.url = url
         self.password = password
         var configuration = PostgresPool.Configuration(url: url, size: poolSize)
         configuration.password = password
         pool = PostgresPool(configuration)
-        albums = try PostgresAlbumStore(pool: pool)
+        let replicas = readURLs.isEmpty ? nil : PostgresReplicas(
+            urls: readURLs, password: password, poolSize: poolSize, primary: pool, configuration: replicaConfiguration)
+        self.replicas = replicas
+        do {
+            albums = try PostgresAlbumStore(pool: pool, replicas: replicas)
+        } catch {
+            replicas?.close()
+            throw error
+        }
         records = PostgresServerRecords(pool: pool)
     }
 
@@ -72,6 +87,7 @@ public final class PostgresDatabase: Sendable {
 
     /// Closes the pool's idle connections (on shutdown).
     public func closeIdleConnections() {
+        replicas?.close()
         pool.closeIdleConnections()
     }
 }

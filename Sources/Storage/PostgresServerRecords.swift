@@ -151,16 +151,12 @@ extension PostgresServerRecords: AccessStore {
 /// Idempotency keys shared by every instance: a retried request sent to another instance
 /// replays the first answer.
 extension PostgresServerRecords: IdempotencyStore {
-    public func begin(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim {
-        try autocommit { try ServerRecordsSQL.claim(key: key, fingerprint: fingerprint, now: now, expiry: expiry, $0) }
+    public func lookup(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim? {
+        try autocommit { try ServerRecordsSQL.lookup(key: key, fingerprint: fingerprint, now: now, expiry: expiry, $0) }
     }
 
     public func complete(key: String, response: IdempotentResponse) throws {
         try autocommit { try ServerRecordsSQL.complete(key: key, response: response, $0) }
-    }
-
-    public func release(key: String) throws {
-        try autocommit { try ServerRecordsSQL.release(key: key, $0) }
     }
 }
 

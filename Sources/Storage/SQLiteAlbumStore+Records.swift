@@ -66,16 +66,12 @@ extension SQLiteAlbumStore: AccessStore, IdempotencyStore, SecretStore, Settings
 
     // MARK: Idempotency keys
 
-    public func begin(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim {
-        try database.write { try ServerRecordsSQL.claim(key: key, fingerprint: fingerprint, now: now, expiry: expiry, $0) }
+    public func lookup(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim? {
+        try database.read { try ServerRecordsSQL.lookup(key: key, fingerprint: fingerprint, now: now, expiry: expiry, $0) }
     }
 
     public func complete(key: String, response: IdempotentResponse) throws {
         try database.write { try ServerRecordsSQL.complete(key: key, response: response, $0) }
-    }
-
-    public func release(key: String) throws {
-        try database.write { try ServerRecordsSQL.release(key: key, $0) }
     }
 
     // MARK: Secrets

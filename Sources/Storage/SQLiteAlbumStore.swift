@@ -1,6 +1,7 @@
 import BlueLibraryAPI
 import Library
 import SQLite
+import ServerRecords
 import Synchronization
 
 /// `AlbumStore` on SQLite: one database file holding every library.
@@ -304,14 +305,23 @@ public final class SQLiteAlbumStore: AlbumStore {
 
     /// Runs `body` in one write transaction on the writer, with the disk-full handling and the
     /// checkpointing every commit needs; `alone`: in a transaction of its own (never batched).
+    ///
+    /// A request's `Idempotency-Key` not claimed yet (``IdempotencyKeyClaim/pending``) is
+    /// claimed in the same transaction, under `body`'s savepoint: it commits with the write.
     func committing<T>(alone: Bool = false, _ body: (Connection) throws -> T) throws -> T {
+        let claim = IdempotencyKeyClaim.pending
+        let claiming = { (db: Connection) throws -> T in
+            if let claim { try ServerRecordsSQL.claim(claim, db) }
+            return try body(db)
+        }
         let result: T
         do {
-            result = try alone ? database.writeAlone(body) : database.write(body)
+            result = try alone ? database.writeAlone(claiming) : database.write(claiming)
         } catch where Self.isDiskFull(error) {
             diskBecameFull()
             throw error
         }
+        claim?.markCommitted()
         reserve.writeSucceeded()
         didCommit()
         return result

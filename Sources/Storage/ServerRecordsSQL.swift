@@ -123,46 +123,38 @@ enum ServerRecordsSQL {
 
     // MARK: Idempotency keys
 
-    /// Claims `key`: purges a bounded batch of expired keys first, then inserts the key, or
-    /// takes it over when it has expired but is not purged yet (one statement, so of several
-    /// racing claims exactly one wins). A live key someone holds is a mismatch (another
-    /// request), in progress, or a stored answer to replay.
-    static func claim(key: String, fingerprint: String, now: Date, expiry: TimeInterval, _ session: some SQLSession) throws
-        -> IdempotencyClaim
-    {
-        let nowMS = Milliseconds.from(now)
-        let oldest = nowMS - Int64(expiry * 1000)
+    /// Claims the key inside the calling write's transaction: purges a bounded batch of
+    /// expired keys first, then inserts the key, or takes it over when it has expired but is
+    /// not purged yet. On PostgreSQL a claim racing another transaction's uncommitted claim of
+    /// the key waits for it; when that one commits, or the key is live, this throws
+    /// ``IdempotencyKeyTaken`` (and the write rolls back).
+    static func claim(_ claim: IdempotencyKeyClaim, _ session: some SQLSession) throws {
+        let nowMS = Milliseconds.from(claim.now)
+        let oldest = nowMS - Int64(claim.expiry * 1000)
         try session.run(session.dialect.purgeExpiredKeys, [.integer(oldest)])
-        // Two tries: on a shared database the row that made the claim fail may be released
-        // before it is read.
-        for _ in 0..<2 {
-            try session.run(Statements.claimKey, [.text(key), .text(fingerprint), .integer(nowMS), .integer(oldest)])
-            if session.changes == 1 { return .claimed }
-            if let claim = try existingClaim(key: key, fingerprint: fingerprint, session) { return claim }
+        try session.run(Statements.claimKey, [.text(claim.key), .text(claim.fingerprint), .integer(nowMS), .integer(oldest)])
+        guard session.changes == 1 else { throw IdempotencyKeyTaken() }
+    }
+
+    /// What a live key says about a request with `fingerprint` (nil: unknown or expired).
+    static func lookup(key: String, fingerprint: String, now: Date, expiry: TimeInterval, _ session: some SQLSession) throws
+        -> IdempotencyClaim?
+    {
+        let oldest = Milliseconds.from(now) - Int64(expiry * 1000)
+        let existing = try session.firstRow(Statements.idempotencyKey, [.text(key)]) { row in
+            (fingerprint: try row.string(0), status: try row.optionalInt(1),
+             headers: try row.optionalString(2), body: row.isNull(3) ? [] : try row.blob(3), createdAt: try row.int64(4))
         }
-        return .inProgress
+        guard let existing, existing.createdAt >= oldest else { return nil }
+        guard existing.fingerprint == fingerprint else { return .mismatch }
+        guard let status = existing.status else { return .inProgress }
+        let headers = (try? JSONDecoder().decode([[String]].self, from: Data((existing.headers ?? "[]").utf8))) ?? []
+        return .replay(IdempotentResponse(status: status, headers: headers, body: existing.body))
     }
 
     static func complete(key: String, response: IdempotentResponse, _ session: some SQLSession) throws {
         let headers = String(decoding: try JSONEncoder().encode(response.headers), as: UTF8.self)
         try session.run(Statements.completeKey, [.text(key), .integer(Int64(response.status)), .text(headers), .blob(response.body)])
-    }
-
-    static func release(key: String, _ session: some SQLSession) throws {
-        try session.run(Statements.releaseKey, [.text(key)])
-    }
-
-    /// What is known about a key someone else holds (nil when it is gone).
-    private static func existingClaim(key: String, fingerprint: String, _ session: some SQLSession) throws -> IdempotencyClaim? {
-        let existing = try session.firstRow(Statements.idempotencyKey, [.text(key)]) { row in
-            (fingerprint: try row.string(0), status: try row.optionalInt(1),
-             headers: try row.optionalString(2), body: row.isNull(3) ? [] : try row.blob(3))
-        }
-        guard let existing else { return nil }
-        guard existing.fingerprint == fingerprint else { return .mismatch }
-        guard let status = existing.status else { return .inProgress }
-        let headers = (try? JSONDecoder().decode([[String]].self, from: Data((existing.headers ?? "[]").utf8))) ?? []
-        return .replay(IdempotentResponse(status: status, headers: headers, body: existing.body))
     }
 
     // MARK: Secrets
@@ -182,7 +174,7 @@ enum ServerRecordsSQL {
     /// The records' statements that read the same on both engines. Constant text; values are
     /// always bound.
     enum Statements {
-        static let idempotencyKey = "SELECT fingerprint, status, headers, body FROM idempotency_keys WHERE key = ?1"
+        static let idempotencyKey = "SELECT fingerprint, status, headers, body, created_at FROM idempotency_keys WHERE key = ?1"
         /// Inserts a new key, or takes over one older than ?4 (expired, not purged yet); changes
         /// no row when the key is live, whoever holds it.
         static let claimKey = """
@@ -192,7 +184,6 @@ enum ServerRecordsSQL {
             WHERE idempotency_keys.created_at < ?4
             """
         static let completeKey = "UPDATE idempotency_keys SET status = ?2, headers = ?3, body = ?4 WHERE key = ?1"
-        static let releaseKey = "DELETE FROM idempotency_keys WHERE key = ?1 AND status IS NULL"
 
         static let settingsDocument = "SELECT document FROM settings WHERE id = 1"
         static let saveSettingsDocument = """

@@ -423,34 +423,56 @@ public enum AlbumStoreContract {
     }
 
     static func idempotency(_ factory: AlbumStoreFactory) throws {
-        let keys = try factory().idempotency
+        let stores = try factory()
+        let keys = stores.idempotency
         let now = Timestamp.date(milliseconds: 1_700_000_000_000)
         let response = IdempotentResponse(status: 201, headers: [["Location", "/albums/1"], ["ETag", "\"7\""]], body: Array("{}".utf8))
-        #expect(try keys.begin(key: "k1", fingerprint: "f1", now: now, expiry: 60) == .claimed)
-        #expect(try keys.begin(key: "k1", fingerprint: "f1", now: now, expiry: 60) == .inProgress)
-        #expect(try keys.begin(key: "k1", fingerprint: "other", now: now, expiry: 60) == .mismatch)
+        #expect(try keys.lookup(key: "k1", fingerprint: "f1", now: now, expiry: 60) == nil)
+        #expect(try claim(stores, "k1", "f1", now: now))
+        #expect(try keys.lookup(key: "k1", fingerprint: "f1", now: now, expiry: 60) == .inProgress)
+        #expect(try keys.lookup(key: "k1", fingerprint: "other", now: now, expiry: 60) == .mismatch)
+        #expect(try !claim(stores, "k1", "f1", now: now), "a live key is taken")
         try keys.complete(key: "k1", response: response)
-        #expect(try keys.begin(key: "k1", fingerprint: "f1", now: now.addingTimeInterval(59), expiry: 60) == .replay(response))
-        try keys.release(key: "k1")
-        #expect(try keys.begin(key: "k1", fingerprint: "f1", now: now, expiry: 60) == .replay(response), "answered keys stay")
-        // A released claim may be claimed again; an expired key counts as unknown.
-        #expect(try keys.begin(key: "k2", fingerprint: "f2", now: now, expiry: 60) == .claimed)
-        try keys.release(key: "k2")
-        #expect(try keys.begin(key: "k2", fingerprint: "f3", now: now, expiry: 60) == .claimed)
-        #expect(try keys.begin(key: "k1", fingerprint: "f9", now: now.addingTimeInterval(61), expiry: 60) == .claimed)
+        #expect(try keys.lookup(key: "k1", fingerprint: "f1", now: now.addingTimeInterval(59), expiry: 60) == .replay(response))
+        // A write that fails claims nothing: the key stays free for a retry.
+        let failed = IdempotencyKeyClaim(key: "k2", fingerprint: "f2", now: now, expiry: 60)
+        struct Refused: Error {}
+        #expect(throws: Refused.self) {
+            try IdempotencyKeyClaim.$current.withValue(failed) { try stores.albums.write(.default) { _ throws in throw Refused() } }
+        }
+        #expect(!failed.isCommitted)
+        #expect(try keys.lookup(key: "k2", fingerprint: "f2", now: now, expiry: 60) == nil)
+        #expect(try claim(stores, "k2", "f3", now: now))
+        // An expired key counts as unknown, and may be claimed again.
+        #expect(try keys.lookup(key: "k1", fingerprint: "f9", now: now.addingTimeInterval(61), expiry: 60) == nil)
+        #expect(try claim(stores, "k1", "f9", now: now.addingTimeInterval(61)))
         let empty = IdempotentResponse(status: 204, headers: [], body: [])
         try keys.complete(key: "k1", response: empty)
-        #expect(try keys.begin(key: "k1", fingerprint: "f9", now: now.addingTimeInterval(61), expiry: 60) == .replay(empty))
+        #expect(try keys.lookup(key: "k1", fingerprint: "f9", now: now.addingTimeInterval(61), expiry: 60) == .replay(empty))
         // More expired keys than one claim purges: the one asked for is unknown all the same
         // (taken over, not a mismatch or a replay of an answer that has expired).
         for index in 0..<150 {
-            #expect(try keys.begin(key: "old-\(1000 + index)", fingerprint: "f", now: now, expiry: 60) == .claimed)
+            #expect(try claim(stores, "old-\(1000 + index)", "f", now: now))
             try keys.complete(key: "old-\(1000 + index)", response: response)
         }
         let later = now.addingTimeInterval(120)
-        #expect(try keys.begin(key: "old-1149", fingerprint: "new", now: later, expiry: 60) == .claimed)
-        #expect(try keys.begin(key: "old-1149", fingerprint: "new", now: later, expiry: 60) == .inProgress)
-        #expect(try keys.begin(key: "old-1148", fingerprint: "f", now: later, expiry: 60) == .claimed)
+        #expect(try claim(stores, "old-1149", "new", now: later))
+        #expect(try keys.lookup(key: "old-1149", fingerprint: "new", now: later, expiry: 60) == .inProgress)
+        #expect(try claim(stores, "old-1148", "f", now: later))
+    }
+
+    /// Claims `key` as a request does: with a write of the store (one that changes nothing).
+    /// False when the key is taken (the write rolled back).
+    static func claim(_ stores: StoreUnderTest, _ key: String, _ fingerprint: String, now: Date) throws -> Bool {
+        let claim = IdempotencyKeyClaim(key: key, fingerprint: fingerprint, now: now, expiry: 60)
+        do {
+            try IdempotencyKeyClaim.$current.withValue(claim) { try stores.albums.write(.default) { _ throws in } }
+        } catch is IdempotencyKeyTaken {
+            #expect(!claim.isCommitted)
+            return false
+        }
+        #expect(claim.isCommitted)
+        return true
     }
 
     static func settings(_ factory: AlbumStoreFactory) throws {

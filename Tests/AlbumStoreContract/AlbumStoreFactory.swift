@@ -38,8 +38,9 @@ public struct AlbumStoreFactory: Sendable, CustomStringConvertible {
 
     /// The in-memory stores (fakes for tests; they must agree with SQLite, the reference).
     public static let inMemory = AlbumStoreFactory("in-memory") {
-        StoreUnderTest(
-            albums: InMemoryAlbumStore(), idempotency: InMemoryIdempotencyStore(), settings: InMemorySettingsStore(),
+        let idempotency = InMemoryIdempotencyStore()
+        return StoreUnderTest(
+            albums: InMemoryAlbumStore(idempotency: idempotency), idempotency: idempotency, settings: InMemorySettingsStore(),
             access: InMemoryAccessStore())
     }
 }

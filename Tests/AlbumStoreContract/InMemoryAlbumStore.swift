@@ -2,6 +2,7 @@ import BlueLibraryAPI
 import Essentials
 import Foundation
 import Library
+import ServerRecords
 
 /// An `AlbumStore` over plain arrays, for tests only (never shipped in Sources).
 ///
@@ -55,7 +56,32 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
         lock.withLock { libraryData[library] ?? LibraryData() }
     }
 
-    public init() {}
+    /// Where a request's `Idempotency-Key` is claimed with each committed write, as the SQL
+    /// stores claim it in the write's transaction (nil: nowhere).
+    private let idempotency: InMemoryIdempotencyStore?
+
+    public init(idempotency: InMemoryIdempotencyStore? = nil) {
+        self.idempotency = idempotency
+    }
+
+    /// Runs a write under the lock and claims the request's pending key with it: a write that
+    /// throws claims nothing, and a claim that fails undoes the write.
+    private func committing<T>(_ body: () throws -> T) throws -> T {
+        try lock.withLock {
+            let before = (libraryData, names, retiredVersions, viewDefinitions)
+            let result = try body()
+            if let claim = IdempotencyKeyClaim.pending, let idempotency {
+                do {
+                    try idempotency.claim(claim)
+                } catch {
+                    (libraryData, names, retiredVersions, viewDefinitions) = before
+                    throw error
+                }
+                claim.markCommitted()
+            }
+            return result
+        }
+    }
 
     // MARK: - Transactions
 
@@ -68,7 +94,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     }
 
     public func write<T>(_ libraries: [LibraryID], _ body: ([any AlbumStoreWriter]) throws -> T) throws -> T {
-        try lock.withLock {
+        try committing {
             let context = try open(libraries)
             let result = try body(context.transactions)
             if _failNextCommit {
@@ -101,7 +127,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     }
 
     public func createLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord {
-        try lock.withLock {
+        try committing {
             guard libraryData[id] == nil else { throw LibraryError.conflict("a library with id \"\(id)\" exists already") }
             var data = LibraryData()
             if let retired = retiredVersions.removeValue(forKey: id) { data.version = retired + 1 }
@@ -113,7 +139,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     }
 
     public func renameLibrary(_ id: LibraryID, name: String) throws -> LibraryRecord {
-        try lock.withLock {
+        try committing {
             guard libraryData[id] != nil else { throw LibraryError.libraryNotFound(id) }
             names[id] = name
             _writeCount += 1
@@ -122,7 +148,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     }
 
     public func deleteLibrary(_ id: LibraryID, onlyIfEmpty: Bool) throws {
-        try lock.withLock {
+        try committing {
             guard id != .default else { throw LibraryError.conflict("the default library cannot be deleted") }
             guard let held = libraryData[id] else { throw LibraryError.libraryNotFound(id) }
             if onlyIfEmpty, !held.albums.isEmpty { throw LibraryError.libraryNotEmpty(id, count: held.albums.count) }
@@ -138,14 +164,14 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     }
 
     public func saveView(_ view: ViewDefinition) throws {
-        lock.withLock {
+        try committing {
             viewDefinitions[view.id] = view
             _writeCount += 1
         }
     }
 
     public func saveView(_ view: ViewDefinition, expecting previousRevision: Int64?) throws -> Bool {
-        lock.withLock {
+        try committing {
             guard viewDefinitions[view.id]?.revision == previousRevision else { return false }
             viewDefinitions[view.id] = view
             _writeCount += 1
@@ -154,7 +180,7 @@ public final class InMemoryAlbumStore: AlbumStore, @unchecked Sendable {
     }
 
     public func deleteView(_ id: ViewID) throws -> Bool {
-        lock.withLock {
+        try committing {
             guard viewDefinitions.removeValue(forKey: id) != nil else { return false }
             _writeCount += 1
             return true

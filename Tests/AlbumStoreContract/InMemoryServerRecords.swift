@@ -4,8 +4,9 @@ import Library
 import ServerRecords
 import Synchronization
 
-/// `IdempotencyStore` in a dictionary, for tests (never shipped in Sources). Keeps the SQLite
-/// store's rules: a claim is committed at once, expired keys count as unknown.
+/// `IdempotencyStore` in a dictionary, for tests (never shipped in Sources). Keeps the SQL
+/// stores' rules: a key is claimed by a committed write (``claim(_:)``, called by
+/// `InMemoryAlbumStore` with each write), expired keys count as unknown.
 public final class InMemoryIdempotencyStore: IdempotencyStore {
     private struct Entry {
         var fingerprint: String
@@ -17,15 +18,19 @@ public final class InMemoryIdempotencyStore: IdempotencyStore {
 
     public init() {}
 
-    public func begin(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim {
-        // Milliseconds, as stored: a key exactly `expiry` old is still known.
-        let oldest = Timestamp.milliseconds(now) - Int64(expiry * 1000)
+    /// Claims `claim`'s key; throws ``IdempotencyKeyTaken`` when it is live.
+    public func claim(_ claim: IdempotencyKeyClaim) throws {
+        let oldest = Self.oldest(claim.now, claim.expiry)
+        try entries.withLock { entries in
+            if let existing = entries[claim.key], Timestamp.milliseconds(existing.createdAt) >= oldest { throw IdempotencyKeyTaken() }
+            entries[claim.key] = Entry(fingerprint: claim.fingerprint, createdAt: claim.now)
+        }
+    }
+
+    public func lookup(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim? {
+        let oldest = Self.oldest(now, expiry)
         return entries.withLock { entries in
-            entries = entries.filter { Timestamp.milliseconds($0.value.createdAt) >= oldest }
-            guard let existing = entries[key] else {
-                entries[key] = Entry(fingerprint: fingerprint, createdAt: now)
-                return .claimed
-            }
+            guard let existing = entries[key], Timestamp.milliseconds(existing.createdAt) >= oldest else { return nil }
             guard existing.fingerprint == fingerprint else { return .mismatch }
             guard let response = existing.response else { return .inProgress }
             return .replay(response)
@@ -36,10 +41,9 @@ public final class InMemoryIdempotencyStore: IdempotencyStore {
         entries.withLock { $0[key]?.response = response }
     }
 
-    public func release(key: String) throws {
-        entries.withLock { entries in
-            if entries[key]?.response == nil { entries[key] = nil }
-        }
+    /// Milliseconds, as stored: a key exactly `expiry` old is still known.
+    private static func oldest(_ now: Date, _ expiry: TimeInterval) -> Int64 {
+        Timestamp.milliseconds(now) - Int64(expiry * 1000)
     }
 }
 
@@ -170,11 +174,10 @@ public final class InMemoryServerRecords: AccessStore, IdempotencyStore, SecretS
         try access.pruneFailedAttempts(now: now, interval: interval, keeping: keeping)
     }
 
-    public func begin(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim {
-        try idempotency.begin(key: key, fingerprint: fingerprint, now: now, expiry: expiry)
+    public func lookup(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim? {
+        try idempotency.lookup(key: key, fingerprint: fingerprint, now: now, expiry: expiry)
     }
     public func complete(key: String, response: IdempotentResponse) throws { try idempotency.complete(key: key, response: response) }
-    public func release(key: String) throws { try idempotency.release(key: key) }
 
     public func loadSettings() throws -> [UInt8]? { try settings.loadSettings() }
     public func saveSettings(_ json: [UInt8]) throws { try settings.saveSettings(json) }

@@ -191,4 +191,29 @@ import Testing
         #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--database-pool-size", "0"], environment: [:]) }
         #expect(ServeConfiguration.helpText.contains("BLUELIBRARY_DATABASE_POOL_SIZE"))
     }
+
+    @Test func readReplicasNeedThePrimaryAndTakeSeveralURLs() throws {
+        let plain = try ServeConfiguration.parse(arguments: [], environment: [:])
+        #expect(plain.databaseReadURLs.isEmpty && plain.replicaMaxLag == .seconds(1) && plain.replicaWait == .milliseconds(100))
+        let two = try ServeConfiguration.parse(arguments: ["--replica-wait", "0.25"], environment: [
+            "BLUELIBRARY_DATABASE_URL": "postgres://db1/library",
+            "BLUELIBRARY_DATABASE_READ_URL": " postgres://db2/library\tpostgresql://db3,db4/library?target_session_attrs=standby ",
+            "BLUELIBRARY_REPLICA_MAX_LAG": "5",
+        ])
+        #expect(two.databaseReadURLs == ["postgres://db2/library", "postgresql://db3,db4/library?target_session_attrs=standby"])
+        #expect(two.replicaMaxLag == .seconds(5) && two.replicaWait == .milliseconds(250))
+        do {
+            _ = try ServeConfiguration.parse(arguments: [], environment: ["BLUELIBRARY_DATABASE_READ_URL": "postgres://db2/library"])
+            Issue.record("replicas without a primary are refused")
+        } catch {
+            #expect(error.message.contains("BLUELIBRARY_DATABASE_URL"))
+        }
+        #expect(throws: ConfigurationError.self) {
+            try ServeConfiguration.parse(arguments: ["--database-url", "postgres://db1/x", "--database-read-url", "mysql://db2/x"], environment: [:])
+        }
+        #expect(throws: ConfigurationError.self) { try ServeConfiguration.parse(arguments: ["--replica-max-lag", "0"], environment: [:]) }
+        for variable in ["BLUELIBRARY_DATABASE_READ_URL", "BLUELIBRARY_REPLICA_MAX_LAG", "BLUELIBRARY_REPLICA_WAIT"] {
+            #expect(ServeConfiguration.helpText.contains(variable))
+        }
+    }
 }

@@ -39,8 +39,8 @@ public enum InMemoryApp {
         config.dataDirectory = TestApp.temporaryDirectory()
         config.diskReserveBytes = 0
         adjust(&config)
-        let store = InMemoryAlbumStore()
         let records = InMemoryServerRecords()
+        let store = InMemoryAlbumStore(idempotency: records.idempotency)
         let covers = InMemoryCovers()
         let clock = ManualClock()
         let app = try BlueLibraryApp(

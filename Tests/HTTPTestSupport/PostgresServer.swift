@@ -81,6 +81,49 @@ public final class PostgresServer: Sendable {
         Self.remove(directory)
     }
 
+    /// Creates and starts a streaming replica of `primary` (a hot standby, from a base backup
+    /// of it), on a port of its own.
+    public init(standbyOf primary: PostgresServer) throws {
+        directory = try TemporaryDirectory.create(prefix: "bluelibrary-standby")
+        port = try NginxProxy.freePort()
+        do {
+            if let owner = try Self.runAsUser() {
+                guard chown(directory, owner.uid, owner.gid) == 0 else {
+                    throw ChildProcess.SpawnFailure(description: "chown \(directory): \(String(cString: strerror(errno)))")
+                }
+            }
+            try Self.run(Self.binDirectory + "/pg_basebackup", [
+                "-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres", "-D", dataDirectory, "-R", "-X", "stream", "--checkpoint=fast", "--no-sync",
+            ])
+            let settings = """
+
+                # bluelibrary tests: a standby
+                port = \(port)
+                hot_standby = on
+                hot_standby_feedback = on
+
+                """
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dataDirectory + "/postgresql.conf"))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(settings.utf8))
+            try handle.close()
+            try start()
+        } catch {
+            Self.remove(directory)
+            throw error
+        }
+    }
+
+    /// Runs `sql` on `database` of this server with psql; throws with psql's output when it fails.
+    public func execute(_ sql: String, database: String = "postgres") throws {
+        let outcome = try ChildProcess.run(
+            Self.binDirectory + "/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url(database: database), "-c", sql],
+            environment: Self.environment, mergeStderr: true)
+        guard outcome.status == 0 else {
+            throw ChildProcess.SpawnFailure(description: "psql \(sql): \(String(decoding: outcome.stdout, as: UTF8.self))")
+        }
+    }
+
     /// Removes `path`, trying again while the server's last processes finish writing into it.
     private static func remove(_ path: String) {
         eventually(timeout: .seconds(2), pollingEvery: .milliseconds(10)) {
@@ -103,14 +146,7 @@ public final class PostgresServer: Sendable {
     /// The URL of a new, empty database (`t_1`, `t_2`, … on this server).
     public func makeDatabase() throws -> String {
         let name = "t_\(databaseCount.add(1, ordering: .relaxed).newValue)"
-        let outcome = try ChildProcess.run(
-            Self.binDirectory + "/psql",
-            ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url(), "-c", "CREATE DATABASE \(name)"],
-            environment: Self.environment, mergeStderr: true
-        )
-        guard outcome.status == 0 else {
-            throw ChildProcess.SpawnFailure(description: "psql CREATE DATABASE: \(String(decoding: outcome.stdout, as: UTF8.self))")
-        }
+        try execute("CREATE DATABASE \(name)")
         return url(database: name)
     }
 

@@ -67,7 +67,7 @@ struct DatabaseMigrationTests {
         #expect(try records.tokenHash() == SourceFixture.token)
         #expect(try records.allFailedAttempts() == SourceFixture.failures)
         #expect(try records.secret(named: "cursor", orStore: [0]) == SourceFixture.cursorKey)
-        let replay = try records.begin(key: "answered", fingerprint: "f", now: SourceFixture.claimedAt, expiry: 60)
+        let replay = try records.lookup(key: "answered", fingerprint: "f", now: SourceFixture.claimedAt, expiry: 60)
         #expect(replay == .replay(SourceFixture.answer))
     }
 

@@ -1,5 +1,6 @@
 import Essentials
 import Foundation
+import Library
 import Postgres
 import ServerRecords
 import Storage
@@ -11,39 +12,53 @@ import Testing
 /// factory, with the rest of the contract.
 @Suite("PostgreSQL server records", .ownThreads)
 struct PostgresServerRecordsTests {
-    @Test("two instances racing begin on one key: exactly one claims it")
+    @Test("two instances racing writes with one key: exactly one write claims it, the others roll back")
     func racingClaims() throws {
         let database = try TestDatabase()
-        let instances = [try PostgresServerRecords.migrating(pool: database.pool()), PostgresServerRecords(pool: database.pool())]
+        let stores = [try PostgresAlbumStore(pool: database.pool()), try PostgresAlbumStore(pool: database.pool())]
+        let records = PostgresServerRecords(pool: database.pool())
         let now = Date()
         for round in 0..<20 {
             let key = "race-\(round)"
-            let claims = try concurrently(4) { thread in
-                try instances[thread % 2].begin(key: key, fingerprint: "f", now: now, expiry: 60)
-            }.map { try $0.get() }
-            #expect(claims.filter { $0 == .claimed }.count == 1, "round \(round): \(claims)")
-            #expect(claims.filter { $0 == .inProgress }.count == 3)
+            let outcomes = concurrently(4) { thread in
+                try Self.write(stores[thread % 2], claiming: key, "f", now: now)
+            }
+            #expect(outcomes.filter { (try? $0.get()) == true }.count == 1, "round \(round): \(outcomes)")
+            #expect(outcomes.filter { (try? $0.get()) == false }.count == 3, "round \(round): \(outcomes)")
         }
         // The answer stored through one instance is replayed by the other.
         let response = IdempotentResponse(status: 201, headers: [["Location", "/albums/X"]], body: Array("{}".utf8))
-        try instances[0].complete(key: "race-0", response: response)
-        #expect(try instances[1].begin(key: "race-0", fingerprint: "f", now: now, expiry: 60) == .replay(response))
-        #expect(try instances[1].begin(key: "race-0", fingerprint: "g", now: now, expiry: 60) == .mismatch)
+        try records.complete(key: "race-0", response: response)
+        #expect(try PostgresServerRecords(pool: database.pool()).lookup(key: "race-0", fingerprint: "f", now: now, expiry: 60) == .replay(response))
+        #expect(try records.lookup(key: "race-0", fingerprint: "g", now: now, expiry: 60) == .mismatch)
     }
 
-    @Test("an expired key is claimed again by one instance only")
+    @Test("an expired key is claimed again by one write only")
     func expiredKeyRace() throws {
         let database = try TestDatabase()
-        let instances = [try PostgresServerRecords.migrating(pool: database.pool()), PostgresServerRecords(pool: database.pool())]
+        let stores = [try PostgresAlbumStore(pool: database.pool()), try PostgresAlbumStore(pool: database.pool())]
+        let records = PostgresServerRecords(pool: database.pool())
         let start = Timestamp.date(milliseconds: 1_700_000_000_000)
-        #expect(try instances[0].begin(key: "old", fingerprint: "f", now: start, expiry: 60) == .claimed)
-        try instances[0].complete(key: "old", response: IdempotentResponse(status: 200, headers: [], body: []))
+        #expect(try Self.write(stores[0], claiming: "old", "f", now: start))
+        try records.complete(key: "old", response: IdempotentResponse(status: 200, headers: [], body: []))
         let later = start.addingTimeInterval(120)
-        let claims = try concurrently(4) { thread in
-            try instances[thread % 2].begin(key: "old", fingerprint: "new", now: later, expiry: 60)
-        }.map { try $0.get() }
-        #expect(claims.filter { $0 == .claimed }.count == 1, "\(claims)")
-        #expect(claims.filter { $0 == .inProgress }.count == 3)
+        let outcomes = concurrently(4) { thread in
+            try Self.write(stores[thread % 2], claiming: "old", "new", now: later)
+        }
+        #expect(outcomes.filter { (try? $0.get()) == true }.count == 1, "\(outcomes)")
+        #expect(try records.lookup(key: "old", fingerprint: "new", now: later, expiry: 60) == .inProgress)
+    }
+
+    /// A write (changing nothing) of `store` claiming `key`: true when it committed, false
+    /// when the key was taken and it rolled back.
+    static func write(_ store: PostgresAlbumStore, claiming key: String, _ fingerprint: String, now: Date) throws -> Bool {
+        let claim = IdempotencyKeyClaim(key: key, fingerprint: fingerprint, now: now, expiry: 60)
+        do {
+            try IdempotencyKeyClaim.$current.withValue(claim) { try store.write(.default) { _ throws in } }
+            return claim.isCommitted
+        } catch is IdempotencyKeyTaken {
+            return false
+        }
     }
 
     @Test("failed attempts counted through two instances at once: none is lost")
@@ -135,7 +150,7 @@ struct PostgresServerRecordsTests {
         let pool = PostgresPool(PostgresPool.Configuration(url: "postgresql://nobody@127.0.0.1:1/none", size: 1))
         let records = PostgresServerRecords(pool: pool)
         #expect {
-            _ = try records.begin(key: "k", fingerprint: "f", now: Date(), expiry: 60)
+            _ = try records.lookup(key: "k", fingerprint: "f", now: Date(), expiry: 60)
         } throws: { error in
             (error as? PostgresError)?.isUnavailable == true
         }

@@ -95,9 +95,13 @@ enum SourceFixture {
         for (client, record) in failures {
             try store.updateFailedAttempts(client: client) { _ in record }
         }
-        #expect(try store.begin(key: "answered", fingerprint: "f", now: claimedAt, expiry: 60) == .claimed)
+        // Keys are claimed by writes, as requests claim them.
+        for (key, fingerprint) in [("answered", "f"), ("pending", "g")] {
+            let claim = IdempotencyKeyClaim(key: key, fingerprint: fingerprint, now: claimedAt, expiry: 60)
+            try IdempotencyKeyClaim.$current.withValue(claim) { try store.write(.default) { _ throws in } }
+            #expect(claim.isCommitted)
+        }
         try store.complete(key: "answered", response: answer)
-        #expect(try store.begin(key: "pending", fingerprint: "g", now: claimedAt, expiry: 60) == .claimed)
         #expect(try store.secret(named: "cursor", orStore: cursorKey) == cursorKey)
         return store
     }

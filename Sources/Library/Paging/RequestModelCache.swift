@@ -118,8 +118,13 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
     /// Never older than `version`: a request whose version is newer than the one of the load
     /// in flight leads a load of its own (the older load's value is then not kept over it),
     /// and a joined load that still comes back older is not taken either (read-your-writes).
+    ///
+    /// A request that tracks its position (``ReadPosition/current``: the server reads from
+    /// replicas) takes only a value loaded at exactly its `version`: a newer one was read by
+    /// another request at a position this request's client was never given.
     public func value(_ key: Key, version: Int64, load: () throws -> Loaded) throws -> Value {
-        let step = step(key, version: version)
+        let exact = ReadPosition.current != nil
+        let step = step(key, version: version, exact: exact)
         switch step {
         case let .hit(value):
             return value
@@ -132,7 +137,7 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
                 // again (this one leads a load, or joins a newer one).
                 return try value(key, version: version, load: load)
             }
-            if loaded.version >= version { return loaded.value }
+            if loaded.version == version || (!exact && loaded.version > version) { return loaded.value }
             // Read older than its leader's version (a store whose versions went back): this
             // request reads for itself rather than answer older than what it saw.
             return try load().value
@@ -142,7 +147,7 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
     }
 
     /// Decides how a request for `key` at `version` is answered; registers a flight to lead.
-    private func step(_ key: Key, version: Int64) -> Step {
+    private func step(_ key: Key, version: Int64, exact: Bool) -> Step {
         store.withLock { store -> Step in
             store.useCounter += 1
             var entry = store.entries[key] ?? Entry(loaded: nil, loadedAt: 0, flight: nil, lastUse: 0)
@@ -153,7 +158,7 @@ public final class RequestModelCache<Key: Hashable & Sendable, Value: Sendable>:
                 return .hit(loaded.value)
             }
             store.misses += 1
-            if let flight = entry.flight, entry.flightVersion >= version {
+            if let flight = entry.flight, entry.flightVersion == version || (!exact && entry.flightVersion > version) {
                 store.entries[key] = entry
                 return .wait(flight)
             }

@@ -1,0 +1,231 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Essentials
+import Postgres
+import Synchronization
+
+/// Read replicas of the primary (streaming standbys), and where each request's reads go.
+///
+/// A read goes to a replica only when the request allows it (a ``ReadPosition`` bound with
+/// `mayUseReplica`: the reads of a GET or HEAD) and a replica is fit for it:
+/// - it answers (one that fails is skipped for ``Configuration/restAfterFailure``, its read
+///   made again on the primary);
+/// - it is at most ``Configuration/maxLag`` behind the primary, as the monitor last measured
+///   (the time since the primary first went past what the replica has replayed; measured every
+///   ``Configuration/monitorInterval``);
+/// - it has replayed the client's position (``ReadPosition/required``): the read first waits
+///   up to ``Configuration/wait`` for that, looking every ``Configuration/pollInterval``, then
+///   gives up and reads the primary.
+/// Every read under a ``ReadPosition`` records the position it saw, read after its snapshot was
+/// taken (an upper bound), so the position handed back is never older than what was shown.
+public final class PostgresReplicas: Sendable {
+    public struct Configuration: Sendable {
+        public var maxLag: Duration = .seconds(1)
+        public var wait: Duration = .milliseconds(100)
+        public var pollInterval: Duration = .milliseconds(2)
+        public var monitorInterval: Duration = .milliseconds(250)
+        public var restAfterFailure: Duration = .seconds(1)
+
+        public init() {}
+    }
+
+    /// One replica: its pool and what the monitor and the reads learnt of it.
+    public final class Replica: Sendable {
+        /// `replica-0`, … in the order the URLs were given (a metric's label).
+        public let name: String
+        let pool: PostgresPool
+        fileprivate let state = Mutex(State())
+        fileprivate let readCount = Atomic<Int>(0)
+
+        fileprivate struct State {
+            var replayed: UInt64 = 0
+            /// nil until the monitor has measured it.
+            var lag: Duration?
+            var restingUntil: ContinuousClock.Instant?
+            var lastError: String?
+        }
+
+        init(name: String, pool: PostgresPool) {
+            self.name = name
+            self.pool = pool
+        }
+
+        /// Reads this replica served.
+        public var reads: Int { readCount.load(ordering: .relaxed) }
+
+        /// The lag the monitor last measured (nil: not measured yet, or the replica does not answer).
+        public var lag: Duration? { state.withLock { $0.lag } }
+
+        /// Whether reads may use it now: it answers and is at most `maxLag` behind.
+        public func isFit(maxLag: Duration, at now: ContinuousClock.Instant = .now) -> Bool {
+            state.withLock { state in
+                if let until = state.restingUntil, until > now { return false }
+                guard let lag = state.lag else { return false }
+                return lag <= maxLag
+            }
+        }
+
+        /// Why the replica is skipped now, nil when it is not.
+        public var unavailableReason: String? {
+            state.withLock { state in
+                guard let until = state.restingUntil, until > .now else { return nil }
+                return state.lastError ?? "it failed"
+            }
+        }
+
+        fileprivate func rest(after error: any Error, for duration: Duration) {
+            state.withLock { state in
+                state.restingUntil = .now + duration
+                state.lastError = "\(error)"
+                state.lag = nil
+            }
+        }
+    }
+
+    public let replicas: [Replica]
+    public let configuration: Configuration
+    private let primary: PostgresPool
+    private let next = Atomic<Int>(0)
+    private let waitCount = Atomic<Int>(0)
+    private let fallbackCount = Atomic<Int>(0)
+    private let stopped = Atomic<Bool>(false)
+    private let stopping = DispatchSemaphore(value: 0)
+    /// The primary's position over the last minute, oldest first (the monitor's samples).
+    private let samples = Mutex<[(at: ContinuousClock.Instant, position: UInt64)]>([])
+
+    /// The position a read saw: the replica's replayed position, or the primary's WAL insert
+    /// position (which is past every commit a snapshot taken before it shows).
+    static let positionSQL = """
+        SELECT (COALESCE(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END,
+                         '0/0'::pg_lsn) - '0/0'::pg_lsn)::int8
+        """
+
+    /// Pools for `urls` (one per replica, each of `poolSize`, connecting lazily) and a monitor
+    /// thread measuring their lag.
+    public init(urls: [String], password: String?, poolSize: Int, primary: PostgresPool, configuration: Configuration = Configuration()) {
+        self.primary = primary
+        self.configuration = configuration
+        replicas = urls.enumerated().map { index, url in
+            var pool = PostgresPool.Configuration(url: url, size: poolSize, acquireTimeout: .milliseconds(200), connectTimeout: .seconds(2))
+            pool.password = password
+            pool.firstReconnectDelay = primary.configuration.firstReconnectDelay
+            pool.longestReconnectDelay = primary.configuration.longestReconnectDelay
+            return Replica(name: "replica-\(index)", pool: PostgresPool(pool))
+        }
+        measure()
+        startThread(named: "bl-replica-lag") { [self] in
+            while stopping.wait(timeout: .now(plus: configuration.monitorInterval)) == .timedOut {
+                measure()
+            }
+        }
+    }
+
+    /// Stops the monitor and closes the replicas' idle connections.
+    public func close() {
+        guard stopped.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        stopping.signal()
+        for replica in replicas { replica.pool.closeIdleConnections() }
+    }
+
+    /// Reads that waited for a replica to replay their client's position, and reads that
+    /// could have used a replica but went to the primary (none fit, or the one tried was still
+    /// behind after the wait, or failed).
+    public var statistics: (waits: Int, fallbacks: Int) {
+        (waitCount.load(ordering: .relaxed), fallbackCount.load(ordering: .relaxed))
+    }
+
+    // MARK: - Reads
+
+    /// Runs `body` with a connection of a fit replica, else of the primary (see the type's
+    /// rules); `body` must record its position (``record(_:)``) when it has taken its snapshot.
+    func withReadConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        guard let position = ReadPosition.current, position.mayUseReplica else { return try primary.withConnection(body) }
+        for replica in candidates() {
+            do {
+                let answer = try replica.pool.withConnection { connection -> T? in
+                    guard try reached(position.required, on: connection) else { return nil }
+                    return try body(connection)
+                }
+                if let answer {
+                    replica.readCount.wrappingAdd(1, ordering: .relaxed)
+                    return answer
+                }
+                break  // behind the client: the primary has it
+            } catch let error as PostgresError where error.kind != .timeout && error.kind != .invalidData {
+                // Down, full, a read cancelled by its replay (a conflict with recovery), a
+                // schema it has not replayed yet: the primary answers this read (where the
+                // read's own mistakes fail again); a replica that does not answer rests a while.
+                if error.kind == .connection { replica.rest(after: error, for: configuration.restAfterFailure) }
+            }
+        }
+        fallbackCount.wrappingAdd(1, ordering: .relaxed)
+        return try primary.withConnection(body)
+    }
+
+    /// Records the position `connection`'s snapshot has (read after it was taken: an upper
+    /// bound) in the request's ``ReadPosition``; nothing without one.
+    static func record(_ connection: PostgresConnection) throws {
+        guard let position = ReadPosition.current else { return }
+        position.note(try Self.position(connection))
+    }
+
+    static func position(_ connection: PostgresConnection) throws -> UInt64 {
+        UInt64(clamping: try connection.scalar(positionSQL, as: Int64.self) ?? 0)
+    }
+
+    /// Replicas a read may use now, the next in turn first.
+    private func candidates() -> [Replica] {
+        let now = ContinuousClock.now
+        let fit = replicas.filter { $0.isFit(maxLag: configuration.maxLag, at: now) }
+        guard fit.count > 1 else { return fit }
+        let first = next.wrappingAdd(1, ordering: .relaxed).oldValue % fit.count
+        return Array(fit[first...] + fit[..<first])
+    }
+
+    /// Whether `connection`'s server has replayed `required`, waiting up to the configured
+    /// wait for it (looked at before the snapshot: what it then shows includes that position).
+    private func reached(_ required: UInt64, on connection: PostgresConnection) throws -> Bool {
+        guard required > 0 else { return true }
+        if try Self.position(connection) >= required { return true }
+        waitCount.wrappingAdd(1, ordering: .relaxed)
+        let deadline = ContinuousClock.now + configuration.wait
+        while ContinuousClock.now < deadline {
+            if let budget = QueryBudget.current, let reason = budget.interruption() { throw budget.stopped(reason) }
+            usleep(UInt32(clamping: configuration.pollInterval.nanoseconds / 1000))
+            if try Self.position(connection) >= required { return true }
+        }
+        return false
+    }
+
+    // MARK: - Lag
+
+    /// One look of the monitor: the primary's position, then each replica's replayed one; a
+    /// replica's lag is the time since the primary first went past it (0 when it has caught up).
+    private func measure() {
+        let now = ContinuousClock.now
+        if let position = try? primary.withConnection({ try Self.position($0) }) {
+            samples.withLock { samples in
+                samples.append((now, position))
+                samples.removeAll { now - $0.at > .seconds(60) }
+            }
+        }
+        let history = samples.withLock { $0 }
+        for replica in replicas {
+            if let until = replica.state.withLock({ $0.restingUntil }), until > now { continue }
+            do {
+                let replayed = try replica.pool.withConnection { try Self.position($0) }
+                let behindSince = history.first { $0.position > replayed }?.at
+                replica.state.withLock { state in
+                    state.replayed = replayed
+                    state.lag = behindSince.map { now - $0 } ?? .zero
+                    state.restingUntil = nil
+                }
+            } catch {
+                replica.rest(after: error, for: configuration.restAfterFailure)
+            }
+        }
+    }
+}
+

@@ -72,6 +72,8 @@ struct FailoverHistory {
                     problems.append("\(operation): acknowledged but not in the change feed")
                 } else if operation.kind == .add, id != nil {
                     problems.append("\(operation): its album is there but its add is not in the feed")
+                } else if operation.kind == .add, operation.statuses.last == 409 {
+                    problems.append("\(operation): its key answered 409 (saved) but the album is not there")
                 }
             case .move:
                 if let id = operation.albumID { movesByAlbum[id, default: []].append(position) }

@@ -13,7 +13,9 @@ struct LoggedOperation: Sendable, CustomStringConvertible {
         case acknowledged
         /// A definite no (404, 422): it changed nothing.
         case refused
-        /// 502/503/504, 409 for a retried key, or no answer: it may or may not have taken effect.
+        /// 502/503/504 or no answer: it may or may not have taken effect. (An add sent again with
+        /// its key and answered 409 took effect, its answer lost: ambiguous too, as its id is
+        /// unknown; it is found by its title.)
         case ambiguous
     }
 
@@ -99,7 +101,7 @@ final class FailoverLoad: Sendable {
                         mine.append(id)
                         break
                     }
-                    // 409: the key is claimed by an attempt whose outcome nobody knows.
+                    // 409: the key holds a change that was saved, its answer lost.
                     if let status = response?.status, status < 500, status != 409 { operation.outcome = .refused }
                     if operation.outcome == .refused || response?.status == 409 || !pause() { break }
                 }

@@ -7,7 +7,9 @@ import HTTPTestSupport
 /// What `deploy/compose.patroni.yaml` runs, with processes: one etcd (Debian's `etcd-server`)
 /// and three PostgreSQL 15 nodes under Patroni (Debian's `patroni`), running
 /// `deploy/patroni/patroni.yml` with only the addresses (free ports on 127.0.0.1), directories
-/// and authentication (trust on 127.0.0.1) swapped, in a temporary directory; as the
+/// and authentication (trust on 127.0.0.1) swapped, `fsync` off, and the database made with
+/// psql instead of the post-bootstrap script (which reads a secret file), in a temporary
+/// directory under $TMPDIR; as the
 /// unprivileged user PostgreSQL needs when the tests run as root. ``databaseURL`` names all
 /// three nodes with `target_session_attrs=read-write`, as the compose file's instances do, so
 /// libpq connects to whichever is the primary.

@@ -62,6 +62,8 @@ public final class PostgresAlbumStore: AlbumStore {
     private let versionReads = ReadBatcher<String, VersionAt>()
     /// Read replicas that reads of requests may use (nil: every read goes to `pool`).
     public let replicas: PostgresReplicas?
+    /// The version reads of each replica (same order), shared as ``versionReads`` are.
+    private let replicaVersionReads: [ReadBatcher<String, VersionAt>]
     /// The newest position a commit through this store reached (kept while there are replicas).
     private let latestCommit = Atomic<UInt64>(0)
     /// Writes of one library waiting for this instance's transaction of it (``write(_:_:)``).
@@ -77,6 +79,7 @@ public final class PostgresAlbumStore: AlbumStore {
         configuration.keySpacing.validate(bucketSize: configuration.bucketSize)
         self.pool = pool
         self.replicas = replicas
+        replicaVersionReads = (replicas?.replicas ?? []).map { _ in ReadBatcher() }
         self.configuration = configuration
         engine = EngineContext(
             dialect: .postgres, bucketSize: configuration.bucketSize, spacing: configuration.keySpacing,
@@ -235,18 +238,29 @@ public final class PostgresAlbumStore: AlbumStore {
         // The time limit counts from here, as it would from the first statement of the request.
         budget?.begin()
         if let budget, let reason = budget.interruption() { throw budget.stopped(reason) }
+        let names = libraries.map(\.rawValue)
+        let abandon = { budget.flatMap { budget in budget.interruption().map { budget.stopped($0) } } }
         let found: [String: VersionAt]
-        if replicas != nil, let position = ReadPosition.current, position.mayUseReplica {
-            // A replica (or the primary when none is fit) for this request alone: whether its
-            // read is new enough depends on this client's position.
-            found = try readVersions(libraries.map(\.rawValue))
+        if let replicas, let position = ReadPosition.current, position.mayUseReplica {
+            // A fit replica's shared read when it is as new as this client's position; else a
+            // read of this request's own (it waits for a replica to get there, or reads the
+            // primary).
+            if let index = replicas.nextFit(),
+               case let shared = try replicaVersionReads[index].values(of: names, pollInterval: .milliseconds(20), abandon: abandon, read: { names in
+                   QueryBudget.$current.withValue(nil) { replicas.shared(index) { try Self.readVersions(Array(names), $0) } ?? [:] }
+               }),
+               names.allSatisfy({ shared[$0].map { $0.position >= position.required } ?? false })
+            {
+                found = shared
+            } else {
+                found = try statement(recordingPosition: false) { try Self.readVersions(names, $0.connection) }
+            }
         } else {
-            found = try versionReads.values(
-                of: libraries.map(\.rawValue), pollInterval: .milliseconds(20),
-                abandon: { budget.flatMap { budget in budget.interruption().map { budget.stopped($0) } } }
-            ) { names in
+            found = try versionReads.values(of: names, pollInterval: .milliseconds(20), abandon: abandon) { names in
                 try QueryBudget.$current.withValue(nil) {
-                    try ReadPosition.$current.withValue(nil) { try readVersions(Array(names)) }
+                    try ReadPosition.$current.withValue(nil) {
+                        try statement(recordingPosition: false) { try Self.readVersions(Array(names), $0.connection, positioned: replicas != nil) }
+                    }
                 }
             }
         }
@@ -266,19 +280,19 @@ public final class PostgresAlbumStore: AlbumStore {
         let position: UInt64
     }
 
-    /// The versions of the live libraries among `names`, in one statement (one text for any
-    /// number of names: ids are letters, digits and `-`, so a comma separates them), with the
-    /// position the read saw when there are replicas.
-    private func readVersions(_ names: [String]) throws -> [String: VersionAt] {
-        // The caller notes the position (a batch's callers each note it).
-        try statement(recordingPosition: false) { session in
-            var found: [String: Int64] = [:]
-            try session.forEachRow(PostgresSQL.versions, [.text(names.joined(separator: ","))]) { row in
-                if try row.bool(2) { found[try row.string(0)] = try row.int64(1) }
-            }
-            let position = replicas == nil ? 0 : try PostgresReplicas.position(session.connection)
-            return found.mapValues { VersionAt(version: $0, position: position) }
+    /// The versions of the live libraries among `names`, in one statement on `connection` (one
+    /// text for any number of names: ids are letters, digits and `-`, so a comma separates
+    /// them), with the position the read saw (read after it) unless `positioned` is false. The
+    /// caller notes the position (a batch's callers each note it).
+    private static func readVersions(_ names: [String], _ connection: PostgresConnection, positioned: Bool = true) throws
+        -> [String: VersionAt]
+    {
+        var found: [String: Int64] = [:]
+        try PostgresSession(connection).forEachRow(PostgresSQL.versions, [.text(names.joined(separator: ","))]) { row in
+            if try row.bool(2) { found[try row.string(0)] = try row.int64(1) }
         }
+        let position = positioned ? try PostgresReplicas.position(connection) : 0
+        return found.mapValues { VersionAt(version: $0, position: position) }
     }
 
     /// Runs `body`, one statement (its own snapshot, no BEGIN/COMMIT round trips), on a pooled

@@ -164,6 +164,28 @@ public final class PostgresReplicas: Sendable {
         return try primary.withConnection(body)
     }
 
+    /// The index of the replica next in turn among the fit ones (nil: none is fit).
+    func nextFit() -> Int? {
+        let now = ContinuousClock.now
+        let fit = replicas.indices.filter { replicas[$0].isFit(maxLag: configuration.maxLag, at: now) }
+        guard !fit.isEmpty else { return nil }
+        return fit[next.wrappingAdd(1, ordering: .relaxed).oldValue % fit.count]
+    }
+
+    /// `body` on replica `index`, for a read shared by several requests (they each check its
+    /// position against their own); nil when it failed (a replica that does not answer rests).
+    func shared<T>(_ index: Int, _ body: (PostgresConnection) throws -> T) -> T? {
+        let replica = replicas[index]
+        do {
+            let value = try replica.pool.withConnection(body)
+            replica.readCount.wrappingAdd(1, ordering: .relaxed)
+            return value
+        } catch {
+            if let error = error as? PostgresError, error.kind == .connection { replica.rest(after: error, for: configuration.restAfterFailure) }
+            return nil
+        }
+    }
+
     /// Records the position `connection`'s snapshot has (read after it was taken: an upper
     /// bound) in the request's ``ReadPosition``; nothing without one.
     static func record(_ connection: PostgresConnection) throws {

@@ -63,6 +63,9 @@ ensure_test_deps() {
     # `vips` and `vipsheader` make and decode the cover tests' images (`vipsthumbnail` is the
     # benchmark's reference).
     ensure_packages libvips-tools
+    # PatroniFailoverTests run etcd and three PostgreSQL nodes under Patroni (Debian's packages:
+    # Patroni 3.0 runs on Debian's /usr/bin/python3, patronictl included).
+    ensure_packages patroni etcd-server
 }
 
 # Python packages, installed quietly with pip only when not importable.

@@ -205,6 +205,10 @@ public final class PostgresServer: Sendable {
         ChildProcess.environment(dropping: { $0.hasPrefix("PG") || $0.hasPrefix("LC_") }, adding: ["LANG": "C"])
     }
 
+    /// The user PostgreSQL (and what runs it, such as Patroni) must run as: `unprivilegedUser`
+    /// (created when missing) when the tests run as root, else nil (the current user).
+    public static func unprivilegedOwner() throws -> (uid: uid_t, gid: gid_t)? { try runAsUser() }
+
     /// The unprivileged user to run as (created when missing), or nil when not root.
     private static func runAsUser() throws -> (uid: uid_t, gid: gid_t)? {
         guard getuid() == 0 else { return nil }

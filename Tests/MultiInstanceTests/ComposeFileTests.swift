@@ -75,7 +75,7 @@ import Testing
     /// (a file, mounted under /run/secrets) and none in any environment value, which
     /// `docker inspect` would show. (No Docker engine runs here, so `docker compose config`
     /// cannot; this reads the files as Compose would and checks what they say.)
-    @Test(arguments: ["compose.yaml", "compose.sqlite.yaml"]) func composeFilesAreLocked(_ name: String) throws {
+    @Test(arguments: ["compose.yaml", "compose.sqlite.yaml", "compose.patroni.yaml"]) func composeFilesAreLocked(_ name: String) throws {
         let compose = try Self.compose(name)
         let services = try #require(compose["services"] as? [String: [String: Any]])
         let declared = compose["secrets"] as? [String: [String: Any]] ?? [:]
@@ -92,7 +92,8 @@ import Testing
             let mounted = Set((definition["secrets"] as? [Any] ?? []).compactMap { ($0 as? String) ?? (($0 as? [String: Any])?["source"] as? String) })
             for secret in mounted { #expect(declared[secret] != nil, "\(name): \(service) mounts the undeclared secret \(secret)") }
             for (key, value) in environment {
-                #expect(!["BLUELIBRARY_TOKEN", "POSTGRES_PASSWORD", "PGPASSWORD"].contains(key), "\(name): \(service) has \(key) in its environment")
+                #expect(!["BLUELIBRARY_TOKEN", "POSTGRES_PASSWORD", "PGPASSWORD", "PATRONI_SUPERUSER_PASSWORD", "PATRONI_REPLICATION_PASSWORD",
+                           "PATRONI_REWIND_PASSWORD"].contains(key), "\(name): \(service) has \(key) in its environment")
                 #expect(!value.contains("${"), "\(name): \(service) \(key) interpolates a variable: \(value)")
                 if key.hasSuffix("_FILE") {
                     let secret = value.replacingOccurrences(of: "/run/secrets/", with: "")
@@ -108,13 +109,76 @@ import Testing
             bluelibraries += 1
             #expect(environment["BLUELIBRARY_TOKEN_FILE"] == "/run/secrets/bluelibrary_token", "\(name): \(service) starts with a token")
         }
-        #expect(bluelibraries == (name == "compose.yaml" ? 3 : 1))
+        #expect(bluelibraries == (name == "compose.sqlite.yaml" ? 1 : 3))
         if let postgres = services["postgres"] {
             let environment = postgres["environment"] as? [String: Any] ?? [:]
             let instance = services["bluelibrary-1"]?["environment"] as? [String: Any] ?? [:]
             #expect(environment["POSTGRES_PASSWORD_FILE"] as? String == instance["BLUELIBRARY_DATABASE_PASSWORD_FILE"] as? String,
                     "PostgreSQL and the instances read the one password file")
         }
+    }
+
+    /// compose.patroni.yaml against what PatroniFailoverTests runs: three instances on one
+    /// multi-host URL naming the three Patroni nodes with `target_session_attrs=read-write`,
+    /// each node running deploy/patroni/patroni.yml (which PatroniCluster runs too, with only
+    /// addresses, directories and authentication swapped) under its own name and address, etcd
+    /// where that file says, and nginx as in compose.yaml.
+    @Test func patroniComposeFileDescribesTheTestedSetup() throws {
+        let compose = try Self.compose("compose.patroni.yaml")
+        let services = try #require(compose["services"] as? [String: [String: Any]])
+        func environment(_ service: [String: Any]) -> [String: String] {
+            (service["environment"] as? [String: Any] ?? [:]).mapValues { "\($0)" }
+        }
+        func address(_ service: [String: Any]?) -> String {
+            ((service?["networks"] as? [String: [String: String]])?.values.first?["ipv4_address"]) ?? "?"
+        }
+        let instances = services.filter { environment($0.value)["BLUELIBRARY_DATABASE_URL"] != nil }
+        #expect(instances.keys.sorted() == ["bluelibrary-1", "bluelibrary-2", "bluelibrary-3"])
+        let nodes = services.filter { environment($0.value)["PATRONI_NAME"] != nil }
+        #expect(nodes.keys.sorted() == ["postgres-1", "postgres-2", "postgres-3"])
+
+        for (name, node) in nodes {
+            let env = environment(node)
+            #expect(node["image"] as? String == "bluelibrary-patroni", "\(name)")
+            #expect(env["PATRONI_NAME"] == name)
+            #expect(env["PATRONI_RESTAPI_CONNECT_ADDRESS"] == "\(address(node)):8008", "\(name): \(env)")
+            #expect(env["PATRONI_POSTGRESQL_CONNECT_ADDRESS"] == "\(address(node)):5432", "\(name): \(env)")
+            #expect((node["volumes"] as? [String] ?? []).contains("./patroni/patroni.yml:/etc/patroni/patroni.yml:ro"), "\(name)")
+        }
+        let url = "postgres://bluelibrary@" + nodes.keys.sorted().map { "\($0):5432" }.joined(separator: ",")
+            + "/bluelibrary?target_session_attrs=read-write"
+        for (name, instance) in instances {
+            let env = environment(instance)
+            #expect(env["BLUELIBRARY_DATABASE_URL"] == url, "\(name)")
+            for key in InstanceCluster.baseEnvironment(databaseURL: url).keys where key != "BLUELIBRARY_EVENT_LOOPS" && key != "BLUELIBRARY_LOG_LEVEL" {
+                #expect(env[key] != nil, "\(name) lacks \(key)")
+            }
+            #expect(env["BLUELIBRARY_PORT"] == "8080", "\(name): nginx expects port 8080")
+            #expect(env["BLUELIBRARY_TRUSTED_PROXIES"] == "\(address(services["nginx"]))/32", "\(name) trusts exactly nginx")
+            #expect((instance["healthcheck"] as? [String: Any])?["test"] as? [String] == ["CMD", "bluelibrary", "healthcheck"])
+            let dependsOn = (instance["depends_on"] as? [String: [String: String]] ?? [:]).mapValues { $0["condition"] ?? "" }
+            #expect(dependsOn == Dictionary(uniqueKeysWithValues: nodes.keys.map { ($0, "service_healthy") }), "\(name): \(dependsOn)")
+        }
+        let nginxVolumes = services["nginx"]?["volumes"] as? [String] ?? []
+        #expect(nginxVolumes.contains { $0.hasPrefix("./nginx.scale-out.conf:/etc/nginx/conf.d/") }, "\(nginxVolumes)")
+
+        // The Patroni file: etcd where the compose file runs it; the settings the failover
+        // tests rely on; the standbys and the instances let in from the compose network.
+        let patroni = try Self.compose("patroni/patroni.yml")
+        #expect((patroni["etcd3"] as? [String: Any])?["hosts"] as? String == "etcd:2379" && services["etcd"] != nil)
+        let bootstrap = try #require(patroni["bootstrap"] as? [String: Any])
+        let dcs = try #require(bootstrap["dcs"] as? [String: Any])
+        #expect(dcs["synchronous_mode"] as? Bool == true, "no acknowledged write lost in a failover")
+        #expect(dcs["primary_start_timeout"] as? Int == 0, "a crashed primary fails over at once")
+        let (ttl, loopWait, retryTimeout) = (dcs["ttl"] as? Int ?? 0, dcs["loop_wait"] as? Int ?? 0, dcs["retry_timeout"] as? Int ?? 0)
+        #expect(loopWait >= 1 && ttl >= loopWait + 2 * retryTimeout && ttl <= 10, "ttl \(ttl), loop_wait \(loopWait), retry_timeout \(retryTimeout)")
+        #expect(((dcs["postgresql"] as? [String: Any])?["use_pg_rewind"]) as? Bool == true)
+        #expect(bootstrap["post_bootstrap"] as? String == "/usr/local/bin/patroni-post-bootstrap")
+        let subnet = (((compose["networks"] as? [String: Any])?["library"] as? [String: Any])?["ipam"] as? [String: Any])
+            .flatMap { ($0["config"] as? [[String: String]])?.first?["subnet"] } ?? "?"
+        let hba = (patroni["postgresql"] as? [String: Any])?["pg_hba"] as? [String] ?? []
+        #expect(hba.contains("host replication replicator \(subnet) scram-sha-256") && hba.contains("host all all \(subnet) scram-sha-256"),
+                "\(hba) for \(subnet)")
     }
 
     @Test func scaleOutConfigLoadsInNginx() throws {

@@ -49,12 +49,13 @@ enum LibraryProbe {
         }
     }
 
-    /// Every change after `since`, oldest first (following `next` while `more`).
-    static func changes(port: Int, since: Int64 = 0) throws -> [Change] {
+    /// Every change after `since`, oldest first (following `next` while `more`), of the default
+    /// library or of the one whose routes start with `prefix` (`/libraries/<id>`).
+    static func changes(port: Int, since: Int64 = 0, prefix: String = "") throws -> [Change] {
         var since = since
         var all: [Change] = []
         while true {
-            let response = try RawHTTPClient.request(port: port, path: "/changes?since=\(since)&limit=1000")
+            let response = try RawHTTPClient.request(port: port, path: "\(prefix)/changes?since=\(since)&limit=1000")
             guard response.status == 200, let page = try? response.json(), let entries = page["changes"] as? [[String: Any]],
                 let next = page["next"] as? Int
             else { throw ProbeError(description: "GET /changes?since=\(since) answered \(response.status): \(response.text.prefix(300))") }

@@ -9,8 +9,9 @@ import Synchronization
 /// - Connections are opened lazily, on demand: creating a pool never touches the server, so an
 ///   unreachable server fails requests, not startup.
 /// - A connection found broken after its holder's body (the server went away, the network
-///   failed) is discarded, and so is an idle one whose server closed it meanwhile (checked
-///   with a non-blocking look at its socket when it is handed out).
+///   failed) is discarded with every idle one (they reached the same server), and so is an
+///   idle one whose server closed it meanwhile (checked with a non-blocking look at its socket
+///   when it is handed out).
 /// - After a failed connect, new connects back off (by default 100 ms doubling up to 2 s); an acquisition
 ///   that would connect meanwhile fails at once with `.connection`, so a dead server costs
 ///   callers no connect timeouts.
@@ -198,14 +199,23 @@ public final class PostgresPool: Sendable {
             try? connection.execute("ROLLBACK")
         }
         let keep = !connection.isBroken && !connection.isInTransaction
-        state.withLock { state in
+        let dropped = state.withLock { state -> [PooledConnection] in
             state.inUse -= 1
             if keep {
                 state.idle.append(pooled)
-            } else {
-                state.open -= 1
+                return []
             }
+            state.open -= 1
+            // A connection lost to its server: the idle ones reached the same server (one that
+            // went away, or a primary a failover demoted), so they go too rather than fail the
+            // next request each; new ones connect to whichever host the URL finds now.
+            guard connection.isBroken else { return [] }
+            let idle = state.idle
+            state.idle.removeAll()
+            state.open -= idle.count
+            return idle
         }
+        _ = dropped  // closed here, outside the lock, as the last reference goes
         slots.signal()
     }
 }

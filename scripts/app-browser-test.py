@@ -16,6 +16,7 @@ import argparse
 import http.server
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -187,6 +188,11 @@ class Run:
 
     def names(self):
         return self.js("return [...document.querySelectorAll('#covers [role=option]')].map(o => o.getAttribute('aria-label'))")
+
+    def loaded_count(self):
+        """How many albums the list has loaded (the header's state line: "loaded · 50+ albums")."""
+        match = re.search(r"(\d+)\+? albums", self.js("return document.getElementById('model-state').textContent"))
+        return int(match.group(1)) if match else 0
 
     def selected_name(self):
         return self.js("const o = document.querySelector('#covers [aria-selected=true]'); return o && o.getAttribute('aria-label')")
@@ -894,20 +900,29 @@ class Run:
         self.driver.refresh()
         self.loaded()
         Select(self.driver.find_element(By.ID, "source")).select_by_value("library:big")
-        self.until(lambda: len(self.names()) == 50, "the switcher shows the first page of Big")
+        self.until(lambda: self.loaded_count() == 50, "the switcher shows the first page of Big")
         self.loaded()
+        # The covers are virtualised: the strip is as wide as 120 covers, only those in view are in the DOM.
+        positions = lambda: self.js("""return [...document.querySelectorAll('#covers [role=option]')]
+            .map(o => [o.id, Number(o.getAttribute('aria-posinset')), Number(o.getAttribute('aria-setsize'))])""")
+        if not 0 < len(positions()) < 30 or {p[2] for p in positions()} != {120}:
+            raise Failure(f"covers in the DOM for 120 albums (want fewer than 30, each of a set of 120): {positions()}")
         # Infinite scroll: scrolling to the end loads the next pages (cursor paging).
         def scrolled_to_the_end():
             self.js("const c = document.getElementById('covers'); c.scrollLeft = c.scrollWidth")
-            return len(self.names()) == 120
-        self.until(scrolled_to_the_end, "scrolling loads all 120 albums")
-        ids = self.js("return [...document.querySelectorAll('#covers [role=option]')].map(o => o.id)")
-        if not len(set(ids)) == len(ids) == 120:
-            raise Failure(f"{len(ids)} options, {len(set(ids))} different: an album is shown twice")
+            return self.loaded_count() == 120 and positions() and positions()[-1][1] == 120
+        self.until(scrolled_to_the_end, "scrolling loads all 120 albums and shows the last")
+        shown = positions()
+        ids = [p[0] for p in shown]
+        if len(set(ids)) != len(ids) or len(ids) >= 30 or [p[1] for p in shown] != list(range(shown[0][1], 121)):
+            raise Failure(f"the covers at the end are not the last ones, each once, in order: {shown}")
+        last = self.api("GET", "/libraries/big/albums/at/119", token=False, expect=200)
+        if self.names()[-1] != f"{last['title']} - {last['artist']}":
+            raise Failure(f"the last cover is {self.names()[-1]}, not {last['title']}")
         # A view: one list over both; a change in a source outdates it (the banner offers a reload).
         Select(self.driver.find_element(By.ID, "source")).select_by_value("view:both")
         default_names = [f"{a['title']} - {a['artist']}" for a in self.api("GET", "/albums", token=False)["items"]]
-        self.until(lambda: self.names()[:len(default_names)] == default_names and len(self.names()) >= 50,
+        self.until(lambda: self.names()[:len(default_names)] == default_names and self.loaded_count() >= 50,
                    "the view shows default's albums, then Big's")
         self.loaded()
         self.api("POST", "/libraries/big/albums", {"title": "Giant Steps", "artist": "John Coltrane", "index": 0}, expect=201)
@@ -1096,10 +1111,10 @@ class Run:
             self.driver.refresh()
             self.loaded()
             Select(self.driver.find_element(By.ID, "source")).select_by_value("library:big")
-            self.until(lambda: len(self.names()) in (20, 40, 60) and self.js("return document.documentElement.dataset.state") == "loaded",
+            self.until(lambda: self.loaded_count() in (20, 40, 60) and self.js("return document.documentElement.dataset.state") == "loaded",
                        "Big's first pages load at the server's default of 20")
             self.js("const c = document.getElementById('covers'); c.scrollLeft = c.scrollWidth")
-            self.until(lambda: len(self.names()) > 20, "scrolling still loads the next page")
+            self.until(lambda: self.loaded_count() > 20, "scrolling still loads the next page")
         finally:
             self.api("PATCH", "/settings", {"paging": paging}, expect=200)
         Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")

@@ -137,7 +137,7 @@ async function open(source) {
   list.sort = app.sort;
   app.list = list;
   list.addEventListener('change', () => { if (app.list === list) render(); });
-  app.scroller.render([], () => source.id);
+  app.scroller.render(null);
   ui.covers.scrollLeft = 0;
   await list.load();
   if (!current()) return;
@@ -171,9 +171,7 @@ function render() {
   }
   ui.state.textContent = `${STATE_TEXT[list.state]}${list.items.length ? ` · ${list.items.length}${list.next ? '+' : ''} albums` : ''}`;
   ui.covers.setAttribute('aria-busy', String(list.state === 'loading'));
-  // The covers are not virtualised: while the list view is shown (which may have paged far),
-  // they are left as they are and brought up to date when shown again.
-  if (app.layout === 'covers') app.scroller.render(list.items, (item) => list.libraryOf(item));
+  app.scroller.render(list);
   app.table.show(list, app.selected, list.sort);
   if (list.state === 'outdated') {
     announce(list.reason || 'The library changed - reload', { action: { label: 'Reload', run: () => reload() } });
@@ -223,12 +221,7 @@ function markSelection() {
   // Albums that went (deleted, moved, another search) leave the selection.
   if (app.list) for (const id of app.chosen) if (app.list.indexOf(id) < 0) app.chosen.delete(id);
   if (app.selected) app.chosen.add(app.selected);
-  for (const option of ui.covers.querySelectorAll('[role=option]')) {
-    option.setAttribute('aria-selected', String(app.chosen.has(option.dataset.id)));
-    option.classList.toggle('active', option.dataset.id === app.selected);
-  }
-  if (app.selected) ui.covers.setAttribute('aria-activedescendant', `album-${app.selected}`);
-  else ui.covers.removeAttribute('aria-activedescendant');
+  app.scroller.mark(app.selected, app.chosen);
   if (app.list) app.table.show(app.list, app.selected, app.list.sort, app.chosen);
   const several = app.chosen.size > 1;
   ui.covers.toggleAttribute('data-several', several);
@@ -290,12 +283,8 @@ function select(id, { save = true, keep = false } = {}) {
     app.anchor = id;
   }
   markSelection();
-  if (app.layout === 'list') {
-    app.table.reveal(app.list.indexOf(id));
-  } else {
-    const option = document.getElementById(`album-${id}`);
-    option?.scrollIntoView({ behavior: reducedMotion.matches ? 'auto' : 'smooth', block: 'nearest', inline: 'nearest' });
-  }
+  if (app.layout === 'list') app.table.reveal(app.list.indexOf(id));
+  else app.scroller.reveal(app.list.indexOf(id), !reducedMotion.matches);
   if (!changed) return;
   // Another album: an edit not saved is left (its form would show the wrong album).
   if (app.editing) closeEdit({ focus: false });
@@ -827,7 +816,7 @@ function setLayout(layout, { focus = false } = {}) {
   document.documentElement.dataset.layout = layout;
   if (app.list) {
     if (layout === 'covers') {
-      app.scroller.render(app.list.items, (item) => app.list.libraryOf(item));
+      app.scroller.render(app.list);
       markSelection();
     }
     app.table.show(app.list, app.selected, app.list.sort);
@@ -845,7 +834,7 @@ async function sortBy(sort) {
   const keep = app.selected;
   ui.grid.scrollTop = 0;
   ui.covers.scrollLeft = 0;
-  app.scroller.render([], () => list.source.id);
+  app.scroller.render(null);
   await list.sortBy(sort);
   if (app.list !== list) return;
   if (keep && list.indexOf(keep) < 0) app.selected = null;
@@ -873,7 +862,7 @@ async function runSearch() {
   if (!list || list.query === query) return;
   clearBanner();
   app.selected = null;
-  app.scroller.render([], () => list.source.id);
+  app.scroller.render(null);
   ui.covers.scrollLeft = 0;
   await list.search(query);
   if (app.list === list) render();
@@ -996,7 +985,7 @@ async function changeKey() {
 // ---- Start ---------------------------------------------------------------------------------
 
 async function start() {
-  app.scroller = new CoverScroller(ui.covers, app.api, () => app.list?.more());
+  app.scroller = new CoverScroller(ui.covers, app.api, (limit) => app.list?.more(limit));
   app.table = new AlbumTable(ui.grid, { onSelect: (id, event) => choose(id, clickMode(event)), onSort: sortBy });
   ui.covers.addEventListener('keydown', onKey);
   ui.grid.addEventListener('keydown', onKey);

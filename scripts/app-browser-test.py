@@ -1040,6 +1040,78 @@ class Run:
         self.until(lambda: self.js("return document.getElementById('album-grid').hidden && !document.getElementById('covers').hidden"),
                    "Covers shows the covers again")
 
+    ROW_DRAG_JS = """
+        const [fromId, toId, after, drop] = arguments;
+        const from = document.getElementById('row-' + fromId), to = document.getElementById('row-' + toId);
+        const box = to.getBoundingClientRect();
+        const at = { clientX: box.left + 20, clientY: after ? box.bottom - 4 : box.top + 4 };
+        const data = new DataTransfer();
+        const fire = (element, type) => element.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: data, ...at }));
+        if (!from.draggable) return { draggable: false };
+        fire(from, 'dragstart');
+        fire(to, 'dragenter');
+        const accepted = !fire(to, 'dragover');
+        const mark = to.classList.contains(after ? 'drop-after' : 'drop-before');
+        if (drop) { fire(to, 'drop'); fire(from, 'dragend'); }
+        return { accepted, mark };
+    """
+
+    def list_rows_reorder_by_drag(self):
+        # In the list view a row dragged onto another's lower half lands after it: one move
+        # request per drop, and Undo puts it back; Alt+Down still moves by keyboard.
+        order = lambda: [a["id"] for a in self.api("GET", "/albums?limit=50", token=False, expect=200)["items"]]
+        before = order()
+        self.focus("show-list")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.grid_rows() and not any(r["busy"] for r in self.grid_rows()), "the list view shows default's rows")
+        rows = lambda: [r["id"] for r in self.grid_rows()]
+        self.until(lambda: rows()[:len(before)] == before, "the rows are in the library's order")
+        self.collect_logs()
+        seen = len(self.requests)
+        hover = self.js(self.ROW_DRAG_JS, before[0], before[2], True, False)
+        if hover != {"accepted": True, "mark": True}:
+            raise Failure(f"dragging the first row over the third: {hover}")
+        self.shot("app-list-drag.png")
+        self.js("document.getElementById('album-grid').dispatchEvent(new DragEvent('dragend', { bubbles: true }))")
+        self.js(self.ROW_DRAG_JS, before[0], before[2], True, True)
+        self.until(lambda: order()[:3] == [before[1], before[2], before[0]] and rows()[:3] == [before[1], before[2], before[0]],
+                   "the drop moves the first row to the third place")
+        self.until(lambda: self.js("return document.getElementById('album-grid').getAttribute('aria-activedescendant')") == f"row-{before[0]}",
+                   "the dropped row is selected")
+        self.collect_logs()
+        moves = [u for u in self.requests[seen:] if u.endswith("/move")]
+        if len(moves) != 1:
+            raise Failure(f"{len(moves)} move requests for one drop of a row")
+        if self.js("return document.querySelectorAll('#album-grid .drop-before, #album-grid .drop-after').length"):
+            raise Failure("a drop mark stays after the drop")
+        self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        self.until(lambda: order() == before and rows()[:len(before)] == before, "Undo puts the dropped row back")
+        # Alt+Down beside it, undone too.
+        self.focus("album-grid")
+        self.key(Keys.HOME)
+        self.key(Keys.ALT, Keys.ARROW_DOWN)
+        self.until(lambda: order()[1] == before[0] and rows()[1] == before[0], "Alt+Down moves the first row one place down")
+        self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        self.until(lambda: order() == before and rows()[:len(before)] == before, "Undo restores the order")
+        # Sorted, rows cannot be dragged: the drag is refused and the banner says why.
+        self.driver.find_element(By.CSS_SELECTOR, "#album-grid [data-column=title] button").click()
+        self.until(lambda: self.js("return document.querySelector('#album-grid [data-column=title]').getAttribute('aria-sort')") == "ascending"
+                   and self.js("return document.documentElement.dataset.state") == "loaded", "sorted by title")
+        ids = [r for r in rows() if r]
+        refused = self.js(self.ROW_DRAG_JS, ids[0], ids[1], True, False)
+        if refused.get("accepted") or "own order" not in self.js("return document.getElementById('banner').textContent"):
+            raise Failure(f"a sorted list took a drag: {refused}")
+        self.driver.find_element(By.CSS_SELECTOR, "#album-grid [data-column=title] button").click()
+        self.driver.find_element(By.CSS_SELECTOR, "#album-grid [data-column=title] button").click()
+        self.until(lambda: rows()[:len(before)] == before, "back in the library's order")
+        self.focus("show-covers")
+        self.key(Keys.ENTER)
+        self.until(lambda: not self.js("return document.getElementById('covers').hidden"), "Covers shows the covers again")
+
     def resumes_after_a_disconnect(self):
         self.collect_logs()
         seen = len(self.request_headers)
@@ -1260,6 +1332,7 @@ class Run:
                  self.edit_in_place, self.reorder_by_keyboard_and_drag_then_undo,
                  self.reload_restores_the_selection,
                  self.a_second_window_sees_changes, self.switcher_pages_and_views, self.a_list_view_sorts_and_scrolls,
+                 self.list_rows_reorder_by_drag,
                  self.resumes_after_a_disconnect,
                  self.events_are_merged_one_at_a_time,
                  self.a_replaced_library_reloads, self.a_lower_page_limit_is_followed, self.phone_width_and_dark,

@@ -748,55 +748,56 @@ async function moveAlbum(item, to) {
 }
 
 /**
- * Drag and drop on the covers: an album dropped on the left half of another goes before it,
- * on the right half after it; one move per drop. The mark between covers shows where.
+ * Drag and drop on the covers (`vertical` false) or the list view's rows: an album dropped on
+ * the left (upper) half of another goes before it, on the right (lower) half after it; one
+ * move per drop. The mark between covers (rows) shows where.
  */
-function wireDragAndDrop() {
+function wireDragAndDrop(container, selector, vertical) {
   let dragged = null;
   const clear = () => {
-    for (const option of ui.covers.querySelectorAll('.drop-before, .drop-after')) option.classList.remove('drop-before', 'drop-after');
+    for (const element of container.querySelectorAll('.drop-before, .drop-after')) element.classList.remove('drop-before', 'drop-after');
   };
   const spot = (event) => {
-    const option = event.target.closest?.('[role=option]');
-    if (!dragged || !option || option.dataset.id === dragged) return null;
-    const box = option.getBoundingClientRect();
-    return { option, after: event.clientX > box.left + box.width / 2 };
+    const element = event.target.closest?.(selector);
+    if (!dragged || !element || element.dataset.id === dragged) return null;
+    const box = element.getBoundingClientRect();
+    return { element, after: vertical ? event.clientY > box.top + box.height / 2 : event.clientX > box.left + box.width / 2 };
   };
-  ui.covers.addEventListener('dragstart', (event) => {
-    const option = event.target.closest('[role=option]');
-    if (!option || app.moving || !canReorder()) {
+  container.addEventListener('dragstart', (event) => {
+    const element = event.target.closest?.(selector);
+    if (!element || app.moving || !canReorder()) {
       event.preventDefault();
-      if (option && !app.list?.inLibraryOrder) announce(NOT_HERE);
+      if (element && !app.list?.inLibraryOrder) announce(NOT_HERE);
       return;
     }
-    dragged = option.dataset.id;
+    dragged = element.dataset.id;
     event.dataTransfer.effectAllowed = 'move';
-    event.dataTransfer.setData('text/plain', option.getAttribute('aria-label'));
+    event.dataTransfer.setData('text/plain', element.getAttribute('aria-label') || element.textContent);
     select(dragged);
   });
-  ui.covers.addEventListener('dragover', (event) => {
+  container.addEventListener('dragover', (event) => {
     const target = spot(event);
     clear();
     if (!target) return;
     event.preventDefault();
     event.dataTransfer.dropEffect = 'move';
-    target.option.classList.add(target.after ? 'drop-after' : 'drop-before');
+    target.element.classList.add(target.after ? 'drop-after' : 'drop-before');
   });
-  ui.covers.addEventListener('dragleave', (event) => { if (!ui.covers.contains(event.relatedTarget)) clear(); });
-  ui.covers.addEventListener('drop', (event) => {
+  container.addEventListener('dragleave', (event) => { if (!container.contains(event.relatedTarget)) clear(); });
+  container.addEventListener('drop', (event) => {
     const target = spot(event);
     clear();
     if (!target) return;
     event.preventDefault();
     const from = app.list.indexOf(dragged);
-    const at = app.list.indexOf(target.option.dataset.id);
+    const at = app.list.indexOf(target.element.dataset.id);
     dragged = null;
     // `to` is where the album ends up: after it leaves its place, those behind it move up one.
     let to = target.after ? at + 1 : at;
     if (to > from) to -= 1;
     if (from >= 0 && at >= 0 && to !== from) moveAlbum(app.list.items[from], to);
   });
-  ui.covers.addEventListener('dragend', () => { dragged = null; clear(); });
+  container.addEventListener('dragend', () => { dragged = null; clear(); });
 }
 
 // ---- Covers or list, and the list's order ----------------------------------------------------
@@ -989,7 +990,8 @@ async function start() {
   app.table = new AlbumTable(ui.grid, { onSelect: (id, event) => choose(id, clickMode(event)), onSort: sortBy });
   ui.covers.addEventListener('keydown', onKey);
   ui.grid.addEventListener('keydown', onKey);
-  wireDragAndDrop();
+  wireDragAndDrop(ui.covers, '[role=option]', false);
+  wireDragAndDrop(ui.grid, '[role=row][data-id]', true);
   ui.showCovers.addEventListener('click', () => setLayout('covers', { focus: true }));
   ui.showList.addEventListener('click', () => setLayout('list', { focus: true }));
   setLayout(app.layout);

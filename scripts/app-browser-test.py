@@ -962,6 +962,64 @@ class Run:
         if "Wrong Library - Big Band" in self.names():
             raise Failure("Big's change was merged into default's list")
 
+    def manage_views(self):
+        # The dialog's Views part, by keyboard: a view without libraries is refused (the error
+        # beside them), one over Big and default is created (the switcher lists it), Both is
+        # edited (renamed, default taken out: it then shows Big's albums only), Mix deleted.
+        dialog_open = lambda: self.js("return document.getElementById('libraries-dialog').open")
+        switcher = lambda: self.js("return [...document.querySelectorAll('#source option')].map(o => [o.value, o.textContent])")
+        note = lambda: self.driver.find_element(By.ID, "libraries-note").text
+        self.focus("manage")
+        self.key(Keys.ENTER)
+        self.until(dialog_open, "the dialog opens")
+        self.until(lambda: self.js("return [...document.querySelectorAll('#views-list li')].map(l => l.dataset.view)") == ["both"],
+                   "the dialog lists the view Both")
+        both = lambda: self.js("""const l = document.querySelector('#views-list li[data-view=both]');
+            return [l.querySelector('input[name=name]').getAttribute('aria-label'), l.querySelector('legend').textContent,
+                    [...l.querySelectorAll('input:checked')].map(b => b.value)]""")
+        if both() != ["Name of view both", "Libraries of Both", ["default", "big"]]:
+            raise Failure(f"Both's row: {both()}")
+        field = self.driver.find_element(By.CSS_SELECTOR, "#view-create [name=id]")
+        field.send_keys("mix", Keys.TAB, "Mix", Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('view-sources').getAttribute('aria-invalid')") == "true"
+                   and self.driver.find_element(By.ID, "view-sources-error").is_displayed(), "a view without libraries is refused beside them")
+        if self.js("return document.activeElement.name") != "source":
+            raise Failure("the refusal does not focus the libraries")
+        self.shot("app-views-error.png")
+        # Space ticks the focused box (Big: the libraries are listed by id), Tab and Space the next (default).
+        self.key(Keys.SPACE)
+        self.key(Keys.TAB, Keys.SPACE)
+        self.driver.find_element(By.CSS_SELECTOR, "#view-create [type=submit]").send_keys(Keys.ENTER)
+        self.until(lambda: "Created view “Mix”" in note(), f"the view is created ({note()!r})")
+        self.until(lambda: ["view:mix", "Mix"] in switcher(), "the switcher lists Mix")
+        if self.api("GET", "/views/mix", token=False, expect=200)["sources"] != ["big", "default"]:
+            raise Failure("Mix is not over Big and default")
+        name = self.driver.find_element(By.CSS_SELECTOR, "#views-list li[data-view=both] input[name=name]")
+        name.send_keys(Keys.CONTROL, "a")
+        name.send_keys("Big only")
+        self.driver.find_element(By.CSS_SELECTOR, "#views-list li[data-view=both] input[value=default]").send_keys(Keys.SPACE)
+        self.shot("app-views.png")
+        self.driver.find_element(By.CSS_SELECTOR, "#views-list li[data-view=both] [type=submit]").send_keys(Keys.ENTER)
+        self.until(lambda: "Saved view “Big only”" in note(), f"the view is saved ({note()!r})")
+        view = self.api("GET", "/views/both", token=False, expect=200)
+        if view["name"] != "Big only" or view["sources"] != ["big"]:
+            raise Failure(f"the view is now {view}")
+        self.until(lambda: ["view:both", "Big only"] in switcher(), "the switcher has the new name")
+        self.driver.find_element(By.CSS_SELECTOR, "#views-list li[data-view=mix] .danger").send_keys(Keys.ENTER)
+        self.until(lambda: "Deleted view “Mix”" in note(), f"the view is deleted ({note()!r})")
+        self.api("GET", "/views/mix", token=False, expect=404)
+        self.key(Keys.ESCAPE)
+        self.until(lambda: not dialog_open() and self.js("return document.activeElement.id") == "manage", "Escape closes the dialog")
+        if any(value == "view:mix" for value, _ in switcher()):
+            raise Failure("the switcher still lists Mix")
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("view:both")
+        first = self.api("GET", "/libraries/big/albums/at/0", token=False, expect=200)
+        self.until(lambda: self.names()[:1] == [f"{first['title']} - {first['artist']}"], "the edited view shows Big's albums only")
+        self.loaded()
+        self.api("PATCH", "/views/both", {"name": "Both", "sources": ["default", "big"]}, expect=200)
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")
+        self.loaded()
+
     def grid_rows(self):
         return self.js("""return [...document.querySelectorAll('#album-grid .grid-rows [role=row]')]
             .map(r => ({ index: Number(r.getAttribute('aria-rowindex')), busy: r.getAttribute('aria-busy') === 'true',
@@ -1331,7 +1389,7 @@ class Run:
                  self.add_with_an_error_then_at_a_position, self.a_failed_cover_is_tried_again_on_the_next_view,
                  self.edit_in_place, self.reorder_by_keyboard_and_drag_then_undo,
                  self.reload_restores_the_selection,
-                 self.a_second_window_sees_changes, self.switcher_pages_and_views, self.a_list_view_sorts_and_scrolls,
+                 self.a_second_window_sees_changes, self.switcher_pages_and_views, self.manage_views, self.a_list_view_sorts_and_scrolls,
                  self.list_rows_reorder_by_drag,
                  self.resumes_after_a_disconnect,
                  self.events_are_merged_one_at_a_time,

@@ -103,17 +103,17 @@ function chosenSource(views) {
 }
 
 /**
- * The Libraries dialog changed something: the switcher is read again; the library shown, if
- * it was deleted, is replaced by default.
+ * The Libraries and views dialog changed something: the switcher is read again; the library
+ * shown, if it was deleted, is replaced by default; the view shown, if it changed, is read again.
  */
-async function librariesChanged(deleted) {
+async function librariesChanged(deleted, view) {
   const generation = ++app.opening;
   const shown = app.list?.source;
   if (deleted && shown && !shown.isView && shown.id === deleted) localStorage.setItem('bluelibrary.source', 'library:default');
   const { views } = await loadSources();
   if (generation !== app.opening) return;
   const source = chosenSource(views);
-  if (!shown || source.key !== shown.key) open(source);
+  if (!shown || source.key !== shown.key || (shown.isView && shown.id === view)) open(source);
 }
 
 // ---- The list and the screen ---------------------------------------------------------------

@@ -330,16 +330,16 @@ class Run:
         self.until(lambda: "Marker - After All" not in self.names(), "the marker's delete arrives")
 
     def keyboard_selects(self):
-        # Tab order: the library switcher, the search box, the toolbar, then the covers.
+        # Tab order: the library switcher, Import / export…, the search box, the toolbar, then the covers.
         self.js("document.activeElement.blur(); window.scrollTo(0, 0)")
         order = []
         self.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
-        for _ in range(12):
+        for _ in range(14):
             order.append(self.js("return document.activeElement.id"))
             if order[-1] == "covers":
                 break
             self.key(Keys.TAB)
-        if order[:2] != ["source", "search"] or order[-1] != "covers" or "add" not in order:
+        if order[:3] != ["source", "transfer", "search"] or order[-1] != "covers" or "add" not in order:
             raise Failure(f"tab order was {order}")
         # Inside the toolbar the arrow keys move between the enabled buttons.
         self.focus("add")
@@ -1020,6 +1020,127 @@ class Run:
         Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")
         self.loaded()
 
+    def throttle(self, bytes_per_second):
+        """Chromium's network emulation: uploads and downloads at `bytes_per_second` (None: off)."""
+        self.driver.execute_cdp_cmd("Network.enable", {})
+        self.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 0,
+            "downloadThroughput": bytes_per_second or -1, "uploadThroughput": bytes_per_second or -1})
+
+    # Records the progress bar's states, and takes the file an export saves (instead of a download).
+    TRANSFER_WATCH_JS = """
+        window.progressSeen = [];
+        const bar = document.getElementById('transfer-progress');
+        new MutationObserver(() => { if (bar.hasAttribute('aria-valuenow')) window.progressSeen.push(Number(bar.getAttribute('aria-valuenow'))); })
+            .observe(bar, { attributes: true, attributeFilter: ['aria-valuenow'] });
+        window.saved = null;
+        const make = URL.createObjectURL;
+        URL.createObjectURL = (blob) => { window.lastBlob = blob; return make(blob); };
+        HTMLAnchorElement.prototype.click = function () {
+            const name = this.download;
+            window.lastBlob.text().then((text) => { window.saved = { name, text }; });
+        };
+    """
+
+    def import_and_export(self):
+        # The Import / export dialog on a library of its own, by keyboard: a CSV with a bad row
+        # (the 422's problems listed, nothing imported), then 2,000 albums uploaded slowly (the
+        # progress bar's aria-valuenow goes up), exported as CSV and as an archive (downloads
+        # read as streams, with progress), and an archive of three imported after its confirm.
+        self.api("POST", "/libraries", {"id": "imports", "name": "Imports"}, expect=201)
+        self.driver.refresh()
+        self.loaded()
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:imports")
+        self.loaded()
+        self.js(self.TRANSFER_WATCH_JS)
+        dialog_open = lambda: self.js("return document.getElementById('transfer-dialog').open")
+        note = lambda: self.driver.find_element(By.ID, "transfer-note").text
+        self.focus("transfer")
+        self.key(Keys.ENTER)
+        self.until(dialog_open, "Import / export… opens the dialog")
+        if self.js("return document.activeElement.name") != "file":
+            raise Failure("the dialog does not focus the file field")
+        directory = tempfile.mkdtemp(prefix="bl-import-")
+        bad = os.path.join(directory, "bad.csv")
+        with open(bad, "w", encoding="utf-8") as file:
+            file.write("title,artist,year\r\nKind of Blue,Miles Davis,1959\r\n,Nobody,1960\r\nBlue Train,John Coltrane,999\r\n")
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [name=file]").send_keys(bad)
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [type=submit]").send_keys(Keys.ENTER)
+        problems = lambda: self.js("return [...document.querySelectorAll('#import-errors li')].map(l => l.textContent)")
+        self.until(lambda: len(problems()) >= 2 and "failed" in note(), f"the bad rows are listed ({problems()}, {note()!r})")
+        if not any("line 3" in p for p in problems()):
+            raise Failure(f"the problems do not name their lines: {problems()}")
+        if self.api("GET", "/libraries/imports", token=False, expect=200)["albumCount"] != 0:
+            raise Failure("a refused CSV imported albums")
+        self.shot("app-import-error.png")
+        good = os.path.join(directory, "albums.csv")
+        with open(good, "w", encoding="utf-8") as file:
+            file.write("title,artist,genre,year\r\n")
+            for i in range(2000):
+                file.write(f"Imported album number {i:04},Artist {i % 97:02} of the import,Jazz,{1950 + i % 70}\r\n")
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [name=file]").send_keys(good)
+        self.js("window.progressSeen = []")
+        self.throttle(40_000)
+        try:
+            self.driver.find_element(By.CSS_SELECTOR, "#import-form [type=submit]").send_keys(Keys.ENTER)
+            self.until(lambda: any(0 < v < 100 for v in self.js("return window.progressSeen")), "the upload's progress is shown")
+            self.shot("app-import-progress.png")
+            label = self.js("""const b = document.getElementById('transfer-progress');
+                return [b.labels[0] && b.labels[0].textContent, b.getAttribute('aria-labelledby'), document.getElementById('transfer-status').hidden]""")
+            if not label[0] or not label[0].startswith("Uploading albums.csv") or label[2]:
+                raise Failure(f"the progress bar has no name, or is hidden: {label}")
+            self.until(lambda: "Imported 2,000 albums" in note(), f"the import is said ({note()!r})")
+        finally:
+            self.throttle(None)
+        seen = self.js("return window.progressSeen")
+        if seen != sorted(seen) or len(set(seen)) < 3:
+            raise Failure(f"the upload progress did not go up step by step: {seen}")
+        if self.api("GET", "/libraries/imports", token=False, expect=200)["albumCount"] != 2000:
+            raise Failure("the import did not add 2,000 albums")
+        self.until(lambda: self.js("return document.querySelector('#covers [role=option]')?.getAttribute('aria-setsize')") == "2000",
+                   "the covers show the imported library")
+        # Export as CSV, slowly: the download's progress counts rows against the album count.
+        self.js("window.progressSeen = []")
+        self.throttle(60_000)
+        try:
+            self.driver.find_element(By.ID, "export-csv").send_keys(Keys.ENTER)
+            self.until(lambda: any(0 < v < 100 for v in self.js("return window.progressSeen")), "the download's progress is shown")
+            self.shot("app-export-progress.png")
+            self.until(lambda: self.js("return window.saved"), "the CSV is saved")
+        finally:
+            self.throttle(None)
+        saved = self.js("return window.saved")
+        lines = saved["text"].strip().split("\r\n")
+        if saved["name"] != "imports.csv" or len(lines) != 2001 or not lines[0].startswith("id,index,title,artist"):
+            raise Failure(f"the CSV export is {saved['name']} with {len(lines)} lines: {lines[:2]}")
+        self.until(lambda: "Exported “Imports” as imports.csv" in note(), f"the export is said ({note()!r})")
+        self.js("window.saved = null")
+        self.driver.find_element(By.ID, "export-archive").send_keys(Keys.ENTER)
+        self.until(lambda: self.js("return window.saved"), "the archive is saved")
+        archive = json.loads(self.js("return window.saved.text"))
+        if archive.get("format") != "bluelibrary.archive" or len(archive["albums"]) != 2000:
+            raise Failure("the archive export is not the library's 2,000 albums")
+        # An archive replaces the library: only after its confirm.
+        archive["albums"] = archive["albums"][:3]
+        small = os.path.join(directory, "three.json")
+        with open(small, "w", encoding="utf-8") as file:
+            json.dump(archive, file)
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [name=file]").send_keys(small)
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [type=submit]").send_keys(Keys.ENTER)
+        self.until(lambda: "tick the box" in note() and self.js("return document.activeElement.name") == "replace",
+                   "an archive asks to confirm the replace")
+        self.key(Keys.SPACE)
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [type=submit]").send_keys(Keys.ENTER)
+        self.until(lambda: "Replaced “Imports” with three.json: 3 albums" in note(), f"the archive replaces the library ({note()!r})")
+        self.shot("app-import-archive.png")
+        self.key(Keys.ESCAPE)
+        self.until(lambda: not dialog_open() and self.js("return document.activeElement.id") == "transfer", "Escape closes the dialog")
+        expected = [f"{a['title']} - {a['artist']}" for a in archive["albums"]]
+        self.until(lambda: self.names() == expected, "the replaced library is shown")
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")
+        self.loaded()
+        self.api("DELETE", "/libraries/imports?force=true", expect=204)
+
     def grid_rows(self):
         return self.js("""return [...document.querySelectorAll('#album-grid .grid-rows [role=row]')]
             .map(r => ({ index: Number(r.getAttribute('aria-rowindex')), busy: r.getAttribute('aria-busy') === 'true',
@@ -1389,7 +1510,7 @@ class Run:
                  self.add_with_an_error_then_at_a_position, self.a_failed_cover_is_tried_again_on_the_next_view,
                  self.edit_in_place, self.reorder_by_keyboard_and_drag_then_undo,
                  self.reload_restores_the_selection,
-                 self.a_second_window_sees_changes, self.switcher_pages_and_views, self.manage_views, self.a_list_view_sorts_and_scrolls,
+                 self.a_second_window_sees_changes, self.switcher_pages_and_views, self.manage_views, self.import_and_export, self.a_list_view_sorts_and_scrolls,
                  self.list_rows_reorder_by_drag,
                  self.resumes_after_a_disconnect,
                  self.events_are_merged_one_at_a_time,

@@ -9,6 +9,7 @@ import { EventStream } from './events.js';
 import { CoverScroller, showCover } from './covers.js';
 import { AlbumTable } from './listview.js';
 import { LibraryManager } from './libraries.js';
+import { Transfer } from './transfer.js';
 import { albumBody, albumPatch, clearErrors, fillAlbum, showErrors } from './form.js';
 import { announce, clearBanner, report } from './messages.js';
 import { askToken } from './token.js';
@@ -411,7 +412,21 @@ function undoLibrary() {
   return item ? app.list.libraryOf(item) : (app.list.source.isView ? app.list.source.libraries[0] : app.list.source.id);
 }
 
-async function refreshUndo() {
+/**
+ * Reads the undo state again: at most one read at a time and one waiting after it (shared by
+ * every call meanwhile), so a burst of events (an import of thousands elsewhere) is a few reads.
+ */
+function refreshUndo() {
+  if (!app.undoNext) {
+    app.undoNext = (app.undoRun || Promise.resolve()).then(() => {
+      app.undoNext = null;
+      return (app.undoRun = readUndo());
+    });
+  }
+  return app.undoNext;
+}
+
+async function readUndo() {
   const library = undoLibrary();
   if (!library) return;
   const etag = library === app.undoLibrary ? app.undoETag : null;
@@ -606,6 +621,19 @@ async function submitAdd(event) {
   } finally {
     submit.disabled = false;
   }
+}
+
+/**
+ * An import into the library shown: its events up to the import's version are not merged one
+ * by one (there may be 100,000); the list is read again instead.
+ */
+async function imported(answer, text) {
+  const list = app.list;
+  if (typeof answer.version === 'number') list.version = Math.max(list.version, answer.version);
+  await reload();
+  announce(text);
+  app.undoETag = null;
+  refreshUndo();
 }
 
 // ---- Edit in place -------------------------------------------------------------------------
@@ -1018,6 +1046,18 @@ async function start() {
   ui.move.addEventListener('click', openMoveDialog);
   const manager = new LibraryManager(app.api, { onChange: librariesChanged });
   ui.manage.addEventListener('click', () => manager.open(ui.manage));
+  const transfer = new Transfer(app.api, {
+    current: () => ({
+      source: app.list.source,
+      name: ui.source.selectedOptions[0]?.textContent || app.list.source.id,
+      count: app.list.total ?? app.list.items.length,
+      // The CSV is of the list as shown: its search and its order.
+      filter: [app.list.query && `&q=${seg(app.list.query)}`, app.list.sort && `&sort=${seg(app.list.sort)}`].filter(Boolean).join(''),
+    }),
+    mayWrite: () => app.access.mayWrite(sourceLibraries()),
+    done: imported,
+  });
+  $('transfer').addEventListener('click', () => transfer.open($('transfer')));
   ui.moveForm.addEventListener('submit', submitMove);
   $('move-cancel').addEventListener('click', () => { ui.moveDialog.close(); listFocus().focus(); });
   ui.key.addEventListener('click', changeKey);

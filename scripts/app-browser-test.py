@@ -35,6 +35,7 @@ os.environ.setdefault("SE_OFFLINE", "true")
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -1133,7 +1134,7 @@ class Run:
         self.driver.find_element(By.CSS_SELECTOR, "#import-form [type=submit]").send_keys(Keys.ENTER)
         self.until(lambda: "Replaced “Imports” with three.json: 3 albums" in note(), f"the archive replaces the library ({note()!r})")
         self.shot("app-import-archive.png")
-        self.key(Keys.ESCAPE)
+        ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
         self.until(lambda: not dialog_open() and self.js("return document.activeElement.id") == "transfer", "Escape closes the dialog")
         expected = [f"{a['title']} - {a['artist']}" for a in archive["albums"]]
         self.until(lambda: self.names() == expected, "the replaced library is shown")
@@ -1333,7 +1334,12 @@ class Run:
         }).filter(Boolean);
     """
     CONTRAST_SELECTORS = ["h1", "#model-state", "#live", ".album .title", ".album .artist", ".details caption",
-                          ".details th", ".details td", "#add", "#delete", ".placeholder .monogram", "#banner"]
+                          ".details th", ".details td", "#add", "#delete", ".placeholder .monogram", "#banner",
+                          "#access", "#manage", "#transfer", "#results", ".layout [aria-pressed=true]",
+                          ".grid-head button", ".grid-rows .cell.title", ".grid-rows .cell.artist",
+                          "#transfer-dialog h2", "#transfer-dialog .hint", "#transfer-note", "#import-errors",
+                          "#transfer-label", "#transfer-bytes", "#import-form [type=submit]",
+                          "#libraries-dialog h3", "#view-sources legend", ".field-error"]
 
     def check_contrast(self, scheme):
         """WCAG 2 contrast of the main text against what is behind it: at least 4.5:1."""
@@ -1345,11 +1351,14 @@ class Run:
         measured = self.js(self.CONTRAST_JS, self.CONTRAST_SELECTORS)
         if len(measured) < 8 or any(len(colour) != 3 or len(behind) != 3 for _, colour, behind in measured):
             raise Failure(f"contrast check could not read the colours: {measured}")
+        figures = []
         for selector, colour, behind in measured:
             lighter, darker = sorted([luminance(colour), luminance(behind)], reverse=True)
             ratio = (lighter + 0.05) / (darker + 0.05)
+            figures.append(f"{selector} {ratio:.2f}")
             if ratio < 4.5:
                 low.append(f"{selector} {ratio:.2f}:1")
+        print(f"  contrast ({scheme}, text : background, at least 4.5): {'; '.join(figures)}", flush=True)
         if low:
             raise Failure(f"text below 4.5:1 contrast ({scheme}): {low}")
 
@@ -1376,7 +1385,6 @@ class Run:
         self.until(lambda: self.js("return document.documentElement.scrollWidth <= window.innerWidth"),
                    "nothing is wider than a phone's screen")
         self.js("window.scrollTo(0, 0)")
-        self.check_contrast("light")
         self.shot("app-phone.png")
         self.js("document.getElementById('show-list').click()")
         self.until(lambda: self.js("return !document.getElementById('album-grid').hidden && document.querySelector('#album-grid .grid-rows [role=row]') !== null"),
@@ -1384,7 +1392,19 @@ class Run:
         if not self.js("return document.documentElement.scrollWidth <= window.innerWidth"):
             raise Failure("the list view is wider than a phone's screen")
         self.shot("app-phone-list.png")
+        self.check_contrast("light")
         self.js("document.getElementById('show-covers').click()")
+        # The dialogs at phone width: nothing wider than the screen.
+        for button, dialog, name in (("transfer", "transfer-dialog", "app-phone-transfer.png"), ("manage", "libraries-dialog", "app-phone-views.png")):
+            self.focus(button)
+            self.key(Keys.ENTER)
+            self.until(lambda: self.js(f"return document.getElementById('{dialog}').open"), f"{button} opens its dialog at phone width")
+            width = self.js(f"const d = document.getElementById('{dialog}').getBoundingClientRect(); return [d.left, d.right, window.innerWidth]")
+            if width[0] < 0 or width[1] > width[2]:
+                raise Failure(f"the dialog of {button} is wider than a phone's screen: {width}")
+            self.shot(name)
+            ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
+            self.until(lambda: not self.js(f"return document.getElementById('{dialog}').open"), "Escape closes it")
         self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
             {"name": "prefers-color-scheme", "value": "dark"}, {"name": "prefers-reduced-motion", "value": "reduce"}]})
         background = self.js("return getComputedStyle(document.documentElement).backgroundColor")
@@ -1392,6 +1412,11 @@ class Run:
             raise Failure(f"prefers-color-scheme: dark leaves the background {background}")
         self.check_contrast("dark")
         self.shot("app-phone-dark.png")
+        self.focus("transfer")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('transfer-dialog').open"), "the dialog opens in dark mode")
+        self.shot("app-phone-dark-transfer.png")
+        ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
         self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
         self.driver.set_window_size(1280, 800)
 

@@ -141,7 +141,7 @@ export class Transfer {
     const more = error.status === 429 ? ` Try again in ${error.retryAfter ?? 60} s.` : '';
     this.say(`${doing} failed: ${error.message}${more}`);
     $('import-errors').replaceChildren(...error.errors.slice(0, 20).map((entry) =>
-      Object.assign(document.createElement('li'), { textContent: `${entry.field ? `${entry.field}: ` : ''}${entry.message}` })));
+      Object.assign(document.createElement('li'), { textContent: entry.field && !entry.message.startsWith(entry.field) ? `${entry.field}: ${entry.message}` : entry.message })));
   }
 
   /**

@@ -877,10 +877,14 @@ function searchQuery() {
   return /[\p{L}\p{N}]/u.test(text) ? text : '';
 }
 
-/** Searches as the user types, a moment after the last key (the list shows its states). */
+/**
+ * Searches as the user types: from three characters on at once (the request of the key before
+ * is cancelled), shorter text (which matches much more) a moment after the last key.
+ */
 function onSearchInput() {
   clearTimeout(app.searchTimer);
-  app.searchTimer = setTimeout(runSearch, 250);
+  if (searchQuery().length >= 3) runSearch();
+  else app.searchTimer = setTimeout(runSearch, 250);
 }
 
 /** Asks for what the box holds now (the list shows its states meanwhile). */

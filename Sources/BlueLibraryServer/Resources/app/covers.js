@@ -194,8 +194,10 @@ export class CoverScroller {
       before = option.nextSibling;
     }
     this.mark(this.selected, this.chosen);
-    // Covers in view that are not loaded: the next page (500 at a time when far beyond what is loaded).
-    if (last >= items.length - 5 && list.next) this.onNeed(last >= items.length + 10 ? 500 : undefined);
+    // Covers in view that are not loaded: the next page (500 at a time when far beyond what is
+    // loaded), asked for after this task (a draw from a page's own change event comes while that
+    // page still counts as loading).
+    if (last >= items.length - 5 && list.next) setTimeout(() => this.onNeed(last >= items.length + 10 ? 500 : undefined));
   }
 
   /** Scrolls so the cover at `index` is in view (the least that does it), then draws. */

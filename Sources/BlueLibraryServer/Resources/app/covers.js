@@ -1,5 +1,6 @@
-// The cover scroller: a listbox of albums, each an option named "Title - Artist", whose
-// thumbnails load lazily (when scrolled near) and at most a few at a time. Until a cover is
+// The cover scroller: a listbox of albums, each an option named "Title - Artist", virtualised
+// (only the options in view and a few either side are in the DOM), whose thumbnails load
+// lazily (when scrolled near) and at most a few at a time. Until a cover is
 // shown (and when there is none, or it failed) the album's monogram stands in: its initials on
 // a colour derived from the artist. A failure's reason is only in the tooltip and the option's
 // description (screen readers); the cover is asked for again the next time it comes into view

@@ -261,6 +261,7 @@ class Run:
         if heads != ["Artist", "Album", "Genre", "Year"]:
             raise Failure(f"table headers are {heads}")
         self.shot("app-desktop.png")
+        self.every_control_is_named("the covers")
 
     def the_event_parser_handles_split_chunks(self):
         # events.js's parser, fed in awkward pieces: CRLF and CR line ends, a field split across
@@ -980,6 +981,7 @@ class Run:
                     [...l.querySelectorAll('input:checked')].map(b => b.value)]""")
         if both() != ["Name of view both", "Libraries of Both", ["default", "big"]]:
             raise Failure(f"Both's row: {both()}")
+        self.every_control_is_named("the Libraries and views dialog")
         field = self.driver.find_element(By.CSS_SELECTOR, "#view-create [name=id]")
         field.send_keys("mix", Keys.TAB, "Mix", Keys.ENTER)
         self.until(lambda: self.js("return document.getElementById('view-sources').getAttribute('aria-invalid')") == "true"
@@ -1021,6 +1023,27 @@ class Run:
         Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")
         self.loaded()
 
+    # What a screen reader announces as a control (rows and groups are named by their content, or need no name).
+    CONTROL_ROLES = {"button", "checkbox", "combobox", "textbox", "searchbox", "listbox", "option", "grid",
+                     "progressbar", "dialog", "menuitem", "radio", "slider", "spinbutton", "link", "columnheader"}
+
+    def unnamed_controls(self):
+        """Controls in Chromium's accessibility tree (what a screen reader gets) without a name."""
+        tree = self.driver.execute_cdp_cmd("Accessibility.getFullAXTree", {})["nodes"]
+        unnamed = []
+        for node in tree:
+            role = node.get("role", {}).get("value")
+            if node.get("ignored") or role not in self.CONTROL_ROLES:
+                continue
+            if not str(node.get("name", {}).get("value", "")).strip():
+                unnamed.append(role)
+        return unnamed
+
+    def every_control_is_named(self, where):
+        unnamed = self.unnamed_controls()
+        if unnamed:
+            raise Failure(f"controls without a name for screen readers ({where}): {unnamed}")
+
     def throttle(self, bytes_per_second):
         """Chromium's network emulation: uploads and downloads at `bytes_per_second` (None: off)."""
         self.driver.execute_cdp_cmd("Network.enable", {})
@@ -1061,6 +1084,7 @@ class Run:
         self.until(dialog_open, "Import / export… opens the dialog")
         if self.js("return document.activeElement.name") != "file":
             raise Failure("the dialog does not focus the file field")
+        self.every_control_is_named("the Import and export dialog")
         directory = tempfile.mkdtemp(prefix="bl-import-")
         bad = os.path.join(directory, "bad.csv")
         with open(bad, "w", encoding="utf-8") as file:
@@ -1090,6 +1114,7 @@ class Run:
                 return [b.labels[0] && b.labels[0].textContent, b.getAttribute('aria-labelledby'), document.getElementById('transfer-status').hidden]""")
             if not label[0] or not label[0].startswith("Uploading albums.csv") or label[2]:
                 raise Failure(f"the progress bar has no name, or is hidden: {label}")
+            self.every_control_is_named("an upload in progress")
             self.until(lambda: "Imported 2,000 albums" in note(), f"the import is said ({note()!r})")
         finally:
             self.throttle(None)
@@ -1172,6 +1197,7 @@ class Run:
         # Scrolling to the end: the rows in view come as their pages load (cursor paging).
         self.js("const g = document.getElementById('album-grid'); g.scrollTop = g.scrollHeight")
         self.until(lambda: any(r["index"] == total + 1 and not r["busy"] for r in self.grid_rows()), "the last row is shown after scrolling")
+        self.every_control_is_named("the list view")
         last = self.api("GET", f"/libraries/big/albums/at/{total - 1}", token=False, expect=200)
         row = [r for r in self.grid_rows() if r["index"] == total + 1][0]
         if row["cells"][:2] != [last["title"], last["artist"]] or len(self.grid_rows()) >= 40:

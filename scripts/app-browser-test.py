@@ -1476,6 +1476,14 @@ class Run:
         if self.js("return document.getElementById('delete').disabled") or self.token_dialog_open():
             raise Failure("the Delete key tried to delete with a read key")
         self.shot("app-read-key.png")
+        # Export needs only read: the dialog opens on Export CSV, without the import form.
+        self.focus("transfer")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('transfer-dialog').open"), "a read key opens Import / export…")
+        if self.js("return [document.getElementById('import-form').hidden, document.activeElement.id]") != [True, "export-csv"]:
+            raise Failure("a read key is offered the import, or the focus is not on Export CSV")
+        ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
+        self.until(lambda: not self.js("return document.getElementById('transfer-dialog').open"), "Escape closes it")
         self.focus("key")
         self.key(Keys.ENTER)
         self.until(lambda: self.js("return document.getElementById('token-current').textContent") == f"In use: {access()}.",

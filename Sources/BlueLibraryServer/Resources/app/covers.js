@@ -201,6 +201,9 @@ export class CoverScroller {
     if (last >= items.length - 5 && list.next) setTimeout(() => this.onNeed(last >= items.length + 10 ? 500 : undefined));
   }
 
+  /** Back to the first cover at once (smoothly, the covers passed would be drawn, and their pages asked for). */
+  home() { this.listbox.scrollTo({ left: 0, behavior: 'instant' }); }
+
   /** Scrolls so the cover at `index` is in view (the least that does it), then draws. */
   reveal(index, smooth) {
     if (index < 0 || this.listbox.hidden) return;

@@ -139,7 +139,7 @@ async function open(source) {
   app.list = list;
   list.addEventListener('change', () => { if (app.list === list) render(); });
   app.scroller.render(null);
-  ui.covers.scrollLeft = 0;
+  app.scroller.home();
   await list.load();
   if (!current()) return;
   await restoreSelection();
@@ -862,7 +862,7 @@ async function sortBy(sort) {
   clearBanner();
   const keep = app.selected;
   ui.grid.scrollTop = 0;
-  ui.covers.scrollLeft = 0;
+  app.scroller.home();
   app.scroller.render(null);
   await list.sortBy(sort);
   if (app.list !== list) return;
@@ -896,7 +896,7 @@ async function runSearch() {
   clearBanner();
   app.selected = null;
   app.scroller.render(null);
-  ui.covers.scrollLeft = 0;
+  app.scroller.home();
   await list.search(query);
   if (app.list === list) render();
 }

@@ -545,16 +545,16 @@ class Run:
         self.key(Keys.HOME)
 
     def manage_libraries(self):
-        # The admin token: Libraries… beside the switcher opens the dialog; create (a bad id
+        # The admin token: Libraries and views… beside the switcher opens the dialog; create (a bad id
         # first), rename, then delete a library that holds an album: the 409 is explained and
         # Delete anyway sends ?force=true; the library shown then is replaced by default.
         dialog_open = lambda: self.js("return document.getElementById('libraries-dialog').open")
         switcher = lambda: self.js("return [...document.querySelectorAll('#source option')].map(o => [o.value, o.textContent])")
         note = lambda: self.driver.find_element(By.ID, "libraries-note").text
-        self.until(lambda: not self.js("return document.getElementById('manage').hidden"), "an admin key sees Libraries…")
+        self.until(lambda: not self.js("return document.getElementById('manage').hidden"), "an admin key sees Libraries and views…")
         self.focus("manage")
         self.key(Keys.ENTER)
-        self.until(dialog_open, "Libraries… opens the dialog")
+        self.until(dialog_open, "Libraries and views… opens the dialog")
         self.until(lambda: self.js("return document.activeElement.name") == "id", "the new library's id has the focus")
         self.until(lambda: self.js("return document.querySelectorAll('#libraries-list li').length") == 1, "the dialog lists default")
         if self.js("return document.querySelector('#libraries-list li .danger')") is not None:
@@ -1461,7 +1461,7 @@ class Run:
         access = lambda: self.js("return document.getElementById('access').textContent")
         hidden = lambda: self.js("return ['add', 'delete', 'undo', 'edit', 'move', 'manage'].map(id => document.getElementById(id).hidden)")
         self.until(lambda: access() == f"Key {reader['id']} (family): read · all libraries", "the header names the read key and its scope")
-        self.until(lambda: hidden() == [True] * 6, "a read key hides Add, Delete, Undo, Edit, Move to library… and Libraries…")
+        self.until(lambda: hidden() == [True] * 6, "a read key hides Add, Delete, Undo, Edit, Move to library… and Libraries and views…")
         self.focus("covers")
         self.key(Keys.F2)
         if not self.js("return document.getElementById('edit-form').hidden"):
@@ -1490,7 +1490,7 @@ class Run:
                    "the key prompt says what the key in use may do")
         self.enter_token(writer["secret"])
         self.until(lambda: access() == f"Key {writer['id']} (kitchen): read, write · libraries default", "the header names the new key")
-        self.until(lambda: hidden() == [False] * 5 + [True], "a key that may write shows Add, Delete, Undo, Edit and Move again (Libraries… needs admin)")
+        self.until(lambda: hidden() == [False] * 5 + [True], "a key that may write shows Add, Delete, Undo, Edit and Move again (Libraries and views… needs admin)")
         if not self.js("return document.getElementById('read-only').hidden"):
             raise Failure("the read-only line stays with a key that may write")
         if self.js("return sessionStorage.getItem('bluelibrary.token')") != writer["secret"]:

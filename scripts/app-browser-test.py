@@ -1430,7 +1430,8 @@ class Run:
                 raise Failure(f"the dialog of {button} is wider than a phone's screen: {width}")
             self.shot(name)
             ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
-            self.until(lambda: not self.js(f"return document.getElementById('{dialog}').open"), "Escape closes it")
+            self.until(lambda: not self.js(f"return document.getElementById('{dialog}').open")
+                       and self.js("return document.activeElement.id") == button, "Escape closes it and gives the focus back")
         self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
             {"name": "prefers-color-scheme", "value": "dark"}, {"name": "prefers-reduced-motion", "value": "reduce"}]})
         background = self.js("return getComputedStyle(document.documentElement).backgroundColor")
@@ -1443,6 +1444,7 @@ class Run:
         self.until(lambda: self.js("return document.getElementById('transfer-dialog').open"), "the dialog opens in dark mode")
         self.shot("app-phone-dark-transfer.png")
         ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
+        self.until(lambda: self.js("return document.activeElement.id") == "transfer", "Escape closes it and gives the focus back")
         self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
         self.driver.set_window_size(1280, 800)
 
@@ -1483,7 +1485,8 @@ class Run:
         if self.js("return [document.getElementById('import-form').hidden, document.activeElement.id]") != [True, "export-csv"]:
             raise Failure("a read key is offered the import, or the focus is not on Export CSV")
         ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
-        self.until(lambda: not self.js("return document.getElementById('transfer-dialog').open"), "Escape closes it")
+        self.until(lambda: not self.js("return document.getElementById('transfer-dialog').open")
+                   and self.js("return document.activeElement.id") == "transfer", "Escape closes it and gives the focus back")
         self.focus("key")
         self.key(Keys.ENTER)
         self.until(lambda: self.js("return document.getElementById('token-current').textContent") == f"In use: {access()}.",

@@ -393,7 +393,15 @@ async function onEvent(type, data) {
   }
   if (!type.startsWith('album.') && !type.startsWith('library.')) return;
   const before = app.list.indexOf(app.selected);
-  await app.list.merge(type, data);
+  const changed = await app.list.merge(type, data);
+  // Nothing merged (an event the list already has, one beyond what is loaded, or a list that
+  // only goes outdated, which its change event shows): no render, so a burst of thousands of
+  // events (an import) costs little.
+  if (!changed) {
+    if (type === 'album.updated' && data.id === app.selected) showTable(selectedItem());
+    refreshUndo();
+    return;
+  }
   if (type.startsWith('library.')) app.scroller.retryFailed();
   if (app.selected && app.list.indexOf(app.selected) < 0) {
     const items = app.list.items;

@@ -16,6 +16,7 @@ import argparse
 import http.server
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -34,6 +35,7 @@ os.environ.setdefault("SE_OFFLINE", "true")
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -188,6 +190,11 @@ class Run:
     def names(self):
         return self.js("return [...document.querySelectorAll('#covers [role=option]')].map(o => o.getAttribute('aria-label'))")
 
+    def loaded_count(self):
+        """How many albums the list has loaded (the header's state line: "loaded · 50+ albums")."""
+        match = re.search(r"(\d+)\+? albums", self.js("return document.getElementById('model-state').textContent"))
+        return int(match.group(1)) if match else 0
+
     def selected_name(self):
         return self.js("const o = document.querySelector('#covers [aria-selected=true]'); return o && o.getAttribute('aria-label')")
 
@@ -254,6 +261,7 @@ class Run:
         if heads != ["Artist", "Album", "Genre", "Year"]:
             raise Failure(f"table headers are {heads}")
         self.shot("app-desktop.png")
+        self.every_control_is_named("the covers")
 
     def the_event_parser_handles_split_chunks(self):
         # events.js's parser, fed in awkward pieces: CRLF and CR line ends, a field split across
@@ -324,16 +332,16 @@ class Run:
         self.until(lambda: "Marker - After All" not in self.names(), "the marker's delete arrives")
 
     def keyboard_selects(self):
-        # Tab order: the library switcher, the search box, the toolbar, then the covers.
+        # Tab order: the library switcher, Import / export…, the search box, the toolbar, then the covers.
         self.js("document.activeElement.blur(); window.scrollTo(0, 0)")
         order = []
         self.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
-        for _ in range(12):
+        for _ in range(14):
             order.append(self.js("return document.activeElement.id"))
             if order[-1] == "covers":
                 break
             self.key(Keys.TAB)
-        if order[:2] != ["source", "search"] or order[-1] != "covers" or "add" not in order:
+        if order[:3] != ["source", "transfer", "search"] or order[-1] != "covers" or "add" not in order:
             raise Failure(f"tab order was {order}")
         # Inside the toolbar the arrow keys move between the enabled buttons.
         self.focus("add")
@@ -537,16 +545,16 @@ class Run:
         self.key(Keys.HOME)
 
     def manage_libraries(self):
-        # The admin token: Libraries… beside the switcher opens the dialog; create (a bad id
+        # The admin token: Libraries and views… beside the switcher opens the dialog; create (a bad id
         # first), rename, then delete a library that holds an album: the 409 is explained and
         # Delete anyway sends ?force=true; the library shown then is replaced by default.
         dialog_open = lambda: self.js("return document.getElementById('libraries-dialog').open")
         switcher = lambda: self.js("return [...document.querySelectorAll('#source option')].map(o => [o.value, o.textContent])")
         note = lambda: self.driver.find_element(By.ID, "libraries-note").text
-        self.until(lambda: not self.js("return document.getElementById('manage').hidden"), "an admin key sees Libraries…")
+        self.until(lambda: not self.js("return document.getElementById('manage').hidden"), "an admin key sees Libraries and views…")
         self.focus("manage")
         self.key(Keys.ENTER)
-        self.until(dialog_open, "Libraries… opens the dialog")
+        self.until(dialog_open, "Libraries and views… opens the dialog")
         self.until(lambda: self.js("return document.activeElement.name") == "id", "the new library's id has the focus")
         self.until(lambda: self.js("return document.querySelectorAll('#libraries-list li').length") == 1, "the dialog lists default")
         if self.js("return document.querySelector('#libraries-list li .danger')") is not None:
@@ -894,20 +902,29 @@ class Run:
         self.driver.refresh()
         self.loaded()
         Select(self.driver.find_element(By.ID, "source")).select_by_value("library:big")
-        self.until(lambda: len(self.names()) == 50, "the switcher shows the first page of Big")
+        self.until(lambda: self.loaded_count() == 50, "the switcher shows the first page of Big")
         self.loaded()
+        # The covers are virtualised: the strip is as wide as 120 covers, only those in view are in the DOM.
+        positions = lambda: self.js("""return [...document.querySelectorAll('#covers [role=option]')]
+            .map(o => [o.id, Number(o.getAttribute('aria-posinset')), Number(o.getAttribute('aria-setsize'))])""")
+        if not 0 < len(positions()) < 30 or {p[2] for p in positions()} != {120}:
+            raise Failure(f"covers in the DOM for 120 albums (want fewer than 30, each of a set of 120): {positions()}")
         # Infinite scroll: scrolling to the end loads the next pages (cursor paging).
         def scrolled_to_the_end():
             self.js("const c = document.getElementById('covers'); c.scrollLeft = c.scrollWidth")
-            return len(self.names()) == 120
-        self.until(scrolled_to_the_end, "scrolling loads all 120 albums")
-        ids = self.js("return [...document.querySelectorAll('#covers [role=option]')].map(o => o.id)")
-        if not len(set(ids)) == len(ids) == 120:
-            raise Failure(f"{len(ids)} options, {len(set(ids))} different: an album is shown twice")
+            return self.loaded_count() == 120 and positions() and positions()[-1][1] == 120
+        self.until(scrolled_to_the_end, "scrolling loads all 120 albums and shows the last")
+        shown = positions()
+        ids = [p[0] for p in shown]
+        if len(set(ids)) != len(ids) or len(ids) >= 30 or [p[1] for p in shown] != list(range(shown[0][1], 121)):
+            raise Failure(f"the covers at the end are not the last ones, each once, in order: {shown}")
+        last = self.api("GET", "/libraries/big/albums/at/119", token=False, expect=200)
+        if self.names()[-1] != f"{last['title']} - {last['artist']}":
+            raise Failure(f"the last cover is {self.names()[-1]}, not {last['title']}")
         # A view: one list over both; a change in a source outdates it (the banner offers a reload).
         Select(self.driver.find_element(By.ID, "source")).select_by_value("view:both")
         default_names = [f"{a['title']} - {a['artist']}" for a in self.api("GET", "/albums", token=False)["items"]]
-        self.until(lambda: self.names()[:len(default_names)] == default_names and len(self.names()) >= 50,
+        self.until(lambda: self.names()[:len(default_names)] == default_names and self.loaded_count() >= 50,
                    "the view shows default's albums, then Big's")
         self.loaded()
         self.api("POST", "/libraries/big/albums", {"title": "Giant Steps", "artist": "John Coltrane", "index": 0}, expect=201)
@@ -947,6 +964,209 @@ class Run:
         if "Wrong Library - Big Band" in self.names():
             raise Failure("Big's change was merged into default's list")
 
+    def manage_views(self):
+        # The dialog's Views part, by keyboard: a view without libraries is refused (the error
+        # beside them), one over Big and default is created (the switcher lists it), Both is
+        # edited (renamed, default taken out: it then shows Big's albums only), Mix deleted.
+        dialog_open = lambda: self.js("return document.getElementById('libraries-dialog').open")
+        switcher = lambda: self.js("return [...document.querySelectorAll('#source option')].map(o => [o.value, o.textContent])")
+        note = lambda: self.driver.find_element(By.ID, "libraries-note").text
+        self.focus("manage")
+        self.key(Keys.ENTER)
+        self.until(dialog_open, "the dialog opens")
+        self.until(lambda: self.js("return [...document.querySelectorAll('#views-list li')].map(l => l.dataset.view)") == ["both"],
+                   "the dialog lists the view Both")
+        both = lambda: self.js("""const l = document.querySelector('#views-list li[data-view=both]');
+            return [l.querySelector('input[name=name]').getAttribute('aria-label'), l.querySelector('legend').textContent,
+                    [...l.querySelectorAll('input:checked')].map(b => b.value)]""")
+        if both() != ["Name of view both", "Libraries of Both", ["default", "big"]]:
+            raise Failure(f"Both's row: {both()}")
+        self.every_control_is_named("the Libraries and views dialog")
+        field = self.driver.find_element(By.CSS_SELECTOR, "#view-create [name=id]")
+        field.send_keys("mix", Keys.TAB, "Mix", Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('view-sources').getAttribute('aria-invalid')") == "true"
+                   and self.driver.find_element(By.ID, "view-sources-error").is_displayed(), "a view without libraries is refused beside them")
+        if self.js("return document.activeElement.name") != "source":
+            raise Failure("the refusal does not focus the libraries")
+        self.shot("app-views-error.png")
+        # Space ticks the focused box (Big: the libraries are listed by id), Tab and Space the next (default).
+        self.key(Keys.SPACE)
+        self.key(Keys.TAB, Keys.SPACE)
+        self.driver.find_element(By.CSS_SELECTOR, "#view-create [type=submit]").send_keys(Keys.ENTER)
+        self.until(lambda: "Created view “Mix”" in note(), f"the view is created ({note()!r})")
+        self.until(lambda: ["view:mix", "Mix"] in switcher(), "the switcher lists Mix")
+        if self.api("GET", "/views/mix", token=False, expect=200)["sources"] != ["big", "default"]:
+            raise Failure("Mix is not over Big and default")
+        name = self.driver.find_element(By.CSS_SELECTOR, "#views-list li[data-view=both] input[name=name]")
+        name.send_keys(Keys.CONTROL, "a")
+        name.send_keys("Big only")
+        self.driver.find_element(By.CSS_SELECTOR, "#views-list li[data-view=both] input[value=default]").send_keys(Keys.SPACE)
+        self.shot("app-views.png")
+        self.driver.find_element(By.CSS_SELECTOR, "#views-list li[data-view=both] [type=submit]").send_keys(Keys.ENTER)
+        self.until(lambda: "Saved view “Big only”" in note(), f"the view is saved ({note()!r})")
+        view = self.api("GET", "/views/both", token=False, expect=200)
+        if view["name"] != "Big only" or view["sources"] != ["big"]:
+            raise Failure(f"the view is now {view}")
+        self.until(lambda: ["view:both", "Big only"] in switcher(), "the switcher has the new name")
+        self.driver.find_element(By.CSS_SELECTOR, "#views-list li[data-view=mix] .danger").send_keys(Keys.ENTER)
+        self.until(lambda: "Deleted view “Mix”" in note(), f"the view is deleted ({note()!r})")
+        self.api("GET", "/views/mix", token=False, expect=404)
+        self.key(Keys.ESCAPE)
+        self.until(lambda: not dialog_open() and self.js("return document.activeElement.id") == "manage", "Escape closes the dialog")
+        if any(value == "view:mix" for value, _ in switcher()):
+            raise Failure("the switcher still lists Mix")
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("view:both")
+        first = self.api("GET", "/libraries/big/albums/at/0", token=False, expect=200)
+        self.until(lambda: self.names()[:1] == [f"{first['title']} - {first['artist']}"], "the edited view shows Big's albums only")
+        self.loaded()
+        self.api("PATCH", "/views/both", {"name": "Both", "sources": ["default", "big"]}, expect=200)
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")
+        self.loaded()
+
+    # What a screen reader announces as a control (rows and groups are named by their content, or need no name).
+    CONTROL_ROLES = {"button", "checkbox", "combobox", "textbox", "searchbox", "listbox", "option", "grid",
+                     "progressbar", "dialog", "menuitem", "radio", "slider", "spinbutton", "link", "columnheader"}
+
+    def unnamed_controls(self):
+        """Controls in Chromium's accessibility tree (what a screen reader gets) without a name."""
+        tree = self.driver.execute_cdp_cmd("Accessibility.getFullAXTree", {})["nodes"]
+        unnamed = []
+        for node in tree:
+            role = node.get("role", {}).get("value")
+            if node.get("ignored") or role not in self.CONTROL_ROLES:
+                continue
+            if not str(node.get("name", {}).get("value", "")).strip():
+                unnamed.append(role)
+        return unnamed
+
+    def every_control_is_named(self, where):
+        unnamed = self.unnamed_controls()
+        if unnamed:
+            raise Failure(f"controls without a name for screen readers ({where}): {unnamed}")
+
+    def throttle(self, bytes_per_second):
+        """Chromium's network emulation: uploads and downloads at `bytes_per_second` (None: off)."""
+        self.driver.execute_cdp_cmd("Network.enable", {})
+        self.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 0,
+            "downloadThroughput": bytes_per_second or -1, "uploadThroughput": bytes_per_second or -1})
+
+    # Records the progress bar's states, and takes the file an export saves (instead of a download).
+    TRANSFER_WATCH_JS = """
+        window.progressSeen = [];
+        const bar = document.getElementById('transfer-progress');
+        new MutationObserver(() => { if (bar.hasAttribute('aria-valuenow')) window.progressSeen.push(Number(bar.getAttribute('aria-valuenow'))); })
+            .observe(bar, { attributes: true, attributeFilter: ['aria-valuenow'] });
+        window.saved = null;
+        const make = URL.createObjectURL;
+        URL.createObjectURL = (blob) => { window.lastBlob = blob; return make(blob); };
+        HTMLAnchorElement.prototype.click = function () {
+            const name = this.download;
+            window.lastBlob.text().then((text) => { window.saved = { name, text }; });
+        };
+    """
+
+    def import_and_export(self):
+        # The Import / export dialog on a library of its own, by keyboard: a CSV with a bad row
+        # (the 422's problems listed, nothing imported), then 2,000 albums uploaded slowly (the
+        # progress bar's aria-valuenow goes up), exported as CSV and as an archive (downloads
+        # read as streams, with progress), and an archive of three imported after its confirm.
+        self.api("POST", "/libraries", {"id": "imports", "name": "Imports"}, expect=201)
+        self.driver.refresh()
+        self.loaded()
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:imports")
+        self.loaded()
+        self.js(self.TRANSFER_WATCH_JS)
+        dialog_open = lambda: self.js("return document.getElementById('transfer-dialog').open")
+        note = lambda: self.driver.find_element(By.ID, "transfer-note").text
+        self.focus("transfer")
+        self.key(Keys.ENTER)
+        self.until(dialog_open, "Import / export… opens the dialog")
+        if self.js("return document.activeElement.name") != "file":
+            raise Failure("the dialog does not focus the file field")
+        self.every_control_is_named("the Import and export dialog")
+        directory = tempfile.mkdtemp(prefix="bl-import-")
+        bad = os.path.join(directory, "bad.csv")
+        with open(bad, "w", encoding="utf-8") as file:
+            file.write("title,artist,year\r\nKind of Blue,Miles Davis,1959\r\n,Nobody,1960\r\nBlue Train,John Coltrane,999\r\n")
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [name=file]").send_keys(bad)
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [type=submit]").send_keys(Keys.ENTER)
+        problems = lambda: self.js("return [...document.querySelectorAll('#import-errors li')].map(l => l.textContent)")
+        self.until(lambda: len(problems()) >= 2 and "failed" in note(), f"the bad rows are listed ({problems()}, {note()!r})")
+        if not any("line 3" in p for p in problems()):
+            raise Failure(f"the problems do not name their lines: {problems()}")
+        if self.api("GET", "/libraries/imports", token=False, expect=200)["albumCount"] != 0:
+            raise Failure("a refused CSV imported albums")
+        self.shot("app-import-error.png")
+        good = os.path.join(directory, "albums.csv")
+        with open(good, "w", encoding="utf-8") as file:
+            file.write("title,artist,genre,year\r\n")
+            for i in range(2000):
+                file.write(f"Imported album number {i:04},Artist {i % 97:02} of the import,Jazz,{1950 + i % 70}\r\n")
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [name=file]").send_keys(good)
+        self.js("window.progressSeen = []")
+        self.throttle(40_000)
+        try:
+            self.driver.find_element(By.CSS_SELECTOR, "#import-form [type=submit]").send_keys(Keys.ENTER)
+            self.until(lambda: any(0 < v < 100 for v in self.js("return window.progressSeen")), "the upload's progress is shown")
+            self.shot("app-import-progress.png")
+            label = self.js("""const b = document.getElementById('transfer-progress');
+                return [b.labels[0] && b.labels[0].textContent, b.getAttribute('aria-labelledby'), document.getElementById('transfer-status').hidden]""")
+            if not label[0] or not label[0].startswith("Uploading albums.csv") or label[2]:
+                raise Failure(f"the progress bar has no name, or is hidden: {label}")
+            self.every_control_is_named("an upload in progress")
+            self.until(lambda: "Imported 2,000 albums" in note(), f"the import is said ({note()!r})")
+        finally:
+            self.throttle(None)
+        seen = self.js("return window.progressSeen")
+        if seen != sorted(seen) or len(set(seen)) < 3:
+            raise Failure(f"the upload progress did not go up step by step: {seen}")
+        if self.api("GET", "/libraries/imports", token=False, expect=200)["albumCount"] != 2000:
+            raise Failure("the import did not add 2,000 albums")
+        self.until(lambda: self.js("return document.querySelector('#covers [role=option]')?.getAttribute('aria-setsize')") == "2000",
+                   "the covers show the imported library")
+        # Export as CSV, slowly: the download's progress counts rows against the album count.
+        self.js("window.progressSeen = []")
+        self.throttle(60_000)
+        try:
+            self.driver.find_element(By.ID, "export-csv").send_keys(Keys.ENTER)
+            self.until(lambda: any(0 < v < 100 for v in self.js("return window.progressSeen")), "the download's progress is shown")
+            self.shot("app-export-progress.png")
+            self.until(lambda: self.js("return window.saved"), "the CSV is saved")
+        finally:
+            self.throttle(None)
+        saved = self.js("return window.saved")
+        lines = saved["text"].strip().split("\r\n")
+        if saved["name"] != "imports.csv" or len(lines) != 2001 or not lines[0].startswith("id,index,title,artist"):
+            raise Failure(f"the CSV export is {saved['name']} with {len(lines)} lines: {lines[:2]}")
+        self.until(lambda: "Exported “Imports” as imports.csv" in note(), f"the export is said ({note()!r})")
+        self.js("window.saved = null")
+        self.driver.find_element(By.ID, "export-archive").send_keys(Keys.ENTER)
+        self.until(lambda: self.js("return window.saved"), "the archive is saved")
+        archive = json.loads(self.js("return window.saved.text"))
+        if archive.get("format") != "bluelibrary.archive" or len(archive["albums"]) != 2000:
+            raise Failure("the archive export is not the library's 2,000 albums")
+        # An archive replaces the library: only after its confirm.
+        archive["albums"] = archive["albums"][:3]
+        small = os.path.join(directory, "three.json")
+        with open(small, "w", encoding="utf-8") as file:
+            json.dump(archive, file)
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [name=file]").send_keys(small)
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [type=submit]").send_keys(Keys.ENTER)
+        self.until(lambda: "tick the box" in note() and self.js("return document.activeElement.name") == "replace",
+                   "an archive asks to confirm the replace")
+        self.key(Keys.SPACE)
+        self.driver.find_element(By.CSS_SELECTOR, "#import-form [type=submit]").send_keys(Keys.ENTER)
+        self.until(lambda: "Replaced “Imports” with three.json: 3 albums" in note(), f"the archive replaces the library ({note()!r})")
+        self.shot("app-import-archive.png")
+        ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
+        self.until(lambda: not dialog_open() and self.js("return document.activeElement.id") == "transfer", "Escape closes the dialog")
+        expected = [f"{a['title']} - {a['artist']}" for a in archive["albums"]]
+        self.until(lambda: self.names() == expected, "the replaced library is shown")
+        Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")
+        self.loaded()
+        self.api("DELETE", "/libraries/imports?force=true", expect=204)
+
     def grid_rows(self):
         return self.js("""return [...document.querySelectorAll('#album-grid .grid-rows [role=row]')]
             .map(r => ({ index: Number(r.getAttribute('aria-rowindex')), busy: r.getAttribute('aria-busy') === 'true',
@@ -977,6 +1197,7 @@ class Run:
         # Scrolling to the end: the rows in view come as their pages load (cursor paging).
         self.js("const g = document.getElementById('album-grid'); g.scrollTop = g.scrollHeight")
         self.until(lambda: any(r["index"] == total + 1 and not r["busy"] for r in self.grid_rows()), "the last row is shown after scrolling")
+        self.every_control_is_named("the list view")
         last = self.api("GET", f"/libraries/big/albums/at/{total - 1}", token=False, expect=200)
         row = [r for r in self.grid_rows() if r["index"] == total + 1][0]
         if row["cells"][:2] != [last["title"], last["artist"]] or len(self.grid_rows()) >= 40:
@@ -1025,6 +1246,78 @@ class Run:
         self.until(lambda: self.js("return document.getElementById('album-grid').hidden && !document.getElementById('covers').hidden"),
                    "Covers shows the covers again")
 
+    ROW_DRAG_JS = """
+        const [fromId, toId, after, drop] = arguments;
+        const from = document.getElementById('row-' + fromId), to = document.getElementById('row-' + toId);
+        const box = to.getBoundingClientRect();
+        const at = { clientX: box.left + 20, clientY: after ? box.bottom - 4 : box.top + 4 };
+        const data = new DataTransfer();
+        const fire = (element, type) => element.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: data, ...at }));
+        if (!from.draggable) return { draggable: false };
+        fire(from, 'dragstart');
+        fire(to, 'dragenter');
+        const accepted = !fire(to, 'dragover');
+        const mark = to.classList.contains(after ? 'drop-after' : 'drop-before');
+        if (drop) { fire(to, 'drop'); fire(from, 'dragend'); }
+        return { accepted, mark };
+    """
+
+    def list_rows_reorder_by_drag(self):
+        # In the list view a row dragged onto another's lower half lands after it: one move
+        # request per drop, and Undo puts it back; Alt+Down still moves by keyboard.
+        order = lambda: [a["id"] for a in self.api("GET", "/albums?limit=50", token=False, expect=200)["items"]]
+        before = order()
+        self.focus("show-list")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.grid_rows() and not any(r["busy"] for r in self.grid_rows()), "the list view shows default's rows")
+        rows = lambda: [r["id"] for r in self.grid_rows()]
+        self.until(lambda: rows()[:len(before)] == before, "the rows are in the library's order")
+        self.collect_logs()
+        seen = len(self.requests)
+        hover = self.js(self.ROW_DRAG_JS, before[0], before[2], True, False)
+        if hover != {"accepted": True, "mark": True}:
+            raise Failure(f"dragging the first row over the third: {hover}")
+        self.shot("app-list-drag.png")
+        self.js("document.getElementById('album-grid').dispatchEvent(new DragEvent('dragend', { bubbles: true }))")
+        self.js(self.ROW_DRAG_JS, before[0], before[2], True, True)
+        self.until(lambda: order()[:3] == [before[1], before[2], before[0]] and rows()[:3] == [before[1], before[2], before[0]],
+                   "the drop moves the first row to the third place")
+        self.until(lambda: self.js("return document.getElementById('album-grid').getAttribute('aria-activedescendant')") == f"row-{before[0]}",
+                   "the dropped row is selected")
+        self.collect_logs()
+        moves = [u for u in self.requests[seen:] if u.endswith("/move")]
+        if len(moves) != 1:
+            raise Failure(f"{len(moves)} move requests for one drop of a row")
+        if self.js("return document.querySelectorAll('#album-grid .drop-before, #album-grid .drop-after').length"):
+            raise Failure("a drop mark stays after the drop")
+        self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        self.until(lambda: order() == before and rows()[:len(before)] == before, "Undo puts the dropped row back")
+        # Alt+Down beside it, undone too.
+        self.focus("album-grid")
+        self.key(Keys.HOME)
+        self.key(Keys.ALT, Keys.ARROW_DOWN)
+        self.until(lambda: order()[1] == before[0] and rows()[1] == before[0], "Alt+Down moves the first row one place down")
+        self.until(lambda: not self.js("return document.getElementById('undo').disabled"), "Undo is enabled")
+        self.focus("undo")
+        self.key(Keys.ENTER)
+        self.until(lambda: order() == before and rows()[:len(before)] == before, "Undo restores the order")
+        # Sorted, rows cannot be dragged: the drag is refused and the banner says why.
+        self.driver.find_element(By.CSS_SELECTOR, "#album-grid [data-column=title] button").click()
+        self.until(lambda: self.js("return document.querySelector('#album-grid [data-column=title]').getAttribute('aria-sort')") == "ascending"
+                   and self.js("return document.documentElement.dataset.state") == "loaded", "sorted by title")
+        ids = [r for r in rows() if r]
+        refused = self.js(self.ROW_DRAG_JS, ids[0], ids[1], True, False)
+        if refused.get("accepted") or "own order" not in self.js("return document.getElementById('banner').textContent"):
+            raise Failure(f"a sorted list took a drag: {refused}")
+        self.driver.find_element(By.CSS_SELECTOR, "#album-grid [data-column=title] button").click()
+        self.driver.find_element(By.CSS_SELECTOR, "#album-grid [data-column=title] button").click()
+        self.until(lambda: rows()[:len(before)] == before, "back in the library's order")
+        self.focus("show-covers")
+        self.key(Keys.ENTER)
+        self.until(lambda: not self.js("return document.getElementById('covers').hidden"), "Covers shows the covers again")
+
     def resumes_after_a_disconnect(self):
         self.collect_logs()
         seen = len(self.request_headers)
@@ -1067,7 +1360,12 @@ class Run:
         }).filter(Boolean);
     """
     CONTRAST_SELECTORS = ["h1", "#model-state", "#live", ".album .title", ".album .artist", ".details caption",
-                          ".details th", ".details td", "#add", "#delete", ".placeholder .monogram", "#banner"]
+                          ".details th", ".details td", "#add", "#delete", ".placeholder .monogram", "#banner",
+                          "#access", "#manage", "#transfer", "#results", ".layout [aria-pressed=true]",
+                          ".grid-head button", ".grid-rows .cell.title", ".grid-rows .cell.artist",
+                          "#transfer-dialog h2", "#transfer-dialog .hint", "#transfer-note", "#import-errors",
+                          "#transfer-label", "#transfer-bytes", "#import-form [type=submit]",
+                          "#libraries-dialog h3", "#view-sources legend", ".field-error"]
 
     def check_contrast(self, scheme):
         """WCAG 2 contrast of the main text against what is behind it: at least 4.5:1."""
@@ -1079,11 +1377,14 @@ class Run:
         measured = self.js(self.CONTRAST_JS, self.CONTRAST_SELECTORS)
         if len(measured) < 8 or any(len(colour) != 3 or len(behind) != 3 for _, colour, behind in measured):
             raise Failure(f"contrast check could not read the colours: {measured}")
+        figures = []
         for selector, colour, behind in measured:
             lighter, darker = sorted([luminance(colour), luminance(behind)], reverse=True)
             ratio = (lighter + 0.05) / (darker + 0.05)
+            figures.append(f"{selector} {ratio:.2f}")
             if ratio < 4.5:
                 low.append(f"{selector} {ratio:.2f}:1")
+        print(f"  contrast ({scheme}, text : background, at least 4.5): {'; '.join(figures)}", flush=True)
         if low:
             raise Failure(f"text below 4.5:1 contrast ({scheme}): {low}")
 
@@ -1096,10 +1397,10 @@ class Run:
             self.driver.refresh()
             self.loaded()
             Select(self.driver.find_element(By.ID, "source")).select_by_value("library:big")
-            self.until(lambda: len(self.names()) in (20, 40, 60) and self.js("return document.documentElement.dataset.state") == "loaded",
+            self.until(lambda: self.loaded_count() in (20, 40, 60) and self.js("return document.documentElement.dataset.state") == "loaded",
                        "Big's first pages load at the server's default of 20")
             self.js("const c = document.getElementById('covers'); c.scrollLeft = c.scrollWidth")
-            self.until(lambda: len(self.names()) > 20, "scrolling still loads the next page")
+            self.until(lambda: self.loaded_count() > 20, "scrolling still loads the next page")
         finally:
             self.api("PATCH", "/settings", {"paging": paging}, expect=200)
         Select(self.driver.find_element(By.ID, "source")).select_by_value("library:default")
@@ -1110,7 +1411,6 @@ class Run:
         self.until(lambda: self.js("return document.documentElement.scrollWidth <= window.innerWidth"),
                    "nothing is wider than a phone's screen")
         self.js("window.scrollTo(0, 0)")
-        self.check_contrast("light")
         self.shot("app-phone.png")
         self.js("document.getElementById('show-list').click()")
         self.until(lambda: self.js("return !document.getElementById('album-grid').hidden && document.querySelector('#album-grid .grid-rows [role=row]') !== null"),
@@ -1118,7 +1418,20 @@ class Run:
         if not self.js("return document.documentElement.scrollWidth <= window.innerWidth"):
             raise Failure("the list view is wider than a phone's screen")
         self.shot("app-phone-list.png")
+        self.check_contrast("light")
         self.js("document.getElementById('show-covers').click()")
+        # The dialogs at phone width: nothing wider than the screen.
+        for button, dialog, name in (("transfer", "transfer-dialog", "app-phone-transfer.png"), ("manage", "libraries-dialog", "app-phone-views.png")):
+            self.focus(button)
+            self.key(Keys.ENTER)
+            self.until(lambda: self.js(f"return document.getElementById('{dialog}').open"), f"{button} opens its dialog at phone width")
+            width = self.js(f"const d = document.getElementById('{dialog}').getBoundingClientRect(); return [d.left, d.right, window.innerWidth]")
+            if width[0] < 0 or width[1] > width[2]:
+                raise Failure(f"the dialog of {button} is wider than a phone's screen: {width}")
+            self.shot(name)
+            ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
+            self.until(lambda: not self.js(f"return document.getElementById('{dialog}').open")
+                       and self.js("return document.activeElement.id") == button, "Escape closes it and gives the focus back")
         self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
             {"name": "prefers-color-scheme", "value": "dark"}, {"name": "prefers-reduced-motion", "value": "reduce"}]})
         background = self.js("return getComputedStyle(document.documentElement).backgroundColor")
@@ -1126,6 +1439,12 @@ class Run:
             raise Failure(f"prefers-color-scheme: dark leaves the background {background}")
         self.check_contrast("dark")
         self.shot("app-phone-dark.png")
+        self.focus("transfer")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('transfer-dialog').open"), "the dialog opens in dark mode")
+        self.shot("app-phone-dark-transfer.png")
+        ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
+        self.until(lambda: self.js("return document.activeElement.id") == "transfer", "Escape closes it and gives the focus back")
         self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
         self.driver.set_window_size(1280, 800)
 
@@ -1144,7 +1463,7 @@ class Run:
         access = lambda: self.js("return document.getElementById('access').textContent")
         hidden = lambda: self.js("return ['add', 'delete', 'undo', 'edit', 'move', 'manage'].map(id => document.getElementById(id).hidden)")
         self.until(lambda: access() == f"Key {reader['id']} (family): read · all libraries", "the header names the read key and its scope")
-        self.until(lambda: hidden() == [True] * 6, "a read key hides Add, Delete, Undo, Edit, Move to library… and Libraries…")
+        self.until(lambda: hidden() == [True] * 6, "a read key hides Add, Delete, Undo, Edit, Move to library… and Libraries and views…")
         self.focus("covers")
         self.key(Keys.F2)
         if not self.js("return document.getElementById('edit-form').hidden"):
@@ -1159,13 +1478,22 @@ class Run:
         if self.js("return document.getElementById('delete').disabled") or self.token_dialog_open():
             raise Failure("the Delete key tried to delete with a read key")
         self.shot("app-read-key.png")
+        # Export needs only read: the dialog opens on Export CSV, without the import form.
+        self.focus("transfer")
+        self.key(Keys.ENTER)
+        self.until(lambda: self.js("return document.getElementById('transfer-dialog').open"), "a read key opens Import / export…")
+        if self.js("return [document.getElementById('import-form').hidden, document.activeElement.id]") != [True, "export-csv"]:
+            raise Failure("a read key is offered the import, or the focus is not on Export CSV")
+        ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
+        self.until(lambda: not self.js("return document.getElementById('transfer-dialog').open")
+                   and self.js("return document.activeElement.id") == "transfer", "Escape closes it and gives the focus back")
         self.focus("key")
         self.key(Keys.ENTER)
         self.until(lambda: self.js("return document.getElementById('token-current').textContent") == f"In use: {access()}.",
                    "the key prompt says what the key in use may do")
         self.enter_token(writer["secret"])
         self.until(lambda: access() == f"Key {writer['id']} (kitchen): read, write · libraries default", "the header names the new key")
-        self.until(lambda: hidden() == [False] * 5 + [True], "a key that may write shows Add, Delete, Undo, Edit and Move again (Libraries… needs admin)")
+        self.until(lambda: hidden() == [False] * 5 + [True], "a key that may write shows Add, Delete, Undo, Edit and Move again (Libraries and views… needs admin)")
         if not self.js("return document.getElementById('read-only').hidden"):
             raise Failure("the read-only line stays with a key that may write")
         if self.js("return sessionStorage.getItem('bluelibrary.token')") != writer["secret"]:
@@ -1244,7 +1572,8 @@ class Run:
                  self.add_with_an_error_then_at_a_position, self.a_failed_cover_is_tried_again_on_the_next_view,
                  self.edit_in_place, self.reorder_by_keyboard_and_drag_then_undo,
                  self.reload_restores_the_selection,
-                 self.a_second_window_sees_changes, self.switcher_pages_and_views, self.a_list_view_sorts_and_scrolls,
+                 self.a_second_window_sees_changes, self.switcher_pages_and_views, self.manage_views, self.import_and_export, self.a_list_view_sorts_and_scrolls,
+                 self.list_rows_reorder_by_drag,
                  self.resumes_after_a_disconnect,
                  self.events_are_merged_one_at_a_time,
                  self.a_replaced_library_reloads, self.a_lower_page_limit_is_followed, self.phone_width_and_dark,

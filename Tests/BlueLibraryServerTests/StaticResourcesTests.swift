@@ -193,11 +193,13 @@ import Testing
         #expect(throws: ConfigurationError.self) { try StaticResources(directory: empty.url.appendingPathComponent("missing")) }
     }
 
-    /// The whole app stays small (its budget: under 125 KB uncompressed; it was 100 KB until
-    /// the search keys, the batches of several albums and the Libraries dialog took it to 117 KB).
-    @Test func theAppIsUnder125KB() throws {
+    /// The whole app stays small (its budget: under 150 KB uncompressed; it was 100 KB until
+    /// the search keys, the batches of several albums and the Libraries dialog took it to 117 KB,
+    /// and 125 KB until views, import and export with progress, the virtualised cover strip and
+    /// draggable list rows took it to 145 KB).
+    @Test func theAppIsUnder150KB() throws {
         let app = try StaticResources(bundleDirectory: "app")
-        #expect(app.totalBytes < 125_000, "the app is \(app.totalBytes) bytes")
+        #expect(app.totalBytes < 150_000, "the app is \(app.totalBytes) bytes")
         #expect(app.files["index.html"] != nil && app.files["main.js"] != nil)
     }
 }

@@ -1,5 +1,6 @@
-// The cover scroller: a listbox of albums, each an option named "Title - Artist", whose
-// thumbnails load lazily (when scrolled near) and at most a few at a time. Until a cover is
+// The cover scroller: a listbox of albums, each an option named "Title - Artist", virtualised
+// (only the options in view and a few either side are in the DOM), whose thumbnails load
+// lazily (when scrolled near) and at most a few at a time. Until a cover is
 // shown (and when there is none, or it failed) the album's monogram stands in: its initials on
 // a colour derived from the artist. A failure's reason is only in the tooltip and the option's
 // description (screen readers); the cover is asked for again the next time it comes into view
@@ -56,15 +57,28 @@ export function showMonogram(frame, item, state, reason = '', note = null) {
   if (note) note.textContent = reason;
 }
 
+/** Pixels from one cover to the next (the stylesheet's `.album` width and the gap). */
+export const STRIDE = 148;
+/** Covers rendered before and after the visible ones. */
+const OVERSCAN = 6;
+/** Options kept (with their loaded covers) this many places beyond the rendered ones. */
+const KEEP = 120;
+
 export class CoverScroller {
   /**
+   * Virtualised like the list view: only the covers in view (and a few either side) are in the
+   * DOM, absolutely placed on a strip as wide as every album would be.
    * @param listbox the `role=listbox` element
    * @param api the Api (covers are fetched with the token, so a read-protected server works)
-   * @param onNearEnd called when the end of what is loaded comes into view
+   * @param onNeed called with a page size when covers in view are not loaded yet
    */
-  constructor(listbox, api, onNearEnd) {
+  constructor(listbox, api, onNeed) {
     this.listbox = listbox;
     this.api = api;
+    this.onNeed = onNeed;
+    this.list = null;
+    this.selected = null;
+    this.chosen = new Set();
     this.options = new Map();
     this.objectURLs = new Map();
     /** Album id → the AbortController of its cover request in flight. */
@@ -72,13 +86,18 @@ export class CoverScroller {
     this.queue = [];
     this.running = 0;
     this.firstCoverShown = null;
-    this.sentinel = document.createElement('div');
-    this.sentinel.className = 'sentinel';
-    this.sentinel.setAttribute('aria-hidden', 'true');
+    this.frame = 0;
+    this.strip = document.createElement('div');
+    this.strip.className = 'strip';
+    this.strip.setAttribute('aria-hidden', 'true');
+    listbox.append(this.strip);
+    listbox.addEventListener('scroll', () => {
+      if (!this.frame) this.frame = requestAnimationFrame(() => { this.frame = 0; this.draw(); });
+    }, { passive: true });
+    new ResizeObserver(() => this.draw()).observe(listbox);
     this.visibility = new IntersectionObserver((entries) => {
       for (const entry of entries) {
         const option = entry.target;
-        if (option === this.sentinel) { if (entry.isIntersecting) onNearEnd(); continue; }
         // A failed cover is watched until it leaves the view; coming back, it is tried once more.
         if (!entry.isIntersecting) {
           if (option.dataset.retry === 'after-leave') option.dataset.retry = 'on-enter';
@@ -89,39 +108,115 @@ export class CoverScroller {
         this.visibility.unobserve(option);
         this.enqueue(option);
       }
-    }, { root: listbox, rootMargin: '0px 600px' });
+    }, { root: listbox, rootMargin: '0px 300px' });
   }
 
-  /** Shows `items` (in order), keeping the options (and loaded covers) that stay. */
-  render(items, libraryOf) {
-    const keep = new Set(items.map((item) => item.id));
-    for (const [id, option] of this.options) {
-      if (!keep.has(id)) {
-        option.remove();
-        this.options.delete(id);
-        this.visibility.unobserve(option);
-        // A cover request for an album no longer shown gives its slot back at once.
-        this.inflight.get(id)?.abort();
-        const url = this.objectURLs.get(id);
-        if (url) { URL.revokeObjectURL(url); this.objectURLs.delete(id); }
-      }
-    }
-    let before = this.listbox.firstChild;
-    for (const item of items) {
-      let option = this.options.get(item.id);
-      if (!option) {
-        option = this.makeOption(item, libraryOf(item));
-        this.options.set(item.id, option);
-        this.visibility.observe(option);
+  /** Shows `list` (an AlbumList, or null for nothing), keeping the options (and covers) that stay. */
+  render(list) {
+    this.list = list;
+    if (!list) for (const id of [...this.options.keys()]) this.drop(id);
+    this.draw();
+  }
+
+  /** The selection to show: `selected` (the album the keys move from) and `chosen` (a Set). */
+  mark(selected, chosen) {
+    this.selected = selected;
+    this.chosen = chosen;
+    for (const option of this.listbox.querySelectorAll('[role=option]')) this.markOne(option);
+    if (selected && document.getElementById(`album-${selected}`)) this.listbox.setAttribute('aria-activedescendant', `album-${selected}`);
+    else this.listbox.removeAttribute('aria-activedescendant');
+  }
+
+  markOne(option) {
+    option.setAttribute('aria-selected', String(this.chosen.has(option.dataset.id)));
+    option.classList.toggle('active', option.dataset.id === this.selected);
+  }
+
+  /** How many places the strip has: every album once the total is known, else what is loaded (and one more while there is more). */
+  count() {
+    const list = this.list;
+    if (!list) return 0;
+    return list.next ? Math.max(list.total ?? 0, list.items.length + 1) : list.items.length;
+  }
+
+  /** Forgets the option of `id`: out of the DOM, its cover request aborted, its image released. */
+  drop(id) {
+    const option = this.options.get(id);
+    option?.remove();
+    this.options.delete(id);
+    if (option) this.visibility.unobserve(option);
+    // A cover request for an album no longer shown gives its slot back at once.
+    this.inflight.get(id)?.abort();
+    const url = this.objectURLs.get(id);
+    if (url) { URL.revokeObjectURL(url); this.objectURLs.delete(id); }
+  }
+
+  /** Puts the options in view (and OVERSCAN either side) on the strip, in order. */
+  draw() {
+    const list = this.list;
+    if (!list || this.listbox.hidden) return;
+    const count = this.count();
+    const items = list.items;
+    this.strip.style.width = `${count * STRIDE}px`;
+    const left = this.listbox.scrollLeft;
+    const first = Math.max(0, Math.floor(left / STRIDE) - OVERSCAN);
+    const last = Math.min(count - 1, Math.ceil((left + this.listbox.clientWidth) / STRIDE) + OVERSCAN);
+    const at = new Map(items.slice(Math.max(0, first - KEEP), last + KEEP + 1).map((item) => [item.id, true]));
+    for (const id of [...this.options.keys()]) if (!at.has(id)) this.drop(id);
+    const shown = [];
+    for (let index = first; index <= last; index += 1) {
+      const item = items[index];
+      let option;
+      if (!item) {
+        option = Object.assign(document.createElement('div'), { className: 'album pending', textContent: '…' });
+        option.setAttribute('aria-hidden', 'true');
       } else {
-        this.update(option, item);
+        option = this.options.get(item.id);
+        if (!option) {
+          option = this.makeOption(item, list.libraryOf(item));
+          this.options.set(item.id, option);
+          this.visibility.observe(option);
+        } else if (option.item !== item) {
+          this.update(option, item);
+        }
+        option.item = item;
+        option.setAttribute('aria-posinset', String(index + 1));
+        option.setAttribute('aria-setsize', String(list.next && list.total == null ? -1 : count));
+        this.markOne(option);
       }
+      option.style.left = `${index * STRIDE}px`;
+      shown.push(option);
+    }
+    const keep = new Set(shown);
+    for (const child of [...this.listbox.children]) if (child !== this.strip && !keep.has(child)) child.remove();
+    let before = this.strip.nextSibling;
+    for (const option of shown) {
       if (option !== before) this.listbox.insertBefore(option, before);
       before = option.nextSibling;
     }
-    this.listbox.appendChild(this.sentinel);
-    this.visibility.unobserve(this.sentinel);
-    this.visibility.observe(this.sentinel);
+    this.mark(this.selected, this.chosen);
+    // Covers in view that are not loaded: the next page (500 at a time when far beyond what is
+    // loaded), asked for after this task (a draw from a page's own change event comes while that
+    // page still counts as loading).
+    if (last >= items.length - 5 && list.next) setTimeout(() => this.onNeed(last >= items.length + 10 ? 500 : undefined));
+  }
+
+  /** Back to the first cover at once (smoothly, the covers passed would be drawn, and their pages asked for). */
+  home() { this.listbox.scrollTo({ left: 0, behavior: 'instant' }); }
+
+  /** Scrolls so the cover at `index` is in view (the least that does it), then draws. */
+  reveal(index, smooth) {
+    if (index < 0 || this.listbox.hidden) return;
+    const left = index * STRIDE;
+    const width = this.listbox.clientWidth;
+    const now = this.listbox.scrollLeft;
+    let to = now;
+    if (left < now) to = left;
+    else if (left + STRIDE > now + width) to = left + STRIDE - width;
+    if (to === now) return;
+    // Far away: at once (what is in between is never drawn); near: smoothly unless reduced motion.
+    this.listbox.scrollTo({ left: to, behavior: smooth && Math.abs(to - now) < width ? 'smooth' : 'instant' });
+    this.draw();
   }
 
   makeOption(item, library) {
@@ -207,7 +302,8 @@ export class CoverScroller {
   pump() {
     while (this.running < PARALLEL && this.queue.length) {
       const option = this.queue.shift();
-      if (!option.isConnected) continue;
+      // Scrolled out of the DOM meanwhile: loaded when it comes back into view.
+      if (!option.isConnected) { if (this.options.get(option.dataset.id) === option) this.visibility.observe(option); continue; }
       this.running += 1;
       this.load(option, 0).finally(() => { this.running -= 1; this.pump(); });
     }
@@ -218,7 +314,7 @@ export class CoverScroller {
     const id = option.dataset.id;
     const source = option.dataset.source;
     // Still wanted: shown, and for the cover it was started for.
-    const wanted = () => option.isConnected && option.dataset.source === source;
+    const wanted = () => this.options.get(id) === option && option.dataset.source === source;
     const controller = new AbortController();
     this.inflight.set(id, controller);
     let response;

@@ -102,6 +102,9 @@ export class AlbumTable {
     const last = Math.min(count - 1, Math.ceil((top + this.grid.clientHeight) / ROW) + OVERSCAN);
     const rows = [];
     for (let index = first; index <= last; index += 1) rows.push(this.row(index, list.items[index]));
+    // While a row is dragged over, its drop mark stays.
+    const mark = this.body.querySelector('.drop-before, .drop-after');
+    if (mark) rows.find((row) => row.dataset.id === mark.dataset.id)?.classList.add(mark.classList.contains('drop-after') ? 'drop-after' : 'drop-before');
     this.body.replaceChildren(...rows);
     const selectedRow = this.selected && this.body.querySelector(`[data-id="${CSS.escape(this.selected)}"]`);
     if (selectedRow) this.grid.setAttribute('aria-activedescendant', selectedRow.id);
@@ -122,6 +125,8 @@ export class AlbumTable {
     if (item) {
       row.id = `row-${item.id}`;
       row.dataset.id = item.id;
+      // Reordering by drag and drop, as on the covers (main.js refuses the drag where albums cannot be moved).
+      row.draggable = true;
       row.setAttribute('aria-selected', String(this.chosen.has(item.id)));
       if (item.id === this.selected) row.classList.add('active');
     } else {

@@ -9,6 +9,7 @@ import { EventStream } from './events.js';
 import { CoverScroller, showCover } from './covers.js';
 import { AlbumTable } from './listview.js';
 import { LibraryManager } from './libraries.js';
+import { Transfer } from './transfer.js';
 import { albumBody, albumPatch, clearErrors, fillAlbum, showErrors } from './form.js';
 import { announce, clearBanner, report } from './messages.js';
 import { askToken } from './token.js';
@@ -103,17 +104,17 @@ function chosenSource(views) {
 }
 
 /**
- * The Libraries dialog changed something: the switcher is read again; the library shown, if
- * it was deleted, is replaced by default.
+ * The Libraries and views dialog changed something: the switcher is read again; the library
+ * shown, if it was deleted, is replaced by default; the view shown, if it changed, is read again.
  */
-async function librariesChanged(deleted) {
+async function librariesChanged(deleted, view) {
   const generation = ++app.opening;
   const shown = app.list?.source;
   if (deleted && shown && !shown.isView && shown.id === deleted) localStorage.setItem('bluelibrary.source', 'library:default');
   const { views } = await loadSources();
   if (generation !== app.opening) return;
   const source = chosenSource(views);
-  if (!shown || source.key !== shown.key) open(source);
+  if (!shown || source.key !== shown.key || (shown.isView && shown.id === view)) open(source);
 }
 
 // ---- The list and the screen ---------------------------------------------------------------
@@ -137,8 +138,8 @@ async function open(source) {
   list.sort = app.sort;
   app.list = list;
   list.addEventListener('change', () => { if (app.list === list) render(); });
-  app.scroller.render([], () => source.id);
-  ui.covers.scrollLeft = 0;
+  app.scroller.render(null);
+  app.scroller.home();
   await list.load();
   if (!current()) return;
   await restoreSelection();
@@ -171,9 +172,7 @@ function render() {
   }
   ui.state.textContent = `${STATE_TEXT[list.state]}${list.items.length ? ` · ${list.items.length}${list.next ? '+' : ''} albums` : ''}`;
   ui.covers.setAttribute('aria-busy', String(list.state === 'loading'));
-  // The covers are not virtualised: while the list view is shown (which may have paged far),
-  // they are left as they are and brought up to date when shown again.
-  if (app.layout === 'covers') app.scroller.render(list.items, (item) => list.libraryOf(item));
+  app.scroller.render(list);
   app.table.show(list, app.selected, list.sort);
   if (list.state === 'outdated') {
     announce(list.reason || 'The library changed - reload', { action: { label: 'Reload', run: () => reload() } });
@@ -223,12 +222,7 @@ function markSelection() {
   // Albums that went (deleted, moved, another search) leave the selection.
   if (app.list) for (const id of app.chosen) if (app.list.indexOf(id) < 0) app.chosen.delete(id);
   if (app.selected) app.chosen.add(app.selected);
-  for (const option of ui.covers.querySelectorAll('[role=option]')) {
-    option.setAttribute('aria-selected', String(app.chosen.has(option.dataset.id)));
-    option.classList.toggle('active', option.dataset.id === app.selected);
-  }
-  if (app.selected) ui.covers.setAttribute('aria-activedescendant', `album-${app.selected}`);
-  else ui.covers.removeAttribute('aria-activedescendant');
+  app.scroller.mark(app.selected, app.chosen);
   if (app.list) app.table.show(app.list, app.selected, app.list.sort, app.chosen);
   const several = app.chosen.size > 1;
   ui.covers.toggleAttribute('data-several', several);
@@ -290,12 +284,8 @@ function select(id, { save = true, keep = false } = {}) {
     app.anchor = id;
   }
   markSelection();
-  if (app.layout === 'list') {
-    app.table.reveal(app.list.indexOf(id));
-  } else {
-    const option = document.getElementById(`album-${id}`);
-    option?.scrollIntoView({ behavior: reducedMotion.matches ? 'auto' : 'smooth', block: 'nearest', inline: 'nearest' });
-  }
+  if (app.layout === 'list') app.table.reveal(app.list.indexOf(id));
+  else app.scroller.reveal(app.list.indexOf(id), !reducedMotion.matches);
   if (!changed) return;
   // Another album: an edit not saved is left (its form would show the wrong album).
   if (app.editing) closeEdit({ focus: false });
@@ -403,7 +393,15 @@ async function onEvent(type, data) {
   }
   if (!type.startsWith('album.') && !type.startsWith('library.')) return;
   const before = app.list.indexOf(app.selected);
-  await app.list.merge(type, data);
+  const changed = await app.list.merge(type, data);
+  // Nothing merged (an event the list already has, one beyond what is loaded, or a list that
+  // only goes outdated, which its change event shows): no render, so a burst of thousands of
+  // events (an import) costs little.
+  if (!changed) {
+    if (type === 'album.updated' && data.id === app.selected) showTable(selectedItem());
+    refreshUndo();
+    return;
+  }
   if (type.startsWith('library.')) app.scroller.retryFailed();
   if (app.selected && app.list.indexOf(app.selected) < 0) {
     const items = app.list.items;
@@ -422,7 +420,21 @@ function undoLibrary() {
   return item ? app.list.libraryOf(item) : (app.list.source.isView ? app.list.source.libraries[0] : app.list.source.id);
 }
 
-async function refreshUndo() {
+/**
+ * Reads the undo state again: at most one read at a time and one waiting after it (shared by
+ * every call meanwhile), so a burst of events (an import of thousands elsewhere) is a few reads.
+ */
+function refreshUndo() {
+  if (!app.undoNext) {
+    app.undoNext = (app.undoRun || Promise.resolve()).then(() => {
+      app.undoNext = null;
+      return (app.undoRun = readUndo());
+    });
+  }
+  return app.undoNext;
+}
+
+async function readUndo() {
   const library = undoLibrary();
   if (!library) return;
   const etag = library === app.undoLibrary ? app.undoETag : null;
@@ -619,6 +631,19 @@ async function submitAdd(event) {
   }
 }
 
+/**
+ * An import into the library shown: its events up to the import's version are not merged one
+ * by one (there may be 100,000); the list is read again instead.
+ */
+async function imported(answer, text) {
+  const list = app.list;
+  if (typeof answer.version === 'number') list.version = Math.max(list.version, answer.version);
+  await reload();
+  announce(text);
+  app.undoETag = null;
+  refreshUndo();
+}
+
 // ---- Edit in place -------------------------------------------------------------------------
 
 /** Shows the edit form in place of the details table, with the album's fields read afresh. */
@@ -759,55 +784,56 @@ async function moveAlbum(item, to) {
 }
 
 /**
- * Drag and drop on the covers: an album dropped on the left half of another goes before it,
- * on the right half after it; one move per drop. The mark between covers shows where.
+ * Drag and drop on the covers (`vertical` false) or the list view's rows: an album dropped on
+ * the left (upper) half of another goes before it, on the right (lower) half after it; one
+ * move per drop. The mark between covers (rows) shows where.
  */
-function wireDragAndDrop() {
+function wireDragAndDrop(container, selector, vertical) {
   let dragged = null;
   const clear = () => {
-    for (const option of ui.covers.querySelectorAll('.drop-before, .drop-after')) option.classList.remove('drop-before', 'drop-after');
+    for (const element of container.querySelectorAll('.drop-before, .drop-after')) element.classList.remove('drop-before', 'drop-after');
   };
   const spot = (event) => {
-    const option = event.target.closest?.('[role=option]');
-    if (!dragged || !option || option.dataset.id === dragged) return null;
-    const box = option.getBoundingClientRect();
-    return { option, after: event.clientX > box.left + box.width / 2 };
+    const element = event.target.closest?.(selector);
+    if (!dragged || !element || element.dataset.id === dragged) return null;
+    const box = element.getBoundingClientRect();
+    return { element, after: vertical ? event.clientY > box.top + box.height / 2 : event.clientX > box.left + box.width / 2 };
   };
-  ui.covers.addEventListener('dragstart', (event) => {
-    const option = event.target.closest('[role=option]');
-    if (!option || app.moving || !canReorder()) {
+  container.addEventListener('dragstart', (event) => {
+    const element = event.target.closest?.(selector);
+    if (!element || app.moving || !canReorder()) {
       event.preventDefault();
-      if (option && !app.list?.inLibraryOrder) announce(NOT_HERE);
+      if (element && !app.list?.inLibraryOrder) announce(NOT_HERE);
       return;
     }
-    dragged = option.dataset.id;
+    dragged = element.dataset.id;
     event.dataTransfer.effectAllowed = 'move';
-    event.dataTransfer.setData('text/plain', option.getAttribute('aria-label'));
+    event.dataTransfer.setData('text/plain', element.getAttribute('aria-label') || element.textContent);
     select(dragged);
   });
-  ui.covers.addEventListener('dragover', (event) => {
+  container.addEventListener('dragover', (event) => {
     const target = spot(event);
     clear();
     if (!target) return;
     event.preventDefault();
     event.dataTransfer.dropEffect = 'move';
-    target.option.classList.add(target.after ? 'drop-after' : 'drop-before');
+    target.element.classList.add(target.after ? 'drop-after' : 'drop-before');
   });
-  ui.covers.addEventListener('dragleave', (event) => { if (!ui.covers.contains(event.relatedTarget)) clear(); });
-  ui.covers.addEventListener('drop', (event) => {
+  container.addEventListener('dragleave', (event) => { if (!container.contains(event.relatedTarget)) clear(); });
+  container.addEventListener('drop', (event) => {
     const target = spot(event);
     clear();
     if (!target) return;
     event.preventDefault();
     const from = app.list.indexOf(dragged);
-    const at = app.list.indexOf(target.option.dataset.id);
+    const at = app.list.indexOf(target.element.dataset.id);
     dragged = null;
     // `to` is where the album ends up: after it leaves its place, those behind it move up one.
     let to = target.after ? at + 1 : at;
     if (to > from) to -= 1;
     if (from >= 0 && at >= 0 && to !== from) moveAlbum(app.list.items[from], to);
   });
-  ui.covers.addEventListener('dragend', () => { dragged = null; clear(); });
+  container.addEventListener('dragend', () => { dragged = null; clear(); });
 }
 
 // ---- Covers or list, and the list's order ----------------------------------------------------
@@ -827,7 +853,7 @@ function setLayout(layout, { focus = false } = {}) {
   document.documentElement.dataset.layout = layout;
   if (app.list) {
     if (layout === 'covers') {
-      app.scroller.render(app.list.items, (item) => app.list.libraryOf(item));
+      app.scroller.render(app.list);
       markSelection();
     }
     app.table.show(app.list, app.selected, app.list.sort);
@@ -844,8 +870,8 @@ async function sortBy(sort) {
   clearBanner();
   const keep = app.selected;
   ui.grid.scrollTop = 0;
-  ui.covers.scrollLeft = 0;
-  app.scroller.render([], () => list.source.id);
+  app.scroller.home();
+  app.scroller.render(null);
   await list.sortBy(sort);
   if (app.list !== list) return;
   if (keep && list.indexOf(keep) < 0) app.selected = null;
@@ -859,10 +885,14 @@ function searchQuery() {
   return /[\p{L}\p{N}]/u.test(text) ? text : '';
 }
 
-/** Searches as the user types, a moment after the last key (the list shows its states). */
+/**
+ * Searches as the user types: from three characters on at once (the request of the key before
+ * is cancelled), shorter text (which matches much more) a moment after the last key.
+ */
 function onSearchInput() {
   clearTimeout(app.searchTimer);
-  app.searchTimer = setTimeout(runSearch, 250);
+  if (searchQuery().length >= 3) runSearch();
+  else app.searchTimer = setTimeout(runSearch, 250);
 }
 
 /** Asks for what the box holds now (the list shows its states meanwhile). */
@@ -873,8 +903,8 @@ async function runSearch() {
   if (!list || list.query === query) return;
   clearBanner();
   app.selected = null;
-  app.scroller.render([], () => list.source.id);
-  ui.covers.scrollLeft = 0;
+  app.scroller.render(null);
+  app.scroller.home();
   await list.search(query);
   if (app.list === list) render();
 }
@@ -996,11 +1026,12 @@ async function changeKey() {
 // ---- Start ---------------------------------------------------------------------------------
 
 async function start() {
-  app.scroller = new CoverScroller(ui.covers, app.api, () => app.list?.more());
+  app.scroller = new CoverScroller(ui.covers, app.api, (limit) => app.list?.more(limit));
   app.table = new AlbumTable(ui.grid, { onSelect: (id, event) => choose(id, clickMode(event)), onSort: sortBy });
   ui.covers.addEventListener('keydown', onKey);
   ui.grid.addEventListener('keydown', onKey);
-  wireDragAndDrop();
+  wireDragAndDrop(ui.covers, '[role=option]', false);
+  wireDragAndDrop(ui.grid, '[role=row][data-id]', true);
   ui.showCovers.addEventListener('click', () => setLayout('covers', { focus: true }));
   ui.showList.addEventListener('click', () => setLayout('list', { focus: true }));
   setLayout(app.layout);
@@ -1027,6 +1058,18 @@ async function start() {
   ui.move.addEventListener('click', openMoveDialog);
   const manager = new LibraryManager(app.api, { onChange: librariesChanged });
   ui.manage.addEventListener('click', () => manager.open(ui.manage));
+  const transfer = new Transfer(app.api, {
+    current: () => ({
+      source: app.list.source,
+      name: ui.source.selectedOptions[0]?.textContent || app.list.source.id,
+      count: app.list.total ?? app.list.items.length,
+      // The CSV is of the list as shown: its search and its order.
+      filter: [app.list.query && `&q=${seg(app.list.query)}`, app.list.sort && `&sort=${seg(app.list.sort)}`].filter(Boolean).join(''),
+    }),
+    mayWrite: () => app.access.mayWrite(sourceLibraries()),
+    done: imported,
+  });
+  $('transfer').addEventListener('click', () => transfer.open($('transfer')));
   ui.moveForm.addEventListener('submit', submitMove);
   $('move-cancel').addEventListener('click', () => { ui.moveDialog.close(); listFocus().focus(); });
   ui.key.addEventListener('click', changeKey);

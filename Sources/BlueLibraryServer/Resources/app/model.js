@@ -89,9 +89,12 @@ export class AlbumList extends EventTarget {
   /** Loads the first page afresh. */
   async load() {
     const generation = ++this.generation;
+    // A first page still on its way (the search of the key before) is no longer wanted.
+    this.controller?.abort();
+    const controller = (this.controller = new AbortController());
     this.setState('loading');
     try {
-      const page = await this.page(null);
+      const page = await this.page(null, undefined, { signal: controller.signal });
       if (generation !== this.generation) return;
       this.items = page.data.items;
       this.next = page.data.next;

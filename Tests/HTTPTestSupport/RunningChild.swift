@@ -84,6 +84,16 @@ public final class RunningChild: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// A child whose handle goes is never left behind as a zombie: killed when it still runs,
+    /// and reaped. (A zombie child makes Swift Testing's exit-test monitor spin for good: it
+    /// waits for any child without reaping, and finds that one every time.)
+    deinit {
+        if reap(blocking: false) == nil {
+            kill(processIdentifier, SIGKILL)
+            waitUntilExit()
+        }
+    }
+
     public var isRunning: Bool { reap(blocking: false) == nil }
 
     /// Waits for the child to exit (and reaps it).

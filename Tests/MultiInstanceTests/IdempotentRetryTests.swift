@@ -23,7 +23,10 @@ import Testing
             PostgresServer.binDirectory + "/psql",
             ["-X", "-q", "-d", url, "-c", "BEGIN; SELECT 1 FROM libraries WHERE name = 'default' FOR UPDATE; SELECT pg_sleep(60);"],
             environment: ["LANG": "C"], captureOutput: true)
-        defer { holder.terminate() }
+        defer {
+            holder.terminate()
+            holder.waitUntilExit()
+        }
         #expect(eventually(timeout: .seconds(10)) {
             (try? postgres.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND state = 'active' AND pid <> pg_backend_pid()",
                                    database: database)) == "1"

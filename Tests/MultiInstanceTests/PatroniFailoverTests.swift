@@ -15,9 +15,7 @@ import Testing
 /// feed replays onto the order every instance serves, each library's history of versions is
 /// linearizable (``VersionHistory``), and every event stream that stayed connected got every
 /// change once, in order. How long writes stopped and how many 503s came meanwhile is printed.
-@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads,
-       .enabled(if: PatroniCluster.missing == nil, "Patroni and etcd are not installed (scripts/test installs them)"))
-struct PatroniFailoverTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .ownThreads) struct PatroniFailoverTests {
     enum Fault: String { case sigkill = "SIGKILL of the primary's postmaster", switchover = "patronictl switchover" }
 
     static let libraries = ["default", "second"]

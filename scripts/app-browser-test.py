@@ -752,13 +752,18 @@ class Run:
         if self.js("return document.activeElement.id") != "edit":
             raise Failure("the focus does not go back to Edit after Escape")
 
+    # A drag of album `fromId` onto `toId`'s near or far side (`after`), dropped or only hovered:
+    # covers (prefix `album-`) sit in a row, so the side is by x; list rows (`row-`) by y.
     DRAG_JS = """
-        const [fromId, toId, after, drop] = arguments;
-        const from = document.getElementById('album-' + fromId), to = document.getElementById('album-' + toId);
+        const [prefix, fromId, toId, after, drop] = arguments;
+        const from = document.getElementById(prefix + fromId), to = document.getElementById(prefix + toId);
         const box = to.getBoundingClientRect();
-        const at = { clientX: after ? box.right - 4 : box.left + 4, clientY: box.top + 10 };
+        const at = prefix === 'album-'
+            ? { clientX: after ? box.right - 4 : box.left + 4, clientY: box.top + 10 }
+            : { clientX: box.left + 20, clientY: after ? box.bottom - 4 : box.top + 4 };
         const data = new DataTransfer();
         const fire = (element, type) => element.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: data, ...at }));
+        if (!from.draggable) return { draggable: false };
         fire(from, 'dragstart');
         fire(to, 'dragenter');
         const accepted = !fire(to, 'dragover');
@@ -809,12 +814,12 @@ class Run:
         self.collect_logs()
         seen = len(self.requests)
         ids = [self.js("return [...document.querySelectorAll('#covers [role=option]')].map(o => o.dataset.id)")][0]
-        hover = self.js(self.DRAG_JS, ids[0], ids[2], True, False)
+        hover = self.js(self.DRAG_JS, 'album-', ids[0], ids[2], True, False)
         if hover != {"accepted": True, "mark": True}:
             raise Failure(f"dragging over the third cover: {hover}")
         self.shot("app-drag.png")
         self.js("document.getElementById('covers').dispatchEvent(new DragEvent('dragend', { bubbles: true }))")
-        self.js(self.DRAG_JS, ids[0], ids[2], True, True)
+        self.js(self.DRAG_JS, 'album-', ids[0], ids[2], True, True)
         self.until(lambda: order()[:3] == [ids[1], ids[2], ids[0]] and self.names()[2] == first, "the drop moves the first album to the third place")
         if self.selected_name() != first or self.js("return document.querySelectorAll('#covers .drop-before, #covers .drop-after').length"):
             raise Failure("after the drop the album is not selected, or a drop mark stays")
@@ -1246,22 +1251,6 @@ class Run:
         self.until(lambda: self.js("return document.getElementById('album-grid').hidden && !document.getElementById('covers').hidden"),
                    "Covers shows the covers again")
 
-    ROW_DRAG_JS = """
-        const [fromId, toId, after, drop] = arguments;
-        const from = document.getElementById('row-' + fromId), to = document.getElementById('row-' + toId);
-        const box = to.getBoundingClientRect();
-        const at = { clientX: box.left + 20, clientY: after ? box.bottom - 4 : box.top + 4 };
-        const data = new DataTransfer();
-        const fire = (element, type) => element.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: data, ...at }));
-        if (!from.draggable) return { draggable: false };
-        fire(from, 'dragstart');
-        fire(to, 'dragenter');
-        const accepted = !fire(to, 'dragover');
-        const mark = to.classList.contains(after ? 'drop-after' : 'drop-before');
-        if (drop) { fire(to, 'drop'); fire(from, 'dragend'); }
-        return { accepted, mark };
-    """
-
     def list_rows_reorder_by_drag(self):
         # In the list view a row dragged onto another's lower half lands after it: one move
         # request per drop, and Undo puts it back; Alt+Down still moves by keyboard.
@@ -1274,12 +1263,12 @@ class Run:
         self.until(lambda: rows()[:len(before)] == before, "the rows are in the library's order")
         self.collect_logs()
         seen = len(self.requests)
-        hover = self.js(self.ROW_DRAG_JS, before[0], before[2], True, False)
+        hover = self.js(self.DRAG_JS, 'row-', before[0], before[2], True, False)
         if hover != {"accepted": True, "mark": True}:
             raise Failure(f"dragging the first row over the third: {hover}")
         self.shot("app-list-drag.png")
         self.js("document.getElementById('album-grid').dispatchEvent(new DragEvent('dragend', { bubbles: true }))")
-        self.js(self.ROW_DRAG_JS, before[0], before[2], True, True)
+        self.js(self.DRAG_JS, 'row-', before[0], before[2], True, True)
         self.until(lambda: order()[:3] == [before[1], before[2], before[0]] and rows()[:3] == [before[1], before[2], before[0]],
                    "the drop moves the first row to the third place")
         self.until(lambda: self.js("return document.getElementById('album-grid').getAttribute('aria-activedescendant')") == f"row-{before[0]}",
@@ -1308,7 +1297,7 @@ class Run:
         self.until(lambda: self.js("return document.querySelector('#album-grid [data-column=title]').getAttribute('aria-sort')") == "ascending"
                    and self.js("return document.documentElement.dataset.state") == "loaded", "sorted by title")
         ids = [r for r in rows() if r]
-        refused = self.js(self.ROW_DRAG_JS, ids[0], ids[1], True, False)
+        refused = self.js(self.DRAG_JS, 'row-', ids[0], ids[1], True, False)
         if refused.get("accepted") or "own order" not in self.js("return document.getElementById('banner').textContent"):
             raise Failure(f"a sorted list took a drag: {refused}")
         self.driver.find_element(By.CSS_SELECTOR, "#album-grid [data-column=title] button").click()

@@ -61,12 +61,13 @@ struct AlbumRoutes {
         let version = try facade.currentVersion()
         let id = try RequestInput.albumID(context)
         let response = try albums.value(key, version: version) {
-            let item = try facade.album(id: id)
+            // Kept under the version its own read saw, which may be newer than `version`.
+            let (item, read) = try facade.versionedAlbum(id: id)
             var plain = request
             plain.headers.remove("If-None-Match")  // cache the full response, not a 304
             let response = try AlbumRepresentation.response(item, request: plain)
-            guard case let .bytes(body) = response.body else { return .init(value: response, version: version, cost: 0) }
-            return .init(value: response, version: version, cost: body.count + 512)
+            guard case let .bytes(body) = response.body else { return .init(value: response, version: read, cost: 0) }
+            return .init(value: response, version: read, cost: body.count + 512)
         }
         return try ConditionalGET.respond(to: request, with: response)
     }

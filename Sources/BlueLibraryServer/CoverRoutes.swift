@@ -66,8 +66,8 @@ struct CoverRoutes {
         let id = try RequestInput.albumID(context)
         let version = try facade.currentVersion()
         let link = try coverURLs.value(Key(library: facade.library, album: id), version: version) {
-            let item = try facade.album(id: id)
-            return .init(value: CoverLink(url: item.album.coverUrl), version: version, cost: 64)
+            let (item, read) = try facade.versionedAlbum(id: id)
+            return .init(value: CoverLink(url: item.album.coverUrl), version: read, cost: 64)
         }
         guard let url = link.url else {
             throw HTTPError(.notFound, detail: "Album \(id) has no coverUrl; set one with PATCH /albums/\(id).",

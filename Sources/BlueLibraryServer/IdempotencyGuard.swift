@@ -36,15 +36,25 @@ struct IdempotencyGuard: Sendable {
             key: "\(request.method.rawValue) \(request.path) \(key)", fingerprint: streamed ?? Self.fingerprint(request), now: clock(),
             expiry: expiry)
         if let known = try lookUp(claim) { return try Self.answer(known) }
-        let response: HTTPResponse
-        do {
-            response = try IdempotencyKeyClaim.$current.withValue(claim) { try work() }
-        } catch let error where !claim.isCommitted {
-            // Another request with this key committed first; this one's write was rolled back.
-            if Self.isKeyTaken(error) { return try Self.answer(try lookUp(claim) ?? .inProgress) }
-            if let dependency = DependencyUnavailable.cause(of: error) { throw Self.ambiguousWriteError(dependency) }
-            throw error
+        var response: HTTPResponse?
+        // Twice at most: a write that found the key taken by another request's claim is rolled
+        // back and answered from the key, unless that claim was rolled back too (the other
+        // request's change failed in the same transaction): then this one runs again.
+        for attempt in 0..<2 where response == nil {
+            do {
+                response = try IdempotencyKeyClaim.$current.withValue(claim) { try work() }
+            } catch let error where !claim.isCommitted {
+                // Another request with this key committed first; this one's write was rolled back.
+                if Self.isKeyTaken(error) {
+                    if let known = try lookUp(claim) { return try Self.answer(known) }
+                    if attempt == 0 { continue }
+                    return try Self.answer(.inProgress)
+                }
+                if let dependency = DependencyUnavailable.cause(of: error) { throw Self.ambiguousWriteError(dependency) }
+                throw error
+            }
         }
+        guard let response else { return try Self.answer(.inProgress) }
         if claim.isCommitted, case let .bytes(body) = response.body, response.status.code < 500 {
             let headers = Self.replayedHeaders.compactMap { name in response.headers[name].map { [name, $0] } }
             try? store.complete(key: claim.key, response: IdempotentResponse(status: response.status.code, headers: headers, body: body))
@@ -83,11 +93,18 @@ struct IdempotencyGuard: Sendable {
                             detail: "This Idempotency-Key was already used with a different request body; use a new key for a new request.",
                             type: "urn:bluelibrary:problem:idempotency-key-reused")
         case .inProgress:
+            // With read replicas: the position of the primary's state the key was read in, so
+            // a GET that looks for the change is not answered by a replica that lacks it.
+            var headers: HTTPHeaders = ["Retry-After": "1"]
+            if let position = ReadPosition.current?.handedBack, position > 0 {
+                headers.set(ReadPositionMiddleware.header, ReadPosition.text(position))
+            }
             throw HTTPError(.conflict,
                             detail: "The change sent with this Idempotency-Key was saved, and its answer is being recorded or was lost "
                                 + "(the database went away just after the change was saved). Do not send it again with a new key: "
                                 + "look at the result (GET); retry with this key in a moment to get the answer if it is being recorded.",
-                            type: "urn:bluelibrary:problem:idempotency-key-in-progress", headers: ["Retry-After": "1"])
+                            type: "urn:bluelibrary:problem:idempotency-key-in-progress",
+                            headers: headers)
         }
     }
 

@@ -3,11 +3,12 @@ import HTTPServer
 
 /// With read replicas: where each request stands in the database's history (``ReadPosition``).
 ///
-/// The client's position comes from the `BlueLibrary-Position` request header (what an earlier
-/// response handed out), else the `bl_position` cookie (browsers); reads of a GET or HEAD may
-/// then come from a replica that has replayed it. Every response whose work read or wrote
-/// carries the newest position in the same header, and sets the cookie when that moved: a
-/// client that sends it back never reads older than what it wrote or saw.
+/// The client's position is the newer of the `BlueLibrary-Position` request header (what an
+/// earlier response handed out) and the `bl_position` cookie (browsers); reads of a GET or HEAD
+/// may then come from a replica that has replayed it. Every response whose work read or wrote
+/// carries the newest position in the same header, and sets the cookie when that is newer
+/// than the cookie: a client that sends it back never reads older than what it wrote or saw.
+/// (An answer the work threw, an error, carries none: the client keeps the one it had.)
 ///
 /// Installed only when replicas are configured: without them there is nothing to say.
 struct ReadPositionMiddleware: HTTPMiddleware {
@@ -15,19 +16,17 @@ struct ReadPositionMiddleware: HTTPMiddleware {
     static let cookie = "bl_position"
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: any HTTPResponder) throws -> HTTPReply {
-        let fromHeader = try Self.headerPosition(request)
-        let fromCookie = Self.cookiePosition(request)
-        let required = fromHeader ?? fromCookie
+        let fromHeader = try Self.headerPosition(request) ?? 0
+        let fromCookie = Self.cookiePosition(request) ?? 0
         let reply = try next.respond(to: request, context: context)
         guard case let .blocking(work) = reply else { return reply }
-        let position = ReadPosition(required: required ?? 0, mayUseReplica: request.method == .get || request.method == .head)
+        let position = ReadPosition(required: max(fromHeader, fromCookie), mayUseReplica: request.method == .get || request.method == .head)
         return .blocking {
             var response = try ReadPosition.$current.withValue(position) { try work() }
-            let reached = position.position
-            guard reached > 0 else { return response }
+            guard let reached = position.handedBack, reached > 0 else { return response }
             let text = ReadPosition.text(reached)
             response.headers.set(Self.header, text)
-            if reached != fromCookie {
+            if reached > fromCookie {
                 response.headers.add("Set-Cookie", "\(Self.cookie)=\(text); Path=/; Max-Age=3600; SameSite=Lax; HttpOnly")
             }
             return response

@@ -20,6 +20,8 @@ public final class ReadPosition: Sendable {
     /// reads inside a write go to the primary.
     public let mayUseReplica: Bool
     private let reached = Atomic<UInt64>(0)
+    private let unknown = Atomic<Bool>(false)
+    private let primaryOnly = Atomic<Bool>(false)
 
     public init(required: UInt64, mayUseReplica: Bool) {
         self.required = required
@@ -31,8 +33,27 @@ public final class ReadPosition: Sendable {
         _ = reached.max(position, ordering: .relaxed)
     }
 
-    /// The position to hand back: the newest of what the client had and what this request reached.
+    /// The newest of what the client had and what this request reached: the position to hand
+    /// back, and the one a later read of this request must not be older than.
     public var position: UInt64 { Swift.max(required, reached.load(ordering: .relaxed)) }
+
+    /// Records that this request committed a write whose position could not be read: no
+    /// position is handed back (an older one would not cover the write).
+    public func noteUnknown() {
+        unknown.store(true, ordering: .relaxed)
+    }
+
+    /// The position to hand back; nil when a write's could not be read.
+    public var handedBack: UInt64? { unknown.load(ordering: .relaxed) ? nil : position }
+
+    /// Whether this request's reads still may try a replica: not once one of them had to go to
+    /// the primary (a replica was behind or failed), so no later read waits again.
+    public var triesReplicas: Bool { mayUseReplica && !primaryOnly.load(ordering: .relaxed) }
+
+    /// Records that a read of this request went to the primary after trying a replica.
+    public func notePrimaryOnly() {
+        primaryOnly.store(true, ordering: .relaxed)
+    }
 
     /// `16/B374D848`: a position as PostgreSQL writes an LSN (two hexadecimal halves).
     public static func text(_ position: UInt64) -> String {

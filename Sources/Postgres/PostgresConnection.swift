@@ -135,7 +135,11 @@ public final class PostgresConnection {
 
     /// True when the connection can no longer be used: the server closed it, the network
     /// failed, or it did not answer within ``responseTimeout``. A pool discards such a connection.
-    public var isBroken: Bool { isAbandoned || PQstatus(handle) != CONNECTION_OK }
+    public var isBroken: Bool { isAbandoned || isDisconnected }
+
+    /// Whether libpq lost the connection to the server (not a connection given up here for a
+    /// reason of its own, such as a pipeline left in an unknown state).
+    public var isDisconnected: Bool { PQstatus(handle) != CONNECTION_OK }
 
     /// True between BEGIN and COMMIT/ROLLBACK (also when the transaction failed and awaits
     /// its ROLLBACK, and when its BEGIN is still queued).

@@ -209,7 +209,7 @@ public final class PostgresPool: Sendable {
             // A connection lost to its server: the idle ones reached the same server (one that
             // went away, or a primary a failover demoted), so they go too rather than fail the
             // next request each; new ones connect to whichever host the URL finds now.
-            guard connection.isBroken else { return [] }
+            guard connection.isDisconnected else { return [] }
             let idle = state.idle
             state.idle.removeAll()
             state.open -= idle.count

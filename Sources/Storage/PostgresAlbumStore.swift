@@ -241,15 +241,23 @@ public final class PostgresAlbumStore: AlbumStore {
         let names = libraries.map(\.rawValue)
         let abandon = { budget.flatMap { budget in budget.interruption().map { budget.stopped($0) } } }
         let found: [String: VersionAt]
-        if let replicas, let position = ReadPosition.current, position.mayUseReplica {
+        if let replicas, let position = ReadPosition.current, position.triesReplicas {
             // A fit replica's shared read when it is as new as this client's position; else a
             // read of this request's own (it waits for a replica to get there, or reads the
             // primary).
             if let index = replicas.nextFit(),
                case let shared = try replicaVersionReads[index].values(of: names, pollInterval: .milliseconds(20), abandon: abandon, read: { names in
-                   QueryBudget.$current.withValue(nil) { replicas.shared(index) { try Self.readVersions(Array(names), $0) } ?? [:] }
+                   QueryBudget.$current.withValue(nil) {
+                       replicas.shared(index) { connection in
+                           // Looked at before the statement: what it shows includes this position.
+                           let replayed = try PostgresReplicas.position(connection)
+                           return try Self.readVersions(Array(names), connection).mapValues { read in
+                               VersionAt(version: read.version, position: read.position, replayed: replayed)
+                           }
+                       } ?? [:]
+                   }
                }),
-               names.allSatisfy({ shared[$0].map { $0.position >= position.required } ?? false })
+               names.allSatisfy({ shared[$0].map { $0.replayed >= position.position } ?? false })
             {
                 found = shared
             } else {
@@ -274,10 +282,13 @@ public final class PostgresAlbumStore: AlbumStore {
     /// Reads taken by ``versions(of:)`` and the calls they answered, since the start.
     public var versionReadStatistics: (reads: Int, calls: Int) { versionReads.statistics }
 
-    /// A library's version and the position of the read that found it (0 without replicas).
+    /// A library's version and the position of the read that found it, read after it (0
+    /// without replicas); for a replica's shared read, also the position the replica had
+    /// replayed before it (what the read surely shows).
     struct VersionAt: Sendable {
         let version: Int64
         let position: UInt64
+        var replayed: UInt64 = 0
     }
 
     /// The versions of the live libraries among `names`, in one statement on `connection` (one
@@ -398,9 +409,14 @@ public final class PostgresAlbumStore: AlbumStore {
 
     /// After a commit on `connection`: the primary's position now (past the commit) becomes
     /// the request's and the newest any commit here reached. The commit stands whatever
-    /// happens here: a position that cannot be read is not recorded.
+    /// happens here: when no position can be read, the request hands none back.
     private func noteCommitted(_ connection: PostgresConnection) {
-        guard let position = try? PostgresReplicas.position(connection) else { return }
+        // Any later position of the primary covers the commit: another connection will do.
+        guard let position = (try? PostgresReplicas.position(connection)) ?? (try? pool.withConnection({ try PostgresReplicas.position($0) }))
+        else {
+            ReadPosition.current?.noteUnknown()
+            return
+        }
         _ = latestCommit.max(position, ordering: .relaxed)
         ReadPosition.current?.note(position)
     }

@@ -15,9 +15,10 @@ import Synchronization
 /// - it is at most ``Configuration/maxLag`` behind the primary, as the monitor last measured
 ///   (the time since the primary first went past what the replica has replayed; measured every
 ///   ``Configuration/monitorInterval``);
-/// - it has replayed the client's position (``ReadPosition/required``): the read first waits
-///   up to ``Configuration/wait`` for that, looking every ``Configuration/pollInterval``, then
-///   gives up and reads the primary.
+/// - it has replayed the client's position and what the request's earlier reads saw
+///   (``ReadPosition/position``): the read first waits up to ``Configuration/wait`` for that,
+///   looking every ``Configuration/pollInterval``, then gives up and reads the primary (and so
+///   do the request's later reads, which wait no more).
 /// Every read under a ``ReadPosition`` records the position it saw, read after its snapshot was
 /// taken (an upper bound), so the position handed back is never older than what was shown.
 public final class PostgresReplicas: Sendable {
@@ -40,11 +41,9 @@ public final class PostgresReplicas: Sendable {
         fileprivate let readCount = Atomic<Int>(0)
 
         fileprivate struct State {
-            var replayed: UInt64 = 0
             /// nil until the monitor has measured it.
             var lag: Duration?
             var restingUntil: ContinuousClock.Instant?
-            var lastError: String?
         }
 
         init(name: String, pool: PostgresPool) {
@@ -67,18 +66,9 @@ public final class PostgresReplicas: Sendable {
             }
         }
 
-        /// Why the replica is skipped now, nil when it is not.
-        public var unavailableReason: String? {
-            state.withLock { state in
-                guard let until = state.restingUntil, until > .now else { return nil }
-                return state.lastError ?? "it failed"
-            }
-        }
-
-        fileprivate func rest(after error: any Error, for duration: Duration) {
+        fileprivate func rest(for duration: Duration) {
             state.withLock { state in
                 state.restingUntil = .now + duration
-                state.lastError = "\(error)"
                 state.lag = nil
             }
         }
@@ -87,7 +77,7 @@ public final class PostgresReplicas: Sendable {
     public let replicas: [Replica]
     public let configuration: Configuration
     private let primary: PostgresPool
-    private let next = Atomic<Int>(0)
+    private let next = Atomic<UInt>(0)
     private let waitCount = Atomic<Int>(0)
     private let fallbackCount = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
@@ -115,8 +105,10 @@ public final class PostgresReplicas: Sendable {
             return Replica(name: "replica-\(index)", pool: PostgresPool(pool))
         }
         measure()
-        startThread(named: "bl-replica-lag") { [self] in
-            while stopping.wait(timeout: .now(plus: configuration.monitorInterval)) == .timedOut {
+        // Weakly: replicas that are not closed (a test's) end their monitor when they go.
+        startThread(named: "bl-replica-lag") { [weak self, stopping, interval = configuration.monitorInterval] in
+            while stopping.wait(timeout: .now(plus: interval)) == .timedOut {
+                guard let self else { return }
                 measure()
             }
         }
@@ -141,11 +133,13 @@ public final class PostgresReplicas: Sendable {
     /// Runs `body` with a connection of a fit replica, else of the primary (see the type's
     /// rules); `body` must record its position (``record(_:)``) when it has taken its snapshot.
     func withReadConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        guard let position = ReadPosition.current, position.mayUseReplica else { return try primary.withConnection(body) }
+        guard let position = ReadPosition.current, position.triesReplicas else { return try primary.withConnection(body) }
+        // Not older than the client's position, nor than this request's earlier reads.
+        let floor = position.position
         for replica in candidates() {
             do {
                 let answer = try replica.pool.withConnection { connection -> T? in
-                    guard try reached(position.required, on: connection) else { return nil }
+                    guard try reached(floor, on: connection) else { return nil }
                     return try body(connection)
                 }
                 if let answer {
@@ -157,10 +151,11 @@ public final class PostgresReplicas: Sendable {
                 // Down, full, a read cancelled by its replay (a conflict with recovery), a
                 // schema it has not replayed yet: the primary answers this read (where the
                 // read's own mistakes fail again); a replica that does not answer rests a while.
-                if error.kind == .connection { replica.rest(after: error, for: configuration.restAfterFailure) }
+                if error.kind == .connection { replica.rest(for: configuration.restAfterFailure) }
             }
         }
         fallbackCount.wrappingAdd(1, ordering: .relaxed)
+        position.notePrimaryOnly()
         return try primary.withConnection(body)
     }
 
@@ -169,7 +164,7 @@ public final class PostgresReplicas: Sendable {
         let now = ContinuousClock.now
         let fit = replicas.indices.filter { replicas[$0].isFit(maxLag: configuration.maxLag, at: now) }
         guard !fit.isEmpty else { return nil }
-        return fit[next.wrappingAdd(1, ordering: .relaxed).oldValue % fit.count]
+        return fit[Int(next.wrappingAdd(1, ordering: .relaxed).oldValue % UInt(fit.count))]
     }
 
     /// `body` on replica `index`, for a read shared by several requests (they each check its
@@ -181,7 +176,7 @@ public final class PostgresReplicas: Sendable {
             replica.readCount.wrappingAdd(1, ordering: .relaxed)
             return value
         } catch {
-            if let error = error as? PostgresError, error.kind == .connection { replica.rest(after: error, for: configuration.restAfterFailure) }
+            if let error = error as? PostgresError, error.kind == .connection { replica.rest(for: configuration.restAfterFailure) }
             return nil
         }
     }
@@ -199,11 +194,9 @@ public final class PostgresReplicas: Sendable {
 
     /// Replicas a read may use now, the next in turn first.
     private func candidates() -> [Replica] {
+        guard let first = nextFit() else { return [] }
         let now = ContinuousClock.now
-        let fit = replicas.filter { $0.isFit(maxLag: configuration.maxLag, at: now) }
-        guard fit.count > 1 else { return fit }
-        let first = next.wrappingAdd(1, ordering: .relaxed).oldValue % fit.count
-        return Array(fit[first...] + fit[..<first])
+        return [replicas[first]] + replicas.indices.filter { $0 != first && replicas[$0].isFit(maxLag: configuration.maxLag, at: now) }.map { replicas[$0] }
     }
 
     /// Whether `connection`'s server has replayed `required`, waiting up to the configured
@@ -240,12 +233,11 @@ public final class PostgresReplicas: Sendable {
                 let replayed = try replica.pool.withConnection { try Self.position($0) }
                 let behindSince = history.first { $0.position > replayed }?.at
                 replica.state.withLock { state in
-                    state.replayed = replayed
                     state.lag = behindSince.map { now - $0 } ?? .zero
                     state.restingUntil = nil
                 }
             } catch {
-                replica.rest(after: error, for: configuration.restAfterFailure)
+                replica.rest(for: configuration.restAfterFailure)
             }
         }
     }

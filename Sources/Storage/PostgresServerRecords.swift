@@ -152,7 +152,13 @@ extension PostgresServerRecords: AccessStore {
 /// replays the first answer.
 extension PostgresServerRecords: IdempotencyStore {
     public func lookup(key: String, fingerprint: String, now: Date, expiry: TimeInterval) throws -> IdempotencyClaim? {
-        try autocommit { try ServerRecordsSQL.lookup(key: key, fingerprint: fingerprint, now: now, expiry: expiry, $0) }
+        try autocommit { session in
+            let known = try ServerRecordsSQL.lookup(key: key, fingerprint: fingerprint, now: now, expiry: expiry, session)
+            // A replayed answer (or a "was saved") shows the primary's state: its position goes
+            // back with it (nothing without read replicas).
+            if known != nil { try PostgresReplicas.record(session.connection) }
+            return known
+        }
     }
 
     public func complete(key: String, response: IdempotentResponse) throws {

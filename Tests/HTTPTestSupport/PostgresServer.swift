@@ -37,22 +37,16 @@ public final class PostgresServer: Sendable {
     }
 
     /// Creates and starts a new cluster.
-    public init() throws {
+    public convenience init() throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binDirectory + "/initdb") else {
             throw ChildProcess.SpawnFailure(description: "PostgreSQL is not installed (scripts/test installs the Debian package postgresql)")
         }
-        directory = try TemporaryDirectory.create(prefix: "bluelibrary-postgres")
-        port = try NginxProxy.freePort()
-        do {
-            if let owner = try Self.runAsUser() {
-                guard chown(directory, owner.uid, owner.gid) == 0 else {
-                    throw ChildProcess.SpawnFailure(description: "chown \(directory): \(String(cString: strerror(errno)))")
-                }
-            }
+        try self.init(prefix: "bluelibrary-postgres") { data in
             try Self.run(Self.binDirectory + "/initdb", [
-                "-D", dataDirectory, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
+                "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
             ])
-            let settings = """
+        } settings: { port in
+            """
 
                 # bluelibrary tests
                 listen_addresses = '127.0.0.1'
@@ -65,9 +59,44 @@ public final class PostgresServer: Sendable {
                 full_page_writes = off
 
                 """
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dataDirectory + "/postgresql.conf"))
+        }
+    }
+
+    /// Creates and starts a streaming replica of `primary` (a hot standby, from a base backup
+    /// of it), on a port of its own.
+    public convenience init(standbyOf primary: PostgresServer) throws {
+        try self.init(prefix: "bluelibrary-standby") { data in
+            try Self.run(Self.binDirectory + "/pg_basebackup", [
+                "-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres", "-D", data, "-R", "-X", "stream", "--checkpoint=fast", "--no-sync",
+            ])
+        } settings: { port in
+            """
+
+                # bluelibrary tests: a standby
+                port = \(port)
+                hot_standby = on
+                hot_standby_feedback = on
+
+                """
+        }
+    }
+
+    /// A cluster in a new directory that the user PostgreSQL runs as owns: `make` fills its
+    /// data directory (initdb, or a base backup), `settings` (given the port) go at the end of
+    /// its postgresql.conf, and it starts. Everything is removed when a step fails.
+    private init(prefix: String, make: (String) throws -> Void, settings: (Int) -> String) throws {
+        directory = try TemporaryDirectory.create(prefix: prefix)
+        port = try NginxProxy.freePort()
+        do {
+            if let owner = try Self.runAsUser() {
+                guard chown(directory, owner.uid, owner.gid) == 0 else {
+                    throw ChildProcess.SpawnFailure(description: "chown \(directory): \(String(cString: strerror(errno)))")
+                }
+            }
+            try make(directory + "/data")
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/data/postgresql.conf"))
             try handle.seekToEnd()
-            try handle.write(contentsOf: Data(settings.utf8))
+            try handle.write(contentsOf: Data(settings(port).utf8))
             try handle.close()
             try start()
         } catch {
@@ -79,39 +108,6 @@ public final class PostgresServer: Sendable {
     deinit {
         try? Self.run(Self.binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "stop"])
         Self.remove(directory)
-    }
-
-    /// Creates and starts a streaming replica of `primary` (a hot standby, from a base backup
-    /// of it), on a port of its own.
-    public init(standbyOf primary: PostgresServer) throws {
-        directory = try TemporaryDirectory.create(prefix: "bluelibrary-standby")
-        port = try NginxProxy.freePort()
-        do {
-            if let owner = try Self.runAsUser() {
-                guard chown(directory, owner.uid, owner.gid) == 0 else {
-                    throw ChildProcess.SpawnFailure(description: "chown \(directory): \(String(cString: strerror(errno)))")
-                }
-            }
-            try Self.run(Self.binDirectory + "/pg_basebackup", [
-                "-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres", "-D", dataDirectory, "-R", "-X", "stream", "--checkpoint=fast", "--no-sync",
-            ])
-            let settings = """
-
-                # bluelibrary tests: a standby
-                port = \(port)
-                hot_standby = on
-                hot_standby_feedback = on
-
-                """
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dataDirectory + "/postgresql.conf"))
-            try handle.seekToEnd()
-            try handle.write(contentsOf: Data(settings.utf8))
-            try handle.close()
-            try start()
-        } catch {
-            Self.remove(directory)
-            throw error
-        }
     }
 
     /// Runs `sql` on `database` of this server with psql and returns what it printed (rows

@@ -3,11 +3,18 @@ extension LibraryFacade {
     ///
     /// - Throws: `LibraryError.notFound`.
     public func album(id: AlbumID) throws(LibraryError) -> IndexedAlbum {
+        try versionedAlbum(id: id).album
+    }
+
+    /// ``album(id:)`` with the library version its read saw (one snapshot): the version a
+    /// cache keyed by version must keep it under (a read after the version was looked up may
+    /// see a newer one).
+    public func versionedAlbum(id: AlbumID) throws(LibraryError) -> (album: IndexedAlbum, version: Int64) {
         try reading { reader in
             guard let album = try reader.album(id: id), let index = try reader.index(of: id) else {
                 throw LibraryError.notFound(id)
             }
-            return IndexedAlbum(album: album, index: index)
+            return (IndexedAlbum(album: album, index: index), try reader.version())
         }
     }
 

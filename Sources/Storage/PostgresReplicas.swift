@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Dispatch
 import Essentials
 import Postgres
@@ -104,13 +101,14 @@ public final class PostgresReplicas: Sendable {
             pool.longestReconnectDelay = primary.configuration.longestReconnectDelay
             return Replica(name: "replica-\(index)", pool: PostgresPool(pool))
         }
-        measure()
-        // Weakly: replicas that are not closed (a test's) end their monitor when they go.
+        // On the monitor's thread from its first look (an unreachable replica would hold up the
+        // start for its connect timeout); weakly: replicas that are not closed (a test's) end
+        // their monitor when they go.
         startThread(named: "bl-replica-lag") { [weak self, stopping, interval = configuration.monitorInterval] in
-            while stopping.wait(timeout: .now(plus: interval)) == .timedOut {
+            repeat {
                 guard let self else { return }
                 measure()
-            }
+            } while stopping.wait(timeout: .now(plus: interval)) == .timedOut
         }
     }
 
@@ -205,13 +203,22 @@ public final class PostgresReplicas: Sendable {
         guard required > 0 else { return true }
         if try Self.position(connection) >= required { return true }
         waitCount.wrappingAdd(1, ordering: .relaxed)
-        let deadline = ContinuousClock.now + configuration.wait
-        while ContinuousClock.now < deadline {
-            if let budget = QueryBudget.current, let reason = budget.interruption() { throw budget.stopped(reason) }
-            usleep(UInt32(clamping: configuration.pollInterval.nanoseconds / 1000))
-            if try Self.position(connection) >= required { return true }
+        // A standby tells nobody when it replays (PostgreSQL 15 has no wait for a position), so
+        // its position is asked for every poll interval until the deadline; the client going
+        // away ends the wait at once (its cancellation signals `woken`).
+        let budget = QueryBudget.current
+        let woken = DispatchSemaphore(value: 0)
+        let poll = { () throws -> Bool in
+            let deadline = ContinuousClock.now + self.configuration.wait
+            while ContinuousClock.now < deadline {
+                _ = woken.wait(timeout: .now(plus: self.configuration.pollInterval))
+                if let budget, let reason = budget.interruption() { throw budget.stopped(reason) }
+                if try Self.position(connection) >= required { return true }
+            }
+            return false
         }
-        return false
+        guard let cancellation = budget?.cancellation else { return try poll() }
+        return try cancellation.whileWaiting(wakeUp: { woken.signal() }, poll)
     }
 
     // MARK: - Lag

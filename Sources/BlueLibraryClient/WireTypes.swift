@@ -125,7 +125,7 @@ public struct Problem: Codable, Sendable, Hashable, CustomStringConvertible {
 /// The keys `GET /albums` sorts by; `-` before the name on the wire means descending.
 public struct AlbumSort: Sendable, Hashable, CustomStringConvertible {
     public enum Field: String, Sendable, CaseIterable {
-        case position, title, artist, year, createdAt
+        case position, title, artist, genre, year, createdAt
         /// How well albums match `q` (only with `q`; the server's default when `q` is given).
         case relevance
     }

@@ -7,6 +7,7 @@ import SQLite
 // Value sorts read one index each (`SchemaHistory.sortIndexes`):
 //   title     → albums_by_title_sort  (library, title_sort, album_id)    the stored sort keys
 //   artist    → albums_by_artist_sort (library, artist_sort, album_id)   (`SortText`, v9)
+//   genre     → albums_by_genre_sort  (library, genre_sort, album_id)    (v12)
 //   year      → albums_by_year        (library, year_key, album_id)      year_key = IFNULL(year, 0)
 //   createdAt → albums_by_created     (library, created_at, album_id)
 // A keyset page is `WHERE library = ? AND (key, album_id) > (?, ?) ORDER BY key, album_id
@@ -14,7 +15,7 @@ import SQLite
 // entries, whatever the depth. The seek needs the row value's left side to be plain columns,
 // checked by tests with EXPLAIN QUERY PLAN: `IFNULL(year, 0)` is the virtual generated column
 // `year_key` (an expression inside a row value is never matched against an expression index),
-// and the title and artist keys are stored (folded in Swift, compared bytewise on both
+// and the title, artist and genre keys are stored (folded in Swift, compared bytewise on both
 // engines: SQLite's BINARY, PostgreSQL's `COLLATE "C"`).
 //
 // The library's own order (position) walks buckets by `ord` and albums inside by `pos`: the

@@ -78,10 +78,10 @@ final class LibraryTransaction<DB: SQLSession> {
     /// The articles the library's artist keys are made with (`libraries.sort_articles`).
     func sortArticles() throws -> SortArticles { currentSortArticles }
 
-    /// The stored sort keys of `album` (`title_sort`, `artist_sort`), as the last two values of
-    /// an album row.
+    /// The stored sort keys of `album` (`title_sort`, `artist_sort`, `genre_sort`), as the last
+    /// three values of an album row.
     private func sortKeys(_ album: Album) throws -> [SQLValue] {
-        [.text(SortText.key(album.title)), .text(SortText.artistKey(album.artist, ignoring: try sortArticles()))]
+        [.text(SortText.key(album.title)), .text(SortText.artistKey(album.artist, ignoring: try sortArticles())), .text(SortText.key(album.genre))]
     }
 
     func album(id: AlbumID) throws -> Album? {

@@ -239,6 +239,7 @@ extension PagingQuery {
         switch sort.field {
         case .title: return ("a.title_sort", { $0 }, "a.title_sort")
         case .artist: return ("a.artist_sort", { $0 }, "a.artist_sort")
+        case .genre: return ("a.genre_sort", { $0 }, "a.genre_sort")
         case .year: return ("a.year_key", { $0 }, "a.year_key")
         case .createdAt, .position: return ("a.created_at", { $0 }, "a.created_at")
         case .relevance:

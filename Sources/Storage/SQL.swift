@@ -131,12 +131,12 @@ enum SQL {
     private static let albumColumns =
         "album_id, title, artist, genre, year, cover_url, created_at, updated_at"
     static let insertAlbum = """
-        INSERT INTO albums (library, bucket, pos, \(albumColumns), search_text, title_sort, artist_sort)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+        INSERT INTO albums (library, bucket, pos, \(albumColumns), search_text, title_sort, artist_sort, genre_sort)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
         """
     static let updateAlbum = """
         UPDATE albums SET title = ?3, artist = ?4, genre = ?5, year = ?6, cover_url = ?7,
-            created_at = ?8, updated_at = ?9, search_text = ?10, title_sort = ?11, artist_sort = ?12
+            created_at = ?8, updated_at = ?9, search_text = ?10, title_sort = ?11, artist_sort = ?12, genre_sort = ?13
         WHERE library = ?1 AND album_id = ?2
         """
     static let albumByID = "SELECT \(albumColumns) FROM albums WHERE library = ?1 AND album_id = ?2"

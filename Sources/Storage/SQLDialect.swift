@@ -217,7 +217,7 @@ enum PostgresSQL {
     /// Tells listening instances that the catalog or a view definition changed.
     static let notifyCatalog = "SELECT pg_notify('\(PostgresAlbumStore.catalogChannel)', '')"
 
-    /// Inserts `count` album rows (14 parameters each, in `SQL.insertAlbum`'s order) and returns
+    /// Inserts `count` album rows (15 parameters each, in `SQL.insertAlbum`'s order) and returns
     /// the album ids of the rows inserted (a duplicate id is skipped, not an error).
     static let insertAlbumsChunks = [256, 64, 16, 4, 1]
 

@@ -17,8 +17,8 @@ enum AlbumsCommand {
 
         Commands:
           list    [--limit N] [--sort S] [--q TEXT] [--artist A] [--genre G] [--cursor C] [--all] [--json]
-                  A page of albums (--all: every page). S is position, title, artist, year or
-                  createdAt, with a leading '-' for descending.
+                  A page of albums (--all: every page). S is position, title, artist, genre,
+                  year or createdAt, with a leading '-' for descending.
           search  WORD... [--limit N] [--sort S] [--artist A] [--genre G] [--all] [--json]
                   The albums whose title, artist or genre contain every WORD (any order; the
                   last word may be the start of one; case and accents do not matter).
@@ -427,7 +427,7 @@ enum AlbumsCommand {
             query.limit = int("limit")
             if let sort = value("sort") {
                 guard let parsed = AlbumSort(sort) else {
-                    fail("--sort: use position, title, artist, year, createdAt or relevance (with --q), with '-' before it for descending; not '\(sort)'")
+                    fail("--sort: use position, title, artist, genre, year, createdAt or relevance (with --q), with '-' before it for descending; not '\(sort)'")
                 }
                 query.sort = parsed
             }

@@ -16,7 +16,7 @@ extension AlbumStoreContract {
             var new = album(UInt64(2000 + (n * 17) % 36))
             new.title = titles[(n * 7) % titles.count]
             new.artist = ["Ann", "ann", "Bob", "Ødegaard"][n % 4]
-            new.genre = ["Pop", "rock"][n % 2]
+            new.genre = ["Pop", "rock", "Électro", "ROCK", "jazz"][n % 5]
             new.year = n % 3 == 0 ? nil : [1960, 1971, 1985][n % 3]
             new.createdAt = Timestamp.date(milliseconds: 1_700_000_000_000 + Int64(n % 5) * 1000)
             library.append(new)

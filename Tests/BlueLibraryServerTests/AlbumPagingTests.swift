@@ -36,12 +36,13 @@ import Testing
         routes.request(path: path, headers: headers)
     }
 
-    /// Follows `Link: rel="next"` from `path` to the end; returns the titles.
-    func follow(_ path: String) throws -> [String] {
+    /// Follows `Link: rel="next"` from `path` to the end (on `client`, this suite's app by
+    /// default); returns the titles.
+    func follow(_ path: String, on client: InProcessClient? = nil) throws -> [String] {
         var titles: [String] = []
         var next: String? = path
         while let target = next {
-            let response = try get(target)
+            let response = (client ?? routes).request(path: target)
             #expect(response.status == 200)
             let page = try response.json()
             titles += (page["items"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String }
@@ -58,6 +59,28 @@ import Testing
         #expect(titles == (0..<23).map { "Album \($0)" })
         let byYearDescending = try follow("/albums?limit=4&sort=-year&artist=even")
         #expect(byYearDescending == stride(from: 22, through: 0, by: -2).map { "Album \($0)" })
+    }
+
+    /// `sort=genre` orders by the genre folded as titles are (case and accents aside), ties by
+    /// id, both ways, a page at a time; the genre sort's cursor is refused by another sort.
+    @Test func theGenreSortFoldsGenresAndWalksPageByPage() throws {
+        let app = try InMemoryApp.app { $0.seed = false }
+        defer { app.shutdown() }
+        let routes = InProcessClient(app)
+        let genres = ["rock", "Ambient", "Électro", "jazz", "Blues", "Post-rock", "Zydeco", "electronic"]
+        for (n, genre) in genres.enumerated() {
+            let body = #"{"title": "\#(genre) \#(n)", "artist": "A", "genre": "\#(genre)"}"#
+            #expect(routes.request(method: "POST", path: "/albums", headers: ["Content-Type": "application/json"], body: Array(body.utf8)).status == 201)
+        }
+        let expected = ["Ambient", "Blues", "Électro", "electronic", "jazz", "Post-rock", "rock", "Zydeco"].map { genre in
+            "\(genre) \(genres.firstIndex(of: genre)!)"
+        }
+        #expect(try follow("/albums?sort=genre&limit=3", on: routes) == expected)
+        #expect(try follow("/albums?sort=-genre&limit=3", on: routes) == expected.reversed())
+        let offsetPage = try routes.request(path: "/albums?sort=genre&offset=5&limit=2").json()
+        #expect((offsetPage["items"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String } == Array(expected[5..<7]))
+        let cursor = try #require(try routes.request(path: "/albums?sort=genre&limit=2").json()["next"] as? String)
+        #expect(routes.request(path: "/albums?sort=title&limit=2&cursor=\(cursor)").status == 400)
     }
 
     /// `q` is a search: every word, in any field and order, the last as a prefix, folded in

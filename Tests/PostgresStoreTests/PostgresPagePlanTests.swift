@@ -23,7 +23,7 @@ struct PostgresPagePlanTests {
                 let millis = 1_600_000_000_000 + Int64((number * 7919) % 3000) * 1000
                 try writer.insert(Album(
                     id: AlbumStoreContract.id(UInt64(number + 1)), title: "Title \((number * 31) % 997)",
-                    artist: "Artist \(number % 211)", genre: Album.defaultGenre, year: 1950 + number % 70, coverUrl: nil,
+                    artist: "Artist \(number % 211)", genre: "Genre \(number % 53)", year: 1950 + number % 70, coverUrl: nil,
                     createdAt: Timestamp.date(milliseconds: millis), updatedAt: Timestamp.date(milliseconds: millis)),
                     at: number)
             }
@@ -34,6 +34,7 @@ struct PostgresPagePlanTests {
         let cases: [(AlbumSort.Field, SortValue, String)] = [
             (.title, .text("Title 500"), "albums_by_title_sort"),
             (.artist, .text("Artist 100"), "albums_by_artist_sort"),
+            (.genre, .text("genre 20"), "albums_by_genre_sort"),
             (.year, .integer(1990), "albums_by_year"),
             (.createdAt, .integer(1_600_001_000_000), "albums_by_created"),
         ]

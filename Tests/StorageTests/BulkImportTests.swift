@@ -24,7 +24,7 @@ struct BulkImportTests {
         return schema
     }
 
-    static let sortIndexNames = ["albums_by_title_sort", "albums_by_artist_sort", "albums_by_year", "albums_by_created"]
+    static let sortIndexNames = Array(PagingTests.sortIndex.values).sorted()
 
     static func albums(_ count: Int, seed: UInt64) -> [Album] {
         var random = SeededGenerator(seed: seed)
@@ -47,8 +47,7 @@ struct BulkImportTests {
     static func expectIndexedPlans(_ store: SQLiteAlbumStore, _ library: LibraryID, anchor album: Album) throws {
         for sort in PagingTests.sorts where sort.field != .position {
             let anchor = SortAnchor.afterValue(SortValue.of(album, for: sort.field, articles: .standard)!, album.id)
-            let index = ["title": "albums_by_title_sort", "artist": "albums_by_artist_sort", "year": "albums_by_year",
-                         "createdAt": "albums_by_created"][sort.field.rawValue]!
+            let index = PagingTests.sortIndex[sort.field]!
             for start in [SortAnchor.start, anchor] {
                 let plans = try store.pagePlans(library, matching: .all, sort: sort, from: start, limit: 51)
                 #expect(plans.count == 1)

@@ -18,6 +18,12 @@ struct PagingTests {
         [AlbumSort($0), AlbumSort($0, descending: true)]
     }
 
+    /// The index each value sort's pages seek (`SchemaHistory.sortIndexes`).
+    static let sortIndex: [AlbumSort.Field: String] = [
+        .title: "albums_by_title_sort", .artist: "albums_by_artist_sort", .genre: "albums_by_genre_sort",
+        .year: "albums_by_year", .createdAt: "albums_by_created",
+    ]
+
     static let filters: [(String, AlbumFilter)] = [
         ("none", .all),
         ("q=an (a word and the start of others)", AlbumFilter(text: "an")),
@@ -273,8 +279,7 @@ struct PagingTests {
                     #expect(!plan.contains("SCAN"), "sort \(sort), filter \(name), \(start): \(plan)")
                 }
                 guard case .afterValue = start else { continue }
-                let index = ["title": "albums_by_title_sort", "artist": "albums_by_artist_sort", "year": "albums_by_year",
-                             "createdAt": "albums_by_created"][sort.field.rawValue]!
+                let index = Self.sortIndex[sort.field]!
                 let comparison = sort.descending ? ")<(?,?)" : ")>(?,?)"
                 #expect(plans.count == 1)
                 #expect(plans[0].contains("USING INDEX \(index) (library=? AND (") && plans[0].contains(comparison),
@@ -316,8 +321,7 @@ struct PagingTests {
     func stretchesOfAValueOrderSeekTheirIndex(_ sort: AlbumSort) throws {
         let fixture = Self.fixture
         let (low, high) = (fixture.library[fixture.library.count / 3], fixture.library[fixture.library.count / 2])
-        let index = ["title": "albums_by_title_sort", "artist": "albums_by_artist_sort", "year": "albums_by_year",
-                     "createdAt": "albums_by_created"][sort.field.rawValue]!
+        let index = Self.sortIndex[sort.field]!
         for (name, filter) in [("none", AlbumFilter.all), ("genre", AlbumFilter(genre: "rock"))] {
             for range in [SortRange(after: SortKey.of(low, for: sort.field, articles: .standard)), SortRange(before: SortKey.of(high, for: sort.field, articles: .standard)),
                           SortRange(after: SortKey.of(low, for: sort.field, articles: .standard), before: SortKey.of(high, for: sort.field, articles: .standard))]
@@ -440,7 +444,7 @@ struct PagingTests {
     }
 }
 
-/// The reference order, by the rules of the reader protocol: titles and artists by their UTF-8
+/// The reference order, by the rules of the reader protocol: titles, artists and genres by their UTF-8
 /// bytes with ASCII letters folded to lower case, years with a missing year as 0, creation
 /// times in milliseconds; ties by album id bytes; descending reverses both.
 enum Reference {
@@ -467,6 +471,7 @@ enum Reference {
         switch field {
         case .title: return Array(SortText.key(album.title).utf8)
         case .artist: return Array(SortText.artistKey(album.artist, ignoring: .standard).utf8)
+        case .genre: return Array(SortText.key(album.genre).utf8)
         case .year: return integer(Int64(album.year ?? 0))
         case .createdAt: return integer(ReferenceMilliseconds.of(album.createdAt))
         case .position, .relevance: return []

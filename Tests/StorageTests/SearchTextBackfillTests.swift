@@ -1,4 +1,5 @@
 import AlbumStoreContract
+import BlueLibraryAPI
 import Foundation
 import HTTPTestSupport
 import Library
@@ -44,5 +45,35 @@ struct SearchTextBackfillTests {
         // The search index holds every filled row (the counts above came through it).
         #expect(try store.checkConsistency(.default).albumCount == count)
         #expect(try store.database.write { db in try SearchTextBackfill.fillBatch(db, after: 0).filled } == 0, "nothing left")
+    }
+
+    /// A database of v11 (before the genre sort) sorts by genre once a store has opened it:
+    /// v12 empties the search text, and the store fills it with every sort key again.
+    @Test func aStoreFillsTheGenreKeysOfAlbumsFromBeforeTheGenreSort() throws {
+        let path = try TemporaryDirectory.create() + "/v11.sqlite"
+        let genres = ["rock", "Ambient", "Électro", "jazz", "ROCK", "Blues"]
+        do {
+            let connection = try Connection(path: path)
+            try Schema.migrator(first: 11).migrate(connection)
+            try connection.run("INSERT INTO buckets (library, ord, id, size) VALUES (1, 0, 1, ?1)", [.integer(Int64(genres.count))])
+            try connection.run("UPDATE libraries SET album_count = ?1, version = 1 WHERE id = 1", [.integer(Int64(genres.count))])
+            for (n, genre) in genres.enumerated() {
+                try connection.run("""
+                    INSERT INTO albums (library, album_id, bucket, pos, title, artist, genre, created_at, updated_at,
+                        search_text, title_sort, artist_sort)
+                    VALUES (1, ?1, 1, ?2, ?3, 'Artist', ?4, 1700000000000, 1700000000000, ?5, ?6, 'artist')
+                    """, [.text(AlbumStoreContract.id(UInt64(n + 1)).rawValue), .integer(Int64(n) * 1024),
+                          .text("Title \(n)"), .text(genre),
+                          .text(SearchText.document(title: "Title \(n)", artist: "Artist", genre: genre)), .text("title \(n)")])
+            }
+        }
+        let store = try SQLiteAlbumStore(path: path)
+        let sorted = try store.read(.default) { try $0.albums(matching: .all, sort: AlbumSort(.genre), from: .start, limit: 10) } ?? []
+        #expect(sorted.map(\.genre) == ["Ambient", "Blues", "Électro", "jazz", "rock", "ROCK"], "folded as the title sort folds, ties by id")
+        let unfilled = try store.database.read { db in
+            try db.value("SELECT count(*) FROM albums WHERE genre_sort IS NULL OR search_text IS NULL", as: Int.self)
+        }
+        #expect(unfilled == 0)
+        #expect(try store.checkConsistency(.default).albumCount == genres.count)
     }
 }

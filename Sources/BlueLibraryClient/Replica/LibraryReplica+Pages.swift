@@ -100,6 +100,7 @@ extension LibraryReplica {
         // Sort keys compare byte by byte (the server's stored keys, SQLite's BINARY collation).
         case .title: return ordered { Bytes(SortText.key($0.title)) }
         case .artist: return ordered { Bytes(SortText.artistKey($0.artist, ignoring: .standard)) }
+        case .genre: return ordered { Bytes(SortText.key($0.genre)) }
         case .year: return ordered { $0.year ?? 0 }
         case .createdAt: return ordered { $0.createdDate ?? .distantPast }
         case .relevance:

@@ -8,6 +8,8 @@ public struct AlbumSort: Sendable, Hashable, CustomStringConvertible {
         case position
         case title
         case artist
+        /// By the genre's sort key (`SortText.key`, as the title's).
+        case genre
         case year
         case createdAt
         /// How well each album matches the search (`SearchQuery.rank`), best first: the default

@@ -216,7 +216,7 @@ public struct WalkException: Sendable, Hashable {
     }
 }
 
-/// The value an album has in a sort's field (title/artist: the text's sort key, `SortText`;
+/// The value an album has in a sort's field (title/artist/genre: the text's sort key, `SortText`;
 /// year, createdAt: integer, albums without a year as 0).
 public enum SortValue: Sendable, Hashable {
     case text(String)
@@ -231,6 +231,7 @@ public enum SortValue: Sendable, Hashable {
         case .relevance: .integer(Int64(search?.rank(album) ?? 0))
         case .title: .text(SortText.key(album.title))
         case .artist: .text(SortText.artistKey(album.artist, ignoring: articles))
+        case .genre: .text(SortText.key(album.genre))
         case .year: .integer(Int64(album.year ?? 0))
         case .createdAt: .integer(Timestamp.milliseconds(album.createdAt))
         }

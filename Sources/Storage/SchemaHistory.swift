@@ -496,13 +496,14 @@ enum SchemaHistory {
     // MARK: v12
 
     /// The genre sort: its key (`SortText.key` of the genre, as the title's) stored with every
-    /// row (`genre_sort`) and `albums_by_genre_sort` over it. The keys are made in Swift, so
-    /// the migration empties `search_text` and `SearchTextBackfill` fills it and every sort key
-    /// (the genre's now too) at the first start, as after v9 (about a second per 100,000
-    /// albums; the search index's entries are made again with the text).
+    /// row (`genre_sort`) and `albums_by_genre_sort` over it. The keys are made in Swift: rows
+    /// from before have none until a store opening the database fills them in
+    /// (`SearchTextBackfill.genreKey`), found through the partial index
+    /// `albums_without_genre_sort`, which holds just those rows.
     private static let v12: [SchemaStep] = [
         .addColumn(table: "albums", Column.text("genre_sort")),
         .createIndex(genreSortIndex),
-        .statement("UPDATE albums SET search_text = NULL;"),
+        .createIndex(IndexDefinition(
+            name: "albums_without_genre_sort", table: "albums", columns: [.plain("row")], condition: "genre_sort IS NULL")),
     ]
 }

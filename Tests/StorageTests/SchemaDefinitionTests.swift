@@ -26,7 +26,7 @@ struct SchemaDefinitionTests {
         "v9-sort-keys-and-relevance": "8a27f4717e3d5a76",
         "v10-search-positions": "e982471e338a9db5",
         "v11-access-keys": "a78da1a0340c4b33",
-        "v12-genre-sort": "63d809a5e78bd25c",
+        "v12-genre-sort": "97c5d71f637133fd",
     ]
 
     /// The same for PostgreSQL's migrations (`PostgresSchema.migrations`).
@@ -36,7 +36,7 @@ struct SchemaDefinitionTests {
         "v9-sort-keys-and-relevance": "f435c29ee9c2f18d",
         "v10-search-positions": "cbf29ce484222325",
         "v11-access-keys": "b759cacc104c5564",
-        "v12-genre-sort": "faed3947de2f9f61",
+        "v12-genre-sort": "1388acce3d8d4cd2",
     ]
 
     static func sum(_ text: String) -> String { FNV1a.hex(FNV1a.hash(Array(text.utf8))) }

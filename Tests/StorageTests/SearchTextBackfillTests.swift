@@ -44,11 +44,12 @@ struct SearchTextBackfillTests {
         #expect(unfilled == 0)
         // The search index holds every filled row (the counts above came through it).
         #expect(try store.checkConsistency(.default).albumCount == count)
-        #expect(try store.database.write { db in try SearchTextBackfill.fillBatch(db, after: 0).filled } == 0, "nothing left")
+        #expect(try store.database.write { db in try SearchTextBackfill.fillBatch(.searchText, db, after: 0).filled } == 0, "nothing left")
     }
 
-    /// A database of v11 (before the genre sort) sorts by genre once a store has opened it:
-    /// v12 empties the search text, and the store fills it with every sort key again.
+    /// A database of v11 (before the genre sort) sorts by genre once a store has opened it: the
+    /// store fills every album's genre key, and leaves its search text (and the search index)
+    /// as they were.
     @Test func aStoreFillsTheGenreKeysOfAlbumsFromBeforeTheGenreSort() throws {
         let path = try TemporaryDirectory.create() + "/v11.sqlite"
         let genres = ["rock", "Ambient", "Électro", "jazz", "ROCK", "Blues"]
@@ -75,5 +76,7 @@ struct SearchTextBackfillTests {
         }
         #expect(unfilled == 0)
         #expect(try store.checkConsistency(.default).albumCount == genres.count)
+        #expect(try store.read(.default) { try $0.count(matching: AlbumFilter(text: "electro")) } == 1)
+        #expect(try store.database.write { db in try SearchTextBackfill.fillBatch(.genreKey, db, after: 0).filled } == 0, "nothing left")
     }
 }

@@ -11,10 +11,11 @@ server stored them. Then, N times, into a fresh database WORK_DIR/reference.db:
   - the albums and buckets tables and the albums_by_position index are created from the
     server's own `CREATE` statements (sqlite_master), so the schema is the server's;
   - timed: BEGIN; every album row inserted with one prepared INSERT (executemany, the same
-    fourteen values the server binds per row, the search text and sort keys read from the
-    server's rows), the bucket rows likewise; the five indexes the server rebuilds after an
+    fifteen values the server binds per row, the search text and sort keys read from the
+    server's rows), the bucket rows likewise; the six indexes the server rebuilds after an
     import created from the server's own statements (albums_by_title_sort,
-    albums_by_artist_sort, albums_by_year, albums_by_created, albums_by_album_id) and the
+    albums_by_artist_sort, albums_by_genre_sort, albums_by_year, albums_by_created,
+    albums_by_album_id) and the
     search index (FTS5 `albums_search` over the view `albums_search_content`, both created as
     the server's, with the server's settings, filled with one 'rebuild' and merged into one
     segment with 'optimize', as the server does); COMMIT.
@@ -32,13 +33,14 @@ import statistics
 import sys
 import time
 
-INDEXES = ["albums_by_title_sort", "albums_by_artist_sort", "albums_by_year", "albums_by_created", "albums_by_album_id"]
+INDEXES = ["albums_by_title_sort", "albums_by_artist_sort", "albums_by_genre_sort", "albums_by_year", "albums_by_created",
+           "albums_by_album_id"]
 COLUMNS = ("library, bucket, pos, album_id, title, artist, genre, year, cover_url, created_at, updated_at, "
-           "search_text, title_sort, artist_sort")
+           "search_text, title_sort, artist_sort, genre_sort")
 
 
 def schema(src):
-    """The server's CREATE statements: tables first, then the position index, then the five."""
+    """The server's CREATE statements: tables first, then the position index, then the six."""
     def sql(name):
         row = src.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
         if row is None:

@@ -5,10 +5,11 @@
                                       [--batch 64] [--seconds S]
 
 TEMPLATE_DB is a database the server created (its whole schema: the albums table with its
-UNIQUE (library, album_id), the position index, the four sort indexes and the album-id index).
+UNIQUE (library, album_id), the position index, the five sort indexes and the album-id index).
 It is copied to WORK_DIR and rows are inserted into its albums table, as an append of the
 server does (library 1, bucket 1, increasing positions, a fresh 26-character id, title, artist,
-genre, year, created/updated), in transactions of --batch rows (BEGIN IMMEDIATE ... COMMIT),
+genre, year, created/updated, the genre's sort key; the other keys and the search text are
+left NULL), in transactions of --batch rows (BEGIN IMMEDIATE ... COMMIT),
 WAL mode with the given synchronous setting and SQLite's default auto-checkpoint, for --seconds
 seconds. Nothing else: no bucket counts, no version, no change feed, no undo, no HTTP; that is
 the server's own work on top.
@@ -40,11 +41,11 @@ class Rows:
     def batch(self, start, count):
         pool, now, prefix = self.pool, self.now, self.prefix
         return [(1, "%s%016d" % (prefix, n), 1, (n + 1) << 20, pool[n & 4095][0], pool[n & 4095][1], "Rock",
-                 1960 + n % 60, None, now, now) for n in range(start, start + count)]
+                 1960 + n % 60, None, now, now, "rock") for n in range(start, start + count)]
 
 
 INSERT = ("INSERT INTO albums (library, album_id, bucket, pos, title, artist, genre, year, cover_url, "
-          "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+          "created_at, updated_at, genre_sort) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 def open_copy(template, path, synchronous, autocheckpoint=True):

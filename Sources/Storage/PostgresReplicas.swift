@@ -36,6 +36,7 @@ public final class PostgresReplicas: Sendable {
         let pool: PostgresPool
         fileprivate let state = Mutex(State())
         fileprivate let readCount = Atomic<Int>(0)
+        fileprivate let measurementCount = Atomic<Int>(0)
 
         fileprivate struct State {
             /// nil until the monitor has measured it.
@@ -50,6 +51,9 @@ public final class PostgresReplicas: Sendable {
 
         /// Reads this replica served.
         public var reads: Int { readCount.load(ordering: .relaxed) }
+
+        /// How often the monitor has measured its lag.
+        var measurements: Int { measurementCount.load(ordering: .relaxed) }
 
         /// The lag the monitor last measured (nil: not measured yet, or the replica does not answer).
         public var lag: Duration? { state.withLock { $0.lag } }
@@ -78,7 +82,8 @@ public final class PostgresReplicas: Sendable {
     private let waitCount = Atomic<Int>(0)
     private let fallbackCount = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
-    private let stopping = DispatchSemaphore(value: 0)
+    /// What ends each monitor thread (signalled once by `close()`).
+    private let monitorStops = Mutex<[DispatchSemaphore]>([])
     /// The primary's position over the last minute, oldest first (the monitor's samples).
     private let samples = Mutex<[(at: ContinuousClock.Instant, position: UInt64)]>([])
 
@@ -101,13 +106,24 @@ public final class PostgresReplicas: Sendable {
             pool.longestReconnectDelay = primary.configuration.longestReconnectDelay
             return Replica(name: "replica-\(index)", pool: PostgresPool(pool))
         }
-        // On the monitor's thread from its first look (an unreachable replica would hold up the
-        // start for its connect timeout); weakly: replicas that are not closed (a test's) end
-        // their monitor when they go.
-        startThread(named: "bl-replica-lag") { [weak self, stopping, interval = configuration.monitorInterval] in
+        // One thread samples the primary, one per replica measures it, each from its first look
+        // on (an unreachable replica would hold up the start for its connect timeout), so a
+        // replica that stops answering delays no other's measurement; weakly: replicas that are
+        // not closed (a test's) end their monitor when they go.
+        monitor(named: "bl-replica-lag") { $0.samplePrimary() }
+        for index in replicas.indices {
+            monitor(named: "bl-replica-\(index)") { $0.measure($0.replicas[index]) }
+        }
+    }
+
+    /// Runs `look` on a thread of its own every monitor interval until `close()`.
+    private func monitor(named name: String, _ look: @escaping @Sendable (PostgresReplicas) -> Void) {
+        let stopping = DispatchSemaphore(value: 0)
+        monitorStops.withLock { $0.append(stopping) }
+        startThread(named: name) { [weak self, interval = configuration.monitorInterval] in
             repeat {
                 guard let self else { return }
-                measure()
+                look(self)
             } while stopping.wait(timeout: .now(plus: interval)) == .timedOut
         }
     }
@@ -115,7 +131,7 @@ public final class PostgresReplicas: Sendable {
     /// Stops the monitor and closes the replicas' idle connections.
     public func close() {
         guard stopped.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
-        stopping.signal()
+        for stopping in monitorStops.withLock({ $0 }) { stopping.signal() }
         for replica in replicas { replica.pool.closeIdleConnections() }
     }
 
@@ -223,30 +239,31 @@ public final class PostgresReplicas: Sendable {
 
     // MARK: - Lag
 
-    /// One look of the monitor: the primary's position, then each replica's replayed one; a
-    /// replica's lag is the time since the primary first went past it (0 when it has caught up).
-    private func measure() {
+    /// The primary's position now, kept for a minute (what a replica's lag is measured against).
+    private func samplePrimary() {
         let now = ContinuousClock.now
-        if let position = try? primary.withConnection({ try Self.position($0) }) {
-            samples.withLock { samples in
-                samples.append((now, position))
-                samples.removeAll { now - $0.at > .seconds(60) }
-            }
+        guard let position = try? primary.withConnection({ try Self.position($0) }) else { return }
+        samples.withLock { samples in
+            samples.append((now, position))
+            samples.removeAll { now - $0.at > .seconds(60) }
         }
-        let history = samples.withLock { $0 }
-        for replica in replicas {
-            if let until = replica.state.withLock({ $0.restingUntil }), until > now { continue }
-            do {
-                let replayed = try replica.pool.withConnection { try Self.position($0) }
-                let behindSince = history.first { $0.position > replayed }?.at
-                replica.state.withLock { state in
-                    state.lag = behindSince.map { now - $0 } ?? .zero
-                    state.restingUntil = nil
-                }
-            } catch {
-                replica.rest(for: configuration.restAfterFailure)
+    }
+
+    /// One look at `replica`: its replayed position; its lag is the time since the primary
+    /// first went past it (0 when it has caught up).
+    private func measure(_ replica: Replica) {
+        let now = ContinuousClock.now
+        if let until = replica.state.withLock({ $0.restingUntil }), until > now { return }
+        do {
+            let replayed = try replica.pool.withConnection { try Self.position($0) }
+            let behindSince = samples.withLock { samples in samples.first { $0.position > replayed }?.at }
+            replica.state.withLock { state in
+                state.lag = behindSince.map { ContinuousClock.now - $0 } ?? .zero
+                state.restingUntil = nil
             }
+            replica.measurementCount.wrappingAdd(1, ordering: .relaxed)
+        } catch {
+            replica.rest(for: configuration.restAfterFailure)
         }
     }
 }
-

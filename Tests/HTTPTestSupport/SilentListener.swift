@@ -1,0 +1,74 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// A TCP listener on loopback that accepts every connection and never says a word: a server that
+/// stopped answering (a stalled database, a network partition) as a client sees it. It counts
+/// the connections it accepted and those their client then closed (it reads until the end).
+public final class SilentListener: Sendable {
+    public let port: Int
+    private let listener: Int32
+    private let counts = Mutex((accepted: 0, closedByClient: 0, open: [Int32]()))
+
+    public init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, bound == 0, Glibc.listen(fd, 16) == 0 else {
+            if fd >= 0 { Glibc.close(fd) }
+            throw RawHTTPClient.ClientError(description: "SilentListener cannot listen: errno \(errno)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    /// Connections accepted so far.
+    public var accepted: Int { counts.withLock { $0.accepted } }
+    /// Accepted connections their client has closed.
+    public var closedByClient: Int { counts.withLock { $0.closedByClient } }
+
+    /// Stops listening and closes the connections still open.
+    public func close() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        for fd in counts.withLock({ $0.open }) { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    deinit {
+        close()
+        Glibc.close(listener)
+    }
+
+    private func acceptLoop() {
+        while true {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else { return }
+            counts.withLock {
+                $0.accepted += 1
+                $0.open.append(fd)
+            }
+            Thread.detachNewThread { [self] in drain(fd) }
+        }
+    }
+
+    /// Reads (and ignores) what the client sends until it closes.
+    private func drain(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
+        counts.withLock {
+            $0.closedByClient += 1
+            $0.open.removeAll { $0 == fd }
+        }
+        Glibc.close(fd)
+    }
+}

@@ -3,7 +3,8 @@
 // which key is in use and what it may do; the changes it may not make are hidden.
 
 import { Access } from './access.js';
-import { Api, Problem, seg } from './api.js';
+import { Problem, seg } from './api.js';
+import { api, connect, first } from './first.js';
 import { AlbumList, Source, libraryPrefix } from './model.js';
 import { EventStream } from './events.js';
 import { CoverScroller, showCover } from './covers.js';
@@ -39,10 +40,8 @@ function clientId() {
 }
 
 const app = {
-  api: new Api({
-    askToken: (problem) => askToken(problem, { current: app.access.key ? app.access.describe() : '' }),
-    onToken: () => refreshAccess(),
-  }),
+  /** The API client (first.js made it, to ask for the first page before this module ran). */
+  api,
   /** What the key in this tab may do (GET /keys/self). */
   access: new Access(),
   client: clientId(),
@@ -123,7 +122,7 @@ async function librariesChanged(deleted, view) {
  * Shows `source` with its own event stream. Each call supersedes the one before: a call whose
  * awaits end after a later call started does nothing more (it neither selects nor starts a stream).
  */
-async function open(source) {
+async function open(source, early = null) {
   const generation = ++app.opening;
   const current = () => generation === app.opening;
   app.stream?.stop();
@@ -131,16 +130,18 @@ async function open(source) {
   // No stream for this source yet: the indicator says so until its own stream is live.
   ui.live.textContent = 'connecting…';
   document.documentElement.dataset.live = 'connecting';
-  app.selected = null;
-  clearBanner();
-  const list = new AlbumList(app.api, source);
-  list.query = searchQuery();
-  list.sort = app.sort;
-  app.list = list;
-  list.addEventListener('change', () => { if (app.list === list) render(); });
-  app.scroller.render(null);
-  app.scroller.home();
-  await list.load();
+  // The list whose first page start() asked for before anything else (it may be on screen already).
+  let list = early?.list;
+  if (list) {
+    list.source.libraries = source.libraries;
+  } else {
+    app.selected = null;
+    clearBanner();
+    list = newList(source);
+    app.scroller.render(null);
+    app.scroller.home();
+  }
+  await (early?.loading || list.load());
   if (!current()) return;
   await restoreSelection();
   if (!current()) return;
@@ -159,6 +160,21 @@ async function open(source) {
   if (!source.isView && list.version >= 0) stream.lastEventId = String(list.version);
   stream.start();
   refreshUndo();
+}
+
+/**
+ * An AlbumList of `source` with the search box's query and the order chosen, or `list` (the
+ * one first.js started): the list shown, rendered on each change.
+ */
+function newList(source, list = null) {
+  if (!list) {
+    list = new AlbumList(app.api, source);
+    list.query = searchQuery();
+    list.sort = app.sort;
+  }
+  app.list = list;
+  list.addEventListener('change', () => { if (app.list === list) render(); });
+  return list;
 }
 
 const STATE_TEXT = { loading: 'loading…', loaded: 'loaded', outdated: 'outdated', failed: 'failed' };
@@ -1026,8 +1042,19 @@ async function changeKey() {
 // ---- Start ---------------------------------------------------------------------------------
 
 async function start() {
+  performance.mark('main.js starts');
   app.scroller = new CoverScroller(ui.covers, app.api, (limit) => app.list?.more(limit));
   app.table = new AlbumTable(ui.grid, { onSelect: (id, event) => choose(id, clickMode(event)), onSort: sortBy });
+  connect({
+    askToken: (problem) => askToken(problem, { current: app.access.key ? app.access.describe() : '' }),
+    onToken: () => refreshAccess(),
+  });
+  // The first page of the source shown last was asked for by first.js before this module ran;
+  // it is shown as soon as it is here (now, if it already is), while the key's rights and the
+  // switcher's libraries and views are read (in parallel): not four answers one after another.
+  const wanted = first.list.source;
+  const list = newList(wanted, first.list);
+  if (list.state !== 'loading') render();
   ui.covers.addEventListener('keydown', onKey);
   ui.grid.addEventListener('keydown', onKey);
   wireDragAndDrop(ui.covers, '[role=option]', false);
@@ -1088,9 +1115,13 @@ async function start() {
     const { views } = await loadSources();
     if (generation === app.opening) open(chosenSource(views));
   });
-  await refreshAccess();
+  const access = refreshAccess();
   const { views } = await loadSources();
-  await open(chosenSource(views));
+  const source = chosenSource(views);
+  // The source saved is gone (a library deleted meanwhile): the early list gives way to default.
+  if (source.key === wanted.key) await open(source, first);
+  else await open(source);
+  await access;
 }
 
 start();

@@ -253,7 +253,7 @@ function markSelection() {
 
 /** The albums selected together, in the list's order. */
 function chosenItems() {
-  return app.list.items.filter((item) => app.chosen.has(item.id));
+  return app.list.loadedItems().filter((item) => app.chosen.has(item.id));
 }
 
 /**
@@ -268,7 +268,7 @@ function choose(id, mode = 'one') {
     const from = list.indexOf(app.anchor ?? app.selected);
     const to = list.indexOf(id);
     if (from < 0 || to < 0) return select(id);
-    app.chosen = new Set(list.items.slice(Math.min(from, to), Math.max(from, to) + 1).map((item) => item.id));
+    app.chosen = new Set(list.range(from, to).map((item) => item.id));
     select(id, { keep: true });
   } else if (mode === 'toggle') {
     app.anchor = id;
@@ -288,7 +288,14 @@ function choose(id, mode = 'one') {
 
 function selectedItem() {
   const at = app.list.indexOf(app.selected);
-  return at >= 0 ? app.list.items[at] : null;
+  return at >= 0 ? app.list.at(at) : null;
+}
+
+/** The album at `index`, or the loaded one nearest before it (after a deletion): null when none is. */
+function itemNear(index) {
+  const list = app.list;
+  const at = Math.min(Math.max(index, 0), list.lastIndex);
+  return at < 0 ? null : (list.at(at) ?? list.nearest(at, 0) ?? null);
 }
 
 function select(id, { save = true, keep = false } = {}) {
@@ -309,8 +316,9 @@ function select(id, { save = true, keep = false } = {}) {
   showTable(item);
   if (save && item) saveState(item);
   if (item && app.list.source.isView && app.list.libraryOf(item) !== app.undoLibrary) refreshUndo();
-  // Near the end of what is loaded: load the next page before it is reached.
-  if (app.list.indexOf(id) >= app.list.items.length - 5) app.list.more();
+  // Near the end of the loaded prefix: load the next page before it is reached.
+  const index = app.list.indexOf(id);
+  if (index < app.list.items.length && index >= app.list.items.length - 5) app.list.more();
 }
 
 /**
@@ -420,8 +428,7 @@ async function onEvent(type, data) {
   }
   if (type.startsWith('library.')) app.scroller.retryFailed();
   if (app.selected && app.list.indexOf(app.selected) < 0) {
-    const items = app.list.items;
-    app.selected = items.length ? items[Math.min(Math.max(before, 0), items.length - 1)].id : null;
+    app.selected = itemNear(before)?.id ?? null;
     showTable(selectedItem());
   }
   render();
@@ -482,10 +489,10 @@ async function deleteSelected() {
     if (error.status !== 404) return report(error, `Deleting “${item.title}”`);
   }
   app.list.remove(item.id);
-  const items = app.list.items;
   app.selected = null;
   render();
-  if (items.length) select(items[Math.min(at, items.length - 1)].id);
+  const next = itemNear(at);
+  if (next) select(next.id);
   announce(`Deleted “${item.title}”.`);
   refreshUndo();
   listFocus().focus();
@@ -528,8 +535,8 @@ function afterBatch(items) {
   app.selected = null;
   app.chosen = new Set();
   render();
-  const left = app.list.items;
-  if (left.length) select(left[Math.min(Math.max(at, 0), left.length - 1)].id);
+  const next = itemNear(at);
+  if (next) select(next.id);
   refreshUndo();
   listFocus().focus();
 }
@@ -696,7 +703,7 @@ function closeEdit({ focus = true } = {}) {
 /** An album the server answered (after an edit): in the list where it was, and on screen. */
 function showEdited(album, library) {
   const at = app.list.indexOf(album.id);
-  if (at >= 0) app.list.items[at] = app.list.source.isView ? { ...album, library } : album;
+  if (at >= 0) app.list.set(at, app.list.source.isView ? { ...album, library } : album);
   render();
   showTable(selectedItem());
 }
@@ -776,7 +783,7 @@ function moveSelected(step) {
   if (!item || app.moving || !app.access.mayWrite(sourceLibraries())) return;
   if (!app.list.inLibraryOrder) { announce(NOT_HERE); return; }
   const to = app.list.indexOf(item.id) + step;
-  if (to >= 0 && to < app.list.items.length) moveAlbum(item, to);
+  if (to >= 0 && to <= app.list.lastIndex) moveAlbum(item, to);
 }
 
 /** `POST /albums/{id}/move` to `to`; the album stays (or becomes) the selected one. */
@@ -847,7 +854,7 @@ function wireDragAndDrop(container, selector, vertical) {
     // `to` is where the album ends up: after it leaves its place, those behind it move up one.
     let to = target.after ? at + 1 : at;
     if (to > from) to -= 1;
-    if (from >= 0 && at >= 0 && to !== from) moveAlbum(app.list.items[from], to);
+    if (from >= 0 && at >= 0 && to !== from) moveAlbum(app.list.at(from), to);
   });
   container.addEventListener('dragend', () => { dragged = null; clear(); });
 }
@@ -929,8 +936,8 @@ async function runSearch() {
 const MOVE_KEYS = { ArrowLeft: -1, ArrowUp: -1, ArrowRight: 1, ArrowDown: 1 };
 
 function onKey(event) {
-  const items = app.list?.items || [];
-  if (!items.length || event.target.closest('button')) return;
+  const list = app.list;
+  if (!list?.items.length || event.target.closest('button')) return;
   if (event.altKey && MOVE_KEYS[event.key]) {
     // Also keeps the browser from taking Alt+Left as "back".
     event.preventDefault();
@@ -940,14 +947,17 @@ function onKey(event) {
   if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 'a' && !app.list.source.isView) {
     // Every album loaded.
     event.preventDefault();
+    const items = list.loadedItems();
     app.anchor = items[0].id;
     choose(items[items.length - 1].id, 'range');
     return;
   }
-  const at = Math.max(0, app.list.indexOf(app.selected));
+  const at = Math.max(0, list.indexOf(app.selected));
   const page = app.layout === 'list' ? app.table.pageRows : 5;
+  // End: the last album loaded (the island's, when one was read far beyond the prefix).
+  const end = list.island ? list.island.start + list.island.items.length - 1 : list.items.length - 1;
   const target = {
-    ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: items.length - 1,
+    ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: end,
     PageDown: at + page, PageUp: at - page,
   }[event.key];
   if (event.key === 'F2') {
@@ -962,7 +972,10 @@ function onKey(event) {
   }
   if (target === undefined) return;
   event.preventDefault();
-  const id = items[Math.min(Math.max(target, 0), items.length - 1)].id;
+  // A row not loaded yet (past the island's end): the nearest loaded on the way; its page is
+  // asked for as the view reaches it.
+  const index = Math.min(Math.max(target, 0), list.lastIndex);
+  const id = (list.at(index) ?? list.nearest(index, at)).id;
   if (event.shiftKey) choose(id, 'range'); else select(id);
 }
 
@@ -1043,7 +1056,14 @@ async function changeKey() {
 
 async function start() {
   performance.mark('main.js starts');
-  app.scroller = new CoverScroller(ui.covers, app.api, (limit) => app.list?.more(limit));
+  // Covers in view not loaded: just past the prefix its next page (500 at a time when a little
+  // further), far beyond it a page read by offset around them (AlbumList.need).
+  app.scroller = new CoverScroller(ui.covers, app.api, (first, last) => {
+    const list = app.list;
+    if (!list) return;
+    if (last < list.items.length) list.more();
+    else list.need(first, last, last >= list.items.length + 10 ? 500 : list.pageSize);
+  });
   app.table = new AlbumTable(ui.grid, { onSelect: (id, event) => choose(id, clickMode(event)), onSort: sortBy });
   connect({
     askToken: (problem) => askToken(problem, { current: app.access.key ? app.access.describe() : '' }),

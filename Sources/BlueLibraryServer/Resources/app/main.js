@@ -68,6 +68,13 @@ const app = {
   moving: false,
   /** The album being edited: `{id, library, album, etag}` (the ETag its fields were read at), or null. */
   editing: null,
+  /** The index Ctrl+Home or Ctrl+End went to while its album was not loaded yet, or null. */
+  goingTo: null,
+  /**
+   * The selected album when it was selected beyond the loaded prefix (read by offset):
+   * `{item, index}`. It stays selected when a jump elsewhere replaces the rows around it.
+   */
+  farSelected: null,
   /** Counts open() calls (and switches): a superseded one stops where it is. */
   opening: 0,
 };
@@ -173,6 +180,8 @@ function newList(source, list = null) {
     list.sort = app.sort;
   }
   app.list = list;
+  app.goingTo = null;
+  app.farSelected = null;
   list.addEventListener('change', () => { if (app.list === list) render(); });
   return list;
 }
@@ -195,12 +204,14 @@ function render() {
   } else if (list.state === 'failed') {
     announce(`The albums could not be loaded: ${list.reason}`, { kind: 'error', action: { label: 'Try again', run: () => reload() } });
   }
-  if (app.selected && list.indexOf(app.selected) < 0) app.selected = null;
+  if (app.selected && list.indexOf(app.selected) < 0 && app.farSelected?.item.id !== app.selected) app.selected = null;
   if (!app.selected && list.items.length && list.state !== 'loading') select(list.items[0].id, { save: false });
   markSelection();
   if (!list.items.length && list.state === 'loaded') showTable(null);
   showResults(list);
   applyAccess();
+  // Ctrl+End's album, now that its page came.
+  if (app.goingTo != null && list.at(app.goingTo)) select(list.at(app.goingTo).id);
 }
 
 /**
@@ -227,6 +238,7 @@ function showResults(list) {
 
 async function reload() {
   clearBanner();
+  app.farSelected = null;
   const keep = app.selected;
   await app.list.load();
   if (keep && app.list.indexOf(keep) >= 0) app.selected = keep;
@@ -288,7 +300,15 @@ function choose(id, mode = 'one') {
 
 function selectedItem() {
   const at = app.list.indexOf(app.selected);
-  return at >= 0 ? app.list.at(at) : null;
+  if (at >= 0) return app.list.at(at);
+  return app.farSelected?.item.id === app.selected ? app.farSelected.item : null;
+}
+
+/** Where the selected album is: its index, also when it is far and no longer loaded; -1 when none. */
+function selectedIndex() {
+  const at = app.list.indexOf(app.selected);
+  if (at >= 0 || !app.selected) return at;
+  return app.farSelected?.item.id === app.selected ? app.farSelected.index : -1;
 }
 
 /** The album at `index`, or the loaded one nearest before it (after a deletion): null when none is. */
@@ -299,8 +319,11 @@ function itemNear(index) {
 }
 
 function select(id, { save = true, keep = false } = {}) {
+  app.goingTo = null;
   const changed = app.selected !== id;
   app.selected = id;
+  const where = app.list.indexOf(id);
+  if (where >= 0) app.farSelected = where >= app.list.items.length ? { item: app.list.at(where), index: where } : null;
   // A plain selection (a click, an arrow) is one album again, and the anchor of the next range.
   if (!keep) {
     app.chosen = new Set(id ? [id] : []);
@@ -427,7 +450,8 @@ async function onEvent(type, data) {
     return;
   }
   if (type.startsWith('library.')) app.scroller.retryFailed();
-  if (app.selected && app.list.indexOf(app.selected) < 0) {
+  // The selected album went (a far one no longer loaded is not known to have gone: it stays).
+  if (app.selected && before >= 0 && app.list.indexOf(app.selected) < 0) {
     app.selected = itemNear(before)?.id ?? null;
     showTable(selectedItem());
   }
@@ -890,6 +914,8 @@ async function sortBy(sort) {
   const list = app.list;
   if (!list) return;
   app.sort = sort;
+  app.goingTo = null;
+  app.farSelected = null;
   clearBanner();
   const keep = app.selected;
   ui.grid.scrollTop = 0;
@@ -924,6 +950,8 @@ async function runSearch() {
   const query = searchQuery();
   const list = app.list;
   if (!list || list.query === query) return;
+  app.goingTo = null;
+  app.farSelected = null;
   clearBanner();
   app.selected = null;
   app.scroller.render(null);
@@ -952,7 +980,13 @@ function onKey(event) {
     choose(items[items.length - 1].id, 'range');
     return;
   }
-  const at = Math.max(0, list.indexOf(app.selected));
+  if ((event.ctrlKey || event.metaKey) && (event.key === 'Home' || event.key === 'End')) {
+    // The very first or last album, loaded or not (far away, it is read by offset).
+    event.preventDefault();
+    goTo(event.key === 'Home' ? 0 : list.lastIndex);
+    return;
+  }
+  const at = Math.max(0, selectedIndex());
   const page = app.layout === 'list' ? app.table.pageRows : 5;
   // End: the last album loaded (the island's, when one was read far beyond the prefix).
   const end = list.island ? list.island.start + list.island.items.length - 1 : list.items.length - 1;
@@ -975,8 +1009,21 @@ function onKey(event) {
   // A row not loaded yet (past the island's end): the nearest loaded on the way; its page is
   // asked for as the view reaches it.
   const index = Math.min(Math.max(target, 0), list.lastIndex);
-  const id = (list.at(index) ?? list.nearest(index, at)).id;
-  if (event.shiftKey) choose(id, 'range'); else select(id);
+  const item = list.at(index) ?? list.nearest(index, at);
+  // Nothing loaded on the way (the selected album far, its rows replaced meanwhile): go there.
+  if (!item) { goTo(index); return; }
+  if (event.shiftKey) choose(item.id, 'range'); else select(item.id);
+}
+
+/**
+ * Selects the album at `index`. Not loaded yet, its place is shown (which reads its page) and
+ * it is selected once its page is here (render does it).
+ */
+function goTo(index) {
+  const item = app.list.at(index);
+  if (item) { select(item.id); return; }
+  app.goingTo = index;
+  if (app.layout === 'list') app.table.reveal(index); else app.scroller.reveal(index, false);
 }
 
 /** The mouse's modifiers: Shift for a range, Ctrl (Cmd on a Mac) to add or take out one. */

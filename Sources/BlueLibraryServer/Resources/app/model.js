@@ -174,9 +174,13 @@ export class AlbumList extends EventTarget {
         const known = new Set(island.items.map((item) => item.id));
         island.items.push(...items.filter((item) => !known.has(item.id)));
         island.next = page.data.next;
+      } else if (offset + items.length < island.start) {
+        // A server whose page limit is lower answered fewer: these rows do not reach the island's
+        // and become the island instead.
+        this.island = { start: offset, items, next: page.data.next };
       } else {
         const known = new Set(island.items.map((item) => item.id));
-        const before = items.filter((item) => !known.has(item.id));
+        const before = items.slice(0, island.start - offset).filter((item) => !known.has(item.id));
         island.items.unshift(...before);
         island.start -= before.length;
       }

@@ -1146,8 +1146,8 @@ class Run:
         # selects the last album read by offset; the scroll bar put on the 1,000th row shows the
         # server's 1,000th by title. In the library's order, the scroll bar on the 1,500th row:
         # one request by offset (no cursor walk from the start), fewer than 40 rows in the DOM;
-        # scrolling on below walks the island's cursor, above it reads by offset; Ctrl+Home
-        # selects the first album again.
+        # scrolling on below walks the island's cursor, above it reads by offset; an album
+        # deleted or added before them elsewhere; Ctrl+Home selects the first album again.
         self.api("POST", "/libraries", {"id": "far", "name": "Far"}, expect=201)
         with tempfile.TemporaryDirectory() as directory:
             path = os.path.join(directory, "far.json")
@@ -1221,6 +1221,18 @@ class Run:
         expect_row(start - 30)
         if len([url for url in lists() if "offset=" in url]) != 2:
             raise Failure(f"the rows above the island were not read by offset: {lists()}")
+        # Changes before the far rows, made elsewhere: a deletion moves them up one place (merged
+        # live), an album added is not placed (the far rows are read again); either way the
+        # 1,500th row shows what the server has there.
+        self.js("document.getElementById('album-grid').scrollTop = 1499 * 40")
+        self.until(lambda: row_shown(1499), "the 1,500th row is shown again")
+        def row_is_the_servers(index):
+            album = self.api("GET", f"/libraries/far/albums?limit=1&offset={index}", token=False, expect=200)["items"][0]
+            return any(r["index"] == index + 2 and r["cells"][:2] == [album["title"], album["artist"]] for r in self.grid_rows())
+        self.api("DELETE", "/libraries/far/albums/at/0", expect=200)
+        self.until(lambda: row_is_the_servers(1499), "after a deletion before them, the far rows moved up one")
+        self.api("POST", "/libraries/far/albums", {"title": "Added Before", "artist": "Far Away", "index": 0}, expect=201)
+        self.until(lambda: row_is_the_servers(1499), "after an album added before them, the far rows are read again")
         self.focus("album-grid")
         self.key(Keys.CONTROL, Keys.HOME)
         first = self.api("GET", "/libraries/far/albums/at/0", token=False, expect=200)

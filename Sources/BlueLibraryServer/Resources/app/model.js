@@ -58,7 +58,7 @@ export class AlbumList extends EventTarget {
      * cursor on), or null. One at a time: a jump elsewhere replaces it.
      */
     this.island = null;
-    /** The island's request in flight: `{controller, kind}` (`jump`, `after` or `before`), or null. */
+    /** The island's request in flight: `{controller, kind, from}` (`jump`, `after` or `before`; its offset), or null. */
     this.islandRequest = null;
   }
 
@@ -140,7 +140,8 @@ export class AlbumList extends EventTarget {
    * before it as the view moves up. 500 at a time; a jump elsewhere replaces the island.
    */
   need(first, last, size = 500) {
-    if (!this.next || last < this.items.length || this.state === 'loading') return;
+    // A failed read is not asked for again on every render: the banner's Try again reloads.
+    if (!this.next || last < this.items.length || this.state === 'loading' || this.state === 'failed') return;
     if (first <= this.items.length + size / 5 || this.total == null) { this.more(size); return; }
     const island = this.island;
     const end = island ? island.start + island.items.length : 0;

@@ -1627,8 +1627,9 @@ class Run:
         self.js("document.getElementById('show-covers').click()")
         # The dialogs at phone width: nothing wider than the screen.
         for button, dialog, name in (("transfer", "transfer-dialog", "app-phone-transfer.png"), ("manage", "libraries-dialog", "app-phone-views.png")):
-            self.focus(button)
-            self.key(Keys.ENTER)
+            # Typed into the button itself: the dialog closed before gives the focus back to its
+            # own button in its close event, which may come after a focus() of the next button.
+            self.driver.find_element(By.ID, button).send_keys(Keys.ENTER)
             self.until(lambda: self.js(f"return document.getElementById('{dialog}').open"), f"{button} opens its dialog at phone width")
             width = self.js(f"const d = document.getElementById('{dialog}').getBoundingClientRect(); return [d.left, d.right, window.innerWidth]")
             if width[0] < 0 or width[1] > width[2]:

@@ -76,6 +76,6 @@ import Testing
         #expect(!output.contains("FAIL"), "\(output)")
         // Every step reports itself; a step that was skipped would be missing here.
         let steps = output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
-        #expect(steps == 26, "\(output)")
+        #expect(steps == 29, "\(output)")
     }
 }

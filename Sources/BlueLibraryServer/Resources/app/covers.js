@@ -70,7 +70,8 @@ export class CoverScroller {
    * DOM, absolutely placed on a strip as wide as every album would be.
    * @param listbox the `role=listbox` element
    * @param api the Api (covers are fetched with the token, so a read-protected server works)
-   * @param onNeed called with a page size when covers in view are not loaded yet
+   * @param onNeed called with the first and last places drawn when some of them are not loaded
+   *   yet (or the loaded prefix ends near them)
    */
   constructor(listbox, api, onNeed) {
     this.listbox = listbox;
@@ -156,16 +157,15 @@ export class CoverScroller {
     const list = this.list;
     if (!list || this.listbox.hidden) return;
     const count = this.count();
-    const items = list.items;
     this.strip.style.width = `${count * STRIDE}px`;
     const left = this.listbox.scrollLeft;
     const first = Math.max(0, Math.floor(left / STRIDE) - OVERSCAN);
     const last = Math.min(count - 1, Math.ceil((left + this.listbox.clientWidth) / STRIDE) + OVERSCAN);
-    const at = new Map(items.slice(Math.max(0, first - KEEP), last + KEEP + 1).map((item) => [item.id, true]));
+    const at = new Map(list.range(Math.max(0, first - KEEP), last + KEEP).map((item) => [item.id, true]));
     for (const id of [...this.options.keys()]) if (!at.has(id)) this.drop(id);
     const shown = [];
     for (let index = first; index <= last; index += 1) {
-      const item = items[index];
+      const item = list.at(index);
       let option;
       if (!item) {
         option = Object.assign(document.createElement('div'), { className: 'album pending', textContent: '…' });
@@ -195,10 +195,9 @@ export class CoverScroller {
       before = option.nextSibling;
     }
     this.mark(this.selected, this.chosen);
-    // Covers in view that are not loaded: the next page (500 at a time when far beyond what is
-    // loaded), asked for after this task (a draw from a page's own change event comes while that
-    // page still counts as loading).
-    if (last >= items.length - 5 && list.next) setTimeout(() => this.onNeed(last >= items.length + 10 ? 500 : undefined));
+    // Covers in view that are not loaded (or the prefix's end near): their page, asked for after
+    // this task (a draw from a page's own change event comes while that page still counts as loading).
+    if (last >= list.items.length - 5 && list.next) setTimeout(() => this.onNeed(first, last));
   }
 
   /** Back to the first cover at once (smoothly, the covers passed would be drawn, and their pages asked for). */

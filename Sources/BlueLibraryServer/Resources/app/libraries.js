@@ -1,11 +1,21 @@
 // The Libraries and views dialog (admin keys, or a server without the lock): create, rename and
 // delete libraries with POST /libraries, PATCH /libraries/{lib} and DELETE /libraries/{lib}. A
 // 409 on delete (albums in it, views over it) is explained, with a confirm for `?force=true`.
-// Views over libraries: POST /views, PATCH /views/{view} (its name and libraries), DELETE.
+// Views over libraries: POST /views, PATCH /views/{view} (its name, its libraries in the order
+// the user gives them with Up and Down, and its filter), DELETE.
 
 import { Problem, seg } from './api.js';
 
 const $ = (id) => document.getElementById(id);
+
+/** A view's filter fields: the member of the API's `filter`, its label, a placeholder. */
+const VIEW_FILTER = [
+  ['q', 'Text', 'words in title, artist or genre'],
+  ['artist', 'Artist', 'exactly'],
+  ['genre', 'Genre', 'exactly'],
+  ['yearFrom', 'Year from', ''],
+  ['yearTo', 'Year to', ''],
+];
 
 export class LibraryManager {
   /**
@@ -61,27 +71,69 @@ export class LibraryManager {
       this.views.replaceChildren(...views.data.views.map((view) => this.viewRow(view)));
       // The new view's libraries: those ticked stay ticked.
       const ticked = this.ticked($('view-sources'));
-      $('view-sources').replaceChildren($('view-sources').querySelector('legend'), ...this.boxes([], ticked));
+      $('view-sources').replaceChildren($('view-sources').querySelector('legend'), ...this.boxes(ticked, ticked));
+      this.orderChanged($('view-sources'));
     } catch (error) {
       this.say(`The libraries could not be listed: ${error.message}`);
     }
   }
 
-  /** A checkbox per library, `first` (a view's libraries, in its order) before the others. */
-  boxes(first, ticked = first) {
+  /**
+   * A checkbox per library, `first` (a view's libraries, in its order) before the others, each
+   * with Up and Down buttons ("Move Jazz up in Both") that change the order: a view lists its
+   * libraries' albums in the order of the boxes ticked. `owner` names the view.
+   */
+  boxes(first, ticked = first, owner = 'the new view') {
     const ids = [...first, ...this.libraries.map((library) => library.id).filter((id) => !first.includes(id))];
     return ids.map((id) => {
+      const row = Object.assign(document.createElement('div'), { className: 'source-row' });
+      const name = this.libraries.find((library) => library.id === id)?.name || id;
       const label = document.createElement('label');
       const box = Object.assign(document.createElement('input'), { type: 'checkbox', name: 'source', value: id, checked: ticked.includes(id) });
-      label.append(box, ` ${this.libraries.find((library) => library.id === id)?.name || id}`);
-      return label;
+      label.append(box, ` ${name}`);
+      const move = (text, step) => {
+        const button = Object.assign(document.createElement('button'), { type: 'button', textContent: text, className: 'move' });
+        button.setAttribute('aria-label', `Move ${name} ${text.toLowerCase()} in ${owner}`);
+        button.dataset.step = String(step);
+        button.addEventListener('click', () => this.move(row, step, name, owner));
+        return button;
+      };
+      row.append(label, move('Up', -1), move('Down', 1));
+      return row;
+    });
+  }
+
+  /** Up or Down (`step` -1 or 1): the library's row one place earlier or later; the focus stays on it. */
+  move(row, step, name, owner) {
+    const fieldset = row.parentElement;
+    const rows = [...fieldset.querySelectorAll('.source-row')];
+    const to = rows.indexOf(row) + step;
+    if (to < 0 || to >= rows.length) return;
+    fieldset.insertBefore(row, step < 0 ? rows[to] : rows[to].nextSibling);
+    this.orderChanged(fieldset);
+    // Moving took the focus with the row out of the document: it comes back to the same button,
+    // or (at an end, where it is disabled) to the other one.
+    const same = row.querySelector(`[data-step="${step}"]`);
+    (same.disabled ? row.querySelector(`[data-step="${-step}"]`) : same).focus();
+    $('views-status').textContent = `${name} moved ${step < 0 ? 'up' : 'down'}: ${to + 1} of ${rows.length} in ${owner}.`;
+  }
+
+  /** The first row's Up and the last row's Down are disabled. */
+  orderChanged(fieldset) {
+    const rows = [...fieldset.querySelectorAll('.source-row')];
+    rows.forEach((row, i) => {
+      row.querySelector('[data-step="-1"]').disabled = i === 0;
+      row.querySelector('[data-step="1"]').disabled = i === rows.length - 1;
     });
   }
 
   /** The ids of the libraries ticked in `fieldset`, in its order. */
   ticked(fieldset) { return [...fieldset.querySelectorAll('input:checked')].map((box) => box.value); }
 
-  /** One view: its name in a field, its libraries as checkboxes, Save and Delete. */
+  /**
+   * One view: its name in a field, its libraries as checkboxes in its order (Up and Down move
+   * them), its filter (the list filters of the API's view definition), Save and Delete.
+   */
   viewRow(view) {
     const entry = document.createElement('li');
     entry.dataset.view = view.id;
@@ -93,41 +145,139 @@ export class LibraryManager {
     const label = document.createElement('label');
     label.append(input);
     const fieldset = document.createElement('fieldset');
+    fieldset.dataset.field = 'sources';
+    fieldset.setAttribute('aria-describedby', `view-${view.id}-sources-error`);
     const legend = Object.assign(document.createElement('legend'), { textContent: `Libraries of ${name}` });
-    fieldset.append(legend, ...this.boxes(view.sources));
+    fieldset.append(legend, ...this.boxes(view.sources, view.sources, name));
+    this.orderChanged(fieldset);
     const save = Object.assign(document.createElement('button'), { type: 'submit', textContent: 'Save' });
     save.setAttribute('aria-label', `Save view ${name}`);
     const remove = Object.assign(document.createElement('button'), { type: 'button', textContent: 'Delete', className: 'danger' });
     remove.setAttribute('aria-label', `Delete view ${name}`);
     remove.addEventListener('click', () => this.changeView(view, 'DELETE'));
-    const info = Object.assign(document.createElement('span'), { className: 'hint', textContent: `${view.id}${Object.keys(view.filter || {}).length ? ' · filtered' : ''}` });
-    form.append(label, ' ', save, ' ', remove, ' ', info, fieldset);
+    const info = Object.assign(document.createElement('span'), { className: 'hint', textContent: view.id });
+    const filter = this.filterFields(view, name);
+    form.append(label, ' ', save, ' ', remove, ' ', info, fieldset, this.errorFor(view, 'sources'), filter);
+    input.setAttribute('aria-describedby', this.errorFor(view, 'name', form).id);
     form.addEventListener('submit', (event) => {
       event.preventDefault();
       const patch = {};
       if (input.value.trim() && input.value.trim() !== name) patch.name = input.value.trim();
       const sources = this.ticked(fieldset);
       if (sources.join() !== view.sources.join()) patch.sources = sources;
-      this.changeView(view, 'PATCH', patch);
+      const wanted = this.filterOf(filter);
+      if (JSON.stringify(wanted ?? {}) !== JSON.stringify(this.filterOf(null, view.filter) ?? {})) patch.filter = wanted;
+      this.changeView(view, 'PATCH', patch, form);
     });
     entry.append(form);
     return entry;
   }
 
-  /** Saves (`PATCH` with `patch`) or deletes a view; the switcher is read again. */
-  async changeView(view, method, patch) {
+  /**
+   * The error line beside a view's field `name` (`view-<id>-<name>-error`), made when first
+   * asked for; `form` puts it after the name field's label.
+   */
+  errorFor(view, name, form = null) {
+    const id = `view-${view.id}-${name}-error`;
+    const existing = form?.querySelector(`#${CSS.escape(id)}`);
+    if (existing) return existing;
+    const message = Object.assign(document.createElement('p'), { className: 'field-error', id, hidden: true });
+    if (form) form.querySelector('label').after(message);
+    return message;
+  }
+
+  /** The filter's fields of a view (q, artist, genre, yearFrom, yearTo), filled with its filter. */
+  filterFields(view, name) {
+    const fieldset = Object.assign(document.createElement('fieldset'), { className: 'view-filter' });
+    fieldset.append(Object.assign(document.createElement('legend'), { textContent: `Filter of ${name}` }));
+    const current = view.filter || {};
+    for (const [key, text, hint] of VIEW_FILTER) {
+      const label = Object.assign(document.createElement('label'), { textContent: text });
+      const field = Object.assign(document.createElement('input'), { name: `filter.${key}`, value: current[key] ?? '', autocomplete: 'off' });
+      if (key.startsWith('year')) field.inputMode = 'numeric';
+      if (hint) field.placeholder = hint;
+      const message = this.errorFor(view, `filter-${key}`);
+      field.setAttribute('aria-describedby', message.id);
+      label.append(field);
+      fieldset.append(label, message);
+    }
+    fieldset.append(Object.assign(document.createElement('p'), {
+      className: 'hint', textContent: 'Only the albums that match every field given are in the view; empty fields filter nothing.',
+    }));
+    return fieldset;
+  }
+
+  /**
+   * The filter the fields ask for (`fieldset`), or of a view's `filter` as the server gave it:
+   * only the fields given, years as numbers (a year that is not one is sent as typed, for the
+   * server to name); null when none is.
+   */
+  filterOf(fieldset, given = null) {
+    const filter = {};
+    for (const [key] of VIEW_FILTER) {
+      const value = fieldset ? fieldset.querySelector(`[name="filter.${key}"]`).value.trim() : String(given?.[key] ?? '');
+      if (!value) continue;
+      filter[key] = key.startsWith('year') && /^\d+$/.test(value) ? Number(value) : value;
+    }
+    return Object.keys(filter).length ? filter : null;
+  }
+
+  /**
+   * Saves (`PATCH` with `patch`) or deletes a view; the switcher is read again. The API takes
+   * no `If-Match` on a view: the server applies the members sent to the view as it is then. The
+   * app sends only those that changed, and the answer's `revision` says whether someone else
+   * changed the view since the dialog read it (their changes to the other members then stay).
+   * A 422's errors appear beside the fields they name, the first focused.
+   */
+  async changeView(view, method, patch, form = null) {
     this.say('');
     const name = view.name || view.id;
+    if (form) this.clearViewErrors(form);
     if (patch && !Object.keys(patch).length) return this.say(`Nothing to save for “${name}”.`, 'info');
     try {
-      await this.api.request(method, `views/${seg(view.id)}`, { body: patch });
+      const { data } = await this.api.request(method, `views/${seg(view.id)}`, { body: patch });
       await this.refresh();
-      this.say(patch ? `Saved view “${patch.name || name}”.` : `Deleted view “${name}”.`, 'info');
+      const meanwhile = patch && data && data.revision > view.revision + 1
+        ? ' It had been changed elsewhere since this dialog read it: what you did not change is as they left it.' : '';
+      this.say(patch ? `Saved view “${data?.name || patch.name || name}”.${meanwhile}` : `Deleted view “${name}”.`, 'info');
       this.onChange(null, view.id);
       (this.views.querySelector(`[data-view="${CSS.escape(view.id)}"] input`) || this.viewCreate.elements.id).focus();
     } catch (error) {
+      if (form && error instanceof Problem && error.status === 422 && this.showViewErrors(form, view, error)) return;
       this.say(`${patch ? 'Saving' : 'Deleting'} view “${name}” failed: ${error.message}${error.errors?.length ? ` (${error.errors.map((e) => e.message).join(' ')})` : ''}`);
     }
+  }
+
+  /** Hides a view form's field errors. */
+  clearViewErrors(form) {
+    for (const field of form.querySelectorAll('[aria-invalid]')) field.removeAttribute('aria-invalid');
+    for (const message of form.querySelectorAll('.field-error')) { message.hidden = true; message.textContent = ''; }
+  }
+
+  /**
+   * A 422 on a view: each error beside the field it names (`name`, `sources[1]`,
+   * `filter.yearFrom`), the first focused, the others (if any) in the dialog's note. False when
+   * none could be placed.
+   */
+  showViewErrors(form, view, error) {
+    let first = null;
+    const rest = [];
+    for (const entry of error.errors) {
+      const path = entry.field || '';
+      const key = path.startsWith('filter.') ? path.slice(7).split(/[[.]/)[0] : path.split(/[[.]/)[0];
+      const field = path.startsWith('filter.') ? form.querySelector(`[name="filter.${CSS.escape(key)}"]`)
+        : key === 'name' ? form.elements.name : key === 'sources' ? form.querySelector('[data-field=sources]') : null;
+      if (!field) { rest.push(entry.message); continue; }
+      field.setAttribute('aria-invalid', 'true');
+      const message = form.querySelector(`#${CSS.escape(`view-${view.id}-${path.startsWith('filter.') ? `filter-${key}` : key}-error`)}`);
+      message.textContent = entry.message;
+      message.hidden = false;
+      first ??= field.matches('fieldset') ? field.querySelector('input') : field;
+    }
+    if (!first) return false;
+    if (rest.length) this.say(`Saving view “${view.name || view.id}” failed: ${rest.join(' ')}`);
+    first.focus();
+    return true;
   }
 
   async submitView() {

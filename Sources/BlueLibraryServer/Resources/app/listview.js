@@ -1,14 +1,13 @@
 // The list view: the albums as a table (title, artist, year, genre, added) beside the cover
 // scroller, sorted by the server (`sort`), and virtualised: only the rows in view (and a few
 // around them) are in the DOM, absolutely placed in a body as tall as every row would be; rows
-// not loaded yet show as "…" while the next pages come (cursor paging, 500 at a time).
+// not loaded yet show as "…" while their page comes: just past what is loaded by cursor
+// paging, far beyond it (the scroll bar dragged there) by `offset` around them (AlbumList.need).
 
 /** Row height in pixels (the stylesheet's `.grid-row` height). */
 export const ROW = 40;
 /** Rows rendered above and below the visible ones. */
 const OVERSCAN = 8;
-/** Page size while rows in view are not loaded yet. */
-const PAGE = 500;
 
 /** The columns: the `sort` value each asks the server for (genre has none in the API). */
 export const COLUMNS = [
@@ -101,7 +100,7 @@ export class AlbumTable {
     const first = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
     const last = Math.min(count - 1, Math.ceil((top + this.grid.clientHeight) / ROW) + OVERSCAN);
     const rows = [];
-    for (let index = first; index <= last; index += 1) rows.push(this.row(index, list.items[index]));
+    for (let index = first; index <= last; index += 1) rows.push(this.row(index, list.at(index)));
     // While a row is dragged over, its drop mark stays.
     const mark = this.body.querySelector('.drop-before, .drop-after');
     if (mark) rows.find((row) => row.dataset.id === mark.dataset.id)?.classList.add(mark.classList.contains('drop-after') ? 'drop-after' : 'drop-before');
@@ -109,8 +108,8 @@ export class AlbumTable {
     const selectedRow = this.selected && this.body.querySelector(`[data-id="${CSS.escape(this.selected)}"]`);
     if (selectedRow) this.grid.setAttribute('aria-activedescendant', selectedRow.id);
     else this.grid.removeAttribute('aria-activedescendant');
-    // Rows in view that are not loaded: the next page (cursor paging); its change event renders again.
-    if (last >= list.items.length && list.next) list.more(PAGE);
+    // Rows in view that are not loaded: their page (by cursor, or by offset when far); its change event renders again.
+    if (last >= list.items.length && list.next) list.need(first, last);
   }
 
   row(index, item) {

@@ -3,7 +3,8 @@
 // which key is in use and what it may do; the changes it may not make are hidden.
 
 import { Access } from './access.js';
-import { Api, Problem, seg } from './api.js';
+import { Problem, seg } from './api.js';
+import { api, connect, first } from './first.js';
 import { AlbumList, Source, libraryPrefix } from './model.js';
 import { EventStream } from './events.js';
 import { CoverScroller, showCover } from './covers.js';
@@ -39,10 +40,8 @@ function clientId() {
 }
 
 const app = {
-  api: new Api({
-    askToken: (problem) => askToken(problem, { current: app.access.key ? app.access.describe() : '' }),
-    onToken: () => refreshAccess(),
-  }),
+  /** The API client (first.js made it, to ask for the first page before this module ran). */
+  api,
   /** What the key in this tab may do (GET /keys/self). */
   access: new Access(),
   client: clientId(),
@@ -69,6 +68,13 @@ const app = {
   moving: false,
   /** The album being edited: `{id, library, album, etag}` (the ETag its fields were read at), or null. */
   editing: null,
+  /** The index Ctrl+Home or Ctrl+End went to while its album was not loaded yet, or null. */
+  goingTo: null,
+  /**
+   * The selected album when it was selected beyond the loaded prefix (read by offset):
+   * `{item, index}`. It stays selected when a jump elsewhere replaces the rows around it.
+   */
+  farSelected: null,
   /** Counts open() calls (and switches): a superseded one stops where it is. */
   opening: 0,
 };
@@ -123,7 +129,7 @@ async function librariesChanged(deleted, view) {
  * Shows `source` with its own event stream. Each call supersedes the one before: a call whose
  * awaits end after a later call started does nothing more (it neither selects nor starts a stream).
  */
-async function open(source) {
+async function open(source, early = null) {
   const generation = ++app.opening;
   const current = () => generation === app.opening;
   app.stream?.stop();
@@ -131,16 +137,18 @@ async function open(source) {
   // No stream for this source yet: the indicator says so until its own stream is live.
   ui.live.textContent = 'connecting…';
   document.documentElement.dataset.live = 'connecting';
-  app.selected = null;
-  clearBanner();
-  const list = new AlbumList(app.api, source);
-  list.query = searchQuery();
-  list.sort = app.sort;
-  app.list = list;
-  list.addEventListener('change', () => { if (app.list === list) render(); });
-  app.scroller.render(null);
-  app.scroller.home();
-  await list.load();
+  // The list whose first page start() asked for before anything else (it may be on screen already).
+  let list = early?.list;
+  if (list) {
+    list.source.libraries = source.libraries;
+  } else {
+    app.selected = null;
+    clearBanner();
+    list = newList(source);
+    app.scroller.render(null);
+    app.scroller.home();
+  }
+  await (early?.loading || list.load());
   if (!current()) return;
   await restoreSelection();
   if (!current()) return;
@@ -161,6 +169,23 @@ async function open(source) {
   refreshUndo();
 }
 
+/**
+ * An AlbumList of `source` with the search box's query and the order chosen, or `list` (the
+ * one first.js started): the list shown, rendered on each change.
+ */
+function newList(source, list = null) {
+  if (!list) {
+    list = new AlbumList(app.api, source);
+    list.query = searchQuery();
+    list.sort = app.sort;
+  }
+  app.list = list;
+  app.goingTo = null;
+  app.farSelected = null;
+  list.addEventListener('change', () => { if (app.list === list) render(); });
+  return list;
+}
+
 const STATE_TEXT = { loading: 'loading…', loaded: 'loaded', outdated: 'outdated', failed: 'failed' };
 
 function render() {
@@ -179,12 +204,14 @@ function render() {
   } else if (list.state === 'failed') {
     announce(`The albums could not be loaded: ${list.reason}`, { kind: 'error', action: { label: 'Try again', run: () => reload() } });
   }
-  if (app.selected && list.indexOf(app.selected) < 0) app.selected = null;
+  if (app.selected && list.indexOf(app.selected) < 0 && app.farSelected?.item.id !== app.selected) app.selected = null;
   if (!app.selected && list.items.length && list.state !== 'loading') select(list.items[0].id, { save: false });
   markSelection();
   if (!list.items.length && list.state === 'loaded') showTable(null);
   showResults(list);
   applyAccess();
+  // Ctrl+End's album, now that its page came.
+  if (app.goingTo != null && list.at(app.goingTo)) select(list.at(app.goingTo).id);
 }
 
 /**
@@ -211,6 +238,7 @@ function showResults(list) {
 
 async function reload() {
   clearBanner();
+  app.farSelected = null;
   const keep = app.selected;
   await app.list.load();
   if (keep && app.list.indexOf(keep) >= 0) app.selected = keep;
@@ -237,7 +265,7 @@ function markSelection() {
 
 /** The albums selected together, in the list's order. */
 function chosenItems() {
-  return app.list.items.filter((item) => app.chosen.has(item.id));
+  return app.list.loadedItems().filter((item) => app.chosen.has(item.id));
 }
 
 /**
@@ -252,7 +280,7 @@ function choose(id, mode = 'one') {
     const from = list.indexOf(app.anchor ?? app.selected);
     const to = list.indexOf(id);
     if (from < 0 || to < 0) return select(id);
-    app.chosen = new Set(list.items.slice(Math.min(from, to), Math.max(from, to) + 1).map((item) => item.id));
+    app.chosen = new Set(list.range(from, to).map((item) => item.id));
     select(id, { keep: true });
   } else if (mode === 'toggle') {
     app.anchor = id;
@@ -272,12 +300,30 @@ function choose(id, mode = 'one') {
 
 function selectedItem() {
   const at = app.list.indexOf(app.selected);
-  return at >= 0 ? app.list.items[at] : null;
+  if (at >= 0) return app.list.at(at);
+  return app.farSelected?.item.id === app.selected ? app.farSelected.item : null;
+}
+
+/** Where the selected album is: its index, also when it is far and no longer loaded; -1 when none. */
+function selectedIndex() {
+  const at = app.list.indexOf(app.selected);
+  if (at >= 0 || !app.selected) return at;
+  return app.farSelected?.item.id === app.selected ? app.farSelected.index : -1;
+}
+
+/** The album at `index`, or the loaded one nearest before it (after a deletion): null when none is. */
+function itemNear(index) {
+  const list = app.list;
+  const at = Math.min(Math.max(index, 0), list.lastIndex);
+  return at < 0 ? null : (list.at(at) ?? list.nearest(at, 0) ?? null);
 }
 
 function select(id, { save = true, keep = false } = {}) {
+  app.goingTo = null;
   const changed = app.selected !== id;
   app.selected = id;
+  const where = app.list.indexOf(id);
+  if (where >= 0) app.farSelected = where >= app.list.items.length ? { item: app.list.at(where), index: where } : null;
   // A plain selection (a click, an arrow) is one album again, and the anchor of the next range.
   if (!keep) {
     app.chosen = new Set(id ? [id] : []);
@@ -293,8 +339,9 @@ function select(id, { save = true, keep = false } = {}) {
   showTable(item);
   if (save && item) saveState(item);
   if (item && app.list.source.isView && app.list.libraryOf(item) !== app.undoLibrary) refreshUndo();
-  // Near the end of what is loaded: load the next page before it is reached.
-  if (app.list.indexOf(id) >= app.list.items.length - 5) app.list.more();
+  // Near the end of the loaded prefix: load the next page before it is reached.
+  const index = app.list.indexOf(id);
+  if (index < app.list.items.length && index >= app.list.items.length - 5) app.list.more();
 }
 
 /**
@@ -403,9 +450,9 @@ async function onEvent(type, data) {
     return;
   }
   if (type.startsWith('library.')) app.scroller.retryFailed();
-  if (app.selected && app.list.indexOf(app.selected) < 0) {
-    const items = app.list.items;
-    app.selected = items.length ? items[Math.min(Math.max(before, 0), items.length - 1)].id : null;
+  // The selected album went (a far one no longer loaded is not known to have gone: it stays).
+  if (app.selected && before >= 0 && app.list.indexOf(app.selected) < 0) {
+    app.selected = itemNear(before)?.id ?? null;
     showTable(selectedItem());
   }
   render();
@@ -466,10 +513,10 @@ async function deleteSelected() {
     if (error.status !== 404) return report(error, `Deleting “${item.title}”`);
   }
   app.list.remove(item.id);
-  const items = app.list.items;
   app.selected = null;
   render();
-  if (items.length) select(items[Math.min(at, items.length - 1)].id);
+  const next = itemNear(at);
+  if (next) select(next.id);
   announce(`Deleted “${item.title}”.`);
   refreshUndo();
   listFocus().focus();
@@ -512,8 +559,8 @@ function afterBatch(items) {
   app.selected = null;
   app.chosen = new Set();
   render();
-  const left = app.list.items;
-  if (left.length) select(left[Math.min(Math.max(at, 0), left.length - 1)].id);
+  const next = itemNear(at);
+  if (next) select(next.id);
   refreshUndo();
   listFocus().focus();
 }
@@ -680,7 +727,7 @@ function closeEdit({ focus = true } = {}) {
 /** An album the server answered (after an edit): in the list where it was, and on screen. */
 function showEdited(album, library) {
   const at = app.list.indexOf(album.id);
-  if (at >= 0) app.list.items[at] = app.list.source.isView ? { ...album, library } : album;
+  if (at >= 0) app.list.set(at, app.list.source.isView ? { ...album, library } : album);
   render();
   showTable(selectedItem());
 }
@@ -760,7 +807,7 @@ function moveSelected(step) {
   if (!item || app.moving || !app.access.mayWrite(sourceLibraries())) return;
   if (!app.list.inLibraryOrder) { announce(NOT_HERE); return; }
   const to = app.list.indexOf(item.id) + step;
-  if (to >= 0 && to < app.list.items.length) moveAlbum(item, to);
+  if (to >= 0 && to <= app.list.lastIndex) moveAlbum(item, to);
 }
 
 /** `POST /albums/{id}/move` to `to`; the album stays (or becomes) the selected one. */
@@ -831,7 +878,7 @@ function wireDragAndDrop(container, selector, vertical) {
     // `to` is where the album ends up: after it leaves its place, those behind it move up one.
     let to = target.after ? at + 1 : at;
     if (to > from) to -= 1;
-    if (from >= 0 && at >= 0 && to !== from) moveAlbum(app.list.items[from], to);
+    if (from >= 0 && at >= 0 && to !== from) moveAlbum(app.list.at(from), to);
   });
   container.addEventListener('dragend', () => { dragged = null; clear(); });
 }
@@ -867,6 +914,8 @@ async function sortBy(sort) {
   const list = app.list;
   if (!list) return;
   app.sort = sort;
+  app.goingTo = null;
+  app.farSelected = null;
   clearBanner();
   const keep = app.selected;
   ui.grid.scrollTop = 0;
@@ -901,6 +950,8 @@ async function runSearch() {
   const query = searchQuery();
   const list = app.list;
   if (!list || list.query === query) return;
+  app.goingTo = null;
+  app.farSelected = null;
   clearBanner();
   app.selected = null;
   app.scroller.render(null);
@@ -913,8 +964,8 @@ async function runSearch() {
 const MOVE_KEYS = { ArrowLeft: -1, ArrowUp: -1, ArrowRight: 1, ArrowDown: 1 };
 
 function onKey(event) {
-  const items = app.list?.items || [];
-  if (!items.length || event.target.closest('button')) return;
+  const list = app.list;
+  if (!list?.items.length || event.target.closest('button')) return;
   if (event.altKey && MOVE_KEYS[event.key]) {
     // Also keeps the browser from taking Alt+Left as "back".
     event.preventDefault();
@@ -924,14 +975,23 @@ function onKey(event) {
   if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 'a' && !app.list.source.isView) {
     // Every album loaded.
     event.preventDefault();
+    const items = list.loadedItems();
     app.anchor = items[0].id;
     choose(items[items.length - 1].id, 'range');
     return;
   }
-  const at = Math.max(0, app.list.indexOf(app.selected));
+  if ((event.ctrlKey || event.metaKey) && (event.key === 'Home' || event.key === 'End')) {
+    // The very first or last album, loaded or not (far away, it is read by offset).
+    event.preventDefault();
+    goTo(event.key === 'Home' ? 0 : list.lastIndex);
+    return;
+  }
+  const at = Math.max(0, selectedIndex());
   const page = app.layout === 'list' ? app.table.pageRows : 5;
+  // End: the last album loaded (the island's, when one was read far beyond the prefix).
+  const end = list.island ? list.island.start + list.island.items.length - 1 : list.items.length - 1;
   const target = {
-    ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: items.length - 1,
+    ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: end,
     PageDown: at + page, PageUp: at - page,
   }[event.key];
   if (event.key === 'F2') {
@@ -946,8 +1006,24 @@ function onKey(event) {
   }
   if (target === undefined) return;
   event.preventDefault();
-  const id = items[Math.min(Math.max(target, 0), items.length - 1)].id;
-  if (event.shiftKey) choose(id, 'range'); else select(id);
+  // A row not loaded yet (past the island's end): the nearest loaded on the way; its page is
+  // asked for as the view reaches it.
+  const index = Math.min(Math.max(target, 0), list.lastIndex);
+  const item = list.at(index) ?? list.nearest(index, at);
+  // Nothing loaded on the way (the selected album far, its rows replaced meanwhile): go there.
+  if (!item) { goTo(index); return; }
+  if (event.shiftKey) choose(item.id, 'range'); else select(item.id);
+}
+
+/**
+ * Selects the album at `index`. Not loaded yet, its place is shown (which reads its page) and
+ * it is selected once its page is here (render does it).
+ */
+function goTo(index) {
+  const item = app.list.at(index);
+  if (item) { select(item.id); return; }
+  app.goingTo = index;
+  if (app.layout === 'list') app.table.reveal(index); else app.scroller.reveal(index, false);
 }
 
 /** The mouse's modifiers: Shift for a range, Ctrl (Cmd on a Mac) to add or take out one. */
@@ -1026,8 +1102,26 @@ async function changeKey() {
 // ---- Start ---------------------------------------------------------------------------------
 
 async function start() {
-  app.scroller = new CoverScroller(ui.covers, app.api, (limit) => app.list?.more(limit));
+  performance.mark('main.js starts');
+  // Covers in view not loaded: just past the prefix its next page (500 at a time when a little
+  // further), far beyond it a page read by offset around them (AlbumList.need).
+  app.scroller = new CoverScroller(ui.covers, app.api, (first, last) => {
+    const list = app.list;
+    if (!list) return;
+    if (last < list.items.length) list.more();
+    else list.need(first, last, last >= list.items.length + 10 ? 500 : list.pageSize);
+  });
   app.table = new AlbumTable(ui.grid, { onSelect: (id, event) => choose(id, clickMode(event)), onSort: sortBy });
+  connect({
+    askToken: (problem) => askToken(problem, { current: app.access.key ? app.access.describe() : '' }),
+    onToken: () => refreshAccess(),
+  });
+  // The first page of the source shown last was asked for by first.js before this module ran;
+  // it is shown as soon as it is here (now, if it already is), while the key's rights and the
+  // switcher's libraries and views are read (in parallel): not four answers one after another.
+  const wanted = first.list.source;
+  const list = newList(wanted, first.list);
+  if (list.state !== 'loading') render();
   ui.covers.addEventListener('keydown', onKey);
   ui.grid.addEventListener('keydown', onKey);
   wireDragAndDrop(ui.covers, '[role=option]', false);
@@ -1088,9 +1182,13 @@ async function start() {
     const { views } = await loadSources();
     if (generation === app.opening) open(chosenSource(views));
   });
-  await refreshAccess();
+  const access = refreshAccess();
   const { views } = await loadSources();
-  await open(chosenSource(views));
+  const source = chosenSource(views);
+  // The source saved is gone (a library deleted meanwhile): the early list gives way to default.
+  if (source.key === wanted.key) await open(source, first);
+  else await open(source);
+  await access;
 }
 
 start();

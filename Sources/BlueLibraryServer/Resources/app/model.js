@@ -1,6 +1,8 @@
 // The request model, in JavaScript: one paged list of albums (a library or a view) with the
 // states `loading`, `loaded`, `outdated` and `failed`, cursor paging, If-None-Match
-// revalidation, and a live merge of a library's events into the loaded prefix.
+// revalidation, and a live merge of a library's events into the loaded prefix. Far beyond the
+// prefix (a scroll bar dragged there), one run of albums is read by `offset` (the island), and
+// walked on from there by its own cursor.
 
 import { seg } from './api.js';
 
@@ -51,6 +53,13 @@ export class AlbumList extends EventTarget {
     this.sort = '';
     /** How many albums the query matches (`count=true` on the first page), or null. */
     this.total = null;
+    /**
+     * Albums read by `offset` far beyond the loaded prefix: `{start, items, next}` (`next` its
+     * cursor on), or null. One at a time: a jump elsewhere replaces it.
+     */
+    this.island = null;
+    /** The island's request in flight: `{controller, kind, from}` (`jump`, `after` or `before`; its offset), or null. */
+    this.islandRequest = null;
   }
 
   setState(state, reason = '') {
@@ -59,12 +68,14 @@ export class AlbumList extends EventTarget {
     this.dispatchEvent(new Event('change'));
   }
 
-  url(cursor, limit = this.pageSize) {
+  /** A page's URL: from `cursor`, or from `offset` (never both), or the first page with its count. */
+  url(cursor, limit = this.pageSize, offset = null) {
     const parameters = [];
     if (!this.serverLimit) parameters.push(`limit=${limit}`);
     if (this.query) parameters.push(`q=${seg(this.query)}`);
     if (this.sort) parameters.push(`sort=${seg(this.sort)}`);
     if (cursor) parameters.push(`cursor=${seg(cursor)}`);
+    else if (offset !== null) parameters.push(`offset=${offset}`);
     else parameters.push('count=true');
     return parameters.length ? `${this.source.listPath}?${parameters.join('&')}` : this.source.listPath;
   }
@@ -73,14 +84,147 @@ export class AlbumList extends EventTarget {
    * GETs one page. A server whose `paging.maxLimit` is below the limit asked for answers 400
    * naming `limit`: the page is then asked for again (and from then on) at the server's default.
    */
-  async page(cursor, limit, options) {
+  async page(cursor, limit, options, offset = null) {
     try {
-      return await this.api.get(this.url(cursor, limit), options);
+      return await this.api.get(this.url(cursor, limit, offset), options);
     } catch (error) {
       if (this.serverLimit || error.status !== 400 || !error.errors.some((e) => e.field === 'limit')) throw error;
       this.serverLimit = true;
-      return this.api.get(this.url(cursor, limit), options);
+      return this.api.get(this.url(cursor, limit, offset), options);
     }
+  }
+
+  /** The album at `index` in the list, if loaded (in the prefix or the island), else undefined. */
+  at(index) {
+    if (index < this.items.length) return this.items[index];
+    const island = this.island;
+    return island && index >= island.start ? island.items[index - island.start] : undefined;
+  }
+
+  /** Replaces the album at `index` (loaded) with `item`. */
+  set(index, item) {
+    if (index < this.items.length) this.items[index] = item;
+    else if (this.island) this.island.items[index - this.island.start] = item;
+  }
+
+  /** Every album loaded, in order: the prefix, then the island. */
+  loadedItems() { return this.island ? [...this.items, ...this.island.items] : this.items; }
+
+  /** The albums loaded from `from` to `to` (indexes, either order), in order. */
+  range(from, to) {
+    const out = [];
+    for (let index = Math.min(from, to); index <= Math.max(from, to); index += 1) {
+      const item = this.at(index);
+      if (item) out.push(item);
+    }
+    return out;
+  }
+
+  /** The loaded album nearest to `index` on the way back to `from` (where a key press started). */
+  nearest(index, from) {
+    const step = index > from ? -1 : 1;
+    for (let at = index; at !== from; at += step) if (this.at(at)) return this.at(at);
+    return this.at(from);
+  }
+
+  /** The last index that may hold an album: every album once the total is known, else what is loaded. */
+  get lastIndex() {
+    if (!this.next) return this.items.length - 1;
+    return Math.max(this.total ?? 0, this.items.length, this.island ? this.island.start + this.island.items.length : 0) - 1;
+  }
+
+  /**
+   * The rows `first` to `last` are in view: loads what of them is missing. Just past the
+   * prefix, its cursor walks on; far beyond it, one page is read by `offset` around them (the
+   * island), then walked on by the island's cursor as the view moves down, or read by offset
+   * before it as the view moves up. 500 at a time; a jump elsewhere replaces the island.
+   */
+  need(first, last, size = 500) {
+    // A failed read is not asked for again on every render: the banner's Try again reloads.
+    if (!this.next || last < this.items.length || this.state === 'loading' || this.state === 'failed') return;
+    if (first <= this.items.length + size / 5 || this.total == null) { this.more(size); return; }
+    const island = this.island;
+    const end = island ? island.start + island.items.length : 0;
+    if (island && first >= island.start && last < end) return;
+    const request = this.islandRequest;
+    if (island && first >= island.start && first <= end + size / 5) {
+      if (island.next && request?.kind !== 'after') this.readIsland('after', island.next, size);
+    } else if (island && last < end && last >= island.start - size / 5) {
+      const from = Math.max(this.items.length, island.start - size);
+      if (from < island.start && request?.kind !== 'before') this.readIsland('before', null, island.start - from, from);
+    } else if (!request || request.kind !== 'jump' || first < request.from || last >= request.from + size) {
+      // Around the rows in view: a few before them, the rest after.
+      this.readIsland('jump', null, size, Math.max(this.items.length, first - size / 10));
+    }
+  }
+
+  /** One island read: `jump` (a new island at `offset`), `after` (its cursor on) or `before` (by offset). */
+  async readIsland(kind, cursor, limit, offset = null) {
+    this.islandRequest?.controller.abort();
+    const controller = new AbortController();
+    const request = (this.islandRequest = { controller, kind, from: offset });
+    const generation = this.generation;
+    const island = this.island;
+    try {
+      const page = await this.page(cursor, limit, { signal: controller.signal }, cursor ? null : offset);
+      if (generation !== this.generation || this.island !== island || this.islandRequest !== request) return;
+      const items = page.data.items;
+      if (kind === 'jump') {
+        this.island = { start: offset, items, next: page.data.next };
+      } else if (kind === 'after') {
+        const known = new Set(island.items.map((item) => item.id));
+        island.items.push(...items.filter((item) => !known.has(item.id)));
+        island.next = page.data.next;
+      } else if (offset + items.length < island.start) {
+        // A server whose page limit is lower answered fewer: these rows do not reach the island's
+        // and become the island instead.
+        this.island = { start: offset, items, next: page.data.next };
+      } else {
+        const known = new Set(island.items.map((item) => item.id));
+        const before = items.slice(0, island.start - offset).filter((item) => !known.has(item.id));
+        island.items.unshift(...before);
+        island.start -= before.length;
+      }
+      this.joinIsland();
+      this.dispatchEvent(new Event('change'));
+    } catch (error) {
+      if (error.name === 'AbortError' || generation !== this.generation) return;
+      // 410: the island's walk is too old; it is read again by offset when next in view.
+      if (error.status === 410) { this.island = null; this.dispatchEvent(new Event('change')); return; }
+      this.setState('failed', error.message);
+    } finally {
+      if (this.islandRequest === request) this.islandRequest = null;
+    }
+  }
+
+  /** The prefix reached the island: they become one prefix, walked on by the island's cursor. */
+  joinIsland() {
+    const island = this.island;
+    if (!island) return;
+    if (!this.next) { this.island = null; return; }
+    if (this.items.length < island.start) return;
+    const known = new Set(this.items.map((item) => item.id));
+    this.items.push(...island.items.slice(this.items.length - island.start).filter((item) => !known.has(item.id)));
+    this.next = island.next;
+    this.island = null;
+  }
+
+  /**
+   * A change beyond the prefix that the island cannot place (it may have moved its albums by a
+   * place): the island is forgotten, and one change event (for a burst of them, an import)
+   * shows the list again a moment later, which reads it again if in view.
+   */
+  staleIsland() {
+    if (!this.island) return;
+    this.dropIsland();
+    this.staleTimer ??= setTimeout(() => { this.staleTimer = null; this.dispatchEvent(new Event('change')); }, 200);
+  }
+
+  /** Forgets the island (a change it cannot place); it is read again when next in view. */
+  dropIsland() {
+    this.islandRequest?.controller.abort();
+    this.islandRequest = null;
+    this.island = null;
   }
 
   /** The library an item belongs to. */
@@ -98,6 +242,7 @@ export class AlbumList extends EventTarget {
       if (generation !== this.generation) return;
       this.items = page.data.items;
       this.next = page.data.next;
+      this.dropIsland();
       this.total = typeof page.data.total === 'number' ? page.data.total : null;
       this.version = page.data.version;
       this.firstETag = page.etag;
@@ -117,6 +262,7 @@ export class AlbumList extends EventTarget {
       const known = new Set(this.items.map((item) => item.id));
       this.items.push(...page.data.items.filter((item) => !known.has(item.id)));
       this.next = page.data.next;
+      this.joinIsland();
       this.setState(this.state === 'outdated' ? 'outdated' : 'loaded');
     }).catch((error) => {
       if (generation !== this.generation) return;
@@ -161,19 +307,47 @@ export class AlbumList extends EventTarget {
   /** Whether the list is in the library's own order (where positions, adds and moves apply). */
   get inLibraryOrder() { return !this.source.isView && !this.query && !this.sort; }
 
-  indexOf(id) { return this.items.findIndex((item) => item.id === id); }
-
-  remove(id) {
-    const at = this.indexOf(id);
-    if (at >= 0) this.items.splice(at, 1);
-    return at;
+  /** The index of album `id` in the list (the prefix or the island), or -1 when not loaded. */
+  indexOf(id) {
+    const at = this.items.findIndex((item) => item.id === id);
+    if (at >= 0 || !this.island) return at;
+    const inIsland = this.island.items.findIndex((item) => item.id === id);
+    return inIsland < 0 ? -1 : this.island.start + inIsland;
   }
 
-  /** Puts `item` at `index` when that index is inside what is loaded (or at its end when all is loaded). */
+  /** Takes album `id` out (the island's place moves up with the prefix); its index, or -1. */
+  remove(id) {
+    const island = this.island;
+    const at = this.items.findIndex((item) => item.id === id);
+    if (at >= 0) {
+      this.items.splice(at, 1);
+      if (island) island.start -= 1;
+      return at;
+    }
+    const inIsland = island ? island.items.findIndex((item) => item.id === id) : -1;
+    if (inIsland < 0) return -1;
+    island.items.splice(inIsland, 1);
+    return island.start + inIsland;
+  }
+
+  /**
+   * Puts `item` at `index` when that index is inside what is loaded (or at its end when all is
+   * loaded). An album that was or lands between the prefix and the island moves the island's
+   * albums by a place it cannot know: the island is then forgotten.
+   */
   place(item, index) {
+    const known = this.indexOf(item.id) >= 0;
     this.remove(item.id);
+    const island = this.island;
     if (index < this.items.length || (index === this.items.length && this.next === null)) {
       this.items.splice(index, 0, item);
+      if (island) {
+        if (known) island.start += 1; else this.dropIsland();
+      }
+    } else if (island && known && index >= island.start && index <= island.start + island.items.length) {
+      island.items.splice(index - island.start, 0, item);
+    } else if (island) {
+      this.dropIsland();
     }
   }
 
@@ -198,10 +372,14 @@ export class AlbumList extends EventTarget {
     if (typeof data.version === 'number' && data.version <= this.version) return false;
     if (typeof data.version === 'number') this.version = data.version;
     const prefix = libraryPrefix(this.source.id);
-    if (type === 'album.deleted') return this.remove(data.id) >= 0;
+    if (type === 'album.deleted') {
+      if (this.remove(data.id) >= 0) return true;
+      this.staleIsland();
+      return false;
+    }
     const index = type === 'album.moved' ? data.to : data.index;
     const within = index < this.items.length || this.next === null || this.indexOf(data.id) >= 0;
-    if (!within) return false;
+    if (!within) { this.staleIsland(); return false; }
     const generation = this.generation;
     try {
       const answer = await this.api.get(`${prefix}albums/${seg(data.id)}`);

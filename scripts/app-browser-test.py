@@ -1423,7 +1423,7 @@ class Run:
         row = [r for r in self.grid_rows() if r["index"] == total + 1][0]
         if row["cells"][:2] != [last["title"], last["artist"]] or len(self.grid_rows()) >= 40:
             raise Failure(f"the last row is {row['cells']}, not {last['title']} ({len(self.grid_rows())} rows in the DOM)")
-        # Sorting: Title ascending, then descending, as the server sorts; then Year.
+        # Sorting: Title ascending, then descending, as the server sorts; then Year, then Genre.
         def shown_titles(n):
             rows = [r for r in self.grid_rows() if not r["busy"]]
             return [r["cells"][0] for r in rows[:n]]
@@ -1446,6 +1446,14 @@ class Run:
         self.driver.find_element(By.CSS_SELECTOR, "#album-grid [data-column=year] button").click()
         self.driver.find_element(By.CSS_SELECTOR, "#album-grid [data-column=year] button").click()
         expect_order("position", "year", "none")
+        # Genre, folded as the server sorts it, both ways, then the library's order again.
+        genre = lambda: self.driver.find_element(By.CSS_SELECTOR, "#album-grid [data-column=genre] button")
+        genre().click()
+        expect_order("genre", "genre", "ascending")
+        genre().click()
+        expect_order("-genre", "genre", "descending")
+        genre().click()
+        expect_order("position", "genre", "none")
         # The keyboard: Home, Down; the selection is the table's active row and the details follow.
         self.focus("album-grid")
         self.key(Keys.HOME)

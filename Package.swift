@@ -154,7 +154,7 @@ let package = Package(
         .testTarget(
             name: "PostgresStorageTests",
             dependencies: ["Storage", "Postgres", "Library", "ServerRecords", "SQLite", "Essentials", "HTTPTestSupport",
-                           "bluelibrary"],
+                           "bluelibrary", "BlueLibraryAPI", "AlbumStoreContract"],
             swiftSettings: strict),
         .testTarget(
             name: "BlueLibraryServerTests",

@@ -138,7 +138,7 @@ public enum DatabaseMigration {
             columns: table.columns.filter { !$0.postgresOnly && $0.generated == nil && $0.copied }.map(\.name))
     }
 
-    /// Rows per multi-row INSERT (albums have 12 columns: 6,000 parameters of PostgreSQL's 65,535).
+    /// Rows per multi-row INSERT (albums have 15 columns copied: 7,500 parameters of PostgreSQL's 65,535).
     static let batchSize = 500
 
     /// Streams `table` from SQLite into PostgreSQL in batches; returns the rows copied. The

@@ -94,8 +94,8 @@ public final class PostgresReplicas: Sendable {
                          '0/0'::pg_lsn) - '0/0'::pg_lsn)::int8
         """
 
-    /// Pools for `urls` (one per replica, each of `poolSize`, connecting lazily) and a monitor
-    /// thread measuring their lag.
+    /// Pools for `urls` (one per replica, each of `poolSize`, connecting lazily) and the monitor
+    /// threads measuring their lag.
     public init(urls: [String], password: String?, poolSize: Int, primary: PostgresPool, configuration: Configuration = Configuration()) {
         self.primary = primary
         self.configuration = configuration
@@ -250,10 +250,12 @@ public final class PostgresReplicas: Sendable {
     }
 
     /// One look at `replica`: its replayed position; its lag is the time since the primary
-    /// first went past it (0 when it has caught up).
+    /// first went past it (0 when it has caught up). None before the primary's first sample
+    /// (nothing to measure it against: the replica serves no read until then).
     private func measure(_ replica: Replica) {
         let now = ContinuousClock.now
         if let until = replica.state.withLock({ $0.restingUntil }), until > now { return }
+        guard samples.withLock({ !$0.isEmpty }) else { return }
         do {
             let replayed = try replica.pool.withConnection { try Self.position($0) }
             let behindSince = samples.withLock { samples in samples.first { $0.position > replayed }?.at }

@@ -16,7 +16,7 @@ final class PostgresSession: SQLSession {
 
     let connection: PostgresConnection
     private(set) var changes = 0
-    /// Appended album rows not sent yet (`queueAlbumRow`), each `SQL.insertAlbum`'s 14 values.
+    /// Appended album rows not sent yet (`queueAlbumRow`), each `SQL.insertAlbum`'s 15 values.
     private var queuedAlbums: [[SQLValue]] = []
     /// Statements `runLater` took while album rows were queued: they follow those rows.
     private var laterThanAlbums: [(sql: String, bindings: [SQLValue])] = []

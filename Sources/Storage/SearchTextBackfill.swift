@@ -73,8 +73,9 @@ enum SearchTextBackfill {
     /// Fills `pass`'s next batch after row `after`.
     static func fillBatch(_ pass: Pass, _ db: some SQLSession, after: Int64) throws -> Batch {
         let rows = try db.query(pass.rowsToFill, [.integer(after)]) { row in (row: try row.int64(0), values: try pass.values(row)) }
+        // Queued on PostgreSQL: a batch's updates go out together, not a round trip each.
         for row in rows {
-            try db.run(pass.fill, [.integer(row.row)] + row.values)
+            try db.runLater(pass.fill, [.integer(row.row)] + row.values)
         }
         return (rows.count, rows.last?.row)
     }

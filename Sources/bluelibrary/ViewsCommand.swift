@@ -28,7 +28,7 @@ enum ViewsCommand {
                   A page of the view's albums (--all: every page), with the library each
                   album is in. In position order the libraries follow one another in the
                   view's order, and '#' is the position in the view; S as for
-                  'bluelibrary albums list' (position, title, artist, year, createdAt, '-'
+                  'bluelibrary albums list' (position, title, artist, genre, year, createdAt, '-'
                   before it for descending) merges the libraries by that value.
 
         FILTER (all given must match): --q TEXT (title or artist contains it), --artist A,

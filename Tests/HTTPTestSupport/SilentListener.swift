@@ -10,7 +10,9 @@ import Synchronization
 public final class SilentListener: Sendable {
     public let port: Int
     private let listener: Int32
-    private let counts = Mutex((accepted: 0, closedByClient: 0, open: [Int32]()))
+    /// Under its lock: the counts, the connections still open, and whether `close()` ran (a
+    /// connection is shut down and closed under the lock, so no number is used once reused).
+    private let counts = Mutex((accepted: 0, closedByClient: 0, open: [Int32](), closed: false))
 
     public init() throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -38,24 +40,35 @@ public final class SilentListener: Sendable {
     /// Accepted connections their client has closed.
     public var closedByClient: Int { counts.withLock { $0.closedByClient } }
 
-    /// Stops listening and closes the connections still open.
+    /// Stops listening and shuts the connections still open (their threads then close them).
+    /// The accepting thread holds the listener until then.
     public func close() {
-        shutdown(listener, Int32(SHUT_RDWR))
-        for fd in counts.withLock({ $0.open }) { shutdown(fd, Int32(SHUT_RDWR)) }
+        counts.withLock { counts in
+            guard !counts.closed else { return }
+            counts.closed = true
+            shutdown(listener, Int32(SHUT_RDWR))
+            for fd in counts.open { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 
-    deinit {
-        close()
-        Glibc.close(listener)
-    }
+    deinit { Glibc.close(listener) }
 
     private func acceptLoop() {
         while true {
             let fd = accept(listener, nil, nil)
-            guard fd >= 0 else { return }
-            counts.withLock {
-                $0.accepted += 1
-                $0.open.append(fd)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            let kept = counts.withLock { counts in
+                guard !counts.closed else { return false }
+                counts.accepted += 1
+                counts.open.append(fd)
+                return true
+            }
+            guard kept else {
+                Glibc.close(fd)
+                return
             }
             Thread.detachNewThread { [self] in drain(fd) }
         }
@@ -68,7 +81,7 @@ public final class SilentListener: Sendable {
         counts.withLock {
             $0.closedByClient += 1
             $0.open.removeAll { $0 == fd }
+            Glibc.close(fd)
         }
-        Glibc.close(fd)
     }
 }

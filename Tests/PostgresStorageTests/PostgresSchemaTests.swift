@@ -1,5 +1,8 @@
+import AlbumStoreContract
+import BlueLibraryAPI
 import Foundation
 import HTTPTestSupport
+import Library
 import Postgres
 import ServerRecords
 import SQLite
@@ -152,5 +155,42 @@ struct PostgresKeysUpgradeTests {
             try connection.scalar("SELECT to_regclass('access_token') IS NULL", as: Bool.self)
         }
         #expect(dropped == true)
+    }
+}
+
+/// A PostgreSQL database from before the genre sort (v11) upgraded by v12: a store opening it
+/// fills every album's genre key, so `sort=genre` orders the albums written before.
+@Suite("PostgreSQL: the genre keys of a database from before the genre sort", .ownThreads)
+struct PostgresGenreSortUpgradeTests {
+    @Test func aStoreFillsTheGenreKeysOfOlderAlbums() throws {
+        let pool = try TestDatabase().pool(size: 2)
+        let before = PostgresSchema.migrations.prefix { $0.identifier != "v12-genre-sort" }
+        #expect(before.last?.identifier == "v11-access-keys")
+        let genres = ["rock", "Ambient", "Électro", "jazz", "ROCK", "Blues"]
+        try pool.withConnection { connection in
+            try connection.execute("""
+                CREATE TABLE schema_migrations (seq bigint GENERATED ALWAYS AS IDENTITY, identifier text COLLATE "C" PRIMARY KEY, applied_at bigint NOT NULL)
+                """)
+            for migration in before {
+                try connection.execute(migration.statements)
+                try connection.run("INSERT INTO schema_migrations (identifier, applied_at) VALUES ($1, 0)", [.text(migration.identifier)])
+            }
+            try connection.run("INSERT INTO buckets (library, ord, id, size) VALUES (1, 0, 1, $1)", [.integer(Int64(genres.count))])
+            try connection.run("UPDATE libraries SET album_count = $1, version = 1 WHERE id = 1", [.integer(Int64(genres.count))])
+            for (n, genre) in genres.enumerated() {
+                try connection.run("""
+                    INSERT INTO albums (library, album_id, bucket, pos, title, artist, genre, created_at, updated_at,
+                        search_text, title_sort, artist_sort)
+                    VALUES (1, $1, 1, $2, $3, 'Artist', $4, 1700000000000, 1700000000000, $5, $6, 'artist')
+                    """, [.text(AlbumStoreContract.id(UInt64(n + 1)).rawValue), .integer(Int64(n) * 1024), .text("Title \(n)"),
+                          .text(genre), .text(SearchText.document(title: "Title \(n)", artist: "Artist", genre: genre)),
+                          .text("title \(n)")])
+            }
+        }
+        let store = try PostgresAlbumStore(pool: pool)
+        let sorted = try store.read(.default) { try $0.albums(matching: .all, sort: AlbumSort(.genre), from: .start, limit: 10) } ?? []
+        #expect(sorted.map(\.genre) == ["Ambient", "Blues", "Électro", "jazz", "rock", "ROCK"], "folded as the title sort folds, ties by id")
+        let unfilled = try pool.withConnection { try $0.scalar("SELECT count(*) FROM albums WHERE genre_sort IS NULL", as: Int64.self) }
+        #expect(unfilled == 0)
     }
 }

@@ -1,5 +1,5 @@
-/// How the title and artist sorts see text: the stored sort keys (`title_sort`, `artist_sort`)
-/// every store orders by, compared as UTF-8 bytes on every engine (SQLite's BINARY,
+/// How the title, artist and genre sorts see text: the stored sort keys (`title_sort`,
+/// `artist_sort`, `genre_sort`) every store orders by, compared as UTF-8 bytes on every engine (SQLite's BINARY,
 /// PostgreSQL's `COLLATE "C"`, Swift's byte order), so SQLite, PostgreSQL and a client's
 /// replica put albums in one order.
 ///

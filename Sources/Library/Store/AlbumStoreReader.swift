@@ -34,7 +34,7 @@ public protocol AlbumStoreReader {
 
     /// Up to `limit` albums that match `filter`, in `sort` order, starting at `anchor`.
     ///
-    /// Rules: value sorts compare the sort keys of titles and artists (`SortText`, the
+    /// Rules: value sorts compare the sort keys of titles, artists and genres (`SortText`, the
     /// artist's with ``sortArticles()``) as UTF-8 bytes, years with a missing year as 0,
     /// creation times in milliseconds, and break ties by album id in the same direction,
     /// exactly as `AlbumFilter.matches` and `SortValue.of` describe. Returns

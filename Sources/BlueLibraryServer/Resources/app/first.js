@@ -21,9 +21,9 @@ export const api = new Api({
 /** main.js's `{askToken, onToken}`. */
 export function connect(handlers) { hooked(handlers); }
 
-/** The source shown last in this browser (it may be gone: main.js then opens another). */
 // For scripts/bench-app --timeline: when this module ran (the first page is asked for now).
 performance.mark('first.js runs');
+/** The source shown last in this browser (it may be gone: main.js then opens another). */
 const source = Source.parse(localStorage.getItem('bluelibrary.source'));
 const list = new AlbumList(api, source);
 

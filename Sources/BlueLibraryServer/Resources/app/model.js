@@ -54,8 +54,9 @@ export class AlbumList extends EventTarget {
     /** How many albums the query matches (`count=true` on the first page), or null. */
     this.total = null;
     /**
-     * Albums read by `offset` far beyond the loaded prefix: `{start, items, next}` (`next` its
-     * cursor on), or null. One at a time: a jump elsewhere replaces it.
+     * Albums read by `offset` far beyond the loaded prefix: `{start, items, next, version}`
+     * (`next` its cursor on, `version` the library version its first read saw), or null. One at
+     * a time: a jump elsewhere replaces it.
      */
     this.island = null;
     /** The island's request in flight: `{controller, kind, from}` (`jump`, `after` or `before`; its offset), or null. */
@@ -170,7 +171,7 @@ export class AlbumList extends EventTarget {
       if (generation !== this.generation || this.island !== island || this.islandRequest !== request) return;
       const items = page.data.items;
       if (kind === 'jump') {
-        this.island = { start: offset, items, next: page.data.next };
+        this.island = { start: offset, items, next: page.data.next, version: page.data.version };
       } else if (kind === 'after') {
         const known = new Set(island.items.map((item) => item.id));
         island.items.push(...items.filter((item) => !known.has(item.id)));
@@ -178,7 +179,7 @@ export class AlbumList extends EventTarget {
       } else if (offset + items.length < island.start) {
         // A server whose page limit is lower answered fewer: these rows do not reach the island's
         // and become the island instead.
-        this.island = { start: offset, items, next: page.data.next };
+        this.island = { start: offset, items, next: page.data.next, version: page.data.version };
       } else {
         const known = new Set(island.items.map((item) => item.id));
         const before = items.slice(0, island.start - offset).filter((item) => !known.has(item.id));
@@ -218,6 +219,18 @@ export class AlbumList extends EventTarget {
     if (!this.island) return;
     this.dropIsland();
     this.staleTimer ??= setTimeout(() => { this.staleTimer = null; this.dispatchEvent(new Event('change')); }, 200);
+  }
+
+  /**
+   * Runs `change` (of an event of library version `version`) on the prefix alone when the
+   * island was read at or after that version: the island shows that change already, so its
+   * place and albums must not move for it. (A view's pages have no one library's version.)
+   */
+  beforeIsland(version, change) {
+    const island = this.island;
+    if (!island || this.source.isView || typeof version !== 'number' || version > island.version) return change();
+    this.island = null;
+    try { return change(); } finally { this.island = island; }
   }
 
   /** Forgets the island (a change it cannot place); it is read again when next in view. */
@@ -352,6 +365,17 @@ export class AlbumList extends EventTarget {
   }
 
   /**
+   * A deleted album (event `data`) taken out; when it is in neither the prefix nor the island,
+   * it may have been between them: the island, one place off, is forgotten. True when the
+   * items changed.
+   */
+  removeOrForget(data) {
+    if (this.beforeIsland(data.version, () => this.remove(data.id)) >= 0) return true;
+    this.beforeIsland(data.version, () => this.staleIsland());
+    return false;
+  }
+
+  /**
    * Merges one event of this library (`type`, parsed `data`); true when the items changed.
    * A view's lists, search results and sorted lists are not merged: any album change outdates
    * them (the banner offers a reload), but for a deletion, which they just lose.
@@ -365,30 +389,26 @@ export class AlbumList extends EventTarget {
     }
     if (!type.startsWith('album.')) return false;
     if (!this.inLibraryOrder) {
-      if ((this.query || this.sort) && type === 'album.deleted') return this.remove(data.id) >= 0;
+      if ((this.query || this.sort) && type === 'album.deleted') return this.removeOrForget(data);
       this.markOutdated('The library changed - reload');
       return false;
     }
     if (typeof data.version === 'number' && data.version <= this.version) return false;
     if (typeof data.version === 'number') this.version = data.version;
     const prefix = libraryPrefix(this.source.id);
-    if (type === 'album.deleted') {
-      if (this.remove(data.id) >= 0) return true;
-      this.staleIsland();
-      return false;
-    }
+    if (type === 'album.deleted') return this.removeOrForget(data);
     const index = type === 'album.moved' ? data.to : data.index;
-    const within = index < this.items.length || this.next === null || this.indexOf(data.id) >= 0;
-    if (!within) { this.staleIsland(); return false; }
+    const within = this.beforeIsland(data.version, () => index < this.items.length || this.next === null || this.indexOf(data.id) >= 0);
+    if (!within) { this.beforeIsland(data.version, () => this.staleIsland()); return false; }
     const generation = this.generation;
     try {
       const answer = await this.api.get(`${prefix}albums/${seg(data.id)}`);
       // Reloaded meanwhile: the fresh page already has this change (or a later one).
       if (generation !== this.generation) return false;
-      this.place(answer.data, answer.data.index);
+      this.beforeIsland(data.version, () => this.place(answer.data, answer.data.index));
     } catch (error) {
       if (generation !== this.generation) return false;
-      if (error.status === 404) { this.remove(data.id); return true; }
+      if (error.status === 404) { this.beforeIsland(data.version, () => this.remove(data.id)); return true; }
       this.markOutdated('The library changed - reload');
       return false;
     }

@@ -12,7 +12,7 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 # ---- build ------------------------------------------------------------------------------
 FROM ${SWIFT_IMAGE} AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libsqlite3-dev libcurl4-openssl-dev libpq-dev libssl-dev libvips-dev pkg-config \
+ && apt-get install -y --no-install-recommends libsqlite3-dev libcurl4-openssl-dev libpq-dev libssl-dev libvips-dev zlib1g-dev pkg-config \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -54,7 +54,7 @@ RUN if [ -f /etc/apt/sources.list.d/debian.sources ]; then \
 # ---- runtime ----------------------------------------------------------------------------
 FROM ${RUNTIME_IMAGE}
 # Only what the binary links (readelf -d: libsqlite3, libpq, libcurl, libcrypto, libvips,
-# libstdc++), what the libvips above links, and the CA certificates for HTTPS covers; no tzdata
+# libstdc++; libz is in every Debian image), what the libvips above links, and the CA certificates for HTTPS covers; no tzdata
 # (the server logs and answers in UTC).
 COPY --from=vips /out/ /usr/local/lib/
 RUN apt-get update \

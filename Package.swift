@@ -38,6 +38,12 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+
         // libvips (the header <vips/vips.h> is on the default include path; its GLib headers are
         // found through gobject-2.0's pkg-config file). Not `pkgConfig: "vips"`: vips.pc requires
         // gio-2.0, whose Cflags carry -pthread, which SwiftPM drops with a warning on every build.
@@ -85,13 +91,16 @@ let package = Package(
         // Cover fetcher (libcurl) with a disk cache and sized variants (Images): implements Library's CoverSource.
         .target(name: "Covers", dependencies: ["Essentials", "Library", "Crypto", "CCurl", "Images"], swiftSettings: strict),
 
+        // gzip of a buffer in memory (zlib): knows nothing about HTTP or albums.
+        .target(name: "Gzip", dependencies: ["CZlib"], swiftSettings: strict),
+
         // PBKDF2-HMAC-SHA256, HMAC-SHA256 and secure random bytes (libcrypto): knows nothing about albums.
         .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
 
         // The HTTP face and composition root.
         .target(
             name: "BlueLibraryServer",
-            dependencies: ["Essentials", "HTTPServer", "BlueLibraryAPI", "Library", "ServerRecords", "Storage", "Covers", "Crypto"],
+            dependencies: ["Essentials", "HTTPServer", "BlueLibraryAPI", "Library", "ServerRecords", "Storage", "Covers", "Crypto", "Gzip"],
             resources: [.copy("Resources/openapi.yaml"), .copy("Resources/app"), .copy("Resources/docs")],
             swiftSettings: strict
         ),
@@ -142,6 +151,8 @@ let package = Package(
         .testTarget(name: "LibraryTests", dependencies: ["BlueLibraryAPI", "Library", "HTTPTestSupport", "AlbumStoreContract"], swiftSettings: strict),
         .testTarget(name: "ServerRecordsTests", dependencies: ["ServerRecords"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
+        // gzip output decoded again by the `gzip` command.
+        .testTarget(name: "GzipTests", dependencies: ["Gzip", "HTTPTestSupport"], swiftSettings: strict),
         // Thumbnails of images the tests make (every size and format, EXIF, CMYK, 16-bit,
         // animations, bombs, truncated and corrupt files), decoded again by the `vips` command.
         .testTarget(name: "ImagesTests", dependencies: ["Images", "HTTPTestSupport"], swiftSettings: strict),

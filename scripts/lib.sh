@@ -41,8 +41,9 @@ ensure_packages() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
-# Packages needed to build the server (libpq-dev: the Postgres module links libpq).
-BUILD_PACKAGES=(libsqlite3-dev libcurl4-openssl-dev libpq-dev libssl-dev pkg-config)
+# Packages needed to build the server (libpq-dev: the Postgres module links libpq; zlib1g-dev:
+# the Gzip module links zlib).
+BUILD_PACKAGES=(libsqlite3-dev libcurl4-openssl-dev libpq-dev libssl-dev zlib1g-dev pkg-config)
 # The Images module links libvips (runtime package: libvips42).
 BUILD_PACKAGES+=(libvips-dev)
 

@@ -1,4 +1,5 @@
 import Foundation
+import Gzip
 import HTTPServer
 
 /// The files of one directory of the resource bundle (`Resources/<name>`, copied with
@@ -15,7 +16,10 @@ import HTTPServer
 /// Every file answer has a strong `ETag` (304 on a matching `If-None-Match`),
 /// `Cache-Control: no-cache` (revalidate: the names carry no version),
 /// `X-Content-Type-Options: nosniff` and its `Content-Type` by extension; HTML also gets the
-/// mount's `Content-Security-Policy` and `Referrer-Policy: no-referrer`. `HEAD` is answered
+/// mount's `Content-Security-Policy` and `Referrer-Policy: no-referrer`. A text file (HTML,
+/// CSS, JavaScript, JSON, SVG, YAML, plain text) is also kept gzipped, made once at start, and
+/// sent so (`Content-Encoding: gzip`, its own ETag) to a request whose `Accept-Encoding`
+/// allows gzip (`ContentCoding`); both forms say `Vary: Accept-Encoding`. `HEAD` is answered
 /// by the `GET` routes. The directory is flat: a subdirectory is refused at start (its files
 /// could not be reached).
 ///
@@ -26,9 +30,16 @@ import HTTPServer
 /// The mount must also be listed in ``AccessPolicy/alwaysOpenPrefixes`` when it should stay
 /// reachable with `protectReads` on.
 struct StaticResources: Sendable {
-    /// One file, ready to send.
+    /// One file, ready to send: as it is, and gzipped when that is smaller (a text file).
     struct File: Sendable {
         let response: HTTPResponse
+        let gzipped: HTTPResponse?
+
+        /// The form `request` takes.
+        func response(for request: HTTPRequest) -> HTTPResponse {
+            if let gzipped, ContentCoding.acceptsGzip(request.headers["Accept-Encoding"]) { return gzipped }
+            return response
+        }
     }
 
     /// The Content-Security-Policy of the app's HTML: nothing from another origin, no inline
@@ -84,12 +95,12 @@ struct StaticResources: Sendable {
         self.indexName = indexName
         var files: [String: File] = [:]
         for (name, bytes) in contents {
-            files[name] = File(response: Self.response(bytes, name: name, contentSecurityPolicy: contentSecurityPolicy))
+            files[name] = Self.file(bytes, name: name, contentSecurityPolicy: contentSecurityPolicy)
         }
         self.files = files
     }
 
-    /// Total size of the files in bytes.
+    /// Total size of the files in bytes (as they are, not gzipped).
     var totalBytes: Int {
         files.values.reduce(0) { total, file in
             if case let .bytes(bytes) = file.response.body { return total + bytes.count }
@@ -104,32 +115,42 @@ struct StaticResources: Sendable {
         let lastSegment = mount.split(separator: "/").last.map(String.init) ?? ""
         let redirect = HTTPResponse(status: .movedPermanently, headers: ["Location": lastSegment + "/", "Cache-Control": "no-cache"])
         routes.add(.get, mount) { _, _ in redirect }
-        let index = files[indexName]!.response
+        let index = files[indexName]!
         routes.add(.get, mount + "/") { request, _ in
-            try ConditionalGET.respond(to: request, with: index)
+            try ConditionalGET.respond(to: request, with: index.response(for: request))
         }
         routes.add(.get, mount + "/{file}") { [files] request, context in
             let name = try context.parameter("file")
             guard let file = files[name] else {
                 throw HTTPError(.notFound, detail: "There is no file \(mount)/\(name); \(mount)/ is the start.")
             }
-            return try ConditionalGET.respond(to: request, with: file.response)
+            return try ConditionalGET.respond(to: request, with: file.response(for: request))
         }
     }
 
-    /// The complete answer for one file.
-    static func response(_ bytes: [UInt8], name: String, contentSecurityPolicy: String) -> HTTPResponse {
+    /// The complete answers for one file: as it is, and gzipped for a text file that gzip makes
+    /// smaller (a gzip that fails leaves the file as it is).
+    static func file(_ bytes: [UInt8], name: String, contentSecurityPolicy: String) -> File {
         let type = contentType(forName: name)
-        var headers: HTTPHeaders = [
-            "ETag": ETag.strong(for: bytes),
-            "Cache-Control": "no-cache",
-            "X-Content-Type-Options": "nosniff",
-        ]
-        if type.hasPrefix("text/html") {
-            headers.set("Content-Security-Policy", contentSecurityPolicy)
-            headers.set("Referrer-Policy", "no-referrer")
+        let compressible = type.hasPrefix("text/") || ["application/json", "application/manifest+json", "image/svg+xml", "application/yaml"]
+            .contains { type.hasPrefix($0) }
+        let gzipped = compressible ? (try? Gzip.compress(bytes)).flatMap { $0.count < bytes.count ? $0 : nil } : nil
+        func response(_ body: [UInt8], encoding: String?) -> HTTPResponse {
+            var headers: HTTPHeaders = [
+                // The gzipped form is another representation: its own strong ETag.
+                "ETag": ETag.strong(for: body),
+                "Cache-Control": "no-cache",
+                "X-Content-Type-Options": "nosniff",
+            ]
+            if gzipped != nil { headers.set("Vary", "Accept-Encoding") }
+            if let encoding { headers.set("Content-Encoding", encoding) }
+            if type.hasPrefix("text/html") {
+                headers.set("Content-Security-Policy", contentSecurityPolicy)
+                headers.set("Referrer-Policy", "no-referrer")
+            }
+            return HTTPResponse(contentType: type, bytes: body, headers: headers)
         }
-        return HTTPResponse(contentType: type, bytes: bytes, headers: headers)
+        return File(response: response(bytes, encoding: nil), gzipped: gzipped.map { response($0, encoding: "gzip") })
     }
 
     /// The media type for a file name's extension (`application/octet-stream` when unknown).

@@ -94,6 +94,49 @@ import Testing
         }
     }
 
+    /// Text files go gzipped to a client that accepts gzip, with their own ETag (304 for it),
+    /// and as they are to one that does not; both say `Vary: Accept-Encoding`; a PNG never is.
+    @Test func textFilesGoGzippedToClientsThatAcceptIt() throws {
+        let app = try InMemoryApp.app()
+        defer { app.shutdown() }
+        let routes = InProcessClient(app)
+        for path in ["/app/", "/app/main.js", "/app/app.css", "/docs/"] {
+            let plain = Self.get(routes, path)
+            let gzipped = Self.get(routes, path, headers: ["Accept-Encoding": "gzip, deflate, br"])
+            #expect(plain.status == 200 && gzipped.status == 200, "\(path)")
+            #expect(plain.header("Content-Encoding") == nil && gzipped.header("Content-Encoding") == "gzip", "\(path)")
+            #expect(plain.header("Vary") == "Accept-Encoding" && gzipped.header("Vary") == "Accept-Encoding", "\(path)")
+            #expect(plain.header("Content-Type") == gzipped.header("Content-Type"), "\(path)")
+            #expect(gzipped.body.count < plain.body.count / 2, "\(path): \(gzipped.body.count) of \(plain.body.count) bytes")
+            let decoded = try ChildProcess.run(
+                "/usr/bin/env", ["gzip", "-dc"], environment: ProcessInfo.processInfo.environment, input: gzipped.body)
+            #expect(decoded.status == 0 && decoded.stdout == plain.body, "\(path) decodes to the file")
+            let tag = try #require(gzipped.header("ETag"))
+            #expect(tag != plain.header("ETag"), "\(path): another representation, another tag")
+            let revalidated = Self.get(routes, path, headers: ["Accept-Encoding": "gzip", "If-None-Match": tag])
+            #expect(revalidated.status == 304 && revalidated.header("Vary") == "Accept-Encoding", "\(path)")
+            #expect(Self.get(routes, path, headers: ["If-None-Match": tag]).status == 200, "\(path): the plain form is not that tag")
+            for refused in ["identity", "gzip;q=0, *", "br", ""] {
+                #expect(Self.get(routes, path, headers: ["Accept-Encoding": refused]).header("Content-Encoding") == nil, "\(path) \(refused)")
+            }
+        }
+        // Only text, and only when gzip makes it smaller.
+        let text = Array(String(repeating: "<p>Kind of Blue</p>", count: 50).utf8)
+        let files = try StaticResources(contents: ["index.html": text, "cover.png": text, "tiny.js": Array("x".utf8)]).files
+        #expect(files["index.html"]?.gzipped != nil)
+        #expect(files["cover.png"]?.gzipped == nil && files["cover.png"]?.response.headers["Vary"] == nil, "not text")
+        #expect(files["tiny.js"]?.gzipped == nil, "gzip would be larger")
+    }
+
+    @Test(arguments: [
+        ("gzip", true), ("GZIP", true), ("x-gzip", true), ("deflate, gzip;q=0.5", true), ("*", true), ("br;q=1, *;q=0.1", true),
+        ("gzip;q=0", false), ("gzip;q=0.000, *", false), ("*;q=0", false), ("identity", false), ("", false), ("br", false),
+        ("gzip;q=2", false), ("gzip;q=abc", false), ("gzip ; q=1.0", true), ("gzip;level=1", true),
+    ])
+    func acceptEncodingAllowsGzip(_ header: String, _ allows: Bool) {
+        #expect(ContentCoding.acceptsGzip(header) == allows)
+    }
+
     @Test func browsersAreSentToTheAppAndCurlGetsTheIndex() throws {
         let app = try InMemoryApp.app()
         defer { app.shutdown() }

@@ -15,23 +15,7 @@ public final class SilentListener: Sendable {
     private let counts = Mutex((accepted: 0, closedByClient: 0, open: [Int32](), closed: false))
 
     public init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard fd >= 0, bound == 0, Glibc.listen(fd, 16) == 0 else {
-            if fd >= 0 { Glibc.close(fd) }
-            throw RawHTTPClient.ClientError(description: "SilentListener cannot listen: errno \(errno)")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, port) = try loopbackListener()
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
@@ -84,4 +68,29 @@ public final class SilentListener: Sendable {
             Glibc.close(fd)
         }
     }
+}
+
+/// A TCP socket listening on 127.0.0.1 at a free port: its descriptor and the port.
+/// - Throws: `RawHTTPClient.ClientError` with the errno when it cannot listen.
+public func loopbackListener(backlog: Int32 = 64) throws -> (descriptor: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw RawHTTPClient.ClientError(description: "no socket: errno \(errno)") }
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0, Glibc.listen(fd, backlog) == 0 else {
+        let failure = errno
+        Glibc.close(fd)
+        throw RawHTTPClient.ClientError(description: "cannot listen on 127.0.0.1: errno \(failure)")
+    }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }

@@ -125,6 +125,20 @@ struct PostgresSchemaTests {
     }
 }
 
+extension PostgresSchemaTests {
+    /// Runs `migrations` (the first ones of `PostgresSchema.migrations`) on an empty database
+    /// and records them as a server of that version would: a database as that version left it.
+    static func migrate(_ connection: PostgresConnection, through migrations: ArraySlice<(identifier: String, statements: String)>) throws {
+        try connection.execute("""
+            CREATE TABLE schema_migrations (seq bigint GENERATED ALWAYS AS IDENTITY, identifier text COLLATE "C" PRIMARY KEY, applied_at bigint NOT NULL)
+            """)
+        for migration in migrations {
+            try connection.execute(migration.statements)
+            try connection.run("INSERT INTO schema_migrations (identifier, applied_at) VALUES ($1, 0)", [.text(migration.identifier)])
+        }
+    }
+}
+
 /// A PostgreSQL database from before keys (v10, with a token) upgraded by v11: the token is the
 /// admin key `token` for every library, with its hash, and `access_token` is gone.
 @Suite("PostgreSQL: the token of a database from before keys", .ownThreads)
@@ -134,13 +148,7 @@ struct PostgresKeysUpgradeTests {
         let before = PostgresSchema.migrations.prefix { $0.identifier != "v11-access-keys" }
         #expect(before.last?.identifier == "v10-search-positions")
         try pool.withConnection { connection in
-            try connection.execute("""
-                CREATE TABLE schema_migrations (seq bigint GENERATED ALWAYS AS IDENTITY, identifier text COLLATE "C" PRIMARY KEY, applied_at bigint NOT NULL)
-                """)
-            for migration in before {
-                try connection.execute(migration.statements)
-                try connection.run("INSERT INTO schema_migrations (identifier, applied_at) VALUES ($1, 0)", [.text(migration.identifier)])
-            }
+            try PostgresSchemaTests.migrate(connection, through: before)
             try connection.run(
                 "INSERT INTO access_token (id, algorithm, salt, hash, iterations, updated_at) VALUES (1, 'pbkdf2-sha256', $1, $2, 1000, 1700000000000)",
                 [.bytes([1, 2, 3]), .bytes([4, 5, 6])])
@@ -168,13 +176,7 @@ struct PostgresGenreSortUpgradeTests {
         #expect(before.last?.identifier == "v11-access-keys")
         let genres = ["rock", "Ambient", "Électro", "jazz", "ROCK", "Blues"]
         try pool.withConnection { connection in
-            try connection.execute("""
-                CREATE TABLE schema_migrations (seq bigint GENERATED ALWAYS AS IDENTITY, identifier text COLLATE "C" PRIMARY KEY, applied_at bigint NOT NULL)
-                """)
-            for migration in before {
-                try connection.execute(migration.statements)
-                try connection.run("INSERT INTO schema_migrations (identifier, applied_at) VALUES ($1, 0)", [.text(migration.identifier)])
-            }
+            try PostgresSchemaTests.migrate(connection, through: before)
             try connection.run("INSERT INTO buckets (library, ord, id, size) VALUES (1, 0, 1, $1)", [.integer(Int64(genres.count))])
             try connection.run("UPDATE libraries SET album_count = $1, version = 1 WHERE id = 1", [.integer(Int64(genres.count))])
             for (n, genre) in genres.enumerated() {

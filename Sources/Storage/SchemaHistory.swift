@@ -178,8 +178,8 @@ enum SchemaHistory {
 
     /// The sort indexes of the current schema, in the order the migrations create them: v3's
     /// year and creation indexes, v9's title and artist ones (over the stored sort keys; they
-    /// replace v3's case-folded ones), v12's genre one. The one place their definitions live: a bulk import that
-    /// drops the indexes for speed (`BulkImport.swift`) recreates them from these, so the
+    /// replace v3's case-folded ones), v12's genre one. The one place their definitions live:
+    /// a bulk import that drops the indexes for speed (`BulkImport.swift`) recreates them from these, so the
     /// schema (`sqlite_master`) reads exactly as after the migrations. Never edit one that has
     /// shipped: a changed index is a new migration (which must then update this list too).
     static let sortIndexes: [IndexDefinition] = [yearIndex, createdIndex, titleSortIndex, artistSortIndex, genreSortIndex]

@@ -1,10 +1,10 @@
 import BlueLibraryAPI
 import Library
 
-/// Fills what Swift computes for each album row and rows from before a column existed lack, run
-/// by a store when it opens the database (the folding is Swift's: no SQL statement can compute
-/// it), in batches of `batchSize` rows in ascending `row` order, each batch in a write
-/// transaction of its own. Two passes, each idempotent (a row filled meanwhile is skipped) and
+/// Fills in the values Swift computes (no SQL statement can: the folding is Swift's) on album
+/// rows written before their column existed. Run by a store when it opens the database, in
+/// batches of `batchSize` rows in ascending `row` order, each batch in a write transaction of
+/// its own. Two passes, each idempotent (a row filled meanwhile is skipped) and
 /// cheap when there is nothing to fill: one read of a partial index that holds only the rows
 /// left to fill.
 /// - `searchText`: `search_text` (schema v8) and the sort keys `title_sort`, `artist_sort` (v9;

@@ -9,6 +9,13 @@ import Storage
 /// The composition root: reads nothing global, builds every collaborator from the
 /// configuration, wires the routes and middleware, and owns the HTTP server.
 public final class BlueLibraryApp: Sendable {
+    /// The web app's files, read from the bundle and gzipped once per process: every app a
+    /// process makes (the tests make many) serves the same bytes.
+    private static let bundledApp = Result { try StaticResources(bundleDirectory: "app") }
+    /// The API reference generated from openapi.yaml (scripts/openapi-docs.py): a page and its
+    /// style sheet, no script; likewise once per process.
+    private static let bundledDocs = Result { try StaticResources(bundleDirectory: "docs", contentSecurityPolicy: StaticResources.docsPolicy) }
+
     public let configuration: ServeConfiguration
     public let logger: JSONLogger
     let server: HTTPServer
@@ -162,12 +169,10 @@ public final class BlueLibraryApp: Sendable {
         SystemRoutes(state: state, spec: try SystemRoutes.loadSpec(), diskFull: { [backend] in backend.isDiskFull }, ping: backend.ping,
                      replicas: backend.replicaStatus)
             .register(into: &routes)
-        // The web app, read from the bundle once (a missing or broken bundle stops the start).
-        try StaticResources(bundleDirectory: "app").register(at: "/app", into: &routes)
-        // The API reference generated from openapi.yaml (scripts/openapi-docs.py): a page and
-        // its style sheet, no script.
-        try StaticResources(bundleDirectory: "docs", contentSecurityPolicy: StaticResources.docsPolicy)
-            .register(at: "/docs", into: &routes)
+        // The web app and the API reference, read and gzipped once per process (a missing or
+        // broken bundle stops the start).
+        try Self.bundledApp.get().register(at: "/app", into: &routes)
+        try Self.bundledDocs.get().register(at: "/docs", into: &routes)
         albums.register(into: &routes)
         BatchRoutes(libraries: resolver, idempotency: idempotency, covers: covers, access: accessControl).register(into: &routes)
         AlbumImportRoute(libraries: resolver, idempotency: idempotency).register(into: &routes)

@@ -53,8 +53,8 @@ struct StaticResources: Sendable {
 
     /// File name → file.
     let files: [String: File]
-    /// The file `GET <mount>/` answers with.
-    let indexName: String
+    /// The file `GET <mount>/` answers with (also in `files`, by its name).
+    let index: File
 
     /// Reads every file of the bundle's `Resources/<bundleDirectory>`.
     /// - Throws: ``ConfigurationError`` when the directory is missing from the bundle, holds a
@@ -89,15 +89,15 @@ struct StaticResources: Sendable {
 
     /// Serves `contents` (file name → bytes).
     init(contents: [String: [UInt8]], contentSecurityPolicy: String = Self.appPolicy, indexName: String = "index.html") throws {
-        guard contents[indexName] != nil else {
-            throw ConfigurationError("the static resources have no \(indexName)")
-        }
-        self.indexName = indexName
         var files: [String: File] = [:]
         for (name, bytes) in contents {
             files[name] = Self.file(bytes, name: name, contentSecurityPolicy: contentSecurityPolicy)
         }
+        guard let index = files[indexName] else {
+            throw ConfigurationError("the static resources have no \(indexName)")
+        }
         self.files = files
+        self.index = index
     }
 
     /// Total size of the files in bytes (as they are, not gzipped).
@@ -115,8 +115,7 @@ struct StaticResources: Sendable {
         let lastSegment = mount.split(separator: "/").last.map(String.init) ?? ""
         let redirect = HTTPResponse(status: .movedPermanently, headers: ["Location": lastSegment + "/", "Cache-Control": "no-cache"])
         routes.add(.get, mount) { _, _ in redirect }
-        let index = files[indexName]!
-        routes.add(.get, mount + "/") { request, _ in
+        routes.add(.get, mount + "/") { [index] request, _ in
             try ConditionalGET.respond(to: request, with: index.response(for: request))
         }
         routes.add(.get, mount + "/{file}") { [files] request, context in

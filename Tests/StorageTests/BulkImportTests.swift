@@ -47,7 +47,7 @@ struct BulkImportTests {
     static func expectIndexedPlans(_ store: SQLiteAlbumStore, _ library: LibraryID, anchor album: Album) throws {
         for sort in PagingTests.sorts where sort.field != .position {
             let anchor = SortAnchor.afterValue(SortValue.of(album, for: sort.field, articles: .standard)!, album.id)
-            let index = PagingTests.sortIndex[sort.field]!
+            let index = try #require(PagingTests.sortIndex[sort.field])
             for start in [SortAnchor.start, anchor] {
                 let plans = try store.pagePlans(library, matching: .all, sort: sort, from: start, limit: 51)
                 #expect(plans.count == 1)

@@ -279,7 +279,7 @@ struct PagingTests {
                     #expect(!plan.contains("SCAN"), "sort \(sort), filter \(name), \(start): \(plan)")
                 }
                 guard case .afterValue = start else { continue }
-                let index = Self.sortIndex[sort.field]!
+                let index = try #require(Self.sortIndex[sort.field])
                 let comparison = sort.descending ? ")<(?,?)" : ")>(?,?)"
                 #expect(plans.count == 1)
                 #expect(plans[0].contains("USING INDEX \(index) (library=? AND (") && plans[0].contains(comparison),
@@ -321,7 +321,7 @@ struct PagingTests {
     func stretchesOfAValueOrderSeekTheirIndex(_ sort: AlbumSort) throws {
         let fixture = Self.fixture
         let (low, high) = (fixture.library[fixture.library.count / 3], fixture.library[fixture.library.count / 2])
-        let index = Self.sortIndex[sort.field]!
+        let index = try #require(Self.sortIndex[sort.field])
         for (name, filter) in [("none", AlbumFilter.all), ("genre", AlbumFilter(genre: "rock"))] {
             for range in [SortRange(after: SortKey.of(low, for: sort.field, articles: .standard)), SortRange(before: SortKey.of(high, for: sort.field, articles: .standard)),
                           SortRange(after: SortKey.of(low, for: sort.field, articles: .standard), before: SortKey.of(high, for: sort.field, articles: .standard))]
